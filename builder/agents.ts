@@ -1,0 +1,92 @@
+import { StoreDuplicateError } from '../store/mod.js';
+import { nowIso } from '../platform/clock.js';
+import { forbidden, notFound } from '../platform/errors.js';
+import { newId } from '../platform/secrets.js';
+import { slugify } from '../platform/slug.js';
+import { emptyContent } from './content.js';
+import type { AgentRecord, BranchRecord, BuilderRecords } from './records.js';
+
+/** Who is calling the Agents API: the account (workspace) of their key, and the agent it is bound to, if any. */
+export interface Caller {
+  accountId: string;
+  /** A key bound to one project may only touch that agent. */
+  projectId: string | null;
+  keyId: string;
+}
+
+export const MAIN = 'main';
+
+/** Agents of an account, and the access rule every agent-scoped operation starts with. */
+export class Agents {
+  constructor(private readonly r: BuilderRecords) {}
+
+  /** Creates an agent with its `main` branch. */
+  async create(caller: Caller, input: { name: string; description: string }): Promise<{ agent: AgentRecord; main: BranchRecord }> {
+    const id = newId('agent').replace('_', '-');
+    const now = nowIso();
+    const base = slugify(input.name, id.toLowerCase());
+    let agent: AgentRecord | undefined;
+    for (let n = 1; !agent; n++) {
+      const slug = n === 1 ? base : `${base.slice(0, 56)}-${n}`;
+      try {
+        agent = await this.r.agents.insert({
+          id,
+          account_id: caller.accountId,
+          name: input.name,
+          slug,
+          description: input.description,
+          created_at: now,
+          updated_at: now,
+          deployment_seq: 0,
+        });
+      } catch (err) {
+        if (!(err instanceof StoreDuplicateError)) throw err;
+      }
+    }
+    const main = await this.r.branches.insert({
+      id: newId('br'),
+      agent_id: id,
+      account_id: caller.accountId,
+      name: MAIN,
+      status: 'open',
+      base: null,
+      content: emptyContent(),
+      rev: 0,
+      created_at: now,
+      updated_at: now,
+      merged_at: null,
+    });
+    return { agent, main };
+  }
+
+  /** The caller's agents, oldest first. Another account's agents never appear. */
+  async list(caller: Caller): Promise<Array<{ agent: AgentRecord; branchCount: number }>> {
+    const filter: Record<string, unknown> = { account_id: caller.accountId };
+    if (caller.projectId) filter.id = caller.projectId;
+    const agents = await this.r.agents.find(filter, { sort: { created_at: 1 } });
+    return Promise.all(agents.map(async (agent) => ({ agent, branchCount: await this.branchCount(agent.id) })));
+  }
+
+  /** Whether an agent (project) with this id exists, in any account: for the operator. */
+  async exists(agentId: string): Promise<boolean> {
+    return (await this.r.agents.get(agentId)) !== null;
+  }
+
+  branchCount(agentId: string): Promise<number> {
+    return this.r.branches.count({ agent_id: agentId });
+  }
+
+  /**
+   * The agent the caller addresses, by id (or by slug within the caller's account). Another account's agent
+   * is 403, as is another agent than the one a project-bound key names; an unknown one is 404.
+   */
+  async access(caller: Caller, agentId: string): Promise<AgentRecord> {
+    const agent =
+      (await this.r.agents.get(agentId)) ??
+      (await this.r.agents.findOne({ account_id: caller.accountId, slug: agentId }));
+    if (!agent) throw notFound('agent', 'agentId');
+    if (agent.account_id !== caller.accountId) throw forbidden('this key has no access to that agent');
+    if (caller.projectId && caller.projectId !== agent.id) throw forbidden('this key is bound to another agent');
+    return agent;
+  }
+}

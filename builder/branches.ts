@@ -1,0 +1,95 @@
+import { StoreDuplicateError } from '../store/mod.js';
+import { nowIso } from '../platform/clock.js';
+import { conflict, invalid, notFound, PlatformError } from '../platform/errors.js';
+import { newId } from '../platform/secrets.js';
+import { MAIN } from './agents.js';
+import type { Content } from './content.js';
+import { threeWayMerge } from './merge.js';
+import type { AgentRecord, BranchRecord, BuilderRecords } from './records.js';
+
+const MAX_CAS_ATTEMPTS = 50;
+
+/** Branches of an agent and the content edits made on them. */
+export class Branches {
+  constructor(private readonly r: BuilderRecords) {}
+
+  /** Cuts a branch from main as it is now; main's content is recorded as the merge base. */
+  async create(agent: AgentRecord, name: string): Promise<BranchRecord> {
+    const main = await this.get(agent, MAIN);
+    const now = nowIso();
+    try {
+      return await this.r.branches.insert({
+        id: newId('br'),
+        agent_id: agent.id,
+        account_id: agent.account_id,
+        name,
+        status: 'open',
+        base: main.content,
+        content: structuredClone(main.content),
+        rev: 0,
+        created_at: now,
+        updated_at: now,
+        merged_at: null,
+      });
+    } catch (err) {
+      if (err instanceof StoreDuplicateError) throw conflict('a branch with that name exists', [{ field: 'name', message: 'a branch with that name exists' }]);
+      throw err;
+    }
+  }
+
+  list(agent: AgentRecord): Promise<BranchRecord[]> {
+    return this.r.branches.find({ agent_id: agent.id }, { sort: { created_at: 1 } });
+  }
+
+  /** A branch by id or by name. */
+  async get(agent: AgentRecord, ref: string): Promise<BranchRecord> {
+    const byId = await this.r.branches.get(ref);
+    const branch = byId && byId.agent_id === agent.id ? byId : await this.r.branches.findOne({ agent_id: agent.id, name: ref });
+    if (!branch) throw notFound('branch', 'branch');
+    return branch;
+  }
+
+  /**
+   * Applies `change` to a branch's content as a compare-and-set on its revision, retrying when another
+   * writer got in first, so concurrent edits never lose each other. A merged branch is read-only.
+   */
+  async edit<T>(agent: AgentRecord, ref: string, change: (content: Content) => T): Promise<{ branch: BranchRecord; result: T }> {
+    for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
+      const branch = await this.get(agent, ref);
+      if (branch.status === 'merged') throw conflict('the branch is merged and read-only', [{ field: 'branch', message: 'branch already merged' }]);
+      const content = structuredClone(branch.content);
+      const result = change(content);
+      const updated = await this.r.branches.update(
+        { id: branch.id, rev: branch.rev },
+        { $set: { content, rev: branch.rev + 1, updated_at: nowIso() } },
+      );
+      if (updated) return { branch: updated, result };
+    }
+    throw conflict('the branch is being changed concurrently; try again');
+  }
+
+  /**
+   * Merges a branch into main (three-way, against the base it was cut from). Conflicts are a 409 naming the
+   * fields; nothing changes then. The merged branch stays readable and becomes read-only.
+   */
+  async merge(agent: AgentRecord, ref: string): Promise<{ branch: BranchRecord; main: BranchRecord; applied: string[] }> {
+    const branch = await this.get(agent, ref);
+    if (branch.name === MAIN) throw invalid('branchId', 'main cannot be merged into itself');
+    if (branch.status === 'merged') throw conflict('the branch is already merged', [{ field: 'branchId', message: 'branch already merged' }]);
+    let applied: string[] = [];
+    const { branch: main } = await this.edit(agent, MAIN, (content) => {
+      const outcome = threeWayMerge(branch.base ?? content, content, branch.content);
+      if (outcome.conflicts.length) {
+        throw new PlatformError('SB_CONFLICT', 'the branch has diverged from main', outcome.conflicts);
+      }
+      Object.assign(content, outcome.content);
+      applied = outcome.applied;
+    });
+    const now = nowIso();
+    const merged = await this.r.branches.update(
+      { id: branch.id, rev: branch.rev, status: 'open' },
+      { $set: { status: 'merged', merged_at: now, updated_at: now } },
+    );
+    return { branch: merged ?? (await this.get(agent, branch.id)), main, applied };
+  }
+}

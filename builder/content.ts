@@ -1,0 +1,56 @@
+import { createHash } from 'node:crypto';
+
+/** A knowledge-base topic. `name` is unique within a branch. */
+export interface Topic {
+  id: string;
+  name: string;
+  content: string;
+}
+
+/** A variant dimension, such as `site` or `region`. */
+export interface Attribute {
+  id: string;
+  name: string;
+}
+
+/** Site-specific overrides: a value per attribute (keyed by attribute id). */
+export interface Variant {
+  id: string;
+  name: string;
+  isDefault: boolean;
+  attributeValues: { values: Record<string, string> };
+}
+
+/**
+ * Everything a branch holds and an artifact freezes. Items are keyed by id so that a three-way merge can
+ * tell "changed on one side" from "changed on both". No timestamps here: they would make every edit a
+ * conflict.
+ */
+export interface Content {
+  behavior: string;
+  topics: Record<string, Topic>;
+  attributes: Record<string, Attribute>;
+  variants: Record<string, Variant>;
+}
+
+export const emptyContent = (): Content => ({ behavior: '', topics: {}, attributes: {}, variants: {} });
+
+/** JSON with object keys sorted, so equal content always serialises (and hashes) the same. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value && typeof value === 'object') {
+    const entries = Object.keys(value as object)
+      .sort()
+      .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
+    return `{${entries.join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/** The artifact version of some content: the first 16 hex digits of the SHA-256 of its canonical JSON. */
+export function contentHash(content: Content): string {
+  return createHash('sha256').update(canonicalJson(content)).digest('hex').slice(0, 16);
+}
+
+export const sameValue = (a: unknown, b: unknown): boolean => canonicalJson(a) === canonicalJson(b);

@@ -1,0 +1,148 @@
+import { StoreDuplicateError } from '../store/mod.js';
+import { nowIso } from '../platform/clock.js';
+import { conflict, invalid, notFound } from '../platform/errors.js';
+import { newId } from '../platform/secrets.js';
+import { ENVIRONMENTS, type Environment } from '../tenancy/connectors.js';
+import { MAIN, type Caller } from './agents.js';
+import { type Content, contentHash } from './content.js';
+import type { AgentRecord, ArtifactRecord, BranchRecord, BuilderRecords, DeploymentRecord } from './records.js';
+
+/** The result of publish, promote and rollback (contract section 2.2). */
+export interface DeploymentResult {
+  deployment: DeploymentRecord;
+  testRunIds: string[];
+}
+
+/** The environment after `env` in the pipeline sandbox → pre-release → live, or null after live. */
+export function nextEnvironment(env: Environment): Environment | null {
+  return ENVIRONMENTS[ENVIRONMENTS.indexOf(env) + 1] ?? null;
+}
+
+/**
+ * Deployments: publish freezes main into an immutable, content-addressed artifact and deploys it to sandbox;
+ * promote and rollback deploy an existing artifact to an environment. The active deployment of an
+ * environment is the one with the highest `seq` there.
+ */
+export class Deployments {
+  constructor(
+    private readonly r: BuilderRecords,
+    private readonly mainBranch: (agent: AgentRecord) => Promise<BranchRecord>,
+  ) {}
+
+  async publish(caller: Caller, agent: AgentRecord, input: { environment: Environment; deploymentMessage: string }): Promise<DeploymentResult> {
+    if (input.environment !== 'sandbox') {
+      throw invalid('environment', 'publish deploys to sandbox; promote a deployment to reach pre-release and live');
+    }
+    const main = await this.mainBranch(agent);
+    const artifact = await this.freeze(agent, main.content);
+    return this.deploy(caller, agent, 'sandbox', artifact.artifact_version, {
+      action: 'publish',
+      branch: MAIN,
+      deploymentMessage: input.deploymentMessage,
+    });
+  }
+
+  async promote(
+    caller: Caller,
+    agent: AgentRecord,
+    deploymentId: string,
+    input: { targetEnvironment?: Environment; deploymentMessage: string },
+  ): Promise<DeploymentResult> {
+    const source = await this.get(agent, deploymentId);
+    const next = nextEnvironment(source.environment);
+    const target = input.targetEnvironment ?? next;
+    if (!target || next === null) {
+      throw conflict('the deployment is already live; there is no environment to promote to', [
+        { field: 'deploymentId', message: 'already in the last environment' },
+      ]);
+    }
+    if (ENVIRONMENTS.indexOf(target) <= ENVIRONMENTS.indexOf(source.environment)) {
+      throw invalid('targetEnvironment', `promote moves forward from ${source.environment}`);
+    }
+    return this.deploy(caller, agent, target, source.artifact_version, {
+      action: 'promote',
+      sourceDeploymentId: source.id,
+      sourceEnvironment: source.environment,
+      deploymentMessage: input.deploymentMessage,
+    });
+  }
+
+  async rollback(caller: Caller, agent: AgentRecord, deploymentId: string, input: { deploymentMessage: string }): Promise<DeploymentResult> {
+    const target = await this.get(agent, deploymentId);
+    return this.deploy(caller, agent, target.environment, target.artifact_version, {
+      action: 'rollback',
+      rolledBackTo: target.id,
+      rolledBackToVersion: String(target.seq),
+      deploymentMessage: input.deploymentMessage,
+    });
+  }
+
+  async get(agent: AgentRecord, deploymentId: string): Promise<DeploymentRecord> {
+    const d = await this.r.deployments.get(deploymentId);
+    if (!d || d.agent_id !== agent.id) throw notFound('deployment', 'deploymentId');
+    return d;
+  }
+
+  /** Deployments of an agent, newest first, optionally of one environment. */
+  list(agent: AgentRecord, environment?: Environment, limit = 100): Promise<DeploymentRecord[]> {
+    const filter: Record<string, unknown> = { agent_id: agent.id };
+    if (environment) filter.environment = environment;
+    return this.r.deployments.find(filter, { sort: { seq: -1 }, limit });
+  }
+
+  /** What runs in an environment now, or null. */
+  active(agentId: string, environment: Environment): Promise<DeploymentRecord | null> {
+    return this.r.deployments.findOne({ agent_id: agentId, environment }, { sort: { seq: -1 } });
+  }
+
+  /** The frozen content running in an environment (what a conversation there runs), or null. */
+  async deployedContent(agentId: string, environment: Environment): Promise<{ deployment: DeploymentRecord; content: Content } | null> {
+    const deployment = await this.active(agentId, environment);
+    if (!deployment) return null;
+    const artifact = await this.r.artifacts.get(artifactKey(agentId, deployment.artifact_version));
+    return artifact ? { deployment, content: artifact.content } : null;
+  }
+
+  private async freeze(agent: AgentRecord, content: Content): Promise<ArtifactRecord> {
+    const version = contentHash(content);
+    const id = artifactKey(agent.id, version);
+    try {
+      return await this.r.artifacts.insert({
+        id,
+        agent_id: agent.id,
+        account_id: agent.account_id,
+        artifact_version: version,
+        content,
+        created_at: nowIso(),
+      });
+    } catch (err) {
+      if (!(err instanceof StoreDuplicateError)) throw err;
+      return (await this.r.artifacts.get(id))!;
+    }
+  }
+
+  private async deploy(
+    caller: Caller,
+    agent: AgentRecord,
+    environment: Environment,
+    artifactVersion: string,
+    metadata: Record<string, unknown>,
+  ): Promise<DeploymentResult> {
+    const counted = await this.r.agents.update({ id: agent.id }, { $inc: { deployment_seq: 1 }, $set: { updated_at: nowIso() } });
+    if (!counted) throw notFound('agent', 'agentId');
+    const deployment = await this.r.deployments.insert({
+      id: newId('dep'),
+      account_id: agent.account_id,
+      agent_id: agent.id,
+      environment,
+      artifact_version: artifactVersion,
+      seq: counted.deployment_seq,
+      created_by: caller.keyId,
+      created_at: nowIso(),
+      metadata,
+    });
+    return { deployment, testRunIds: [] };
+  }
+}
+
+const artifactKey = (agentId: string, version: string) => `${agentId}:${version}`;

@@ -1,0 +1,59 @@
+import type { FieldError } from '../platform/errors.js';
+import { type Content, sameValue } from './content.js';
+
+/** Outcome of a three-way merge: the merged content, the fields taken from the branch, and any conflicts. */
+export interface MergeOutcome {
+  content: Content;
+  applied: string[];
+  conflicts: FieldError[];
+}
+
+type Keyed = 'topics' | 'attributes' | 'variants';
+const KEYED: Keyed[] = ['topics', 'attributes', 'variants'];
+
+/**
+ * Three-way merge of `theirs` (the branch) into `ours` (main) against `base` (main as it was when the branch
+ * was cut). Per field (`behavior`, and each topic, attribute and variant by id): unchanged on one side takes
+ * the other side; changed identically on both is fine; changed differently on both is a conflict. Names must
+ * stay unique after the merge, so two different items given the same name on each side also conflict.
+ */
+export function threeWayMerge(base: Content, ours: Content, theirs: Content): MergeOutcome {
+  const applied: string[] = [];
+  const conflicts: FieldError[] = [];
+  const content: Content = structuredClone(ours);
+
+  const pick = (field: string, b: unknown, o: unknown, t: unknown): unknown => {
+    if (sameValue(t, b) || sameValue(o, t)) return o;
+    if (sameValue(o, b)) {
+      applied.push(field);
+      return t;
+    }
+    conflicts.push({ field, message: 'changed on both main and the branch since the branch was cut' });
+    return o;
+  };
+
+  content.behavior = pick('behavior', base.behavior, ours.behavior, theirs.behavior) as string;
+
+  for (const kind of KEYED) {
+    const ids = new Set([...Object.keys(base[kind]), ...Object.keys(ours[kind]), ...Object.keys(theirs[kind])]);
+    const merged: Record<string, unknown> = {};
+    for (const id of [...ids].sort()) {
+      const value = pick(`${kind}.${id}`, base[kind][id], ours[kind][id], theirs[kind][id]);
+      if (value !== undefined) merged[id] = value;
+    }
+    (content as unknown as Record<Keyed, Record<string, unknown>>)[kind] = merged;
+    conflicts.push(...duplicateNames(kind, merged as Record<string, { name: string }>));
+  }
+  return { content, applied, conflicts };
+}
+
+function duplicateNames(kind: Keyed, items: Record<string, { name: string }>): FieldError[] {
+  const seen = new Map<string, string>();
+  const out: FieldError[] = [];
+  for (const [id, item] of Object.entries(items)) {
+    const other = seen.get(item.name);
+    if (other) out.push({ field: `${kind}.${id}`, message: `name "${item.name}" is also used by ${other} on main` });
+    else seen.set(item.name, id);
+  }
+  return out;
+}

@@ -1,0 +1,33 @@
+/**
+ * The agent builder: agents, branches and their content, three-way merge, content-addressed artifacts,
+ * deployments through environments, and real-time config pages. Store-backed services; no HTTP here.
+ */
+import type { Store } from '../store/mod.js';
+import { Agents, MAIN } from './agents.js';
+import { Branches } from './branches.js';
+import { Deployments } from './deployments.js';
+import { RealtimeConfigs } from './realtime-configs.js';
+import { builderRecords } from './records.js';
+
+export { MAIN, type Caller } from './agents.js';
+export type { Attribute, Content, Topic, Variant } from './content.js';
+export type { AgentRecord, BranchRecord, DeploymentRecord, RealtimeConfigRecord } from './records.js';
+export type { DeploymentResult } from './deployments.js';
+
+export interface Builder {
+  agents: Agents;
+  branches: Branches;
+  deployments: Deployments;
+  realtimeConfigs: RealtimeConfigs;
+}
+
+export function createBuilder(store: Store): Builder {
+  const records = builderRecords(store);
+  const branches = new Branches(records);
+  return {
+    agents: new Agents(records),
+    branches,
+    deployments: new Deployments(records, (agent) => branches.get(agent, MAIN)),
+    realtimeConfigs: new RealtimeConfigs(records),
+  };
+}

@@ -1,0 +1,82 @@
+import { StoreDuplicateError } from '../store/mod.js';
+import { nowIso } from '../platform/clock.js';
+import { conflict } from '../platform/errors.js';
+import { ENVIRONMENTS, type Environment } from '../tenancy/connectors.js';
+import type { AgentRecord, BuilderRecords, RealtimeConfigRecord } from './records.js';
+
+const MAX_CAS_ATTEMPTS = 50;
+
+/**
+ * RFC 7386 JSON merge patch: objects merge key by key, `null` removes a key, anything else replaces.
+ * Returns a new object; `target` is not modified.
+ */
+export function mergePatch(target: Record<string, unknown>, patch: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...target };
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete out[key];
+    else setOwn(out, key, isPlainObject(value) ? mergePatch(isPlainObject(out[key]) ? (out[key] as Record<string, unknown>) : {}, value) : value);
+  }
+  return out;
+}
+
+/** Sets an own property, even one named `__proto__`, without touching the prototype. */
+function setOwn(obj: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * Real-time config pages: runtime values that take effect without a publish. A page named after an
+ * environment (`sandbox`, `pre-release`, `live`) applies to that environment only; any other page applies
+ * to every environment. `effective` layers the environment's page over the shared ones.
+ */
+export class RealtimeConfigs {
+  constructor(private readonly r: BuilderRecords) {}
+
+  async patch(agent: AgentRecord, config: string, variables: Record<string, unknown>): Promise<RealtimeConfigRecord> {
+    const id = `${agent.id}/${config}`;
+    for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
+      const current = await this.r.realtimeConfigs.get(id);
+      const next = mergePatch(current?.variables ?? {}, variables);
+      if (!current) {
+        try {
+          return await this.r.realtimeConfigs.insert({
+            id,
+            agent_id: agent.id,
+            account_id: agent.account_id,
+            config,
+            variables: next,
+            rev: 1,
+            updated_at: nowIso(),
+          });
+        } catch (err) {
+          if (err instanceof StoreDuplicateError) continue;
+          throw err;
+        }
+      }
+      const updated = await this.r.realtimeConfigs.update(
+        { id, rev: current.rev },
+        { $set: { variables: next, rev: current.rev + 1, updated_at: nowIso() } },
+      );
+      if (updated) return updated;
+    }
+    throw conflict('the config is being changed concurrently; try again');
+  }
+
+  get(agent: AgentRecord, config: string): Promise<RealtimeConfigRecord | null> {
+    return this.r.realtimeConfigs.get(`${agent.id}/${config}`);
+  }
+
+  list(agent: AgentRecord): Promise<RealtimeConfigRecord[]> {
+    return this.r.realtimeConfigs.find({ agent_id: agent.id }, { sort: { config: 1 } });
+  }
+
+  /** The variables a conversation in `environment` sees right now. */
+  async effective(agentId: string, environment: Environment): Promise<Record<string, unknown>> {
+    const pages = await this.r.realtimeConfigs.find({ agent_id: agentId }, { sort: { config: 1 } });
+    const shared = pages.filter((p) => !(ENVIRONMENTS as readonly string[]).includes(p.config));
+    const own = pages.find((p) => p.config === environment);
+    return [...shared, ...(own ? [own] : [])].reduce<Record<string, unknown>>((acc, p) => mergePatch(acc, p.variables), {});
+  }
+}

@@ -1,0 +1,90 @@
+import type { Collection, Doc, Store } from '../store/mod.js';
+import type { Environment } from '../tenancy/connectors.js';
+import type { Content } from './content.js';
+
+/** An agent; its id is also the `project_id` of the conversation interfaces. */
+export interface AgentRecord extends Doc {
+  account_id: string;
+  name: string;
+  slug: string;
+  description: string;
+  created_at: string;
+  updated_at: string;
+  /** Last deployment `version` handed out for this agent. */
+  deployment_seq: number;
+}
+
+export interface BranchRecord extends Doc {
+  agent_id: string;
+  account_id: string;
+  name: string;
+  status: 'open' | 'merged';
+  /** Main's content when this branch was cut (null for main itself). */
+  base: Content | null;
+  content: Content;
+  /** Optimistic-concurrency revision: every content change is a compare-and-set on it. */
+  rev: number;
+  created_at: string;
+  updated_at: string;
+  merged_at: string | null;
+}
+
+/** Frozen content, shared by every deployment of the same content hash. */
+export interface ArtifactRecord extends Doc {
+  agent_id: string;
+  account_id: string;
+  artifact_version: string;
+  content: Content;
+  created_at: string;
+}
+
+export interface DeploymentRecord extends Doc {
+  account_id: string;
+  agent_id: string;
+  environment: Environment;
+  artifact_version: string;
+  seq: number;
+  created_by: string;
+  created_at: string;
+  metadata: Record<string, unknown>;
+}
+
+export interface RealtimeConfigRecord extends Doc {
+  agent_id: string;
+  account_id: string;
+  config: string;
+  variables: Record<string, unknown>;
+  rev: number;
+  updated_at: string;
+}
+
+/** The builder's collections, declared once with their indexes. */
+export interface BuilderRecords {
+  agents: Collection<AgentRecord>;
+  branches: Collection<BranchRecord>;
+  artifacts: Collection<ArtifactRecord>;
+  deployments: Collection<DeploymentRecord>;
+  realtimeConfigs: Collection<RealtimeConfigRecord>;
+}
+
+export function builderRecords(store: Store): BuilderRecords {
+  return {
+    agents: store.collection<AgentRecord>({
+      name: 'agents',
+      indexes: [{ fields: ['account_id', 'created_at'] }, { fields: ['account_id', 'slug'], unique: true }],
+    }),
+    branches: store.collection<BranchRecord>({
+      name: 'branches',
+      indexes: [{ fields: ['agent_id', 'name'], unique: true }],
+    }),
+    artifacts: store.collection<ArtifactRecord>({ name: 'artifacts', indexes: [{ fields: ['agent_id'] }] }),
+    deployments: store.collection<DeploymentRecord>({
+      name: 'deployments',
+      indexes: [{ fields: ['agent_id', 'environment', 'seq'] }, { fields: ['agent_id', 'seq'] }],
+    }),
+    realtimeConfigs: store.collection<RealtimeConfigRecord>({
+      name: 'realtime_configs',
+      indexes: [{ fields: ['agent_id'] }],
+    }),
+  };
+}

@@ -1,0 +1,39 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { forbidden, unauthorized } from '../../platform/errors.js';
+import { secretMatches } from '../../platform/secrets.js';
+import type { ApiKey, ApiKeys, KeyScope } from '../../tenancy/keys.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The verified API key of the request, set by `apiKeyAuth`. */
+    apiKey: ApiKey | null;
+  }
+}
+
+function header(request: FastifyRequest, name: string): string | undefined {
+  const v = request.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/**
+ * An `onRequest` hook that requires an `x-api-key` of one of `scopes`: 401 when missing or not a live key,
+ * 403 when the key is for another interface family.
+ */
+export function apiKeyAuth(keys: ApiKeys, scopes: KeyScope[]) {
+  return async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
+    const presented = header(request, 'x-api-key');
+    if (!presented) throw unauthorized('missing x-api-key header');
+    const key = await keys.verify(presented);
+    if (!key) throw unauthorized('invalid API key');
+    if (!scopes.includes(key.scope)) throw forbidden(`this key is for the ${key.scope} API`);
+    request.apiKey = key;
+  };
+}
+
+/** An `onRequest` hook that requires `Authorization: Bearer <OPERATOR_TOKEN>`. */
+export function operatorAuth(tokenHash: string) {
+  return async (request: FastifyRequest): Promise<void> => {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(header(request, 'authorization') ?? '');
+    if (!m || !secretMatches(m[1], tokenHash)) throw unauthorized('missing or invalid operator token');
+  };
+}

@@ -1,0 +1,67 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { type FieldError, PlatformError } from '../../platform/errors.js';
+
+/**
+ * How an interface family renders errors. The Agents, Alerts and admin families answer
+ * `{message, errors: [{field, message}]}`; the conversation-side families answer `{error_message}`.
+ */
+export type ErrorShape = 'fields' | 'error_message';
+
+interface Problem {
+  status: number;
+  message: string;
+  errors: FieldError[];
+}
+
+interface ValidationIssue {
+  instancePath?: string;
+  message?: string;
+}
+
+/** Turns anything thrown in a request into a status and message; never leaks internals of a 5xx. */
+export function toProblem(err: unknown, request: FastifyRequest): Problem {
+  if (err instanceof PlatformError) return { status: err.statusCode, message: err.message, errors: err.errors };
+  const e = err as FastifyError & { validation?: ValidationIssue[]; validationContext?: string };
+  if (Array.isArray(e.validation)) {
+    const context = e.validationContext ?? 'body';
+    const errors = e.validation.map((v) => ({
+      field: fieldName(context, v.instancePath),
+      message: v.message ?? 'invalid value',
+    }));
+    // A malformed path id is 422 (contract 7.1); everything else about the request is 400.
+    const status = context === 'params' ? 422 : 400;
+    const message = status === 422 ? `malformed ${errors.map((x) => x.field).join(', ')}` : 'validation error';
+    return { status, message, errors };
+  }
+  const status = typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500 ? e.statusCode : 500;
+  if (status === 500) {
+    request.log.error({ err }, 'unhandled error');
+    return { status, message: 'internal server error', errors: [] };
+  }
+  return { status, message: e.message || 'bad request', errors: [{ field: 'body', message: e.message }] };
+}
+
+function fieldName(context: string, instancePath: string | undefined): string {
+  const path = (instancePath ?? '').split('/').filter(Boolean).join('.');
+  if (path) return path;
+  return context === 'querystring' ? 'query' : context;
+}
+
+/** Renders a problem in the given shape. */
+export function sendProblem(reply: FastifyReply, shape: ErrorShape, p: Problem): FastifyReply {
+  const body = shape === 'fields' ? { message: p.message, errors: p.errors } : { error_message: p.message };
+  return reply.code(p.status).type('application/json').send(JSON.stringify(body));
+}
+
+/** Installs a family's error handler in its encapsulated context, so each family speaks its own error shape. */
+export function useErrorShape(app: FastifyInstance, shape: ErrorShape): void {
+  app.setErrorHandler((err, request, reply) => sendProblem(reply, shape, toProblem(err, request)));
+}
+
+/** Paths whose families answer in the `fields` shape; every other path answers `{error_message}`. */
+const FIELD_SHAPED = /^\/(?:v1\/(?:agents|alert-rules|alerts|webhook-endpoints)|admin)(?:[/?]|$)/;
+
+/** The shape of an unmatched route: the one its path's family would use. */
+export function shapeForPath(url: string): ErrorShape {
+  return FIELD_SHAPED.test(url) ? 'fields' : 'error_message';
+}

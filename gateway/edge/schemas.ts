@@ -1,0 +1,23 @@
+import { z } from 'zod';
+
+/** The error body of the Agents, Alerts and admin families (contract section 7). */
+export const FieldErrorBody = z.object({
+  message: z.string(),
+  errors: z.array(z.object({ field: z.string(), message: z.string() })),
+});
+
+/** Error responses every `fields`-shaped route may give, for the OpenAPI document. */
+export const fieldErrorResponses = {
+  400: FieldErrorBody,
+  401: FieldErrorBody,
+  403: FieldErrorBody,
+  404: FieldErrorBody,
+  409: FieldErrorBody,
+  422: FieldErrorBody,
+};
+
+/** Path ids: letters, digits, `_`, `-` and `.`, 1 to 128. Anything else is a malformed id (422). */
+export const PathId = z.string().regex(/^[A-Za-z0-9_.-]{1,128}$/, 'malformed id');
+
+/** Any JSON object (free-form values such as real-time config variables). */
+export const JsonObject = z.record(z.string(), z.unknown());

@@ -1,0 +1,86 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import fastifySwagger from '@fastify/swagger';
+import fastifySwaggerUi from '@fastify/swagger-ui';
+import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import type { Logger } from 'pino';
+import type { Services } from '../../platform/services.js';
+import { adminPlugin } from './admin.js';
+import { agentsPlugin } from './agents/plugin.js';
+import { sendProblem, shapeForPath, toProblem } from './errors.js';
+import { healthPlugin } from './health.js';
+import { jsonBodyParser } from './json-body.js';
+
+export interface EdgeOptions {
+  services: Services;
+  operatorTokenHash: string;
+  logger: Logger;
+  /** Called by `/healthz`: false while the process is not (or no longer) serving. */
+  isServing: () => boolean;
+}
+
+/**
+ * Fastify hands a request without a body to validation as null. The JSON parser refuses a literal `null`
+ * body, so a null here always means "no body", which optional and defaulted body schemas accept.
+ */
+const bodyAwareValidatorCompiler: typeof validatorCompiler = (route) => {
+  const validate = validatorCompiler(route);
+  return route.httpPart === 'body' ? (data: unknown) => validate(data === null ? undefined : data) : validate;
+};
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * Builds the Fastify edge: every REST family of the contract except messaging, the admin API, `/healthz`,
+ * and the OpenAPI document generated from the zod schemas (`/openapi.json`, browsable at `/docs`).
+ */
+export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: opts.logger as FastifyBaseLogger,
+    requestIdHeader: 'x-request-id',
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    bodyLimit: 1024 * 1024,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+  }) as unknown as FastifyInstance;
+  app.setValidatorCompiler(bodyAwareValidatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  app.decorateRequest('apiKey', null);
+  // JSON only at the root; a family that takes other bodies (external events) adds its parsers in its own context.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, jsonBodyParser);
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  app.setErrorHandler((err, request, reply) => sendProblem(reply, shapeForPath(request.url), toProblem(err, request)));
+  app.setNotFoundHandler((request, reply) =>
+    sendProblem(reply, shapeForPath(request.url), { status: 404, message: `route ${request.method} ${request.url.split('?')[0]} not found`, errors: [] }),
+  );
+
+  await app.register(fastifySwagger, {
+    openapi: {
+      info: {
+        title: 'Switchboard',
+        description: 'Self-hosted conversational agent platform: the Agents API and the operator admin API.',
+        version: '0.1.0',
+      },
+      components: {
+        securitySchemes: {
+          apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' },
+          operatorToken: { type: 'http', scheme: 'bearer' },
+        },
+      },
+    },
+    transform: jsonSchemaTransform,
+  });
+  await app.register(fastifySwaggerUi, { routePrefix: '/docs' });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  await app.register(healthPlugin, { isServing: opts.isServing });
+  await app.register(adminPlugin, { prefix: '/admin/v1', services: opts.services, operatorTokenHash: opts.operatorTokenHash });
+  await app.register(agentsPlugin, { prefix: '/v1', services: opts.services });
+  return app;
+}

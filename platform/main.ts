@@ -1,0 +1,64 @@
+#!/usr/bin/env node
+/**
+ * Starts the platform. `node dist/platform/main.js [role...]` with roles `edge` and `socket` (the Procfile's
+ * processes); no role (what `npm start` does) runs every role in one process on the embedded defaults.
+ */
+import { pino } from 'pino';
+import { openStore } from '../store/mod.js';
+import { buildEdge } from '../gateway/edge/server.js';
+import { startSocketGateway, type SocketGateway } from '../gateway/socket/server.js';
+import { loadConfig } from './config.js';
+import { operatorTokenHash } from './operator-token.js';
+import { createServices } from './services.js';
+
+const ROLES = ['edge', 'socket'] as const;
+type Role = (typeof ROLES)[number];
+
+async function main(): Promise<void> {
+  const asked = process.argv.slice(2).filter((a) => a !== 'all');
+  const unknown = asked.filter((a) => !(ROLES as readonly string[]).includes(a));
+  if (unknown.length) throw new Error(`unknown role(s) ${unknown.join(', ')}; roles are ${ROLES.join(', ')}`);
+  const roles = new Set<Role>(asked.length ? (asked as Role[]) : ROLES);
+
+  const config = loadConfig();
+  const logger = pino({ level: config.logLevel, base: { role: [...roles].join('+') } });
+  const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl });
+  const services = createServices(store);
+  const tokenHash = await operatorTokenHash(config.dataDir, config.operatorToken, (line) => process.stdout.write(`${line}\n`));
+  let serving = false;
+  const isServing = () => serving;
+
+  const edge = roles.has('edge') ? await buildEdge({ services, operatorTokenHash: tokenHash, logger, isServing }) : null;
+  if (edge) await edge.listen({ host: config.host, port: config.edgePort });
+  const socket: SocketGateway | null = roles.has('socket')
+    ? await startSocketGateway({ host: config.host, port: config.socketPort, logger, isServing })
+    : null;
+  serving = true;
+
+  const where = [
+    edge ? `edge http://${config.host}:${(edge.server.address() as { port: number }).port}` : null,
+    socket ? `socket http://${config.host}:${socket.port}` : null,
+  ].filter(Boolean);
+  process.stdout.write(`Switchboard ${config.region} serving: ${where.join(', ')} (store: ${store.backend}, data: ${config.dataDir})\n`);
+  if (edge) process.stdout.write(`OpenAPI: http://${config.host}:${(edge.server.address() as { port: number }).port}/openapi.json, browsable at /docs\n`);
+
+  let draining = false;
+  const drain = async (signal: string) => {
+    if (draining) return;
+    draining = true;
+    serving = false;
+    logger.info({ signal }, 'draining');
+    socket?.close();
+    await edge?.close();
+    await store.close();
+    logger.info('drained');
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void drain('SIGTERM'));
+  process.on('SIGINT', () => void drain('SIGINT'));
+}
+
+main().catch((err) => {
+  process.stderr.write(`switchboard failed to start: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,172 @@
+import { Query, update as applyUpdate } from 'mingo';
+import type { Modifier } from 'mingo/updater';
+import { page, sortWithId } from '../cursor.js';
+import { StoreDuplicateError } from '../errors.js';
+import { namesId } from '../update.js';
+import type { Collection, Doc, Filter, FindOptions, Page, PageOptions, Sort, Update } from '../types.js';
+import type { Env } from './env.js';
+import { writeEntries, type IndexDef } from './indexes.js';
+import { idOf, isKeyString, key } from './keys.js';
+import { compareBy } from './order.js';
+import { isOperatorObject, isPlainObject, plan, type Plan } from './planner.js';
+
+/**
+ * A collection of the embedded store. Reads run synchronously against lmdb-js's read transaction, which
+ * is only renewed between event-loop turns, so each query sees one consistent snapshot; every write runs
+ * its read-check-write in one `transactionSync`.
+ */
+export class LmdbCollection<T extends Doc = Doc> implements Collection<T> {
+  constructor(
+    private readonly env: Env,
+    readonly name: string,
+    readonly indexes: IndexDef[],
+  ) {}
+
+  async insert(doc: T): Promise<T> {
+    if (!isKeyString(doc.id)) throw new TypeError(`invalid id ${JSON.stringify(doc.id)} for ${this.name}`);
+    this.env.root.transactionSync(() => {
+      if (this.env.records.get(key(this.name, doc.id)) !== undefined) throw new StoreDuplicateError(this.name, ['id']);
+      this.write(null, doc);
+    });
+    return doc;
+  }
+
+  async get(id: string): Promise<T | null> {
+    return isKeyString(id) ? ((this.env.records.get(key(this.name, id)) as T | undefined) ?? null) : null;
+  }
+
+  async findOne(filter: Filter, options: { sort?: Sort } = {}): Promise<T | null> {
+    return this.first(filter, options.sort);
+  }
+
+  async find(filter: Filter, options: FindOptions = {}): Promise<T[]> {
+    const rows = this.match(filter).sort(compareBy(sortWithId(options.sort)));
+    const skip = options.skip ?? 0;
+    return rows.slice(skip, options.limit === undefined ? undefined : skip + options.limit);
+  }
+
+  page(filter: Filter, options: PageOptions): Promise<Page<T>> {
+    return page((where, findOptions) => this.find(where, findOptions), filter, options);
+  }
+
+  async count(filter: Filter): Promise<number> {
+    return this.match(filter).length;
+  }
+
+  async update(filter: Filter, update: Update, options: { upsert?: boolean; sort?: Sort } = {}): Promise<T | null> {
+    // Refused up front as the MongoDB backend must (there `id` would part from `_id`); the check after
+    // applying the update catches the indirect ways ($rename, a $setOnInsert contradicting the filter).
+    if (namesId(update)) throw new TypeError('an update must not change id');
+    // MongoDB refuses an empty update document; mingo would take it as a no-op.
+    if (Object.keys(update).length === 0) throw new TypeError('an update needs at least one operator');
+    const seed = options.upsert ? upsertSeed(filter) : undefined;
+    return this.env.root.transactionSync(() => {
+      const current = this.first(filter, options.sort);
+      if (current) {
+        const next = structuredClone(current);
+        const changed = applyUpdate(next, modifier(update, false));
+        if (next.id !== current.id) throw new TypeError('an update must not change id');
+        if (changed.length > 0) this.write(current, next);
+        return next;
+      }
+      if (!seed) return null;
+      // With other conditions in the filter this is a failed compare-and-set, as in MongoDB.
+      if (this.env.records.get(key(this.name, seed.id)) !== undefined) throw new StoreDuplicateError(this.name, ['id']);
+      const created = {} as T;
+      applyUpdate(created, { $set: seed } as Modifier<T>);
+      applyUpdate(created, modifier(update, true));
+      if (created.id !== seed.id) throw new TypeError('an update must not change id');
+      this.write(null, created);
+      return created;
+    });
+  }
+
+  async delete(filter: Filter): Promise<number> {
+    return this.env.root.transactionSync(() => {
+      const rows = this.match(filter);
+      for (const row of rows) this.write(row, null);
+      return rows.length;
+    });
+  }
+
+  /** The first match in `sort` order (then id), without sorting every match. */
+  private first(filter: Filter, sort: Sort | undefined): T | null {
+    const compare = compareBy(sortWithId(sort));
+    let first: T | null = null;
+    for (const row of this.match(filter)) if (first === null || compare(row, first) < 0) first = row;
+    return first;
+  }
+
+  private match(filter: Filter): T[] {
+    const query = new Query(filter);
+    const rows: T[] = [];
+    for (const doc of this.candidates(plan(this.name, filter, this.indexes))) if (query.test(doc)) rows.push(doc as T);
+    return rows;
+  }
+
+  private *candidates(chosen: Plan): Iterable<Doc> {
+    const { records, indexes } = this.env;
+    switch (chosen.kind) {
+      case 'records':
+        for (const { value } of records.getRange({ start: chosen.start, end: chosen.end })) yield value;
+        return;
+      case 'ids':
+        for (const id of chosen.ids) {
+          const doc = records.get(key(this.name, id));
+          if (doc) yield doc;
+        }
+        return;
+      case 'index': {
+        const seen = new Set<string>();
+        for (const range of chosen.ranges) {
+          for (const entry of indexes.getKeys(range)) {
+            const id = idOf(entry);
+            if (seen.has(id)) continue;
+            seen.add(id);
+            const doc = records.get(key(this.name, id));
+            if (doc) yield doc;
+          }
+        }
+      }
+    }
+  }
+
+  /** Stores `after` in place of `before` (null for an insert or a delete). Inside a write transaction only. */
+  private write(before: Doc | null, after: Doc | null): void {
+    writeEntries(this.env, this.name, this.indexes, before, after);
+    if (after) this.env.records.putSync(key(this.name, after.id), after);
+    else if (before) this.env.records.removeSync(key(this.name, before.id));
+  }
+}
+
+/**
+ * mingo knows no `$setOnInsert`: it becomes part of `$set` when the update creates the record and is
+ * dropped otherwise.
+ */
+function modifier<T extends Doc>(update: Update, inserting: boolean): Modifier<T> {
+  const { $setOnInsert, ...rest } = update;
+  if (!inserting || !isPlainObject($setOnInsert)) return rest as Modifier<T>;
+  return { ...rest, $set: { ...(rest.$set as Record<string, unknown> | undefined), ...$setOnInsert } } as Modifier<T>;
+}
+
+/** The fields an upsert starts from: the filter's top-level equality conditions, as in MongoDB. */
+function upsertSeed(filter: Filter): Record<string, unknown> & { id: string } {
+  const fields = equalityFields(filter);
+  if (!isKeyString(fields.id)) throw new TypeError('an upsert needs a filter with an equality on id');
+  return fields as Record<string, unknown> & { id: string };
+}
+
+function equalityFields(filter: Filter, fields: Record<string, unknown> = {}): Record<string, unknown> {
+  for (const [field, condition] of Object.entries(filter)) {
+    if (field === '$and' && Array.isArray(condition)) {
+      for (const clause of condition) if (isPlainObject(clause)) equalityFields(clause, fields);
+    } else if (field.startsWith('$') || condition instanceof RegExp) {
+      continue;
+    } else if (isOperatorObject(condition)) {
+      if ('$eq' in condition) fields[field] = condition.$eq;
+    } else {
+      fields[field] = condition;
+    }
+  }
+  return fields;
+}

@@ -1,0 +1,81 @@
+import type { SnapshotPut, SnapshotPutResult, SnapshotRecord, SnapshotStore } from '../types.js';
+import type { Env } from './env.js';
+import { END, idOf, isKeyString, key } from './keys.js';
+
+/** A snapshot as stored under its key. */
+export type StoredSnapshot = Omit<SnapshotRecord, 'key'>;
+
+/**
+ * Snapshots of the embedded store. Each stored deadline has a `[shard, deadline, key]` entry in the
+ * `deadlines` sub-database, written and removed in the same transaction as the snapshot, so `due` is a
+ * range read per shard.
+ */
+export class LmdbSnapshots implements SnapshotStore {
+  constructor(private readonly env: Env) {}
+
+  async get(snapshotKey: string): Promise<SnapshotRecord | null> {
+    if (!isKeyString(snapshotKey)) return null;
+    const stored = this.env.snapshots.get(snapshotKey);
+    return stored ? { key: snapshotKey, ...stored } : null;
+  }
+
+  async put(snapshotKey: string, data: Uint8Array, put: SnapshotPut): Promise<SnapshotPutResult> {
+    if (!isKeyString(snapshotKey)) throw new TypeError(`invalid snapshot key ${JSON.stringify(snapshotKey)}`);
+    if (put.deadline !== null && !Number.isFinite(put.deadline)) {
+      throw new TypeError('a deadline must be finite or null');
+    }
+    const shard = positiveZero(put.shard);
+    const deadline = put.deadline === null ? null : positiveZero(put.deadline);
+    const { snapshots, deadlines } = this.env;
+    return this.env.root.transactionSync((): SnapshotPutResult => {
+      const stored = snapshots.get(snapshotKey);
+      const current = { version: stored?.version ?? 0, fence: stored?.fence ?? 0 };
+      // A writer holding an older lease must not overwrite a newer owner's state, whatever version it read.
+      if (stored && put.fence < stored.fence) return { ok: false, reason: 'fence', current };
+      if (current.version !== put.expectedVersion) return { ok: false, reason: 'version', current };
+      if (stored && stored.deadline !== null) deadlines.removeSync(key(stored.shard, stored.deadline, snapshotKey));
+      const version = put.expectedVersion + 1;
+      snapshots.putSync(snapshotKey, {
+        version,
+        fence: put.fence,
+        shard,
+        deadline,
+        data,
+        updated_at: Date.now(),
+      });
+      if (deadline !== null) deadlines.putSync(key(shard, deadline, snapshotKey), true);
+      return { ok: true, version };
+    });
+  }
+
+  async due(shards: number[], before: number, limit: number): Promise<Array<{ key: string; deadline: number }>> {
+    if (limit <= 0) return [];
+    const due: Array<{ key: string; deadline: number }> = [];
+    for (const shard of new Set(shards)) {
+      // Each shard's range is in deadline order, so its first `limit` entries are all it can contribute.
+      const entries = this.env.deadlines.getKeys({
+        start: key(positiveZero(shard)),
+        end: key(positiveZero(shard), positiveZero(before), END),
+        limit,
+      });
+      for (const entry of entries) due.push({ key: idOf(entry), deadline: (entry as unknown[])[1] as number });
+    }
+    due.sort((a, b) => a.deadline - b.deadline || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    return due.slice(0, limit);
+  }
+
+  async delete(snapshotKey: string): Promise<void> {
+    if (!isKeyString(snapshotKey)) return;
+    this.env.root.transactionSync(() => {
+      const stored = this.env.snapshots.get(snapshotKey);
+      if (!stored) return;
+      if (stored.deadline !== null) this.env.deadlines.removeSync(key(stored.shard, stored.deadline, snapshotKey));
+      this.env.snapshots.removeSync(snapshotKey);
+    });
+  }
+}
+
+/** -0 has its own key encoding (sorting after every number) but means 0. */
+function positiveZero(n: number): number {
+  return n === 0 ? 0 : n;
+}

@@ -1,0 +1,53 @@
+import { MongoClient } from 'mongodb';
+import type { Collection, CollectionSpec, Doc, IndexSpec, Store } from '../types.js';
+import { MongoCollection, type StoredRecord } from './collection.js';
+import { MongoSnapshots, type SnapshotDoc } from './snapshots.js';
+
+export interface MongoStoreOptions {
+  /** A MongoDB connection string. */
+  url: string;
+  /** Database name; defaults to the one named in the connection string, else `switchboard`. */
+  dbName?: string;
+}
+
+/**
+ * Opens the MongoDB store: a thin pass-through of the store interface to the official driver. Snapshots
+ * live in the `snapshots` collection, so no record collection may take that name.
+ */
+export async function openMongoStore(options: MongoStoreOptions): Promise<Store> {
+  const client = new MongoClient(options.url);
+  await client.connect();
+  const db = client.db(options.dbName ?? databaseInUrl(options.url) ?? 'switchboard');
+  const snapshotsHandle = db.collection<SnapshotDoc>('snapshots');
+  await snapshotsHandle.createIndex({ shard: 1, deadline: 1, _id: 1 });
+  const snapshots = new MongoSnapshots(snapshotsHandle);
+  const collections = new Map<string, MongoCollection>();
+  return {
+    backend: 'mongodb',
+    snapshots,
+    collection<T extends Doc = Doc>(spec: CollectionSpec): Collection<T> {
+      const indexes = spec.indexes ?? [];
+      let collection = collections.get(spec.name);
+      if (!collection) {
+        collection = new MongoCollection(db.collection<StoredRecord>(spec.name), spec.name, indexes);
+        collections.set(spec.name, collection);
+      } else if (indexSignature(collection.indexes) !== indexSignature(indexes)) {
+        throw new Error(`collection ${spec.name} is already declared with other indexes`);
+      }
+      return collection as unknown as Collection<T>;
+    },
+    close: () => client.close(),
+  };
+}
+
+function indexSignature(indexes: IndexSpec[]): string {
+  return JSON.stringify(
+    indexes.map((index) => [index.fields, index.unique === true, index.unique === true && index.sparse === true]),
+  );
+}
+
+/** The database named by the path of a connection string (`mongodb://host1,host2/name?options`), if any. */
+function databaseInUrl(url: string): string | undefined {
+  const name = /^mongodb(?:\+srv)?:\/\/[^/]*\/([^?]*)/.exec(url)?.[1];
+  return name ? decodeURIComponent(name) : undefined;
+}

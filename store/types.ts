@@ -1,0 +1,130 @@
+/**
+ * The persistence contract. Every backend (embedded LMDB, MongoDB) implements these interfaces with the
+ * same semantics; `test/store.contract.ts` (run by `test/store.lmdb.test.ts` and `test/store.mongodb.test.ts`) holds them to it.
+ *
+ * Records are plain JSON-like documents with a string `id`. Queries are MongoDB filter documents, sorts are
+ * MongoDB sort documents and updates are MongoDB update documents (`$set`, `$unset`, `$inc`, `$push`, ...),
+ * so the MongoDB backend passes them through and the embedded backend evaluates them with mingo.
+ */
+
+/** A stored record. `id` is its primary key, unique within its collection. */
+export type Doc = { id: string } & Record<string, unknown>;
+
+/** A MongoDB query filter document, e.g. `{account_id: "acc_1", started_at: {$gte: "2026-01-01"}}`. */
+export type Filter = Record<string, unknown>;
+
+/** A MongoDB sort document. `id` is always appended as the final tie-breaker. */
+export type Sort = Record<string, 1 | -1>;
+
+/** A MongoDB update document (`$set`, `$unset`, `$inc`, `$push`, `$pull`, `$addToSet`, ...). */
+export type Update = Record<string, unknown>;
+
+/** A secondary index over one or more top-level fields, in order. Indexed fields should hold scalars. */
+export interface IndexSpec {
+  fields: string[];
+  /** Reject a write that would give two records the same values for these fields. */
+  unique?: boolean;
+  /**
+   * Unique only among records where every field of the index is present and not null (MongoDB partial
+   * index on `$exists`), so optional unique fields such as a slug may be absent on many records.
+   */
+  sparse?: boolean;
+}
+
+/** Declares a collection. Declaring it again with the same name returns the same collection. */
+export interface CollectionSpec {
+  name: string;
+  indexes?: IndexSpec[];
+}
+
+export interface FindOptions {
+  sort?: Sort;
+  limit?: number;
+  skip?: number;
+}
+
+export interface PageOptions {
+  sort?: Sort;
+  /** Page size, at least 1. */
+  limit: number;
+  /** The `next` of the previous page; omitted for the first page. Malformed cursors throw `StoreCursorError`. */
+  cursor?: string;
+}
+
+/** One page of a keyset-paginated query. `next` is null after the last page. */
+export interface Page<T> {
+  items: T[];
+  next: string | null;
+}
+
+export interface Collection<T extends Doc = Doc> {
+  readonly name: string;
+  /** Inserts a new record. Throws `StoreDuplicateError` when the id or a unique index value is taken. */
+  insert(doc: T): Promise<T>;
+  get(id: string): Promise<T | null>;
+  findOne(filter: Filter, options?: { sort?: Sort }): Promise<T | null>;
+  find(filter: Filter, options?: FindOptions): Promise<T[]>;
+  /**
+   * Keyset pagination: stable under concurrent inserts (no duplicates, no gaps for records that existed
+   * when the walk began). The cursor is opaque and URL-safe.
+   */
+  page(filter: Filter, options: PageOptions): Promise<Page<T>>;
+  count(filter: Filter): Promise<number>;
+  /**
+   * Applies `update` atomically to the first record matching `filter` (in `sort` order, else id order)
+   * and returns the record as it is after the update, or null when nothing matched and `upsert` is off.
+   * With `upsert`, a record is created from the equality fields of `filter` plus the update
+   * (MongoDB semantics; `filter` must then name `id`). A filter that names fields besides `id` acts as a
+   * compare-and-set: the update applies only if the record still matches.
+   * Throws `StoreDuplicateError` when the result would break a unique index.
+   */
+  update(filter: Filter, update: Update, options?: { upsert?: boolean; sort?: Sort }): Promise<T | null>;
+  /** Deletes every record matching `filter`; returns how many. */
+  delete(filter: Filter): Promise<number>;
+}
+
+/** A persisted actor snapshot. `data` is opaque bytes (msgpackr-encoded by the actor host). */
+export interface SnapshotRecord {
+  key: string;
+  /** Increases by one with every successful put; 0 means "no snapshot". */
+  version: number;
+  /** The fencing token of the writer that stored it (a placement lease revision). */
+  fence: number;
+  /** Shard of the actor, so a new shard owner can find its due timers. */
+  shard: number;
+  /** Earliest pending durable-timer deadline (ms since epoch), or null. */
+  deadline: number | null;
+  data: Uint8Array;
+  updated_at: number;
+}
+
+export interface SnapshotPut {
+  /** Version the caller read (0 when it read none). The put fails unless it still matches. */
+  expectedVersion: number;
+  /** The writer's fencing token. The put fails when the stored snapshot carries a larger one. */
+  fence: number;
+  shard: number;
+  deadline: number | null;
+}
+
+export type SnapshotPutResult =
+  | { ok: true; version: number }
+  | { ok: false; reason: 'version' | 'fence'; current: { version: number; fence: number } };
+
+export interface SnapshotStore {
+  get(key: string): Promise<SnapshotRecord | null>;
+  /** Compare-and-set on `version`, refused for a stale `fence`. Never throws for a lost race. */
+  put(key: string, data: Uint8Array, put: SnapshotPut): Promise<SnapshotPutResult>;
+  /** Snapshots of these shards whose deadline is at or before `before`, earliest first. */
+  due(shards: number[], before: number, limit: number): Promise<Array<{ key: string; deadline: number }>>;
+  delete(key: string): Promise<void>;
+}
+
+/** A backend: named collections plus the snapshot store. */
+export interface Store {
+  /** `lmdb` or `mongodb`. */
+  readonly backend: string;
+  collection<T extends Doc = Doc>(spec: CollectionSpec): Collection<T>;
+  readonly snapshots: SnapshotStore;
+  close(): Promise<void>;
+}

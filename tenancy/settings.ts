@@ -1,0 +1,45 @@
+import type { Collection, Doc, Store } from '../store/mod.js';
+
+/** Per-project switches that only the operator changes (operator.md). */
+export interface ProjectSettings {
+  show_transcripts: boolean;
+  chunked_streaming: boolean;
+  pii_redaction: boolean;
+}
+
+export const DEFAULT_SETTINGS: ProjectSettings = {
+  show_transcripts: true,
+  chunked_streaming: false,
+  pii_redaction: true,
+};
+
+interface SettingsRecord extends Doc, Partial<ProjectSettings> {}
+
+/** Project settings, stored sparsely: a project with no record has the defaults. */
+export class Settings {
+  private readonly records: Collection<SettingsRecord>;
+
+  constructor(store: Store) {
+    this.records = store.collection<SettingsRecord>({ name: 'project_settings' });
+  }
+
+  async get(projectId: string): Promise<ProjectSettings> {
+    const r = await this.records.get(projectId);
+    return { ...DEFAULT_SETTINGS, ...pick(r ?? {}) };
+  }
+
+  async patch(projectId: string, changes: Partial<ProjectSettings>): Promise<ProjectSettings> {
+    const set = pick(changes);
+    if (Object.keys(set).length === 0) return this.get(projectId);
+    const r = await this.records.update({ id: projectId }, { $set: set }, { upsert: true });
+    return { ...DEFAULT_SETTINGS, ...pick(r ?? {}) };
+  }
+}
+
+function pick(r: Partial<ProjectSettings>): Partial<ProjectSettings> {
+  const out: Partial<ProjectSettings> = {};
+  for (const k of Object.keys(DEFAULT_SETTINGS) as Array<keyof ProjectSettings>) {
+    if (typeof r[k] === 'boolean') out[k] = r[k];
+  }
+  return out;
+}

@@ -1,0 +1,266 @@
+import t from 'tap';
+import { client, http } from './helpers/http.js';
+import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
+import { admin, tenant } from './helpers/tenants.js';
+
+let p: Platform;
+let api: ReturnType<typeof client>;
+let other: ReturnType<typeof client>;
+let accountId: string;
+let agentsKey: string;
+
+t.before(async () => {
+  p = await startPlatform();
+  const a = await tenant(p, 'Acme');
+  accountId = a.accountId;
+  agentsKey = a.key;
+  api = client(p.edge, { 'x-api-key': a.key });
+  const b = await tenant(p, 'Globex');
+  other = client(p.edge, { 'x-api-key': b.key });
+});
+t.teardown(async () => {
+  await p.stop();
+  removeDir(p.dataDir);
+});
+
+const isFieldError = (t: any, body: any) => {
+  t.type(body.message, 'string', 'error has message');
+  t.ok(Array.isArray(body.errors), 'error has errors[]');
+  for (const e of body.errors ?? []) t.ok(typeof e.field === 'string' && typeof e.message === 'string', 'errors are {field, message}');
+};
+
+async function newAgent(name = 'Front desk') {
+  const r = await api('POST', '/v1/agents', { name, description: 'answers the phone' });
+  if (r.status !== 201) throw new Error(r.text);
+  return r.body.agentId as string;
+}
+
+t.test('agents: create, list, read; the main branch comes with it', async (t) => {
+  const created = await api('POST', '/v1/agents', { name: 'Front desk', description: 'answers the phone' });
+  t.equal(created.status, 201);
+  t.match(created.body, { name: 'Front desk', agentName: 'Front desk', description: 'answers the phone', accountId, branchCount: 1, defaultBranch: 'main' });
+  t.match(created.body.agentId, /^[A-Za-z0-9-]+$/);
+  t.equal(created.body.branches[0].name, 'main');
+  const noDescription = await api('POST', '/v1/agents', { name: 'x'.repeat(128) });
+  t.equal(noDescription.status, 201, '128 characters is allowed; description defaults to empty');
+  t.equal(noDescription.body.description, '');
+  const list = await api('GET', '/v1/agents');
+  t.equal(list.status, 200);
+  t.ok(list.body.agents.some((a: any) => a.agentId === created.body.agentId));
+  const one = await api('GET', `/v1/agents/${created.body.agentId}`);
+  t.equal(one.status, 200);
+  t.equal(one.body.name, 'Front desk');
+});
+
+t.test('agents: name must be 1 to 128 characters; bad bodies are 400 in the error shape', async (t) => {
+  for (const body of [{ name: '' }, { name: 'x'.repeat(129) }, {}, { name: 42 }, { name: 'ok', description: 7 }]) {
+    const r = await api('POST', '/v1/agents', body);
+    t.equal(r.status, 400, JSON.stringify(body).slice(0, 40));
+    isFieldError(t, r.body);
+  }
+  const r = await api('POST', '/v1/agents', { name: '' });
+  t.same(r.body.errors.map((e: any) => e.field), ['name']);
+  t.equal(r.body.errors[0].message, 'name must be between 1 and 128 characters');
+  const bad = await http(p.edge, 'POST', '/v1/agents', { raw: '{"name":', headers: { 'x-api-key': agentsKey, 'content-type': 'application/json' } });
+  t.equal(bad.status, 400, 'unparseable JSON is 400');
+  isFieldError(t, bad.body);
+  const text = await http(p.edge, 'POST', '/v1/agents', { raw: 'name=x', headers: { 'x-api-key': agentsKey, 'content-type': 'text/plain' } });
+  t.equal(text.status, 415, 'a body that is not JSON is 415');
+  isFieldError(t, text.body);
+});
+
+t.test('auth: 401 without or with a bad key, 403 for another account or scope, invisible in lists', async (t) => {
+  const agentId = await newAgent();
+  const none = await http(p.edge, 'GET', '/v1/agents');
+  t.equal(none.status, 401);
+  isFieldError(t, none.body);
+  t.equal((await http(p.edge, 'GET', '/v1/agents', { headers: { 'x-api-key': 'sbk_nope' } })).status, 401);
+  t.equal((await other('GET', `/v1/agents/${agentId}`)).status, 403, 'another workspace: 403');
+  t.equal((await other('PATCH', `/v1/agents/${agentId}/branches/main/behavior`, { behavior: 'x' })).status, 403);
+  const theirs = await other('GET', '/v1/agents');
+  t.notOk(theirs.body.agents.some((a: any) => a.agentId === agentId), "another account's agents are invisible");
+  const chatKey = await admin(p)('POST', '/keys', { account_id: accountId, scope: 'chat', project_id: agentId });
+  t.equal(chatKey.status, 201);
+  t.equal((await http(p.edge, 'GET', '/v1/agents', { headers: { 'x-api-key': chatKey.body.key } })).status, 403, 'a chat key is not an agents key');
+  const bound = await admin(p)('POST', '/keys', { account_id: accountId, scope: 'agents', project_id: agentId });
+  const boundApi = client(p.edge, { 'x-api-key': bound.body.key });
+  const otherAgent = await newAgent('Other');
+  t.equal((await boundApi('GET', `/v1/agents/${agentId}`)).status, 200, 'a project-bound key reaches its agent');
+  t.equal((await boundApi('GET', `/v1/agents/${otherAgent}`)).status, 403, 'and no other');
+  t.same((await boundApi('GET', '/v1/agents')).body.agents.map((a: any) => a.agentId), [agentId]);
+});
+
+t.test('ids: 422 malformed, 404 unknown', async (t) => {
+  const agentId = await newAgent();
+  const malformed = await api('GET', `/v1/agents/${encodeURIComponent('bad id!')}`);
+  t.equal(malformed.status, 422);
+  isFieldError(t, malformed.body);
+  t.equal((await api('GET', '/v1/agents/agent-doesnotexist000')).status, 404);
+  t.equal((await api('POST', `/v1/agents/${agentId}/branches/${encodeURIComponent('no$such')}/merge`)).status, 422);
+  t.equal((await api('POST', `/v1/agents/${agentId}/branches/nosuch/merge`)).status, 404);
+  t.equal((await api('POST', `/v1/agents/${agentId}/deployments/dep_nosuch/promote`)).status, 404);
+  t.equal((await api('POST', `/v1/agents/${agentId}/deployments/${encodeURIComponent('dep nosuch')}/rollback`)).status, 422);
+  const unknownRoute = await api('GET', '/v1/agents/x/nothing-here');
+  t.equal(unknownRoute.status, 404);
+  isFieldError(t, unknownRoute.body);
+});
+
+t.test('branches: behavior and topics on main and on a branch; merge combines', async (t) => {
+  const agentId = await newAgent();
+  const base = `/v1/agents/${agentId}`;
+  t.same((await api('PATCH', `${base}/branches/main/behavior`, { behavior: 'Be kind.' })).body, { behavior: 'Be kind.' });
+  const hours = await api('POST', `${base}/branches/main/knowledge-base/topics`, { name: 'Opening hours', content: '9 to 5' });
+  t.equal(hours.status, 201);
+  t.match(hours.body, { name: 'Opening hours', content: '9 to 5' });
+  const dup = await api('POST', `${base}/branches/main/knowledge-base/topics`, { name: 'Opening hours', content: 'again' });
+  t.equal(dup.status, 409, 'topic names are unique per branch');
+
+  const branch = await api('POST', `${base}/branches`, { name: 'summer' });
+  t.equal(branch.status, 201);
+  t.match(branch.body, { name: 'summer', status: 'open', baseBranch: 'main', agentId });
+  t.equal((await api('POST', `${base}/branches`, { name: 'summer' })).status, 409, 'branch names are unique');
+  t.equal((await api('POST', `${base}/branches`, { name: 'bad name/with slash' })).status, 400);
+  const branchId = branch.body.branchId;
+
+  // the branch edits the topic and adds one; main changes behavior meanwhile: different things combine
+  t.equal((await api('PATCH', `${base}/branches/${branchId}/knowledge-base/topics/${hours.body.id}`, { content: '8 to 8' })).status, 200);
+  t.equal((await api('POST', `${base}/branches/summer/knowledge-base/topics`, { name: 'Parking', content: 'free' })).status, 201);
+  t.equal((await api('PATCH', `${base}/branches/main/behavior`, { behavior: 'Be brief.' })).status, 200);
+  t.same((await api('GET', `${base}/branches/main/behavior`)).body, { behavior: 'Be brief.' });
+
+  const merged = await api('POST', `${base}/branches/${branchId}/merge`);
+  t.equal(merged.status, 200, merged.text);
+  t.equal(merged.body.branch.status, 'merged');
+  const main = await api('GET', `${base}/branches/main`);
+  t.equal(main.body.behavior, 'Be brief.', "main's own change stays");
+  t.same(main.body.topics.map((x: any) => [x.name, x.content]), [['Opening hours', '8 to 8'], ['Parking', 'free']]);
+  const after = await api('GET', `${base}/branches/summer`);
+  t.equal(after.status, 200, 'a merged branch stays readable');
+  t.equal(after.body.status, 'merged');
+  t.equal((await api('POST', `${base}/branches/summer/merge`)).status, 409, 'merging twice is a conflict');
+  t.equal((await api('PATCH', `${base}/branches/summer/behavior`, { behavior: 'x' })).status, 409, 'a merged branch is read-only');
+  t.equal((await api('POST', `${base}/branches/main/merge`)).status, 400, 'main does not merge into itself');
+});
+
+t.test('merge: a thing changed on both sides is a 409 naming the fields, and nothing changes', async (t) => {
+  const agentId = await newAgent();
+  const base = `/v1/agents/${agentId}`;
+  await api('PATCH', `${base}/branches/main/behavior`, { behavior: 'v1' });
+  const topic = await api('POST', `${base}/branches/main/knowledge-base/topics`, { name: 'Menu', content: 'soup' });
+  const b = (await api('POST', `${base}/branches`, { name: 'feature' })).body.branchId;
+  await api('PATCH', `${base}/branches/${b}/behavior`, { behavior: 'branch' });
+  await api('PATCH', `${base}/branches/main/behavior`, { behavior: 'main' });
+  await api('PATCH', `${base}/branches/${b}/knowledge-base/topics/${topic.body.id}`, { content: 'salad' });
+  await api('PATCH', `${base}/branches/main/knowledge-base/topics/${topic.body.id}`, { content: 'stew' });
+  const r = await api('POST', `${base}/branches/${b}/merge`);
+  t.equal(r.status, 409);
+  isFieldError(t, r.body);
+  t.same(r.body.errors.map((e: any) => e.field).sort(), ['behavior', `topics.${topic.body.id}`]);
+  const main = await api('GET', `${base}/branches/main`);
+  t.equal(main.body.behavior, 'main');
+  t.equal(main.body.topics[0].content, 'stew');
+  t.equal((await api('GET', `${base}/branches/${b}`)).body.status, 'open');
+});
+
+t.test('merge: the same name added on both sides conflicts; identical changes do not', async (t) => {
+  const agentId = await newAgent();
+  const base = `/v1/agents/${agentId}`;
+  const b = (await api('POST', `${base}/branches`, { name: 'x' })).body.branchId;
+  await api('PATCH', `${base}/branches/${b}/behavior`, { behavior: 'same' });
+  await api('PATCH', `${base}/branches/main/behavior`, { behavior: 'same' });
+  await api('POST', `${base}/branches/${b}/knowledge-base/topics`, { name: 'FAQ', content: 'a' });
+  await api('POST', `${base}/branches/main/knowledge-base/topics`, { name: 'FAQ', content: 'b' });
+  const r = await api('POST', `${base}/branches/${b}/merge`);
+  t.equal(r.status, 409);
+  t.equal(r.body.errors.length, 1);
+  t.match(r.body.errors[0].field, /^topics\./);
+});
+
+t.test('deployments: publish to sandbox, promote to pre-release and live, rollback', async (t) => {
+  const agentId = await newAgent();
+  const base = `/v1/agents/${agentId}`;
+  await api('PATCH', `${base}/branches/main/behavior`, { behavior: 'v1' });
+  const first = await api('POST', `${base}/deployments/publish`, { environment: 'sandbox' });
+  t.equal(first.status, 200, first.text);
+  const d1 = first.body.deployment;
+  t.match(first.body, { testRunIds: [] });
+  t.match(d1, { accountId, agentId, environment: 'sandbox', version: '1', createdBy: String, createdAt: String, metadata: Object });
+  for (const f of ['id', 'accountId', 'agentId', 'environment', 'artifactVersion', 'version', 'createdBy', 'createdAt', 'metadata']) t.ok(f in d1, `deployment has ${f}`);
+  const again = await api('POST', `${base}/deployments/publish`, {});
+  t.equal(again.body.deployment.artifactVersion, d1.artifactVersion, 'same content, same artifact version');
+  t.equal(again.body.deployment.version, '2', 'version increases per agent');
+  t.equal((await api('POST', `${base}/deployments/publish`, { environment: 'live' })).status, 400, 'publish only targets sandbox');
+  t.equal((await api('POST', `${base}/deployments/publish`, { environment: 'prod' })).status, 400);
+
+  const pre = await api('POST', `${base}/deployments/${d1.id}/promote`);
+  t.equal(pre.status, 200);
+  t.match(pre.body.deployment, { environment: 'pre-release', artifactVersion: d1.artifactVersion });
+  const live = await api('POST', `${base}/deployments/${pre.body.deployment.id}/promote`, {});
+  t.match(live.body.deployment, { environment: 'live', artifactVersion: d1.artifactVersion });
+  t.equal((await api('POST', `${base}/deployments/${live.body.deployment.id}/promote`)).status, 409, 'nothing after live');
+
+  await api('PATCH', `${base}/branches/main/behavior`, { behavior: 'v2' });
+  const v2 = (await api('POST', `${base}/deployments/publish`, { environment: 'sandbox' })).body.deployment;
+  t.not(v2.artifactVersion, d1.artifactVersion, 'new content, new artifact');
+  const v2live = (await api('POST', `${base}/deployments/${v2.id}/promote`, { targetEnvironment: 'live' })).body.deployment;
+  t.equal(v2live.environment, 'live');
+  const active = await api('GET', `${base}/deployments/active`);
+  t.equal(active.body.activeDeployments.live.artifactVersion, v2.artifactVersion);
+
+  const rb = await api('POST', `${base}/deployments/${live.body.deployment.id}/rollback`, { deploymentMessage: 'v2 broke greetings' });
+  t.equal(rb.status, 200);
+  t.match(rb.body.deployment, { environment: 'live', artifactVersion: d1.artifactVersion, metadata: { deploymentMessage: 'v2 broke greetings', action: 'rollback' } });
+  const rbDefault = await api('POST', `${base}/deployments/${v2live.id}/rollback`);
+  t.equal(rbDefault.body.deployment.metadata.deploymentMessage, '', 'deploymentMessage defaults to empty');
+  const lives = await api('GET', `${base}/deployments?environment=live`);
+  t.same(lives.body.deployments.map((d: any) => d.version), [rbDefault.body.deployment.version, rb.body.deployment.version, v2live.version, live.body.deployment.version]);
+  t.equal((await api('GET', `${base}/deployments?environment=nowhere`)).status, 400);
+  t.equal((await api('GET', `${base}/deployments/${d1.id}`)).body.id, d1.id);
+  t.equal((await api('POST', `${base}/deployments/${d1.id}/rollback`, { deploymentMessage: 5 })).status, 400);
+});
+
+t.test('real-time configs: merge variables at once, null removes, per page', async (t) => {
+  const agentId = await newAgent();
+  const base = `/v1/agents/${agentId}/real-time-configs`;
+  const r1 = await api('PATCH', `${base}/live/variables`, { variables: { open_hour: 9, close_hour: 17, greeting: { en: 'Hi' } } });
+  t.equal(r1.status, 200);
+  t.same(r1.body.variables, { open_hour: 9, close_hour: 17, greeting: { en: 'Hi' } });
+  const r2 = await api('PATCH', `${base}/live/variables`, { variables: { close_hour: 20, open_hour: null, greeting: { fr: 'Salut' } } });
+  t.same(r2.body.variables, { close_hour: 20, greeting: { en: 'Hi', fr: 'Salut' } });
+  t.same((await api('GET', `${base}/live`)).body.variables, r2.body.variables);
+  t.equal((await api('GET', `${base}/sandbox`)).status, 404);
+  t.equal((await api('PATCH', `${base}/live/variables`, { variables: [1, 2] })).status, 400);
+  t.equal((await api('PATCH', `${base}/live/variables`, {})).status, 400);
+  t.equal((await api('GET', base)).body.configPages.length, 1);
+});
+
+t.test('attributes and variants on a branch, deployed with the artifact', async (t) => {
+  const agentId = await newAgent();
+  const base = `/v1/agents/${agentId}/branches/main`;
+  const site = await api('POST', `${base}/attributes`, { name: 'site' });
+  t.equal(site.status, 201);
+  t.equal((await api('POST', `${base}/attributes`, { name: 'site' })).status, 409);
+  const london = await api('POST', `${base}/variants`, { name: 'London', attributeValues: { values: { site: 'LDN' } } });
+  t.equal(london.status, 201);
+  t.same(london.body.attributeValues, { values: { [site.body.id]: 'LDN' } }, 'attribute values are stored by attribute id');
+  t.equal(london.body.isDefault, true, 'the first variant is the default');
+  const paris = await api('POST', `${base}/variants`, { name: 'Paris', isDefault: true, attributeValues: { values: { [site.body.id]: 'PAR' } } });
+  t.equal((await api('GET', `${base}/variants/${london.body.id}`)).body.isDefault, false, 'one default at a time');
+  t.equal((await api('POST', `${base}/variants`, { name: 'Rome', attributeValues: { values: { nope: 'x' } } })).status, 400);
+  t.same((await api('GET', `${base}/variants`)).body.variants.map((v: any) => v.name), ['London', 'Paris']);
+  t.same((await api('GET', `${base}/attributes`)).body.attributes.map((a: any) => a.name), ['site']);
+  t.equal((await api('GET', `${base}/attributes/${site.body.id}`)).status, 200);
+  t.equal((await api('GET', `${base}/variants/var_nosuch`)).status, 404);
+  const before = await api('POST', `/v1/agents/${agentId}/deployments/publish`, {});
+  t.equal(before.status, 200);
+  t.ok(paris.body.id);
+});
+
+t.test('concurrent edits on one branch are all kept', async (t) => {
+  const agentId = await newAgent();
+  const names = Array.from({ length: 20 }, (_, i) => `topic ${i}`);
+  const results = await Promise.all(names.map((name) => api('POST', `/v1/agents/${agentId}/branches/main/knowledge-base/topics`, { name, content: name })));
+  t.ok(results.every((r) => r.status === 201));
+  const topics = await api('GET', `/v1/agents/${agentId}/branches/main/knowledge-base/topics`);
+  t.equal(topics.body.topics.length, 20);
+});

@@ -1,0 +1,102 @@
+import t from 'tap';
+import { request } from 'node:http';
+import { http } from './helpers/http.js';
+import { removeDir, startPlatform } from './helpers/platform.js';
+import { admin } from './helpers/tenants.js';
+
+t.test('healthz on both ports, request ids, OpenAPI document and page', async (t) => {
+  const p = await startPlatform();
+  t.teardown(() => removeDir(p.dataDir));
+  const edge = await http(p.edge, 'GET', '/healthz');
+  t.equal(edge.status, 200);
+  t.same(edge.body, { status: 'ok' });
+  const socket = await http(p.socket, 'GET', '/healthz');
+  t.equal(socket.status, 200);
+  t.same(socket.body, { status: 'ok' });
+  t.ok(edge.headers.get('x-request-id'), 'a request id is assigned');
+  t.equal((await http(p.edge, 'GET', '/healthz', { headers: { 'x-request-id': 'trace-123' } })).headers.get('x-request-id'), 'trace-123');
+
+  const doc = await http(p.edge, 'GET', '/openapi.json');
+  t.equal(doc.status, 200);
+  t.match(doc.body.openapi, /^3\./);
+  const paths = Object.keys(doc.body.paths);
+  for (const path of [
+    '/v1/agents',
+    '/v1/agents/{agentId}/branches',
+    '/v1/agents/{agentId}/branches/{branchId}/merge',
+    '/v1/agents/{agentId}/branches/{branch}/behavior',
+    '/v1/agents/{agentId}/branches/{branch}/knowledge-base/topics',
+    '/v1/agents/{agentId}/deployments/publish',
+    '/v1/agents/{agentId}/deployments/{deploymentId}/promote',
+    '/v1/agents/{agentId}/deployments/{deploymentId}/rollback',
+    '/v1/agents/{agentId}/real-time-configs/{config}/variables',
+    '/admin/v1/keys',
+  ]) t.ok(paths.includes(path), `OpenAPI has ${path}`);
+  t.ok(doc.body.paths['/v1/agents'].post.requestBody, 'request bodies are documented');
+  const page = await http(p.edge, 'GET', '/docs/');
+  t.equal(page.status, 200);
+  t.match(page.text, /swagger/i);
+  t.equal(await p.stop(), 0);
+});
+
+t.test('SIGTERM drains: a request in flight finishes, new ones are refused, then exit 0', async (t) => {
+  const p = await startPlatform();
+  t.teardown(() => removeDir(p.dataDir));
+  // a request whose body is still arriving when SIGTERM lands
+  const body = JSON.stringify({ name: 'In flight' });
+  const { port } = new URL(p.edge);
+  const answer = new Promise<{ status: number; text: string }>((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, method: 'POST', path: '/admin/v1/accounts', headers: {
+      authorization: `Bearer ${p.operatorToken}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body),
+    } }, (res) => {
+      let text = '';
+      res.on('data', (d) => (text += d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+    });
+    req.on('error', reject);
+    req.write(body.slice(0, 5));
+    setTimeout(() => {
+      p.child.kill('SIGTERM');
+      setTimeout(() => req.end(body.slice(5)), 300);
+    }, 300);
+  });
+  const done = await answer;
+  t.equal(done.status, 201, 'the in-flight request completed');
+  t.equal(await p.stop(), 0, 'exit code 0');
+  // what was acknowledged is there after a restart on the same data dir
+  const again = await startPlatform({ dataDir: p.dataDir, env: { OPERATOR_TOKEN: p.operatorToken } });
+  const list = await admin(again)('GET', '/accounts');
+  t.same(list.body.data.map((a: any) => a.name), ['In flight'], 'the acknowledged write survived');
+  t.equal(await again.stop(), 0);
+});
+
+t.test('the operator token is generated on first start, printed once, kept hashed', async (t) => {
+  const first = await startPlatform({ generateToken: true });
+  t.teardown(() => removeDir(first.dataDir));
+  t.match(first.operatorToken, /^sbo_/);
+  t.equal((await admin(first)('GET', '/accounts')).status, 200, 'the printed token works');
+  await first.stop();
+  const second = await startPlatform({ generateToken: true, dataDir: first.dataDir });
+  t.notMatch(second.stdout(), /OPERATOR_TOKEN=/, 'not printed again');
+  const again = await http(second.edge, 'GET', '/admin/v1/accounts', { headers: { authorization: `Bearer ${first.operatorToken}` } });
+  t.equal(again.status, 200, 'and still valid after a restart');
+  await second.stop();
+});
+
+t.test('bad configuration stops the start with a message', async (t) => {
+  const failed = await startPlatform({ env: { REGION: 'mars-1' } }).catch((e: Error) => e);
+  t.ok(failed instanceof Error);
+  t.match(String(failed), /REGION/);
+});
+
+t.test('roles: edge alone and socket alone', async (t) => {
+  const edge = await startPlatform({ roles: ['edge'] });
+  t.equal((await http(edge.edge, 'GET', '/healthz')).status, 200);
+  t.equal(edge.socket, '');
+  const socket = await startPlatform({ roles: ['socket'], dataDir: edge.dataDir, env: { OPERATOR_TOKEN: edge.operatorToken } });
+  t.equal((await http(socket.socket, 'GET', '/healthz')).status, 200);
+  t.equal(socket.edge, '');
+  t.equal(await edge.stop(), 0);
+  t.equal(await socket.stop(), 0);
+  removeDir(edge.dataDir);
+});

@@ -1,0 +1,793 @@
+/**
+ * The behavioural contract of `store/types.ts`, run against every backend by `store.<backend>.test.ts`.
+ * Expectations are written out by hand or computed with plain JavaScript (and, for the randomised
+ * planner checks, with mingo over an in-memory array), never read back from the store under test.
+ */
+import fc from 'fast-check';
+import { Query } from 'mingo';
+import type { Test } from 'tap';
+import {
+  StoreCursorError,
+  StoreDuplicateError,
+  type Collection,
+  type Doc,
+  type Filter,
+  type Sort,
+  type Store,
+} from '../store/mod.js';
+
+export type MakeStore = () => Promise<Store>;
+/** Opens again the store that `closed` was (after `closed.close()`), on the same data. */
+export type ReopenStore = (closed: Store) => Promise<Store>;
+
+/**
+ * Registers the contract as subtests of `t`; each subtest opens its own store with `makeStore`. With
+ * `reopen`, it also checks that data survives closing the store. Resolves once they are registered.
+ */
+export async function storeContract(t: Test, makeStore: MakeStore, reopen?: ReopenStore): Promise<void> {
+  const open = async (t: Test) => {
+    const store = await makeStore();
+    t.teardown(() => store.close());
+    return store;
+  };
+
+  t.test('insert and get', async (t) => {
+    const store = await open(t);
+    const people = store.collection({ name: 'people' });
+    const ada = {
+      id: 'p1',
+      name: 'Ada',
+      age: 36,
+      tags: ['math', 'engines'],
+      address: { city: 'London' },
+      active: true,
+      note: null,
+    };
+    t.same(await people.insert(ada), ada, 'insert returns the record');
+    t.same(await people.get('p1'), ada, 'get returns it as stored');
+    t.equal(await people.get('nope'), null, 'unknown id is null');
+    await t.rejects(people.insert({ id: 'p1', name: 'Other' }), StoreDuplicateError, 'duplicate id');
+    const error = await people.insert({ id: 'p1' }).catch((e: unknown) => e);
+    t.match(error, { code: 'STORE_DUPLICATE', collection: 'people', fields: ['id'] }, 'error names the id');
+    t.same(await people.get('p1'), ada, 'a rejected insert changes nothing');
+  });
+
+  t.test('unique indexes', async (t) => {
+    const store = await open(t);
+    const users = store.collection({
+      name: 'users',
+      indexes: [
+        { fields: ['email'], unique: true },
+        { fields: ['account_id', 'slug'], unique: true, sparse: true },
+        { fields: ['account_id'] },
+      ],
+    });
+    await users.insert({ id: 'u1', email: 'a@x', account_id: 'acc1', slug: 'ada' });
+    await t.rejects(
+      users.insert({ id: 'u2', email: 'a@x', account_id: 'acc2' }),
+      { code: 'STORE_DUPLICATE', fields: ['email'] },
+      'unique on insert',
+    );
+    t.equal(await users.get('u2'), null, 'the rejected record is not stored');
+    await users.insert({ id: 'u2', email: 'b@x', account_id: 'acc1' });
+    await users.insert({ id: 'u3', email: 'c@x', account_id: 'acc1', slug: null });
+    await users.insert({ id: 'u4', email: 'd@x', account_id: 'acc1' });
+    t.pass('sparse unique allows many records without the field, or with null');
+    await t.rejects(users.insert({ id: 'u5', email: 'e@x', account_id: 'acc1', slug: 'ada' }), {
+      code: 'STORE_DUPLICATE',
+      fields: ['account_id', 'slug'],
+    });
+    await users.insert({ id: 'u5', email: 'e@x', account_id: 'acc2', slug: 'ada' });
+    t.pass('the same slug in another account is fine');
+    await t.rejects(users.update({ id: 'u2' }, { $set: { email: 'a@x' } }), StoreDuplicateError, 'unique on update');
+    await t.rejects(
+      users.update({ id: 'u2' }, { $set: { slug: 'ada' } }),
+      { code: 'STORE_DUPLICATE', fields: ['account_id', 'slug'] },
+      'sparse unique on update',
+    );
+    t.same(await users.get('u2'), { id: 'u2', email: 'b@x', account_id: 'acc1' }, 'a rejected update changes nothing');
+    t.same(
+      (await users.find({ email: 'b@x' })).map((u) => u.id),
+      ['u2'],
+      'index entries survive a rejected update',
+    );
+    t.match(
+      await users.update({ id: 'u1' }, { $set: { email: 'a@x', name: 'Ada' } }),
+      { name: 'Ada' },
+      'keeping its own value is fine',
+    );
+    t.match(await users.update({ id: 'u2' }, { $set: { email: 'z@x' } }), { email: 'z@x' });
+    await users.insert({ id: 'u6', email: 'b@x', account_id: 'acc3' });
+    t.pass('a value freed by an update can be taken');
+    t.equal(await users.delete({ id: 'u1' }), 1);
+    await users.insert({ id: 'u7', email: 'a@x', account_id: 'acc1', slug: 'ada' });
+    t.pass('values freed by a delete can be taken');
+    await users.insert({ id: 'u8', account_id: 'acc4' });
+    await t.rejects(
+      users.insert({ id: 'u9', account_id: 'acc5' }),
+      { code: 'STORE_DUPLICATE', fields: ['email'] },
+      'a non-sparse unique index counts missing as a value',
+    );
+    t.same(
+      (await users.find({ account_id: 'acc1' })).map((u) => u.id),
+      ['u2', 'u3', 'u4', 'u7'],
+    );
+  });
+
+  t.test('find filters', async (t) => {
+    const store = await open(t);
+    const items = store.collection({ name: 'items', indexes: [{ fields: ['kind', 'n'] }, { fields: ['name'] }] });
+    const all = Array.from({ length: 40 }, (_, i) => ({
+      id: `i${String(i).padStart(2, '0')}`,
+      kind: ['a', 'b', 'c'][i % 3],
+      n: i,
+      name: `item-${i % 7}`,
+      ...(i % 4 === 0 ? {} : { meta: { level: i % 5, label: i % 2 === 0 ? 'even' : 'odd' } }),
+      tags: i % 6 === 0 ? ['x', 'y'] : ['z'],
+    }));
+    for (const doc of all) await items.insert(doc);
+    const expect = async (filter: Filter, predicate: (d: (typeof all)[number]) => boolean, what: string) => {
+      const got = (await items.find(filter)).map((d) => d.id);
+      t.same(
+        got,
+        all.filter(predicate).map((d) => d.id),
+        what,
+      );
+      t.equal(await items.count(filter), got.length, `count: ${what}`);
+    };
+    await expect({}, () => true, 'empty filter');
+    await expect({ kind: 'b' }, (d) => d.kind === 'b', 'equality on an indexed field');
+    await expect(
+      { kind: { $eq: 'c' }, n: 5 },
+      (d) => d.kind === 'c' && d.n === 5,
+      '$eq on an index prefix and the next field',
+    );
+    await expect(
+      { kind: { $in: ['a', 'c'] }, n: { $gte: 10, $lt: 20 } },
+      (d) => d.kind !== 'b' && d.n >= 10 && d.n < 20,
+      '$in then a range',
+    );
+    await expect({ n: { $gt: 35 } }, (d) => d.n > 35, '$gt on a non-leading field');
+    await expect({ n: { $lte: 3 } }, (d) => d.n <= 3, '$lte');
+    await expect({ name: { $regex: '^item-[12]$' } }, (d) => /^item-[12]$/.test(d.name), '$regex');
+    await expect({ name: /-3$/ }, (d) => d.name.endsWith('-3'), 'RegExp literal');
+    await expect({ 'meta.level': 2 }, (d) => d.meta?.level === 2, 'nested path');
+    await expect({ 'meta.label': { $exists: false } }, (d) => d.meta === undefined, '$exists false');
+    await expect({ meta: null }, (d) => d.meta === undefined, 'null matches missing');
+    await expect({ tags: 'x' }, (d) => d.tags.includes('x'), 'equality matches an array element');
+    await expect(
+      { $or: [{ kind: 'a', n: { $lt: 10 } }, { name: 'item-6' }] },
+      (d) => (d.kind === 'a' && d.n < 10) || d.name === 'item-6',
+      '$or',
+    );
+    await expect(
+      { $and: [{ kind: 'b' }, { $or: [{ n: { $lt: 5 } }, { n: { $gt: 30 } }] }] },
+      (d) => d.kind === 'b' && (d.n < 5 || d.n > 30),
+      '$and with a nested $or',
+    );
+    await expect({ kind: { $nin: ['a', 'b'] }, n: { $ne: 2 } }, (d) => d.kind === 'c' && d.n !== 2, '$nin and $ne');
+    await expect({ kind: 'zzz' }, () => false, 'no match');
+    await expect({ n: { $gt: 'a' } }, () => false, 'comparisons do not cross types');
+    t.same((await items.findOne({ kind: 'a' }))?.id, 'i00', 'findOne defaults to id order');
+    t.equal(await items.findOne({ kind: 'zzz' }), null, 'findOne without a match');
+  });
+
+  t.test('sort, skip, limit', async (t) => {
+    const store = await open(t);
+    const rows = store.collection({ name: 'rows', indexes: [{ fields: ['g'] }] });
+    const docs: Doc[] = [
+      { id: 'r5', g: 2, s: 'b' },
+      { id: 'r1', g: 1, s: 'b' },
+      { id: 'r4', g: null, s: 'a' },
+      { id: 'r2', g: 2, s: 'a' },
+      { id: 'r3', s: 'c' },
+      { id: 'r6', g: 1, s: 'a' },
+      { id: 'r0', g: 'x', s: 'c' },
+      { id: 'r7', g: true, s: 'c' },
+    ];
+    for (const doc of docs) await rows.insert(doc);
+    const ids = async (sort: Sort, options: { skip?: number; limit?: number } = {}) =>
+      (await rows.find({}, { sort, ...options })).map((d) => d.id);
+    t.same(await ids({}), ['r0', 'r1', 'r2', 'r3', 'r4', 'r5', 'r6', 'r7'], 'default order is id');
+    t.same(
+      await ids({ g: 1 }),
+      ['r3', 'r4', 'r1', 'r6', 'r2', 'r5', 'r0', 'r7'],
+      'null and missing tie first, then numbers, strings, booleans; id breaks ties',
+    );
+    t.same(
+      await ids({ g: -1 }),
+      ['r7', 'r0', 'r2', 'r5', 'r1', 'r6', 'r3', 'r4'],
+      'descending keeps id ascending among ties',
+    );
+    t.same(
+      await ids({ s: 1, g: -1 }),
+      ['r2', 'r6', 'r4', 'r5', 'r1', 'r7', 'r0', 'r3'],
+      'two fields, mixed directions',
+    );
+    t.same(await ids({ id: -1 }), ['r7', 'r6', 'r5', 'r4', 'r3', 'r2', 'r1', 'r0'], 'sorting by id itself');
+    t.same(await ids({ g: 1 }, { skip: 2, limit: 3 }), ['r1', 'r6', 'r2'], 'skip and limit apply after the sort');
+    t.same(await ids({ g: 1 }, { skip: 7, limit: 5 }), ['r7'], 'limit past the end');
+    t.same(await ids({ g: 1 }, { limit: 0 }), [], 'limit 0 returns nothing');
+    t.same((await rows.findOne({ g: { $type: 'number' } }, { sort: { g: -1 } }))?.id, 'r2', 'findOne honours sort');
+    t.equal(await rows.count({ g: { $gte: 1 } }), 4);
+  });
+
+  t.test('update', async (t) => {
+    const store = await open(t);
+    const docs = store.collection({ name: 'docs', indexes: [{ fields: ['state'] }] });
+    await docs.insert({ id: 'd1', state: 'new', version: 1, count: 0, tags: ['a'], extra: 'x' });
+    await docs.insert({ id: 'd2', state: 'new', version: 1, count: 5, tags: [] });
+    await docs.insert({ id: 'd3', state: 'done', version: 1, count: 9, tags: [] });
+    const updated = await docs.update(
+      { id: 'd1' },
+      {
+        $set: { state: 'open', 'meta.by': 'me' },
+        $unset: { extra: '' },
+        $inc: { count: 2, fresh: 1 },
+        $push: { tags: 'b' },
+      },
+    );
+    t.same(
+      updated,
+      { id: 'd1', state: 'open', version: 1, count: 2, fresh: 1, tags: ['a', 'b'], meta: { by: 'me' } },
+      'operators applied, record returned after',
+    );
+    t.same(await docs.get('d1'), updated, 'and stored');
+    t.same(
+      (await docs.find({ state: 'open' })).map((d) => d.id),
+      ['d1'],
+      'the index follows the update',
+    );
+    t.same(
+      (await docs.find({ state: 'new' })).map((d) => d.id),
+      ['d2'],
+      'and forgets the old value',
+    );
+    t.equal(await docs.update({ id: 'zz' }, { $set: { state: 'x' } }), null, 'no match, no upsert: null');
+    t.equal(await docs.update({ state: 'gone' }, { $set: { state: 'x' } }), null);
+
+    const cas = (version: number) => docs.update({ id: 'd2', version }, { $set: { version: version + 1 } });
+    t.match(await cas(1), { version: 2 }, 'compare-and-set succeeds on the expected version');
+    t.equal(await cas(1), null, 'and fails on a stale one');
+    const race = await Promise.all([cas(2), cas(2), cas(2), cas(2)]);
+    t.equal(race.filter((r) => r !== null).length, 1, 'exactly one of concurrent compare-and-sets wins');
+    t.match(await docs.get('d2'), { version: 3 });
+
+    t.match(
+      await docs.update({ state: { $in: ['new', 'done', 'open'] } }, { $set: { picked: true } }),
+      { id: 'd1' },
+      'several match: lowest id',
+    );
+    t.match(
+      await docs.update({}, { $set: { picked: true } }, { sort: { count: -1 } }),
+      { id: 'd3' },
+      'sort picks the record',
+    );
+    const counted = await Promise.all(
+      Array.from({ length: 20 }, () => docs.update({ id: 'd3' }, { $inc: { count: 1 } })),
+    );
+    t.same(
+      counted.map((d) => d?.count).sort((a, b) => Number(a) - Number(b)),
+      Array.from({ length: 20 }, (_, i) => 10 + i),
+      'concurrent $inc lose nothing',
+    );
+    await t.rejects(docs.update({ id: 'd3' }, { $set: { id: 'd9' } }), TypeError, 'an update may not change id');
+    await t.rejects(docs.update({ id: 'd3' }, {}), 'an empty update is refused');
+  });
+
+  t.test('upsert', async (t) => {
+    const store = await open(t);
+    const settings = store.collection({ name: 'settings', indexes: [{ fields: ['project'], unique: true }] });
+    const created = await settings.update(
+      { id: 's1', project: 'p1' },
+      { $set: { theme: 'dark' }, $setOnInsert: { created: 'now' }, $inc: { writes: 1 } },
+      { upsert: true },
+    );
+    t.same(
+      created,
+      { id: 's1', project: 'p1', theme: 'dark', created: 'now', writes: 1 },
+      'created from the filter equalities and the update',
+    );
+    t.same(await settings.get('s1'), created);
+    const again = await settings.update(
+      { id: 's1' },
+      { $set: { theme: 'light' }, $setOnInsert: { created: 'later' }, $inc: { writes: 1 } },
+      { upsert: true },
+    );
+    t.same(
+      again,
+      { id: 's1', project: 'p1', theme: 'light', created: 'now', writes: 2 },
+      'an existing record is updated, $setOnInsert ignored',
+    );
+    await t.rejects(
+      settings.update({ project: 'p2' }, { $set: { theme: 'x' } }, { upsert: true }),
+      TypeError,
+      'an upsert needs an id',
+    );
+    await t.rejects(
+      settings.update({ project: 'p1' }, { $set: { theme: 'x' } }, { upsert: true }),
+      TypeError,
+      'even when a record matches',
+    );
+    await t.rejects(
+      settings.update({ id: 's1', writes: 99 }, { $set: { theme: 'x' } }, { upsert: true }),
+      { code: 'STORE_DUPLICATE', fields: ['id'] },
+      'a failed compare-and-set with upsert collides with the existing id',
+    );
+    await t.rejects(
+      settings.update({ id: 's2', project: 'p1' }, { $set: { theme: 'x' } }, { upsert: true }),
+      { code: 'STORE_DUPLICATE', fields: ['project'] },
+      'unique index on upsert',
+    );
+    t.equal(await settings.get('s2'), null);
+    const racers = await Promise.allSettled(
+      Array.from({ length: 5 }, () => settings.update({ id: 's3' }, { $inc: { n: 1 } }, { upsert: true })),
+    );
+    t.same(
+      racers.map((r) => r.status),
+      Array(5).fill('fulfilled'),
+      'concurrent upserts of one id all succeed',
+    );
+    t.match(await settings.get('s3'), { n: 5 });
+  });
+
+  t.test('delete', async (t) => {
+    const store = await open(t);
+    const jobs = store.collection({ name: 'jobs', indexes: [{ fields: ['queue'] }] });
+    for (let i = 0; i < 10; i++) await jobs.insert({ id: `j${i}`, queue: i % 2 === 0 ? 'even' : 'odd', n: i });
+    t.equal(await jobs.delete({ queue: 'even', n: { $gte: 4 } }), 3);
+    t.equal(await jobs.delete({ queue: 'none' }), 0);
+    t.same(
+      (await jobs.find({ queue: 'even' })).map((j) => j.id),
+      ['j0', 'j2'],
+      'index entries of deleted records are gone',
+    );
+    t.equal(await jobs.delete({ id: 'j1' }), 1);
+    t.equal(await jobs.get('j1'), null);
+    t.equal(await jobs.delete({}), 6);
+    t.equal(await jobs.count({}), 0);
+    await jobs.insert({ id: 'j4', queue: 'even' });
+    t.pass('a deleted id can be inserted again');
+  });
+
+  t.test('page walks every record once, in order', async (t) => {
+    const store = await open(t);
+    const calls = store.collection({ name: 'calls', indexes: [{ fields: ['account', 'started'] }] });
+    const docs: Doc[] = [];
+    for (let i = 0; i < 320; i++) {
+      const doc: Doc = { id: `c${String((i * 7919) % 1000).padStart(3, '0')}`, account: `acc${i % 3}`, score: i % 9 };
+      if (i % 5 !== 0) doc.started = `2026-01-${String((i % 28) + 1).padStart(2, '0')}`;
+      if (i % 11 === 0) doc.score = i % 2 === 0 ? null : 'high';
+      docs.push(doc);
+      await calls.insert(doc);
+    }
+    const cases: Array<[Filter, Sort | undefined, number]> = [
+      [{}, undefined, 17],
+      [{}, { started: -1 }, 10],
+      [{}, { score: 1, started: -1 }, 9],
+      [{ account: 'acc1' }, { started: 1 }, 7],
+      [{ account: { $in: ['acc0', 'acc2'] }, started: { $gte: '2026-01-10' } }, { score: -1, started: 1 }, 5],
+      [{}, { id: -1 }, 50],
+      [{}, { account: 1, score: -1, started: 1 }, 1000],
+    ];
+    for (const [filter, sort, limit] of cases) {
+      const walked: string[] = [];
+      let cursor: string | undefined;
+      let pages = 0;
+      do {
+        const result = await calls.page(filter, { sort, limit, cursor });
+        t.ok(result.items.length <= limit, 'a page holds at most limit items');
+        walked.push(...result.items.map((d) => d.id));
+        cursor = result.next ?? undefined;
+        if (cursor !== undefined) t.match(cursor, /^[A-Za-z0-9_-]+$/, 'cursors are URL-safe');
+        pages++;
+      } while (cursor !== undefined);
+      const expected = docs
+        .filter((d) => new Query(filter).test(d))
+        .sort(byReference(sort ?? {}))
+        .map((d) => d.id);
+      t.same(walked, expected, `walk ${JSON.stringify(filter)} by ${JSON.stringify(sort)} / ${limit} (${pages} pages)`);
+    }
+    const empty = await calls.page({ account: 'none' }, { limit: 5 });
+    t.same(empty, { items: [], next: null }, 'an empty result is one empty page');
+    const exact = await calls.page({ account: 'acc0', score: 4 }, { limit: 100 });
+    t.equal(exact.next, null, 'no cursor when everything fits');
+    await t.rejects(calls.page({}, { limit: 0 }), RangeError, 'limit must be at least 1');
+  });
+
+  t.test('page walks stay correct under concurrent inserts', async (t) => {
+    const store = await open(t);
+    const events = store.collection({ name: 'events', indexes: [{ fields: ['at'] }] });
+    const original: Doc[] = [];
+    for (let i = 0; i < 200; i++) {
+      const doc = { id: `e${String(i).padStart(3, '0')}`, at: 1000 + (i % 50) * 10, kind: 'original' };
+      original.push(doc);
+      await events.insert(doc);
+    }
+    const sort: Sort = { at: -1 };
+    const order = byReference(sort);
+    const seen: Doc[] = [];
+    let cursor: string | undefined;
+    let extra = 0;
+    do {
+      const result = await events.page({}, { sort, limit: 9, cursor });
+      seen.push(...result.items);
+      cursor = result.next ?? undefined;
+      // New records on both sides of the cursor, and some tied with it on `at`.
+      const last = result.items[result.items.length - 1];
+      for (const at of [995, 1250, 1495, last ? Number(last.at) : 0]) {
+        await events.insert({ id: `x${String(extra++).padStart(3, '0')}`, at, kind: 'inserted' });
+      }
+    } while (cursor !== undefined);
+    const ids = seen.map((d) => d.id);
+    t.equal(new Set(ids).size, ids.length, 'no record is returned twice');
+    t.same(
+      seen.filter((d) => d.kind === 'original').map((d) => d.id),
+      [...original].sort(order).map((d) => d.id),
+      'every record that existed when the walk began is returned, in order',
+    );
+    t.ok(
+      seen.every((d, i) => i === 0 || order(seen[i - 1], d) < 0),
+      'the whole walk is in sort order',
+    );
+  });
+
+  t.test('cursor errors', async (t) => {
+    const store = await open(t);
+    const log = store.collection({ name: 'log' });
+    for (let i = 0; i < 5; i++) await log.insert({ id: `l${i}`, n: i });
+    const { next } = await log.page({}, { sort: { n: 1 }, limit: 2 });
+    t.type(next, 'string');
+    const forged = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+    for (const bad of [
+      'garbage!',
+      '',
+      'e30',
+      forged(['+n,+id']),
+      forged({ a: 1 }),
+      forged(['+n', 1, 2]),
+      forged(['+n', { $gt: 1 }, 'l1']),
+      `${next}x`,
+    ]) {
+      await t.rejects(
+        log.page({}, { sort: { n: 1 }, limit: 2, cursor: bad }),
+        StoreCursorError,
+        `malformed cursor ${JSON.stringify(bad)}`,
+      );
+    }
+    await t.rejects(
+      log.page({}, { sort: { n: -1 }, limit: 2, cursor: next! }),
+      StoreCursorError,
+      'a cursor for another sort',
+    );
+    await t.rejects(log.page({}, { limit: 2, cursor: next! }), StoreCursorError, 'a cursor for the default sort');
+    t.same(
+      (await log.page({}, { sort: { n: 1 }, limit: 2, cursor: next! })).items.map((d) => d.id),
+      ['l2', 'l3'],
+      'the genuine cursor still works',
+    );
+  });
+
+  t.test('index-planned queries agree with a full scan', (t) => plannerAgreement(t, open, BASE_STRINGS, 60));
+
+  t.test('snapshots', async (t) => {
+    const store = await open(t);
+    const snaps = store.snapshots;
+    const bytes = (s: string) => new Uint8Array(Buffer.from(s));
+    const text = (data: Uint8Array | undefined) => (data ? Buffer.from(data).toString() : undefined);
+    t.equal(await snaps.get('a'), null);
+    t.same(await snaps.put('a', bytes('one'), { expectedVersion: 0, fence: 5, shard: 1, deadline: 100 }), {
+      ok: true,
+      version: 1,
+    });
+    const first = await snaps.get('a');
+    t.match(first, { key: 'a', version: 1, fence: 5, shard: 1, deadline: 100 });
+    t.ok(first?.data instanceof Uint8Array, 'data comes back as bytes');
+    t.equal(text(first?.data), 'one');
+    t.type(first?.updated_at, 'number');
+    t.same(
+      await snaps.put('a', bytes('x'), { expectedVersion: 0, fence: 5, shard: 1, deadline: null }),
+      {
+        ok: false,
+        reason: 'version',
+        current: { version: 1, fence: 5 },
+      },
+      'version 0 means it must not exist',
+    );
+    t.same(await snaps.put('a', bytes('two'), { expectedVersion: 1, fence: 5, shard: 1, deadline: 200 }), {
+      ok: true,
+      version: 2,
+    });
+    t.same(
+      await snaps.put('a', bytes('x'), { expectedVersion: 2, fence: 4, shard: 1, deadline: null }),
+      {
+        ok: false,
+        reason: 'fence',
+        current: { version: 2, fence: 5 },
+      },
+      'a smaller fence is refused',
+    );
+    t.match(
+      await snaps.put('a', bytes('x'), { expectedVersion: 7, fence: 4, shard: 1, deadline: null }),
+      { ok: false, reason: 'fence' },
+      'fence is checked before version',
+    );
+    t.same(
+      await snaps.put('a', bytes('three'), { expectedVersion: 2, fence: 9, shard: 1, deadline: null }),
+      { ok: true, version: 3 },
+      'a larger fence takes over',
+    );
+    t.match(await snaps.put('a', bytes('x'), { expectedVersion: 3, fence: 5, shard: 1, deadline: null }), {
+      ok: false,
+      reason: 'fence',
+      current: { fence: 9 },
+    });
+    t.match(await snaps.get('a'), { version: 3, fence: 9, deadline: null });
+    t.equal(text((await snaps.get('a'))?.data), 'three', 'refused puts changed nothing');
+
+    const race = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        snaps.put('b', bytes(`w${i}`), { expectedVersion: 0, fence: 1, shard: 0, deadline: null }),
+      ),
+    );
+    t.equal(race.filter((r) => r.ok).length, 1, 'one of concurrent creators wins');
+    const winner = race.findIndex((r) => r.ok);
+    t.equal(text((await snaps.get('b'))?.data), `w${winner}`, 'the winner is what is stored');
+
+    t.same(await snaps.due([0, 1, 2], Number.MAX_SAFE_INTEGER, 10), [], 'nothing due without deadlines');
+    const put = (key: string, shard: number, deadline: number | null, expectedVersion = 0) =>
+      snaps.put(key, bytes(key), { expectedVersion, fence: 1, shard, deadline });
+    await put('t1', 0, 300);
+    await put('t2', 1, 100);
+    await put('t3', 2, 200);
+    await put('t4', 1, 250);
+    await put('t5', 0, 100);
+    await put('t6', 1, null);
+    await put('t7', 0, 1000);
+    t.same(
+      await snaps.due([0, 1], 300, 10),
+      [
+        { key: 't2', deadline: 100 },
+        { key: 't5', deadline: 100 },
+        { key: 't4', deadline: 250 },
+        { key: 't1', deadline: 300 },
+      ],
+      'due: these shards, deadline at or before, earliest first',
+    );
+    t.same(
+      await snaps.due([0, 1, 2], 300, 2),
+      [
+        { key: 't2', deadline: 100 },
+        { key: 't5', deadline: 100 },
+      ],
+      'limit',
+    );
+    t.same(await snaps.due([3], 5000, 10), [], 'other shards');
+    t.same(await snaps.due([2], 199, 10), [], 'deadline after before');
+    await put('t2', 1, 400, 1);
+    await put('t4', 1, null, 1);
+    t.same(await snaps.due([1], 500, 10), [{ key: 't2', deadline: 400 }], 'a put moves or clears the deadline');
+    await snaps.delete('t2');
+    await snaps.delete('never-existed');
+    t.equal(await snaps.get('t2'), null, 'delete');
+    t.same(await snaps.due([1], 500, 10), [], 'a deleted snapshot is not due');
+    t.same(await put('t2', 1, null), { ok: true, version: 1 }, 'a deleted key starts again at version 1');
+  });
+
+  t.test('collections are isolated from each other', async (t) => {
+    const store = await open(t);
+    const a = store.collection({ name: 'a', indexes: [{ fields: ['k'], unique: true }] });
+    const b = store.collection({ name: 'b', indexes: [{ fields: ['k'], unique: true }] });
+    t.equal(
+      store.collection({ name: 'a', indexes: [{ fields: ['k'], unique: true }] }),
+      a,
+      'declaring again returns the same collection',
+    );
+    await a.insert({ id: 'x', k: 1, in: 'a' });
+    await b.insert({ id: 'x', k: 1, in: 'b' });
+    t.match(await a.get('x'), { in: 'a' });
+    t.match(await b.get('x'), { in: 'b' });
+    t.same(
+      (await b.find({ k: 1 })).map((d) => d.in),
+      ['b'],
+    );
+    t.equal(await a.delete({}), 1);
+    t.equal(await b.count({}), 1);
+    t.equal(await a.count({}), 0);
+  });
+
+  if (reopen) {
+    t.test('data survives close and reopen', async (t) => {
+      const store = await makeStore();
+      const notes = store.collection({ name: 'notes', indexes: [{ fields: ['owner'] }] });
+      await notes.insert({ id: 'n1', owner: 'o1', text: 'hello' });
+      await notes.update({ id: 'n1' }, { $set: { text: 'hello again' } });
+      await store.snapshots.put('s', new Uint8Array([1, 2, 3]), {
+        expectedVersion: 0,
+        fence: 1,
+        shard: 0,
+        deadline: 10,
+      });
+      await store.close();
+      const again = await reopen(store);
+      t.teardown(() => again.close());
+      const reopened = again.collection({ name: 'notes', indexes: [{ fields: ['owner'] }, { fields: ['text'] }] });
+      t.same(await reopened.get('n1'), { id: 'n1', owner: 'o1', text: 'hello again' });
+      t.same(
+        (await reopened.find({ owner: 'o1' })).map((d) => d.id),
+        ['n1'],
+        'indexes survive',
+      );
+      t.same(
+        (await reopened.find({ text: 'hello again' })).map((d) => d.id),
+        ['n1'],
+        'an index declared later covers existing records',
+      );
+      t.same(Array.from((await again.snapshots.get('s'))?.data ?? []), [1, 2, 3]);
+      t.same(await again.snapshots.due([0], 10, 5), [{ key: 's', deadline: 10 }]);
+    });
+  }
+}
+
+/** Strings for generated records: short ones that collide, and long ones sharing a 150-character prefix. */
+const BASE_STRINGS = ['', 'a', 'ab', 'b', 'B', 'é', 'x'.repeat(150) + 'a', 'x'.repeat(150) + 'b'];
+
+const TYPE_RANK = (v: unknown) =>
+  v === null || v === undefined ? 0 : typeof v === 'number' ? 1 : typeof v === 'string' ? 2 : 3;
+
+function compareScalars(x: unknown, y: unknown): number {
+  const rx = TYPE_RANK(x);
+  const ry = TYPE_RANK(y);
+  if (rx !== ry) return rx - ry;
+  if (rx === 0) return 0;
+  return (x as number) < (y as number) ? -1 : (x as number) > (y as number) ? 1 : 0;
+}
+
+/** MongoDB's order for scalar fields (missing = null < numbers < strings < booleans), then id ascending. */
+function byReference(sort: Sort): (a: Doc, b: Doc) => number {
+  const fields = 'id' in sort ? Object.entries(sort) : [...Object.entries(sort), ['id', 1] as const];
+  return (a, b) => {
+    for (const [field, dir] of fields) {
+      const order = compareScalars(a[field], b[field]);
+      if (order !== 0) return dir === -1 ? -order : order;
+    }
+    return 0;
+  };
+}
+
+/**
+ * Random records and random filters over indexed and non-indexed fields: the store must answer `find`,
+ * `count`, sorted `find` and page walks exactly as mingo answers over the same records in memory, also
+ * after random updates and deletes have moved index entries around.
+ */
+export async function plannerAgreement(
+  t: Test,
+  open: (t: Test) => Promise<Store>,
+  strings: string[],
+  runs: number,
+): Promise<void> {
+  const store = await open(t);
+  const scalar = fc.oneof(
+    fc.integer({ min: -3, max: 3 }),
+    fc.constant(-0),
+    fc.constantFrom(...strings),
+    fc.constant(null),
+    fc.boolean(),
+  );
+  const bound = fc.oneof(fc.integer({ min: -3, max: 3 }), fc.constantFrom(...strings), fc.boolean());
+  const doc = fc.record(
+    {
+      a: scalar,
+      b: scalar,
+      c: scalar,
+      tags: fc.oneof(scalar, fc.array(scalar, { maxLength: 3 })),
+      nested: fc.record({ x: scalar }),
+    },
+    { requiredKeys: [] },
+  );
+  const field = fc.constantFrom('a', 'b', 'c', 'tags', 'nested.x');
+  const condition = fc.oneof(
+    scalar,
+    scalar.map((v) => ({ $eq: v })),
+    fc.array(scalar, { maxLength: 3 }).map((vs) => ({ $in: vs })),
+    fc.tuple(fc.constantFrom('$gt', '$gte', '$lt', '$lte'), bound).map(([op, v]) => ({ [op]: v })),
+    fc.tuple(bound, bound).map(([low, high]) => ({ $gte: low, $lt: high })),
+    scalar.map((v) => ({ $ne: v })),
+  );
+  const idCondition = fc.oneof(
+    fc.constantFrom('r0', 'r3', 'r12', 'zz'),
+    fc.array(fc.constantFrom('r1', 'r2', 'r10', 'q'), { maxLength: 3 }).map((vs) => ({ $in: vs })),
+    fc.tuple(fc.constantFrom('$gt', '$lte'), fc.constantFrom('r1', 'r15', 'r3')).map(([op, v]) => ({ [op]: v })),
+  );
+  const leaf = fc.oneof(
+    { weight: 6, arbitrary: fc.tuple(field, condition).map(([f, c]) => ({ [f]: c }) as Filter) },
+    { weight: 1, arbitrary: idCondition.map((c) => ({ id: c }) as Filter) },
+  );
+  const filter = fc.oneof(
+    leaf,
+    fc.array(leaf, { minLength: 1, maxLength: 3 }).map((leaves) => Object.assign({}, ...leaves) as Filter),
+    fc.array(leaf, { minLength: 1, maxLength: 3 }).map((leaves) => ({ $and: leaves })),
+    fc
+      .tuple(leaf, fc.array(leaf, { minLength: 1, maxLength: 2 }))
+      .map(([l, alternatives]) => ({ ...l, $or: alternatives })),
+  );
+  const sort = fc
+    .uniqueArray(fc.tuple(fc.constantFrom('a', 'b', 'c'), fc.constantFrom(1 as const, -1 as const)), {
+      maxLength: 2,
+      selector: ([f]) => f,
+    })
+    .map((entries) => Object.fromEntries(entries) as Sort);
+  const change = fc.record({ at: fc.nat(), set: fc.record({ a: scalar, b: scalar }, { requiredKeys: [] }) });
+
+  let run = 0;
+  await fc.assert(
+    fc.asyncProperty(
+      fc.array(doc, { maxLength: 30 }),
+      fc.array(filter, { minLength: 1, maxLength: 6 }),
+      sort,
+      fc.integer({ min: 1, max: 7 }),
+      fc.array(change, { maxLength: 5 }),
+      async (raw, filters, order, limit, changes) => {
+        const collection = store.collection({
+          name: `prop${run++}`,
+          indexes: [
+            { fields: ['a'] },
+            { fields: ['a', 'b'] },
+            { fields: ['tags'] },
+            { fields: ['b', 'c'] },
+            { fields: ['nested.x'] },
+          ],
+        });
+        const docs: Doc[] = raw.map((d, i) => ({ id: `r${i}`, ...d }));
+        for (const d of docs) await collection.insert(d);
+        for (const { at, set } of changes) {
+          if (docs.length === 0) break;
+          const target = docs[at % docs.length];
+          if (Object.keys(set).length === 0) continue;
+          Object.assign(target, set);
+          await collection.update({ id: target.id }, { $set: set });
+        }
+        const expectedIds = (f: Filter) => docs.filter((d) => new Query(f).test(d)).map((d) => d.id);
+        for (const f of filters) {
+          const expected = expectedIds(f).sort();
+          const got = (await collection.find(f)).map((d) => d.id).sort();
+          if (JSON.stringify(got) !== JSON.stringify(expected)) {
+            throw new Error(`find ${JSON.stringify(f)}: got ${got}, expected ${expected}`);
+          }
+          if ((await collection.count(f)) !== expected.length) throw new Error(`count ${JSON.stringify(f)}`);
+        }
+        const [first] = filters;
+        const sorted = docs
+          .filter((d) => new Query(first).test(d))
+          .sort(byReference(order))
+          .map((d) => d.id);
+        const found = (await collection.find(first, { sort: order })).map((d) => d.id);
+        if (JSON.stringify(found) !== JSON.stringify(sorted))
+          throw new Error(`sorted find: got ${found}, expected ${sorted}`);
+        const walked: string[] = [];
+        let cursor: string | undefined;
+        do {
+          const result = await collection.page(first, { sort: order, limit, cursor });
+          walked.push(...result.items.map((d) => d.id));
+          cursor = result.next ?? undefined;
+        } while (cursor !== undefined);
+        if (JSON.stringify(walked) !== JSON.stringify(sorted))
+          throw new Error(`page walk: got ${walked}, expected ${sorted}`);
+        const deleted = await collection.delete(first);
+        if (deleted !== sorted.length) throw new Error(`delete ${JSON.stringify(first)} removed ${deleted}`);
+        const left = docs.filter((d) => !sorted.includes(d.id));
+        for (const f of filters.slice(1)) {
+          const expected = left
+            .filter((d) => new Query(f).test(d))
+            .map((d) => d.id)
+            .sort();
+          const got = (await collection.find(f)).map((d) => d.id).sort();
+          if (JSON.stringify(got) !== JSON.stringify(expected))
+            throw new Error(`after delete, find ${JSON.stringify(f)}: got ${got}, expected ${expected}`);
+        }
+      },
+    ),
+    { numRuns: runs },
+  );
+  t.pass(`${runs} random data sets agree with mingo`);
+}

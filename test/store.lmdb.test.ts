@@ -1,0 +1,155 @@
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { Query } from 'mingo';
+import t from 'tap';
+import { openLmdbStore } from '../store/lmdb/store.js';
+import type { Store } from '../store/mod.js';
+import { plannerAgreement, storeContract } from './store.contract.js';
+
+const dirs = new WeakMap<Store, string>();
+
+function tempDir(): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchboard-store-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+async function makeStore(dataDir = tempDir()): Promise<Store> {
+  const store = await openLmdbStore({ dataDir });
+  dirs.set(store, dataDir);
+  return store;
+}
+
+t.test('contract', (t) =>
+  storeContract(
+    t,
+    () => makeStore(),
+    (closed) => makeStore(dirs.get(closed)),
+  ),
+);
+
+t.test('layout', async (t) => {
+  const dataDir = path.join(tempDir(), 'nested', 'data');
+  const store = await makeStore(dataDir);
+  await store.collection({ name: 'c' }).insert({ id: 'x' });
+  await store.close();
+  t.ok(fs.existsSync(path.join(dataDir, 'store.mdb')), 'one environment file in the created data directory');
+  t.equal(store.backend, 'lmdb');
+});
+
+t.test('index ranges over awkward strings agree with a full scan', async (t) => {
+  // Strings around the UTF-16 (mingo) versus UTF-8 (LMDB key) order difference, NUL (ordered-binary's
+  // array delimiter) and long strings that share the prefix kept in index keys.
+  const strings = [
+    '',
+    'a',
+    'a\0',
+    'a\0b',
+    'ab',
+    'b',
+    'é',
+    '\uE000',
+    '\uFFFF',
+    '\u{1F600}',
+    '\u{1F600}x',
+    'x'.repeat(150) + 'a',
+    'x'.repeat(150) + 'b',
+    'x'.repeat(99) + '\u{1F600}a',
+    'x'.repeat(99) + '\uE000a',
+  ];
+  const store = await makeStore();
+  t.teardown(() => store.close());
+  const c = store.collection({ name: 'strings', indexes: [{ fields: ['a'] }, { fields: ['k', 'b'] }] });
+  const docs = strings.map((value, i) => ({ id: `s${String(i).padStart(2, '0')}`, a: value, k: 'k', b: value }));
+  for (const doc of docs) await c.insert(doc);
+  let mismatches = 0;
+  for (const bound of strings) {
+    for (const op of ['$eq', '$gt', '$gte', '$lt', '$lte']) {
+      for (const filter of [{ a: { [op]: bound } }, { k: 'k', b: { [op]: bound } }, { a: { $in: [bound, 'b'] } }]) {
+        const expected = docs.filter((d) => new Query(filter).test(d)).map((d) => d.id);
+        const got = (await c.find(filter)).map((d) => d.id);
+        if (JSON.stringify(got) !== JSON.stringify(expected)) {
+          mismatches++;
+          t.same(got, expected, JSON.stringify(filter));
+        }
+      }
+    }
+  }
+  t.equal(mismatches, 0, `${strings.length * 15} queries agree with mingo`);
+});
+
+t.test('planner agrees with a full scan on awkward strings', (t) =>
+  plannerAgreement(
+    t,
+    async (t) => {
+      const store = await makeStore();
+      t.teardown(() => store.close());
+      return store;
+    },
+    ['a', '\u{1F600}', '\uE000', '\uFFFF', 'a\0b', 'a\0', 'é'.repeat(120), 'é'.repeat(120) + 'x'],
+    40,
+  ),
+);
+
+t.test('invalid ids and keys are refused, not mis-stored', async (t) => {
+  const store = await makeStore();
+  t.teardown(() => store.close());
+  const c = store.collection({ name: 'c' });
+  await t.rejects(c.insert({ id: '' }), TypeError);
+  await t.rejects(c.insert({ id: 'a\0b' }), TypeError);
+  await t.rejects(c.insert({ id: 'x'.repeat(600) }), TypeError);
+  t.equal(await c.get('a\0b'), null);
+  t.same(await c.find({ id: 'a\0b' }), []);
+  t.throws(() => store.collection({ name: 'c', indexes: [{ fields: ['k'] }] }), 'redeclaring with other indexes');
+});
+
+t.test('several processes on one data directory lose no update', async (t) => {
+  const dataDir = tempDir();
+  const worker = path.join(import.meta.dirname, 'fixtures', 'store-worker.js');
+  const processes = 3;
+  const rounds = 150;
+  const run = promisify(execFile);
+  const outputs = await Promise.all(
+    Array.from({ length: processes }, (_, i) => run(process.execPath, [worker, dataDir, String(rounds), `w${i}`])),
+  );
+  const observed = outputs.map(
+    ({ stdout }) => JSON.parse(stdout) as { casVersions: number[]; incValues: number[]; inconsistent: number },
+  );
+  const total = processes * rounds;
+  const everyCount = Array.from({ length: total }, (_, i) => i + 1);
+  t.same(
+    observed.flatMap((o) => o.casVersions).sort((a, b) => a - b),
+    everyCount,
+    'each snapshot version was won by exactly one put',
+  );
+  t.same(
+    observed.flatMap((o) => o.incValues).sort((a, b) => a - b),
+    everyCount,
+    'each $inc result was seen by exactly one update',
+  );
+  t.ok(
+    observed.every((o) => o.inconsistent === 0),
+    'no process read a snapshot whose data disagreed with its version',
+  );
+  t.ok(
+    observed.every((o) => o.incValues.every((v, i) => i === 0 || v > o.incValues[i - 1])),
+    'each process saw the counter only grow',
+  );
+  const store = await makeStore(dataDir);
+  t.teardown(() => store.close());
+  const snapshot = await store.snapshots.get('counter');
+  t.equal(snapshot?.version, total);
+  t.equal(Buffer.from(snapshot?.data ?? []).toString(), String(total));
+  t.match(await store.collection({ name: 'counters', indexes: [{ fields: ['kind'] }] }).get('shared'), {
+    n: total,
+    kind: 'counter',
+  });
+  t.equal(
+    (await store.snapshots.due([0], Date.now(), 10)).length,
+    1,
+    'the deadline index holds one entry per snapshot',
+  );
+});
