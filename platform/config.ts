@@ -14,6 +14,10 @@ const EnvSchema = z.object({
   REGION: z.enum(REGIONS).default('us-1'),
   NATS_URL: z.string().min(1).optional(),
   MONGODB_URL: z.string().min(1).optional(),
+  SHARDS: z.coerce.number().int().min(1).max(4096).default(64),
+  LEASE_TTL_MS: z.coerce.number().int().min(300).max(600_000).default(3000),
+  PASSIVATE_AFTER_MS: z.coerce.number().int().min(10).max(86_400_000).default(60_000),
+  ASK_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -28,6 +32,14 @@ export interface Config {
   natsUrl: string | undefined;
   mongodbUrl: string | undefined;
   logLevel: string;
+  /** Shards actor keys hash to; the same on every process of a deployment. */
+  shardCount: number;
+  /** Shard lease lifetime: how long a dead worker's shards wait before others take them. */
+  leaseTtlMs: number;
+  /** Idle time after which a live actor is dropped from memory (its state is already stored). */
+  passivateAfterMs: number;
+  /** How long a sender keeps retrying an ask (owner changes included). */
+  askTimeoutMs: number;
 }
 
 /** Parses the environment; throws with every problem listed when a variable is invalid. */
@@ -49,5 +61,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     natsUrl: e.NATS_URL,
     mongodbUrl: e.MONGODB_URL,
     logLevel: e.LOG_LEVEL,
+    shardCount: e.SHARDS,
+    leaseTtlMs: e.LEASE_TTL_MS,
+    passivateAfterMs: e.PASSIVATE_AFTER_MS,
+    askTimeoutMs: e.ASK_TIMEOUT_MS,
   };
 }

@@ -1,17 +1,19 @@
 #!/usr/bin/env node
 /**
- * Starts the platform. `node dist/platform/main.js [role...]` with roles `edge` and `socket` (the Procfile's
- * processes); no role (what `npm start` does) runs every role in one process on the embedded defaults.
+ * Starts the platform. `node dist/platform/main.js [role...]` with roles `edge`, `socket` and `worker` (the
+ * Procfile's processes, which need `NATS_URL` to reach each other); no role (what `npm start` does) runs
+ * every role in one process on the embedded defaults.
  */
 import { pino } from 'pino';
 import { openStore } from '../store/mod.js';
+import { startRuntime } from '../actors/mod.js';
 import { buildEdge } from '../gateway/edge/server.js';
 import { startSocketGateway, type SocketGateway } from '../gateway/socket/server.js';
 import { loadConfig } from './config.js';
 import { operatorTokenHash } from './operator-token.js';
 import { createServices } from './services.js';
 
-const ROLES = ['edge', 'socket'] as const;
+const ROLES = ['edge', 'socket', 'worker'] as const;
 type Role = (typeof ROLES)[number];
 
 async function main(): Promise<void> {
@@ -25,10 +27,23 @@ async function main(): Promise<void> {
   const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl });
   const services = createServices(store);
   const tokenHash = await operatorTokenHash(config.dataDir, config.operatorToken, (line) => process.stdout.write(`${line}\n`));
+  if (!config.natsUrl && !roles.has('worker')) {
+    logger.warn('no NATS_URL and no worker role in this process: actors are unreachable from it');
+  }
+  const runtime = await startRuntime({
+    store,
+    natsUrl: config.natsUrl,
+    worker: roles.has('worker'),
+    shardCount: config.shardCount,
+    leaseTtlMs: config.leaseTtlMs,
+    passivateAfterMs: config.passivateAfterMs,
+    askTimeoutMs: config.askTimeoutMs,
+    log: (msg, extra) => logger.warn(extra ?? {}, msg),
+  });
   let serving = false;
   const isServing = () => serving;
 
-  const edge = roles.has('edge') ? await buildEdge({ services, operatorTokenHash: tokenHash, logger, isServing }) : null;
+  const edge = roles.has('edge') ? await buildEdge({ services, runtime, operatorTokenHash: tokenHash, logger, isServing }) : null;
   if (edge) await edge.listen({ host: config.host, port: config.edgePort });
   const socket: SocketGateway | null = roles.has('socket')
     ? await startSocketGateway({ host: config.host, port: config.socketPort, logger, isServing })
@@ -38,8 +53,9 @@ async function main(): Promise<void> {
   const where = [
     edge ? `edge http://${config.host}:${(edge.server.address() as { port: number }).port}` : null,
     socket ? `socket http://${config.host}:${socket.port}` : null,
+    runtime.workerId ? `worker ${runtime.workerId}` : null,
   ].filter(Boolean);
-  process.stdout.write(`Switchboard ${config.region} serving: ${where.join(', ')} (store: ${store.backend}, data: ${config.dataDir})\n`);
+  process.stdout.write(`Switchboard ${config.region} serving: ${where.join(', ')} (store: ${store.backend}, data: ${config.dataDir}, transport: ${runtime.transport.kind})\n`);
   if (edge) process.stdout.write(`OpenAPI: http://${config.host}:${(edge.server.address() as { port: number }).port}/openapi.json, browsable at /docs\n`);
 
   let draining = false;
@@ -50,6 +66,7 @@ async function main(): Promise<void> {
     logger.info({ signal }, 'draining');
     socket?.close();
     await edge?.close();
+    await runtime.stop();
     await store.close();
     logger.info('drained');
     process.exit(0);

@@ -107,6 +107,12 @@ export interface SnapshotPut {
   deadline: number | null;
 }
 
+/** One write of a `putMany`. */
+export interface SnapshotWrite extends SnapshotPut {
+  key: string;
+  data: Uint8Array;
+}
+
 export type SnapshotPutResult =
   | { ok: true; version: number }
   | { ok: false; reason: 'version' | 'fence'; current: { version: number; fence: number } };
@@ -115,6 +121,12 @@ export interface SnapshotStore {
   get(key: string): Promise<SnapshotRecord | null>;
   /** Compare-and-set on `version`, refused for a stale `fence`. Never throws for a lost race. */
   put(key: string, data: Uint8Array, put: SnapshotPut): Promise<SnapshotPutResult>;
+  /**
+   * Several puts at once (group commit): each is judged on its own exactly as `put` would, and the
+   * embedded backend makes them durable in one transaction. Results are in the order of `writes`; at most
+   * one write per key.
+   */
+  putMany(writes: SnapshotWrite[]): Promise<SnapshotPutResult[]>;
   /** Snapshots of these shards whose deadline is at or before `before`, earliest first. */
   due(shards: number[], before: number, limit: number): Promise<Array<{ key: string; deadline: number }>>;
   delete(key: string): Promise<void>;

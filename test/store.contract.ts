@@ -574,6 +574,29 @@ export async function storeContract(t: Test, makeStore: MakeStore, reopen?: Reop
     t.same(await put('t2', 1, null), { ok: true, version: 1 }, 'a deleted key starts again at version 1');
   });
 
+  t.test('snapshots: putMany judges each write alone (group commit)', async (t) => {
+    const store = await open(t);
+    const snaps = store.snapshots;
+    const w = (key: string, expectedVersion: number, fence: number, deadline: number | null = null) => ({
+      key, data: new Uint8Array([expectedVersion]), expectedVersion, fence, shard: 7, deadline,
+    });
+    t.same(await snaps.putMany([]), [], 'an empty batch');
+    t.same(await snaps.putMany([w('g1', 0, 5), w('g2', 0, 5, 50), w('g3', 0, 5)]), [
+      { ok: true, version: 1 },
+      { ok: true, version: 1 },
+      { ok: true, version: 1 },
+    ]);
+    const results = await snaps.putMany([w('g1', 1, 5), w('g2', 0, 5), w('g3', 1, 4), w('g4', 0, 1, 60)]);
+    t.same(results, [
+      { ok: true, version: 2 },
+      { ok: false, reason: 'version', current: { version: 1, fence: 5 } },
+      { ok: false, reason: 'fence', current: { version: 1, fence: 5 } },
+      { ok: true, version: 1 },
+    ], 'a lost race in the batch does not stop the others');
+    t.equal((await snaps.get('g1'))?.version, 2);
+    t.same(await snaps.due([7], 100, 10), [{ key: 'g2', deadline: 50 }, { key: 'g4', deadline: 60 }]);
+  });
+
   t.test('collections are isolated from each other', async (t) => {
     const store = await open(t);
     const a = store.collection({ name: 'a', indexes: [{ fields: ['k'], unique: true }] });

@@ -3,9 +3,18 @@ import { createHash } from 'node:crypto';
 /** Default number of shards. Fixed for the life of a deployment: changing it moves every actor. */
 export const DEFAULT_SHARDS = 64;
 
-/** The shard of an actor key: the first 32 bits of its SHA-1, modulo the shard count. */
+/**
+ * The shard of an actor key: 32-bit FNV-1a of its UTF-16 code units, modulo the shard count. It runs on
+ * every ask, so it is a cheap arithmetic hash rather than a cryptographic one; it only has to be stable
+ * and spread keys evenly.
+ */
 export function shardOf(key: string, shardCount: number): number {
-  return createHash('sha1').update(key).digest().readUInt32BE(0) % shardCount;
+  let h = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) {
+    h ^= key.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return (h >>> 0) % shardCount;
 }
 
 /**

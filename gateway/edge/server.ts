@@ -5,7 +5,9 @@ import fastifySwaggerUi from '@fastify/swagger-ui';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
 import type { Services } from '../../platform/services.js';
+import type { Runtime } from '../../actors/mod.js';
 import { adminPlugin } from './admin.js';
+import { runtimePlugin } from './runtime.js';
 import { agentsPlugin } from './agents/plugin.js';
 import { sendProblem, shapeForPath, toProblem } from './errors.js';
 import { healthPlugin } from './health.js';
@@ -13,6 +15,7 @@ import { jsonBodyParser } from './json-body.js';
 
 export interface EdgeOptions {
   services: Services;
+  runtime: Runtime;
   operatorTokenHash: string;
   logger: Logger;
   /** Called by `/healthz`: false while the process is not (or no longer) serving. */
@@ -81,6 +84,7 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
 
   await app.register(healthPlugin, { isServing: opts.isServing });
   await app.register(adminPlugin, { prefix: '/admin/v1', services: opts.services, operatorTokenHash: opts.operatorTokenHash });
+  await app.register(runtimePlugin, { prefix: '/admin/v1/runtime', services: opts.services, runtime: opts.runtime, operatorTokenHash: opts.operatorTokenHash });
   await app.register(agentsPlugin, { prefix: '/v1', services: opts.services });
   return app;
 }

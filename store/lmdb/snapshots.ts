@@ -1,4 +1,4 @@
-import type { SnapshotPut, SnapshotPutResult, SnapshotRecord, SnapshotStore } from '../types.js';
+import type { SnapshotPut, SnapshotPutResult, SnapshotRecord, SnapshotStore, SnapshotWrite } from '../types.js';
 import type { Env } from './env.js';
 import { END, idOf, isKeyString, key } from './keys.js';
 
@@ -20,32 +20,35 @@ export class LmdbSnapshots implements SnapshotStore {
   }
 
   async put(snapshotKey: string, data: Uint8Array, put: SnapshotPut): Promise<SnapshotPutResult> {
-    if (!isKeyString(snapshotKey)) throw new TypeError(`invalid snapshot key ${JSON.stringify(snapshotKey)}`);
-    if (put.deadline !== null && !Number.isFinite(put.deadline)) {
-      throw new TypeError('a deadline must be finite or null');
+    const [result] = await this.putMany([{ key: snapshotKey, data, ...put }]);
+    return result;
+  }
+
+  async putMany(writes: SnapshotWrite[]): Promise<SnapshotPutResult[]> {
+    for (const w of writes) {
+      if (!isKeyString(w.key)) throw new TypeError(`invalid snapshot key ${JSON.stringify(w.key)}`);
+      if (w.deadline !== null && !Number.isFinite(w.deadline)) throw new TypeError('a deadline must be finite or null');
     }
-    const shard = positiveZero(put.shard);
-    const deadline = put.deadline === null ? null : positiveZero(put.deadline);
+    // One synchronous write transaction for the whole batch: the compare-and-sets run inside LMDB's write
+    // lock (atomic across processes too) and one durable commit covers every write. Measured faster here
+    // than lmdb-js's asynchronous transactions, whose hand-offs to its writer thread add latency per batch.
+    return this.env.root.transactionSync(() => writes.map((w) => this.putInTransaction(w)));
+  }
+
+  private putInTransaction(w: SnapshotWrite): SnapshotPutResult {
     const { snapshots, deadlines } = this.env;
-    return this.env.root.transactionSync((): SnapshotPutResult => {
-      const stored = snapshots.get(snapshotKey);
-      const current = { version: stored?.version ?? 0, fence: stored?.fence ?? 0 };
-      // A writer holding an older lease must not overwrite a newer owner's state, whatever version it read.
-      if (stored && put.fence < stored.fence) return { ok: false, reason: 'fence', current };
-      if (current.version !== put.expectedVersion) return { ok: false, reason: 'version', current };
-      if (stored && stored.deadline !== null) deadlines.removeSync(key(stored.shard, stored.deadline, snapshotKey));
-      const version = put.expectedVersion + 1;
-      snapshots.putSync(snapshotKey, {
-        version,
-        fence: put.fence,
-        shard,
-        deadline,
-        data,
-        updated_at: Date.now(),
-      });
-      if (deadline !== null) deadlines.putSync(key(shard, deadline, snapshotKey), true);
-      return { ok: true, version };
-    });
+    const shard = positiveZero(w.shard);
+    const deadline = w.deadline === null ? null : positiveZero(w.deadline);
+    const stored = snapshots.get(w.key);
+    const current = { version: stored?.version ?? 0, fence: stored?.fence ?? 0 };
+    // A writer holding an older lease must not overwrite a newer owner's state, whatever version it read.
+    if (stored && w.fence < stored.fence) return { ok: false, reason: 'fence', current };
+    if (current.version !== w.expectedVersion) return { ok: false, reason: 'version', current };
+    if (stored && stored.deadline !== null) deadlines.removeSync(key(stored.shard, stored.deadline, w.key));
+    const version = w.expectedVersion + 1;
+    snapshots.putSync(w.key, { version, fence: w.fence, shard, deadline, data: w.data, updated_at: Date.now() });
+    if (deadline !== null) deadlines.putSync(key(shard, deadline, w.key), true);
+    return { ok: true, version };
   }
 
   async due(shards: number[], before: number, limit: number): Promise<Array<{ key: string; deadline: number }>> {

@@ -1,5 +1,5 @@
 import { Binary, type Collection as MongoCollectionHandle } from 'mongodb';
-import type { SnapshotPut, SnapshotPutResult, SnapshotRecord, SnapshotStore } from '../types.js';
+import type { SnapshotPut, SnapshotPutResult, SnapshotRecord, SnapshotStore, SnapshotWrite } from '../types.js';
 import { isDuplicateKey } from './collection.js';
 
 /** A snapshot document: the snapshot key is `_id`. */
@@ -54,6 +54,11 @@ export class MongoSnapshots implements SnapshotStore {
     const stored = await this.handle.findOne({ _id: key }, { projection: { version: 1, fence: 1 } });
     const current = { version: stored?.version ?? 0, fence: stored?.fence ?? 0 };
     return { ok: false, reason: stored && put.fence < stored.fence ? 'fence' : 'version', current };
+  }
+
+  /** MongoDB has no cheap multi-document compare-and-set; the writes go one by one, concurrently. */
+  putMany(writes: SnapshotWrite[]): Promise<SnapshotPutResult[]> {
+    return Promise.all(writes.map(({ key, data, ...put }) => this.put(key, data, put)));
   }
 
   async due(shards: number[], before: number, limit: number): Promise<Array<{ key: string; deadline: number }>> {

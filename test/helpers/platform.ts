@@ -13,6 +13,8 @@ export const CLI = join(DIST, 'bin', 'switchboard.js');
 export interface Platform {
   edge: string;
   socket: string;
+  /** The worker id, when the process runs the worker role. */
+  worker: string;
   dataDir: string;
   operatorToken: string;
   child: ChildProcess;
@@ -51,7 +53,7 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (err += d));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const ready = await new Promise<{ edge: string; socket: string }>((resolve, reject) => {
+  const ready = await new Promise<{ edge: string; socket: string; worker: string }>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`platform did not start in time:\n${out}\n${err}`)), 30_000);
     const check = () => {
       const m = /serving: (.*)\n/.exec(out);
@@ -61,6 +63,7 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
       resolve({
         edge: /edge (http:\/\/[^\s,]+)/.exec(m[1])?.[1] ?? '',
         socket: /socket (http:\/\/[^\s,]+)/.exec(m[1])?.[1] ?? '',
+        worker: /worker ([^\s,]+)/.exec(m[1])?.[1] ?? '',
       });
     };
     child.stdout!.on('data', check);

@@ -1,0 +1,237 @@
+import { createActor, type AnyActorRef } from 'xstate';
+import type { SnapshotStore } from '../store/mod.js';
+import type { CommitQueue } from './commit.js';
+import type { ActorKind } from './kinds.js';
+import { decode, encode, type Envelope, type HostErrorCode, type Reply } from './protocol.js';
+import { earliestDeadline } from './timers.js';
+
+/** How many applied event ids (with their replies) an actor remembers for de-duplicating retries. */
+export const REMEMBERED_EVENTS = 16;
+
+/** What is persisted for an actor: the XState persisted snapshot and the recently applied event ids. */
+interface Persisted {
+  s: unknown;
+  a: Array<[string, unknown]>;
+}
+
+type Job =
+  | { type: 'event'; envelope: Envelope; respond: (r: Reply) => void }
+  | { type: 'persist' }
+  | { type: 'wake' }
+  | { type: 'stop'; done: () => void };
+
+/** What every activation of a host shares (one object per host, not per actor: live actors are many). */
+export interface ActivationContext {
+  snapshots: SnapshotStore;
+  commit: CommitQueue;
+  /** The lease's fencing token for a shard now, or null when this worker may not write it. */
+  fenceOf: (shard: number) => number | null;
+  /** Called once when an activation ends (passivated, stale or failed), to drop it from the catalog. */
+  ended: (a: Activation) => void;
+}
+
+class HostFailure extends Error {
+  constructor(
+    readonly code: HostErrorCode,
+    message: string,
+    readonly retry: boolean,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * One live actor: a mailbox that runs one job at a time, the XState actor, and the version of its stored
+ * snapshot. An event's reply is sent only after the snapshot it produced is durable. Transitions that
+ * happen later (a timer fired, an invoked promise settled) are persisted through the same mailbox.
+ */
+export class Activation {
+  lastActive = Date.now();
+  private actor: AnyActorRef | null = null;
+  private version = 0;
+  /** Recently applied event ids with their replies, oldest first (an array: smaller than a Map when idle). */
+  private applied: Array<[string, unknown]> = [];
+  private queue: Job[] = [];
+  private running = false;
+  private inEvent = false;
+  private persistQueued = false;
+  private ended = false;
+
+  constructor(
+    private readonly ctx: ActivationContext,
+    private readonly kind: ActorKind,
+    /** `kind/id`. */
+    readonly key: string,
+    readonly shard: number,
+  ) {}
+
+  private get id(): string {
+    return this.key.slice(this.kind.name.length + 1);
+  }
+  /** Nothing queued or running: safe to passivate. */
+  get idle(): boolean {
+    return !this.running && this.queue.length === 0;
+  }
+
+  deliver(envelope: Envelope, respond: (r: Reply) => void): void {
+    let answered = false;
+    const once = (r: Reply) => {
+      if (answered) return;
+      answered = true;
+      respond(r);
+    };
+    this.push({ type: 'event', envelope, respond: once });
+  }
+
+  /** Loads the actor (restarting its timers) without an event: the scheduler's wake-up. */
+  wake(): void {
+    this.push({ type: 'wake' });
+  }
+
+  /** Finishes what is queued, then stops the actor. Its state is already durable. */
+  passivate(): Promise<void> {
+    return new Promise((done) => this.push({ type: 'stop', done }));
+  }
+
+  /** Stops at once, answering what is queued with a retry: the shard's lease is gone. */
+  abandon(reason: string): void {
+    this.fail(new HostFailure('NOT_OWNER', reason, true));
+  }
+
+  private push(job: Job): void {
+    if (this.ended) {
+      if (job.type === 'event') job.respond({ ok: false, code: 'NOT_OWNER', message: 'actor moved', retry: true });
+      if (job.type === 'stop') job.done();
+      return;
+    }
+    this.queue.push(job);
+    if (!this.running) void this.pump();
+  }
+
+  private async pump(): Promise<void> {
+    this.running = true;
+    for (let job = this.queue.shift(); job && !this.ended; job = this.queue.shift()) {
+      this.lastActive = Date.now();
+      try {
+        await this.run(job);
+      } catch (err) {
+        const failure = err instanceof HostFailure ? err : new HostFailure('STORE_ERROR', String(err), true);
+        if (job.type === 'event') job.respond({ ok: false, code: failure.code, message: failure.message, retry: failure.retry });
+        this.fail(failure);
+      }
+    }
+    this.running = false;
+  }
+
+  private async run(job: Job): Promise<void> {
+    if (job.type === 'stop') {
+      this.end();
+      job.done();
+      return;
+    }
+    if (!this.actor) await this.load();
+    if (job.type === 'wake') return;
+    if (job.type === 'persist') {
+      this.persistQueued = false;
+      await this.persist();
+      return;
+    }
+    const { envelope, respond } = job;
+    const seen = this.applied.find(([id]) => id === envelope.eventId);
+    if (seen) {
+      respond({ ok: true, reply: seen[1] });
+      return;
+    }
+    this.inEvent = true;
+    try {
+      this.actor!.send(envelope.event);
+    } finally {
+      this.inEvent = false;
+    }
+    const snapshot = this.actor!.getSnapshot();
+    if (snapshot.status === 'error') {
+      respond({ ok: false, code: 'ACTOR_ERROR', message: String(snapshot.error), retry: false });
+      this.end();
+      return;
+    }
+    const reply = this.kind.reply ? this.kind.reply(snapshot, envelope.event) : { value: snapshot.value, context: snapshot.context };
+    this.remember(envelope.eventId, reply);
+    await this.persist();
+    respond({ ok: true, reply });
+  }
+
+  private async load(): Promise<void> {
+    if (this.ctx.fenceOf(this.shard) === null) throw new HostFailure('NOT_OWNER', 'this worker does not hold the shard', true);
+    const stored = await this.ctx.snapshots.get(this.key);
+    const { machine, input } = this.kind;
+    let actor: AnyActorRef;
+    if (stored) {
+      const persisted = decode<Persisted>(stored.data);
+      this.version = stored.version;
+      this.applied = persisted.a ?? [];
+      actor = createActor(machine, { snapshot: persisted.s as never, input: input?.(this.id) });
+    } else {
+      this.version = 0;
+      actor = createActor(machine, { input: input?.(this.id) });
+    }
+    actor.subscribe({
+      next: () => {
+        // Changes inside an event are persisted by the event itself; later ones (timers, promises) here.
+        if (this.inEvent || this.persistQueued || this.ended) return;
+        this.persistQueued = true;
+        this.push({ type: 'persist' });
+      },
+      error: () => undefined,
+    });
+    this.actor = actor;
+    // Starting emits the current snapshot, which is already stored (or will be with the first event).
+    this.inEvent = true;
+    try {
+      actor.start();
+    } finally {
+      this.inEvent = false;
+    }
+  }
+
+  private async persist(): Promise<void> {
+    const fence = this.ctx.fenceOf(this.shard);
+    if (fence === null) throw new HostFailure('NOT_OWNER', 'the shard lease lapsed', true);
+    const persisted = this.actor!.getPersistedSnapshot();
+    const data = encode({ s: persisted, a: this.applied } satisfies Persisted);
+    const result = await this.ctx.commit.put({
+      key: this.key,
+      data,
+      expectedVersion: this.version,
+      fence,
+      shard: this.shard,
+      deadline: earliestDeadline(persisted),
+    });
+    if (!result.ok) {
+      // Someone else wrote this actor (a newer owner, or a second activation during a handover): this
+      // instance is stale. Drop it; a retry activates it afresh from the stored snapshot.
+      throw new HostFailure('STALE', `snapshot ${result.reason} conflict`, true);
+    }
+    this.version = result.version;
+  }
+
+  private remember(eventId: string, reply: unknown): void {
+    this.applied.push([eventId, reply]);
+    if (this.applied.length > REMEMBERED_EVENTS) this.applied.shift();
+  }
+
+  private fail(err: HostFailure): void {
+    for (const job of this.queue.splice(0)) {
+      if (job.type === 'event') job.respond({ ok: false, code: err.code, message: err.message, retry: err.retry });
+      if (job.type === 'stop') job.done();
+    }
+    this.end();
+  }
+
+  private end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.actor?.stop();
+    this.actor = null;
+    this.ctx.ended(this);
+  }
+}

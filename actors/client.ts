@@ -1,0 +1,62 @@
+import { randomUUID } from 'node:crypto';
+import { shardOf } from './placement/shard.js';
+import { decode, encode, shardSubject, type HostErrorCode, type Reply } from './protocol.js';
+import { TransportError, type Transport } from './transport/types.js';
+
+export class ActorAskError extends Error {
+  constructor(
+    readonly code: HostErrorCode | 'DEADLINE',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ActorAskError';
+  }
+}
+
+export interface AskOptions {
+  /** Give up after this long (all retries included). */
+  timeoutMs?: number;
+  /** Idempotency key; a fresh one by default. Pass the same one to make a caller-level retry safe. */
+  eventId?: string;
+}
+
+const FIRST_BACKOFF_MS = 20;
+const MAX_BACKOFF_MS = 500;
+const MAX_ATTEMPT_MS = 2000;
+
+/**
+ * Sends events to actors wherever they live. An ask is retried with the same event id while the shard has
+ * no owner (no responders), its owner changes (not owner, stale) or an attempt times out, until the
+ * deadline: the actor applies the event once however many attempts reach it.
+ */
+export class ActorClient {
+  constructor(
+    private readonly transport: Transport,
+    private readonly o: { shardCount: number; timeoutMs: number },
+  ) {}
+
+  async ask<T = unknown>(kind: string, id: string, event: { type: string } & Record<string, unknown>, options: AskOptions = {}): Promise<T> {
+    const deadline = Date.now() + (options.timeoutMs ?? this.o.timeoutMs);
+    const eventId = options.eventId ?? randomUUID();
+    const subject = shardSubject(shardOf(`${kind}/${id}`, this.o.shardCount));
+    const data = encode({ kind, id, event, eventId });
+    let backoff = FIRST_BACKOFF_MS;
+    let last = 'no attempt';
+    for (;;) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw new ActorAskError('DEADLINE', `${kind}/${id}: no answer before the deadline (${last})`);
+      try {
+        const reply = decode<Reply>(await this.transport.request(subject, data, Math.min(left, MAX_ATTEMPT_MS)));
+        if (reply.ok) return reply.reply as T;
+        if (!reply.retry) throw new ActorAskError(reply.code, reply.message);
+        last = `${reply.code}: ${reply.message}`;
+      } catch (err) {
+        if (err instanceof ActorAskError) throw err;
+        if (!(err instanceof TransportError) || err.code === 'CLOSED') throw err;
+        last = err.code;
+      }
+      await new Promise((r) => setTimeout(r, Math.min(backoff, Math.max(0, deadline - Date.now()))));
+      backoff = Math.min(MAX_BACKOFF_MS, backoff * 2);
+    }
+  }
+}

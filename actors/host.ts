@@ -1,0 +1,171 @@
+import type { SnapshotStore } from '../store/mod.js';
+import { Activation, type ActivationContext } from './activation.js';
+import { CommitQueue } from './commit.js';
+import type { ActorKind } from './kinds.js';
+import type { Placement } from './placement/types.js';
+import { decode, encode, shardSubject, type Envelope, type Reply } from './protocol.js';
+import type { Subscription, Transport } from './transport/types.js';
+
+export interface HostOptions {
+  transport: Transport;
+  placement: Placement;
+  snapshots: SnapshotStore;
+  kinds: Map<string, ActorKind>;
+  /** An actor idle this long is persisted already and dropped from memory. */
+  passivateAfterMs: number;
+  /** How often the scheduler looks for due durable timers. */
+  timerTickMs?: number;
+  log?: (msg: string, extra?: object) => void;
+}
+
+/**
+ * The actor host of a worker (the catalog of live activations, as Orleans calls it). It serves the shards
+ * its placement hands it: subscribes to their subjects, activates actors on first message (or when a
+ * durable timer is due), runs their mailboxes, passivates idle ones, and gives shards up on request.
+ */
+export class Host {
+  private readonly activations = new Map<string, Activation>();
+  private readonly subscriptions = new Map<number, Subscription>();
+  private readonly commit: CommitQueue;
+  private sweeper: NodeJS.Timeout | null = null;
+  private ticker: NodeJS.Timeout | null = null;
+  private stopping = false;
+
+  private readonly context: ActivationContext;
+
+  constructor(private readonly o: HostOptions) {
+    this.commit = new CommitQueue(o.snapshots);
+    this.context = {
+      snapshots: o.snapshots,
+      commit: this.commit,
+      fenceOf: (shard) => o.placement.fenceOf(shard),
+      ended: (a) => {
+        if (this.activations.get(a.key) === a) this.activations.delete(a.key);
+      },
+    };
+  }
+
+  /** Live actors now. */
+  get liveActors(): number {
+    return this.activations.size;
+  }
+
+  /** Group-commit figures: batches written and writes in them. */
+  get commitStats(): { batches: number; writes: number } {
+    return { ...this.commit.stats };
+  }
+
+  async start(): Promise<void> {
+    await this.o.placement.start({
+      acquired: (shard) => this.serve(shard),
+      releasing: (shard) => this.release(shard),
+      lost: (shard) => this.drop(shard),
+    });
+    const sweepEvery = Math.max(50, Math.min(1000, Math.floor(this.o.passivateAfterMs / 2)));
+    this.sweeper = setInterval(() => this.sweep(), sweepEvery);
+    const tick = this.o.timerTickMs ?? 200;
+    const scan = () => {
+      this.ticker = setTimeout(() => void this.wakeDue(tick).finally(() => !this.stopping && scan()), tick);
+    };
+    scan();
+  }
+
+  /** Gives every shard back (passivating its actors first) and stops. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    if (this.sweeper) clearInterval(this.sweeper);
+    if (this.ticker) clearTimeout(this.ticker);
+    await this.o.placement.stop();
+    await Promise.all([...this.activations.values()].map((a) => a.passivate()));
+  }
+
+  /** Passivates every idle actor now (for tests and for measuring memory). */
+  async passivateIdle(): Promise<number> {
+    const idle = [...this.activations.values()].filter((a) => a.idle);
+    await Promise.all(idle.map((a) => a.passivate()));
+    return idle.length;
+  }
+
+  private serve(shard: number): void {
+    if (this.subscriptions.has(shard)) return;
+    const sub = this.o.transport.subscribe(shardSubject(shard), (data, respond) => {
+      const answer = (r: Reply) => respond?.(encode(r));
+      this.receive(shard, data, answer);
+    });
+    this.subscriptions.set(shard, sub);
+  }
+
+  private receive(shard: number, data: Uint8Array, answer: (r: Reply) => void): void {
+    if (this.o.placement.fenceOf(shard) === null) {
+      answer({ ok: false, code: 'NOT_OWNER', message: `shard ${shard} is not held here`, retry: true });
+      return;
+    }
+    let envelope: Envelope;
+    try {
+      envelope = decode<Envelope>(data);
+    } catch {
+      answer({ ok: false, code: 'BAD_REQUEST', message: 'undecodable message', retry: false });
+      return;
+    }
+    const { kind, id, event, eventId } = envelope ?? ({} as Envelope);
+    if (typeof kind !== 'string' || typeof id !== 'string' || typeof eventId !== 'string' || typeof event?.type !== 'string') {
+      answer({ ok: false, code: 'BAD_REQUEST', message: 'kind, id, eventId and event.type are required', retry: false });
+      return;
+    }
+    const key = `${kind}/${id}`;
+    if (this.o.placement.shardOf(key) !== shard) {
+      answer({ ok: false, code: 'BAD_REQUEST', message: `${key} is not in shard ${shard}: shard counts differ`, retry: false });
+      return;
+    }
+    const activation = this.activate(key, shard);
+    if (!activation) {
+      answer({ ok: false, code: 'UNKNOWN_KIND', message: `no actor kind ${kind}`, retry: false });
+      return;
+    }
+    activation.deliver(envelope, answer);
+  }
+
+  private activate(key: string, shard: number): Activation | null {
+    const live = this.activations.get(key);
+    if (live) return live;
+    const slash = key.indexOf('/');
+    const kind = this.o.kinds.get(key.slice(0, slash));
+    if (!kind) return null;
+    const activation = new Activation(this.context, kind, key, shard);
+    this.activations.set(key, activation);
+    return activation;
+  }
+
+  /** Durable timers: activate passivated actors whose earliest deadline is within the next tick. */
+  private async wakeDue(tick: number): Promise<void> {
+    const shards = this.o.placement.owned().filter((s) => this.o.placement.fenceOf(s) !== null);
+    if (!shards.length) return;
+    try {
+      const due = await this.o.snapshots.due(shards, Date.now() + tick, 1000);
+      for (const { key } of due) {
+        if (this.activations.has(key)) continue;
+        this.activate(key, this.o.placement.shardOf(key))?.wake();
+      }
+    } catch (err) {
+      this.o.log?.('timer scan failed', { err: String(err) });
+    }
+  }
+
+  private sweep(): void {
+    const cutoff = Date.now() - this.o.passivateAfterMs;
+    for (const a of this.activations.values()) if (a.idle && a.lastActive <= cutoff) void a.passivate();
+    this.o.placement.reportLiveActors(this.activations.size);
+  }
+
+  private async release(shard: number): Promise<void> {
+    this.subscriptions.get(shard)?.unsubscribe();
+    this.subscriptions.delete(shard);
+    await Promise.all([...this.activations.values()].filter((a) => a.shard === shard).map((a) => a.passivate()));
+  }
+
+  private drop(shard: number): void {
+    this.subscriptions.get(shard)?.unsubscribe();
+    this.subscriptions.delete(shard);
+    for (const a of [...this.activations.values()]) if (a.shard === shard) a.abandon(`lease of shard ${shard} lost`);
+  }
+}

@@ -1,0 +1,47 @@
+import type { SnapshotRecord } from '../store/mod.js';
+import { decode } from './protocol.js';
+import { SLEEP_SRC } from './timers.js';
+
+/** What an operator (or the state-machine inspector) sees of a stored actor. */
+export interface ActorDescription {
+  key: string;
+  shard: number;
+  version: number;
+  fence: number;
+  updatedAt: string;
+  status: string;
+  value: unknown;
+  context: unknown;
+  /** Pending durable timers: the invoking child's id and its deadline. */
+  deadlines: Array<{ id: string; until: string }>;
+  /** Event ids remembered for de-duplication, oldest first. */
+  recentEventIds: string[];
+}
+
+/** Decodes a stored snapshot into its state value, context and pending deadlines. */
+export function describeSnapshot(record: SnapshotRecord): ActorDescription {
+  const persisted = decode<{ s: any; a: Array<[string, unknown]> }>(record.data);
+  const deadlines: ActorDescription['deadlines'] = [];
+  const visit = (snapshot: any, path: string) => {
+    for (const [id, child] of Object.entries<any>(snapshot?.children ?? {})) {
+      const until = child?.snapshot?.input?.until;
+      if (child?.src === SLEEP_SRC && child?.snapshot?.status === 'active' && typeof until === 'number') {
+        deadlines.push({ id: path + id, until: new Date(until).toISOString() });
+      }
+      visit(child?.snapshot, `${path}${id}.`);
+    }
+  };
+  visit(persisted.s, '');
+  return {
+    key: record.key,
+    shard: record.shard,
+    version: record.version,
+    fence: record.fence,
+    updatedAt: new Date(record.updated_at).toISOString(),
+    status: persisted.s?.status ?? 'unknown',
+    value: persisted.s?.value ?? null,
+    context: persisted.s?.context ?? null,
+    deadlines,
+    recentEventIds: (persisted.a ?? []).map(([id]) => id),
+  };
+}

@@ -1,0 +1,11 @@
+/**
+ * The actor runtime: XState machine actors hosted one activation at a time, persisted after every event,
+ * placed on workers by shard leases, reached over a transport (in-process or NATS) from any role.
+ */
+export { ActorAskError, ActorClient, type AskOptions } from './client.js';
+export { Host, type HostOptions } from './host.js';
+export { describeSnapshot, type ActorDescription } from './introspect.js';
+export { builtinKinds, type ActorKind } from './kinds.js';
+export { startRuntime, type Runtime, type RuntimeOptions } from './runtime.js';
+export { earliestDeadline, sleepUntil, SLEEP_SRC } from './timers.js';
+export type { WorkerDirectory, WorkerInfo } from './placement/types.js';

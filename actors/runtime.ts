@@ -1,0 +1,80 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Store } from '../store/mod.js';
+import { ActorClient } from './client.js';
+import { Host } from './host.js';
+import { builtinKinds, type ActorKind } from './kinds.js';
+import { createLocalPlacement, createNatsPlacement, createNatsWorkerDirectory } from './placement/mod.js';
+import type { WorkerDirectory, WorkerInfo } from './placement/types.js';
+import { connectNatsTransport, createInprocTransport } from './transport/mod.js';
+import type { Transport } from './transport/types.js';
+
+export interface RuntimeOptions {
+  store: Store;
+  /** NATS server URL; unset means the in-process transport (one process hosts everything). */
+  natsUrl?: string;
+  /** Host actors in this process (the `worker` role). */
+  worker: boolean;
+  shardCount: number;
+  leaseTtlMs: number;
+  passivateAfterMs: number;
+  askTimeoutMs: number;
+  kinds?: Map<string, ActorKind>;
+  log?: (msg: string, extra?: object) => void;
+}
+
+/** The actor runtime of one process: how it reaches actors, and the host when it is a worker. */
+export interface Runtime {
+  transport: Transport;
+  client: ActorClient;
+  /** The cluster's workers, for the admin API. */
+  directory: WorkerDirectory;
+  /** Set in a worker. */
+  host: Host | null;
+  workerId: string | null;
+  shardCount: number;
+  kinds: Map<string, ActorKind>;
+  /** Stops hosting (handing shards over), then closes the transport. */
+  stop(): Promise<void>;
+}
+
+/** Starts the transport, and in a worker the placement and the host. */
+export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
+  const kinds = o.kinds ?? builtinKinds();
+  const nats = o.natsUrl ? await connectNatsTransport(o.natsUrl, { name: `switchboard-${process.pid}` }) : null;
+  const transport: Transport = nats ?? createInprocTransport();
+  const workerId = o.worker ? `w-${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}` : null;
+  let host: Host | null = null;
+  let directory: WorkerDirectory;
+  if (workerId) {
+    const placement = nats
+      ? createNatsPlacement({ connection: nats.connection, workerId, shardCount: o.shardCount, leaseTtlMs: o.leaseTtlMs, log: o.log })
+      : createLocalPlacement({ workerId, shardCount: o.shardCount });
+    host = new Host({ transport, placement, snapshots: o.store.snapshots, kinds, passivateAfterMs: o.passivateAfterMs, log: o.log });
+    await host.start();
+    const started = new Date().toISOString();
+    const local = host;
+    directory = nats
+      ? createNatsWorkerDirectory(nats.connection)
+      : {
+          workers: async (): Promise<WorkerInfo[]> => [
+            { id: workerId, shards: placement.owned(), liveActors: local.liveActors, startedAt: started, seenAt: new Date().toISOString() },
+          ],
+        };
+  } else {
+    directory = nats ? createNatsWorkerDirectory(nats.connection) : { workers: async () => [] };
+  }
+  return {
+    transport,
+    client: new ActorClient(transport, { shardCount: o.shardCount, timeoutMs: o.askTimeoutMs }),
+    directory,
+    host,
+    workerId,
+    shardCount: o.shardCount,
+    kinds,
+    stop: async () => {
+      await host?.stop();
+      await transport.close();
+    },
+  };
+}

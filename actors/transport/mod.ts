@@ -1,0 +1,27 @@
+/**
+ * The transport between the edges and the actor hosts, with two implementations of one contract:
+ *
+ * - `createInprocTransport()`: in-process, for the embedded single-process default;
+ * - `connectNatsTransport(url)`: NATS core over nats.js v3, for multi-node deployments; it also exposes
+ *   its `connection` for the placement leases and other JetStream users.
+ *
+ * Both honour NATS subject wildcards (`*`, `>`), queue groups, first-answer-wins requests and fail
+ * requests with `TransportError` (`NO_RESPONDERS`, `TIMEOUT`, `CLOSED`); `publish` and `subscribe` throw
+ * `CLOSED` after `close()`. Handlers run asynchronously, never inside the sender's call, and must not
+ * throw: a throw surfaces as an uncaught exception on both (nats.js would otherwise stop reading).
+ * Payloads are passed without copying; treat them as immutable.
+ *
+ * @module
+ */
+export { TransportError } from './types.js';
+export type {
+  Handler,
+  Respond,
+  SubscribeOptions,
+  Subscription,
+  Transport,
+  TransportErrorCode,
+} from './types.js';
+export { createInprocTransport } from './inproc.js';
+export { connectNatsTransport, type NatsTransport, type NatsTransportOptions } from './nats.js';
+export { isLiteralSubject, isSubscriptionSubject, subjectMatches } from './subject.js';

@@ -1,0 +1,77 @@
+import type { FastifyPluginAsync } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { describeSnapshot, type Runtime } from '../../actors/mod.js';
+import { notFound } from '../../platform/errors.js';
+import type { Services } from '../../platform/services.js';
+import { operatorAuth } from './auth.js';
+import { useErrorShape } from './errors.js';
+import { fieldErrorResponses, PathId } from './schemas.js';
+
+const Worker = z.object({
+  id: z.string(),
+  shards: z.array(z.number().int()),
+  liveActors: z.number().int(),
+  startedAt: z.string(),
+  seenAt: z.string(),
+});
+
+const Actor = z.object({
+  key: z.string(),
+  shard: z.number().int(),
+  version: z.number().int(),
+  fence: z.number().int(),
+  updatedAt: z.string(),
+  status: z.string(),
+  value: z.unknown(),
+  context: z.unknown(),
+  deadlines: z.array(z.object({ id: z.string(), until: z.string() })),
+  recentEventIds: z.array(z.string()),
+});
+
+/**
+ * Runtime introspection for operators and the state-machine inspector (admin token): the workers with
+ * the shards each owns and its live actor count, and the stored snapshot of any actor by `kind/id`.
+ */
+export const runtimePlugin: FastifyPluginAsync<{ services: Services; runtime: Runtime; operatorTokenHash: string }> = async (
+  root,
+  { services, runtime, operatorTokenHash },
+) => {
+  const app = root.withTypeProvider<ZodTypeProvider>();
+  useErrorShape(app, 'fields');
+  app.addHook('onRequest', operatorAuth(operatorTokenHash));
+
+  app.get('/', {
+    schema: {
+      tags: ['admin'],
+      summary: 'Workers, their shards and live actors',
+      response: {
+        200: z.object({ transport: z.string(), shardCount: z.number().int(), kinds: z.array(z.string()), workers: z.array(Worker), unownedShards: z.array(z.number().int()) }),
+        ...fieldErrorResponses,
+      },
+    },
+  }, async () => {
+    const workers = (await runtime.directory.workers()).sort((a, b) => a.id.localeCompare(b.id));
+    const owned = new Set(workers.flatMap((w) => w.shards));
+    return {
+      transport: runtime.transport.kind,
+      shardCount: runtime.shardCount,
+      kinds: [...runtime.kinds.keys()],
+      workers,
+      unownedShards: Array.from({ length: runtime.shardCount }, (_, i) => i).filter((s) => !owned.has(s)),
+    };
+  });
+
+  app.get('/actors/:kind/:id', {
+    schema: {
+      tags: ['admin'],
+      summary: "An actor's stored snapshot: state value, context, pending deadlines",
+      params: z.object({ kind: z.string().regex(/^[a-z][a-z0-9-]{0,31}$/), id: PathId }),
+      response: { 200: Actor, ...fieldErrorResponses },
+    },
+  }, async (req) => {
+    const record = await services.store.snapshots.get(`${req.params.kind}/${req.params.id}`);
+    if (!record) throw notFound('actor', 'id');
+    return describeSnapshot(record);
+  });
+};

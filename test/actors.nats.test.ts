@@ -1,0 +1,43 @@
+import t from 'tap';
+import { natsAvailable } from './helpers/nats.js';
+import { actorBehaviour } from './actors.behaviour.js';
+import { startCluster, type NatsCluster } from './helpers/cluster.js';
+
+// Without nats-server these skip locally; with CI=true natsAvailable() throws, so they fail instead.
+const needsNats = natsAvailable() ? {} : { skip: 'nats-server is not installed' };
+
+let cluster: NatsCluster;
+
+t.before(async () => {
+  if (!needsNats.skip) cluster = await startCluster({ workers: 2, passivateAfterMs: 800 });
+});
+t.teardown(async () => cluster?.stop());
+
+actorBehaviour(t, () => cluster, needsNats);
+
+t.test('introspection lists the workers, their shards and live actors', needsNats, async (t) => {
+  const info = await cluster.runtime();
+  t.equal(info.workers.length, 2);
+  const shards = info.workers.flatMap((w) => w.shards).sort((a, b) => a - b);
+  t.same(shards, Array.from({ length: cluster.shardCount }, (_, i) => i), 'every shard owned exactly once');
+  t.ok(info.workers.every((w) => w.shards.length > 0), 'spread over both workers');
+  await cluster.client.ask('counter', 'introspected', { type: 'INC' });
+  const actor = await cluster.describe('counter', 'introspected');
+  t.match(actor, { key: 'counter/introspected', value: 'idle', context: { count: 1 }, version: 1, deadlines: [] });
+  t.equal((await cluster.describe('counter', 'never-seen')), null, 'unknown actor: 404');
+});
+
+t.test('a worker that joins takes its share, and the actors keep counting', needsNats, async (t) => {
+  const ids = Array.from({ length: 30 }, (_, i) => `join-${i}`);
+  for (const id of ids) await cluster.client.ask('counter', id, { type: 'INC' });
+  await cluster.addWorker();
+  let info = await cluster.runtime();
+  for (let i = 0; i < 100 && !(info.workers.length === 3 && info.workers.every((w) => w.shards.length > 0) && info.unownedShards.length === 0); i++) {
+    await new Promise((r) => setTimeout(r, 200));
+    info = await cluster.runtime();
+  }
+  t.equal(info.workers.length, 3);
+  t.ok(info.workers.every((w) => w.shards.length > 0), 'the new worker owns shards');
+  const counts = await Promise.all(ids.map(async (id) => (await cluster.client.ask<{ count: number }>('counter', id, { type: 'INC' })).count));
+  t.ok(counts.every((c) => c === 2), 'state moved with the shards');
+});

@@ -1,0 +1,97 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { ActorClient } from '../../actors/mod.js';
+import { shardOf } from '../../actors/placement/shard.js';
+import { connectNatsTransport } from '../../actors/transport/mod.js';
+import type { Transport } from '../../actors/transport/types.js';
+import type { Cluster } from '../actors.behaviour.js';
+import { http } from './http.js';
+import { startNats } from './nats.js';
+import { removeDir, startPlatform, type Platform } from './platform.js';
+
+export interface NatsCluster extends Cluster {
+  natsUrl: string;
+  dataDir: string;
+  edge: Platform;
+  workers: Platform[];
+  shardCount: number;
+  transport: Transport;
+  /** `GET /admin/v1/runtime` of the edge. */
+  runtime(): Promise<{ workers: Array<{ id: string; shards: number[]; liveActors: number }>; unownedShards: number[] }>;
+  /** The worker process that owns the shard of `kind/id` now, if any. */
+  ownerOf(kind: string, id: string): Promise<Platform | undefined>;
+  addWorker(): Promise<Platform>;
+  stop(): Promise<void>;
+}
+
+export interface ClusterOptions {
+  workers: number;
+  leaseTtlMs?: number;
+  passivateAfterMs?: number;
+  shardCount?: number;
+}
+
+/**
+ * A real multi-process deployment: a nats-server, an edge process and N worker processes sharing one data
+ * dir, plus an actor client over NATS in the test process.
+ */
+export async function startCluster(o: ClusterOptions): Promise<NatsCluster> {
+  const nats = await startNats();
+  const dataDir = mkdtempSync(join(tmpdir(), 'sb-cluster-'));
+  const shardCount = o.shardCount ?? 16;
+  const passivateAfterMs = o.passivateAfterMs ?? 1000;
+  const env = {
+    NATS_URL: nats.url,
+    OPERATOR_TOKEN: `cluster-operator-${randomBytes(8).toString('hex')}`,
+    LEASE_TTL_MS: String(o.leaseTtlMs ?? 1500),
+    PASSIVATE_AFTER_MS: String(passivateAfterMs),
+    SHARDS: String(shardCount),
+  };
+  const edge = await startPlatform({ roles: ['edge'], dataDir, env });
+  const workers: Platform[] = [];
+  const addWorker = async () => {
+    const w = await startPlatform({ roles: ['worker'], dataDir, env });
+    workers.push(w);
+    return w;
+  };
+  for (let i = 0; i < o.workers; i++) await addWorker();
+  const transport = await connectNatsTransport(nats.url, { name: 'test-client' });
+  const client = new ActorClient(transport, { shardCount, timeoutMs: 30_000 });
+  const adminGet = async (path: string) =>
+    http(edge.edge, 'GET', `/admin/v1/runtime${path}`, { headers: { authorization: `Bearer ${env.OPERATOR_TOKEN}` } });
+  const runtime = async () => (await adminGet('')).body;
+  return {
+    natsUrl: nats.url,
+    dataDir,
+    edge,
+    workers,
+    shardCount,
+    transport,
+    client,
+    passivationDelayMs: passivateAfterMs,
+    runtime,
+    describe: async (kind, id) => {
+      const r = await adminGet(`/actors/${kind}/${encodeURIComponent(id)}`);
+      return r.status === 200 ? r.body : null;
+    },
+    liveActors: async () => (await runtime()).workers.reduce((n: number, w: { liveActors: number }) => n + w.liveActors, 0),
+    ownerOf: async (kind, id) => {
+      const shard = shardOf(`${kind}/${id}`, shardCount);
+      const owner = (await runtime()).workers.find((w: { id: string; shards: number[] }) => w.shards.includes(shard));
+      return workers.find((w) => w.worker === owner?.id);
+    },
+    addWorker,
+    stop: async () => {
+      await transport.close();
+      for (const w of workers) {
+        if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGCONT');
+        await w.stop();
+      }
+      await edge.stop();
+      await nats.stop();
+      removeDir(dataDir);
+    },
+  };
+}

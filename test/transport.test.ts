@@ -1,0 +1,324 @@
+/**
+ * One behaviour suite for both transports (`actors/transport`): in-process, and NATS against a real
+ * nats-server with separate connections for the two sides, so every message crosses the server.
+ */
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
+import fc from 'fast-check';
+import t, { type Test } from 'tap';
+import {
+  connectNatsTransport,
+  createInprocTransport,
+  TransportError,
+  type Handler,
+  type Transport,
+} from '../actors/transport/mod.js';
+import { isLiteralSubject, isSubscriptionSubject, subjectMatches, SubjectTree } from '../actors/transport/subject.js';
+import { natsAvailable, startNats } from './helpers/nats.js';
+
+/** A requesting side and a serving side; the same transport in process. */
+type Pair = () => Promise<{ client: Transport; server: Transport }>;
+
+const enc = (s: string) => new TextEncoder().encode(s);
+const dec = (b: Uint8Array) => new TextDecoder().decode(b);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Waits until `check` holds, polling; fails the wait after `ms`. */
+async function until(check: () => boolean, ms = 5000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error('condition not reached in time');
+    await sleep(5);
+  }
+}
+
+async function code(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+    return 'resolved';
+  } catch (err) {
+    return err instanceof TransportError ? err.code : `other: ${String(err)}`;
+  }
+}
+
+function behaviour(t: Test, open: Pair): void {
+  const pair = async (t: Test) => {
+    const p = await open();
+    t.teardown(async () => {
+      await p.client.close();
+      await p.server.close();
+    });
+    return p;
+  };
+
+  t.test('request and reply', async (t) => {
+    const { client, server } = await pair(t);
+    const seen: Array<{ subject: string; hasRespond: boolean }> = [];
+    server.subscribe('svc.echo', (data, respond, subject) => {
+      seen.push({ subject, hasRespond: respond !== null });
+      respond?.(enc(`echo:${dec(data)}`));
+    });
+    await server.flush();
+    t.equal(dec(await client.request('svc.echo', enc('hi'), 5000)), 'echo:hi');
+    client.publish('svc.echo', enc('one-way'));
+    await client.flush();
+    await until(() => seen.length === 2);
+    t.same(seen, [
+      { subject: 'svc.echo', hasRespond: true },
+      { subject: 'svc.echo', hasRespond: false },
+    ]);
+  });
+
+  t.test('an answer sent later, and the first answer wins', async (t) => {
+    const { client, server } = await pair(t);
+    server.subscribe('svc.late', (_d, respond) => setTimeout(() => respond?.(enc('late')), 50));
+    server.subscribe('svc.two', (_d, respond) => respond?.(enc('a')));
+    server.subscribe('svc.two', (_d, respond) => setTimeout(() => respond?.(enc('b')), 20));
+    await server.flush();
+    t.equal(dec(await client.request('svc.late', enc(''), 5000)), 'late');
+    t.equal(dec(await client.request('svc.two', enc(''), 5000)), 'a');
+  });
+
+  t.test('no responders', async (t) => {
+    const { client } = await pair(t);
+    // The timeout is far beyond the test's own: only an immediate NO_RESPONDERS lets it pass.
+    const error = await client.request('nobody.home', enc('?'), 600_000).catch((e: unknown) => e);
+    t.type(error, TransportError);
+    t.equal((error as TransportError).code, 'NO_RESPONDERS');
+  });
+
+  t.test('timeout', async (t) => {
+    const { client, server } = await pair(t);
+    server.subscribe('svc.silent', () => {});
+    await server.flush();
+    t.equal(await code(client.request('svc.silent', enc(''), 100)), 'TIMEOUT');
+  });
+
+  t.test('delivery is never inside the sender’s call', async (t) => {
+    const { client, server } = await pair(t);
+    let inside = false;
+    let calledInside = 0;
+    let calls = 0;
+    server.subscribe('svc.reentry', (_d, respond) => {
+      calls++;
+      if (inside) calledInside++;
+      respond?.(enc('ok'));
+    });
+    await server.flush();
+    inside = true;
+    client.publish('svc.reentry', enc(''));
+    const answer = client.request('svc.reentry', enc(''), 5000);
+    inside = false;
+    await answer;
+    await until(() => calls === 2);
+    t.equal(calledInside, 0);
+  });
+
+  t.test('publish reaches every subscriber, in order', async (t) => {
+    const { client, server } = await pair(t);
+    const got: string[][] = [[], [], []];
+    for (const list of got) server.subscribe('feed.news', (d) => list.push(dec(d)));
+    await server.flush();
+    const sent = Array.from({ length: 50 }, (_, i) => `m${i}`);
+    for (const m of sent) client.publish('feed.news', enc(m));
+    await client.flush();
+    await until(() => got.every((l) => l.length === sent.length));
+    for (const list of got) t.same(list, sent);
+  });
+
+  t.test('queue groups: each message once per group', async (t) => {
+    const { client, server } = await pair(t);
+    const counts = new Map<string, string[]>();
+    const member = (name: string): Handler => {
+      counts.set(name, []);
+      return (d, respond) => {
+        counts.get(name)!.push(dec(d));
+        respond?.(enc(name));
+      };
+    };
+    for (const n of ['g1', 'g2', 'g3']) server.subscribe('work.items', member(n), { queue: 'g' });
+    for (const n of ['h1', 'h2']) server.subscribe('work.items', member(n), { queue: 'h' });
+    server.subscribe('work.items', member('plain'));
+    await server.flush();
+    const sent = Array.from({ length: 60 }, (_, i) => `w${i}`);
+    for (const m of sent) client.publish('work.items', enc(m));
+    await client.flush();
+    const group = (prefix: string) => [...counts].filter(([n]) => n.startsWith(prefix)).flatMap(([, l]) => l);
+    await until(() => group('g').length === 60 && group('h').length === 60 && counts.get('plain')!.length === 60);
+    await sleep(50);
+    t.same(group('g').sort(), [...sent].sort(), 'group g got every message exactly once');
+    t.same(group('h').sort(), [...sent].sort(), 'group h got every message exactly once');
+    t.same(counts.get('plain'), sent, 'a plain subscriber gets all');
+    t.ok(['g1', 'g2', 'g3'].filter((n) => counts.get(n)!.length > 0).length > 1, 'the group spreads the work');
+
+    for (const l of counts.values()) l.length = 0;
+    const queueOnly = new Map<string, number>();
+    for (const n of ['q1', 'q2']) {
+      server.subscribe('work.one', () => queueOnly.set(n, (queueOnly.get(n) ?? 0) + 1), { queue: 'q' });
+    }
+    server.subscribe('work.one', (_d, respond) => respond?.(enc('answered')));
+    await server.flush();
+    t.equal(dec(await client.request('work.one', enc(''), 5000)), 'answered');
+    await sleep(50);
+    t.equal([...queueOnly.values()].reduce((a, b) => a + b, 0), 1, 'a request reaches one member of a group');
+  });
+
+  t.test('wildcards', async (t) => {
+    const { client, server } = await pair(t);
+    const patterns = ['a.*.c', 'a.>', '*.b.*', 'a.b', '>', 'a.*'];
+    const got = new Map<string, string[]>(patterns.map((p) => [p, []]));
+    for (const p of patterns) server.subscribe(p, (_d, _r, subject) => got.get(p)!.push(subject));
+    await server.flush();
+    const subjects = ['a.b.c', 'a.b', 'a.x.c', 'x.b.y', 'a', 'a.b.c.d', 'b.b.b'];
+    for (const s of subjects) client.publish(s, enc(s));
+    await client.flush();
+    const expected = new Map(patterns.map((p) => [p, subjects.filter((s) => subjectMatches(p, s))]));
+    const total = [...expected.values()].reduce((n, l) => n + l.length, 0);
+    await until(() => [...got.values()].reduce((n, l) => n + l.length, 0) === total);
+    t.same(Object.fromEntries(got), {
+      'a.*.c': ['a.b.c', 'a.x.c'],
+      'a.>': ['a.b.c', 'a.b', 'a.x.c', 'a.b.c.d'],
+      '*.b.*': ['a.b.c', 'x.b.y', 'b.b.b'],
+      'a.b': ['a.b'],
+      '>': subjects,
+      'a.*': ['a.b'],
+    });
+  });
+
+  t.test('unsubscribe', async (t) => {
+    const { client, server } = await pair(t);
+    const got: string[] = [];
+    const sub = server.subscribe('svc.gone', (d, respond) => {
+      got.push(dec(d));
+      respond?.(enc('here'));
+    });
+    await server.flush();
+    t.equal(dec(await client.request('svc.gone', enc('before'), 5000)), 'here');
+    sub.unsubscribe();
+    sub.unsubscribe();
+    await server.flush();
+    client.publish('svc.gone', enc('after'));
+    await client.flush();
+    t.equal(await code(client.request('svc.gone', enc('after'), 600_000)), 'NO_RESPONDERS');
+    await sleep(50);
+    t.same(got, ['before']);
+  });
+
+  t.test('close', async (t) => {
+    const { client, server } = await pair(t);
+    const got: string[] = [];
+    server.subscribe('svc.close', (d) => got.push(dec(d)));
+    server.subscribe('svc.hang', () => {});
+    await server.flush();
+    const pending = code(client.request('svc.hang', enc(''), 600_000));
+    for (let i = 0; i < 20; i++) client.publish('svc.close', enc(`c${i}`));
+    await client.close();
+    await client.close();
+    t.equal(await pending, 'CLOSED', 'a pending request fails with CLOSED');
+    await until(() => got.length === 20);
+    t.same(got, Array.from({ length: 20 }, (_, i) => `c${i}`), 'what was sent before close arrives');
+    t.equal(await code(client.request('svc.close', enc(''), 1000)), 'CLOSED');
+    t.equal(await code(client.flush()), 'CLOSED');
+    t.throws(() => client.publish('svc.close', enc('')), { code: 'CLOSED' });
+    t.throws(() => client.subscribe('svc.close', () => {}), { code: 'CLOSED' });
+  });
+
+  t.test('large payloads', async (t) => {
+    const { client, server } = await pair(t);
+    server.subscribe('svc.big', (d, respond) => respond?.(d));
+    await server.flush();
+    const big = randomBytes(256 * 1024);
+    const answer = await client.request('svc.big', big, 10_000);
+    t.equal(answer.length, big.length);
+    t.ok(Buffer.from(answer).equals(big), 'the bytes come back unchanged');
+  });
+
+  t.test('many concurrent requests', async (t) => {
+    const { client, server } = await pair(t);
+    const handler: Handler = (d, respond) => {
+      const n = Number(dec(d));
+      // Answer out of order: odd numbers a little later.
+      if (n % 2) setTimeout(() => respond?.(enc(String(n * 2))), 1);
+      else respond?.(enc(String(n * 2)));
+    };
+    server.subscribe('svc.double', handler, { queue: 'doublers' });
+    server.subscribe('svc.double', handler, { queue: 'doublers' });
+    await server.flush();
+    const n = 2000;
+    const answers = await Promise.all(
+      Array.from({ length: n }, (_, i) => client.request('svc.double', enc(String(i)), 30_000)),
+    );
+    t.same(
+      answers.map((a) => Number(dec(a))),
+      Array.from({ length: n }, (_, i) => i * 2),
+    );
+  });
+}
+
+t.test('subject syntax and matching', async (t) => {
+  t.ok(isLiteralSubject('a.b.c'));
+  for (const bad of ['', 'a..b', '.a', 'a.', 'a.*', 'a.>', 'a b']) t.notOk(isLiteralSubject(bad), bad);
+  t.ok(isSubscriptionSubject('a.*.>'));
+  for (const bad of ['', 'a.>.b', 'a..b', 'a b']) t.notOk(isSubscriptionSubject(bad), bad);
+
+  // The tree must agree with the plain matcher for any set of patterns and subjects.
+  const token = fc.constantFrom('a', 'b', 'c');
+  const literal = fc.array(token, { minLength: 1, maxLength: 4 }).map((l) => l.join('.'));
+  const pattern = fc
+    .tuple(fc.array(fc.constantFrom('a', 'b', '*'), { minLength: 0, maxLength: 3 }), fc.constantFrom('', 'a', '*', '>'))
+    .map(([head, last]) => [...head, last].filter(Boolean).join('.'))
+    .filter((p) => p.length > 0);
+  fc.assert(
+    fc.property(fc.array(pattern, { maxLength: 8 }), fc.array(literal, { maxLength: 8 }), fc.nat(8), (ps, ss, drop) => {
+      const tree = new SubjectTree<number>();
+      ps.forEach((p, i) => tree.add(p, i));
+      const removed = new Set(ps.map((_, i) => i).filter((i) => i % (drop + 2) === 0));
+      for (const i of removed) tree.remove(ps[i], i);
+      for (const s of ss) {
+        const want = ps.map((p, i) => (!removed.has(i) && subjectMatches(p, s) ? i : -1)).filter((i) => i >= 0);
+        if (JSON.stringify(tree.match(s).sort((x, y) => x - y)) !== JSON.stringify(want)) return false;
+      }
+      return true;
+    }),
+  );
+});
+
+t.test('in-process', async (t) => {
+  t.equal(createInprocTransport().kind, 'inproc');
+  behaviour(t, async () => {
+    const transport = createInprocTransport();
+    return { client: transport, server: transport };
+  });
+});
+
+t.test('nats', { skip: natsAvailable() ? false : 'nats-server is not installed' }, async (t) => {
+  const nats = await startNats();
+  t.teardown(() => nats.stop());
+
+  t.test('a throwing handler is reported and the connection keeps serving', async (t) => {
+    // In a child process: the throw must reach process-level 'uncaughtException'.
+    const script = `
+      import { connectNatsTransport } from ${JSON.stringify(new URL('../actors/transport/mod.js', import.meta.url).href)};
+      const thrown = [];
+      process.on('uncaughtException', (err) => thrown.push(err.message));
+      const tr = await connectNatsTransport(${JSON.stringify(nats.url)});
+      tr.subscribe('boom', () => { throw new Error('handler bug'); });
+      tr.subscribe('echo', (d, respond) => respond(d));
+      await tr.flush();
+      tr.publish('boom', new Uint8Array());
+      const answer = await tr.request('echo', new TextEncoder().encode('still here'), 5000);
+      console.log(JSON.stringify({ thrown, answer: new TextDecoder().decode(answer) }));
+      await tr.close();
+    `;
+    const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script]);
+    t.same(JSON.parse(stdout), { thrown: ['handler bug'], answer: 'still here' });
+  });
+  const probe = await connectNatsTransport(nats.url);
+  t.equal(probe.kind, 'nats');
+  await probe.close();
+  behaviour(t, async () => ({
+    client: await connectNatsTransport(nats.url, { name: 'client' }),
+    server: await connectNatsTransport(nats.url, { name: 'server' }),
+  }));
+});
