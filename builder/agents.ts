@@ -1,6 +1,6 @@
 import { StoreDuplicateError } from '../store/mod.js';
 import { nowIso } from '../platform/clock.js';
-import { forbidden, notFound } from '../platform/errors.js';
+import { conflict, forbidden, notFound } from '../platform/errors.js';
 import { newId } from '../platform/secrets.js';
 import { slugify } from '../platform/slug.js';
 import { emptyContent } from './content.js';
@@ -20,9 +20,12 @@ export const MAIN = 'main';
 export class Agents {
   constructor(private readonly r: BuilderRecords) {}
 
-  /** Creates an agent with its `main` branch. */
-  async create(caller: Caller, input: { name: string; description: string }): Promise<{ agent: AgentRecord; main: BranchRecord }> {
-    const id = newId('agent').replace('_', '-');
+  /** Creates an agent with its `main` branch; `agentId` picks the id (409 when taken), else one is made. */
+  async create(caller: Caller, input: { name: string; description: string; agentId?: string }): Promise<{ agent: AgentRecord; main: BranchRecord }> {
+    const id = input.agentId ?? newId('agent').replace('_', '-');
+    if (input.agentId && (await this.r.agents.get(id))) {
+      throw conflict('an agent with that agentId exists', [{ field: 'agentId', message: 'agentId already taken' }]);
+    }
     const now = nowIso();
     const base = slugify(input.name, id.toLowerCase());
     let agent: AgentRecord | undefined;
@@ -41,6 +44,8 @@ export class Agents {
         });
       } catch (err) {
         if (!(err instanceof StoreDuplicateError)) throw err;
+        // A taken id (a concurrent create with the same agentId) is a conflict; a taken slug gets a suffix.
+        if (err.fields.includes('id')) throw conflict('an agent with that agentId exists', [{ field: 'agentId', message: 'agentId already taken' }]);
       }
     }
     const main = await this.r.branches.insert({

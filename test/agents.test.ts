@@ -52,6 +52,24 @@ t.test('agents: create, list, read; the main branch comes with it', async (t) =>
   t.equal(one.body.name, 'Front desk');
 });
 
+t.test('agents: a chosen agentId, and branchName as the hosted service spells it', async (t) => {
+  const chosen = `desk-${Date.now()}`;
+  const r = await api('POST', '/v1/agents', { name: 'Chosen', agentId: chosen });
+  t.equal(r.status, 201);
+  t.equal(r.body.agentId, chosen);
+  t.equal((await api('POST', '/v1/agents', { name: 'Again', agentId: chosen })).status, 409, 'a taken agentId is a conflict');
+  t.equal((await other('POST', '/v1/agents', { name: 'Theirs', agentId: chosen })).status, 409, 'ids are unique across accounts');
+  t.equal((await api('POST', '/v1/agents', { name: 'Bad', agentId: 'no spaces' })).status, 400);
+  const racing = await Promise.all([1, 2, 3].map(() => api('POST', '/v1/agents', { name: 'Race', agentId: `${chosen}-race` })));
+  t.same(racing.map((x) => x.status).sort(), [201, 409, 409], 'concurrent creates of one agentId: one wins');
+  const branch = await api('POST', `/v1/agents/${chosen}/branches`, { branchName: 'via-branch-name' });
+  t.equal(branch.status, 201);
+  t.equal(branch.body.name, 'via-branch-name');
+  const none = await api('POST', `/v1/agents/${chosen}/branches`, {});
+  t.equal(none.status, 400);
+  t.same(none.body.errors.map((e: any) => e.field), ['name']);
+});
+
 t.test('agents: name must be 1 to 128 characters; bad bodies are 400 in the error shape', async (t) => {
   for (const body of [{ name: '' }, { name: 'x'.repeat(129) }, {}, { name: 42 }, { name: 'ok', description: 7 }]) {
     const r = await api('POST', '/v1/agents', body);

@@ -288,13 +288,24 @@ export function createNatsPlacement(options: NatsPlacementOptions): Placement {
  * connection). No workers bucket yet means no workers.
  */
 export function createNatsWorkerDirectory(connection: NatsConnection, bucketPrefix = 'sb'): WorkerDirectory {
-  const { workers: bucket } = bucketNames(bucketPrefix);
+  const names = bucketNames(bucketPrefix);
   return {
     async workers() {
       const jsm = await jetstreamManager(connection, { checkAPI: false });
-      const kv = await new Kvm(connection).open(bucket);
+      const kvm = new Kvm(connection);
       try {
-        return await readWorkers(jsm, kv, bucket);
+        const workers = await readWorkers(jsm, await kvm.open(names.workers), names.workers);
+        // Heartbeats say what a worker believed it owned at its last round (a worker waking from a stall
+        // still lists shards it has lost); the lease bucket says who owns each shard now.
+        const leases = await kvm.open(names.shards);
+        const owners = new Map<string, number[]>();
+        for (const key of await liveKeys(jsm, names.shards)) {
+          const entry = await leases.get(key);
+          if (!entry || entry.operation !== 'PUT' || entry.length === 0) continue;
+          const owner = entry.string();
+          owners.set(owner, [...(owners.get(owner) ?? []), Number(key.slice(1))]);
+        }
+        return workers.map((w) => ({ ...w, shards: (owners.get(w.id) ?? []).sort((a, b) => a - b) }));
       } catch (err) {
         if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) return [];
         throw err;

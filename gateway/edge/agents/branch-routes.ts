@@ -21,14 +21,18 @@ export const branchRoutes: RouteGroup = (app, { builder }) => {
       tags: ['agents'],
       summary: 'Cut a branch from main',
       params: z.object({ agentId: PathId }),
-      body: z.object({
-        name: z.string({ error: 'name is required' }).regex(BRANCH_NAME, 'name must be 1 to 100 letters, digits, ".", "_" or "-"'),
-      }),
+      // `branchName` is what the hosted service's own clients send; `name` is the contract's field.
+      body: z
+        .object({
+          name: z.string({ error: 'name must be a string' }).regex(BRANCH_NAME, 'name must be 1 to 100 letters, digits, ".", "_" or "-"').optional(),
+          branchName: z.string({ error: 'branchName must be a string' }).regex(BRANCH_NAME, 'branchName must be 1 to 100 letters, digits, ".", "_" or "-"').optional(),
+        })
+        .refine((b) => b.name !== undefined || b.branchName !== undefined, { message: 'name is required', path: ['name'] }),
       response: { 201: BranchView, ...fieldErrorResponses },
     },
   }, async (req, reply) => {
     const agent = await agents.access(callerOf(req), req.params.agentId);
-    return reply.code(201).send(branchView(await branches.create(agent, req.body.name)));
+    return reply.code(201).send(branchView(await branches.create(agent, (req.body.name ?? req.body.branchName)!)));
   });
 
   app.get('/agents/:agentId/branches', {
