@@ -143,12 +143,13 @@ export class Activation {
       return;
     }
     this.inEvent = true;
+    let snapshot;
     try {
       this.actor!.send(envelope.event);
+      snapshot = await this.settle();
     } finally {
       this.inEvent = false;
     }
-    const snapshot = this.actor!.getSnapshot();
     if (snapshot.status === 'error') {
       respond({ ok: false, code: 'ACTOR_ERROR', message: String(snapshot.error), retry: false });
       this.end();
@@ -158,6 +159,28 @@ export class Activation {
     this.remember(envelope.eventId, reply);
     await this.persist();
     respond({ ok: true, reply });
+  }
+
+  /** The snapshot once the kind calls it settled (effects of the event done), or as it is on error. */
+  private settle(): Promise<any> {
+    const actor = this.actor!;
+    const settled = this.kind.settled;
+    const now = actor.getSnapshot();
+    if (!settled || settled(now) || now.status !== 'active') return Promise.resolve(now);
+    return new Promise((resolve) => {
+      const sub = actor.subscribe({
+        next: (s: any) => {
+          if (settled(s) || s.status !== 'active') {
+            sub.unsubscribe();
+            resolve(s);
+          }
+        },
+        error: () => {
+          sub.unsubscribe();
+          resolve(actor.getSnapshot());
+        },
+      });
+    });
   }
 
   private async load(): Promise<void> {
@@ -198,6 +221,11 @@ export class Activation {
     if (fence === null) throw new HostFailure('NOT_OWNER', 'the shard lease lapsed', true);
     const persisted = this.actor!.getPersistedSnapshot();
     const data = encode({ s: persisted, a: this.applied } satisfies Persisted);
+    // The records derived from this snapshot are written alongside it (not after it), tagged with its
+    // version so that an older projection never overwrites a newer one.
+    const snapshot = this.actor!.getSnapshot();
+    const projecting =
+      this.kind.project && (!this.kind.settled || this.kind.settled(snapshot)) ? this.kind.project(snapshot, this.id, this.version + 1) : null;
     const result = await this.ctx.commit.put({
       key: this.key,
       data,
@@ -207,11 +235,13 @@ export class Activation {
       deadline: earliestDeadline(persisted),
     });
     if (!result.ok) {
+      await projecting?.catch(() => undefined);
       // Someone else wrote this actor (a newer owner, or a second activation during a handover): this
       // instance is stale. Drop it; a retry activates it afresh from the stored snapshot.
       throw new HostFailure('STALE', `snapshot ${result.reason} conflict`, true);
     }
     this.version = result.version;
+    await projecting;
   }
 
   private remember(eventId: string, reply: unknown): void {

@@ -13,14 +13,27 @@ export interface ActorKind<M extends AnyStateMachine = AnyStateMachine> {
   input?: (id: string) => unknown;
   /** The answer to an ask, from the snapshot after the event. Defaults to `{value, context}`. */
   reply?: (snapshot: SnapshotFrom<M>, event: { type: string }) => unknown;
+  /**
+   * Whether the actor has finished reacting to an event. An ask waits (the mailbox holding later events)
+   * until this holds, so that a turn whose effects are asynchronous answers with their outcome. Default:
+   * settled right after the event.
+   */
+  settled?: (snapshot: SnapshotFrom<M>) => boolean;
+  /**
+   * Writes the records other interfaces read (e.g. the conversation record) from each snapshot of a settled
+   * actor, alongside the snapshot's own write; `version` is the snapshot version being written. Must be
+   * idempotent and must not let a lower version overwrite a higher one: it may run again for the same
+   * snapshot after a failover, and a stale activation may run it before its own write is refused.
+   */
+  project?: (snapshot: SnapshotFrom<M>, id: string, version: number) => Promise<void>;
 }
 
-/** The kinds every worker hosts. Later issues add conversation, session, call and alert rule. */
-export function builtinKinds(): Map<string, ActorKind> {
+/** The kinds every worker hosts (`extra` adds those that need the platform's services). */
+export function builtinKinds(extra: ActorKind[] = []): Map<string, ActorKind> {
   const counter: ActorKind = {
     name: 'counter',
     machine: counterMachine.provide({ actors: { sleepUntil } }),
     reply: (s) => ({ value: s.value, ...(s.context as object) }),
   };
-  return new Map([[counter.name, counter]]);
+  return new Map([counter, ...extra].map((k) => [k.name, k]));
 }

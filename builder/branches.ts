@@ -3,7 +3,7 @@ import { nowIso } from '../platform/clock.js';
 import { conflict, invalid, notFound, PlatformError } from '../platform/errors.js';
 import { newId } from '../platform/secrets.js';
 import { MAIN } from './agents.js';
-import type { Content } from './content.js';
+import { type Content, withDefaults } from './content.js';
 import { threeWayMerge } from './merge.js';
 import type { AgentRecord, BranchRecord, BuilderRecords } from './records.js';
 
@@ -37,6 +37,11 @@ export class Branches {
     }
   }
 
+  /** A branch of an agent by name, without an access check (for the runtime). */
+  getById(agentId: string, name: string): Promise<BranchRecord | null> {
+    return this.r.branches.findOne({ agent_id: agentId, name });
+  }
+
   list(agent: AgentRecord): Promise<BranchRecord[]> {
     return this.r.branches.find({ agent_id: agent.id }, { sort: { created_at: 1 } });
   }
@@ -57,7 +62,7 @@ export class Branches {
     for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
       const branch = await this.get(agent, ref);
       if (branch.status === 'merged') throw conflict('the branch is merged and read-only', [{ field: 'branch', message: 'branch already merged' }]);
-      const content = structuredClone(branch.content);
+      const content = withDefaults(structuredClone(branch.content));
       const result = change(content);
       const updated = await this.r.branches.update(
         { id: branch.id, rev: branch.rev },
@@ -78,7 +83,7 @@ export class Branches {
     if (branch.status === 'merged') throw conflict('the branch is already merged', [{ field: 'branchId', message: 'branch already merged' }]);
     let applied: string[] = [];
     const { branch: main } = await this.edit(agent, MAIN, (content) => {
-      const outcome = threeWayMerge(branch.base ?? content, content, branch.content);
+      const outcome = threeWayMerge(withDefaults(branch.base ?? content), content, withDefaults(branch.content));
       if (outcome.conflicts.length) {
         throw new PlatformError('SB_CONFLICT', 'the branch has diverged from main', outcome.conflicts);
       }

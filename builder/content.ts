@@ -21,6 +21,12 @@ export interface Variant {
   attributeValues: { values: Record<string, string> };
 }
 
+/** A project function: JavaScript run in the sandbox (actors/functions). `name` is its key. */
+export interface ProjectFunction {
+  name: string;
+  code: string;
+}
+
 /**
  * Everything a branch holds and an artifact freezes. Items are keyed by id so that a three-way merge can
  * tell "changed on one side" from "changed on both". No timestamps here: they would make every edit a
@@ -31,9 +37,14 @@ export interface Content {
   topics: Record<string, Topic>;
   attributes: Record<string, Attribute>;
   variants: Record<string, Variant>;
+  /** Keyed by name (hooks `start`, `turn`, `end`; any other name is a tool). */
+  functions: Record<string, ProjectFunction>;
 }
 
-export const emptyContent = (): Content => ({ behavior: '', topics: {}, attributes: {}, variants: {} });
+export const emptyContent = (): Content => ({ behavior: '', topics: {}, attributes: {}, variants: {}, functions: {} });
+
+/** Content stored before functions existed has none; read it as an empty set. */
+export const withDefaults = (c: Content): Content => ({ ...emptyContent(), ...c });
 
 /** JSON with object keys sorted, so equal content always serialises (and hashes) the same. */
 export function canonicalJson(value: unknown): string {

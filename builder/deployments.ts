@@ -4,7 +4,7 @@ import { conflict, invalid, notFound } from '../platform/errors.js';
 import { newId } from '../platform/secrets.js';
 import { ENVIRONMENTS, type Environment } from '../tenancy/connectors.js';
 import { MAIN, type Caller } from './agents.js';
-import { type Content, contentHash } from './content.js';
+import { type Content, contentHash, withDefaults } from './content.js';
 import type { AgentRecord, ArtifactRecord, BranchRecord, BuilderRecords, DeploymentRecord } from './records.js';
 
 /** The result of publish, promote and rollback (contract section 2.2). */
@@ -34,7 +34,7 @@ export class Deployments {
       throw invalid('environment', 'publish deploys to sandbox; promote a deployment to reach pre-release and live');
     }
     const main = await this.mainBranch(agent);
-    const artifact = await this.freeze(agent, main.content);
+    const artifact = await this.freeze(agent, withDefaults(main.content));
     return this.deploy(caller, agent, 'sandbox', artifact.artifact_version, {
       action: 'publish',
       branch: MAIN,
@@ -100,7 +100,13 @@ export class Deployments {
     const deployment = await this.active(agentId, environment);
     if (!deployment) return null;
     const artifact = await this.r.artifacts.get(artifactKey(agentId, deployment.artifact_version));
-    return artifact ? { deployment, content: artifact.content } : null;
+    return artifact ? { deployment, content: withDefaults(artifact.content) } : null;
+  }
+
+  /** The frozen content of an artifact version of an agent, or null. */
+  async artifact(agentId: string, version: string): Promise<Content | null> {
+    const a = await this.r.artifacts.get(artifactKey(agentId, version));
+    return a ? withDefaults(a.content) : null;
   }
 
   private async freeze(agent: AgentRecord, content: Content): Promise<ArtifactRecord> {

@@ -8,8 +8,8 @@ export interface MergeOutcome {
   conflicts: FieldError[];
 }
 
-type Keyed = 'topics' | 'attributes' | 'variants';
-const KEYED: Keyed[] = ['topics', 'attributes', 'variants'];
+type Keyed = 'topics' | 'attributes' | 'variants' | 'functions';
+const KEYED: Keyed[] = ['topics', 'attributes', 'variants', 'functions'];
 
 /**
  * Three-way merge of `theirs` (the branch) into `ours` (main) against `base` (main as it was when the branch
@@ -35,10 +35,10 @@ export function threeWayMerge(base: Content, ours: Content, theirs: Content): Me
   content.behavior = pick('behavior', base.behavior, ours.behavior, theirs.behavior) as string;
 
   for (const kind of KEYED) {
-    const ids = new Set([...Object.keys(base[kind]), ...Object.keys(ours[kind]), ...Object.keys(theirs[kind])]);
+    const ids = new Set([...Object.keys(base[kind] ?? {}), ...Object.keys(ours[kind] ?? {}), ...Object.keys(theirs[kind] ?? {})]);
     const merged: Record<string, unknown> = {};
     for (const id of [...ids].sort()) {
-      const value = pick(`${kind}.${id}`, base[kind][id], ours[kind][id], theirs[kind][id]);
+      const value = pick(`${kind}.${id}`, base[kind]?.[id], ours[kind]?.[id], theirs[kind]?.[id]);
       if (value !== undefined) merged[id] = value;
     }
     (content as unknown as Record<Keyed, Record<string, unknown>>)[kind] = merged;

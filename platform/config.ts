@@ -18,6 +18,9 @@ const EnvSchema = z.object({
   LEASE_TTL_MS: z.coerce.number().int().min(300).max(600_000).default(3000),
   PASSIVATE_AFTER_MS: z.coerce.number().int().min(10).max(86_400_000).default(60_000),
   ASK_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
+  CONVERSATION_IDLE_MS: z.coerce.number().int().min(1000).max(7 * 86_400_000).default(1_800_000),
+  FUNCTION_TIMEOUT_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
+  FUNCTION_HEAP_MB: z.coerce.number().int().min(8).max(4096).default(64),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -40,6 +43,12 @@ export interface Config {
   passivateAfterMs: number;
   /** How long a sender keeps retrying an ask (owner changes included). */
   askTimeoutMs: number;
+  /** An idle conversation ends by itself this long after its last turn. */
+  conversationIdleMs: number;
+  /** Time limit of one project-function call. */
+  functionTimeoutMs: number;
+  /** Heap limit of the project-function sandbox's isolates. */
+  functionHeapMb: number;
 }
 
 /** Parses the environment; throws with every problem listed when a variable is invalid. */
@@ -65,5 +74,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     leaseTtlMs: e.LEASE_TTL_MS,
     passivateAfterMs: e.PASSIVATE_AFTER_MS,
     askTimeoutMs: e.ASK_TIMEOUT_MS,
+    conversationIdleMs: e.CONVERSATION_IDLE_MS,
+    functionTimeoutMs: e.FUNCTION_TIMEOUT_MS,
+    functionHeapMb: e.FUNCTION_HEAP_MB,
   };
 }

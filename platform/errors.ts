@@ -18,6 +18,7 @@ export const ERROR_CATALOG = {
   SB_LIMIT: 409,
   SB_MALFORMED_ID: 422,
   SB_UNSUPPORTED: 501,
+  SB_UNAVAILABLE: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CATALOG;

@@ -6,7 +6,10 @@
  */
 import { pino } from 'pino';
 import { openStore } from '../store/mod.js';
-import { startRuntime } from '../actors/mod.js';
+import { builtinKinds, startRuntime } from '../actors/mod.js';
+import { conversationKind } from '../actors/conversation/kind.js';
+import { createFunctionSandbox } from '../actors/functions/mod.js';
+import { createResponderFromEnv } from '../actors/responder/mod.js';
 import { buildEdge } from '../gateway/edge/server.js';
 import { startSocketGateway, type SocketGateway } from '../gateway/socket/server.js';
 import { loadConfig } from './config.js';
@@ -30,7 +33,13 @@ async function main(): Promise<void> {
   if (!config.natsUrl && !roles.has('worker')) {
     logger.warn('no NATS_URL and no worker role in this process: actors are unreachable from it');
   }
+  // A worker hosts the conversation actors, whose effects run project functions and the responder.
+  const sandbox = roles.has('worker') ? createFunctionSandbox({ timeoutMs: config.functionTimeoutMs, maxHeapMb: config.functionHeapMb }) : null;
+  const extraKinds = sandbox
+    ? [conversationKind({ store, builder: services.builder, sandbox, responder: createResponderFromEnv(), functionTimeoutMs: config.functionTimeoutMs })]
+    : [];
   const runtime = await startRuntime({
+    kinds: builtinKinds(extraKinds),
     store,
     natsUrl: config.natsUrl,
     worker: roles.has('worker'),
@@ -43,7 +52,7 @@ async function main(): Promise<void> {
   let serving = false;
   const isServing = () => serving;
 
-  const edge = roles.has('edge') ? await buildEdge({ services, runtime, operatorTokenHash: tokenHash, logger, isServing }) : null;
+  const edge = roles.has('edge') ? await buildEdge({ services, runtime, operatorTokenHash: tokenHash, logger, isServing, conversationIdleMs: config.conversationIdleMs }) : null;
   if (edge) await edge.listen({ host: config.host, port: config.edgePort });
   const socket: SocketGateway | null = roles.has('socket')
     ? await startSocketGateway({ host: config.host, port: config.socketPort, logger, isServing })
@@ -67,6 +76,7 @@ async function main(): Promise<void> {
     socket?.close();
     await edge?.close();
     await runtime.stop();
+    await sandbox?.close();
     await store.close();
     logger.info('drained');
     process.exit(0);

@@ -73,7 +73,8 @@ export function actorBehaviour(t: any, cluster: () => Cluster, options: { skip?:
     const { client, liveActors, passivationDelayMs } = cluster();
     const id = randomUUID();
     await client.ask('counter', id, { type: 'INC' });
-    t.ok((await liveActors()) >= 1, 'live after a message');
+    // Workers report live actors with their heartbeats, so wait for the report (well within the delay).
+    t.ok(await eventually(async () => (await liveActors()) >= 1, passivationDelayMs), 'live after a message');
     const drained = await eventually(async () => (await liveActors()) === 0, passivationDelayMs + 15_000);
     t.ok(drained, 'nothing live once idle');
     t.equal((await client.ask<Counter>('counter', id, { type: 'INC' })).count, 2, 'reactivated from its snapshot');

@@ -9,7 +9,7 @@ const needsNats = natsAvailable() ? {} : { skip: 'nats-server is not installed' 
 let cluster: NatsCluster;
 
 t.before(async () => {
-  if (!needsNats.skip) cluster = await startCluster({ workers: 2, passivateAfterMs: 800 });
+  if (!needsNats.skip) cluster = await startCluster({ workers: 2, passivateAfterMs: 2000 });
 });
 t.teardown(async () => cluster?.stop());
 

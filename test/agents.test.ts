@@ -282,3 +282,23 @@ t.test('concurrent edits on one branch are all kept', async (t) => {
   const topics = await api('GET', `/v1/agents/${agentId}/branches/main/knowledge-base/topics`);
   t.equal(topics.body.topics.length, 20);
 });
+
+t.test('project functions: put, read, list, delete, parse check, merged with the branch', async (t) => {
+  const agentId = await newAgent();
+  const base = `/v1/agents/${agentId}/branches`;
+  const put = await api('PUT', `${base}/main/functions/start`, { code: 'function start(conv) { conv.say("hi"); }' });
+  t.equal(put.status, 200);
+  t.same(put.body, { name: 'start', code: 'function start(conv) { conv.say("hi"); }' });
+  t.equal((await api('PUT', `${base}/main/functions/broken`, { code: 'function (' })).status, 400, 'a syntax error is refused at save time');
+  t.equal((await api('PUT', `${base}/main/functions/${encodeURIComponent('bad-name')}`, { code: 'x => x' })).status, 422);
+  t.equal((await api('PUT', `${base}/main/functions/empty`, { code: '' })).status, 400);
+  const branch = (await api('POST', `/v1/agents/${agentId}/branches`, { name: 'tools' })).body.branchId;
+  t.equal((await api('PUT', `${base}/${branch}/functions/lookup`, { code: 'async (conv, args) => "found " + args.id' })).status, 200);
+  t.equal((await api('DELETE', `${base}/${branch}/functions/start`)).status, 204);
+  t.equal((await api('DELETE', `${base}/${branch}/functions/start`)).status, 404);
+  t.same((await api('GET', `${base}/${branch}/functions`)).body.functions.map((f: any) => f.name), ['lookup']);
+  t.equal((await api('POST', `${base}/${branch}/merge`)).status, 200);
+  t.same((await api('GET', `${base}/main/functions`)).body.functions.map((f: any) => f.name), ['lookup'], 'the merge added one and removed the other');
+  t.equal((await api('GET', `${base}/main/functions/lookup`)).body.code, 'async (conv, args) => "found " + args.id');
+  t.equal((await api('GET', `${base}/main/functions/start`)).status, 404);
+});

@@ -9,6 +9,7 @@ import type { Runtime } from '../../actors/mod.js';
 import { adminPlugin } from './admin.js';
 import { runtimePlugin } from './runtime.js';
 import { agentsPlugin } from './agents/plugin.js';
+import { chatPlugin } from './chat.js';
 import { sendProblem, shapeForPath, toProblem } from './errors.js';
 import { healthPlugin } from './health.js';
 import { jsonBodyParser } from './json-body.js';
@@ -16,6 +17,8 @@ import { jsonBodyParser } from './json-body.js';
 export interface EdgeOptions {
   services: Services;
   runtime: Runtime;
+  /** An idle conversation ends by itself this long after its last turn. */
+  conversationIdleMs: number;
   operatorTokenHash: string;
   logger: Logger;
   /** Called by `/healthz`: false while the process is not (or no longer) serving. */
@@ -86,5 +89,6 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
   await app.register(adminPlugin, { prefix: '/admin/v1', services: opts.services, operatorTokenHash: opts.operatorTokenHash });
   await app.register(runtimePlugin, { prefix: '/admin/v1/runtime', services: opts.services, runtime: opts.runtime, operatorTokenHash: opts.operatorTokenHash });
   await app.register(agentsPlugin, { prefix: '/v1', services: opts.services });
+  await app.register(chatPlugin, { services: opts.services, runtime: opts.runtime, idleTimeoutMs: opts.conversationIdleMs });
   return app;
 }

@@ -12,8 +12,10 @@ import { isOperatorObject, isPlainObject, plan, type Plan } from './planner.js';
 
 /**
  * A collection of the embedded store. Reads run synchronously against lmdb-js's read transaction, which
- * is only renewed between event-loop turns, so each query sees one consistent snapshot; every write runs
- * its read-check-write in one `transactionSync`.
+ * is only renewed between event-loop turns, so each query sees one consistent snapshot. Every write runs
+ * its read-check-write in a child transaction of the environment's group commit: the writes of one event-loop
+ * turn share one durable commit (`Env.batch`: group commit), and a write that throws (a duplicate) rolls
+ * back alone.
  */
 export class LmdbCollection<T extends Doc = Doc> implements Collection<T> {
   constructor(
@@ -24,7 +26,7 @@ export class LmdbCollection<T extends Doc = Doc> implements Collection<T> {
 
   async insert(doc: T): Promise<T> {
     if (!isKeyString(doc.id)) throw new TypeError(`invalid id ${JSON.stringify(doc.id)} for ${this.name}`);
-    this.env.root.transactionSync(() => {
+    await this.env.batch(() => {
       if (this.env.records.get(key(this.name, doc.id)) !== undefined) throw new StoreDuplicateError(this.name, ['id']);
       this.write(null, doc);
     });
@@ -60,7 +62,7 @@ export class LmdbCollection<T extends Doc = Doc> implements Collection<T> {
     // MongoDB refuses an empty update document; mingo would take it as a no-op.
     if (Object.keys(update).length === 0) throw new TypeError('an update needs at least one operator');
     const seed = options.upsert ? upsertSeed(filter) : undefined;
-    return this.env.root.transactionSync(() => {
+    return this.env.batch(() => {
       const current = this.first(filter, options.sort);
       if (current) {
         const next = structuredClone(current);
@@ -82,7 +84,7 @@ export class LmdbCollection<T extends Doc = Doc> implements Collection<T> {
   }
 
   async delete(filter: Filter): Promise<number> {
-    return this.env.root.transactionSync(() => {
+    return this.env.batch(() => {
       const rows = this.match(filter);
       for (const row of rows) this.write(row, null);
       return rows.length;

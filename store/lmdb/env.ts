@@ -12,6 +12,12 @@ import type { StoredSnapshot } from './snapshots.js';
 
 export interface Env {
   root: RootDatabase;
+  /**
+   * Runs `write` inside the next group commit: the writes queued in one event-loop turn share one
+   * synchronous write transaction (one durable commit), each in a child transaction of its own, so a write
+   * that throws (a duplicate, a failed check) rolls back alone. Resolves after the commit.
+   */
+  batch<T>(write: () => T): Promise<T>;
   /** [collection, id] -> record. */
   records: Database<Doc, Key>;
   /** [collection, indexName, ...values, id] -> true. */
@@ -30,10 +36,52 @@ export function openEnv(dataDir: string): Env {
   const root = open({ path: path.join(dataDir, 'store.mdb') });
   return {
     root,
+    batch: groupCommit(root),
     records: root.openDB<Doc, Key>({ name: 'records' }),
     indexes: root.openDB<true, Key>({ name: 'indexes' }),
     catalog: root.openDB<string[], string>({ name: 'catalog' }),
     snapshots: root.openDB<StoredSnapshot, string>({ name: 'snapshots' }),
     deadlines: root.openDB<true, Key>({ name: 'deadlines' }),
   };
+}
+
+interface Queued {
+  write: () => unknown;
+  resolve: (value: any) => void;
+  reject: (err: unknown) => void;
+}
+
+/** The group-commit queue of an environment (see `Env.batch`). */
+function groupCommit(root: RootDatabase): <T>(write: () => T) => Promise<T> {
+  let queue: Queued[] = [];
+  const flush = () => {
+    const batch = queue;
+    queue = [];
+    const outcomes: Array<{ ok: true; value: unknown } | { ok: false; err: unknown }> = [];
+    try {
+      root.transactionSync(() => {
+        for (const q of batch) {
+          try {
+            // Nested in a write transaction, lmdb-js runs this as a child transaction: a throw aborts it alone.
+            outcomes.push({ ok: true, value: root.transactionSync(q.write) });
+          } catch (err) {
+            outcomes.push({ ok: false, err });
+          }
+        }
+      });
+    } catch (err) {
+      for (const q of batch) q.reject(err);
+      return;
+    }
+    batch.forEach((q, i) => {
+      const o = outcomes[i];
+      if (o.ok) q.resolve(o.value);
+      else q.reject(o.err);
+    });
+  };
+  return <T>(write: () => T) =>
+    new Promise<T>((resolve, reject) => {
+      if (queue.length === 0) setImmediate(flush);
+      queue.push({ write, resolve, reject });
+    });
 }

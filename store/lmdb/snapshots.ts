@@ -32,7 +32,7 @@ export class LmdbSnapshots implements SnapshotStore {
     // One synchronous write transaction for the whole batch: the compare-and-sets run inside LMDB's write
     // lock (atomic across processes too) and one durable commit covers every write. Measured faster here
     // than lmdb-js's asynchronous transactions, whose hand-offs to its writer thread add latency per batch.
-    return this.env.root.transactionSync(() => writes.map((w) => this.putInTransaction(w)));
+    return this.env.batch(() => writes.map((w) => this.putInTransaction(w)));
   }
 
   private putInTransaction(w: SnapshotWrite): SnapshotPutResult {

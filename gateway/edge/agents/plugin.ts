@@ -6,6 +6,7 @@ import { useErrorShape } from '../errors.js';
 import { agentRoutes } from './agent-routes.js';
 import { branchRoutes } from './branch-routes.js';
 import { deploymentRoutes } from './deployment-routes.js';
+import { functionRoutes } from './function-routes.js';
 import { realtimeConfigRoutes } from './realtime-config-routes.js';
 import { variantRoutes } from './variant-routes.js';
 
@@ -14,5 +15,5 @@ export const agentsPlugin: FastifyPluginAsync<{ services: Services }> = async (r
   const app = root.withTypeProvider<ZodTypeProvider>();
   useErrorShape(app, 'fields');
   app.addHook('onRequest', apiKeyAuth(services.keys, ['agents']));
-  for (const group of [agentRoutes, branchRoutes, variantRoutes, deploymentRoutes, realtimeConfigRoutes]) group(app, services);
+  for (const group of [agentRoutes, branchRoutes, variantRoutes, functionRoutes, deploymentRoutes, realtimeConfigRoutes]) group(app, services);
 };

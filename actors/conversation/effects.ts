@@ -1,0 +1,213 @@
+import type { Builder, Content } from '../../builder/mod.js';
+import type { ConversationStart, EndInput, Handoff, StartInput, TurnInput, TurnOutcome, TurnRecord } from '../../machines/conversation.js';
+import type { Environment } from '../../tenancy/connectors.js';
+import type { ConvInput, FunctionSandbox } from '../functions/types.js';
+import type { Responder, ResponderContext, ResponderReply, ToolFunction } from '../responder/types.js';
+import { artifactCache, pickVariant, runningContent } from './deployment.js';
+
+/** What the conversation effects run with. */
+export interface ConversationDeps {
+  builder: Builder;
+  sandbox: FunctionSandbox;
+  responder: Responder;
+  functionTimeoutMs: number;
+}
+
+const HOOKS = new Set(['start', 'turn', 'end']);
+/** The fallback when the responder fails (contract 7.4 wording). */
+const TROUBLE = "Sorry, I'm having trouble responding right now. Please try again.";
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** The mutable part of a conversation while an effect runs. */
+interface Working {
+  state: Record<string, unknown>;
+  functionErrors: number;
+  handoff: Handoff | null;
+  end: boolean;
+}
+
+/**
+ * The conversation machine's effects: start (the `start` function and the opening reply), a turn (the
+ * `turn` function, else the responder, with project functions as its tools), and end (the `end` function).
+ * Each reads the deployed content and real-time config variables afresh, so a config change applies at
+ * the next turn without a publish. Effects are re-run whole if a worker dies mid-turn: they only compute,
+ * and the actor's snapshot is written once they are done.
+ */
+export function conversationEffects(deps: ConversationDeps) {
+  const artifacts = artifactCache(deps.builder);
+  /**
+   * What a conversation runs: at start, what is deployed to its environment now; afterwards the artifact it
+   * started on (a deployment mid-conversation applies to new conversations). Variables are read every time.
+   */
+  const load = async (start: ConversationStart, pinned?: string | null) => {
+    const content = pinned ? await artifacts(start.projectId, pinned) : null;
+    const running = content ? { content, artifactVersion: pinned! } : await runningContent(deps.builder, start.projectId, start.environment);
+    if (!running) throw new Error(`project ${start.projectId} has no content to run`);
+    const variables = await deps.builder.realtimeConfigs.effective(start.projectId, start.environment as Environment);
+    return { ...running, variables };
+  };
+
+  const conv = (id: string, start: ConversationStart, variant: ConvInput['variant'], w: Working, attributes: Record<string, unknown>, metadata: Record<string, unknown>, variables: Record<string, unknown>): ConvInput => ({
+    conversation_id: id,
+    channel: start.channel,
+    environment: start.environment,
+    variant,
+    state: w.state,
+    integration_attributes: attributes,
+    metadata,
+    sip_headers: {},
+    variables,
+  });
+
+  /** Runs a function if the artifact has it; its effects go into `w`. Returns what it said and returned. */
+  const hook = async (content: Content, name: string, input: ConvInput, args: unknown[], w: Working): Promise<{ said: string[]; value: unknown } | null> => {
+    const functions = Object.fromEntries(Object.values(content.functions ?? {}).map((f) => [f.name, f.code]));
+    if (!functions[name]) return null;
+    const r = await deps.sandbox.invoke({ functions, name, conv: input, args, timeoutMs: deps.functionTimeoutMs });
+    if (!r.ok) {
+      w.functionErrors++;
+      return null;
+    }
+    w.state = r.conv.state;
+    if (r.conv.handoff) w.handoff = r.conv.handoff;
+    if (r.conv.ended) w.end = true;
+    return { said: r.conv.said, value: r.value };
+  };
+
+  const tools = (content: Content, base: () => ConvInput, w: Working): ToolFunction[] =>
+    Object.values(content.functions ?? {})
+      .filter((f) => !HOOKS.has(f.name))
+      .map((f) => ({
+        name: f.name,
+        call: async (args: unknown) => {
+          const functions = Object.fromEntries(Object.values(content.functions).map((x) => [x.name, x.code]));
+          const r = await deps.sandbox.invoke({ functions, name: f.name, conv: { ...base(), state: w.state }, args: [args], timeoutMs: deps.functionTimeoutMs });
+          if (!r.ok) {
+            w.functionErrors++;
+            return `error: ${r.error.message}`;
+          }
+          w.state = r.conv.state;
+          if (r.conv.handoff) w.handoff = r.conv.handoff;
+          if (r.conv.ended) w.end = true;
+          return typeof r.value === 'string' ? r.value : JSON.stringify(r.value ?? null);
+        },
+      }));
+
+  const ask = async (kind: 'greet' | 'respond', ctx: ResponderContext, message: string): Promise<ResponderReply> => {
+    try {
+      return kind === 'greet' ? await deps.responder.greet(ctx) : await deps.responder.respond(ctx, message);
+    } catch {
+      return { text: TROUBLE, isOod: false, intents: [], entities: {}, handoff: null, end: false };
+    }
+  };
+
+  const turnRecord = (input: string, inputAt: number, reply: ResponderReply | null, text: string, metadata: Record<string, unknown>): TurnRecord => {
+    const now = Date.now();
+    return {
+      user_input: input,
+      user_input_dtmf: '',
+      user_input_datetime: iso(inputAt),
+      barge_in: false,
+      agent_response: text,
+      agent_response_datetime: iso(now),
+      latency: Math.max(0, now - inputAt) / 1000,
+      translated_user_input: '',
+      english_agent_response: '',
+      intents: reply?.intents ?? [],
+      entities: reply?.entities ?? {},
+      is_ood: reply?.isOod ?? false,
+      is_silence: false,
+      metadata,
+    };
+  };
+
+  /** One user message: the `turn` function may answer; else the responder does. */
+  const turn = async (
+    id: string,
+    start: ConversationStart,
+    variant: ConvInput['variant'],
+    loaded: Awaited<ReturnType<typeof load>>,
+    w: Working,
+    attributes: Record<string, unknown>,
+    history: ResponderContext['history'],
+    message: string,
+    metadata: Record<string, unknown>,
+    at: number,
+  ): Promise<TurnRecord> => {
+    const base = () => conv(id, start, variant, w, attributes, metadata, loaded.variables);
+    const fn = await hook(loaded.content, 'turn', base(), [message], w);
+    const answered = typeof fn?.value === 'string' && fn.value !== '' ? fn.value : fn?.said.length ? fn.said.join(' ') : null;
+    if (answered !== null) return turnRecord(message, at, null, answered, metadata);
+    const reply = await ask('respond', {
+      behavior: loaded.content.behavior,
+      topics: Object.values(loaded.content.topics).map((t) => ({ name: t.name, content: t.content })),
+      variables: loaded.variables,
+      history,
+      tools: tools(loaded.content, base, w),
+      language: start.asrLangCode || undefined,
+    }, message);
+    if (reply.handoff) w.handoff = w.handoff ?? reply.handoff;
+    if (reply.end) w.end = true;
+    return turnRecord(message, at, reply, reply.text, metadata);
+  };
+
+  const outcome = (w: Working, turns: TurnRecord[], variant: ConvInput['variant'], artifactVersion: string | null): TurnOutcome => ({
+    at: Date.now(),
+    turns,
+    response: turns.length ? turns[turns.length - 1].agent_response : '',
+    state: w.state,
+    handoff: w.handoff,
+    end: w.end,
+    oodTurns: turns.filter((t) => t.is_ood).length,
+    functionErrors: w.functionErrors,
+    variant,
+    artifactVersion,
+  });
+
+  return {
+    async start(input: StartInput): Promise<TurnOutcome> {
+      const { start } = input;
+      const loaded = await load(start);
+      const variant = pickVariant(loaded.content, start.variantId);
+      const w: Working = { state: { ...input.state }, functionErrors: 0, handoff: null, end: false };
+      const opening = await hook(loaded.content, 'start', conv(input.id, start, variant, w, start.integrationAttributes, {}, loaded.variables), [], w);
+      const said = [...(opening?.said ?? []), ...(typeof opening?.value === 'string' && opening.value ? [opening.value] : [])];
+      let greeting: ResponderReply | null = null;
+      if (!said.length) {
+        greeting = await ask('greet', {
+          behavior: loaded.content.behavior,
+          topics: Object.values(loaded.content.topics).map((t) => ({ name: t.name, content: t.content })),
+          variables: loaded.variables,
+          history: [],
+          tools: [],
+          language: start.asrLangCode || undefined,
+        }, '');
+      }
+      const turns = [turnRecord('', start.at, greeting, said.length ? said.join(' ') : greeting!.text, {})];
+      if (start.initialMessage && !w.end && !w.handoff) {
+        const history = [{ role: 'agent' as const, text: turns[0].agent_response }];
+        turns.push(await turn(input.id, start, variant, loaded, w, start.integrationAttributes, history, start.initialMessage, {}, start.at));
+      }
+      return outcome(w, turns, variant, loaded.artifactVersion);
+    },
+
+    async takeTurn(input: TurnInput): Promise<TurnOutcome> {
+      const loaded = await load(input.start, input.artifactVersion);
+      const w: Working = { state: { ...input.state }, functionErrors: 0, handoff: null, end: false };
+      const record = await turn(input.id, input.start, input.variant, loaded, w, input.integrationAttributes, input.history, input.message, input.metadata, input.at);
+      return outcome(w, [record], input.variant, loaded.artifactVersion);
+    },
+
+    async end(input: EndInput): Promise<{ at: number; state: Record<string, unknown>; functionErrors: number }> {
+      const w: Working = { state: { ...input.state }, functionErrors: 0, handoff: null, end: true };
+      try {
+        const loaded = await load(input.start, input.artifactVersion);
+        await hook(loaded.content, 'end', conv(input.id, input.start, input.variant, w, input.integrationAttributes, {}, loaded.variables), [], w);
+      } catch {
+        // The project may be gone; the conversation still ends.
+      }
+      return { at: Date.now(), state: w.state, functionErrors: w.functionErrors };
+    },
+  };
+}

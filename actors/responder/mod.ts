@@ -1,0 +1,47 @@
+/** The agent's responders: the offline default and the OpenAI-compatible LLM client, chosen from the environment. */
+import { createOfflineResponder } from './offline.js';
+import { createOpenAiResponder } from './openai.js';
+import type { Responder } from './types.js';
+
+export type {
+  HistoryMessage,
+  KnowledgeTopic,
+  Responder,
+  ResponderContext,
+  ResponderReply,
+  ToolFunction,
+} from './types.js';
+export {
+  createOfflineResponder,
+  greetingFor,
+  extractEntities,
+  isGoodbye,
+  isHandoffRequest,
+  DEFAULT_FALLBACK,
+  DEFAULT_GOODBYE,
+  DEFAULT_GREETING,
+  DEFAULT_HANDOFF_MESSAGE,
+} from './offline.js';
+export { createOpenAiResponder, promptTopics, systemPrompt, MAX_PROMPT_TOPICS, MAX_TOOL_ROUNDS } from './openai.js';
+export type { OpenAiResponderOptions } from './openai.js';
+export { rankTopics, NAME_WEIGHT } from './retrieval.js';
+export type { RankedTopic } from './retrieval.js';
+export { STOP_WORDS, stem, tokenize, words } from './text.js';
+
+export const DEFAULT_LLM_MODEL = 'gpt-4o-mini';
+
+/**
+ * The responder the environment asks for: the OpenAI-compatible client when `LLM_BASE_URL` is set (with
+ * `LLM_API_KEY`, `LLM_MODEL` (default `gpt-4o-mini`) and `LLM_TIMEOUT_MS`), else the offline responder.
+ */
+export function createResponderFromEnv(env: Record<string, string | undefined> = process.env): Responder {
+  const baseUrl = env.LLM_BASE_URL?.trim();
+  if (!baseUrl) return createOfflineResponder();
+  const timeout = Number(env.LLM_TIMEOUT_MS);
+  return createOpenAiResponder({
+    baseUrl,
+    apiKey: env.LLM_API_KEY?.trim() || undefined,
+    model: env.LLM_MODEL?.trim() || DEFAULT_LLM_MODEL,
+    timeoutMs: Number.isFinite(timeout) && timeout > 0 ? timeout : undefined,
+  });
+}

@@ -1,0 +1,77 @@
+import { Script } from 'node:vm';
+import { z } from 'zod';
+import { invalid, notFound } from '../../../platform/errors.js';
+import { fieldErrorResponses, PathId } from '../schemas.js';
+import { callerOf, type RouteGroup } from './context.js';
+import { byName } from './views.js';
+
+const FunctionParams = z.object({ agentId: PathId, branch: PathId, name: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, 'malformed function name') });
+const FunctionView = z.object({ name: z.string(), code: z.string() });
+
+/**
+ * Only parses the source (a `Script` is compiled, never run here): a syntax error is a 400 at save time
+ * instead of a function error in every conversation. Tenant code runs only in the sandbox.
+ */
+function assertParses(code: string): void {
+  try {
+    new Script(`(${code}\n)`, { filename: 'function.js' });
+  } catch (err) {
+    throw invalid('code', `code does not parse as one JavaScript function: ${(err as Error).message}`);
+  }
+}
+
+/** Project functions on a branch: `start`, `turn` and `end` hooks, and tools. Frozen into artifacts on publish. */
+export const functionRoutes: RouteGroup = (app, { builder }) => {
+  const { agents, branches } = builder;
+
+  app.put('/agents/:agentId/branches/:branch/functions/:name', {
+    schema: {
+      tags: ['agents'],
+      summary: 'Create or replace a project function',
+      params: FunctionParams,
+      body: z.object({ code: z.string({ error: 'code must be a string' }).min(1, 'code must not be empty').max(65_536, 'code must be at most 64 KiB') }),
+      response: { 200: FunctionView, ...fieldErrorResponses },
+    },
+  }, async (req) => {
+    assertParses(req.body.code);
+    const agent = await agents.access(callerOf(req), req.params.agentId);
+    const { result } = await branches.edit(agent, req.params.branch, (c) => {
+      c.functions[req.params.name] = { name: req.params.name, code: req.body.code };
+      return c.functions[req.params.name];
+    });
+    return result;
+  });
+
+  app.get('/agents/:agentId/branches/:branch/functions', {
+    schema: {
+      tags: ['agents'],
+      summary: 'List project functions',
+      params: z.object({ agentId: PathId, branch: PathId }),
+      response: { 200: z.object({ functions: z.array(FunctionView) }), ...fieldErrorResponses },
+    },
+  }, async (req) => {
+    const agent = await agents.access(callerOf(req), req.params.agentId);
+    const branch = await branches.get(agent, req.params.branch);
+    return { functions: byName(branch.content.functions ?? {}) };
+  });
+
+  app.get('/agents/:agentId/branches/:branch/functions/:name', {
+    schema: { tags: ['agents'], summary: 'Read a project function', params: FunctionParams, response: { 200: FunctionView, ...fieldErrorResponses } },
+  }, async (req) => {
+    const agent = await agents.access(callerOf(req), req.params.agentId);
+    const fn = (await branches.get(agent, req.params.branch)).content.functions?.[req.params.name];
+    if (!fn) throw notFound('function', 'name');
+    return fn;
+  });
+
+  app.delete('/agents/:agentId/branches/:branch/functions/:name', {
+    schema: { tags: ['agents'], summary: 'Delete a project function', params: FunctionParams, response: { 204: z.null(), ...fieldErrorResponses } },
+  }, async (req, reply) => {
+    const agent = await agents.access(callerOf(req), req.params.agentId);
+    await branches.edit(agent, req.params.branch, (c) => {
+      if (!c.functions[req.params.name]) throw notFound('function', 'name');
+      delete c.functions[req.params.name];
+    });
+    return reply.code(204).send(null);
+  });
+};

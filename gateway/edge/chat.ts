@@ -1,0 +1,194 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { ActorAskError, type Runtime } from '../../actors/mod.js';
+import { pickVariant, runningContent } from '../../actors/conversation/deployment.js';
+import { conversationRecords } from '../../actors/conversation/record.js';
+import type { ConversationEvent, Outcome } from '../../machines/conversation.js';
+import { conflict, invalid, notFound, PlatformError, unauthorized } from '../../platform/errors.js';
+import type { Services } from '../../platform/services.js';
+import { useErrorShape } from './errors.js';
+import { JsonObject, PathId } from './schemas.js';
+
+const CHANNELS = { webchat: 'WEBCHAT', whatsapp: 'WHATSAPP', sms: 'SMS', api: 'API' } as const;
+const LANG = /^[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})*$/;
+const LangCode = z.string().regex(LANG, 'must be a language code such as en or en-US');
+const ErrorBody = z.object({ error_message: z.string() });
+const errors = { 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody, 422: ErrorBody, 503: ErrorBody };
+const Params = z.object({ version: z.string().regex(/^v\d{1,3}$/, 'malformed version'), account_id: PathId, project_id: PathId });
+const ConversationId = z.string({ error: 'conversation_id is required' }).min(1, 'conversation_id is required').max(128);
+
+export interface ChatOptions {
+  services: Services;
+  runtime: Runtime;
+  /** An idle chat ends by itself this long after its last turn. */
+  idleTimeoutMs: number;
+}
+
+type Reply = Outcome & { state: string };
+
+/**
+ * The Chat API (contract 4.6): turn-based create, respond and close under
+ * `/{version}/{account_id}/{project_id}/chat/`, with an `X-API-KEY` of scope `chat` for the project and the
+ * `X-TOKEN` of one of its chat connectors (which fixes the environment and, unless the request names one,
+ * the variant). Each request is an ask to the conversation actor; the reply comes once the turn is durable.
+ */
+export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { services, runtime, idleTimeoutMs }) => {
+  const app = root.withTypeProvider<ZodTypeProvider>();
+  useErrorShape(app, 'error_message');
+  const records = conversationRecords(services.store);
+
+  /** Checks both credentials against the path's account and project (id or slug form). */
+  const authorize = async (req: FastifyRequest, params: z.infer<typeof Params>) => {
+    if (params.version !== 'v1') throw notFound(`Chat API version ${params.version}`);
+    const header = (name: string) => {
+      const v = req.headers[name];
+      return Array.isArray(v) ? v[0] : v;
+    };
+    const apiKey = header('x-api-key');
+    const token = header('x-token');
+    if (!apiKey || !token) throw unauthorized('X-API-KEY and X-TOKEN are required');
+    const [key, connector] = await Promise.all([services.keys.verify(apiKey), services.connectors.verify(token)]);
+    if (!key || key.scope !== 'chat') throw unauthorized('invalid X-API-KEY');
+    if (!connector || connector.kind !== 'chat') throw unauthorized('invalid X-TOKEN');
+    const account = await services.accounts.resolve(params.account_id);
+    if (!account) throw notFound('account');
+    const project =
+      (await services.builder.agents.access({ accountId: account.id, projectId: null, keyId: key.id }, params.project_id).catch(() => null));
+    if (!project) throw notFound('project');
+    if (key.account_id !== account.id || key.project_id !== project.id) throw unauthorized('X-API-KEY is not valid for this project');
+    if (connector.account_id !== account.id || connector.project_id !== project.id) throw unauthorized('X-TOKEN is not valid for this project');
+    return { account, project, connector, key };
+  };
+
+  const ask = async (id: string, event: ConversationEvent): Promise<Reply> => {
+    try {
+      return await runtime.client.ask<Reply>('conversation', id, event);
+    } catch (err) {
+      if (err instanceof ActorAskError && err.code === 'DEADLINE') {
+        throw new PlatformError('SB_UNAVAILABLE', 'the conversation did not answer in time; retry');
+      }
+      throw err;
+    }
+  };
+
+  /** The conversation of this project, or 404. */
+  const existing = async (projectId: string, conversationId: string) => {
+    const record = await records.get(conversationId);
+    if (!record || record.project_id !== projectId) throw notFound('conversation');
+    return record;
+  };
+
+  const refused = (r: Reply): never => {
+    if (r.ok) throw new Error('not refused');
+    const messages = { ended: 'the conversation has ended', handed_off: 'the conversation was handed off', not_started: 'the conversation was not started', started: 'the conversation exists' };
+    throw conflict(messages[r.error]);
+  };
+
+  app.post('/:version/:account_id/:project_id/chat/create', {
+    schema: {
+      tags: ['chat'],
+      summary: 'Start a conversation; answers with its id and the opening reply',
+      params: Params,
+      body: z
+        .object({
+          integration_attributes: JsonObject.optional(),
+          variant_id: z.string().min(1).max(128).optional(),
+          channel: z.enum(['webchat', 'whatsapp', 'sms', 'api']).optional(),
+          asr_lang_code: LangCode.optional(),
+          tts_lang_code: LangCode.optional(),
+          initial_message: z.string().max(32_768).optional(),
+        })
+        .default({}),
+      response: { 200: z.object({ conversation_id: z.string(), response: z.string() }), ...errors },
+    },
+  }, async (req) => {
+    const { account, project, connector } = await authorize(req, req.params);
+    const variantId = req.body.variant_id ?? connector.variant_id;
+    if (req.body.variant_id) {
+      const running = await runningContent(services.builder, project.id, connector.environment);
+      if (!running || !pickVariant(running.content, req.body.variant_id)) throw invalid('variant_id', 'unknown variant_id');
+    }
+    const id = randomUUID();
+    const reply = await ask(id, {
+      type: 'START',
+      start: {
+        accountId: account.id,
+        projectId: project.id,
+        environment: connector.environment,
+        channel: req.body.channel ? CHANNELS[req.body.channel] : 'CHAT',
+        variantId: variantId ?? null,
+        integrationAttributes: req.body.integration_attributes ?? {},
+        asrLangCode: req.body.asr_lang_code ?? '',
+        ttsLangCode: req.body.tts_lang_code ?? '',
+        initialMessage: req.body.initial_message ?? null,
+        fromNumber: '',
+        toNumber: '',
+        at: Date.now(),
+        idleTimeoutMs,
+      },
+    });
+    if (!reply.ok) refused(reply);
+    return { conversation_id: id, response: reply.ok ? reply.response : '' };
+  });
+
+  app.post('/:version/:account_id/:project_id/chat/respond', {
+    schema: {
+      tags: ['chat'],
+      summary: 'Send a user message; answers with the agent reply',
+      params: Params,
+      body: z.object({
+        conversation_id: ConversationId,
+        message: z.string().max(32_768).optional(),
+        integration_attributes: JsonObject.optional(),
+        metadata: JsonObject.optional(),
+        asr_lang_code: LangCode.optional(),
+        tts_lang_code: LangCode.optional(),
+      }, { error: 'body must be a JSON object with conversation_id' }),
+      response: {
+        200: z.object({
+          conversation_id: z.string(),
+          response: z.string(),
+          end_conversation: z.boolean(),
+          handoff: z.object({ destination: z.string(), reason: z.string() }).optional(),
+        }),
+        ...errors,
+      },
+    },
+  }, async (req) => {
+    const { project } = await authorize(req, req.params);
+    await existing(project.id, req.body.conversation_id);
+    const reply = await ask(req.body.conversation_id, {
+      type: 'MESSAGE',
+      message: req.body.message ?? '',
+      metadata: req.body.metadata ?? {},
+      integrationAttributes: req.body.integration_attributes ?? {},
+      asrLangCode: req.body.asr_lang_code,
+      ttsLangCode: req.body.tts_lang_code,
+      at: Date.now(),
+    });
+    if (!reply.ok) return refused(reply);
+    return {
+      conversation_id: req.body.conversation_id,
+      response: reply.response,
+      end_conversation: reply.end,
+      ...(reply.handoff ? { handoff: reply.handoff } : {}),
+    };
+  });
+
+  app.put('/:version/:account_id/:project_id/chat/close', {
+    schema: {
+      tags: ['chat'],
+      summary: 'End a conversation',
+      params: Params,
+      body: z.object({ conversation_id: ConversationId }, { error: 'body must be a JSON object with conversation_id' }),
+      response: { 200: z.object({ success: z.boolean() }), ...errors },
+    },
+  }, async (req) => {
+    const { project } = await authorize(req, req.params);
+    await existing(project.id, req.body.conversation_id);
+    const reply = await ask(req.body.conversation_id, { type: 'CLOSE', at: Date.now() });
+    return { success: reply.ok };
+  });
+};

@@ -1,0 +1,38 @@
+import t from 'tap';
+import { openStore } from '../store/mod.js';
+import { conversationRecords } from '../actors/conversation/record.js';
+import { chatProject } from './helpers/chat.js';
+import { startCluster } from './helpers/cluster.js';
+import { natsAvailable } from './helpers/nats.js';
+
+// Without nats-server this skips locally; with CI=true natsAvailable() throws, so it fails instead.
+const needsNats = natsAvailable() ? {} : { skip: 'nats-server is not installed' };
+
+t.test('the Chat API over NATS: edge and workers in separate processes, and a worker dying mid-conversation', needsNats, async (t) => {
+  const cluster = await startCluster({ workers: 2, leaseTtlMs: 1500 });
+  t.teardown(() => cluster.stop());
+  const c = await chatProject(cluster.edge, {
+    functions: { turn: `function turn(conv, m) { conv.state.n = (conv.state.n ?? 0) + 1; if (m === 'count') return 'n=' + conv.state.n; }` },
+  });
+  const store = await openStore({ dataDir: cluster.dataDir });
+  t.teardown(() => store.close());
+  const records = conversationRecords(store);
+
+  const created = await c.chat('create', {});
+  t.equal(created.status, 200, created.text);
+  const id = created.body.conversation_id;
+  t.equal((await c.chat('respond', { conversation_id: id, message: 'When do you open?' })).body.response, 'We are open from 9am to 5pm, Monday to Friday.');
+  t.equal((await c.chat('respond', { conversation_id: id, message: 'count' })).body.response, 'n=2');
+
+  const owner = (await cluster.ownerOf('conversation', id))!;
+  owner.child.kill('SIGKILL');
+  const after = await c.chat('respond', { conversation_id: id, message: 'count' });
+  t.equal(after.status, 200, after.text);
+  t.equal(after.body.response, 'n=3', 'the conversation continued on another worker with its state');
+  t.not((await cluster.ownerOf('conversation', id))?.worker, owner.worker);
+
+  t.same((await c.chat('close', { conversation_id: id })).body, { success: true });
+  const rec = (await records.get(id))!;
+  t.match(rec, { in_progress: false, num_turns: 4, channel: 'CHAT', environment: 'live' });
+  t.same(rec.turns.map((x) => x.user_input), ['', 'When do you open?', 'count', 'count']);
+});

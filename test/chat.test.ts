@@ -1,0 +1,184 @@
+import t from 'tap';
+import { openStore, type Store } from '../store/mod.js';
+import { conversationRecords } from '../actors/conversation/record.js';
+import { chatProject, type ChatProject } from './helpers/chat.js';
+import { eventually } from './actors.behaviour.js';
+import { admin } from './helpers/tenants.js';
+import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
+
+const FUNCTIONS = {
+  start: `function start(conv) {
+    conv.state.turns = 0;
+    conv.state.customer = conv.integration_attributes.customer ?? null;
+  }`,
+  turn: `function turn(conv, message) {
+    conv.state.turns += 1;
+    if (message === 'count') return 'turns=' + conv.state.turns;
+    if (message === 'who am i') return 'customer=' + conv.state.customer + ' tier=' + (conv.integration_attributes.tier ?? 'none');
+    if (message === 'meta') return 'ref=' + conv.metadata.ref;
+    if (message === 'hours') return 'open at ' + conv.variables.open_hour;
+    if (message === 'explode') throw new Error('boom');
+    if (message === 'spin') { while (true) {} }
+    if (message === 'variant') return 'variant=' + (conv.variant ? conv.variant.name : 'none');
+  }`,
+  end: `function end(conv) { conv.state.ended_by_function = true; }`,
+};
+
+let p: Platform;
+let c: ChatProject;
+let store: Store;
+let records: ReturnType<typeof conversationRecords>;
+
+t.before(async () => {
+  p = await startPlatform({ env: { CONVERSATION_IDLE_MS: '1500', FUNCTION_TIMEOUT_MS: '300' } });
+  c = await chatProject(p, { functions: FUNCTIONS, variants: ['London', 'Paris'] });
+  // The test reads what the conversation actor recorded, from the same data dir (LMDB is multi-process).
+  store = await openStore({ dataDir: p.dataDir });
+  records = conversationRecords(store);
+});
+t.teardown(async () => {
+  await store.close();
+  await p.stop();
+  removeDir(p.dataDir);
+});
+
+const record = (id: string) => records.get(id);
+
+t.test('a full chat: greeting, knowledge answers, out-of-domain, goodbye, and the record', async (t) => {
+  const created = await c.chat('create', { integration_attributes: { customer: 'C-42' } });
+  t.equal(created.status, 200, created.text);
+  t.match(created.body, { conversation_id: String, response: 'Hello, welcome to Acme Dental!' });
+  const id = created.body.conversation_id;
+  const r1 = await c.chat('respond', { conversation_id: id, message: 'When are you opening on Monday?' });
+  t.same(r1.body, { conversation_id: id, response: 'We are open from 9am to 5pm, Monday to Friday.', end_conversation: false });
+  const r2 = await c.chat('respond', { conversation_id: id, message: 'Is there somewhere to park the car?' });
+  t.equal(r2.body.response, 'Free parking is available behind the building.', 'word forms: park/parking');
+  const ood = await c.chat('respond', { conversation_id: id, message: 'What is the capital of Peru?' });
+  t.match(ood.body.response, /can't help/);
+  const bye = await c.chat('respond', { conversation_id: id, message: 'Thanks, goodbye!' });
+  t.equal(bye.body.end_conversation, true);
+  t.equal((await c.chat('respond', { conversation_id: id, message: 'hello?' })).status, 409, 'respond to an ended conversation is a 4xx');
+
+  const rec = (await record(id))!;
+  t.match(rec, {
+    id, account_id: c.accountId, project_id: c.agentId, environment: 'live', channel: 'CHAT', in_progress: false,
+    num_turns: 5, num_ood: 1, handoff: false, handoff_reason: '', handoff_destination: '', num_silences: 0,
+    variant_id: String, variant_name: 'London', end_reason: 'agent',
+  });
+  t.match(rec.started_at, /^\d{4}-\d\d-\d\dT/);
+  t.ok(rec.total_duration >= 0 && typeof rec.polyai_duration === 'number');
+  t.same(rec.turns.map((x) => x.user_input), ['', 'When are you opening on Monday?', 'Is there somewhere to park the car?', 'What is the capital of Peru?', 'Thanks, goodbye!']);
+  t.same(rec.turns.map((x) => x.is_ood), [false, false, false, true, false]);
+  t.ok(rec.turns.every((x) => typeof x.latency === 'number' && x.agent_response_datetime >= x.user_input_datetime));
+  t.same(rec.turns[1].intents, ['topic:Opening hours']);
+  t.equal(rec.metrics.CALL_TURN.length, 5);
+  t.type(rec.metrics.CALL_DURATION, 'string');
+  t.match(rec.state, { customer: 'C-42', turns: 4, ended_by_function: true, conversation_id: id });
+});
+
+t.test('handoff when the user asks for a person', async (t) => {
+  const id = (await c.chat('create', {})).body.conversation_id;
+  const r = await c.chat('respond', { conversation_id: id, message: 'Can I speak to a real person please' });
+  t.same(r.body.handoff, { destination: 'live_agent', reason: 'user_requested' });
+  t.equal(r.body.end_conversation, false);
+  t.equal((await c.chat('respond', { conversation_id: id, message: 'hi' })).status, 409, 'handed off');
+  t.match(await record(id), { handoff: true, handoff_destination: 'live_agent', handoff_reason: 'user_requested', in_progress: true });
+  t.same((await c.chat('close', { conversation_id: id })).body, { success: true });
+  t.match(await record(id), { in_progress: false, end_reason: 'closed' });
+});
+
+t.test('handoff destination and reason come from real-time config', async (t) => {
+  await c.api('PATCH', `/v1/agents/${c.agentId}/real-time-configs/live/variables`, { variables: { handoff_destination: '+441234567890', handoff_reason: 'billing' } });
+  const id = (await c.chat('create', {})).body.conversation_id;
+  const r = await c.chat('respond', { conversation_id: id, message: 'I need a human' });
+  t.same(r.body.handoff, { destination: '+441234567890', reason: 'billing' });
+  await c.api('PATCH', `/v1/agents/${c.agentId}/real-time-configs/live/variables`, { variables: { handoff_destination: null, handoff_reason: null } });
+});
+
+t.test('functions: state across turns, integration attributes, metadata', async (t) => {
+  const id = (await c.chat('create', { integration_attributes: { customer: 'C-7' } })).body.conversation_id;
+  t.equal((await c.chat('respond', { conversation_id: id, message: 'count' })).body.response, 'turns=1');
+  t.equal((await c.chat('respond', { conversation_id: id, message: 'count' })).body.response, 'turns=2');
+  t.equal((await c.chat('respond', { conversation_id: id, message: 'who am i' })).body.response, 'customer=C-7 tier=none', 'attributes from the first turn, kept in state');
+  t.equal((await c.chat('respond', { conversation_id: id, message: 'who am i', integration_attributes: { tier: 'gold' } })).body.response, 'customer=C-7 tier=gold', 'later turns may add');
+  t.equal((await c.chat('respond', { conversation_id: id, message: 'meta', metadata: { ref: 'R9' } })).body.response, 'ref=R9', "this message's metadata");
+  const rec = (await record(id))!;
+  t.same(rec.turns[5].metadata, { ref: 'R9' });
+  t.same(rec.integration_attributes, { customer: 'C-7', tier: 'gold' });
+});
+
+t.test('a throwing or looping function is a function error and the conversation carries on', async (t) => {
+  const id = (await c.chat('create', {})).body.conversation_id;
+  const boom = await c.chat('respond', { conversation_id: id, message: 'explode' });
+  t.equal(boom.status, 200);
+  t.match(boom.body.response, /can't help/, 'the responder answered instead');
+  const spin = await c.chat('respond', { conversation_id: id, message: 'spin' });
+  t.equal(spin.status, 200);
+  t.equal((await c.chat('respond', { conversation_id: id, message: 'count' })).body.response, 'turns=1', 'state survived: the failed turns changed nothing');
+  t.equal((await record(id))!.function_errors, 2);
+});
+
+t.test('real-time config changes apply at the next turn, without a publish', async (t) => {
+  const id = (await c.chat('create', {})).body.conversation_id;
+  await c.api('PATCH', `/v1/agents/${c.agentId}/real-time-configs/live/variables`, { variables: { open_hour: 9 } });
+  t.equal((await c.chat('respond', { conversation_id: id, message: 'hours' })).body.response, 'open at 9');
+  await c.api('PATCH', `/v1/agents/${c.agentId}/real-time-configs/live/variables`, { variables: { open_hour: 7 } });
+  t.equal((await c.chat('respond', { conversation_id: id, message: 'hours' })).body.response, 'open at 7');
+});
+
+t.test('variants: the default, a requested one, an unknown one', async (t) => {
+  const variants = (await c.api('GET', `/v1/agents/${c.agentId}/branches/main/variants`)).body.variants;
+  const paris = variants.find((v: any) => v.name === 'Paris');
+  const def = (await c.chat('create', {})).body.conversation_id;
+  t.equal((await c.chat('respond', { conversation_id: def, message: 'variant' })).body.response, 'variant=London');
+  const chosen = (await c.chat('create', { variant_id: paris.id })).body.conversation_id;
+  t.equal((await c.chat('respond', { conversation_id: chosen, message: 'variant' })).body.response, 'variant=Paris');
+  t.match(await record(chosen), { variant_id: paris.id, variant_name: 'Paris' });
+  t.equal((await c.chat('create', { variant_id: 'var_nope' })).status, 400);
+  // a connector may fix the variant
+  const conn = await admin(p)('POST', '/connectors', { account_id: c.accountId, project_id: c.agentId, kind: 'chat', environment: 'live', variant_id: paris.id });
+  const viaConnector = (await c.chat('create', {}, { token: conn.body.token })).body.conversation_id;
+  t.equal((await record(viaConnector))!.variant_name, 'Paris');
+});
+
+t.test('channels, languages, initial message, slugs', async (t) => {
+  const web = await c.chat('create', { channel: 'webchat', asr_lang_code: 'en', tts_lang_code: 'en-GB', initial_message: 'When do you open?' });
+  t.equal(web.status, 200);
+  t.equal(web.body.response, 'We are open from 9am to 5pm, Monday to Friday.', 'the reply to the initial message');
+  t.match(await record(web.body.conversation_id), { channel: 'WEBCHAT', asr_lang_code: 'en', tts_lang_code: 'en-GB', num_turns: 2 });
+  for (const [channel, label] of [['sms', 'SMS'], ['whatsapp', 'WHATSAPP'], ['api', 'API']]) {
+    const r = await c.chat('create', { channel });
+    t.equal((await record(r.body.conversation_id))!.channel, label);
+  }
+  t.equal((await c.chat('create', { channel: 'fax' })).status, 400);
+  t.equal((await c.chat('create', { tts_lang_code: 'not a code' })).status, 400);
+  const slugs = await c.chat('create', {}, { account: c.accountSlug, project: c.agentSlug });
+  t.equal(slugs.status, 200, 'slug forms of account and project');
+});
+
+t.test('errors', async (t) => {
+  const id = (await c.chat('create', {})).body.conversation_id;
+  t.equal((await c.chat('respond', { message: 'hi' })).status, 400, 'missing conversation_id');
+  t.match((await c.chat('respond', { message: 'hi' })).body, { error_message: String });
+  t.equal((await c.chat('respond', { conversation_id: 'nope', message: 'hi' })).status, 404, 'unknown conversation');
+  t.equal((await c.chat('close', { conversation_id: 'nope' })).status, 404);
+  t.equal((await c.chat('respond', { conversation_id: id, message: 'hi' }, { key: 'sbk_bad' })).status, 401, 'bad key');
+  t.equal((await c.chat('respond', { conversation_id: id, message: 'hi' }, { token: 'sbc_bad' })).status, 401, 'bad token');
+  const other = await chatProject(p, { name: 'Other Co' });
+  t.equal((await c.chat('respond', { conversation_id: id, message: 'hi' }, { token: other.token })).status, 401, "another project's token");
+  t.equal((await other.chat('respond', { conversation_id: id, message: 'hi' })).status, 404, "another project's conversation is unknown");
+  t.equal((await c.chat('create', {}, { version: 'v9' })).status, 404);
+  t.equal((await c.chat('create', {}, { project: 'agent-nope' })).status, 404);
+  t.same((await c.chat('close', { conversation_id: id })).body, { success: true });
+  t.same((await c.chat('close', { conversation_id: id })).body, { success: true }, 'closing twice is fine');
+  t.equal((await c.chat('respond', { conversation_id: id, message: 'hi' })).status, 409);
+});
+
+t.test('an idle chat ends by itself (durable timer)', async (t) => {
+  const id = (await c.chat('create', {})).body.conversation_id;
+  t.equal((await record(id))!.in_progress, true);
+  const ended = await eventually(async () => (await record(id))?.in_progress === false, 20_000);
+  t.ok(ended, 'ended without any request');
+  t.equal((await record(id))!.end_reason, 'idle');
+  t.equal((await c.chat('respond', { conversation_id: id, message: 'hi' })).status, 409);
+});

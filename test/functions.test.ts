@@ -1,0 +1,395 @@
+import t, { type Test } from 'tap';
+import fc from 'fast-check';
+import { createFunctionSandbox, type ConvInput, type InvokeRequest, type InvokeResult } from '../actors/functions/mod.js';
+
+const conv = (over: Partial<ConvInput> = {}): ConvInput => ({
+  conversation_id: 'c-1',
+  channel: 'chat',
+  environment: 'production',
+  variant: { id: 'v1', name: 'Variant A' },
+  state: {},
+  integration_attributes: { crm_id: 'crm-7', tier: 'gold' },
+  metadata: { page: '/pricing' },
+  sip_headers: { 'X-Caller-Id': '+15551234', 'P-Asserted-Identity': 'sip:alice@example.com' },
+  variables: { greeting: 'Hello', limits: { max: 3 } },
+  ...over,
+});
+
+const call = (name: string, source: string, extra: Partial<InvokeRequest> = {}): InvokeRequest => ({
+  functions: { [name]: source },
+  name,
+  conv: conv(),
+  args: [],
+  ...extra,
+});
+
+function expectOk(t: Test, r: InvokeResult, what: string): Extract<InvokeResult, { ok: true }> {
+  if (!r.ok) t.fail(`${what}: expected ok, got ${r.error.kind}: ${r.error.message}`);
+  else t.pass(what);
+  return r as Extract<InvokeResult, { ok: true }>;
+}
+
+function expectFail(t: Test, r: InvokeResult, kind: string, what: string): Extract<InvokeResult, { ok: false }> {
+  if (r.ok) t.fail(`${what}: expected ${kind}, got ok with ${JSON.stringify(r.value)}`);
+  else t.equal(r.error.kind, kind, `${what}: ${r.error.message}`);
+  return r as Extract<InvokeResult, { ok: false }>;
+}
+
+// A "normal" call used after every failure to show the pool still works.
+const ping = call('ping', '(conv, n) => n + 1', { args: [41] });
+
+const sandbox = createFunctionSandbox({ threads: 2, timeoutMs: 2000 });
+t.teardown(() => sandbox.close());
+
+t.test('state carries across calls: start, then turns fed with the returned state', async (t) => {
+  const functions = {
+    start: `function start(conv) { conv.state.visits = (conv.state.visits ?? 0) + 1; conv.state.history = []; conv.say('Welcome'); }`,
+    turn: `function turn(conv, message) {
+      conv.state.history.push(message);
+      conv.state.visits += 1;
+      if (message.includes('balance')) return 'Your balance is ' + conv.state.history.length;
+    }`,
+  };
+  const first = expectOk(t, await sandbox.invoke({ functions, name: 'start', conv: conv({ state: { visits: 4 } }), args: [] }), 'start');
+  t.same(first.conv.state, { visits: 5, history: [] });
+  t.same(first.conv.said, ['Welcome']);
+  t.equal(first.value, undefined);
+
+  const second = expectOk(t, await sandbox.invoke({ functions, name: 'turn', conv: conv({ state: first.conv.state }), args: ['hi'] }), 'turn 1');
+  t.same(second.conv.state, { visits: 6, history: ['hi'] });
+  t.equal(second.value, undefined);
+
+  const third = expectOk(t, await sandbox.invoke({ functions, name: 'turn', conv: conv({ state: second.conv.state }), args: ['my balance?'] }), 'turn 2');
+  t.same(third.conv.state, { visits: 7, history: ['hi', 'my balance?'] });
+  t.equal(third.value, 'Your balance is 2', 'a string returned by turn comes back as the value');
+  t.ok(third.durationMs >= 0, 'durationMs is measured');
+});
+
+t.test('the caller’s state object is not mutated', async (t) => {
+  const state = { n: 1, nested: { a: 1 } };
+  const r = expectOk(t, await sandbox.invoke(call('f', 'function f(conv) { conv.state.n = 2; conv.state.nested.a = 2; }', { conv: conv({ state }) })), 'call');
+  t.same(r.conv.state, { n: 2, nested: { a: 2 } });
+  t.same(state, { n: 1, nested: { a: 1 } });
+});
+
+t.test('conv fields are visible', async (t) => {
+  const source = `function look(conv) {
+    return {
+      id: conv.conversation_id, channel: conv.channel, environment: conv.environment, variant: conv.variant,
+      crm: conv.integration_attributes.crm_id, page: conv.metadata.page, greeting: conv.variables.greeting,
+      max: conv.variables.limits.max,
+      caller: conv.sip_headers.get('x-caller-id'), pai: conv.sip_headers.get('P-ASSERTED-IDENTITY'),
+      missing: conv.sip_headers.get('X-Nope'), own: conv.sip_headers['X-Caller-Id'],
+      keys: Object.keys(conv).sort(),
+    };
+  }`;
+  const r = expectOk(t, await sandbox.invoke(call('look', source)), 'look');
+  t.same(r.value, {
+    id: 'c-1',
+    channel: 'chat',
+    environment: 'production',
+    variant: { id: 'v1', name: 'Variant A' },
+    crm: 'crm-7',
+    page: '/pricing',
+    greeting: 'Hello',
+    max: 3,
+    caller: '+15551234',
+    pai: 'sip:alice@example.com',
+    missing: null,
+    own: '+15551234',
+    keys: ['channel', 'conversation_id', 'environment', 'integration_attributes', 'metadata', 'sip_headers', 'state', 'variables', 'variant'],
+  });
+});
+
+t.test('say, handoff and end are collected', async (t) => {
+  const r = expectOk(
+    t,
+    await sandbox.invoke(call('f', `function f(conv) { conv.say('one'); conv.say(2); conv.handoff('sales', 'wants a quote'); conv.end(); return 'bye'; }`)),
+    'call',
+  );
+  t.same(r.conv.said, ['one', '2']);
+  t.same(r.conv.handoff, { destination: 'sales', reason: 'wants a quote' });
+  t.equal(r.conv.ended, true);
+  t.equal(r.value, 'bye');
+
+  const quiet = expectOk(t, await sandbox.invoke(call('g', 'function g() {}')), 'nothing done');
+  t.same(quiet.conv, { state: {}, said: [], handoff: null, ended: false });
+});
+
+t.test('tool arguments and return values', async (t) => {
+  const r = expectOk(t, await sandbox.invoke(call('lookup', '(conv, args, missing) => ({ sum: args.a + args.b, missing: missing === undefined })', { args: [{ a: 2, b: 3 }, undefined] })), 'tool');
+  t.same(r.value, { sum: 5, missing: true });
+
+  const date = expectOk(t, await sandbox.invoke(call('d', '() => ({ when: new Date(0), tags: new Map([["a", 1]]) })')), 'structured-clonable');
+  const v = date.value as { when: Date; tags: Map<string, number> };
+  t.equal(v.when.getTime(), 0);
+  t.equal(v.tags.get('a'), 1);
+
+  const fn = expectOk(t, await sandbox.invoke(call('h', '() => function inner() { return 1 }')), 'non-clonable');
+  t.equal(typeof fn.value, 'string', 'a function comes back as its String()');
+  t.match(fn.value, /inner/);
+
+  const weird = expectOk(t, await sandbox.invoke(call('w', '() => ({ toString() { return "custom" }, f() {} })')), 'non-clonable object');
+  t.equal(weird.value, 'custom');
+
+  const st = expectOk(t, await sandbox.invoke(call('s', '(conv) => { conv.state.f = () => 1; conv.state.keep = "yes"; conv.state.u = undefined; }')), 'state with functions');
+  t.same(st.conv.state, { keep: 'yes' }, 'functions and undefined are dropped from the state');
+});
+
+t.test('async functions', async (t) => {
+  const r = expectOk(
+    t,
+    await sandbox.invoke(
+      call('turn', `async (conv, msg) => { await null; const x = await Promise.resolve(21); conv.state.seen = msg; conv.say('thinking'); return x * 2; }`, { args: ['hey'] }),
+    ),
+    'async',
+  );
+  t.equal(r.value, 42);
+  t.same(r.conv.state, { seen: 'hey' });
+  t.same(r.conv.said, ['thinking']);
+
+  const thenable = expectOk(t, await sandbox.invoke(call('f', '() => ({ then(resolve) { resolve("via then") } })')), 'thenable');
+  t.equal(thenable.value, 'via then');
+});
+
+t.test('a throwing function is an error, with its effects so far, and the pool still works', async (t) => {
+  const r = expectFail(t, await sandbox.invoke(call('f', `function f(conv) { conv.state.before = true; conv.say('partial'); throw new Error('boom: no account'); }`)), 'error', 'throw');
+  t.match(r.error.message, /boom: no account/);
+  t.same(r.conv.state, { before: true }, 'state after an error is returned');
+  t.same(r.conv.said, ['partial']);
+
+  const rejected = expectFail(t, await sandbox.invoke(call('f', `async () => { await null; throw new TypeError('bad type') }`)), 'error', 'rejection');
+  t.match(rejected.error.message, /bad type/);
+
+  const str = expectFail(t, await sandbox.invoke(call('f', `() => { throw 'plain string' }`)), 'error', 'throw a string');
+  t.equal(str.error.message, 'plain string');
+
+  const deep = expectFail(t, await sandbox.invoke(call('f', `function f() { return f() + 1 }`)), 'error', 'stack overflow');
+  t.match(deep.error.message, /stack/i);
+
+  expectOk(t, await sandbox.invoke(ping), 'pool still works');
+});
+
+t.test('timeouts: synchronous loops, async loops, pending promises', async (t) => {
+  const cases: Array<[string, string]> = [
+    ['infinite synchronous loop', 'function f() { while (true) {} }'],
+    ['loop while compiling', '(() => { for (;;) {} })()'],
+    ['infinite async loop', 'async function f() { await null; while (true) {} }'],
+    ['infinite microtask chain', 'async function f() { for (;;) await null }'],
+    ['never-resolving promise', '() => new Promise(() => {})'],
+    ['getter loop on the return value', '() => ({ get x() { for (;;) {} } })'],
+    ['Atomics.wait', '() => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0)'],
+  ];
+  for (const [what, source] of cases) {
+    const r = expectFail(t, await sandbox.invoke(call('f', source, { conv: conv({ state: { keep: 1 } }), timeoutMs: 150 })), 'timeout', what);
+    t.same(r.conv, { state: { keep: 1 }, said: [], handoff: null, ended: false }, `${what}: input state unchanged, no effects`);
+    expectOk(t, await sandbox.invoke(ping), `${what}: a normal call succeeds afterwards`);
+  }
+});
+
+t.test('a memory bomb kills only its worker', async (t) => {
+  const small = createFunctionSandbox({ threads: 1, maxHeapMb: 16, timeoutMs: 20000 });
+  t.teardown(() => small.close());
+  const bombs = [
+    'function f() { const a = []; for (;;) a.push(new Array(100000).fill(1.5)); }',
+    'async function f() { await null; let s = "x"; const keep = []; for (;;) { keep.push(s + keep.length); s = s + s.slice(0, 1000); } }',
+  ];
+  for (const source of bombs) {
+    const r = expectFail(t, await small.invoke(call('f', source, { conv: conv({ state: { keep: 1 } }) })), 'memory', 'memory bomb');
+    t.same(r.conv, { state: { keep: 1 }, said: [], handoff: null, ended: false }, 'input state unchanged');
+    const after = expectOk(t, await small.invoke(ping), 'a normal call succeeds afterwards');
+    t.equal(after.value, 42);
+  }
+});
+
+t.test('no way out of the sandbox', async (t) => {
+  (globalThis as Record<string, unknown>).PARENT_SECRET = 'hunter2';
+  t.teardown(() => void delete (globalThis as Record<string, unknown>).PARENT_SECRET);
+  const probe = expectOk(
+    t,
+    await sandbox.invoke(
+      call(
+        'probe',
+        `function probe() {
+          return {
+            process: typeof process, require: typeof require, gp: typeof globalThis.process, secret: typeof PARENT_SECRET,
+            gsecret: typeof globalThis.PARENT_SECRET, setTimeout: typeof setTimeout, setImmediate: typeof setImmediate,
+            queueMicrotask: typeof queueMicrotask, Buffer: typeof Buffer, fetch: typeof fetch, module: typeof module,
+            WebAssembly: typeof WebAssembly, FinalizationRegistry: typeof FinalizationRegistry, waitAsync: typeof Atomics.waitAsync,
+            console: typeof console.log, json: JSON.stringify({ a: [1] }), math: Math.max(1, 2), date: typeof Date.now(),
+          };
+        }`,
+      ),
+    ),
+    'probe',
+  );
+  t.same(probe.value, {
+    process: 'undefined',
+    require: 'undefined',
+    gp: 'undefined',
+    secret: 'undefined',
+    gsecret: 'undefined',
+    setTimeout: 'undefined',
+    setImmediate: 'undefined',
+    queueMicrotask: 'undefined',
+    Buffer: 'undefined',
+    fetch: 'undefined',
+    module: 'undefined',
+    WebAssembly: 'undefined',
+    FinalizationRegistry: 'undefined',
+    waitAsync: 'undefined',
+    console: 'function',
+    json: '{"a":[1]}',
+    math: 2,
+    date: 'number',
+  });
+
+  // Classic escapes: every object the function can reach belongs to its own context, where eval is disabled.
+  const CHECK_FRAMES = `(e, frames) => frames.every((f) => {
+    const fn = f.getFunction(), self = f.getThis();
+    return (fn === undefined || fn instanceof Function) && (self == null || (typeof self !== 'object' && typeof self !== 'function') || self instanceof Object);
+  })`;
+  const escapes: Array<[string, string, unknown?]> = [
+    ['constructor of a global', `() => this.constructor.constructor('return process')()`],
+    ['constructor of conv.say', `(conv) => conv.say.constructor('return process')()`],
+    ['constructor of sip_headers.get', `(conv) => conv.sip_headers.get.constructor.constructor('return process')()`],
+    ['eval', `() => eval('1 + 1')`],
+    ['Function', `() => new Function('return 1')()`],
+    ['import()', `async () => { await import('node:fs') }`],
+    ['error of import()', `async () => { try { await import('node:fs') } catch (e) { return e.constructor.constructor('return process')().pid } }`],
+    ['error of a stack overflow', `() => { try { (function r() { r() })() } catch (e) { return e.constructor.constructor('return process')().pid } }`],
+    // Every function and receiver on the stack must belong to the context (host frames are strict: undefined).
+    [
+      'prepareStackTrace',
+      `() => {
+        Error.prepareStackTrace = (e, frames) => frames.every((f) => {
+          const fn = f.getFunction(), self = f.getThis();
+          return (fn === undefined || fn instanceof Function) && (self == null || (typeof self !== 'object' && typeof self !== 'function') || self instanceof Object);
+        });
+        return new Error('x').stack;
+      }`,
+      true,
+    ],
+    ['stack seen from the import() hook', `async () => { Error.prepareStackTrace = ${CHECK_FRAMES}; try { await import('x') } catch (e) { return e.stack } }`, true],
+    ['stack seen from a getter run by structuredClone', `() => { Error.prepareStackTrace = ${CHECK_FRAMES}; return { get x() { return new Error().stack } } }`, { x: true }],
+    ['stack seen from toJSON of the state', `(conv) => { Error.prepareStackTrace = ${CHECK_FRAMES}; conv.state.s = { toJSON() { return new Error().stack } }; return 1 }`, 1],
+    ['arguments.callee.caller', `function f() { return typeof arguments.callee.caller?.constructor?.('return process')() }`, 'undefined'],
+    ['this in a sloppy function', `function f() { return this === globalThis && this instanceof Object }`, true],
+  ];
+  for (const [what, source, safe] of escapes) {
+    const r = await sandbox.invoke(call('f', source));
+    if (r.ok && what.includes('toJSON')) t.same(r.conv.state, { s: true }, `${what}: state`);
+    if (r.ok) t.same(r.value, safe, `${what}: ${JSON.stringify(r.value)}`);
+    else t.equal(r.error.kind, 'error', `${what}: ${r.error.message}`);
+  }
+});
+
+t.test('one call’s globals are invisible to the next', async (t) => {
+  expectOk(t, await sandbox.invoke(call('a', '() => { globalThis.leak = 1; Object.prototype.polluted = true; JSON.parse = () => "hijacked"; }')), 'pollute');
+  for (let i = 0; i < 3; i++) {
+    const r = expectOk(t, await sandbox.invoke(call('b', '() => [typeof leak, ({}).polluted, JSON.parse("1")]')), `read ${i}`);
+    t.same(r.value, ['undefined', undefined, 1]);
+  }
+});
+
+t.test('tampering with intrinsics does not corrupt the result', async (t) => {
+  const r = expectOk(
+    t,
+    await sandbox.invoke(call('f', `(conv) => { conv.say('hi'); Array.prototype.toJSON = () => 'x'; Object.prototype.toJSON = function () { return 5 }; String.prototype.toJSON = () => 1; JSON.stringify = () => '{}'; conv.state.a = 1; return 'ok'; }`)),
+    'tamper',
+  );
+  t.same(r.conv.said, ['hi']);
+  t.same(r.conv.handoff, null);
+  t.equal(typeof r.conv.state, 'object');
+});
+
+t.test('compile errors and unknown names', async (t) => {
+  const cases: Array<[string, string]> = [
+    ['syntax error', 'function start(conv) { return ; ; }}'],
+    ['not a function', '42'],
+    ['empty', ''],
+    ['statement', 'let x = 1'],
+    ['throws while evaluating', '(() => { throw new Error("at load") })()'],
+    ['two functions', 'function a() {} function b() {}'],
+  ];
+  for (const [what, source] of cases) {
+    const r = expectFail(t, await sandbox.invoke(call('f', source, { conv: conv({ state: { keep: 1 } }) })), 'compile', what);
+    t.same(r.conv.state, { keep: 1 });
+  }
+  expectOk(t, await sandbox.invoke(call('f', 'function f() { return 1 };  ')), 'a trailing semicolon is fine');
+  expectOk(t, await sandbox.invoke(call('f', 'x => x // a trailing comment')), 'a trailing comment is fine');
+
+  const missing = expectFail(t, await sandbox.invoke({ functions: { start: 'function start() {}' }, name: 'turn', conv: conv(), args: [] }), 'not_found', 'not found');
+  t.match(missing.error.message, /turn/);
+  expectFail(t, await sandbox.invoke({ functions: {}, name: 'toString', conv: conv(), args: [] }), 'not_found', 'inherited name');
+});
+
+t.test('concurrent calls beyond the pool size all complete', async (t) => {
+  const small = createFunctionSandbox({ threads: 2, timeoutMs: 5000 });
+  t.teardown(() => small.close());
+  const results = await Promise.all(
+    Array.from({ length: 12 }, (_, i) =>
+      small.invoke(call('f', 'async (conv, i) => { await null; conv.state.i = i; return i * i }', { args: [i], conv: conv({ state: { n: i } }) })),
+    ),
+  );
+  results.forEach((r, i) => {
+    const ok = expectOk(t, r, `call ${i}`);
+    t.equal(ok.value, i * i);
+    t.same(ok.conv.state, { n: i, i });
+  });
+  // A mixture with failures does not wedge the queue.
+  const mixed = await Promise.all([
+    small.invoke(call('f', 'function f() { for (;;) {} }', { timeoutMs: 100 })),
+    small.invoke(call('f', 'function f() { for (;;) {} }', { timeoutMs: 100 })),
+    small.invoke(ping),
+    small.invoke(call('f', '() => { throw new Error("x") }')),
+    small.invoke(ping),
+  ]);
+  t.same(
+    mixed.map((r) => (r.ok ? 'ok' : r.error.kind)),
+    ['timeout', 'timeout', 'ok', 'error', 'ok'],
+  );
+});
+
+t.test('close', async (t) => {
+  const s = createFunctionSandbox({ threads: 1 });
+  expectOk(t, await s.invoke(ping), 'before close');
+  const pending = s.invoke(call('f', '() => new Promise(() => {})', { timeoutMs: 10000 }));
+  const queued = s.invoke(ping);
+  await new Promise((r) => setTimeout(r, 50));
+  await s.close();
+  const [a, b] = await Promise.all([pending, queued]);
+  t.equal(a.ok, false, 'a running call is failed by close');
+  t.equal(b.ok, false, 'a queued call is failed by close');
+  await t.rejects(s.invoke(ping), /closed/, 'invoke after close rejects');
+});
+
+t.test('fast-check: arbitrary sources never crash the parent', async (t) => {
+  const fuzz = createFunctionSandbox({ threads: 2, timeoutMs: 300 });
+  t.teardown(() => fuzz.close());
+  const fragments = fc.constantFrom(
+    'function', 'async', 'f', '(', ')', '{', '}', '=>', 'conv', ',', 'msg', 'return', 'await', 'throw', 'new', 'Error',
+    '.', 'say', 'state', '=', '1', "'x'", ';', '[', ']', 'null', 'undefined', 'Promise', 'this', 'constructor', '+', ' ',
+    'import', 'globalThis', 'process', 'handoff', 'end', '?', ':', '*', 'Symbol', '()', '`', '/', '\n',
+  );
+  const sources = fc.oneof(
+    fc.string({ maxLength: 60 }),
+    fc.array(fragments, { maxLength: 24 }).map((parts) => parts.join(' ')),
+    fc.array(fragments, { maxLength: 20 }).map((parts) => `function f(conv, msg) { ${parts.join(' ')} }`),
+    fc.array(fragments, { maxLength: 20 }).map((parts) => `async (conv, msg) => ${parts.join(' ')}`),
+  );
+  let runs = 0;
+  await fc.assert(
+    fc.asyncProperty(sources, fc.anything({ maxDepth: 2 }), async (source, arg) => {
+      runs++;
+      const r = await fuzz.invoke(call('f', source, { args: [arg] }));
+      if (typeof r.ok !== 'boolean' || typeof r.durationMs !== 'number') return false;
+      if (!Array.isArray(r.conv.said) || typeof r.conv.state !== 'object') return false;
+      if (!r.ok && !['error', 'timeout', 'memory', 'compile', 'not_found'].includes(r.error.kind)) return false;
+      return true;
+    }),
+    { numRuns: 150 },
+  );
+  t.equal(runs >= 150, true, `${runs} sources tried`);
+  expectOk(t, await fuzz.invoke(ping), 'still works after fuzzing');
+});
