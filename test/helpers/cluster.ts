@@ -6,7 +6,7 @@ import { ActorClient } from '../../actors/mod.js';
 import { shardOf } from '../../actors/placement/shard.js';
 import { connectNatsTransport } from '../../actors/transport/mod.js';
 import type { Transport } from '../../actors/transport/types.js';
-import type { Cluster } from '../actors.behaviour.js';
+import { eventually, type Cluster } from '../actors.behaviour.js';
 import { http } from './http.js';
 import { startNats } from './nats.js';
 import { removeDir, startPlatform, type Platform } from './platform.js';
@@ -57,6 +57,11 @@ export async function startCluster(o: ClusterOptions): Promise<NatsCluster> {
     return w;
   };
   for (let i = 0; i < o.workers; i++) await addWorker();
+  // Start with settled placement: every shard owned and every worker holding some.
+  await eventually(async () => {
+    const r = (await http(edge.edge, 'GET', '/admin/v1/runtime', { headers: { authorization: `Bearer ${env.OPERATOR_TOKEN}` } })).body;
+    return r.unownedShards?.length === 0 && r.workers?.length === o.workers && r.workers.every((w: { shards: number[] }) => w.shards.length > 0);
+  }, 20_000, 50);
   const transport = await connectNatsTransport(nats.url, { name: 'test-client' });
   const client = new ActorClient(transport, { shardCount, timeoutMs: 30_000 });
   const adminGet = async (path: string) =>
@@ -79,8 +84,11 @@ export async function startCluster(o: ClusterOptions): Promise<NatsCluster> {
     liveActors: async () => (await runtime()).workers.reduce((n: number, w: { liveActors: number }) => n + w.liveActors, 0),
     ownerOf: async (kind, id) => {
       const shard = shardOf(`${kind}/${id}`, shardCount);
-      const owner = (await runtime()).workers.find((w: { id: string; shards: number[] }) => w.shards.includes(shard));
-      return workers.find((w) => w.worker === owner?.id);
+      // A shard in handover (released, not yet taken) has no owner for a moment: wait for the next one.
+      return eventually(async () => {
+        const owner = (await runtime()).workers.find((w: { id: string; shards: number[] }) => w.shards.includes(shard));
+        return workers.find((w) => w.worker === owner?.id);
+      }, 10_000, 50);
     },
     addWorker,
     stop: async () => {
