@@ -271,6 +271,8 @@ export const conversationMachine = setup({
       },
     },
     handedOff: {
+      // Nobody may come back to a handed-off conversation: it also ends once idle.
+      invoke: { id: 'idleTimer', src: 'sleepUntil', input: ({ context }) => ({ until: context.idleDeadline! }), onDone: { target: 'ending', actions: assign({ endReason: 'idle' }) } },
       on: {
         START: { actions: { type: 'refuse', params: 'started' } },
         MESSAGE: { actions: { type: 'refuse', params: 'handed_off' } },

@@ -182,3 +182,12 @@ t.test('an idle chat ends by itself (durable timer)', async (t) => {
   t.equal((await record(id))!.end_reason, 'idle');
   t.equal((await c.chat('respond', { conversation_id: id, message: 'hi' })).status, 409);
 });
+
+t.test('a handed-off chat also ends once idle', async (t) => {
+  const id = (await c.chat('create', {})).body.conversation_id;
+  await c.chat('respond', { conversation_id: id, message: 'let me talk to a human' });
+  t.equal((await record(id))!.handoff, true);
+  const ended = await eventually(async () => (await record(id))?.in_progress === false, 20_000);
+  t.ok(ended);
+  t.equal((await record(id))!.end_reason, 'idle');
+});
