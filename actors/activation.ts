@@ -6,7 +6,7 @@ import { decode, encode, type Envelope, type HostErrorCode, type Reply } from '.
 import { earliestDeadline } from './timers.js';
 
 /** How many applied event ids (with their replies) an actor remembers for de-duplicating retries. */
-export const REMEMBERED_EVENTS = 16;
+export const REMEMBERED_EVENTS = 8;
 
 /** What is persisted for an actor: the XState persisted snapshot and the recently applied event ids. */
 interface Persisted {
