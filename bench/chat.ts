@@ -36,7 +36,7 @@ async function load(url: string, headers: Record<string, string>, bodies: string
  * Each connection plays conversations of TURNS turns: a create (the opening turn), then TURNS - 1 responds
  * on that conversation, then a new one, as chat users come and go. Rates count every turn.
  */
-const TURNS = 20;
+const TURNS = Number(process.env.BENCH_TURNS ?? 20);
 
 async function chatRow(name: string, edge: Parameters<typeof chatProject>[0]): Promise<Row> {
   const c = await chatProject(edge, { name });
