@@ -1,4 +1,4 @@
-import type { Builder, Content } from '../../builder/mod.js';
+import type { Builder } from '../../builder/mod.js';
 import type { ConversationStart, EndInput, Handoff, StartInput, TurnInput, TurnOutcome, TurnRecord } from '../../machines/conversation.js';
 import type { Environment } from '../../tenancy/connectors.js';
 import type { ConvInput, FunctionSandbox } from '../functions/types.js';
@@ -45,7 +45,9 @@ export function conversationEffects(deps: ConversationDeps) {
     const running = content ? { content, artifactVersion: pinned! } : await runningContent(deps.builder, start.projectId, start.environment);
     if (!running) throw new Error(`project ${start.projectId} has no content to run`);
     const variables = await deps.builder.realtimeConfigs.effective(start.projectId, start.environment as Environment);
-    return { ...running, variables };
+    // name → source, as the sandbox takes them: built once per turn, shared by hooks and tools.
+    const sources = Object.fromEntries(Object.values(running.content.functions ?? {}).map((f) => [f.name, f.code]));
+    return { ...running, variables, sources };
   };
 
   const conv = (id: string, start: ConversationStart, variant: ConvInput['variant'], w: Working, attributes: Record<string, unknown>, metadata: Record<string, unknown>, variables: Record<string, unknown>): ConvInput => ({
@@ -61,8 +63,7 @@ export function conversationEffects(deps: ConversationDeps) {
   });
 
   /** Runs a function if the artifact has it; its effects go into `w`. Returns what it said and returned. */
-  const hook = async (content: Content, name: string, input: ConvInput, args: unknown[], w: Working): Promise<{ said: string[]; value: unknown } | null> => {
-    const functions = Object.fromEntries(Object.values(content.functions ?? {}).map((f) => [f.name, f.code]));
+  const hook = async (functions: Record<string, string>, name: string, input: ConvInput, args: unknown[], w: Working): Promise<{ said: string[]; value: unknown } | null> => {
     if (!functions[name]) return null;
     const r = await deps.sandbox.invoke({ functions, name, conv: input, args, timeoutMs: deps.functionTimeoutMs });
     if (!r.ok) {
@@ -75,14 +76,13 @@ export function conversationEffects(deps: ConversationDeps) {
     return { said: r.conv.said, value: r.value };
   };
 
-  const tools = (content: Content, base: () => ConvInput, w: Working): ToolFunction[] =>
-    Object.values(content.functions ?? {})
-      .filter((f) => !HOOKS.has(f.name))
-      .map((f) => ({
-        name: f.name,
+  const tools = (functions: Record<string, string>, base: () => ConvInput, w: Working): ToolFunction[] =>
+    Object.keys(functions)
+      .filter((name) => !HOOKS.has(name))
+      .map((name) => ({
+        name,
         call: async (args: unknown) => {
-          const functions = Object.fromEntries(Object.values(content.functions).map((x) => [x.name, x.code]));
-          const r = await deps.sandbox.invoke({ functions, name: f.name, conv: { ...base(), state: w.state }, args: [args], timeoutMs: deps.functionTimeoutMs });
+          const r = await deps.sandbox.invoke({ functions, name, conv: { ...base(), state: w.state }, args: [args], timeoutMs: deps.functionTimeoutMs });
           if (!r.ok) {
             w.functionErrors++;
             return `error: ${r.error.message}`;
@@ -136,7 +136,7 @@ export function conversationEffects(deps: ConversationDeps) {
     at: number,
   ): Promise<TurnRecord> => {
     const base = () => conv(id, start, variant, w, attributes, metadata, loaded.variables);
-    const fn = await hook(loaded.content, 'turn', base(), [message], w);
+    const fn = await hook(loaded.sources, 'turn', base(), [message], w);
     const answered = typeof fn?.value === 'string' && fn.value !== '' ? fn.value : fn?.said.length ? fn.said.join(' ') : null;
     if (answered !== null) return turnRecord(message, at, null, answered, metadata);
     const reply = await ask('respond', {
@@ -144,7 +144,7 @@ export function conversationEffects(deps: ConversationDeps) {
       topics: Object.values(loaded.content.topics).map((t) => ({ name: t.name, content: t.content })),
       variables: loaded.variables,
       history,
-      tools: tools(loaded.content, base, w),
+      tools: tools(loaded.sources, base, w),
       language: start.asrLangCode || undefined,
     }, message);
     if (reply.handoff) w.handoff = w.handoff ?? reply.handoff;
@@ -171,7 +171,7 @@ export function conversationEffects(deps: ConversationDeps) {
       const loaded = await load(start);
       const variant = pickVariant(loaded.content, start.variantId);
       const w: Working = { state: { ...input.state }, functionErrors: 0, handoff: null, end: false };
-      const opening = await hook(loaded.content, 'start', conv(input.id, start, variant, w, start.integrationAttributes, {}, loaded.variables), [], w);
+      const opening = await hook(loaded.sources, 'start', conv(input.id, start, variant, w, start.integrationAttributes, {}, loaded.variables), [], w);
       const said = [...(opening?.said ?? []), ...(typeof opening?.value === 'string' && opening.value ? [opening.value] : [])];
       let greeting: ResponderReply | null = null;
       if (!said.length) {
@@ -203,7 +203,7 @@ export function conversationEffects(deps: ConversationDeps) {
       const w: Working = { state: { ...input.state }, functionErrors: 0, handoff: null, end: true };
       try {
         const loaded = await load(input.start, input.artifactVersion);
-        await hook(loaded.content, 'end', conv(input.id, input.start, input.variant, w, input.integrationAttributes, {}, loaded.variables), [], w);
+        await hook(loaded.sources, 'end', conv(input.id, input.start, input.variant, w, input.integrationAttributes, {}, loaded.variables), [], w);
       } catch {
         // The project may be gone; the conversation still ends.
       }
