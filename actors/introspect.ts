@@ -1,6 +1,6 @@
 import type { SnapshotRecord } from '../store/mod.js';
 import { decode } from './protocol.js';
-import { SLEEP_SRC } from './timers.js';
+import { pendingDeadlines } from './timers.js';
 
 /** What an operator (or the state-machine inspector) sees of a stored actor. */
 export interface ActorDescription {
@@ -21,17 +21,7 @@ export interface ActorDescription {
 /** Decodes a stored snapshot into its state value, context and pending deadlines. */
 export function describeSnapshot(record: SnapshotRecord): ActorDescription {
   const persisted = decode<{ s: any; a: Array<[string, unknown]> }>(record.data);
-  const deadlines: ActorDescription['deadlines'] = [];
-  const visit = (snapshot: any, path: string) => {
-    for (const [id, child] of Object.entries<any>(snapshot?.children ?? {})) {
-      const until = child?.snapshot?.input?.until;
-      if (child?.src === SLEEP_SRC && child?.snapshot?.status === 'active' && typeof until === 'number') {
-        deadlines.push({ id: path + id, until: new Date(until).toISOString() });
-      }
-      visit(child?.snapshot, `${path}${id}.`);
-    }
-  };
-  visit(persisted.s, '');
+  const deadlines = pendingDeadlines(persisted.s).map((d) => ({ id: d.id, until: new Date(d.until).toISOString() }));
   return {
     key: record.key,
     shard: record.shard,

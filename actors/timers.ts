@@ -23,22 +23,28 @@ export const sleepUntil = fromPromise<number, { until: number }>(
 export const SLEEP_SRC = 'sleepUntil';
 
 /**
- * The earliest pending durable-timer deadline in a persisted snapshot (searched through nested children),
- * or null. The host stores it with the snapshot so that a passivated actor is woken on time.
+ * The pending durable timers of a persisted snapshot, searched through nested children: the invoking
+ * child's path (`parent.child`) and its deadline (ms since epoch).
  */
-export function earliestDeadline(persisted: unknown): number | null {
-  let earliest: number | null = null;
-  const visit = (snapshot: unknown) => {
+export function pendingDeadlines(persisted: unknown): Array<{ id: string; until: number }> {
+  const found: Array<{ id: string; until: number }> = [];
+  const visit = (snapshot: unknown, path: string) => {
     const children = (snapshot as { children?: Record<string, { src?: unknown; snapshot?: any }> })?.children;
-    if (!children) return;
-    for (const child of Object.values(children)) {
+    for (const [id, child] of Object.entries(children ?? {})) {
       const until = child?.snapshot?.input?.until;
-      if (child?.src === SLEEP_SRC && child.snapshot?.status === 'active' && typeof until === 'number') {
-        earliest = earliest === null ? until : Math.min(earliest, until);
-      }
-      visit(child?.snapshot);
+      if (child?.src === SLEEP_SRC && child.snapshot?.status === 'active' && typeof until === 'number') found.push({ id: path + id, until });
+      visit(child?.snapshot, `${path}${id}.`);
     }
   };
-  visit(persisted);
-  return earliest;
+  visit(persisted, '');
+  return found;
+}
+
+/**
+ * The earliest pending durable-timer deadline in a persisted snapshot, or null. The host stores it with the
+ * snapshot so that a passivated actor is woken on time.
+ */
+export function earliestDeadline(persisted: unknown): number | null {
+  const deadlines = pendingDeadlines(persisted);
+  return deadlines.length ? Math.min(...deadlines.map((d) => d.until)) : null;
 }

@@ -10,7 +10,8 @@ declare module 'fastify' {
   }
 }
 
-function header(request: FastifyRequest, name: string): string | undefined {
+/** One request header's value (the first, when repeated). */
+export function header(request: FastifyRequest, name: string): string | undefined {
   const v = request.headers[name];
   return Array.isArray(v) ? v[0] : v;
 }

@@ -8,6 +8,7 @@ import { conversationRecords } from '../../actors/conversation/record.js';
 import type { ConversationEvent, Outcome } from '../../machines/conversation.js';
 import { conflict, invalid, notFound, PlatformError, unauthorized } from '../../platform/errors.js';
 import type { Services } from '../../platform/services.js';
+import { header } from './auth.js';
 import { useErrorShape } from './errors.js';
 import { JsonObject, PathId } from './schemas.js';
 
@@ -42,12 +43,8 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
   /** Checks both credentials against the path's account and project (id or slug form). */
   const authorize = async (req: FastifyRequest, params: z.infer<typeof Params>) => {
     if (params.version !== 'v1') throw notFound(`Chat API version ${params.version}`);
-    const header = (name: string) => {
-      const v = req.headers[name];
-      return Array.isArray(v) ? v[0] : v;
-    };
-    const apiKey = header('x-api-key');
-    const token = header('x-token');
+    const apiKey = header(req, 'x-api-key');
+    const token = header(req, 'x-token');
     if (!apiKey || !token) throw unauthorized('X-API-KEY and X-TOKEN are required');
     const [key, connector] = await Promise.all([services.keys.verify(apiKey), services.connectors.verify(token)]);
     if (!key || key.scope !== 'chat') throw unauthorized('invalid X-API-KEY');
