@@ -2,7 +2,7 @@ import { createActor, type AnyActorRef } from 'xstate';
 import type { SnapshotStore } from '../store/mod.js';
 import type { CommitQueue } from './commit.js';
 import type { ActorKind } from './kinds.js';
-import { decode, encode, type Envelope, type HostErrorCode, type Reply } from './protocol.js';
+import { decode, encodeSnapshot, type Envelope, type HostErrorCode, type Reply } from './protocol.js';
 import { earliestDeadline } from './timers.js';
 
 /** How many applied event ids (with their replies) an actor remembers for de-duplicating retries. */
@@ -220,7 +220,7 @@ export class Activation {
     const fence = this.ctx.fenceOf(this.shard);
     if (fence === null) throw new HostFailure('NOT_OWNER', 'the shard lease lapsed', true);
     const persisted = this.actor!.getPersistedSnapshot();
-    const data = encode({ s: persisted, a: this.applied } satisfies Persisted);
+    const data = encodeSnapshot({ s: persisted, a: this.applied } satisfies Persisted);
     // The records derived from this snapshot are written alongside it (not after it), tagged with its
     // version so that an older projection never overwrites a newer one.
     const snapshot = this.actor!.getSnapshot();

@@ -7,9 +7,11 @@ interface Pending {
 }
 
 /**
- * Group commit: the snapshot writes that arrive within one turn of the event loop go to the store together
- * in one `putMany`, so one durable commit covers many actors' events. A batch does not wait for the one
- * before it (a backend that can overlap commits may). Each write
+ * Group commit: the snapshot writes that arrive within one run of the microtask queue go to the store
+ * together in one `putMany`. The hand-over is a microtask, not a later event-loop turn: the embedded store
+ * groups every write of a turn into one durable commit itself (`Env.batch`), so the snapshot joins the
+ * records its event projected in that same commit instead of waiting a turn for a second one. A batch does
+ * not wait for the one before it (a backend that can overlap commits may). Each write
  * still succeeds or fails on its own compare-and-set, and an actor never has two writes in flight (its
  * mailbox awaits each), so batches never race on a key.
  */
@@ -26,7 +28,7 @@ export class CommitQueue {
       this.pending.push({ write, resolve, reject });
       if (this.scheduled) return;
       this.scheduled = true;
-      setImmediate(() => this.flush());
+      queueMicrotask(() => this.flush());
     });
   }
 

@@ -1,23 +1,23 @@
-import { fromPromise } from 'xstate';
+import { fromTask } from './task.js';
 
 /**
  * The durable timer every machine uses instead of `after`: resolves with the time it fired, at or after
  * `input.until`. Its input is an absolute deadline, so a persisted snapshot carries it and a restored actor
- * (XState restarts invoked promise actors on restore) sleeps only for what is left.
+ * (XState restarts invoked promise actors on restore) sleeps only for what is left. Stopping it (the state
+ * that invoked it is left) clears its timer.
  */
-export const sleepUntil = fromPromise<number, { until: number }>(
-  ({ input, signal }) =>
-    new Promise<number>((resolve) => {
-      let timer: NodeJS.Timeout;
-      // Node may fire a timer a millisecond early by the wall clock: re-arm until the deadline has passed.
-      const arm = () => {
-        const left = input.until - Date.now();
-        timer = setTimeout(() => (Date.now() >= input.until ? resolve(Date.now()) : arm()), Math.max(0, left));
-      };
-      arm();
-      signal.addEventListener('abort', () => clearTimeout(timer), { once: true });
-    }),
-);
+export const sleepUntil = fromTask<number, { until: number }>((input) => {
+  let timer: NodeJS.Timeout;
+  const done = new Promise<number>((resolve) => {
+    // Node may fire a timer a millisecond early by the wall clock: re-arm until the deadline has passed.
+    const arm = () => {
+      const left = input.until - Date.now();
+      timer = setTimeout(() => (Date.now() >= input.until ? resolve(Date.now()) : arm()), Math.max(0, left));
+    };
+    arm();
+  });
+  return { done, cancel: () => clearTimeout(timer) };
+});
 
 /** The logic name machines invoke for durable timers. */
 export const SLEEP_SRC = 'sleepUntil';

@@ -79,6 +79,16 @@ export interface Collection<T extends Doc = Doc> {
    * Throws `StoreDuplicateError` when the result would break a unique index.
    */
   update(filter: Filter, update: Update, options?: { upsert?: boolean; sort?: Sort }): Promise<T | null>;
+  /**
+   * Stores `doc` whole, as given: inserts it, or replaces the record with its id when that record's
+   * `versionField` (a top-level field) is a number lower than `doc`'s. Returns false and writes nothing when
+   * the stored record's version is equal or higher, or missing (MongoDB's `$lt`). No filter is evaluated and
+   * no update applied, so this is the cheap way to keep a projection that must never go back in time (a
+   * record derived from a versioned actor snapshot). `doc` must not change until the promise settles.
+   * Throws `TypeError` when `doc[versionField]` is not a finite number, `StoreDuplicateError` when `doc`
+   * would break a unique index.
+   */
+  putNewer(doc: T, versionField: string): Promise<boolean>;
   /** Deletes every record matching `filter`; returns how many. */
   delete(filter: Filter): Promise<number>;
 }

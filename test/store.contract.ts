@@ -331,6 +331,43 @@ export async function storeContract(t: Test, makeStore: MakeStore, reopen?: Reop
     t.match(await settings.get('s3'), { n: 5 });
   });
 
+  t.test('putNewer', async (t) => {
+    const store = await open(t);
+    const views = store.collection({
+      name: 'views',
+      indexes: [{ fields: ['owner', 'at'] }, { fields: ['slug'], unique: true, sparse: true }],
+    });
+    t.equal(await views.putNewer({ id: 'v1', owner: 'a', at: 1, v: 1, extra: 'x' }, 'v'), true, 'a new record is inserted');
+    t.same(await views.get('v1'), { id: 'v1', owner: 'a', at: 1, v: 1, extra: 'x' });
+    t.equal(await views.putNewer({ id: 'v1', owner: 'b', at: 2, v: 3 }, 'v'), true, 'a higher version replaces it');
+    t.same(await views.get('v1'), { id: 'v1', owner: 'b', at: 2, v: 3 }, 'whole: fields it lacks are gone');
+    t.same((await views.find({ owner: 'b', at: { $gte: 2 } })).map((d) => d.id), ['v1'], 'the index follows');
+    t.same(await views.find({ owner: 'a' }), [], 'and forgets the old values');
+    t.equal(await views.putNewer({ id: 'v1', owner: 'c', at: 3, v: 3 }, 'v'), false, 'an equal version is refused');
+    t.equal(await views.putNewer({ id: 'v1', owner: 'c', at: 3, v: 2 }, 'v'), false, 'a lower one too');
+    t.same(await views.get('v1'), { id: 'v1', owner: 'b', at: 2, v: 3 }, 'a refused put changes nothing');
+    await views.insert({ id: 'v2', owner: 'a', at: 1 });
+    t.equal(await views.putNewer({ id: 'v2', owner: 'z', at: 9, v: 1 }, 'v'), false, 'a stored record without the version is never replaced');
+    t.same(await views.get('v2'), { id: 'v2', owner: 'a', at: 1 });
+    await views.insert({ id: 'v3', v: 1, slug: 'taken' });
+    await t.rejects(
+      views.putNewer({ id: 'v4', v: 1, slug: 'taken' }, 'v'),
+      { code: 'STORE_DUPLICATE', fields: ['slug'] },
+      'unique indexes hold',
+    );
+    t.equal(await views.get('v4'), null);
+    await t.rejects(views.putNewer({ id: 'v5', v: '2' }, 'v'), TypeError, 'the version must be a number');
+    await t.rejects(views.putNewer({ id: 'v5', v: Number.NaN }, 'v'), TypeError, 'a finite one');
+    await t.rejects(views.putNewer({ id: 'v5', v: 1 }, 'id'), TypeError, 'on a field other than id');
+    await t.rejects(views.putNewer({ id: 'v5', m: { v: 1 } }, 'm.v'), TypeError, 'at the top level');
+    t.equal(await views.get('v5'), null);
+    const versions = [4, 9, 2, 7, 5, 8, 3, 6];
+    const results = await Promise.all(versions.map((v) => views.putNewer({ id: 'v6', v, owner: `o${v}` }, 'v')));
+    t.ok(results.some(Boolean), 'concurrent puts: some win');
+    t.same(await views.get('v6'), { id: 'v6', v: 9, owner: 'o9' }, 'the highest version is what stays');
+    t.same((await views.find({ owner: { $in: versions.map((v) => `o${v}`) } })).map((d) => d.id), ['v6'], 'with one index entry');
+  });
+
   t.test('delete', async (t) => {
     const store = await open(t);
     const jobs = store.collection({ name: 'jobs', indexes: [{ fields: ['queue'] }] });

@@ -1,8 +1,8 @@
-import type { Builder } from '../../builder/mod.js';
+import type { Builder, Content } from '../../builder/mod.js';
 import type { ConversationStart, EndInput, Handoff, StartInput, TurnInput, TurnOutcome, TurnRecord } from '../../machines/conversation.js';
 import type { Environment } from '../../tenancy/connectors.js';
 import type { ConvInput, FunctionSandbox } from '../functions/types.js';
-import type { Responder, ResponderContext, ResponderReply, ToolFunction } from '../responder/types.js';
+import type { KnowledgeTopic, Responder, ResponderContext, ResponderReply, ToolFunction } from '../responder/types.js';
 import { artifactCache, pickVariant, runningContent } from './deployment.js';
 
 /** What the conversation effects run with. */
@@ -45,9 +45,26 @@ export function conversationEffects(deps: ConversationDeps) {
     const running = content ? { content, artifactVersion: pinned! } : await runningContent(deps.builder, start.projectId, start.environment);
     if (!running) throw new Error(`project ${start.projectId} has no content to run`);
     const variables = await deps.builder.realtimeConfigs.effective(start.projectId, start.environment as Environment);
-    // name → source, as the sandbox takes them: built once per turn, shared by hooks and tools.
-    const sources = Object.fromEntries(Object.values(running.content.functions ?? {}).map((f) => [f.name, f.code]));
-    return { ...running, variables, sources };
+    return { ...running, variables, ...derived(running.content) };
+  };
+
+  /**
+   * What every turn derives from the content: the function sources as the sandbox takes them (name →
+   * source, shared by hooks and tools) and the topics as the responder takes them. Built once per content
+   * object: deployed artifacts come from the cache, so their turns share one (and the responder's retrieval
+   * keeps its index of them); main's draft is read afresh every turn and so derived afresh.
+   */
+  const derivedOf = new WeakMap<Content, { sources: Record<string, string>; topics: KnowledgeTopic[] }>();
+  const derived = (content: Content) => {
+    let d = derivedOf.get(content);
+    if (!d) {
+      d = {
+        sources: Object.fromEntries(Object.values(content.functions ?? {}).map((f) => [f.name, f.code])),
+        topics: Object.freeze(Object.values(content.topics).map((t) => Object.freeze({ name: t.name, content: t.content }))) as KnowledgeTopic[],
+      };
+      derivedOf.set(content, d);
+    }
+    return d;
   };
 
   const conv = (id: string, start: ConversationStart, variant: ConvInput['variant'], w: Working, attributes: Record<string, unknown>, metadata: Record<string, unknown>, variables: Record<string, unknown>): ConvInput => ({
@@ -141,7 +158,7 @@ export function conversationEffects(deps: ConversationDeps) {
     if (answered !== null) return turnRecord(message, at, null, answered, metadata);
     const reply = await ask('respond', {
       behavior: loaded.content.behavior,
-      topics: Object.values(loaded.content.topics).map((t) => ({ name: t.name, content: t.content })),
+      topics: loaded.topics,
       variables: loaded.variables,
       history,
       tools: tools(loaded.sources, base, w),
@@ -177,7 +194,7 @@ export function conversationEffects(deps: ConversationDeps) {
       if (!said.length) {
         greeting = await ask('greet', {
           behavior: loaded.content.behavior,
-          topics: Object.values(loaded.content.topics).map((t) => ({ name: t.name, content: t.content })),
+          topics: loaded.topics,
           variables: loaded.variables,
           history: [],
           tools: [],

@@ -1,7 +1,7 @@
-import { fromPromise } from 'xstate';
-import { StoreDuplicateError, type Store } from '../../store/mod.js';
+import type { Store } from '../../store/mod.js';
 import { BUSY_STATES, conversationMachine, type Outcome } from '../../machines/conversation.js';
 import type { ActorKind } from '../kinds.js';
+import { fromEffect } from '../task.js';
 import { sleepUntil } from '../timers.js';
 import { conversationEffects, type ConversationDeps } from './effects.js';
 import { conversationRecords, toRecord, type ConversationRecord } from './record.js';
@@ -15,9 +15,9 @@ export function conversationKind(deps: ConversationDeps & { store: Store }): Act
   const records = conversationRecords(deps.store);
   const machine = conversationMachine.provide({
     actors: {
-      startConversation: fromPromise(({ input }) => effects.start(input)),
-      takeTurn: fromPromise(({ input }) => effects.takeTurn(input)),
-      endConversation: fromPromise(({ input }) => effects.end(input)),
+      startConversation: fromEffect(effects.start),
+      takeTurn: fromEffect(effects.takeTurn),
+      endConversation: fromEffect(effects.end),
       sleepUntil,
     },
   });
@@ -29,14 +29,8 @@ export function conversationKind(deps: ConversationDeps & { store: Store }): Act
     reply: (s): Outcome & { state: string } => ({ ...(s.context.outcome ?? { ok: false, error: 'not_started' }), state: s.value as string }),
     project: async (s, id, version) => {
       if (!s.context.start) return;
-      const record = { ...toRecord(s.context, s.value), snapshot_version: version };
-      if (await records.update({ id, snapshot_version: { $lt: version } }, { $set: record })) return;
-      try {
-        await records.insert({ id, ...record } as ConversationRecord);
-      } catch (err) {
-        // The record holds this version or a newer one already.
-        if (!(err instanceof StoreDuplicateError)) throw err;
-      }
+      // Written whole unless the stored record holds this version or a newer one already.
+      await records.putNewer({ id, ...toRecord(s.context, s.value), snapshot_version: version } as ConversationRecord, 'snapshot_version');
     },
   };
 }

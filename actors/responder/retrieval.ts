@@ -16,14 +16,21 @@ const B = 0.75;
 /** A topic's name counts this many times as much as its content. */
 export const NAME_WEIGHT = 2;
 
+interface TopicIndex {
+  docs: Array<{ topic: KnowledgeTopic; tf: Map<string, number>; length: number }>;
+  avgLength: number;
+}
+
 /**
- * Scores every topic against the query (BM25 over name x2 + content, with the non-negative
- * `ln(1 + (N - n + 0.5) / (n + 0.5))` idf) and returns those with a positive score, best first; ties keep
- * the deployment order.
+ * Term frequencies of each topic, kept per topics array: a caller that passes the same frozen array for
+ * every query (the conversation effects do, per deployed artifact) tokenizes its topics once. An array
+ * that is not frozen may change, so it is indexed afresh every time.
  */
-export function rankTopics(topics: readonly KnowledgeTopic[], query: string): RankedTopic[] {
-  const queryTerms = [...new Set(tokenize(query))];
-  if (queryTerms.length === 0 || topics.length === 0) return [];
+const indexes = new WeakMap<readonly KnowledgeTopic[], TopicIndex>();
+
+function indexOf(topics: readonly KnowledgeTopic[]): TopicIndex {
+  const cached = indexes.get(topics);
+  if (cached) return cached;
   const docs = topics.map((topic) => {
     const tf = new Map<string, number>();
     let length = 0;
@@ -37,8 +44,21 @@ export function rankTopics(topics: readonly KnowledgeTopic[], query: string): Ra
     add(topic.content, 1);
     return { topic, tf, length };
   });
+  const index = { docs, avgLength: docs.reduce((sum, d) => sum + d.length, 0) / docs.length || 1 };
+  if (Object.isFrozen(topics)) indexes.set(topics, index);
+  return index;
+}
+
+/**
+ * Scores every topic against the query (BM25 over name x2 + content, with the non-negative
+ * `ln(1 + (N - n + 0.5) / (n + 0.5))` idf) and returns those with a positive score, best first; ties keep
+ * the deployment order.
+ */
+export function rankTopics(topics: readonly KnowledgeTopic[], query: string): RankedTopic[] {
+  const queryTerms = [...new Set(tokenize(query))];
+  if (queryTerms.length === 0 || topics.length === 0) return [];
+  const { docs, avgLength } = indexOf(topics);
   const n = docs.length;
-  const avgLength = docs.reduce((sum, d) => sum + d.length, 0) / n || 1;
   const idf = new Map<string, number>();
   for (const term of queryTerms) {
     const df = docs.filter((d) => d.tf.has(term)).length;

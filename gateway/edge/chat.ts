@@ -20,6 +20,9 @@ const errors = { 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody,
 const Params = z.object({ version: z.string().regex(/^v\d{1,3}$/, 'malformed version'), account_id: PathId, project_id: PathId });
 const ConversationId = z.string({ error: 'conversation_id is required' }).min(1, 'conversation_id is required').max(128);
 
+/** How many conversation → project facts the edge keeps (about 150 bytes each). */
+const KNOWN_CONVERSATIONS = 50_000;
+
 export interface ChatOptions {
   services: Services;
   runtime: Runtime;
@@ -70,11 +73,19 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
     }
   };
 
+  /**
+   * Conversations known to belong to a project. A conversation's project never changes and its record is
+   * never deleted, so a positive answer stays true: later turns skip reading (and decoding, transcript and
+   * all) the record. Unknown and foreign ids are always looked up. Bounded; oldest out first.
+   */
+  const projectOf = new Map<string, string>();
   /** The conversation of this project, or 404. */
-  const existing = async (projectId: string, conversationId: string) => {
+  const existing = async (projectId: string, conversationId: string): Promise<void> => {
+    if (projectOf.get(conversationId) === projectId) return;
     const record = await records.get(conversationId);
     if (!record || record.project_id !== projectId) throw notFound('conversation');
-    return record;
+    projectOf.set(conversationId, projectId);
+    if (projectOf.size > KNOWN_CONVERSATIONS) projectOf.delete(projectOf.keys().next().value!);
   };
 
   const refused = (r: Reply): never => {

@@ -6,7 +6,7 @@ import {
 } from 'mongodb';
 import { page, sortWithId } from '../cursor.js';
 import { StoreDuplicateError } from '../errors.js';
-import { namesId } from '../update.js';
+import { namesId, versionOf } from '../update.js';
 import type { Collection, Doc, Filter, FindOptions, IndexSpec, Page, PageOptions, Sort, Update } from '../types.js';
 
 /** MongoDB's duplicate key error. */
@@ -98,6 +98,24 @@ export class MongoCollection<T extends Doc = Doc> implements Collection<T> {
     }
   }
 
+  async putNewer(doc: T, versionField: string): Promise<boolean> {
+    const version = versionOf(doc, versionField);
+    await this.ready;
+    try {
+      // Matches only an older version; with no match the upsert's insert collides on the id when a record
+      // exists (equal, newer or unversioned), which is the refusal.
+      await this.handle.replaceOne(
+        { _id: doc.id, [versionField]: { $lt: version } } as MongoFilter<StoredRecord>,
+        { ...doc, _id: doc.id },
+        { upsert: true },
+      );
+      return true;
+    } catch (error) {
+      if (isDuplicateKey(error) && isIdClash(error)) return false;
+      throw this.mapped(error);
+    }
+  }
+
   async delete(filter: Filter): Promise<number> {
     await this.ready;
     return (await this.handle.deleteMany(filter as MongoFilter<StoredRecord>)).deletedCount;
@@ -111,6 +129,12 @@ export class MongoCollection<T extends Doc = Doc> implements Collection<T> {
       fields.map((field) => (field === '_id' ? 'id' : field)),
     );
   }
+}
+
+/** Whether a duplicate key error is about the record's id (`_id` or the unique `id` index), not another unique index. */
+function isIdClash(error: MongoServerError): boolean {
+  const fields = Object.keys((error.keyPattern as Document | undefined) ?? { _id: 1 });
+  return fields.length === 1 && (fields[0] === '_id' || fields[0] === 'id');
 }
 
 /** Types a present, non-null value can have: a sparse unique index ignores the records where a field is null. */
