@@ -3,6 +3,7 @@ import type { SnapshotStore } from '../store/mod.js';
 import type { CommitQueue } from './commit.js';
 import type { ActorKind } from './kinds.js';
 import { decode, encodeSnapshot, type Envelope, type HostErrorCode, type Reply } from './protocol.js';
+import { timings } from '../platform/timings.js';
 import { earliestDeadline } from './timers.js';
 
 /** How many applied event ids (with their replies) an actor remembers for de-duplicating retries. */
@@ -15,7 +16,8 @@ interface Persisted {
 }
 
 type Job =
-  | { type: 'event'; envelope: Envelope; respond: (r: Reply) => void }
+  /** `at`: when it was delivered (performance.now), for step timings; 0 when they are off. */
+  | { type: 'event'; envelope: Envelope; respond: (r: Reply) => void; at: number }
   | { type: 'persist' }
   | { type: 'wake' }
   | { type: 'stop'; done: () => void };
@@ -80,7 +82,7 @@ export class Activation {
       answered = true;
       respond(r);
     };
-    this.push({ type: 'event', envelope, respond: once });
+    this.push({ type: 'event', envelope, respond: once, at: timings ? performance.now() : 0 });
   }
 
   /** Loads the actor (restarting its timers) without an event: the scheduler's wake-up. */
@@ -137,6 +139,8 @@ export class Activation {
       return;
     }
     const { envelope, respond } = job;
+    const t0 = timings ? performance.now() : 0;
+    if (timings) timings.add('actor.mailbox wait', t0 - job.at);
     const seen = this.applied.find(([id]) => id === envelope.eventId);
     if (seen) {
       respond({ ok: true, reply: seen[1] });
@@ -150,6 +154,7 @@ export class Activation {
     } finally {
       this.inEvent = false;
     }
+    timings?.since('actor.xstate + effects', t0);
     if (snapshot.status === 'error') {
       respond({ ok: false, code: 'ACTOR_ERROR', message: String(snapshot.error), retry: false });
       this.end();
@@ -159,6 +164,7 @@ export class Activation {
     this.remember(envelope.eventId, reply);
     await this.persist();
     respond({ ok: true, reply });
+    timings?.since('actor.event', t0);
   }
 
   /** The snapshot once the kind calls it settled (effects of the event done), or as it is on error. */
@@ -219,13 +225,18 @@ export class Activation {
   private async persist(): Promise<void> {
     const fence = this.ctx.fenceOf(this.shard);
     if (fence === null) throw new HostFailure('NOT_OWNER', 'the shard lease lapsed', true);
+    const t0 = timings ? performance.now() : 0;
     const persisted = this.actor!.getPersistedSnapshot();
     const data = encodeSnapshot({ s: persisted, a: this.applied } satisfies Persisted);
+    if (timings) timings.add('actor.snapshot encode', performance.now() - t0);
+    const t1 = timings ? performance.now() : 0;
     // The records derived from this snapshot are written alongside it (not after it), tagged with its
     // version so that an older projection never overwrites a newer one.
     const snapshot = this.actor!.getSnapshot();
     const projecting =
       this.kind.project && (!this.kind.settled || this.kind.settled(snapshot)) ? this.kind.project(snapshot, this.id, this.version + 1) : null;
+    if (timings) timings.add('actor.project (call)', performance.now() - t1);
+    const t2 = timings ? performance.now() : 0;
     const result = await this.ctx.commit.put({
       key: this.key,
       data,
@@ -241,7 +252,9 @@ export class Activation {
       throw new HostFailure('STALE', `snapshot ${result.reason} conflict`, true);
     }
     this.version = result.version;
+    timings?.since('actor.snapshot commit wait', t2);
     await projecting;
+    timings?.since('actor.persist', t0);
   }
 
   private remember(eventId: string, reply: unknown): void {

@@ -8,6 +8,7 @@ import { conversationRecords } from '../../actors/conversation/record.js';
 import type { ConversationEvent, Outcome } from '../../machines/conversation.js';
 import { conflict, invalid, notFound, PlatformError, unauthorized } from '../../platform/errors.js';
 import type { Services } from '../../platform/services.js';
+import { timings } from '../../platform/timings.js';
 import { header } from './auth.js';
 import { useErrorShape } from './errors.js';
 import { JsonObject, PathId } from './schemas.js';
@@ -41,6 +42,13 @@ type Reply = Outcome & { state: string };
 export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { services, runtime, idleTimeoutMs }) => {
   const app = root.withTypeProvider<ZodTypeProvider>();
   useErrorShape(app, 'error_message');
+  const steps = timings;
+  if (steps) {
+    // Whole requests, from the first byte parsed to the response written.
+    const started = new WeakMap<FastifyRequest, number>();
+    app.addHook('onRequest', async (req) => void started.set(req, performance.now()));
+    app.addHook('onResponse', async (req) => steps.since(`edge.request ${req.routeOptions.url?.split('/').pop()}`, started.get(req) ?? 0));
+  }
   const records = conversationRecords(services.store);
 
   /** Checks both credentials against the path's account and project (id or slug form). */
@@ -165,8 +173,13 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
       },
     },
   }, async (req) => {
+    const t0 = timings ? performance.now() : 0;
     const { project } = await authorize(req, req.params);
+    if (timings) timings.since('edge.authorize', t0);
+    const t1 = timings ? performance.now() : 0;
     await existing(project.id, req.body.conversation_id);
+    if (timings) timings.since('edge.existing', t1);
+    const t2 = timings ? performance.now() : 0;
     const reply = await ask(req.body.conversation_id, {
       type: 'MESSAGE',
       message: req.body.message ?? '',
@@ -176,6 +189,7 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
       ttsLangCode: req.body.tts_lang_code,
       at: Date.now(),
     });
+    if (timings) timings.since('edge.ask (respond)', t2);
     if (!reply.ok) return refused(reply);
     return {
       conversation_id: req.body.conversation_id,

@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { open, type Database, type Key, type RootDatabase } from 'lmdb';
+import { timings } from '../../platform/timings.js';
 import type { Doc } from '../types.js';
 import type { StoredSnapshot } from './snapshots.js';
 
@@ -54,9 +55,15 @@ interface Queued {
 /** The group-commit queue of an environment (see `Env.batch`). */
 function groupCommit(root: RootDatabase): <T>(write: () => T) => Promise<T> {
   let queue: Queued[] = [];
+  let queuedAt = 0;
   const flush = () => {
     const batch = queue;
     queue = [];
+    const t0 = timings ? performance.now() : 0;
+    if (timings) {
+      timings.add('store.batch wait', t0 - queuedAt);
+      timings.add('store.batch size (count)', batch.length);
+    }
     const outcomes: Array<{ ok: true; value: unknown } | { ok: false; err: unknown }> = [];
     try {
       root.transactionSync(() => {
@@ -73,6 +80,7 @@ function groupCommit(root: RootDatabase): <T>(write: () => T) => Promise<T> {
       for (const q of batch) q.reject(err);
       return;
     }
+    timings?.since('store.commit (sync)', t0);
     batch.forEach((q, i) => {
       const o = outcomes[i];
       if (o.ok) q.resolve(o.value);
@@ -81,7 +89,10 @@ function groupCommit(root: RootDatabase): <T>(write: () => T) => Promise<T> {
   };
   return <T>(write: () => T) =>
     new Promise<T>((resolve, reject) => {
-      if (queue.length === 0) setImmediate(flush);
+      if (queue.length === 0) {
+        setImmediate(flush);
+        if (timings) queuedAt = performance.now();
+      }
       queue.push({ write, resolve, reject });
     });
 }
