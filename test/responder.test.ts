@@ -68,6 +68,18 @@ t.test('text helpers', async (t) => {
     t.equal(rankTopics(topics, 'refunds')[0].topic.name, 'Refunds');
     t.same(rankTopics(topics, 'weather'), []);
   });
+  t.test('rankTopics indexes a frozen topics array once, and any other array afresh', async (t) => {
+    const frozen = Object.freeze(TOPICS.map((x) => Object.freeze({ ...x })));
+    const plain = TOPICS.map((x) => ({ ...x }));
+    for (const query of ['parking', 'when do you open', 'delivery days', 'nothing relevant']) {
+      t.same(rankTopics(frozen, query), rankTopics(plain, query), `same ranking: ${query}`);
+      t.same(rankTopics(frozen, query), rankTopics(frozen, query), 'and again from the kept index');
+    }
+    t.equal(rankTopics(plain, 'parking')[0].topic.name, 'Parking');
+    plain[1] = { name: 'Weather', content: 'Sunny.' };
+    t.same(rankTopics(plain, 'parking'), [], 'a changed (unfrozen) array is ranked as it is now');
+    t.equal(rankTopics(plain, 'sunny')[0].topic.name, 'Weather');
+  });
 });
 
 t.test('offline responder', async (t) => {

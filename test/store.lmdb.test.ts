@@ -3,8 +3,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import fc from 'fast-check';
 import { Query } from 'mingo';
 import t from 'tap';
+import { matcher } from '../store/lmdb/matcher.js';
 import { openLmdbStore } from '../store/lmdb/store.js';
 import type { Store } from '../store/mod.js';
 import { plannerAgreement, storeContract } from './store.contract.js';
@@ -152,4 +154,25 @@ t.test('several processes on one data directory lose no update', async (t) => {
     1,
     'the deadline index holds one entry per snapshot',
   );
+});
+
+t.test('compiled filters agree with mingo', async (t) => {
+  const scalar = fc.oneof(fc.constantFrom('a', 'b', '', 'A', 'é'), fc.boolean(), fc.constantFrom(0, 1, -1, 1.5), fc.constant(null));
+  const value = fc.oneof(scalar, fc.array(scalar, { maxLength: 3 }), fc.record({ x: scalar }));
+  // Stored records decode as plain objects (fast-check's records have no prototype, which mingo cannot hash).
+  const doc = fc.record({ id: fc.constant('d'), a: value, b: value, n: value }, { requiredKeys: ['id'] }).map((d) => JSON.parse(JSON.stringify(d)));
+  const equalityFilter = fc.dictionary(fc.constantFrom('a', 'b', 'n', 'missing', 'a.x', 'toString'), fc.oneof(fc.constantFrom('a', 'b', ''), fc.boolean()), { maxKeys: 3 });
+  const operatorFilter = fc.oneof(
+    fc.record({ a: fc.record({ $in: fc.array(scalar, { maxLength: 3 }) }) }),
+    fc.record({ $or: fc.array(fc.record({ b: scalar }), { minLength: 1, maxLength: 2 }) }),
+    fc.record({ n: fc.record({ $gte: fc.constantFrom(0, 1), $lt: fc.constantFrom(1, 2) }) }),
+    fc.record({ a: scalar, b: fc.record({ $ne: scalar }) }),
+    fc.record({ $expr: fc.constant({ $eq: ['$a', '$b'] }) }),
+  );
+  // fc.assert throws with the shrunk counterexample on the first disagreement.
+  fc.assert(
+    fc.property(doc, fc.oneof(equalityFilter, operatorFilter), (d, filter) => matcher(filter)(d) === new Query(filter).test(d)),
+    { numRuns: 2000 },
+  );
+  t.pass('2,000 random documents and filters');
 });

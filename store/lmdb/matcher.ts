@@ -10,7 +10,6 @@ import { Context } from 'mingo/core';
 import * as queryOperators from 'mingo/operators/query';
 import { Query as BareQuery } from 'mingo/query';
 import type { Doc, Filter } from '../types.js';
-import { isPlainObject } from './planner.js';
 
 const QUERY_ONLY = Context.init({ query: queryOperators });
 
@@ -48,7 +47,10 @@ function equals(actual: unknown, expected: string | boolean): boolean {
 
 function usesExpressions(value: unknown): boolean {
   if (Array.isArray(value)) return value.some(usesExpressions);
-  if (!isPlainObject(value)) return false;
-  for (const k of Object.keys(value)) if (EXPRESSIONS.has(k) || usesExpressions(value[k])) return true;
+  if (typeof value !== 'object' || value === null) return false;
+  // Plain objects, with or without a prototype (a filter may come from a parser that makes either).
+  const proto = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) return false;
+  for (const k of Object.keys(value)) if (EXPRESSIONS.has(k) || usesExpressions((value as Record<string, unknown>)[k])) return true;
   return false;
 }
