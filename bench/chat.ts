@@ -2,9 +2,13 @@
  * Chat API benchmark (issue: conversations): turns per second and p50/p99 latency with 64 concurrent
  * conversations (one keep-alive connection each, each playing 20-turn conversations), embedded and over NATS, next to a bare
  * Fastify route in the same run. Every turn is durable (snapshot and record written) before its reply.
- * Run: `npm run build && node dist/bench/chat.js` (needs nats-server for the NATS row).
+ * Each row also shows the CPU time its server processes spent per request (from /proc, Linux): on a shared
+ * machine the rate moves with the neighbours' load, the CPU cost much less.
+ * Run: `npm run build && node dist/bench/chat.js` (needs nats-server for the NATS row). `BENCH_TIMINGS=1`
+ * runs the embedded platform with `SB_TIMINGS=1` and prints its per-step timings.
  */
 import { fork } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
@@ -14,22 +18,45 @@ import { removeDir, startPlatform } from '../test/helpers/platform.js';
 import { fmt } from './stats.js';
 
 const DURATION_S = Number(process.env.BENCH_S ?? 10);
+/**
+ * Every row is loaded this long before it is measured: a fresh process compiles its hot paths during its
+ * first few hundred requests, and 64 cold conversations starting at once would otherwise be the p99.
+ */
+const WARMUP_S = Number(process.env.BENCH_WARMUP_S ?? 2);
 const CONVERSATIONS = 64;
 
-type Row = { name: string; rps: number; p50: number; p99: number; errors: number };
+type Row = { name: string; rps: number; p50: number; p99: number; errors: number; cpuUs?: number };
 
-async function load(url: string, headers: Record<string, string>, bodies: string[]): Promise<Omit<Row, 'name'>> {
+/** CPU time (user + system, ms) a process has used so far, or NaN where /proc is not readable. */
+function cpuMs(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10; // clock ticks of 10 ms
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** Runs `work` and adds the CPU the processes `pids` spent on it, per request, in µs. */
+async function measured<R extends { rps: number; total: number }>(pids: Array<number | undefined>, work: () => Promise<R>): Promise<R & { cpuUs: number }> {
+  const before = pids.map(cpuMs);
+  const result = await work();
+  const spent = pids.map(cpuMs).reduce((sum, after, i) => sum + after - before[i], 0);
+  return { ...result, cpuUs: (spent * 1000) / Math.max(1, result.total) };
+}
+
+async function load(url: string, headers: Record<string, string>, bodies: string[], duration = DURATION_S): Promise<Omit<Row, 'name'> & { total: number }> {
   let i = 0;
   const result = await autocannon({
     url,
     method: 'POST',
     connections: CONVERSATIONS,
-    duration: DURATION_S,
+    duration,
     headers: { 'content-type': 'application/json', ...headers },
     // One conversation per connection: its turns are sequential, as a chat user's are.
     setupClient: (client: { setBody: (b: string) => void }) => client.setBody(bodies[i++ % bodies.length]),
   } as autocannon.Options);
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.non2xx };
+  return { rps: result.requests.average, total: result.requests.total, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.non2xx };
 }
 
 /**
@@ -38,59 +65,72 @@ async function load(url: string, headers: Record<string, string>, bodies: string
  */
 const TURNS = Number(process.env.BENCH_TURNS ?? 20);
 
-async function chatRow(name: string, edge: Parameters<typeof chatProject>[0]): Promise<Row> {
+async function chatRow(name: string, edge: Parameters<typeof chatProject>[0], pids: Array<number | undefined>): Promise<Row> {
   const c = await chatProject(edge, { name });
   const base = `/v1/${c.accountId}/${c.agentId}/chat`;
-  const result = await autocannon({
-    url: edge.edge,
-    connections: CONVERSATIONS,
-    duration: DURATION_S,
-    headers: { 'content-type': 'application/json', 'X-API-KEY': c.chatKey, 'X-TOKEN': c.token },
-    requests: [
-      {
-        method: 'POST',
-        path: `${base}/create`,
-        body: '{}',
-        onResponse: (_status: number, body: string, context: Record<string, unknown>) => {
-          context.id = JSON.parse(body).conversation_id;
+  const run = (duration: number) =>
+    autocannon({
+      url: edge.edge,
+      connections: CONVERSATIONS,
+      duration,
+      headers: { 'content-type': 'application/json', 'X-API-KEY': c.chatKey, 'X-TOKEN': c.token },
+      requests: [
+        {
+          method: 'POST',
+          path: `${base}/create`,
+          body: '{}',
+          onResponse: (_status: number, body: string, context: Record<string, unknown>) => {
+            context.id = JSON.parse(body).conversation_id;
+          },
         },
-      },
-      ...Array.from({ length: TURNS - 1 }, () => ({
-        method: 'POST' as const,
-        path: `${base}/respond`,
-        setupRequest: (req: Record<string, unknown>, context: Record<string, unknown>) => ({
-          ...req,
-          body: JSON.stringify({ conversation_id: context.id, message: 'When do you open on Monday?' }),
-        }),
-      })),
-    ],
-  } as autocannon.Options);
-  return { name, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.non2xx };
+        ...Array.from({ length: TURNS - 1 }, () => ({
+          method: 'POST' as const,
+          path: `${base}/respond`,
+          setupRequest: (req: Record<string, unknown>, context: Record<string, unknown>) => ({
+            ...req,
+            body: JSON.stringify({ conversation_id: context.id, message: 'When do you open on Monday?' }),
+          }),
+        })),
+      ],
+    } as autocannon.Options);
+  if (WARMUP_S > 0) await run(WARMUP_S);
+  const { result, cpuUs } = await measured(pids, async () => {
+    const result = await run(DURATION_S);
+    return { result, rps: result.requests.average, total: result.requests.total };
+  });
+  return { name, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.non2xx, cpuUs };
 }
 
 async function main() {
   const rows: Row[] = [];
   const bare = fork(fileURLToPath(new URL('./bare-fastify.js', import.meta.url)));
   const { port } = await new Promise<{ port: number }>((r) => bare.once('message', (m) => r(m as { port: number })));
-  rows.push({ name: 'bare Fastify route (own process)', ...(await load(`http://127.0.0.1:${port}/bare`, {}, [JSON.stringify({ conversation_id: 'x', message: 'When do you open on Monday?' })])) });
+  const body = JSON.stringify({ conversation_id: 'x', message: 'When do you open on Monday?' });
+  if (WARMUP_S > 0) await load(`http://127.0.0.1:${port}/bare`, {}, [body], WARMUP_S);
+  rows.push({ name: 'bare Fastify route (own process)', ...(await measured([bare.pid], () => load(`http://127.0.0.1:${port}/bare`, {}, [body]))) });
   bare.kill();
 
-  const embedded = await startPlatform({ env: { LOG_LEVEL: 'error' } });
-  rows.push(await chatRow('chat respond, embedded (one process)', embedded));
+  const timings = process.env.BENCH_TIMINGS === '1';
+  const embedded = await startPlatform({ env: { LOG_LEVEL: 'error', ...(timings ? { SB_TIMINGS: '1' } : {}) } });
+  rows.push(await chatRow('chat respond, embedded (one process)', embedded, [embedded.child.pid]));
   await embedded.stop();
   removeDir(embedded.dataDir);
+  const steps = timings ? /timings \(ms[\s\S]*/.exec(embedded.stdout())?.[0] : undefined;
 
   const cluster = await startCluster({ workers: 1, leaseTtlMs: 3000, passivateAfterMs: 600_000 });
-  rows.push(await chatRow('chat respond over NATS (edge + worker)', cluster.edge));
+  rows.push(await chatRow('chat respond over NATS (edge + worker)', cluster.edge, [cluster.edge.child.pid, ...cluster.workers.map((w) => w.child.pid)]));
   await cluster.stop();
 
   const base = rows[0].rps;
-  console.log(`\nchat benchmark — ${new Date().toISOString().slice(0, 10)}, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, node ${process.version}, ${CONVERSATIONS} concurrent conversations of ${TURNS} turns, ${DURATION_S} s per run`);
+  console.log(`\nchat benchmark — ${new Date().toISOString().slice(0, 10)}, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, node ${process.version}, ${CONVERSATIONS} concurrent conversations of ${TURNS} turns, ${DURATION_S} s per run after ${WARMUP_S} s of warm-up`);
   const width = Math.max(...rows.map((r) => r.name.length));
+  const baseCpu = rows[0].cpuUs ?? Number.NaN;
   for (const r of rows) {
-    console.log(`  ${r.name.padEnd(width)}  ${fmt(r.rps)} /s  p50 ${fmt(r.p50, 1)} ms  p99 ${fmt(r.p99, 1)} ms  ${fmt((r.rps / base) * 100, 1)} % of bare${r.errors ? `  errors ${r.errors}` : ''}`);
+    const cpu = r.cpuUs === undefined || Number.isNaN(r.cpuUs) ? '' : `  CPU ${fmt(r.cpuUs)} µs/request (${fmt(r.cpuUs / baseCpu, 1)} × bare)`;
+    console.log(`  ${r.name.padEnd(width)}  ${fmt(r.rps)} /s  p50 ${fmt(r.p50, 1)} ms  p99 ${fmt(r.p99, 1)} ms  ${fmt((r.rps / base) * 100, 1)} % of bare${cpu}${r.errors ? `  errors ${r.errors}` : ''}`);
   }
   console.log('  targets: embedded ≥ 33 % of the bare route, p99 under 20 ms');
+  if (steps) console.log(`\nembedded, per step (${steps.trim().split('\n').length - 1} steps):\n${steps}`);
 }
 
 main().catch((err) => {
