@@ -166,6 +166,7 @@ t.test('errors', async (t) => {
   t.equal((await c.chat('respond', { conversation_id: id, message: 'hi' }, { token: 'sbc_bad' })).status, 401, 'bad token');
   const other = await chatProject(p, { name: 'Other Co' });
   t.equal((await c.chat('respond', { conversation_id: id, message: 'hi' }, { token: other.token })).status, 401, "another project's token");
+  t.equal((await c.chat('respond', { conversation_id: id, message: 'hi' })).status, 200, 'its own project may (the edge now knows it)');
   t.equal((await other.chat('respond', { conversation_id: id, message: 'hi' })).status, 404, "another project's conversation is unknown");
   t.equal((await c.chat('create', {}, { version: 'v9' })).status, 404);
   t.equal((await c.chat('create', {}, { project: 'agent-nope' })).status, 404);
