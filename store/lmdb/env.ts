@@ -74,6 +74,30 @@ type Flushable = { sync(callback: (error?: unknown) => void): void };
 function groupCommit(root: RootDatabase): <T>(write: () => T) => Promise<T> {
   let queue: Queued[] = [];
   let queuedAt = 0;
+  // One flush in flight at a time: commits made meanwhile wait for the next one, which covers them all
+  // (a flush that began before a commit may not cover it). Keeps fsyncs and busy libuv threads to one.
+  let flushing = false;
+  let waiting: Array<(error?: unknown) => void> = [];
+  const flushToDisk = () => {
+    flushing = true;
+    const covered = waiting;
+    waiting = [];
+    const finished = (error?: unknown) => {
+      flushing = false;
+      for (const done of covered) done(error);
+      if (waiting.length > 0) flushToDisk();
+    };
+    try {
+      (root as unknown as Flushable).sync((error) => finished(error ?? undefined));
+    } catch (error) {
+      // A closed environment throws at once: the writes are not known to be durable.
+      finished(error);
+    }
+  };
+  const durable = (done: (error?: unknown) => void) => {
+    waiting.push(done);
+    if (!flushing) flushToDisk();
+  };
   const flush = () => {
     const batch = queue;
     queue = [];
@@ -104,7 +128,7 @@ function groupCommit(root: RootDatabase): <T>(write: () => T) => Promise<T> {
         }
       }, COMMIT_WITHOUT_FLUSH);
       timings?.since('store.commit (sync, no flush)', t0);
-      (root as unknown as Flushable).sync((error) => settle(error ?? undefined));
+      durable(settle);
     } catch (err) {
       for (const q of batch) q.reject(err);
     }
