@@ -30,7 +30,7 @@ let store: Store;
 let records: ReturnType<typeof conversationRecords>;
 
 t.before(async () => {
-  p = await startPlatform({ env: { CONVERSATION_IDLE_MS: '1500', FUNCTION_TIMEOUT_MS: '300' } });
+  p = await startPlatform({ env: { CONVERSATION_IDLE_MS: '1500', FUNCTION_TIMEOUT_MS: '1000' } });
   c = await chatProject(p, { functions: FUNCTIONS, variants: ['London', 'Paris'] });
   // The test reads what the conversation actor recorded, from the same data dir (LMDB is multi-process).
   store = await openStore({ dataDir: p.dataDir });
