@@ -77,7 +77,6 @@ export function sessionKind(deps: SessionDeps & { transport: () => Transport }):
       handoff: c.handoff ? { destination: c.handoff.destination, reason: c.handoff.reason, mode: c.handoff.mode, queue_position: c.handoff.queuePosition } : null,
       live_agent: c.liveAgent,
       user_typing: c.userTyping,
-      last_sequence: c.nextSeq - 1,
     };
     const key = JSON.stringify(view);
     if (shown.get(id) === key) return;
