@@ -7,7 +7,7 @@ import { natsAvailable } from './helpers/nats.js';
 const needsNats = natsAvailable() ? {} : { skip: 'nats-server is not installed' };
 
 t.test('Messaging over NATS: two socket gateways and two workers in separate processes', needsNats, async (t) => {
-  const cluster = await startCluster({ workers: 2, sockets: 2, leaseTtlMs: 1500, socketEnv: { MESSAGING_MAX_CONNECTIONS: '3' } });
+  const cluster = await startCluster({ workers: 2, sockets: 2, leaseTtlMs: 1500, socketEnv: { MESSAGING_MAX_CONNECTIONS: '3', ASK_TIMEOUT_MS: '5000' } });
   t.teardown(() => cluster.stop());
   const [a, b] = cluster.sockets.map((s) => s.socket);
   const m = await messagingProject(cluster.edge);
@@ -59,6 +59,14 @@ t.test('Messaging over NATS: two socket gateways and two workers in separate pro
   t.same(seqs, [...seqs].sort((x, y) => x - y), 'sequences stay in order');
   t.equal(new Set(seqs).size, seqs.length, 'no sequence twice');
 
+  // With no worker left, the session cannot be reached: the sender gets the 7.4 error and the socket stays open.
+  for (const w of cluster.workers) if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGKILL');
+  const lost = again.flat().length;
+  again.send(T('HEARTBEAT'), {}, { n: 9 });
+  t.match(await again.waitFor(is('SYSTEM_MESSAGE'), 'unreachable', lost), { payload: { level: 'SYSTEM_MESSAGE_LEVEL_ERROR', message: 'Error: Unable to retrieve session' }, metadata: { custom: { n: 9 } } });
+  t.equal(again.ws.readyState, again.ws.OPEN);
+  // A worker comes back: the session answers again, where it was.
+  await cluster.addWorker();
   again.send(T('USER_END_SESSION'));
   t.equal((await cb.waitFor(is('SESSION_END'), 'end reaches B')).payload.reason, 'REASON_USER_END');
   await Promise.all([again.closed, cb.closed]);

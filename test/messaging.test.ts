@@ -17,6 +17,8 @@ t.before(async () => {
 });
 t.teardown(async () => {
   await store.close();
+  const errors = p.stdout().split('\n').filter((l) => /"level":(50|60)/.test(l));
+  if (errors.length) t.comment(`platform errors:\n${errors.join('\n')}`);
   await p.stop();
   removeDir(p.dataDir);
 });
