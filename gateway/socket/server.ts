@@ -6,7 +6,7 @@ import { mountAccessToken } from './access-token.js';
 import { messagingContext } from './context.js';
 import { mountDesk } from './desk.js';
 import { errorBody, HTTP_ERRORS } from './errors.js';
-import { CONNECTION_TTL_MS, mountSessions } from './sessions.js';
+import { mountSessions } from './sessions.js';
 import { AccessTokens } from './tokens.js';
 import { loadNativeUws } from './uws.js';
 import { mountSocket } from './ws.js';
@@ -57,7 +57,7 @@ export async function startSocketGateway(opts: SocketGatewayOptions): Promise<So
   mountAccessToken(app, ctx);
   mountSessions(app, ctx);
   mountDesk(app, ctx);
-  const sockets = mountSocket(app, ctx, { connectionTtlMs: CONNECTION_TTL_MS });
+  const sockets = mountSocket(app, ctx, { connectionTtlMs: opts.messaging.connectionTtlMs });
   app.any('/*', (res, req) => {
     const url = req.getUrl();
     res.cork(() => {

@@ -284,7 +284,7 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { conne
       const connectionIds = [...set].map((ws) => ws.getUserData().connectionId);
       void ask(sessionId, { type: 'REFRESH', connectionIds, at: Date.now() }).catch(() => undefined);
     }
-  }, Math.max(1000, Math.floor(o.connectionTtlMs / 3)));
+  }, Math.max(300, Math.floor(o.connectionTtlMs / 3)));
   refresher.unref();
 
   return {
