@@ -1,6 +1,7 @@
 import t from 'tap';
 import { eventually } from './actors.behaviour.js';
 import { startCluster } from './helpers/cluster.js';
+import { http } from './helpers/http.js';
 import { connect, handshakeStatus, is, T, messagingProject, type Ev } from './helpers/messaging.js';
 import { natsAvailable } from './helpers/nats.js';
 
@@ -64,7 +65,12 @@ t.test('Messaging over NATS: two socket gateways and two workers in separate pro
   for (const w of cluster.workers) if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGKILL');
   const lost = again.flat().length;
   again.send(T('HEARTBEAT'), {}, { n: 9 });
-  t.match(await again.waitFor(is('SYSTEM_MESSAGE'), 'unreachable', lost), { payload: { level: 'SYSTEM_MESSAGE_LEVEL_ERROR', message: 'Error: Unable to retrieve session' }, metadata: { custom: { n: 9 } } });
+  const [unreachable, noSession] = await Promise.all([
+    again.waitFor(is('SYSTEM_MESSAGE'), 'unreachable', lost),
+    http(b, 'POST', '/api/v1/sessions', { body: {}, headers: { Authorization: `Bearer ${accessToken}` } }),
+  ]);
+  t.match(unreachable, { payload: { level: 'SYSTEM_MESSAGE_LEVEL_ERROR', message: 'Error: Unable to retrieve session' }, metadata: { custom: { n: 9 } } });
+  t.match(noSession, { status: 500, body: { error: 'Failed to create session' } }, 'no worker to create the session: 500');
   t.equal(again.ws.readyState, again.ws.OPEN);
   // A worker comes back: the session answers again, where it was.
   await cluster.addWorker();
