@@ -107,6 +107,10 @@ t.test('access token: every error row, and subdomains of the registered host', a
   const r = await post({ 'X-Token': m.connectorToken, 'X-Host': 'https://deep.app.example.com/widget' });
   t.equal(r.status, 200, 'a subdomain (with scheme and path) matches');
   t.match((await post({ 'X-Token': m.connectorToken, 'X-Host': 'EXAMPLE.COM' })).status, 200, 'host matching ignores case');
+  const pre = await http(p.socket, 'OPTIONS', '/api/v1/access-token', { headers: { origin: 'https://www.example.com', 'access-control-request-method': 'POST' } });
+  t.equal(pre.status, 204, 'CORS preflight');
+  t.match(pre.headers.get('access-control-allow-headers'), /X-Token/);
+  t.equal(r.headers.get('access-control-allow-origin'), '*');
   const e = await post({});
   t.match(e.body, { success: false, error: 'Missing authentication headers', error_message: 'Missing authentication headers', error_code: String });
 });

@@ -6,6 +6,7 @@ import { mountAccessToken } from './access-token.js';
 import { messagingContext } from './context.js';
 import { mountDesk } from './desk.js';
 import { errorBody, HTTP_ERRORS } from './errors.js';
+import { preflight } from './http.js';
 import { mountSessions } from './sessions.js';
 import { AccessTokens } from './tokens.js';
 import { loadNativeUws } from './uws.js';
@@ -54,6 +55,7 @@ export async function startSocketGateway(opts: SocketGatewayOptions): Promise<So
       else res.writeStatus('503 Service Unavailable').writeHeader('content-type', 'application/json').end('{"status":"draining"}');
     });
   });
+  app.options('/api/v1/*', (res) => preflight(res));
   mountAccessToken(app, ctx);
   mountSessions(app, ctx);
   mountDesk(app, ctx);
