@@ -54,15 +54,14 @@ export function sessionKind(deps: SessionDeps & { transport: () => Transport }):
     const known = flushed.get(id);
     const fresh = c.outbox.filter((e) => known === undefined || e.n > known);
     if (!fresh.length) return;
+    const wire = fresh.map((e) => JSON.stringify(toWire(id, e)));
+    // All appends at once: they share the store's group commit (a streamed reply is many events).
+    const added = await Promise.all(fresh.map((e, i) => (e.seq !== null ? journal.append(id, e.seq, wire[i]) : Promise.resolve(true))));
     const out: Published = [];
-    for (const e of fresh) {
-      const json = JSON.stringify(toWire(id, e));
-      if (e.seq !== null) {
-        const added = await journal.append(id, e.seq, json);
-        if (!added && known === undefined) continue;
-      } else if (known === undefined && e.n <= c.mark) continue;
-      out.push({ s: e.seq, j: json });
-    }
+    fresh.forEach((e, i) => {
+      if (known === undefined && (e.seq !== null ? !added[i] : e.n <= c.mark)) return;
+      out.push({ s: e.seq, j: wire[i] });
+    });
     remember(flushed, id, fresh[fresh.length - 1].n);
     if (out.length) deps.transport().publish(sessionTopic(id), encode(out));
   };
