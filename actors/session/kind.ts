@@ -29,7 +29,7 @@ const REMEMBERED_SESSIONS = 50_000;
  * journal did not have, and of the transient ones only those of the event at hand (older ones are dropped:
  * they are transient).
  */
-export function sessionKind(deps: SessionDeps & { transport: () => Transport }): ActorKind {
+export function sessionKind(deps: SessionDeps & { transport: () => Promise<Transport> }): ActorKind {
   const effects = sessionEffects(deps);
   const journal = new Journal(deps.store);
   const records = sessionRecords(deps.store);
@@ -63,7 +63,7 @@ export function sessionKind(deps: SessionDeps & { transport: () => Transport }):
       out.push({ s: e.seq, j: wire[i] });
     });
     remember(flushed, id, fresh[fresh.length - 1].n);
-    if (out.length) deps.transport().publish(sessionTopic(id), encode(out));
+    if (out.length) (await deps.transport()).publish(sessionTopic(id), encode(out));
   };
 
   const project = async (value: unknown, c: SessionContext, id: string, version: number) => {
