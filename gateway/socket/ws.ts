@@ -254,7 +254,10 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { conne
 
   app.ws<SocketData>('/ws', {
     maxPayloadLength: TRANSPORT_MAX_PAYLOAD,
-    idleTimeout: 0,
+    // uWS pings a quiet socket and closes it when nothing comes back within this: a peer that vanished
+    // without closing (a dropped mobile link) frees its place in the session's connection count.
+    idleTimeout: 120,
+    sendPingsAutomatically: true,
     maxBackpressure: 4 * 1024 * 1024,
     upgrade,
     open: (ws) => {
