@@ -32,7 +32,6 @@ const start = (i: Partial<SessionInfo> = {}) => {
   return actor;
 };
 const types = (actor: ReturnType<typeof start>) => actor.getSnapshot().context.outbox.map((e) => e.type);
-const agentState = (actor: ReturnType<typeof start>) => sessionStatus(actor.getSnapshot().value) + ':' + JSON.stringify(actor.getSnapshot().value);
 
 t.test('session: every agent state is reachable, and each shortest path replays on a real actor', async (t) => {
   const events = [

@@ -1,6 +1,6 @@
 import { fromPromise } from 'xstate';
-import { sessionMachine, sessionStatus, type OutEvent, type SessionContext, type SessionReply } from '../../machines/session.js';
-import { StoreDuplicateError, type Store } from '../../store/mod.js';
+import { sessionMachine, sessionStatus, type SessionContext, type SessionReply } from '../../machines/session.js';
+import { StoreDuplicateError } from '../../store/mod.js';
 import type { ActorKind } from '../kinds.js';
 import { encode } from '../protocol.js';
 import { sleepUntil } from '../timers.js';
@@ -117,4 +117,3 @@ export function sessionKind(deps: SessionDeps & { transport: () => Promise<Trans
   };
 }
 
-export type { OutEvent };
