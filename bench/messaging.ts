@@ -63,6 +63,8 @@ class LoadClient {
   }
 }
 
+/** A loopback address no earlier run has used, for one load-client process's sockets (see ws-load.ts). */
+const loopback = () => `127.${1 + Math.floor(Math.random() * 254)}.${Math.floor(Math.random() * 256)}.${1 + Math.floor(Math.random() * 254)}`;
 const split = (total: number, parts: number) => Array.from({ length: parts }, (_, i) => Math.floor(total / parts) + (i < total % parts ? 1 : 0));
 const merge = (into: Record<string, number>, from: Record<string, number>) => {
   for (const [k, v] of Object.entries(from)) into[k] = (into[k] ?? 0) + v;
@@ -110,6 +112,7 @@ async function messagingProject(p: Platform, name: string) {
 
 const messagingCommand = (base: string, token: string, join: boolean, concurrency: number) => (lane: number, count: number): LoadCommand => ({
   op: 'messaging',
+  localAddress: loopback(),
   base,
   connectorToken: token,
   host: HOST,
@@ -161,7 +164,7 @@ async function load(): Promise<string[]> {
   const { port } = await new Promise<{ port: number }>((r) => bare.once('message', (m) => r(m as { port: number })));
   rows.push(
     await withClients(CLIENTS, (clients) =>
-      loadRow('bare uWebSockets.js echo (own process)', clients, (_i, count) => ({ op: 'echo', url: `ws://127.0.0.1:${port}/ws`, sockets: count, payload: FRAME }), SESSIONS),
+      loadRow('bare uWebSockets.js echo (own process)', clients, (_i, count) => ({ op: 'echo', url: `ws://127.0.0.1:${port}/ws`, sockets: count, payload: FRAME, localAddress: loopback() }), SESSIONS),
     ),
   );
   bare.kill();
@@ -251,6 +254,24 @@ const freePort = () =>
 
 const openFileLimit = (pid: number | 'self') => Number(/^Max open files\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/limits`, 'utf8'))?.[1] ?? 1024);
 
+/** The idle baseline: the same number of sockets held open on the bare echo server, its VmRSS per socket. */
+async function bareIdle(count: number): Promise<{ opened: number; ms: number; perSocket: number }> {
+  const bare = fork(fileURLToPath(new URL('./bare-uws.js', import.meta.url)));
+  try {
+    const { port } = await new Promise<{ port: number }>((r) => bare.once('message', (m) => r(m as { port: number })));
+    const mem0 = rss(bare.pid!);
+    return await withClients(Math.ceil(count / SOCKETS_PER_CLIENT), async (clients) => {
+      const shares = split(count, clients.length);
+      const t0 = performance.now();
+      const opened = (await Promise.all(clients.map((c, i) => c.ask<OpenReply>({ op: 'echo', url: `ws://127.0.0.1:${port}/ws`, sockets: shares[i], payload: FRAME, localAddress: loopback() })))).reduce((n, o) => n + o.opened, 0);
+      const ms = performance.now() - t0;
+      return { opened, ms, perSocket: (rss(bare.pid!).rss - mem0.rss) / Math.max(1, opened) };
+    });
+  } finally {
+    bare.kill();
+  }
+}
+
 async function idle(): Promise<string[]> {
   const inspectPort = await freePort();
   const p = await startPlatform({ env: { LOG_LEVEL: 'error', PASSIVATE_AFTER_MS: String(PASSIVATE_AFTER_MS), NODE_OPTIONS: `--inspect=127.0.0.1:${inspectPort}` } });
@@ -267,6 +288,8 @@ async function idle(): Promise<string[]> {
     if (target < IDLE_SESSIONS) {
       out.push(`  note: ${fmt(IDLE_SESSIONS)} sessions asked for; the platform's open-file limit (${fmt(openFileLimit(pid))}) allows ${fmt(target)} sockets, so ${fmt(target)} were opened`);
     }
+    const baseline = await bareIdle(target);
+    out.push(`  baseline: bare uWebSockets.js echo server holding ${fmt(baseline.opened)} idle sockets (opened in ${fmt(baseline.ms / 1000, 1)} s): ${fmt(baseline.perSocket)} bytes VmRSS per socket`);
     // Settle before the baseline: the project set-up's conversations and caches are part of it, not of the sessions.
     await until(async () => (await liveActors(p)) === 0, 30_000);
     const heap0 = await heapAfterGc(inspectPort);
@@ -292,7 +315,7 @@ async function idle(): Promise<string[]> {
     const n = Math.max(1, result.stillOpen);
     const per = (bytes: number) => `${fmt(bytes / n)} bytes`;
     out.unshift(
-      `idle capacity — ${fmt(target)} sessions asked for, ${IDLE_JOIN ? 'each joined by the agent' : 'not joined (token, session, socket, history replay)'}, PASSIVATE_AFTER_MS ${PASSIVATE_AFTER_MS}`,
+      `idle capacity — ${fmt(target)} sessions, ${IDLE_JOIN ? 'each joined by the agent' : 'not joined (token, session, socket, history replay)'}, PASSIVATE_AFTER_MS ${PASSIVATE_AFTER_MS}`,
     );
     out.push(
       `  opened ${fmt(result.opened)} sessions with a socket each in ${fmt(result.openMs / 1000, 1)} s: ${fmt(result.opened / (result.openMs / 1000))} sessions/s` +

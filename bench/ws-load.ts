@@ -14,8 +14,8 @@
 import WebSocket from 'ws';
 
 export type LoadCommand =
-  | { op: 'echo'; url: string; sockets: number; payload: string }
-  | { op: 'messaging'; base: string; connectorToken: string; host: string; sessions: number; join: boolean; text: string; concurrency: number; lane: number }
+  | { op: 'echo'; url: string; sockets: number; payload: string; localAddress: string }
+  | { op: 'messaging'; localAddress: string; base: string; connectorToken: string; host: string; sessions: number; join: boolean; text: string; concurrency: number; lane: number }
   | { op: 'run'; durationMs: number }
   | { op: 'count' }
   | { op: 'close' };
@@ -46,12 +46,20 @@ interface Lane {
 }
 
 const lanes: Lane[] = [];
+
+/**
+ * Each socket binds its own loopback port on this process's own loopback address: with 20,000 sockets the
+ * kernel's search for a free ephemeral port (and TIME_WAIT left by an earlier run) makes connects take
+ * up to seconds each, while an explicit port on an address no other run uses binds at once.
+ */
+let nextPort = 10_000;
+const wsOptions = (localAddress: string) => ({ perMessageDeflate: false, localAddress, localPort: nextPort++ });
 const tally = (errors: Record<string, number>, key: string) => (errors[key] = (errors[key] ?? 0) + 1);
 
-function connect(url: string): Promise<WebSocket> {
+// No compression is offered: the bare server has none, and the gateway's messages are small.
+function connect(url: string, localAddress: string): Promise<WebSocket> {
   return new Promise((resolve, reject) => {
-    // The widget's browser offers no compression to uWebSockets.js either; the bare server has none.
-    const ws = new WebSocket(url, { perMessageDeflate: false });
+    const ws = new WebSocket(url, wsOptions(localAddress));
     ws.once('open', () => resolve(ws));
     // A failed handshake is an error ("Unexpected server response: 404"); a later error is followed by a close.
     ws.on('error', reject);
@@ -59,8 +67,8 @@ function connect(url: string): Promise<WebSocket> {
 }
 
 /** A socket on the echo server: each round trip is one frame out and the next frame in. */
-async function echoLane(url: string, payload: string): Promise<Lane> {
-  const ws = await connect(url);
+async function echoLane(url: string, payload: string, localAddress: string): Promise<Lane> {
+  const ws = await connect(url, localAddress);
   let waiting: (() => void) | null = null;
   ws.on('message', () => {
     const w = waiting;
@@ -158,7 +166,7 @@ async function messagingLane(cmd: Extract<LoadCommand, { op: 'messaging' }>, id:
   const { session_id: sessionId } = await post(`${cmd.base}/api/v1/sessions`, { authorization: `Bearer ${token}` }, { platform: 'web' }, retried);
   const wsUrl = `${cmd.base.replace(/^http/, 'ws')}/ws?session_id=${encodeURIComponent(sessionId)}&access_token=${encodeURIComponent(token)}`;
   // The replay is the first event: listen before the socket opens so it cannot be missed.
-  const ws = new WebSocket(wsUrl, { perMessageDeflate: false });
+  const ws = new WebSocket(wsUrl, wsOptions(cmd.localAddress));
   const next = inbox(ws);
   const replay = next((e) => e.type === 'EVENT_TYPE_EVENT_BATCH', 'EVENT_BATCH');
   replay.catch(() => undefined); // awaited below, after the handshake; a failed handshake rejects both
@@ -236,7 +244,7 @@ process.on('message', async (cmd: LoadCommand) => {
   const retried = { n: 0 };
   switch (cmd.op) {
     case 'echo':
-      return process.send!(await openLanes(cmd.sockets, 100, () => echoLane(cmd.url, cmd.payload), retried));
+      return process.send!(await openLanes(cmd.sockets, 100, () => echoLane(cmd.url, cmd.payload, cmd.localAddress), retried));
     case 'messaging':
       return process.send!(await openLanes(cmd.sessions, cmd.concurrency, (i) => messagingLane(cmd, `c${cmd.lane}s${i}`, retried), retried));
     case 'run':
