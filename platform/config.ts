@@ -21,6 +21,13 @@ const EnvSchema = z.object({
   CONVERSATION_IDLE_MS: z.coerce.number().int().min(1000).max(7 * 86_400_000).default(1_800_000),
   FUNCTION_TIMEOUT_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
   FUNCTION_HEAP_MB: z.coerce.number().int().min(8).max(4096).default(64),
+  SESSION_IDLE_MS: z.coerce.number().int().min(1000).max(7 * 86_400_000).default(600_000),
+  MESSAGING_TOKEN_TTL_S: z.coerce.number().int().min(10).max(30 * 86_400).default(86_400),
+  MESSAGING_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(10_000).default(10),
+  HANDOFF_TIMEOUT_MS: z.coerce.number().int().min(1000).max(86_400_000).default(300_000),
+  MESSAGING_HTTP_RATE: z.coerce.number().int().min(1).max(1_000_000).default(60),
+  MESSAGING_WS_RATE: z.coerce.number().int().min(1).max(1_000_000).default(20),
+  MESSAGING_SECRET: z.string().min(32, 'MESSAGING_SECRET must be at least 32 characters').optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -49,6 +56,26 @@ export interface Config {
   functionTimeoutMs: number;
   /** Heap limit of the project-function sandbox's isolates. */
   functionHeapMb: number;
+  /** Messaging API settings (the socket gateway and the session actor). */
+  messaging: MessagingConfig;
+}
+
+/** What the Messaging API reads from the environment. */
+export interface MessagingConfig {
+  /** A messaging session ends (REASON_USER_ABANDONED) this long after its last activity. */
+  sessionIdleMs: number;
+  /** `expires_in` of an access token, seconds. */
+  tokenTtlS: number;
+  /** Simultaneous WebSocket connections per session, across every gateway. */
+  maxConnections: number;
+  /** A server-managed handoff nobody accepts within this long times out. */
+  handoffTimeoutMs: number;
+  /** HTTP requests per minute per connector token (access token step) or per access token (sessions). */
+  httpRatePerMinute: number;
+  /** Client events per second per session on one gateway (bursts up to twice that). */
+  wsRatePerSecond: number;
+  /** JWT signing secret; unset: a random one kept in the store, shared by every process of a deployment. */
+  secret: string | undefined;
 }
 
 /** Parses the environment; throws with every problem listed when a variable is invalid. */
@@ -77,5 +104,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     conversationIdleMs: e.CONVERSATION_IDLE_MS,
     functionTimeoutMs: e.FUNCTION_TIMEOUT_MS,
     functionHeapMb: e.FUNCTION_HEAP_MB,
+    messaging: {
+      sessionIdleMs: e.SESSION_IDLE_MS,
+      tokenTtlS: e.MESSAGING_TOKEN_TTL_S,
+      maxConnections: e.MESSAGING_MAX_CONNECTIONS,
+      handoffTimeoutMs: e.HANDOFF_TIMEOUT_MS,
+      httpRatePerMinute: e.MESSAGING_HTTP_RATE,
+      wsRatePerSecond: e.MESSAGING_WS_RATE,
+      secret: e.MESSAGING_SECRET,
+    },
   };
 }

@@ -8,6 +8,8 @@ import { pino } from 'pino';
 import { openStore } from '../store/mod.js';
 import { builtinKinds, startRuntime } from '../actors/mod.js';
 import { conversationKind } from '../actors/conversation/kind.js';
+import { sessionKind } from '../actors/session/kind.js';
+import type { Runtime } from '../actors/mod.js';
 import { createFunctionSandbox } from '../actors/functions/mod.js';
 import { createResponderFromEnv } from '../actors/responder/mod.js';
 import { buildEdge } from '../gateway/edge/server.js';
@@ -35,8 +37,13 @@ async function main(): Promise<void> {
   }
   // A worker hosts the conversation actors, whose effects run project functions and the responder.
   const sandbox = roles.has('worker') ? createFunctionSandbox({ timeoutMs: config.functionTimeoutMs, maxHeapMb: config.functionHeapMb }) : null;
+  // Session actors ask conversation actors and publish their events through the runtime started below.
+  let runtimeRef: Runtime | null = null;
   const extraKinds = sandbox
-    ? [conversationKind({ store, builder: services.builder, sandbox, responder: createResponderFromEnv(), functionTimeoutMs: config.functionTimeoutMs })]
+    ? [
+        conversationKind({ store, builder: services.builder, sandbox, responder: createResponderFromEnv(), functionTimeoutMs: config.functionTimeoutMs }),
+        sessionKind({ store, builder: services.builder, client: () => runtimeRef!.client, transport: () => runtimeRef!.transport, conversationIdleMs: config.conversationIdleMs }),
+      ]
     : [];
   const runtime = await startRuntime({
     kinds: builtinKinds(extraKinds),
@@ -49,13 +56,14 @@ async function main(): Promise<void> {
     askTimeoutMs: config.askTimeoutMs,
     log: (msg, extra) => logger.warn(extra ?? {}, msg),
   });
+  runtimeRef = runtime;
   let serving = false;
   const isServing = () => serving;
 
   const edge = roles.has('edge') ? await buildEdge({ services, runtime, operatorTokenHash: tokenHash, logger, isServing, conversationIdleMs: config.conversationIdleMs }) : null;
   if (edge) await edge.listen({ host: config.host, port: config.edgePort });
   const socket: SocketGateway | null = roles.has('socket')
-    ? await startSocketGateway({ host: config.host, port: config.socketPort, logger, isServing })
+    ? await startSocketGateway({ host: config.host, port: config.socketPort, logger, isServing, services, runtime, messaging: config.messaging })
     : null;
   serving = true;
 
@@ -73,7 +81,7 @@ async function main(): Promise<void> {
     draining = true;
     serving = false;
     logger.info({ signal }, 'draining');
-    socket?.close();
+    await socket?.close();
     await edge?.close();
     await runtime.stop();
     await sandbox?.close();

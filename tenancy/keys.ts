@@ -2,7 +2,8 @@ import type { Store } from '../store/mod.js';
 import { CredentialRecords, type CredentialRecord } from './credentials.js';
 
 /** What a key may call: one interface family each. */
-export const KEY_SCOPES = ['agents', 'alerts', 'conversations', 'chat', 'external_events'] as const;
+/** `live_agent`: people who answer handed-off Messaging sessions of the key's account on the live-agent desk. */
+export const KEY_SCOPES = ['agents', 'alerts', 'conversations', 'chat', 'external_events', 'live_agent'] as const;
 export type KeyScope = (typeof KEY_SCOPES)[number];
 
 /** Scopes whose keys are bound to one project. */

@@ -1,18 +1,52 @@
 import type { Logger } from 'pino';
+import type { Runtime } from '../../actors/mod.js';
+import type { MessagingConfig } from '../../platform/config.js';
+import type { Services } from '../../platform/services.js';
+import { mountAccessToken } from './access-token.js';
+import { messagingContext } from './context.js';
+import { mountDesk } from './desk.js';
+import { errorBody, HTTP_ERRORS } from './errors.js';
+import { CONNECTION_TTL_MS, mountSessions } from './sessions.js';
+import { AccessTokens } from './tokens.js';
 import { loadNativeUws } from './uws.js';
+import { mountSocket } from './ws.js';
 
 export interface SocketGateway {
   port: number;
-  close(): void;
+  /** Sockets open now. */
+  readonly connections: number;
+  /** Stops listening and closes every socket (deregistering them from their sessions). */
+  close(): Promise<void>;
+}
+
+export interface SocketGatewayOptions {
+  host: string;
+  port: number;
+  logger: Logger;
+  isServing: () => boolean;
+  services: Services;
+  runtime: Runtime;
+  messaging: MessagingConfig;
 }
 
 /**
- * The uWebSockets.js gateway on `SOCKET_PORT`. It serves `GET /healthz` now; the Messaging API
- * (`/api/v1/access-token`, `/api/v1/sessions`, `/ws`) is mounted here by the messaging issue.
+ * The uWebSockets.js gateway on `SOCKET_PORT`: `GET /healthz` and the Messaging API (contract 4.7):
+ * `POST /api/v1/access-token`, `POST /api/v1/sessions`, `GET /ws`, plus the live-agent desk under
+ * `/api/v1/desk`. It holds no session state: sessions are actors (`session/<id>`), asked through the
+ * runtime's client; their events reach this gateway's sockets through each session's topic.
  */
-export async function startSocketGateway(opts: { host: string; port: number; logger: Logger; isServing: () => boolean }): Promise<SocketGateway> {
+export async function startSocketGateway(opts: SocketGatewayOptions): Promise<SocketGateway> {
   const { uws, binary } = loadNativeUws();
-  opts.logger.info({ binary }, 'uWebSockets.js native binary loaded');
+  opts.logger.info({ binary }, 'uWebSockets.js native binary loaded (not the ws fallback)');
+  const tokens = await AccessTokens.open(opts.services.store, { secret: opts.messaging.secret, ttlS: opts.messaging.tokenTtlS });
+  const ctx = messagingContext({
+    services: opts.services,
+    runtime: opts.runtime,
+    tokens,
+    config: opts.messaging,
+    logger: opts.logger,
+    gatewayId: `g-${process.pid}-${Math.random().toString(36).slice(2, 8)}`,
+  });
   const app = uws.App();
   app.get('/healthz', (res) => {
     res.cork(() => {
@@ -20,10 +54,14 @@ export async function startSocketGateway(opts: { host: string; port: number; log
       else res.writeStatus('503 Service Unavailable').writeHeader('content-type', 'application/json').end('{"status":"draining"}');
     });
   });
+  mountAccessToken(app, ctx);
+  mountSessions(app, ctx);
+  mountDesk(app, ctx);
+  const sockets = mountSocket(app, ctx, { connectionTtlMs: CONNECTION_TTL_MS });
   app.any('/*', (res, req) => {
     const url = req.getUrl();
     res.cork(() => {
-      res.writeStatus('404 Not Found').writeHeader('content-type', 'application/json').end(JSON.stringify({ error_message: `route ${url} not found` }));
+      res.writeStatus('404 Not Found').writeHeader('content-type', 'application/json').end(errorBody(HTTP_ERRORS.notFound, `route ${url} not found`));
     });
   });
   const socket = await new Promise<unknown>((resolve, reject) => {
@@ -31,6 +69,12 @@ export async function startSocketGateway(opts: { host: string; port: number; log
   });
   return {
     port: uws.us_socket_local_port(socket as never),
-    close: () => uws.us_listen_socket_close(socket as never),
+    get connections() {
+      return sockets.connections;
+    },
+    close: async () => {
+      uws.us_listen_socket_close(socket as never);
+      await sockets.close();
+    },
   };
 }

@@ -1,0 +1,133 @@
+import type { Builder } from '../../builder/mod.js';
+import type { Outcome } from '../../machines/conversation.js';
+import type { AgentReply, CloseInput, ConverseInput, SessionInfo, StartAgentInput } from '../../machines/session.js';
+import type { Store } from '../../store/mod.js';
+import type { Environment } from '../../tenancy/connectors.js';
+import { ActorAskError, type ActorClient } from '../client.js';
+import { ApiKeys } from '../../tenancy/keys.js';
+import { conversationRecords } from '../conversation/record.js';
+import { sessionRecords } from './record.js';
+
+/** What the session effects run with. `client` is a getter: the runtime exists only after the kinds. */
+export interface SessionDeps {
+  store: Store;
+  builder: Builder;
+  client: () => ActorClient;
+  /** An idle conversation ends by itself this long after its last turn (as on the Chat API). */
+  conversationIdleMs: number;
+}
+
+type ConversationReply = Outcome & { state: string };
+
+/** How a handoff goes, from the project's real-time config variable `handoff_mode` (default `server`). */
+const HANDOFF_MODES = new Set(['server', 'client']);
+
+/**
+ * The session machine's effects. Each asks the session's conversation actor (kind `conversation`, id = the
+ * session id, channel WEBCHAT) with an event id fixed by the machine, so an effect restarted after a
+ * failover gets the conversation's remembered answer instead of a second turn.
+ */
+export function sessionEffects(deps: SessionDeps) {
+  const records = sessionRecords(deps.store);
+  const keys = new ApiKeys(deps.store);
+  const conversations = conversationRecords(deps.store);
+
+  const empty = (at: number): AgentReply => ({
+    at,
+    failure: null,
+    text: '',
+    suggestions: [],
+    end: false,
+    handoff: null,
+    handoffMode: 'server',
+    queuePosition: null,
+    agentName: '',
+    agentAvatarUrl: '',
+  });
+
+  const variables = (info: SessionInfo) => deps.builder.realtimeConfigs.effective(info.projectId, info.environment as Environment).catch(() => ({}) as Record<string, unknown>);
+
+  const ask = async (id: string, event: { type: string } & Record<string, unknown>, eventId: string): Promise<ConversationReply | 'overload' | 'error'> => {
+    try {
+      return await deps.client().ask<ConversationReply>('conversation', id, event, { eventId });
+    } catch (err) {
+      return err instanceof ActorAskError && err.code === 'DEADLINE' ? 'overload' : 'error';
+    }
+  };
+
+  /** Turns the conversation's answer into the agent's reply, deciding how a handoff goes. */
+  const reply = async (info: SessionInfo, r: ConversationReply, vars: Record<string, unknown>): Promise<AgentReply> => {
+    const out = empty(Date.now());
+    if (!r.ok) return { ...out, failure: 'stream' };
+    out.text = r.response;
+    out.end = r.end;
+    out.handoff = r.handoff;
+    const suggestions = vars.response_suggestions;
+    if (Array.isArray(suggestions)) out.suggestions = suggestions.filter((s): s is string => typeof s === 'string').slice(0, 10);
+    if (r.handoff) {
+      const mode = typeof vars.handoff_mode === 'string' ? vars.handoff_mode : 'server';
+      if (!HANDOFF_MODES.has(mode)) out.handoffMode = 'invalid';
+      else if (mode === 'client') out.handoffMode = 'client';
+      else if (!(await keys.list({ account_id: info.accountId })).some((k) => k.scope === 'live_agent')) out.handoffMode = 'unavailable';
+      else {
+        out.handoffMode = 'server';
+        out.queuePosition = (await records.count({ account_id: info.accountId, status: 'waiting' })) + 1;
+      }
+    }
+    return out;
+  };
+
+  return {
+    async startAgent(input: StartAgentInput): Promise<AgentReply> {
+      const { info } = input;
+      const answer = await ask(input.sessionId, {
+        type: 'START',
+        start: {
+          accountId: info.accountId,
+          projectId: info.projectId,
+          environment: info.environment,
+          channel: 'WEBCHAT',
+          variantId: info.variantId,
+          integrationAttributes: { platform: info.platform, ...(info.userAgent ? { user_agent: info.userAgent } : {}) },
+          asrLangCode: '',
+          ttsLangCode: '',
+          initialMessage: null,
+          fromNumber: '',
+          toNumber: '',
+          at: input.at,
+          idleTimeoutMs: deps.conversationIdleMs,
+        },
+      }, input.askId);
+      if (answer === 'overload') return { ...empty(Date.now()), failure: 'overload' };
+      if (answer === 'error' || !answer.ok) return { ...empty(Date.now()), failure: 'start' };
+      const vars = await variables(info);
+      const agent = await deps.builder.agents.access({ accountId: info.accountId, projectId: null, keyId: '' }, info.projectId).catch(() => null);
+      const out = await reply(info, answer, vars);
+      out.agentName = typeof vars.agent_name === 'string' ? vars.agent_name : agent?.name ?? 'Agent';
+      out.agentAvatarUrl = typeof vars.agent_avatar_url === 'string' ? vars.agent_avatar_url : '';
+      return out;
+    },
+
+    async converse(input: ConverseInput): Promise<AgentReply> {
+      const answer = await ask(input.sessionId, {
+        type: 'MESSAGE',
+        message: input.text,
+        metadata: {},
+        integrationAttributes: {},
+        ...(input.language ? { asrLangCode: input.language, ttsLangCode: input.language } : {}),
+        at: input.at,
+      }, input.askId);
+      if (answer === 'overload') return { ...empty(Date.now()), failure: 'overload' };
+      if (answer === 'error') return { ...empty(Date.now()), failure: 'respond' };
+      return reply(input.info, answer, await variables(input.info));
+    },
+
+    async closeConversation(input: CloseInput): Promise<number> {
+      // Only a conversation that was started has anything to close (asking would create an empty actor).
+      if (await conversations.get(input.sessionId)) {
+        await ask(input.sessionId, { type: 'CLOSE', at: input.at }, input.askId);
+      }
+      return Date.now();
+    },
+  };
+}

@@ -1,0 +1,33 @@
+import type { Collection, Doc, Store } from '../../store/mod.js';
+
+/**
+ * What the gateways and the live-agent desk read of a session without asking its actor: who it belongs
+ * to, its status (`active`, `waiting` for a live agent, `live`, `ended`) and its handoff. Written by the
+ * session actor with its snapshots (tagged with the snapshot version, so an older one never wins).
+ */
+export interface SessionRecord extends Doc {
+  account_id: string;
+  project_id: string;
+  connector_id: string;
+  environment: string;
+  status: 'active' | 'waiting' | 'live' | 'ended';
+  streaming_enabled: boolean;
+  platform: string;
+  user_agent: string;
+  /** The conversation the session drives (its id is the session id). */
+  conversation_id: string;
+  created_at: string;
+  updated_at: string;
+  ended_at: string | null;
+  end_reason: string | null;
+  handoff: { destination: string; reason: string; mode: string; queue_position: number | null } | null;
+  live_agent: { id: string; name: string; avatar_url: string } | null;
+  /** The user's typing state (`TYPING_STATE_STARTED` / `_STOPPED`), for the desk. */
+  user_typing: string;
+  /** Sequence of the last journaled event. */
+  last_sequence: number;
+  snapshot_version: number;
+}
+
+export const sessionRecords = (store: Store): Collection<SessionRecord> =>
+  store.collection<SessionRecord>({ name: 'messaging_sessions', indexes: [{ fields: ['account_id', 'status'] }] });

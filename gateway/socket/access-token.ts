@@ -1,0 +1,53 @@
+import type { TemplatedApp } from '@trufflesuite/uws-js-unofficial';
+import type { MessagingContext } from './context.js';
+import { HTTP_ERRORS } from './errors.js';
+import { HttpFailure, ok, route } from './http.js';
+
+/** A host as connectors register it: no scheme, path, port or trailing dot; lower case. */
+export function normalizeHost(value: string): string {
+  let h = value.trim().toLowerCase();
+  h = h.replace(/^[a-z][a-z0-9+.-]*:\/\//, '');
+  h = h.split(/[/?#]/)[0];
+  h = h.replace(/:\d+$/, '').replace(/\.$/, '');
+  return h;
+}
+
+/** `X-Host` matches the registered host exactly or as a subdomain of it. */
+export function hostMatches(presented: string, registered: string): boolean {
+  const p = normalizeHost(presented);
+  const r = normalizeHost(registered);
+  return p !== '' && (p === r || p.endsWith(`.${r}`));
+}
+
+/**
+ * `POST /api/v1/access-token` (contract 4.7): a messaging connector's token (`X-Token`) and a host
+ * (`X-Host`) matching the one registered for it give a short-lived JWT. The body (an empty JSON object)
+ * is not read.
+ */
+export function mountAccessToken(app: TemplatedApp, ctx: MessagingContext): void {
+  app.post('/api/v1/access-token', route(['x-token', 'x-host'], 0, async ({ headers }) => {
+    const token = headers['x-token'];
+    const host = headers['x-host'];
+    if (!token || !host) throw new HttpFailure(HTTP_ERRORS.missingAuthHeaders);
+    const connector = await ctx.services.connectors.verify(token);
+    if (!connector) throw new HttpFailure(HTTP_ERRORS.connectorUnknown);
+    ctx.limitHttp(`c:${connector.id}`);
+    if (!connector.host) throw new HttpFailure(HTTP_ERRORS.connectorNoHost);
+    if (connector.kind !== 'messaging') throw new HttpFailure(HTTP_ERRORS.connectorUnknown);
+    if (!hostMatches(host, connector.host)) throw new HttpFailure(HTTP_ERRORS.connectorHostMismatch);
+    let accessToken: string;
+    try {
+      accessToken = await ctx.tokens.sign({
+        account_id: connector.account_id,
+        project_id: connector.project_id,
+        connector_id: connector.id,
+        environment: connector.environment,
+        variant_id: connector.variant_id,
+      });
+    } catch (err) {
+      ctx.logger.error({ err }, 'access token signing failed');
+      throw new HttpFailure(HTTP_ERRORS.tokenCreateFailed);
+    }
+    return ok({ access_token: accessToken, expires_in: ctx.tokens.ttlSeconds, token_type: 'Bearer' });
+  }));
+}

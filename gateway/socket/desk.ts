@@ -1,0 +1,116 @@
+import type { TemplatedApp } from '@trufflesuite/uws-js-unofficial';
+import type { SessionEvent, SessionReply } from '../../machines/session.js';
+import type { SessionRecord } from '../../actors/session/record.js';
+import type { MessagingContext } from './context.js';
+import { HTTP_ERRORS } from './errors.js';
+import { HttpFailure, jsonObject, ok, route } from './http.js';
+
+const TYPING_STATES = new Set(['TYPING_STATE_STARTED', 'TYPING_STATE_STOPPED']);
+
+/** The desk's view of a session. */
+const view = (r: SessionRecord) => ({
+  session_id: r.id,
+  project_id: r.project_id,
+  status: r.status,
+  platform: r.platform,
+  created_at: r.created_at,
+  updated_at: r.updated_at,
+  handoff: r.handoff,
+  live_agent: r.live_agent,
+  user_typing: r.user_typing,
+  last_sequence: r.last_sequence,
+});
+
+/**
+ * The live-agent desk: where people answer sessions handed off server-managed. A live agent authenticates
+ * with an API key of scope `live_agent` (`x-api-key`); the key's id is the agent's `id`. Endpoints, all
+ * scoped to the key's account (and project, when the key names one):
+ *
+ * - `GET /api/v1/desk/sessions?status=waiting|live|active|ended` (default `waiting`): sessions, oldest first.
+ * - `GET /api/v1/desk/sessions/{id}` and `GET .../{id}/events?after=<seq>`: a session and its journal
+ *   (what the user wrote while waiting and since; the desk polls it).
+ * - `POST .../{id}/accept` `{name?, avatar_url?}`: takes a waiting session (LIVE_AGENT_JOINED).
+ * - `POST .../{id}/typing` `{state}`, `POST .../{id}/messages` `{text}`, `POST .../{id}/leave`.
+ */
+export function mountDesk(app: TemplatedApp, ctx: MessagingContext): void {
+  const agentOf = async (apiKey: string) => {
+    const key = await ctx.services.keys.verify(apiKey || undefined);
+    if (!key || key.scope !== 'live_agent') throw new HttpFailure(HTTP_ERRORS.deskUnauthorized);
+    return key;
+  };
+
+  const sessionOf = async (key: { account_id: string; project_id: string | null }, id: string) => {
+    const r = /^[A-Za-z0-9_-]{1,128}$/.test(id) ? await ctx.records.get(id) : null;
+    if (!r || r.account_id !== key.account_id || (key.project_id && r.project_id !== key.project_id)) throw new HttpFailure(HTTP_ERRORS.sessionNotFound);
+    return r;
+  };
+
+  const ask = async (id: string, event: SessionEvent) => {
+    const reply = await ctx.runtime.client.ask<SessionReply>('session', id, event as never);
+    if (reply.ok) return { ok: true };
+    if (reply.error === 'not_waiting') throw new HttpFailure(HTTP_ERRORS.deskNotWaiting);
+    if (reply.error === 'not_agent') throw new HttpFailure(HTTP_ERRORS.deskNotAgent);
+    throw new HttpFailure(HTTP_ERRORS.deskNotLive);
+  };
+
+  const body = (b: Buffer | undefined) => {
+    const parsed = jsonObject(b);
+    if (!parsed) throw new HttpFailure(HTTP_ERRORS.badRequest);
+    return parsed;
+  };
+
+  app.get('/api/v1/desk/sessions', route(['x-api-key'], 0, async ({ headers, query }) => {
+    const key = await agentOf(headers['x-api-key']);
+    const status = new URLSearchParams(query).get('status') ?? 'waiting';
+    if (!['waiting', 'live', 'active', 'ended'].includes(status)) throw new HttpFailure(HTTP_ERRORS.badRequest, {}, 'status must be waiting, live, active or ended');
+    const filter: Record<string, unknown> = { account_id: key.account_id, status };
+    if (key.project_id) filter.project_id = key.project_id;
+    const found = await ctx.records.find(filter, { sort: { updated_at: 1 }, limit: 500 });
+    return ok({ data: found.map(view) });
+  }, { body: false }));
+
+  app.get('/api/v1/desk/sessions/:id', route(['x-api-key'], 1, async ({ headers, params }) => {
+    const key = await agentOf(headers['x-api-key']);
+    return ok(view(await sessionOf(key, params[0])));
+  }, { body: false }));
+
+  app.get('/api/v1/desk/sessions/:id/events', route(['x-api-key'], 1, async ({ headers, params, query }) => {
+    const key = await agentOf(headers['x-api-key']);
+    const r = await sessionOf(key, params[0]);
+    const after = Number(new URLSearchParams(query).get('after') ?? '0');
+    if (!Number.isInteger(after) || after < 0) throw new HttpFailure(HTTP_ERRORS.badRequest, {}, 'after must be a sequence number');
+    const entries = await ctx.journal.after(r.id, after, 1000);
+    return ok({ events: entries.map((e) => JSON.parse(e.event)), last_sequence: entries.length ? entries[entries.length - 1].sequence : after });
+  }, { body: false }));
+
+  app.post('/api/v1/desk/sessions/:id/accept', route(['x-api-key'], 1, async ({ headers, params, body: raw }) => {
+    const key = await agentOf(headers['x-api-key']);
+    const r = await sessionOf(key, params[0]);
+    const b = body(raw);
+    const name = typeof b.name === 'string' && b.name.trim() ? b.name.trim().slice(0, 128) : 'Live agent';
+    const avatar = typeof b.avatar_url === 'string' ? b.avatar_url.slice(0, 2048) : '';
+    return ok(await ask(r.id, { type: 'DESK_ACCEPT', agent: { id: key.id, name, avatar_url: avatar }, at: Date.now() }));
+  }));
+
+  app.post('/api/v1/desk/sessions/:id/typing', route(['x-api-key'], 1, async ({ headers, params, body: raw }) => {
+    const key = await agentOf(headers['x-api-key']);
+    const r = await sessionOf(key, params[0]);
+    const b = body(raw);
+    if (typeof b.state !== 'string' || !TYPING_STATES.has(b.state)) throw new HttpFailure(HTTP_ERRORS.badRequest, {}, 'state must be TYPING_STATE_STARTED or TYPING_STATE_STOPPED');
+    return ok(await ask(r.id, { type: 'DESK_TYPING', agentId: key.id, state: b.state, at: Date.now() }));
+  }));
+
+  app.post('/api/v1/desk/sessions/:id/messages', route(['x-api-key'], 1, async ({ headers, params, body: raw }) => {
+    const key = await agentOf(headers['x-api-key']);
+    const r = await sessionOf(key, params[0]);
+    const b = body(raw);
+    if (typeof b.text !== 'string' || !b.text.trim() || b.text.length > 32_768) throw new HttpFailure(HTTP_ERRORS.badRequest, {}, 'text must be a non-empty string');
+    return ok(await ask(r.id, { type: 'DESK_MESSAGE', agentId: key.id, text: b.text, at: Date.now() }));
+  }));
+
+  app.post('/api/v1/desk/sessions/:id/leave', route(['x-api-key'], 1, async ({ headers, params }) => {
+    const key = await agentOf(headers['x-api-key']);
+    const r = await sessionOf(key, params[0]);
+    return ok(await ask(r.id, { type: 'DESK_LEAVE', agentId: key.id, at: Date.now() }));
+  }));
+}

@@ -1,0 +1,58 @@
+/**
+ * The Messaging API's error catalog (contract 7.4): the exact messages, with their HTTP statuses for the
+ * access-token, session and handshake steps, and the event-level messages sent as SYSTEM_MESSAGE at level
+ * ERROR. HTTP error bodies are `{success: false, error, error_code, error_message, data: null}`: the
+ * hosted service's error shape, whose `error` and `error_message` both carry the table's message.
+ */
+import { SESSION_ERRORS } from '../../machines/session.js';
+
+export interface MessagingHttpError {
+  status: number;
+  code: string;
+  message: string;
+}
+
+const e = (status: number, code: string, message: string): MessagingHttpError => ({ status, code, message });
+
+export const HTTP_ERRORS = {
+  // Access token step.
+  missingAuthHeaders: e(401, 'MISSING_AUTHENTICATION_HEADERS', 'Missing authentication headers'),
+  connectorUnknown: e(401, 'CONNECTOR_NOT_FOUND', 'Connector token does not exist'),
+  connectorHostMismatch: e(401, 'CONNECTOR_VALIDATION_FAILED', 'Failed to validate connector'),
+  connectorNoHost: e(401, 'CONNECTOR_MISSING_HOST', 'Connector missing host domain'),
+  tokenCreateFailed: e(500, 'ACCESS_TOKEN_CREATION_FAILED', 'Failed to create access token'),
+  // Session step.
+  missingAccessToken: e(400, 'MISSING_ACCESS_TOKEN', 'Missing access token'),
+  invalidAccessToken: e(401, 'INVALID_ACCESS_TOKEN', 'Invalid access token'),
+  badRequest: e(400, 'REQUEST_PARSE_ERROR', 'Error parsing request'),
+  sessionCreateFailed: e(500, 'SESSION_CREATION_FAILED', 'Failed to create session'),
+  // Socket handshake.
+  sessionNotFound: e(404, 'SESSION_NOT_FOUND', 'session not found'),
+  authenticationFailed: e(401, 'AUTHENTICATION_FAILED', 'authentication failed'),
+  connectionLimit: e(429, 'CONNECTION_LIMIT_EXCEEDED', 'connection limit exceeded for session'),
+  invalidConnectionParameters: e(400, 'INVALID_CONNECTION_PARAMETERS', 'invalid connection parameters'),
+  // Every step.
+  rateLimited: e(429, 'RATE_LIMIT_EXCEEDED', 'Rate limit exceeded'),
+  notFound: e(404, 'NOT_FOUND', 'Not found'),
+  internal: e(500, 'INTERNAL_ERROR', 'Internal server error'),
+  // Live-agent desk.
+  deskUnauthorized: e(401, 'UNAUTHORIZED', 'missing or invalid x-api-key (scope live_agent)'),
+  deskNotWaiting: e(409, 'SESSION_NOT_WAITING', 'the session is not waiting for a live agent'),
+  deskNotLive: e(409, 'SESSION_NOT_LIVE', 'no live agent is in the session'),
+  deskNotAgent: e(403, 'NOT_SESSION_AGENT', 'another live agent holds the session'),
+} as const;
+
+export const errorBody = (err: MessagingHttpError, message = err.message) =>
+  JSON.stringify({ success: false, error: message, error_code: err.code, error_message: message, data: null });
+
+/** Event-level errors (SYSTEM_MESSAGE, level ERROR; the socket stays open). */
+export const EVENT_ERRORS = {
+  ...SESSION_ERRORS,
+  invalidFormat: 'Unknown event type or invalid message format',
+  notAllowed: (type: string) => `Event type not allowed: ${type}`,
+  unableToRetrieve: 'Error: Unable to retrieve session',
+  connectorNotFound: 'Error: Connector not found',
+} as const;
+
+/** The warning sent for a client event dropped by the socket rate limit. */
+export const RATE_LIMIT_WARNING = 'Rate limit exceeded: message dropped. Slow down and retry.';

@@ -1,0 +1,119 @@
+import type { HttpRequest, HttpResponse } from '@trufflesuite/uws-js-unofficial';
+import { errorBody, HTTP_ERRORS, type MessagingHttpError } from './errors.js';
+
+/** Largest HTTP body the gateway reads. */
+export const MAX_BODY_BYTES = 64 * 1024;
+
+/** What a handler gets: the headers it asked for, the path parameters, the query string and the body. */
+export interface HttpCall {
+  headers: Record<string, string>;
+  params: string[];
+  query: string;
+  url: string;
+  /** Undefined when the body was larger than MAX_BODY_BYTES. */
+  body: Buffer | undefined;
+}
+
+/** A handler's answer. */
+export interface HttpAnswer {
+  status: number;
+  body: string;
+  headers?: Record<string, string>;
+}
+
+/** Thrown by handlers to answer with a catalog error. */
+export class HttpFailure extends Error {
+  constructor(
+    readonly error: MessagingHttpError,
+    readonly headers: Record<string, string> = {},
+    readonly detail?: string,
+  ) {
+    super(detail ?? error.message);
+  }
+}
+
+const STATUS_TEXT: Record<number, string> = {
+  200: 'OK',
+  201: 'Created',
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  409: 'Conflict',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
+};
+
+export const statusLine = (status: number) => `${status} ${STATUS_TEXT[status] ?? 'Unknown'}`;
+
+/** Writes a response unless the client has gone. */
+export function write(res: HttpResponse, aborted: () => boolean, a: HttpAnswer): void {
+  if (aborted()) return;
+  res.cork(() => {
+    res.writeStatus(statusLine(a.status)).writeHeader('content-type', 'application/json');
+    for (const [k, v] of Object.entries(a.headers ?? {})) res.writeHeader(k, v);
+    res.end(a.body);
+  });
+}
+
+export const failure = (err: unknown): HttpAnswer => {
+  if (err instanceof HttpFailure) return { status: err.error.status, body: errorBody(err.error, err.detail), headers: err.headers };
+  return { status: 500, body: errorBody(HTTP_ERRORS.internal) };
+};
+
+/**
+ * Adapts an async handler to uWebSockets.js: reads the named headers, parameters and query before anything
+ * is awaited (uWS invalidates the request object after the handler returns), reads the body, and answers
+ * once unless the client aborted.
+ */
+export function route(headerNames: string[], paramCount: number, handler: (call: HttpCall) => Promise<HttpAnswer>, opts: { body?: boolean } = {}) {
+  return (res: HttpResponse, req: HttpRequest) => {
+    const headers: Record<string, string> = {};
+    for (const h of headerNames) headers[h] = req.getHeader(h);
+    const params = Array.from({ length: paramCount }, (_, i) => req.getParameter(i));
+    const query = req.getQuery() ?? '';
+    const url = req.getUrl();
+    let aborted = false;
+    res.onAborted(() => {
+      aborted = true;
+    });
+    const run = (body: Buffer | undefined) =>
+      handler({ headers, params, query, url, body })
+        .then((a) => write(res, () => aborted, a))
+        .catch((err) => write(res, () => aborted, failure(err)));
+    if (opts.body === false) {
+      void run(Buffer.alloc(0));
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let tooLarge = false;
+    res.onData((chunk, isLast) => {
+      if (!tooLarge) {
+        size += chunk.byteLength;
+        if (size > MAX_BODY_BYTES) tooLarge = true;
+        // uWS reuses the chunk's memory after this callback: copy it.
+        else chunks.push(Buffer.from(new Uint8Array(chunk).slice()));
+      }
+      if (!isLast) return;
+      void run(tooLarge ? undefined : Buffer.concat(chunks));
+    });
+  };
+}
+
+/** A JSON success answer. */
+export const ok = (value: unknown, status = 200): HttpAnswer => ({ status, body: JSON.stringify(value) });
+
+/** Parses a JSON object body: empty means `{}`; anything else that is not an object is null. */
+export function jsonObject(body: Buffer | undefined): Record<string, unknown> | null {
+  if (body === undefined) return null;
+  const text = body.toString('utf8').trim();
+  if (!text) return {};
+  try {
+    const v = JSON.parse(text);
+    return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}

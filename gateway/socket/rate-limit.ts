@@ -1,0 +1,36 @@
+/**
+ * Token buckets keyed by what is limited (a connector, an access token, a session). Each key refills at
+ * `ratePerSecond` up to `burst` tokens. Limits hold per gateway process: a deployment with N gateways
+ * admits up to N times the rate for a key whose traffic spreads over them.
+ */
+export class RateLimiter {
+  private readonly buckets = new Map<string, { tokens: number; at: number }>();
+
+  constructor(
+    private readonly ratePerSecond: number,
+    private readonly burst: number,
+    /** Buckets untouched this long are forgotten (they would be full again). */
+    private readonly forgetAfterMs = 10 * 60_000,
+  ) {
+    const sweep = setInterval(() => this.sweep(), Math.min(60_000, forgetAfterMs));
+    sweep.unref();
+  }
+
+  /** Takes one token: 0 when allowed, else the seconds until a token is available (for Retry-After). */
+  take(key: string, now = Date.now()): number {
+    const b = this.buckets.get(key) ?? { tokens: this.burst, at: now };
+    b.tokens = Math.min(this.burst, b.tokens + ((now - b.at) / 1000) * this.ratePerSecond);
+    b.at = now;
+    this.buckets.set(key, b);
+    if (b.tokens >= 1) {
+      b.tokens -= 1;
+      return 0;
+    }
+    return Math.max(1, Math.ceil((1 - b.tokens) / this.ratePerSecond));
+  }
+
+  private sweep(): void {
+    const cutoff = Date.now() - this.forgetAfterMs;
+    for (const [k, b] of this.buckets) if (b.at < cutoff) this.buckets.delete(k);
+  }
+}

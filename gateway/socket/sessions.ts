@@ -1,0 +1,67 @@
+import type { TemplatedApp } from '@trufflesuite/uws-js-unofficial';
+import { createHash } from 'node:crypto';
+import type { SessionInfo, SessionReply } from '../../machines/session.js';
+import { newId } from '../../platform/secrets.js';
+import type { MessagingContext } from './context.js';
+import { HTTP_ERRORS } from './errors.js';
+import { HttpFailure, jsonObject, ok, route } from './http.js';
+
+/** `platform` values a session may name (contract 4.7 plus the addendum's web variants). */
+export const PLATFORMS = ['web', 'ios', 'android', 'custom', 'ios-web', 'android-web'] as const;
+
+/** How long a connection counts toward its session's limit unless its gateway refreshes it. */
+export const CONNECTION_TTL_MS = 90_000;
+
+/** The access token of an `Authorization: Bearer` header, with the contract's session-step errors. */
+export async function bearer(ctx: MessagingContext, authorization: string) {
+  if (!authorization) throw new HttpFailure(HTTP_ERRORS.missingAccessToken);
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+  if (!m) throw new HttpFailure(HTTP_ERRORS.missingAuthHeaders);
+  const claims = await ctx.tokens.verify(m[1]);
+  if (!claims || !(await ctx.connectorOf(claims))) throw new HttpFailure(HTTP_ERRORS.invalidAccessToken);
+  return { claims, token: m[1] };
+}
+
+/**
+ * `POST /api/v1/sessions` (contract 4.7): creates a session actor (`session/<id>`), which journals
+ * SESSION_START and writes the session record before this answers.
+ */
+export function mountSessions(app: TemplatedApp, ctx: MessagingContext): void {
+  app.post('/api/v1/sessions', route(['authorization', 'user-agent'], 0, async ({ headers, body }) => {
+    const { claims, token } = await bearer(ctx, headers.authorization);
+    ctx.limitHttp(`t:${createHash('sha256').update(token).digest('base64url').slice(0, 22)}`);
+    const parsed = jsonObject(body);
+    if (!parsed) throw new HttpFailure(HTTP_ERRORS.badRequest);
+    const streaming = parsed.streaming_enabled ?? false;
+    const platform = parsed.platform ?? 'web';
+    if (typeof streaming !== 'boolean') throw new HttpFailure(HTTP_ERRORS.badRequest, {}, 'Error parsing request: streaming_enabled must be a boolean');
+    if (typeof platform !== 'string' || !(PLATFORMS as readonly string[]).includes(platform)) {
+      throw new HttpFailure(HTTP_ERRORS.badRequest, {}, `Error parsing request: platform must be one of ${PLATFORMS.join(', ')}`);
+    }
+    const id = newId('ses');
+    const info: SessionInfo = {
+      accountId: claims.account_id,
+      projectId: claims.project_id,
+      connectorId: claims.connector_id,
+      environment: claims.environment,
+      variantId: claims.variant_id,
+      streaming,
+      platform,
+      userAgent: headers['user-agent'].slice(0, 512),
+      createdAt: Date.now(),
+      idleMs: ctx.config.sessionIdleMs,
+      maxConnections: ctx.config.maxConnections,
+      connectionTtlMs: CONNECTION_TTL_MS,
+      handoffTimeoutMs: ctx.config.handoffTimeoutMs,
+    };
+    let reply: SessionReply;
+    try {
+      reply = await ctx.runtime.client.ask<SessionReply>('session', id, { type: 'CREATE', info });
+    } catch (err) {
+      ctx.logger.error({ err, session: id }, 'session creation failed');
+      throw new HttpFailure(HTTP_ERRORS.sessionCreateFailed);
+    }
+    if (!reply.ok) throw new HttpFailure(HTTP_ERRORS.sessionCreateFailed);
+    return ok({ session_id: id });
+  }));
+}

@@ -1,0 +1,307 @@
+import type { HttpRequest, HttpResponse, TemplatedApp, us_socket_context_t, WebSocket } from '@trufflesuite/uws-js-unofficial';
+import { randomUUID } from 'node:crypto';
+import { ActorAskError } from '../../actors/mod.js';
+import { decode } from '../../actors/protocol.js';
+import { sessionTopic, type Published } from '../../actors/session/kind.js';
+import { EVENT_PREFIX, gatewayEvent, systemMessage, type WireEvent } from '../../actors/session/wire.js';
+import type { Subscription } from '../../actors/transport/types.js';
+import { MAX_MESSAGE_BYTES, SERVER_EVENT_TYPES, type ClientKind, type SessionEvent, type SessionReply } from '../../machines/session.js';
+import type { MessagingContext } from './context.js';
+import { errorBody, EVENT_ERRORS, HTTP_ERRORS, RATE_LIMIT_WARNING, type MessagingHttpError } from './errors.js';
+import { statusLine } from './http.js';
+import { RateLimiter } from './rate-limit.js';
+import type { AccessClaims } from './tokens.js';
+
+/** What a socket carries from its handshake. */
+interface SocketData {
+  sessionId: string;
+  connectionId: string;
+  claims: AccessClaims;
+  cursor: number;
+  /** Highest sequence sent to this socket (replay and live). */
+  lastSeq: number;
+  /** Live events that arrived while the replay was being read. */
+  pending: Published | null;
+  closed: boolean;
+}
+
+type Socket = WebSocket<SocketData>;
+
+const CLIENT_TYPES: Record<string, ClientKind> = {
+  EVENT_TYPE_REQUEST_SERVICE_AGENT_JOIN: 'JOIN',
+  EVENT_TYPE_USER_MESSAGE: 'MESSAGE',
+  EVENT_TYPE_USER_TYPING: 'TYPING',
+  EVENT_TYPE_USER_END_SESSION: 'END',
+  EVENT_TYPE_HEARTBEAT: 'HEARTBEAT',
+};
+const SERVER_TYPES = new Set<string>(SERVER_EVENT_TYPES.map((t) => EVENT_PREFIX + t));
+const TYPING_STATES = new Set(['TYPING_STATE_STARTED', 'TYPING_STATE_STOPPED']);
+const LANGUAGE = /^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})*$/;
+const SESSION_ID = /^[A-Za-z0-9_-]{1,128}$/;
+/** The transport refuses frames this large outright (closing the socket); up to it, oversize gets an error event. */
+const TRANSPORT_MAX_PAYLOAD = 1024 * 1024;
+
+/**
+ * Reads `cursor`: an integer sequence or `seq:<n>`; anything else (logged) reads as 0, which replays the
+ * whole history (contract 4.7).
+ */
+export function parseCursor(raw: string | undefined): { cursor: number; valid: boolean } {
+  if (raw === undefined || raw === '') return { cursor: 0, valid: true };
+  const m = /^(?:seq:)?(\d{1,15})$/.exec(raw.trim());
+  return m ? { cursor: Number(m[1]), valid: true } : { cursor: 0, valid: false };
+}
+
+/** A client event as the gateway validated it, or the error message to answer it with. */
+export function parseClientEvent(text: string): { event: Omit<Extract<SessionEvent, { type: 'CLIENT' }>, 'at'> } | { error: string; custom: Record<string, unknown> | null } {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return { error: EVENT_ERRORS.invalidFormat, custom: null };
+  }
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return { error: EVENT_ERRORS.invalidFormat, custom: null };
+  const msg = raw as { type?: unknown; payload?: unknown; metadata?: unknown };
+  const metadata = msg.metadata && typeof msg.metadata === 'object' && !Array.isArray(msg.metadata) ? (msg.metadata as Record<string, unknown>) : null;
+  const customRaw = metadata?.custom;
+  const custom = customRaw && typeof customRaw === 'object' && !Array.isArray(customRaw) ? (customRaw as Record<string, unknown>) : null;
+  if (typeof msg.type !== 'string') return { error: EVENT_ERRORS.invalidFormat, custom };
+  if (SERVER_TYPES.has(msg.type)) return { error: EVENT_ERRORS.notAllowed(msg.type), custom };
+  const kind = CLIENT_TYPES[msg.type];
+  if (!kind) return { error: EVENT_ERRORS.invalidFormat, custom };
+  if (msg.metadata !== undefined && metadata === null) return { error: EVENT_ERRORS.invalidFormat, custom };
+  const payload = msg.payload === undefined || msg.payload === null ? {} : msg.payload;
+  if (typeof payload !== 'object' || Array.isArray(payload)) return { error: EVENT_ERRORS.invalidFormat, custom };
+  const p = payload as Record<string, unknown>;
+  const clientEventId = typeof custom?.client_event_id === 'string' || typeof custom?.client_event_id === 'number' ? String(custom.client_event_id).slice(0, 256) : null;
+  const base = { type: 'CLIENT' as const, kind, custom, clientEventId };
+  if (kind === 'MESSAGE') {
+    if (typeof p.text !== 'string' || p.text.trim() === '') return { error: EVENT_ERRORS.invalidFormat, custom };
+    const language = typeof p.language_code === 'string' && LANGUAGE.test(p.language_code) ? p.language_code : undefined;
+    return { event: { ...base, text: p.text, ...(language ? { language } : {}) } };
+  }
+  if (kind === 'TYPING') {
+    if (typeof p.state !== 'string' || !TYPING_STATES.has(p.state)) return { error: EVENT_ERRORS.invalidFormat, custom };
+    return { event: { ...base, typing: p.state } };
+  }
+  return { event: base };
+}
+
+/**
+ * `GET /ws`: the handshake (HTTP errors of contract 7.4), then the session's socket: the journal replay
+ * after `cursor` as one EVENT_BATCH, client events validated here and asked of the session actor, and
+ * every event the session publishes on its topic forwarded to this gateway's sockets of the session.
+ *
+ * Connection counting across gateways: each socket registers with its session actor (CONNECT, refused past
+ * the limit), deregisters on close (DISCONNECT), and is refreshed by its gateway every TTL/3. A gateway that
+ * dies says nothing; its connections stop counting when their TTL passes without a refresh.
+ */
+export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { connectionTtlMs: number }) {
+  /** This gateway's sockets per session, and its subscription to each session's topic. */
+  const sockets = new Map<string, Set<Socket>>();
+  const subscriptions = new Map<string, Subscription>();
+  const wsLimiter = new RateLimiter(ctx.config.wsRatePerSecond, ctx.config.wsRatePerSecond * 2);
+  const transport = ctx.runtime.transport;
+
+  const ask = (sessionId: string, event: SessionEvent) => ctx.runtime.client.ask<SessionReply>('session', sessionId, event as never);
+
+  const send = (ws: Socket, text: string) => {
+    if (!ws.getUserData().closed) ws.send(text, false);
+  };
+  const sendEvent = (ws: Socket, e: WireEvent) => send(ws, JSON.stringify(e));
+
+  /** Sends published events to one socket, skipping journaled ones it has (from the replay). */
+  const deliver = (ws: Socket, events: Published) => {
+    const d = ws.getUserData();
+    let ended = false;
+    ws.cork(() => {
+      for (const e of events) {
+        if (e.s !== null) {
+          if (e.s <= d.lastSeq) continue;
+          d.lastSeq = e.s;
+        }
+        send(ws, e.j);
+        if (e.j.includes('"EVENT_TYPE_SESSION_END"')) ended = true;
+      }
+    });
+    // The session is over: nothing more will come on this socket.
+    if (ended && !d.closed) ws.end(1000, 'session ended');
+  };
+
+  const onPublished = (sessionId: string) => (data: Uint8Array) => {
+    let events: Published;
+    try {
+      events = decode<Published>(data);
+    } catch {
+      return;
+    }
+    for (const ws of [...(sockets.get(sessionId) ?? [])]) {
+      const d = ws.getUserData();
+      if (d.closed) continue;
+      if (d.pending) d.pending.push(...events);
+      else deliver(ws, events);
+    }
+  };
+
+  /** Registers a socket; a new subscription is flushed to the server before the replay is read. */
+  const register = async (ws: Socket) => {
+    const { sessionId } = ws.getUserData();
+    let set = sockets.get(sessionId);
+    if (!set) sockets.set(sessionId, (set = new Set()));
+    set.add(ws);
+    if (!subscriptions.has(sessionId)) {
+      subscriptions.set(sessionId, transport.subscribe(sessionTopic(sessionId), onPublished(sessionId)));
+      await transport.flush();
+    }
+  };
+
+  const unregister = (ws: Socket) => {
+    const { sessionId } = ws.getUserData();
+    const set = sockets.get(sessionId);
+    set?.delete(ws);
+    if (set && set.size === 0) {
+      sockets.delete(sessionId);
+      subscriptions.get(sessionId)?.unsubscribe();
+      subscriptions.delete(sessionId);
+    }
+  };
+
+  const replay = async (ws: Socket) => {
+    const d = ws.getUserData();
+    const entries = await ctx.journal.after(d.sessionId, d.cursor);
+    if (d.closed) return;
+    const batch = gatewayEvent('EVENT_BATCH', {}, null);
+    const head = JSON.stringify({ ...batch, payload: undefined }).slice(0, -1);
+    // The journal holds wire JSON: the batch is assembled without parsing it again.
+    const text = `${head},"payload":{"events":[${entries.map((e) => e.event).join(',')}]}}`;
+    d.lastSeq = Math.max(d.cursor, entries.length ? entries[entries.length - 1].sequence : 0);
+    const pending = d.pending ?? [];
+    d.pending = null;
+    ws.cork(() => send(ws, text));
+    if (pending.length) deliver(ws, pending);
+  };
+
+  const answerDuplicate = async (ws: Socket, seq: number) => {
+    const d = ws.getUserData();
+    const entry = await ctx.journal.at(d.sessionId, seq);
+    if (entry) send(ws, entry.event);
+  };
+
+  const onMessage = async (ws: Socket, text: string | null) => {
+    const d = ws.getUserData();
+    const fail = (message: string, custom: Record<string, unknown> | null) => sendEvent(ws, systemMessage('ERROR', message, custom));
+    if (text === null) return fail(EVENT_ERRORS.invalidFormat, null);
+    const parsed = parseClientEvent(text);
+    if ('error' in parsed) return fail(parsed.error, parsed.custom);
+    const { event } = parsed;
+    if (wsLimiter.take(d.sessionId)) return sendEvent(ws, systemMessage('WARNING', RATE_LIMIT_WARNING, event.custom));
+    if ((event.kind === 'JOIN' || event.kind === 'MESSAGE') && !(await ctx.connectorOf(d.claims))) return fail(EVENT_ERRORS.connectorNotFound, event.custom);
+    let reply: SessionReply;
+    try {
+      reply = await ask(d.sessionId, { ...event, at: Date.now() });
+    } catch (err) {
+      ctx.logger.warn({ err: String(err), session: d.sessionId }, 'session ask failed');
+      return fail(err instanceof ActorAskError && err.code === 'DEADLINE' ? EVENT_ERRORS.unableToRetrieve : EVENT_ERRORS.unableToRetrieve, event.custom);
+    }
+    if (!reply.ok) return fail(reply.message ?? EVENT_ERRORS.sessionNotFound, event.custom);
+    if (reply.duplicateOf !== undefined) await answerDuplicate(ws, reply.duplicateOf);
+  };
+
+  const refuse = (res: HttpResponse, aborted: () => boolean, err: MessagingHttpError) => {
+    if (aborted()) return;
+    res.cork(() => res.writeStatus(statusLine(err.status)).writeHeader('content-type', 'application/json').end(errorBody(err)));
+  };
+
+  /** The handshake: every check before the upgrade, so that errors are HTTP statuses (contract 7.4). */
+  const upgrade = (res: HttpResponse, req: HttpRequest, context: us_socket_context_t) => {
+    const key = req.getHeader('sec-websocket-key');
+    const protocol = req.getHeader('sec-websocket-protocol');
+    const extensions = req.getHeader('sec-websocket-extensions');
+    const sessionId = req.getQuery('session_id') ?? '';
+    const accessToken = req.getQuery('access_token') ?? '';
+    const rawCursor = req.getQuery('cursor');
+    let aborted = false;
+    res.onAborted(() => {
+      aborted = true;
+    });
+    const isAborted = () => aborted;
+    void (async () => {
+      if (!sessionId || !accessToken) return refuse(res, isAborted, HTTP_ERRORS.invalidConnectionParameters);
+      const claims = await ctx.tokens.verify(accessToken);
+      if (!claims || !(await ctx.connectorOf(claims))) return refuse(res, isAborted, HTTP_ERRORS.authenticationFailed);
+      const record = SESSION_ID.test(sessionId) ? await ctx.records.get(sessionId) : null;
+      if (!record || record.status === 'ended') return refuse(res, isAborted, HTTP_ERRORS.sessionNotFound);
+      if (record.connector_id !== claims.connector_id || record.account_id !== claims.account_id) return refuse(res, isAborted, HTTP_ERRORS.authenticationFailed);
+      const { cursor, valid } = parseCursor(rawCursor);
+      if (!valid) ctx.logger.info({ session: sessionId, cursor: rawCursor }, 'invalid cursor read as seq:0');
+      const connectionId = randomUUID();
+      let reply: SessionReply;
+      try {
+        reply = await ask(sessionId, { type: 'CONNECT', connectionId, gateway: ctx.gatewayId, at: Date.now() });
+      } catch (err) {
+        ctx.logger.warn({ err: String(err), session: sessionId }, 'session connect failed');
+        return refuse(res, isAborted, HTTP_ERRORS.internal);
+      }
+      if (!reply.ok) return refuse(res, isAborted, reply.error === 'limit' ? HTTP_ERRORS.connectionLimit : HTTP_ERRORS.sessionNotFound);
+      if (aborted) {
+        void ask(sessionId, { type: 'DISCONNECT', connectionId, at: Date.now() }).catch(() => undefined);
+        return;
+      }
+      const data: SocketData = { sessionId, connectionId, claims, cursor, lastSeq: cursor, pending: [], closed: false };
+      res.cork(() => res.upgrade(data, key, protocol, extensions, context));
+    })().catch((err) => {
+      ctx.logger.error({ err }, 'handshake failed');
+      refuse(res, isAborted, HTTP_ERRORS.internal);
+    });
+  };
+
+  app.ws<SocketData>('/ws', {
+    maxPayloadLength: TRANSPORT_MAX_PAYLOAD,
+    idleTimeout: 0,
+    maxBackpressure: 4 * 1024 * 1024,
+    upgrade,
+    open: (ws) => {
+      void register(ws)
+        .then(() => replay(ws))
+        .catch((err) => {
+          ctx.logger.error({ err: String(err) }, 'replay failed');
+          if (!ws.getUserData().closed) ws.end(1011, 'replay failed');
+        });
+    },
+    message: (ws, message, isBinary) => {
+      const text = message.byteLength > MAX_MESSAGE_BYTES || isBinary ? null : Buffer.from(message).toString('utf8');
+      void onMessage(ws, text).catch((err) => ctx.logger.error({ err: String(err) }, 'socket message failed'));
+    },
+    close: (ws) => {
+      const d = ws.getUserData();
+      d.closed = true;
+      unregister(ws);
+      void ask(d.sessionId, { type: 'DISCONNECT', connectionId: d.connectionId, at: Date.now() }).catch(() => undefined);
+    },
+  });
+
+  // Keeps this gateway's connections counted: one REFRESH per session every TTL/3.
+  const refresher = setInterval(() => {
+    for (const [sessionId, set] of sockets) {
+      const connectionIds = [...set].map((ws) => ws.getUserData().connectionId);
+      void ask(sessionId, { type: 'REFRESH', connectionIds, at: Date.now() }).catch(() => undefined);
+    }
+  }, Math.max(1000, Math.floor(o.connectionTtlMs / 3)));
+  refresher.unref();
+
+  return {
+    /** Sockets open on this gateway now. */
+    get connections(): number {
+      let n = 0;
+      for (const set of sockets.values()) n += set.size;
+      return n;
+    },
+    /** Closes every socket (going away); their sessions hear DISCONNECT from the close handler. */
+    async close(): Promise<void> {
+      clearInterval(refresher);
+      const all = [...sockets.values()].flatMap((s) => [...s]);
+      const left = all.map((ws) => ({ sessionId: ws.getUserData().sessionId, connectionId: ws.getUserData().connectionId }));
+      for (const ws of all) if (!ws.getUserData().closed) ws.end(1001, 'gateway draining');
+      await Promise.all(left.map((l) => ask(l.sessionId, { type: 'DISCONNECT', connectionId: l.connectionId, at: Date.now() }).catch(() => undefined)));
+    },
+  };
+}

@@ -1,0 +1,329 @@
+import t from 'tap';
+import { openStore, type Store } from '../store/mod.js';
+import { conversationRecords } from '../actors/conversation/record.js';
+import { eventually } from './actors.behaviour.js';
+import { http } from './helpers/http.js';
+import { connect, handshakeStatus, is, T, type Ev, type MessagingProject, messagingProject } from './helpers/messaging.js';
+import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
+
+let p: Platform;
+let m: MessagingProject;
+let store: Store;
+
+t.before(async () => {
+  p = await startPlatform();
+  m = await messagingProject(p);
+  store = await openStore({ dataDir: p.dataDir });
+});
+t.teardown(async () => {
+  await store.close();
+  await p.stop();
+  removeDir(p.dataDir);
+});
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const envelope = (t: { match: (...a: any[]) => void; ok: (...a: any[]) => void; type: (...a: any[]) => void }, e: Ev) => {
+  t.match(e.id, UUID, `${e.type} id is a UUID`);
+  t.ok(!Number.isNaN(Date.parse(e.timestamp)), `${e.type} timestamp is ISO 8601`);
+  t.type(e.metadata, 'object', `${e.type} has metadata`);
+};
+
+t.test('the whole sequence: token, session, replay, join, user message, agent reply, end', async (t) => {
+  const tok = await http(p.socket, 'POST', '/api/v1/access-token', { body: {}, headers: { 'X-Token': m.connectorToken, 'X-Host': 'example.com' } });
+  t.equal(tok.status, 200, tok.text);
+  t.match(tok.body, { access_token: String, expires_in: 86400, token_type: 'Bearer' });
+  const s = await http(p.socket, 'POST', '/api/v1/sessions', { body: { platform: 'ios-web' }, headers: { Authorization: `Bearer ${tok.body.access_token}`, 'User-Agent': 'tap' } });
+  t.equal(s.status, 200, s.text);
+  const sessionId = s.body.session_id;
+  t.match(sessionId, /^ses_/);
+
+  const c = await connect(p.socket, { session_id: sessionId, access_token: tok.body.access_token });
+  const batch = await c.waitFor(is('EVENT_BATCH'), 'batch');
+  t.equal(c.events[0].type, T('EVENT_BATCH'), 'the first frame is the replay');
+  envelope(t, batch);
+  t.equal(batch.sequence, null);
+  t.equal(batch.payload.events.length, 1);
+  const start = batch.payload.events[0];
+  t.match(start, { type: T('SESSION_START'), sequence: 1, payload: { capabilities: { streaming: false, max_message_size_bytes: 131072, max_reconnect_attempts: 5, heartbeat_interval_seconds: 30 } } });
+  envelope(t, start);
+
+  c.send(T('REQUEST_SERVICE_AGENT_JOIN'), {}, { client_event_id: 'j1' });
+  const joinEcho = await c.waitFor(is('REQUEST_SERVICE_AGENT_JOIN'), 'join echo');
+  t.match(joinEcho, { sequence: 2, metadata: { custom: { client_event_id: 'j1' } } });
+  const joined = await c.waitFor(is('SERVICE_AGENT_JOINED'), 'joined');
+  t.match(joined, { sequence: 3, payload: { agent_name: 'Front Desk', agent_avatar_url: String } });
+  const thinking = await c.waitFor(is('SERVICE_AGENT_THINKING'), 'thinking');
+  t.equal(thinking.sequence, null, 'thinking is transient');
+  const greeting = await c.waitFor(is('SERVICE_AGENT_MESSAGE'), 'greeting');
+  t.match(greeting, { sequence: 4, payload: { message_id: String, text: 'Hello, welcome to Acme Dental!', attachments: [], response_suggestions: [] } });
+  const order = c.flat().map((e) => e.type);
+  t.same(order.slice(1), [T('SESSION_START'), T('REQUEST_SERVICE_AGENT_JOIN'), T('SERVICE_AGENT_JOINED'), T('SERVICE_AGENT_THINKING'), T('SERVICE_AGENT_MESSAGE')]);
+
+  const from = c.flat().length;
+  c.send(T('USER_MESSAGE'), { text: 'When are you open on Monday?' }, { client_event_id: 'u1', local_id: 'draft-1' });
+  const echo = await c.waitFor(is('USER_MESSAGE'), 'echo', from);
+  t.match(echo, { sequence: 5, payload: { text: 'When are you open on Monday?', message_id: String }, metadata: { custom: { client_event_id: 'u1', local_id: 'draft-1' } } });
+  const reply = await c.waitFor(is('SERVICE_AGENT_MESSAGE'), 'reply', from);
+  t.match(reply, { sequence: 6, payload: { text: 'We are open from 9am to 5pm, Monday to Friday.' }, metadata: { custom: { client_event_id: 'u1' } } });
+  t.not(reply.payload.message_id, greeting.payload.message_id);
+
+  c.send(T('HEARTBEAT'));
+  await c.waitFor(is('HEARTBEAT'), 'heartbeat echo');
+  c.send(T('USER_TYPING'), { state: 'TYPING_STATE_STARTED' });
+
+  c.send(T('USER_END_SESSION'), {}, { client_event_id: 'end' });
+  await c.waitFor(is('USER_END_SESSION'), 'end echo');
+  const end = await c.waitFor(is('SESSION_END'), 'session end');
+  t.match(end, { payload: { reason: 'REASON_USER_END' }, sequence: Number });
+  t.equal((await c.closed).code, 1000, 'the socket closes after SESSION_END');
+
+  // The conversation record: channel WEBCHAT, both turns, ended.
+  const records = conversationRecords(store);
+  const record = await eventually(async () => {
+    const r = await records.get(sessionId);
+    return r && r.in_progress === false ? r : null;
+  }, 10_000, 50);
+  t.equal(record!.channel, 'WEBCHAT');
+  t.equal(record!.turns.length, 2);
+  t.equal(record!.turns[1].user_input, 'When are you open on Monday?');
+
+  // An ended session is unknown to the handshake.
+  t.equal((await handshakeStatus(p.socket, { session_id: sessionId, access_token: tok.body.access_token })).status, 404);
+});
+
+t.test('access token: every error row, and subdomains of the registered host', async (t) => {
+  const post = (headers: Record<string, string>) => http(p.socket, 'POST', '/api/v1/access-token', { body: {}, headers });
+  const errorOf = (r: { status: number; body: any }) => [r.status, r.body?.error];
+  t.same(errorOf(await post({ 'X-Host': 'example.com' })), [401, 'Missing authentication headers'], 'no X-Token');
+  t.same(errorOf(await post({ 'X-Token': m.connectorToken })), [401, 'Missing authentication headers'], 'no X-Host');
+  t.same(errorOf(await post({ 'X-Token': 'sbc_con_AAAAAAAAAAAAAAAA_' + 'x'.repeat(32), 'X-Host': 'example.com' })), [401, 'Connector token does not exist']);
+  t.same(errorOf(await post({ 'X-Token': 'nonsense', 'X-Host': 'example.com' })), [401, 'Connector token does not exist']);
+  t.same(errorOf(await post({ 'X-Token': m.connectorToken, 'X-Host': 'evil.com' })), [401, 'Failed to validate connector']);
+  t.same(errorOf(await post({ 'X-Token': m.connectorToken, 'X-Host': 'notexample.com' })), [401, 'Failed to validate connector'], 'a suffix that is not a subdomain');
+  // A chat connector has no host domain.
+  t.same(errorOf(await post({ 'X-Token': m.token, 'X-Host': 'example.com' })), [401, 'Connector missing host domain']);
+  const r = await post({ 'X-Token': m.connectorToken, 'X-Host': 'https://deep.app.example.com/widget' });
+  t.equal(r.status, 200, 'a subdomain (with scheme and path) matches');
+  t.match((await post({ 'X-Token': m.connectorToken, 'X-Host': 'EXAMPLE.COM' })).status, 200, 'host matching ignores case');
+  const e = await post({});
+  t.match(e.body, { success: false, error: 'Missing authentication headers', error_message: 'Missing authentication headers', error_code: String });
+});
+
+t.test('sessions: every error row', async (t) => {
+  const token = await m.accessToken();
+  const post = (headers: Record<string, string>, raw?: string) => http(p.socket, 'POST', '/api/v1/sessions', { raw, headers: { 'content-type': 'application/json', ...headers } });
+  const errorOf = (r: { status: number; body: any }) => [r.status, r.body?.error];
+  t.same(errorOf(await post({})), [400, 'Missing access token']);
+  t.same(errorOf(await post({ Authorization: token })), [401, 'Missing authentication headers'], 'not in Bearer form');
+  t.same(errorOf(await post({ Authorization: `Basic ${token}` })), [401, 'Missing authentication headers']);
+  t.same(errorOf(await post({ Authorization: 'Bearer not.a.jwt' })), [401, 'Invalid access token'], 'malformed');
+  const [h, b, sig] = token.split('.');
+  const claims = JSON.parse(Buffer.from(b, 'base64url').toString());
+  const forged = Buffer.from(JSON.stringify({ ...claims, account_id: 'acc_other' })).toString('base64url');
+  t.same(errorOf(await post({ Authorization: `Bearer ${h}.${forged}.${sig}` })), [401, 'Invalid access token'], 'tampered');
+  // An expired token, signed with the deployment's own key.
+  const { SignJWT } = await import('jose');
+  const secret = await store.collection<{ id: string; secret: string }>({ name: 'messaging_secrets' }).get('jwt');
+  const expired = await new SignJWT({ ...claims, exp: Math.floor(Date.now() / 1000) - 60 }).setProtectedHeader({ alg: 'HS256' }).sign(Buffer.from(secret!.secret, 'base64url'));
+  t.same(errorOf(await post({ Authorization: `Bearer ${expired}` })), [401, 'Invalid access token'], 'expired');
+  t.same(errorOf(await post({ Authorization: `Bearer ${token}` }, '{not json')), [400, 'Error parsing request']);
+  t.same(errorOf(await post({ Authorization: `Bearer ${token}` }, '[1,2]')), [400, 'Error parsing request'], 'not an object');
+  t.equal((await post({ Authorization: `Bearer ${token}` }, '{"platform":"fridge"}')).status, 400, 'unknown platform');
+  t.equal((await post({ Authorization: `Bearer ${token}` }, '{"streaming_enabled":"yes"}')).status, 400, 'streaming_enabled not a boolean');
+  t.equal((await post({ Authorization: `Bearer ${token}` })).status, 200, 'the body may be omitted');
+  for (const platform of ['web', 'ios', 'android', 'custom', 'ios-web', 'android-web']) {
+    t.equal((await post({ Authorization: `Bearer ${token}` }, JSON.stringify({ platform }))).status, 200, `platform ${platform}`);
+  }
+});
+
+t.test('handshake: every error row, and the connection limit', async (t) => {
+  const { sessionId, accessToken } = await m.session();
+  t.same(await handshakeStatus(p.socket, { access_token: accessToken }), { status: 400, body: { success: false, error: 'invalid connection parameters', error_code: 'INVALID_CONNECTION_PARAMETERS', error_message: 'invalid connection parameters', data: null } });
+  t.equal((await handshakeStatus(p.socket, { session_id: sessionId })).status, 400);
+  t.match(await handshakeStatus(p.socket, { session_id: sessionId, access_token: 'garbage' }), { status: 401, body: { error: 'authentication failed' } });
+  t.match(await handshakeStatus(p.socket, { session_id: 'ses_unknown', access_token: accessToken }), { status: 404, body: { error: 'session not found' } });
+  t.match(await handshakeStatus(p.socket, { session_id: 'not a valid id!', access_token: accessToken }), { status: 404 });
+  // A token of another connector does not match the session.
+  const other = await messagingProject(p, { name: 'Other Co' });
+  t.match(await handshakeStatus(p.socket, { session_id: sessionId, access_token: await other.accessToken() }), { status: 401, body: { error: 'authentication failed' } });
+
+  const open = [];
+  for (let i = 0; i < 10; i++) open.push(await connect(p.socket, { session_id: sessionId, access_token: accessToken }));
+  t.match(await handshakeStatus(p.socket, { session_id: sessionId, access_token: accessToken }), { status: 429, body: { error: 'connection limit exceeded for session' } }, 'the 11th is refused');
+  await open.pop()!.close();
+  // The close deregisters the connection: a new one fits again.
+  const again = await eventually(async () => connect(p.socket, { session_id: sessionId, access_token: accessToken }).catch(() => null), 10_000, 50);
+  t.ok(again, 'a slot freed by a close is usable');
+  open.push(again!);
+  for (const c of open) await c.close();
+});
+
+t.test('event errors: SYSTEM_MESSAGE at level ERROR, custom echoed, the socket stays open', async (t) => {
+  const { sessionId, accessToken } = await m.session();
+  const c = await connect(p.socket, { session_id: sessionId, access_token: accessToken });
+  await c.waitFor(is('EVENT_BATCH'));
+  const errorAfter = async (send: () => void) => {
+    const from = c.flat().length;
+    send();
+    return c.waitFor((e) => e.type === T('SYSTEM_MESSAGE'), 'error', from);
+  };
+  let e = await errorAfter(() => c.raw('{not json'));
+  t.match(e, { sequence: null, payload: { level: 'SYSTEM_MESSAGE_LEVEL_ERROR', message: 'Unknown event type or invalid message format' } });
+  e = await errorAfter(() => c.send('EVENT_TYPE_DANCE', {}, { n: 1 }));
+  t.match(e, { payload: { message: 'Unknown event type or invalid message format' }, metadata: { custom: { n: 1 } } });
+  e = await errorAfter(() => c.send(T('SERVICE_AGENT_MESSAGE'), { text: 'I am the agent now' }, { n: 2 }));
+  t.match(e, { payload: { level: 'SYSTEM_MESSAGE_LEVEL_ERROR', message: 'Event type not allowed: EVENT_TYPE_SERVICE_AGENT_MESSAGE' }, metadata: { custom: { n: 2 } } });
+  e = await errorAfter(() => c.send(T('SESSION_END'), {}));
+  t.equal(e.payload.message, 'Event type not allowed: EVENT_TYPE_SESSION_END');
+  e = await errorAfter(() => c.send(T('USER_MESSAGE'), { text: 42 }));
+  t.equal(e.payload.message, 'Unknown event type or invalid message format', 'a user message without text');
+  e = await errorAfter(() => c.send(T('USER_TYPING'), { state: 'TYPING_MAYBE' }));
+  t.equal(e.payload.message, 'Unknown event type or invalid message format');
+  e = await errorAfter(() => c.send(T('USER_MESSAGE'), { text: 'x'.repeat(140_000) }, { n: 3 }));
+  t.equal(e.payload.message, 'Unknown event type or invalid message format', 'over 128 KiB');
+  e = await errorAfter(() => c.send(T('USER_MESSAGE'), { text: 'hello?' }, { n: 4 }));
+  t.match(e, { payload: { message: 'Error: Conversation not found' }, metadata: { custom: { n: 4 } } }, 'a message before the join');
+  t.equal(c.ws.readyState, c.ws.OPEN, 'the socket is still open');
+  // Nothing of that was journaled: a replay holds SESSION_START only.
+  const r = await connect(p.socket, { session_id: sessionId, access_token: accessToken });
+  const batch = await r.waitFor(is('EVENT_BATCH'));
+  t.same(batch.payload.events.map((x: Ev) => x.type), [T('SESSION_START')]);
+  await r.close();
+
+  // The connector is removed: events that need it fail, new handshakes are refused.
+  const gone = await messagingProject(p, { name: 'Gone Co' });
+  const s2 = await gone.session();
+  const c2 = await connect(p.socket, { session_id: s2.sessionId, access_token: s2.accessToken });
+  await c2.waitFor(is('EVENT_BATCH'));
+  await http(p.edge, 'DELETE', `/admin/v1/connectors/${gone.connectorId}`, { headers: { authorization: `Bearer ${p.operatorToken}` } });
+  c2.send(T('REQUEST_SERVICE_AGENT_JOIN'), {}, { n: 5 });
+  const e2 = await c2.waitFor(is('SYSTEM_MESSAGE'));
+  t.match(e2, { payload: { level: 'SYSTEM_MESSAGE_LEVEL_ERROR', message: 'Error: Connector not found' }, metadata: { custom: { n: 5 } } });
+  t.equal((await handshakeStatus(p.socket, { session_id: s2.sessionId, access_token: s2.accessToken })).status, 401);
+  t.equal((await http(p.socket, 'POST', '/api/v1/sessions', { body: {}, headers: { Authorization: `Bearer ${s2.accessToken}` } })).status, 401);
+  await c2.close();
+  await c.close();
+});
+
+/** A joined session with its client, the greeting received. */
+const joinedSession = async (proj: MessagingProject, body: unknown = {}) => {
+  const s = await proj.session(body);
+  const c = await connect(p.socket, { session_id: s.sessionId, access_token: s.accessToken });
+  await c.waitFor(is('EVENT_BATCH'));
+  c.send(T('REQUEST_SERVICE_AGENT_JOIN'));
+  await c.waitFor((e) => e.type === T('SERVICE_AGENT_MESSAGE') || e.type === T('SERVICE_AGENT_MESSAGE_CHUNK'), 'greeting');
+  await c.waitFor((e) => e.type === T('SERVICE_AGENT_MESSAGE') || (e.type === T('SERVICE_AGENT_MESSAGE_CHUNK') && e.payload.is_complete), 'greeting done');
+  return { ...s, c };
+};
+
+t.test('reconnect with a cursor replays what came after it; an invalid cursor replays everything', async (t) => {
+  const { sessionId, accessToken, c } = await joinedSession(m);
+  c.send(T('USER_MESSAGE'), { text: 'Where can I park?' });
+  await c.waitFor((e) => is('SERVICE_AGENT_MESSAGE')(e) && e.sequence === 6, 'reply');
+  await c.close();
+  const replayOf = async (cursor?: string) => {
+    const r = await connect(p.socket, { session_id: sessionId, access_token: accessToken, cursor });
+    const b = await r.waitFor(is('EVENT_BATCH'));
+    await r.close();
+    return b.payload.events.map((e: Ev) => e.sequence);
+  };
+  t.same(await replayOf(), [1, 2, 3, 4, 5, 6], 'no cursor: everything');
+  t.same(await replayOf('4'), [5, 6], 'integer cursor');
+  t.same(await replayOf('seq:3'), [4, 5, 6], 'seq:<n> cursor');
+  t.same(await replayOf('seq:6'), [], 'nothing after the last');
+  t.same(await replayOf('banana'), [1, 2, 3, 4, 5, 6], 'invalid cursor reads as seq:0');
+  t.same(await replayOf('-3'), [1, 2, 3, 4, 5, 6]);
+  // The replay has the agent's join: a reconnecting client does not join again.
+  const r = await connect(p.socket, { session_id: sessionId, access_token: accessToken });
+  const b = await r.waitFor(is('EVENT_BATCH'));
+  t.ok(b.payload.events.some(is('SERVICE_AGENT_JOINED')));
+  await r.close();
+});
+
+t.test('a dropped connection does not end the session: events sent meanwhile arrive on resume', async (t) => {
+  const { sessionId, accessToken, c } = await joinedSession(m);
+  const other = await connect(p.socket, { session_id: sessionId, access_token: accessToken });
+  await other.waitFor(is('EVENT_BATCH'));
+  const last = c.flat().filter((e) => e.sequence !== null).at(-1)!.sequence!;
+  c.ws.terminate();
+  await c.closed;
+  // The other device of the session goes on talking while the first is away.
+  other.send(T('USER_MESSAGE'), { text: 'When are you open?' });
+  await other.waitFor(is('SERVICE_AGENT_MESSAGE'), 'reply on the other socket', 1);
+  const back = await connect(p.socket, { session_id: sessionId, access_token: accessToken, cursor: `seq:${last}` });
+  const b = await back.waitFor(is('EVENT_BATCH'));
+  t.same(b.payload.events.map((e: Ev) => e.type), [T('USER_MESSAGE'), T('SERVICE_AGENT_MESSAGE')]);
+  t.equal(b.payload.events[1].payload.text, 'We are open from 9am to 5pm, Monday to Friday.');
+  // Live events reach both sockets of the session.
+  back.send(T('HEARTBEAT'), {}, { client_event_id: 'hb-1' });
+  const [e1, e2] = await Promise.all([back.waitFor(is('HEARTBEAT')), other.waitFor(is('HEARTBEAT'))]);
+  t.equal(e1.id, e2.id, 'the same event (same id) on both sockets');
+  await back.close();
+  await other.close();
+});
+
+t.test('a client_event_id is journaled once; the retry gets the original echo', async (t) => {
+  const { sessionId, accessToken, c } = await joinedSession(m);
+  const from = c.flat().length;
+  c.send(T('USER_MESSAGE'), { text: 'When are you open?' }, { client_event_id: 'dup-1' });
+  const first = await c.waitFor(is('USER_MESSAGE'), 'echo', from);
+  await c.waitFor(is('SERVICE_AGENT_MESSAGE'), 'reply', from);
+  const next = c.flat().length;
+  c.send(T('USER_MESSAGE'), { text: 'When are you open?' }, { client_event_id: 'dup-1' });
+  const again = await c.waitFor(is('USER_MESSAGE'), 'echo of the retry', next);
+  t.equal(again.id, first.id, 'the same echo');
+  t.equal(again.sequence, first.sequence);
+  c.send(T('HEARTBEAT'), {}, { client_event_id: 'after' });
+  await c.waitFor((e) => is('HEARTBEAT')(e) && e.metadata.custom?.client_event_id === 'after', 'heartbeat', next);
+  const r = await connect(p.socket, { session_id: sessionId, access_token: accessToken });
+  const b = await r.waitFor(is('EVENT_BATCH'));
+  t.equal(b.payload.events.filter(is('USER_MESSAGE')).length, 1, 'journaled once');
+  t.equal(b.payload.events.filter(is('SERVICE_AGENT_MESSAGE')).length, 2, 'one turn: greeting and one reply');
+  await r.close();
+  await c.close();
+});
+
+t.test('streaming sessions get the reply as chunks from 1 with the last complete', async (t) => {
+  const { c, sessionId, accessToken } = await joinedSession(m, { streaming_enabled: true });
+  const start = c.flat().find(is('SESSION_START'))!;
+  t.equal(start.payload.capabilities.streaming, true);
+  t.notOk(c.flat().some(is('SERVICE_AGENT_MESSAGE')), 'no whole messages on a streaming session');
+  const from = c.flat().length;
+  c.send(T('USER_MESSAGE'), { text: 'When are you open?' }, { client_event_id: 's1' });
+  await c.waitFor((e) => is('SERVICE_AGENT_MESSAGE_CHUNK')(e) && e.payload.is_complete, 'last chunk', from);
+  const chunks = c.flat().slice(from).filter(is('SERVICE_AGENT_MESSAGE_CHUNK'));
+  t.ok(chunks.length > 1, `${chunks.length} chunks`);
+  t.same(chunks.map((x) => x.payload.chunk_index), chunks.map((_, i) => i + 1));
+  t.same(chunks.map((x) => x.payload.is_complete), chunks.map((_, i) => i === chunks.length - 1));
+  t.equal(new Set(chunks.map((x) => x.payload.message_id)).size, 1, 'one message_id');
+  t.equal(chunks.map((x) => x.payload.text).join(''), 'We are open from 9am to 5pm, Monday to Friday.');
+  for (const x of chunks) t.match(x, { payload: { attachments: [], response_suggestions: [] }, metadata: { custom: { client_event_id: 's1' } }, sequence: Number });
+  await c.close();
+  const r = await connect(p.socket, { session_id: sessionId, access_token: accessToken });
+  t.ok((await r.waitFor(is('EVENT_BATCH'))).payload.events.some(is('SERVICE_AGENT_MESSAGE_CHUNK')), 'chunks are journaled');
+  await r.close();
+});
+
+t.test('a user message naming another language changes the session language', async (t) => {
+  const { c } = await joinedSession(m);
+  const from = c.flat().length;
+  c.send(T('USER_MESSAGE'), { text: 'Bonjour, quand ouvrez-vous?', language_code: 'fr-FR' }, { n: 1 });
+  const changed = await c.waitFor(is('LANGUAGE_CHANGED'), 'language changed', from);
+  t.match(changed, { payload: { language_code: 'fr-FR' }, sequence: Number, metadata: { custom: { n: 1 } } });
+  await c.waitFor(is('SERVICE_AGENT_MESSAGE'), 'reply', from);
+  const next = c.flat().length;
+  c.send(T('USER_MESSAGE'), { text: 'Merci', language_code: 'fr-FR' });
+  await c.waitFor(is('SERVICE_AGENT_MESSAGE'), 'reply', next);
+  t.notOk(c.flat().slice(next).some(is('LANGUAGE_CHANGED')), 'the same language again changes nothing');
+  await c.close();
+});
+
+t.test('the agent ending the conversation ends the session naturally', async (t) => {
+  const { c } = await joinedSession(m);
+  c.send(T('USER_MESSAGE'), { text: 'Thanks, goodbye!' });
+  const end = await c.waitFor(is('SESSION_END'));
+  t.equal(end.payload.reason, 'REASON_NATURAL_END');
+  const flat = c.flat();
+  t.ok(flat.findIndex((e) => is('SERVICE_AGENT_MESSAGE')(e) && e.payload.text === 'Thank you for calling. Goodbye!') < flat.indexOf(end), 'the goodbye comes first');
+  await c.closed;
+});
