@@ -11,7 +11,7 @@
  * Run: `npm run build && node dist/bench/messaging.js`.
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -35,6 +35,12 @@ const PASSIVATE_AFTER_MS = Number(process.env.BENCH_PASSIVATE_AFTER_MS ?? 2000);
 /** Sockets one load-client process holds at most: its own open-file limit, less its other descriptors. */
 const SOCKETS_PER_CLIENT = 9_000;
 const HOST = 'bench.example.com';
+/**
+ * The platform's settings for every run. The access-token and session steps are rate-limited per connector
+ * token and per access token (MESSAGING_HTTP_RATE, 60 a minute): thousands of widgets opening at once from
+ * one connector would be throttled, and that limit is not what is measured here.
+ */
+const PLATFORM_ENV = { LOG_LEVEL: 'error', MESSAGING_HTTP_RATE: '1000000' };
 const TEXT = 'When do you open on Monday?';
 /** The same frame the messaging client sends, for the bare echo: same size, same JSON. */
 const FRAME = JSON.stringify({ type: 'EVENT_TYPE_USER_MESSAGE', payload: { text: TEXT }, metadata: { custom: { client_event_id: 'c0s0-1' } } });
@@ -72,14 +78,20 @@ const merge = (into: Record<string, number>, from: Record<string, number>) => {
 };
 
 /** Opens the sockets (one command per client), then runs every client's closed loop at once. */
-async function loadRow(name: string, clients: LoadClient[], open: (client: number, count: number) => LoadCommand, total: number): Promise<Row> {
+async function loadRow(
+  name: string,
+  clients: LoadClient[],
+  open: (client: number, count: number) => LoadCommand,
+  total: number,
+  around: <T>(run: () => Promise<T>) => Promise<T> = (run) => run(),
+): Promise<Row> {
   const shares = split(total, clients.length);
   const t0 = performance.now();
   const opened = await Promise.all(clients.map((c, i) => c.ask<OpenReply>(open(i, shares[i]))));
   const setupMs = performance.now() - t0;
   const errorKinds: Record<string, number> = {};
   for (const o of opened) merge(errorKinds, o.errors);
-  const runs = await Promise.all(clients.map((c) => c.ask<RunReply>({ op: 'run', durationMs: DURATION_S * 1000 })));
+  const runs = await around(() => Promise.all(clients.map((c) => c.ask<RunReply>({ op: 'run', durationMs: DURATION_S * 1000 }))));
   const lat = latencyRecorder();
   let done = 0;
   for (const r of runs) {
@@ -140,7 +152,7 @@ async function until(check: () => Promise<boolean>, timeoutMs: number, everyMs =
 /** Starts a NATS deployment of the Messaging API: a nats-server, an edge + socket process and a worker. */
 async function startNatsMessaging() {
   const nats = await startNats();
-  const env = { NATS_URL: nats.url, LOG_LEVEL: 'error', SHARDS: '64', PASSIVATE_AFTER_MS: '600000' };
+  const env = { ...PLATFORM_ENV, NATS_URL: nats.url, SHARDS: '64', PASSIVATE_AFTER_MS: '600000' };
   const edge = await startPlatform({ roles: ['edge', 'socket'], env });
   const worker = await startPlatform({ roles: ['worker'], dataDir: edge.dataDir, env: { ...env, OPERATOR_TOKEN: edge.operatorToken } });
   await until(async () => {
@@ -169,10 +181,15 @@ async function load(): Promise<string[]> {
   );
   bare.kill();
 
-  const embedded = await startPlatform({ env: { LOG_LEVEL: 'error' } });
+  const inspectPort = process.env.BENCH_PROFILE ? await freePort() : null;
+  const embedded = await startPlatform({ env: { ...PLATFORM_ENV, NODE_OPTIONS: inspectPort ? `--inspect=127.0.0.1:${inspectPort}` : undefined } });
   try {
     const { token } = await messagingProject(embedded, 'Messaging Bench');
-    rows.push(await withClients(CLIENTS, (clients) => loadRow('messaging, embedded (one process)', clients, messagingCommand(embedded.socket, token, true, 50), SESSIONS)));
+    rows.push(
+      await withClients(CLIENTS, (clients) =>
+        loadRow('messaging, embedded (one process)', clients, messagingCommand(embedded.socket, token, true, 50), SESSIONS, (run) => profiled(inspectPort, run)),
+      ),
+    );
   } finally {
     await embedded.stop();
     removeDir(embedded.dataDir);
@@ -212,17 +229,17 @@ function rss(pid: number) {
   return { rss: kb('VmRSS'), anon: kb('RssAnon') };
 }
 
-/** Heap used by the platform process after two full collections, asked through its inspector. */
-async function heapAfterGc(inspectPort: number): Promise<number | null> {
-  try {
-    const targets = (await (await fetch(`http://127.0.0.1:${inspectPort}/json/list`)).json()) as Array<{ webSocketDebuggerUrl: string }>;
-    const ws = new WebSocket(targets[0].webSocketDebuggerUrl, { perMessageDeflate: false });
-    await new Promise((resolve, reject) => {
-      ws.once('open', resolve);
-      ws.once('error', reject);
-    });
-    let id = 0;
-    const call = (method: string) =>
+/** A DevTools-protocol session with a platform process started with `--inspect=127.0.0.1:<port>`. */
+async function inspector(port: number) {
+  const targets = (await (await fetch(`http://127.0.0.1:${port}/json/list`)).json()) as Array<{ webSocketDebuggerUrl: string }>;
+  const ws = new WebSocket(targets[0].webSocketDebuggerUrl, { perMessageDeflate: false });
+  await new Promise((resolve, reject) => {
+    ws.once('open', resolve);
+    ws.once('error', reject);
+  });
+  let id = 0;
+  return {
+    call: (method: string, params: Record<string, unknown> = {}) =>
       new Promise<any>((resolve) => {
         const my = ++id;
         const onMessage = (data: WebSocket.RawData) => {
@@ -232,15 +249,43 @@ async function heapAfterGc(inspectPort: number): Promise<number | null> {
           resolve(m.result);
         };
         ws.on('message', onMessage);
-        ws.send(JSON.stringify({ id: my, method }));
-      });
-    await call('HeapProfiler.collectGarbage');
-    await call('HeapProfiler.collectGarbage');
-    const usage = await call('Runtime.getHeapUsage');
-    ws.close();
+        ws.send(JSON.stringify({ id: my, method, params }));
+      }),
+    close: () => ws.close(),
+  };
+}
+
+/** Heap used by the platform process after two full collections, asked through its inspector. */
+async function heapAfterGc(inspectPort: number): Promise<number | null> {
+  try {
+    const i = await inspector(inspectPort);
+    await i.call('HeapProfiler.collectGarbage');
+    await i.call('HeapProfiler.collectGarbage');
+    const usage = await i.call('Runtime.getHeapUsage');
+    i.close();
     return usage.usedSize as number;
   } catch {
     return null;
+  }
+}
+
+/**
+ * With BENCH_PROFILE=<file>, a CPU profile of the embedded platform process over the timed messaging run
+ * (sessions already open; open the file in Chrome DevTools): where a round trip's time goes.
+ */
+async function profiled<T>(inspectPort: number | null, run: () => Promise<T>): Promise<T> {
+  const file = process.env.BENCH_PROFILE;
+  if (!file || inspectPort === null) return run();
+  const i = await inspector(inspectPort);
+  await i.call('Profiler.enable');
+  await i.call('Profiler.start');
+  try {
+    return await run();
+  } finally {
+    const { profile } = await i.call('Profiler.stop');
+    writeFileSync(file, JSON.stringify(profile));
+    i.close();
+    console.log(`CPU profile of the embedded platform written to ${file}`);
   }
 }
 
@@ -274,7 +319,7 @@ async function bareIdle(count: number): Promise<{ opened: number; ms: number; pe
 
 async function idle(): Promise<string[]> {
   const inspectPort = await freePort();
-  const p = await startPlatform({ env: { LOG_LEVEL: 'error', PASSIVATE_AFTER_MS: String(PASSIVATE_AFTER_MS), NODE_OPTIONS: `--inspect=127.0.0.1:${inspectPort}` } });
+  const p = await startPlatform({ env: { ...PLATFORM_ENV, PASSIVATE_AFTER_MS: String(PASSIVATE_AFTER_MS), NODE_OPTIONS: `--inspect=127.0.0.1:${inspectPort}` } });
   const pid = p.child.pid!;
   const out: string[] = [];
   try {
