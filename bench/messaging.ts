@@ -32,6 +32,8 @@ const CLIENTS = Math.max(1, Number(process.env.BENCH_CLIENTS ?? 1));
 const MODES = new Set((process.env.BENCH_MODES ?? 'load,idle').split(','));
 const WITH_NATS = process.env.BENCH_NATS === '1';
 const PASSIVATE_AFTER_MS = Number(process.env.BENCH_PASSIVATE_AFTER_MS ?? 2000);
+/** Sessions each load-client process opens at once (token, session, socket) during the idle part. */
+const IDLE_CONCURRENCY = Number(process.env.BENCH_IDLE_CONCURRENCY ?? 64);
 /** Sockets one load-client process holds at most: its own open-file limit, less its other descriptors. */
 const SOCKETS_PER_CLIENT = 9_000;
 const HOST = 'bench.example.com';
@@ -135,6 +137,23 @@ const messagingCommand = (base: string, token: string, join: boolean, concurrenc
   lane,
 });
 
+/** The distinct error lines the platform logged (pino JSON on stdout), for a run that saw errors. */
+function platformErrors(p: Platform, max = 5): string[] {
+  const seen = new Map<string, number>();
+  for (const line of p.stdout().split('\n')) {
+    if (!line.startsWith('{')) continue;
+    try {
+      const l = JSON.parse(line) as { level?: number; msg?: string; err?: { message?: string } };
+      if ((l.level ?? 0) < 50) continue;
+      const k = `${l.msg ?? ''}${l.err?.message ? `: ${l.err.message}` : ''}`.replace(/[0-9a-f]{8,}|[A-Za-z0-9_-]{20,}/g, '…').slice(0, 200);
+      seen.set(k, (seen.get(k) ?? 0) + 1);
+    } catch {
+      /* not a log line */
+    }
+  }
+  return [...seen].slice(0, max).map(([k, n]) => `  platform logged ${n} × ${k}`);
+}
+
 async function liveActors(p: Platform): Promise<number> {
   const r = await http(p.edge, 'GET', '/admin/v1/runtime', { headers: { authorization: `Bearer ${p.operatorToken}` } });
   return (r.body.workers as Array<{ liveActors: number }>).reduce((n, w) => n + w.liveActors, 0);
@@ -172,6 +191,7 @@ async function startNatsMessaging() {
 
 async function load(): Promise<string[]> {
   const rows: Row[] = [];
+  const notes: string[] = [];
   const bare = fork(fileURLToPath(new URL('./bare-uws.js', import.meta.url)));
   const { port } = await new Promise<{ port: number }>((r) => bare.once('message', (m) => r(m as { port: number })));
   rows.push(
@@ -190,6 +210,7 @@ async function load(): Promise<string[]> {
         loadRow('messaging, embedded (one process)', clients, messagingCommand(embedded.socket, token, true, 50), SESSIONS, (run) => profiled(inspectPort, run)),
       ),
     );
+    notes.push(...platformErrors(embedded));
   } finally {
     await embedded.stop();
     removeDir(embedded.dataDir);
@@ -200,6 +221,7 @@ async function load(): Promise<string[]> {
     try {
       const { token } = await messagingProject(cluster.edge, 'Messaging Bench NATS');
       rows.push(await withClients(CLIENTS, (clients) => loadRow('messaging over NATS (edge+socket, worker)', clients, messagingCommand(cluster.edge.socket, token, true, 50), SESSIONS)));
+      notes.push(...platformErrors(cluster.edge));
     } finally {
       await cluster.stop();
     }
@@ -219,6 +241,7 @@ async function load(): Promise<string[]> {
     const p99Met = embeddedRow.p99 < 25;
     out.push(`  target: embedded ≥ 33.3 % of the bare echo (${rateMet ? 'met' : 'NOT met'}), p99 under 25 ms (${p99Met ? 'met' : 'NOT met'})`);
   }
+  out.push(...notes);
   return [`messaging load — ${SESSIONS} concurrent sessions, ${CLIENTS} load-client process(es), ${DURATION_S} s per run, ${FRAME.length}-byte user frames`, ...out];
 }
 
@@ -271,7 +294,8 @@ async function heapAfterGc(inspectPort: number): Promise<number | null> {
 
 /**
  * With BENCH_PROFILE=<file>, a CPU profile of the embedded platform process over the timed messaging run
- * (sessions already open; open the file in Chrome DevTools): where a round trip's time goes.
+ * (sessions already open) or, for the idle part, over the opening of the sessions: where the time goes (open
+ * the file in Chrome DevTools).
  */
 async function profiled<T>(inspectPort: number | null, run: () => Promise<T>): Promise<T> {
   const file = process.env.BENCH_PROFILE;
@@ -326,7 +350,7 @@ async function idle(): Promise<string[]> {
     const { token } = await messagingProject(p, 'Messaging Idle');
     // Each open socket is one descriptor in the platform process: stay under its open-file limit, leaving room
     // for its own files and the load clients' HTTP connections.
-    const concurrency = 64;
+    const concurrency = IDLE_CONCURRENCY;
     const clientsNeeded = (n: number) => Math.ceil(n / SOCKETS_PER_CLIENT);
     const room = openFileLimit(pid) - readdirSync(`/proc/${pid}/fd`).length - clientsNeeded(IDLE_SESSIONS) * concurrency - 100;
     const target = Math.min(IDLE_SESSIONS, room);
@@ -343,7 +367,7 @@ async function idle(): Promise<string[]> {
     const result = await withClients(clientsNeeded(target), async (clients) => {
       const shares = split(target, clients.length);
       const t0 = performance.now();
-      const opened = await Promise.all(clients.map((c, i) => c.ask<OpenReply>(messagingCommand(p.socket, token, IDLE_JOIN, concurrency)(i, shares[i]))));
+      const opened = await profiled(inspectPort, () => Promise.all(clients.map((c, i) => c.ask<OpenReply>(messagingCommand(p.socket, token, IDLE_JOIN, concurrency)(i, shares[i])))));
       const openMs = performance.now() - t0;
       const errors: Record<string, number> = {};
       for (const o of opened) merge(errors, o.errors);
@@ -370,8 +394,10 @@ async function idle(): Promise<string[]> {
       `  passivated (${result.passivated ? 'all' : 'NOT all'}: ${fmt(result.liveAfter)} live actors left), ${fmt(result.stillOpen)} sockets still open: ` +
         `${per(result.mem1.rss - mem0.rss)} VmRSS, ${per(result.mem1.anon - mem0.anon)} anonymous RSS` +
         `${result.heap1 !== null && heap0 !== null ? `, ${per(result.heap1 - heap0)} heap used after GC` : ' (heap: inspector not reachable)'} per session`,
-      `  target: under 10 KB per session once passivated: ${(result.mem1.rss - mem0.rss) / n < 10 * 1024 ? 'met' : 'NOT met'} (VmRSS)`,
+      `  target: under 10 KB per session once passivated: by VmRSS ${(result.mem1.rss - mem0.rss) / n < 10 * 1024 ? 'met' : 'NOT met'}, ` +
+        `by anonymous RSS (VmRSS less LMDB's memory-mapped file pages) ${(result.mem1.anon - mem0.anon) / n < 10 * 1024 ? 'met' : 'NOT met'}`,
       `  platform process: VmRSS ${fmt(mem0.rss / 2 ** 20, 1)} MB before, ${fmt(result.mem1.rss / 2 ** 20, 1)} MB after`,
+      ...platformErrors(p),
     );
   } finally {
     await p.stop();
