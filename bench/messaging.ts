@@ -34,6 +34,8 @@ const WITH_NATS = process.env.BENCH_NATS === '1';
 const PASSIVATE_AFTER_MS = Number(process.env.BENCH_PASSIVATE_AFTER_MS ?? 2000);
 /** Sessions each load-client process opens at once (token, session, socket) during the idle part. */
 const IDLE_CONCURRENCY = Number(process.env.BENCH_IDLE_CONCURRENCY ?? 64);
+/** How long the idle part watches the platform hold its sessions without traffic (more than 30 s: see README). */
+const IDLE_WATCH_S = Number(process.env.BENCH_IDLE_WATCH_S ?? 40);
 /** Sockets one load-client process holds at most: its own open-file limit, less its other descriptors. */
 const SOCKETS_PER_CLIENT = 9_000;
 const HOST = 'bench.example.com';
@@ -136,6 +138,29 @@ const messagingCommand = (base: string, token: string, join: boolean, concurrenc
   concurrency,
   lane,
 });
+
+/** CPU time (user + system) the process has used, in seconds, from /proc/<pid>/stat. */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  // utime and stime are fields 14 and 15 of stat, 12 and 13 after the command; in clock ticks of 1/100 s.
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/**
+ * Watches an idle platform (sockets open, no traffic) for `ms`: the share of a core it uses and the most
+ * actors live at once. Nothing should run while nobody talks.
+ */
+async function watchIdle(p: Platform, ms: number): Promise<{ cpuPercent: number; maxLive: number }> {
+  const pid = p.child.pid!;
+  const cpu0 = cpuSeconds(pid);
+  const t0 = performance.now();
+  let maxLive = 0;
+  while (performance.now() - t0 < ms) {
+    maxLive = Math.max(maxLive, await liveActors(p));
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  return { cpuPercent: ((cpuSeconds(pid) - cpu0) / ((performance.now() - t0) / 1000)) * 100, maxLive };
+}
 
 /** The distinct error lines the platform logged (pino JSON on stdout), for a run that saw errors. */
 function platformErrors(p: Platform, max = 5): string[] {
@@ -378,8 +403,9 @@ async function idle(): Promise<string[]> {
       const liveAfter = await liveActors(p);
       const heap1 = await heapAfterGc(inspectPort);
       const mem1 = rss(pid);
+      const watch = await watchIdle(p, IDLE_WATCH_S * 1000);
       const stillOpen = (await Promise.all(clients.map((c) => c.ask<{ open: number }>({ op: 'count' })))).reduce((n, c) => n + c.open, 0);
-      return { opened: opened.reduce((n, o) => n + o.opened, 0), retried: opened.reduce((n, o) => n + o.retried, 0), openMs, errors, live, heapLive, memLive, passivated, liveAfter, heap1, mem1, stillOpen };
+      return { opened: opened.reduce((n, o) => n + o.opened, 0), retried: opened.reduce((n, o) => n + o.retried, 0), openMs, errors, live, heapLive, memLive, passivated, liveAfter, heap1, mem1, watch, stillOpen };
     });
     const n = Math.max(1, result.stillOpen);
     const per = (bytes: number) => `${fmt(bytes / n)} bytes`;
@@ -394,6 +420,7 @@ async function idle(): Promise<string[]> {
       `  passivated (${result.passivated ? 'all' : 'NOT all'}: ${fmt(result.liveAfter)} live actors left), ${fmt(result.stillOpen)} sockets still open: ` +
         `${per(result.mem1.rss - mem0.rss)} VmRSS, ${per(result.mem1.anon - mem0.anon)} anonymous RSS` +
         `${result.heap1 !== null && heap0 !== null ? `, ${per(result.heap1 - heap0)} heap used after GC` : ' (heap: inspector not reachable)'} per session`,
+      `  then idle for ${IDLE_WATCH_S} s with every socket open: the platform used ${fmt(result.watch.cpuPercent, 1)} % of a core, up to ${fmt(result.watch.maxLive)} live actors at once`,
       `  target: under 10 KB per session once passivated: by VmRSS ${(result.mem1.rss - mem0.rss) / n < 10 * 1024 ? 'met' : 'NOT met'}, ` +
         `by anonymous RSS (VmRSS less LMDB's memory-mapped file pages) ${(result.mem1.anon - mem0.anon) / n < 10 * 1024 ? 'met' : 'NOT met'}`,
       `  platform process: VmRSS ${fmt(mem0.rss / 2 ** 20, 1)} MB before, ${fmt(result.mem1.rss / 2 ** 20, 1)} MB after`,
