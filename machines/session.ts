@@ -540,6 +540,7 @@ export const sessionMachine = setup({
           states: {
             armed: {
               invoke: {
+                id: 'idleTimer',
                 src: 'sleepUntil',
                 input: ({ context }) => ({ until: context.idleDeadline }),
                 onDone: [
@@ -582,6 +583,7 @@ export const sessionMachine = setup({
             },
             joining: {
               invoke: {
+                id: 'start',
                 src: 'startAgent',
                 input: ({ context }) => ({ sessionId: context.id, info: context.info!, askId: `${context.id}:start`, at: context.joinAt ?? context.info!.createdAt }),
                 onDone: [
@@ -601,6 +603,7 @@ export const sessionMachine = setup({
             },
             responding: {
               invoke: {
+                id: 'turn',
                 src: 'converse',
                 input: ({ context }) => ({
                   sessionId: context.id,
@@ -629,6 +632,7 @@ export const sessionMachine = setup({
             /** Server-managed handoff: waiting on the live-agent desk. Messages are journaled for the agent who accepts. */
             queuedForLive: {
               invoke: {
+                id: 'handoffTimer',
                 src: 'sleepUntil',
                 input: ({ context }) => ({ until: context.handoffDeadline! }),
                 onDone: { target: '#session.ending', actions: 'handoffTimeout' },
@@ -656,6 +660,7 @@ export const sessionMachine = setup({
     },
     ending: {
       invoke: {
+        id: 'close',
         src: 'closeConversation',
         input: ({ context }) => ({ sessionId: context.id, askId: `${context.id}:close`, at: context.endedAt ?? Date.now() }),
         onDone: 'ended',

@@ -3,7 +3,7 @@ import { openStore, type Store } from '../store/mod.js';
 import { conversationRecords } from '../actors/conversation/record.js';
 import { eventually } from './actors.behaviour.js';
 import { http } from './helpers/http.js';
-import { connect, handshakeStatus, is, T, type Ev, type MessagingProject, messagingProject } from './helpers/messaging.js';
+import { connect, desk, handshakeStatus, is, T, type Ev, type MessagingProject, messagingProject } from './helpers/messaging.js';
 import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
 
 let p: Platform;
@@ -326,4 +326,105 @@ t.test('the agent ending the conversation ends the session naturally', async (t)
   const flat = c.flat();
   t.ok(flat.findIndex((e) => is('SERVICE_AGENT_MESSAGE')(e) && e.payload.text === 'Thank you for calling. Goodbye!') < flat.indexOf(end), 'the goodbye comes first');
   await c.closed;
+});
+
+t.test('server-managed handoff with a live agent on the desk', async (t) => {
+  const h = await messagingProject(p, { name: 'Handoff Co' });
+  const key = await h.liveAgentKey();
+  const d = desk(p, key);
+  const { c, sessionId, accessToken } = await joinedSession(h);
+  t.same((await d('GET', '/sessions')).body, { data: [] }, 'nobody waits yet');
+  const from = c.flat().length;
+  c.send(T('USER_MESSAGE'), { text: 'I want to speak to a person' });
+  await c.waitFor(is('HANDOFF_QUEUE_STATUS'), 'queue status', from);
+  const flow = c.flat().slice(from).filter((e) => e.type !== T('SERVICE_AGENT_THINKING')).map((e) => e.type);
+  t.same(flow, [T('USER_MESSAGE'), T('SERVICE_AGENT_MESSAGE'), T('SERVICE_AGENT_TRIGGERED_HANDOFF'), T('SERVICE_AGENT_LEFT'), T('HANDOFF_ACCEPTED'), T('HANDOFF_QUEUE_STATUS')]);
+  t.match(c.flat().find(is('HANDOFF_QUEUE_STATUS'))!.payload, { queue_name: 'live_agent', position_in_queue: 1 });
+
+  // The desk sees the waiting session; a key of another account does not.
+  const waiting = await d('GET', '/sessions');
+  t.equal(waiting.status, 200);
+  t.match(waiting.body.data, [{ session_id: sessionId, status: 'waiting', handoff: { destination: 'live_agent', mode: 'server' } }]);
+  const stranger = desk(p, await m.liveAgentKey());
+  t.same((await stranger('GET', '/sessions')).body, { data: [] });
+  t.equal((await stranger('POST', `/sessions/${sessionId}/accept`, {})).status, 404);
+  t.equal((await desk(p, h.chatKey)('GET', '/sessions')).status, 401, 'a key of another scope');
+  t.equal((await d('POST', `/sessions/${sessionId}/messages`, { text: 'too early' })).status, 409, 'nobody has accepted yet');
+
+  // The user writes while waiting; the desk reads it.
+  c.send(T('USER_MESSAGE'), { text: 'Still there?' });
+  await c.waitFor((e) => is('USER_MESSAGE')(e) && e.payload.text === 'Still there?');
+  const accepted = await d('POST', `/sessions/${sessionId}/accept`, { name: 'Sam', avatar_url: 'https://example.com/sam.png' });
+  t.equal(accepted.status, 200, accepted.text);
+  const joined = await c.waitFor(is('LIVE_AGENT_JOINED'));
+  t.match(joined.payload, { agent: { id: String, name: 'Sam', avatar_url: 'https://example.com/sam.png' } });
+  const agentId = joined.payload.agent.id;
+  t.equal((await d('POST', `/sessions/${sessionId}/accept`, {})).status, 409, 'accepted once');
+  const history = await d('GET', `/sessions/${sessionId}/events`);
+  t.ok(history.body.events.some((e: Ev) => is('USER_MESSAGE')(e) && e.payload.text === 'Still there?'), 'the desk reads what the user wrote');
+
+  t.equal((await d('POST', `/sessions/${sessionId}/typing`, { state: 'TYPING_STATE_STARTED' })).status, 200);
+  t.match(await c.waitFor(is('LIVE_AGENT_TYPING')), { sequence: null, payload: { state: 'TYPING_STATE_STARTED', agent_id: agentId } });
+  t.equal((await d('POST', `/sessions/${sessionId}/messages`, { text: 'Hi, Sam here. How can I help?' })).status, 200);
+  t.match(await c.waitFor(is('LIVE_AGENT_MESSAGE')), { sequence: Number, payload: { message_id: String, text: 'Hi, Sam here. How can I help?', attachments: [], response_suggestions: [], agent_id: agentId } });
+
+  // User messages during the live handoff reach the desk, not the agent.
+  const after = history.body.last_sequence;
+  c.send(T('USER_TYPING'), { state: 'TYPING_STATE_STARTED' });
+  await eventually(async () => (await d('GET', `/sessions/${sessionId}`)).body.user_typing === 'TYPING_STATE_STARTED', 10_000, 50);
+  c.send(T('USER_MESSAGE'), { text: 'My order is late' });
+  const got = await eventually(async () => {
+    const r = await d('GET', `/sessions/${sessionId}/events?after=${after}`);
+    return r.body.events.find((e: Ev) => is('USER_MESSAGE')(e) && e.payload.text === 'My order is late');
+  }, 10_000, 50);
+  t.ok(got, 'the desk gets the user message');
+  const mark = c.flat().length;
+  await new Promise((r) => setTimeout(r, 200));
+  t.notOk(c.flat().slice(mark).some(is('SERVICE_AGENT_MESSAGE')), 'the agent does not answer during the live handoff');
+
+  // A reconnect mid-handoff replays the whole handoff.
+  const r = await connect(p.socket, { session_id: sessionId, access_token: accessToken });
+  const b = await r.waitFor(is('EVENT_BATCH'));
+  t.ok(b.payload.events.some(is('LIVE_AGENT_JOINED')) && b.payload.events.some(is('LIVE_AGENT_MESSAGE')));
+  await r.close();
+
+  t.equal((await d('POST', `/sessions/${sessionId}/leave`)).status, 200);
+  await c.waitFor(is('LIVE_AGENT_LEFT'));
+  t.equal((await c.waitFor(is('SESSION_END'))).payload.reason, 'REASON_NATURAL_END');
+  await c.closed;
+  t.equal((await d('GET', `/sessions/${sessionId}`)).body.status, 'ended');
+});
+
+t.test('client-managed handoff: CLIENT_HANDOFF_REQUIRED, and the session forwards nothing', async (t) => {
+  const h = await messagingProject(p, { name: 'Client Handoff Co' });
+  await h.api('PATCH', `/v1/agents/${h.agentId}/real-time-configs/live/variables`, { variables: { handoff_mode: 'client', handoff_destination: 'zendesk', handoff_reason: 'policy' } });
+  const { c } = await joinedSession(h);
+  const from = c.flat().length;
+  c.send(T('USER_MESSAGE'), { text: 'Let me talk to a human' });
+  await c.waitFor(is('SERVICE_AGENT_LEFT'), 'agent left', from);
+  const flow = c.flat().slice(from).filter((e) => e.type !== T('SERVICE_AGENT_THINKING')).map((e) => e.type);
+  t.same(flow, [T('USER_MESSAGE'), T('SERVICE_AGENT_MESSAGE'), T('SERVICE_AGENT_TRIGGERED_HANDOFF'), T('CLIENT_HANDOFF_REQUIRED'), T('SERVICE_AGENT_LEFT')]);
+  t.same(c.flat().find(is('CLIENT_HANDOFF_REQUIRED'))!.payload, { reason: 'POLICY', queue_name: 'zendesk' });
+  const next = c.flat().length;
+  c.send(T('USER_MESSAGE'), { text: 'hello?' }, { n: 1 });
+  t.match(await c.waitFor(is('SYSTEM_MESSAGE'), 'error', next), { payload: { level: 'SYSTEM_MESSAGE_LEVEL_ERROR', message: 'Failed to forward message to live agent' }, metadata: { custom: { n: 1 } } });
+  await c.close();
+});
+
+t.test('handoff without live agents fails; a bad handoff configuration cannot be initiated', async (t) => {
+  const h = await messagingProject(p, { name: 'No Desk Co' });
+  const { c } = await joinedSession(h);
+  const from = c.flat().length;
+  c.send(T('USER_MESSAGE'), { text: 'I want to speak to a person' });
+  const failed = await c.waitFor(is('SYSTEM_MESSAGE'), 'error', from);
+  t.equal(failed.payload.message, 'Sorry, we could not connect you to an agent. Please try again.');
+  t.ok(c.flat().slice(from).some(is('HANDOFF_FAILED')));
+  await c.close();
+
+  await h.api('PATCH', `/v1/agents/${h.agentId}/real-time-configs/live/variables`, { variables: { handoff_mode: 'carrier-pigeon' } });
+  const s2 = await joinedSession(h);
+  const f2 = s2.c.flat().length;
+  s2.c.send(T('USER_MESSAGE'), { text: 'I want to speak to a person' });
+  t.equal((await s2.c.waitFor(is('SYSTEM_MESSAGE'), 'error', f2)).payload.message, 'Sorry, handoff could not be initiated.');
+  await s2.c.close();
 });

@@ -16,6 +16,8 @@ export interface NatsCluster extends Cluster {
   dataDir: string;
   edge: Platform;
   workers: Platform[];
+  /** Socket gateway processes (`ClusterOptions.sockets`). */
+  sockets: Platform[];
   shardCount: number;
   transport: Transport;
   /** `GET /admin/v1/runtime` of the edge. */
@@ -31,6 +33,9 @@ export interface ClusterOptions {
   leaseTtlMs?: number;
   passivateAfterMs?: number;
   shardCount?: number;
+  /** Socket gateway processes to start (role `socket`), with extra environment for them. */
+  sockets?: number;
+  socketEnv?: Record<string, string>;
 }
 
 /**
@@ -57,6 +62,8 @@ export async function startCluster(o: ClusterOptions): Promise<NatsCluster> {
     return w;
   };
   for (let i = 0; i < o.workers; i++) await addWorker();
+  const sockets: Platform[] = [];
+  for (let i = 0; i < (o.sockets ?? 0); i++) sockets.push(await startPlatform({ roles: ['socket'], dataDir, env: { ...env, ...o.socketEnv } }));
   // Start with settled placement: every shard owned and every worker holding some.
   await eventually(async () => {
     const r = (await http(edge.edge, 'GET', '/admin/v1/runtime', { headers: { authorization: `Bearer ${env.OPERATOR_TOKEN}` } })).body;
@@ -72,6 +79,7 @@ export async function startCluster(o: ClusterOptions): Promise<NatsCluster> {
     dataDir,
     edge,
     workers,
+    sockets,
     shardCount,
     transport,
     client,
@@ -93,6 +101,7 @@ export async function startCluster(o: ClusterOptions): Promise<NatsCluster> {
     addWorker,
     stop: async () => {
       await transport.close();
+      for (const s of sockets) await s.stop();
       for (const w of workers) {
         if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGCONT');
         await w.stop();

@@ -1,0 +1,69 @@
+import t from 'tap';
+import fc from 'fast-check';
+import { openStore, type Store } from '../store/mod.js';
+import { parseClientEvent, parseCursor } from '../gateway/socket/ws.js';
+import { http } from './helpers/http.js';
+import { messagingProject, type MessagingProject } from './helpers/messaging.js';
+import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
+
+const TYPES = ['EVENT_TYPE_REQUEST_SERVICE_AGENT_JOIN', 'EVENT_TYPE_USER_MESSAGE', 'EVENT_TYPE_USER_TYPING', 'EVENT_TYPE_USER_END_SESSION', 'EVENT_TYPE_HEARTBEAT', 'EVENT_TYPE_SESSION_END', 'EVENT_TYPE_X'];
+
+t.test('any client frame parses to an event or to a catalog error, never a throw', async (t) => {
+  const frame = fc.oneof(
+    fc.string(),
+    fc.json(),
+    fc.record({ type: fc.constantFrom(...TYPES), payload: fc.anything(), metadata: fc.oneof(fc.anything(), fc.record({ custom: fc.anything() })) }, { requiredKeys: ['type'] }).map((o) => JSON.stringify(o)),
+  );
+  fc.assert(
+    fc.property(frame, (text) => {
+      const r = parseClientEvent(text);
+      if ('error' in r) return typeof r.error === 'string' && (r.error === 'Unknown event type or invalid message format' || r.error.startsWith('Event type not allowed: EVENT_TYPE_'));
+      return r.event.type === 'CLIENT' && (r.event.kind !== 'MESSAGE' || typeof r.event.text === 'string');
+    }),
+    { numRuns: 2000 },
+  );
+  t.pass('2000 frames');
+});
+
+t.test('cursors: integers and seq:<n> read as themselves, anything else as 0', async (t) => {
+  fc.assert(fc.property(fc.nat(), (n) => parseCursor(String(n)).cursor === n && parseCursor(`seq:${n}`).cursor === n));
+  fc.assert(fc.property(fc.string(), (s) => {
+    const r = parseCursor(s);
+    return r.valid ? Number.isInteger(r.cursor) && r.cursor >= 0 : r.cursor === 0;
+  }));
+  t.same(parseCursor('seq:x'), { cursor: 0, valid: false });
+});
+
+let p: Platform;
+let m: MessagingProject;
+let store: Store;
+t.before(async () => {
+  p = await startPlatform({ env: { MESSAGING_HTTP_RATE: '100000' } });
+  m = await messagingProject(p);
+  store = await openStore({ dataDir: p.dataDir });
+});
+t.teardown(async () => {
+  await store.close();
+  await p.stop();
+  removeDir(p.dataDir);
+});
+
+t.test('any headers and body on the HTTP steps get a 4xx in the error shape, and no session is made', async (t) => {
+  const token = await m.accessToken();
+  const sessions = store.collection({ name: 'messaging_sessions', indexes: [{ fields: ['account_id', 'status'] }] });
+  const before = await sessions.count({});
+  const header = fc.oneof(fc.constant(undefined), fc.string({ maxLength: 80 }).filter((s) => /^[\x20-\x7e]*$/.test(s)), fc.constant(m.connectorToken), fc.constant(`Bearer ${token}x`), fc.constant('Bearer'));
+  await fc.assert(
+    fc.asyncProperty(header, header, fc.oneof(fc.string({ maxLength: 200 }), fc.json()), fc.constantFrom('/api/v1/access-token', '/api/v1/sessions'), async (a, b, body, path) => {
+      const headers: Record<string, string> = { 'content-type': 'application/json' };
+      if (a !== undefined) headers[path.endsWith('token') ? 'X-Token' : 'Authorization'] = a;
+      if (b !== undefined) headers['X-Host'] = b;
+      const r = await http(p.socket, 'POST', path, { raw: body, headers });
+      const okToken = path.endsWith('token') && r.status === 200;
+      if (okToken) return true;
+      return r.status >= 400 && r.status < 500 && typeof r.body?.error === 'string' && r.body.success === false;
+    }),
+    { numRuns: 150 },
+  );
+  t.equal(await sessions.count({}), before, 'nothing stored');
+});
