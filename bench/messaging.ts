@@ -404,8 +404,10 @@ async function idle(): Promise<string[]> {
       const heap1 = await heapAfterGc(inspectPort);
       const mem1 = rss(pid);
       const watch = await watchIdle(p, IDLE_WATCH_S * 1000);
-      const stillOpen = (await Promise.all(clients.map((c) => c.ask<{ open: number }>({ op: 'count' })))).reduce((n, c) => n + c.open, 0);
-      return { opened: opened.reduce((n, o) => n + o.opened, 0), retried: opened.reduce((n, o) => n + o.retried, 0), openMs, errors, live, heapLive, memLive, passivated, liveAfter, heap1, mem1, watch, stillOpen };
+      const counts = await Promise.all(clients.map((c) => c.ask<{ open: number; closes: Record<string, number> }>({ op: 'count' })));
+      const stillOpen = counts.reduce((n, c) => n + c.open, 0);
+      const closedByServer = counts.reduce((all, c) => merge(all, c.closes), {} as Record<string, number>);
+      return { opened: opened.reduce((n, o) => n + o.opened, 0), retried: opened.reduce((n, o) => n + o.retried, 0), openMs, errors, live, heapLive, memLive, passivated, liveAfter, heap1, mem1, watch, stillOpen, closedByServer };
     });
     const n = Math.max(1, result.stillOpen);
     const per = (bytes: number) => `${fmt(bytes / n)} bytes`;
@@ -420,6 +422,7 @@ async function idle(): Promise<string[]> {
       `  passivated (${result.passivated ? 'all' : 'NOT all'}: ${fmt(result.liveAfter)} live actors left), ${fmt(result.stillOpen)} sockets still open: ` +
         `${per(result.mem1.rss - mem0.rss)} VmRSS, ${per(result.mem1.anon - mem0.anon)} anonymous RSS` +
         `${result.heap1 !== null && heap0 !== null ? `, ${per(result.heap1 - heap0)} heap used after GC` : ' (heap: inspector not reachable)'} per session`,
+      ...(Object.keys(result.closedByServer).length ? [`  sockets the server closed (code: count): ${JSON.stringify(result.closedByServer)}`] : []),
       `  then idle for ${IDLE_WATCH_S} s with every socket open: the platform used ${fmt(result.watch.cpuPercent, 1)} % of a core, up to ${fmt(result.watch.maxLive)} live actors at once`,
       `  target: under 10 KB per session once passivated: by VmRSS ${(result.mem1.rss - mem0.rss) / n < 10 * 1024 ? 'met' : 'NOT met'}, ` +
         `by anonymous RSS (VmRSS less LMDB's memory-mapped file pages) ${(result.mem1.anon - mem0.anon) / n < 10 * 1024 ? 'met' : 'NOT met'}`,
@@ -434,11 +437,9 @@ async function idle(): Promise<string[]> {
 }
 
 async function main() {
-  const lines: string[] = [];
-  if (MODES.has('load')) lines.push(...(await load()));
-  if (MODES.has('idle')) lines.push(...(await idle()));
-  console.log(`\nmessaging benchmark — ${new Date().toISOString().slice(0, 10)}, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, node ${process.version}, bench process open-file limit ${openFileLimit('self')}`);
-  for (const l of lines) console.log(l);
+  console.log(`messaging benchmark — ${new Date().toISOString().slice(0, 10)}, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, node ${process.version}, bench process open-file limit ${openFileLimit('self')}`);
+  if (MODES.has('load')) for (const l of await load()) console.log(l);
+  if (MODES.has('idle')) for (const l of await idle()) console.log(l);
 }
 
 main().catch((err) => {

@@ -8,7 +8,7 @@
  *   `/ws`, the history replay, the agent join and its greeting); a round trip is a user message out to the
  *   agent's message back.
  * - `run`: every open socket plays a closed loop of round trips for `durationMs`; answers the raw latencies.
- * - `count`: how many sockets are still open.
+ * - `count`: how many sockets are still open, and the close codes of those the server closed.
  * - `close`: closes everything and exits.
  */
 import WebSocket from 'ws';
@@ -46,6 +46,13 @@ interface Lane {
 }
 
 const lanes: Lane[] = [];
+/** Close codes (and reasons) of sockets the server closed, for `count`. */
+const closes: Record<string, number> = {};
+let closing = false;
+const noteClose = (ws: WebSocket) =>
+  ws.on('close', (code, reason) => {
+    if (!closing) tally(closes, `${code}${reason.length ? ` ${reason}` : ''}`);
+  });
 
 /**
  * Each socket binds its own loopback port on this process's own loopback address: with 20,000 sockets the
@@ -60,7 +67,10 @@ const tally = (errors: Record<string, number>, key: string) => (errors[key] = (e
 function connect(url: string, localAddress: string): Promise<WebSocket> {
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(url, wsOptions(localAddress));
-    ws.once('open', () => resolve(ws));
+    ws.once('open', () => {
+      noteClose(ws);
+      resolve(ws);
+    });
     // A failed handshake is an error ("Unexpected server response: 404"); a later error is followed by a close.
     ws.on('error', reject);
   });
@@ -175,6 +185,7 @@ async function messagingLane(cmd: Extract<LoadCommand, { op: 'messaging' }>, id:
     ws.on('error', reject);
   });
   await replay;
+  noteClose(ws);
   let turn = 0;
   if (cmd.join) {
     const greeting = next((e) => e.type === 'EVENT_TYPE_SERVICE_AGENT_MESSAGE', 'greeting');
@@ -250,8 +261,9 @@ process.on('message', async (cmd: LoadCommand) => {
     case 'run':
       return process.send!(await run(cmd.durationMs));
     case 'count':
-      return process.send!({ open: lanes.filter((l) => l.open()).length });
+      return process.send!({ open: lanes.filter((l) => l.open()).length, closes });
     case 'close':
+      closing = true;
       for (const l of lanes) l.close();
       process.send!({ closed: true }, () => process.exit(0));
   }
