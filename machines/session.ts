@@ -163,7 +163,7 @@ export const capabilities = (streaming: boolean) => ({
 });
 
 /** How many client_event_ids a session remembers for de-duplication. */
-export const REMEMBERED_CLIENT_EVENTS = 256;
+export const REMEMBERED_CLIENT_EVENTS = 100;
 /** Streamed replies are cut into at most this many chunks. */
 export const MAX_CHUNKS = 32;
 

@@ -27,6 +27,7 @@ const EnvSchema = z.object({
   HANDOFF_TIMEOUT_MS: z.coerce.number().int().min(1000).max(86_400_000).default(300_000),
   MESSAGING_HTTP_RATE: z.coerce.number().int().min(1).max(1_000_000).default(60),
   MESSAGING_WS_RATE: z.coerce.number().int().min(1).max(1_000_000).default(20),
+  MESSAGING_CONNECTION_TTL_MS: z.coerce.number().int().min(1000).max(3_600_000).default(90_000),
   MESSAGING_SECRET: z.string().min(32, 'MESSAGING_SECRET must be at least 32 characters').optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
@@ -74,6 +75,8 @@ export interface MessagingConfig {
   httpRatePerMinute: number;
   /** Client events per second per session on one gateway (bursts up to twice that). */
   wsRatePerSecond: number;
+  /** A connection stops counting this long after its gateway last refreshed it (gateways refresh every third of it). */
+  connectionTtlMs: number;
   /** JWT signing secret; unset: a random one kept in the store, shared by every process of a deployment. */
   secret: string | undefined;
 }
@@ -111,6 +114,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       handoffTimeoutMs: e.HANDOFF_TIMEOUT_MS,
       httpRatePerMinute: e.MESSAGING_HTTP_RATE,
       wsRatePerSecond: e.MESSAGING_WS_RATE,
+      connectionTtlMs: e.MESSAGING_CONNECTION_TTL_MS,
       secret: e.MESSAGING_SECRET,
     },
   };

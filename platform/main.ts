@@ -38,11 +38,12 @@ async function main(): Promise<void> {
   // A worker hosts the conversation actors, whose effects run project functions and the responder.
   const sandbox = roles.has('worker') ? createFunctionSandbox({ timeoutMs: config.functionTimeoutMs, maxHeapMb: config.functionHeapMb }) : null;
   // Session actors ask conversation actors and publish their events through the runtime started below.
-  let runtimeRef: Runtime | null = null;
+  let runtimeStarted!: (r: Runtime) => void;
+  const runtimeReady = new Promise<Runtime>((resolve) => (runtimeStarted = resolve));
   const extraKinds = sandbox
     ? [
         conversationKind({ store, builder: services.builder, sandbox, responder: createResponderFromEnv(), functionTimeoutMs: config.functionTimeoutMs }),
-        sessionKind({ store, builder: services.builder, client: () => runtimeRef!.client, transport: () => runtimeRef!.transport, conversationIdleMs: config.conversationIdleMs }),
+        sessionKind({ store, builder: services.builder, client: async () => (await runtimeReady).client, transport: async () => (await runtimeReady).transport, conversationIdleMs: config.conversationIdleMs }),
       ]
     : [];
   const runtime = await startRuntime({
@@ -56,7 +57,7 @@ async function main(): Promise<void> {
     askTimeoutMs: config.askTimeoutMs,
     log: (msg, extra) => logger.warn(extra ?? {}, msg),
   });
-  runtimeRef = runtime;
+  runtimeStarted(runtime);
   let serving = false;
   const isServing = () => serving;
 

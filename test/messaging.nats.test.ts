@@ -1,5 +1,7 @@
 import t from 'tap';
+import { eventually } from './actors.behaviour.js';
 import { startCluster } from './helpers/cluster.js';
+import { http } from './helpers/http.js';
 import { connect, handshakeStatus, is, T, messagingProject, type Ev } from './helpers/messaging.js';
 import { natsAvailable } from './helpers/nats.js';
 
@@ -7,7 +9,7 @@ import { natsAvailable } from './helpers/nats.js';
 const needsNats = natsAvailable() ? {} : { skip: 'nats-server is not installed' };
 
 t.test('Messaging over NATS: two socket gateways and two workers in separate processes', needsNats, async (t) => {
-  const cluster = await startCluster({ workers: 2, sockets: 2, leaseTtlMs: 1500, socketEnv: { MESSAGING_MAX_CONNECTIONS: '3' } });
+  const cluster = await startCluster({ workers: 2, sockets: 2, leaseTtlMs: 1500, socketEnv: { MESSAGING_MAX_CONNECTIONS: '3', ASK_TIMEOUT_MS: '5000', MESSAGING_CONNECTION_TTL_MS: '4000' } });
   t.teardown(() => cluster.stop());
   const [a, b] = cluster.sockets.map((s) => s.socket);
   const m = await messagingProject(cluster.edge);
@@ -59,7 +61,34 @@ t.test('Messaging over NATS: two socket gateways and two workers in separate pro
   t.same(seqs, [...seqs].sort((x, y) => x - y), 'sequences stay in order');
   t.equal(new Set(seqs).size, seqs.length, 'no sequence twice');
 
+  // With no worker left, the session cannot be reached: the sender gets the 7.4 error and the socket stays open.
+  for (const w of cluster.workers) if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGKILL');
+  const lost = again.flat().length;
+  again.send(T('HEARTBEAT'), {}, { n: 9 });
+  const [unreachable, noSession] = await Promise.all([
+    again.waitFor(is('SYSTEM_MESSAGE'), 'unreachable', lost),
+    http(b, 'POST', '/api/v1/sessions', { body: {}, headers: { Authorization: `Bearer ${accessToken}` } }),
+  ]);
+  t.match(unreachable, { payload: { level: 'SYSTEM_MESSAGE_LEVEL_ERROR', message: 'Error: Unable to retrieve session' }, metadata: { custom: { n: 9 } } });
+  t.match(noSession, { status: 500, body: { error: 'Failed to create session' } }, 'no worker to create the session: 500');
+  t.equal(again.ws.readyState, again.ws.OPEN);
+  // A worker comes back: the session answers again, where it was.
+  await cluster.addWorker();
   again.send(T('USER_END_SESSION'));
   t.equal((await cb.waitFor(is('SESSION_END'), 'end reaches B')).payload.reason, 'REASON_USER_END');
   await Promise.all([again.closed, cb.closed]);
+
+  // A gateway dies holding two sockets of a session: they stop counting once their refreshes stop.
+  const s2 = await m.session({}, a);
+  const onB = [await connect(b, { session_id: s2.sessionId, access_token: s2.accessToken }), await connect(b, { session_id: s2.sessionId, access_token: s2.accessToken })];
+  const onA = await connect(a, { session_id: s2.sessionId, access_token: s2.accessToken });
+  t.match(await handshakeStatus(a, { session_id: s2.sessionId, access_token: s2.accessToken }), { status: 429 }, 'full');
+  cluster.sockets[1].child.kill('SIGKILL');
+  await Promise.all(onB.map((c) => c.closed));
+  const fresh = await eventually(async () => connect(a, { session_id: s2.sessionId, access_token: s2.accessToken }).catch(() => null), 20_000, 200);
+  t.ok(fresh, "the dead gateway's connections no longer count");
+  // The live one on A is still counted (refreshed): with the fresh one, two of three places are taken.
+  const another = await connect(a, { session_id: s2.sessionId, access_token: s2.accessToken });
+  t.match(await handshakeStatus(a, { session_id: s2.sessionId, access_token: s2.accessToken }), { status: 429 }, 'refreshed connections still count');
+  for (const c of [onA, fresh!, another]) await c.close();
 });

@@ -17,6 +17,8 @@ t.before(async () => {
 });
 t.teardown(async () => {
   await store.close();
+  const errors = p.stdout().split('\n').filter((l) => /"level":(50|60)/.test(l));
+  if (errors.length) t.comment(`platform errors:\n${errors.join('\n')}`);
   await p.stop();
   removeDir(p.dataDir);
 });
@@ -105,6 +107,10 @@ t.test('access token: every error row, and subdomains of the registered host', a
   const r = await post({ 'X-Token': m.connectorToken, 'X-Host': 'https://deep.app.example.com/widget' });
   t.equal(r.status, 200, 'a subdomain (with scheme and path) matches');
   t.match((await post({ 'X-Token': m.connectorToken, 'X-Host': 'EXAMPLE.COM' })).status, 200, 'host matching ignores case');
+  const pre = await http(p.socket, 'OPTIONS', '/api/v1/access-token', { headers: { origin: 'https://www.example.com', 'access-control-request-method': 'POST' } });
+  t.equal(pre.status, 204, 'CORS preflight');
+  t.match(pre.headers.get('access-control-allow-headers'), /X-Token/);
+  t.equal(r.headers.get('access-control-allow-origin'), '*');
   const e = await post({});
   t.match(e.body, { success: false, error: 'Missing authentication headers', error_message: 'Missing authentication headers', error_code: String });
 });
@@ -248,8 +254,9 @@ t.test('a dropped connection does not end the session: events sent meanwhile arr
   c.ws.terminate();
   await c.closed;
   // The other device of the session goes on talking while the first is away.
+  const fromOther = other.flat().length;
   other.send(T('USER_MESSAGE'), { text: 'When are you open?' });
-  await other.waitFor(is('SERVICE_AGENT_MESSAGE'), 'reply on the other socket', 1);
+  await other.waitFor(is('SERVICE_AGENT_MESSAGE'), 'reply on the other socket', fromOther);
   const back = await connect(p.socket, { session_id: sessionId, access_token: accessToken, cursor: `seq:${last}` });
   const b = await back.waitFor(is('EVENT_BATCH'));
   t.same(b.payload.events.map((e: Ev) => e.type), [T('USER_MESSAGE'), T('SERVICE_AGENT_MESSAGE')]);

@@ -9,7 +9,8 @@ let p: Platform;
 let m: MessagingProject;
 
 t.before(async () => {
-  p = await startPlatform({ env: { SESSION_IDLE_MS: '2500', HANDOFF_TIMEOUT_MS: '1000', MESSAGING_HTTP_RATE: '30', MESSAGING_WS_RATE: '3' } });
+  // Sessions are passivated quickly too: their timers and flushing must survive it.
+  p = await startPlatform({ env: { SESSION_IDLE_MS: '2500', HANDOFF_TIMEOUT_MS: '1000', MESSAGING_HTTP_RATE: '30', MESSAGING_WS_RATE: '3', PASSIVATE_AFTER_MS: '200' } });
   m = await messagingProject(p);
 });
 t.teardown(async () => {
@@ -86,5 +87,24 @@ t.test('socket rate limit: excess events are dropped with a warning', async (t) 
   const echoes = c.flat().filter(is('HEARTBEAT')).length;
   t.ok(echoes < 20 && echoes > 0, `${echoes} of 20 accepted, the rest dropped`);
   t.equal(c.ws.readyState, c.ws.OPEN, 'the socket stays open');
+  await c.close();
+});
+
+t.test('a passivated session comes back with its journal, and publishes what it does next', async (t) => {
+  const sleepy = await messagingProject(p, { name: 'Sleepy Co' });
+  const { sessionId, accessToken } = await sleepy.session();
+  const c = await connect(p.socket, { session_id: sessionId, access_token: accessToken });
+  await c.waitFor(is('EVENT_BATCH'));
+  c.send(T('REQUEST_SERVICE_AGENT_JOIN'));
+  await c.waitFor(is('SERVICE_AGENT_MESSAGE'));
+  // Idle past PASSIVATE_AFTER_MS (the session's actor leaves memory), within the idle time.
+  await new Promise((r) => setTimeout(r, 800));
+  const from = c.flat().length;
+  c.send(T('USER_MESSAGE'), { text: 'When are you open?' });
+  const types = [];
+  await c.waitFor(is('SERVICE_AGENT_MESSAGE'), 'reply', from);
+  for (const e of c.flat().slice(from)) types.push(e.type);
+  t.same(types, [T('USER_MESSAGE'), T('SERVICE_AGENT_THINKING'), T('SERVICE_AGENT_MESSAGE')]);
+  t.same(c.flat().filter((e) => e.sequence !== null).map((e) => e.sequence), [1, 2, 3, 4, 5, 6], 'sequences go on from the journal');
   await c.close();
 });

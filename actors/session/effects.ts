@@ -8,11 +8,11 @@ import { ApiKeys } from '../../tenancy/keys.js';
 import { conversationRecords } from '../conversation/record.js';
 import { sessionRecords } from './record.js';
 
-/** What the session effects run with. `client` is a getter: the runtime exists only after the kinds. */
+/** What the session effects run with. `client` resolves once the runtime (built after its kinds) is up. */
 export interface SessionDeps {
   store: Store;
   builder: Builder;
-  client: () => ActorClient;
+  client: () => Promise<ActorClient>;
   /** An idle conversation ends by itself this long after its last turn (as on the Chat API). */
   conversationIdleMs: number;
 }
@@ -49,7 +49,7 @@ export function sessionEffects(deps: SessionDeps) {
 
   const ask = async (id: string, event: { type: string } & Record<string, unknown>, eventId: string): Promise<ConversationReply | 'overload' | 'error'> => {
     try {
-      return await deps.client().ask<ConversationReply>('conversation', id, event, { eventId });
+      return await (await deps.client()).ask<ConversationReply>('conversation', id, event, { eventId });
     } catch (err) {
       return err instanceof ActorAskError && err.code === 'DEADLINE' ? 'overload' : 'error';
     }

@@ -29,7 +29,7 @@ const REMEMBERED_SESSIONS = 50_000;
  * journal did not have, and of the transient ones only those of the event at hand (older ones are dropped:
  * they are transient).
  */
-export function sessionKind(deps: SessionDeps & { transport: () => Transport }): ActorKind {
+export function sessionKind(deps: SessionDeps & { transport: () => Promise<Transport> }): ActorKind {
   const effects = sessionEffects(deps);
   const journal = new Journal(deps.store);
   const records = sessionRecords(deps.store);
@@ -54,17 +54,16 @@ export function sessionKind(deps: SessionDeps & { transport: () => Transport }):
     const known = flushed.get(id);
     const fresh = c.outbox.filter((e) => known === undefined || e.n > known);
     if (!fresh.length) return;
+    const wire = fresh.map((e) => JSON.stringify(toWire(id, e)));
+    // All appends at once: they share the store's group commit (a streamed reply is many events).
+    const added = await Promise.all(fresh.map((e, i) => (e.seq !== null ? journal.append(id, e.seq, wire[i]) : Promise.resolve(true))));
     const out: Published = [];
-    for (const e of fresh) {
-      const json = JSON.stringify(toWire(id, e));
-      if (e.seq !== null) {
-        const added = await journal.append(id, e.seq, json);
-        if (!added && known === undefined) continue;
-      } else if (known === undefined && e.n <= c.mark) continue;
-      out.push({ s: e.seq, j: json });
-    }
+    fresh.forEach((e, i) => {
+      if (known === undefined && (e.seq !== null ? !added[i] : e.n <= c.mark)) return;
+      out.push({ s: e.seq, j: wire[i] });
+    });
     remember(flushed, id, fresh[fresh.length - 1].n);
-    if (out.length) deps.transport().publish(sessionTopic(id), encode(out));
+    if (out.length) (await deps.transport()).publish(sessionTopic(id), encode(out));
   };
 
   const project = async (value: unknown, c: SessionContext, id: string, version: number) => {
@@ -77,7 +76,6 @@ export function sessionKind(deps: SessionDeps & { transport: () => Transport }):
       handoff: c.handoff ? { destination: c.handoff.destination, reason: c.handoff.reason, mode: c.handoff.mode, queue_position: c.handoff.queuePosition } : null,
       live_agent: c.liveAgent,
       user_typing: c.userTyping,
-      last_sequence: c.nextSeq - 1,
     };
     const key = JSON.stringify(view);
     if (shown.get(id) === key) return;

@@ -24,8 +24,6 @@ export interface SessionRecord extends Doc {
   live_agent: { id: string; name: string; avatar_url: string } | null;
   /** The user's typing state (`TYPING_STATE_STARTED` / `_STOPPED`), for the desk. */
   user_typing: string;
-  /** Sequence of the last journaled event. */
-  last_sequence: number;
   snapshot_version: number;
 }
 

@@ -18,7 +18,6 @@ const view = (r: SessionRecord) => ({
   handoff: r.handoff,
   live_agent: r.live_agent,
   user_typing: r.user_typing,
-  last_sequence: r.last_sequence,
 });
 
 /**

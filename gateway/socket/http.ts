@@ -52,6 +52,9 @@ export function write(res: HttpResponse, aborted: () => boolean, a: HttpAnswer):
   if (aborted()) return;
   res.cork(() => {
     res.writeStatus(statusLine(a.status)).writeHeader('content-type', 'application/json');
+    // Browser widgets call from the customer's own site; the credentials are headers, never cookies.
+    res.writeHeader('access-control-allow-origin', '*');
+    if (a.status === 429) res.writeHeader('access-control-expose-headers', 'Retry-After');
     for (const [k, v] of Object.entries(a.headers ?? {})) res.writeHeader(k, v);
     res.end(a.body);
   });
@@ -116,4 +119,17 @@ export function jsonObject(body: Buffer | undefined): Record<string, unknown> | 
   } catch {
     return null;
   }
+}
+
+/** CORS preflight of the Messaging API's HTTP endpoints. */
+export function preflight(res: HttpResponse): void {
+  res.cork(() => {
+    res
+      .writeStatus('204 No Content')
+      .writeHeader('access-control-allow-origin', '*')
+      .writeHeader('access-control-allow-methods', 'GET, POST, OPTIONS')
+      .writeHeader('access-control-allow-headers', 'Authorization, Content-Type, X-Token, X-Host, X-Api-Key')
+      .writeHeader('access-control-max-age', '600')
+      .end();
+  });
 }

@@ -6,7 +6,8 @@ import { mountAccessToken } from './access-token.js';
 import { messagingContext } from './context.js';
 import { mountDesk } from './desk.js';
 import { errorBody, HTTP_ERRORS } from './errors.js';
-import { CONNECTION_TTL_MS, mountSessions } from './sessions.js';
+import { preflight } from './http.js';
+import { mountSessions } from './sessions.js';
 import { AccessTokens } from './tokens.js';
 import { loadNativeUws } from './uws.js';
 import { mountSocket } from './ws.js';
@@ -54,10 +55,11 @@ export async function startSocketGateway(opts: SocketGatewayOptions): Promise<So
       else res.writeStatus('503 Service Unavailable').writeHeader('content-type', 'application/json').end('{"status":"draining"}');
     });
   });
+  app.options('/api/v1/*', (res) => preflight(res));
   mountAccessToken(app, ctx);
   mountSessions(app, ctx);
   mountDesk(app, ctx);
-  const sockets = mountSocket(app, ctx, { connectionTtlMs: CONNECTION_TTL_MS });
+  const sockets = mountSocket(app, ctx, { connectionTtlMs: opts.messaging.connectionTtlMs });
   app.any('/*', (res, req) => {
     const url = req.getUrl();
     res.cork(() => {

@@ -9,9 +9,6 @@ import { HttpFailure, jsonObject, ok, route } from './http.js';
 /** `platform` values a session may name (contract 4.7 plus the addendum's web variants). */
 export const PLATFORMS = ['web', 'ios', 'android', 'custom', 'ios-web', 'android-web'] as const;
 
-/** How long a connection counts toward its session's limit unless its gateway refreshes it. */
-export const CONNECTION_TTL_MS = 90_000;
-
 /** The access token of an `Authorization: Bearer` header, with the contract's session-step errors. */
 export async function bearer(ctx: MessagingContext, authorization: string) {
   if (!authorization) throw new HttpFailure(HTTP_ERRORS.missingAccessToken);
@@ -51,7 +48,7 @@ export function mountSessions(app: TemplatedApp, ctx: MessagingContext): void {
       createdAt: Date.now(),
       idleMs: ctx.config.sessionIdleMs,
       maxConnections: ctx.config.maxConnections,
-      connectionTtlMs: CONNECTION_TTL_MS,
+      connectionTtlMs: ctx.config.connectionTtlMs,
       handoffTimeoutMs: ctx.config.handoffTimeoutMs,
     };
     let reply: SessionReply;

@@ -104,10 +104,11 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { conne
 
   const ask = (sessionId: string, event: SessionEvent) => ctx.runtime.client.ask<SessionReply>('session', sessionId, event as never);
 
-  const send = (ws: Socket, text: string) => {
-    if (!ws.getUserData().closed) ws.send(text, false);
+  // uWS throws on any use of a closed socket, user data included: callers pass the data they captured.
+  const send = (ws: Socket, d: SocketData, text: string) => {
+    if (!d.closed) ws.send(text, false);
   };
-  const sendEvent = (ws: Socket, e: WireEvent) => send(ws, JSON.stringify(e));
+  const sendEvent = (ws: Socket, d: SocketData, e: WireEvent) => send(ws, d, JSON.stringify(e));
 
   /** Sends published events to one socket, skipping journaled ones it has (from the replay). */
   const deliver = (ws: Socket, events: Published) => {
@@ -119,7 +120,7 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { conne
           if (e.s <= d.lastSeq) continue;
           d.lastSeq = e.s;
         }
-        send(ws, e.j);
+        send(ws, d, e.j);
         if (e.j.includes('"EVENT_TYPE_SESSION_END"')) ended = true;
       }
     });
@@ -165,8 +166,7 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { conne
     }
   };
 
-  const replay = async (ws: Socket) => {
-    const d = ws.getUserData();
+  const replay = async (ws: Socket, d: SocketData) => {
     const entries = await ctx.journal.after(d.sessionId, d.cursor);
     if (d.closed) return;
     const batch = gatewayEvent('EVENT_BATCH', {}, null);
@@ -176,24 +176,22 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { conne
     d.lastSeq = Math.max(d.cursor, entries.length ? entries[entries.length - 1].sequence : 0);
     const pending = d.pending ?? [];
     d.pending = null;
-    ws.cork(() => send(ws, text));
+    ws.cork(() => send(ws, d, text));
     if (pending.length) deliver(ws, pending);
   };
 
-  const answerDuplicate = async (ws: Socket, seq: number) => {
-    const d = ws.getUserData();
+  const answerDuplicate = async (ws: Socket, d: SocketData, seq: number) => {
     const entry = await ctx.journal.at(d.sessionId, seq);
-    if (entry) send(ws, entry.event);
+    if (entry) send(ws, d, entry.event);
   };
 
-  const onMessage = async (ws: Socket, text: string | null) => {
-    const d = ws.getUserData();
-    const fail = (message: string, custom: Record<string, unknown> | null) => sendEvent(ws, systemMessage('ERROR', message, custom));
+  const onMessage = async (ws: Socket, d: SocketData, text: string | null) => {
+    const fail = (message: string, custom: Record<string, unknown> | null) => sendEvent(ws, d, systemMessage('ERROR', message, custom));
     if (text === null) return fail(EVENT_ERRORS.invalidFormat, null);
     const parsed = parseClientEvent(text);
     if ('error' in parsed) return fail(parsed.error, parsed.custom);
     const { event } = parsed;
-    if (wsLimiter.take(d.sessionId)) return sendEvent(ws, systemMessage('WARNING', RATE_LIMIT_WARNING, event.custom));
+    if (wsLimiter.take(d.sessionId)) return sendEvent(ws, d, systemMessage('WARNING', RATE_LIMIT_WARNING, event.custom));
     if ((event.kind === 'JOIN' || event.kind === 'MESSAGE') && !(await ctx.connectorOf(d.claims))) return fail(EVENT_ERRORS.connectorNotFound, event.custom);
     let reply: SessionReply;
     try {
@@ -203,7 +201,7 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { conne
       return fail(err instanceof ActorAskError && err.code === 'DEADLINE' ? EVENT_ERRORS.unableToRetrieve : EVENT_ERRORS.unableToRetrieve, event.custom);
     }
     if (!reply.ok) return fail(reply.message ?? EVENT_ERRORS.sessionNotFound, event.custom);
-    if (reply.duplicateOf !== undefined) await answerDuplicate(ws, reply.duplicateOf);
+    if (reply.duplicateOf !== undefined) await answerDuplicate(ws, d, reply.duplicateOf);
   };
 
   const refuse = (res: HttpResponse, aborted: () => boolean, err: MessagingHttpError) => {
@@ -260,16 +258,17 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { conne
     maxBackpressure: 4 * 1024 * 1024,
     upgrade,
     open: (ws) => {
+      const d = ws.getUserData();
       void register(ws)
-        .then(() => replay(ws))
+        .then(() => replay(ws, d))
         .catch((err) => {
           ctx.logger.error({ err: String(err) }, 'replay failed');
-          if (!ws.getUserData().closed) ws.end(1011, 'replay failed');
+          if (!d.closed) ws.end(1011, 'replay failed');
         });
     },
     message: (ws, message, isBinary) => {
       const text = message.byteLength > MAX_MESSAGE_BYTES || isBinary ? null : Buffer.from(message).toString('utf8');
-      void onMessage(ws, text).catch((err) => ctx.logger.error({ err: String(err) }, 'socket message failed'));
+      void onMessage(ws, ws.getUserData(), text).catch((err) => ctx.logger.error({ err: String(err) }, 'socket message failed'));
     },
     close: (ws) => {
       const d = ws.getUserData();
@@ -285,7 +284,7 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { conne
       const connectionIds = [...set].map((ws) => ws.getUserData().connectionId);
       void ask(sessionId, { type: 'REFRESH', connectionIds, at: Date.now() }).catch(() => undefined);
     }
-  }, Math.max(1000, Math.floor(o.connectionTtlMs / 3)));
+  }, Math.max(300, Math.floor(o.connectionTtlMs / 3)));
   refresher.unref();
 
   return {
