@@ -120,6 +120,8 @@ function inbox(ws: WebSocket) {
   let waiter: { match: (e: any) => boolean; resolve: (e: any) => void; reject: (err: Error) => void } | null = null;
   const errorOf = (e: any): string | null => {
     if (e.type === 'EVENT_TYPE_SYSTEM_MESSAGE' && e.payload?.level === 'SYSTEM_MESSAGE_LEVEL_ERROR') return `system error: ${e.payload?.message}`;
+    // The per-session rate limit drops the message with a warning: that turn gets no answer.
+    if (e.type === 'EVENT_TYPE_SYSTEM_MESSAGE' && e.payload?.level === 'SYSTEM_MESSAGE_LEVEL_WARNING') return `system warning: ${e.payload?.message}`;
     if (e.type === 'EVENT_TYPE_SESSION_END') return `session end: ${e.payload?.reason}`;
     return null;
   };
