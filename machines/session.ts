@@ -35,6 +35,8 @@ export interface SessionInfo {
   connectionTtlMs: number;
   /** A server-managed handoff that no live agent accepts within this long times out. */
   handoffTimeoutMs: number;
+  /** While waiting for a live agent, the place in the queue is looked at this often (sent when it changed). */
+  queueStatusMs: number;
 }
 
 /** An event the session produced, before the wire format (id, timestamp, prefix) is applied. */
@@ -107,11 +109,13 @@ export interface SessionContext {
   language: string;
   queue: PendingMessage[];
   current: PendingMessage | null;
-  handoff: { destination: string; reason: string; mode: string; queuePosition: number | null } | null;
+  handoff: { destination: string; reason: string; mode: string; queuePosition: number | null; queuedAt: number | null } | null;
   liveAgent: LiveAgent | null;
   userTyping: string;
   idleDeadline: number;
   handoffDeadline: number | null;
+  /** When the place in the live-agent queue is looked at next. */
+  queueCheckAt: number | null;
   endReason: string | null;
   endedAt: number | null;
   reply: SessionReply | null;
@@ -146,6 +150,11 @@ export interface StartAgentInput {
 export interface ConverseInput extends StartAgentInput {
   text: string;
   language: string;
+}
+export interface QueueInput {
+  sessionId: string;
+  accountId: string;
+  queuedAt: number;
 }
 export interface CloseInput {
   sessionId: string;
@@ -292,6 +301,7 @@ export const sessionMachine = setup({
     startAgent: fromPromise<AgentReply, StartAgentInput>(notProvided),
     converse: fromPromise<AgentReply, ConverseInput>(notProvided),
     closeConversation: fromPromise<number, CloseInput>(notProvided),
+    queuePosition: fromPromise<{ at: number; position: number }, QueueInput>(notProvided),
     sleepUntil: fromPromise<number, { until: number }>(notProvided),
   },
   guards: {
@@ -393,8 +403,9 @@ export const sessionMachine = setup({
           ev('HANDOFF_ACCEPTED'),
           ev('HANDOFF_QUEUE_STATUS', queue),
         ]),
-        handoff: { ...h, mode: 'server', queuePosition: r.queuePosition },
+        handoff: { ...h, mode: 'server', queuePosition: r.queuePosition, queuedAt: r.at },
         handoffDeadline: r.at + context.info!.handoffTimeoutMs,
+        queueCheckAt: r.at + context.info!.queueStatusMs,
       };
     }),
     handoffClient: assign(({ context, event }) => {
@@ -406,27 +417,39 @@ export const sessionMachine = setup({
           ev('CLIENT_HANDOFF_REQUIRED', { reason: clientHandoffReason(h.reason), queue_name: h.destination }),
           ev('SERVICE_AGENT_LEFT'),
         ]),
-        handoff: { ...h, mode: 'client', queuePosition: null },
+        handoff: { ...h, mode: 'client', queuePosition: null, queuedAt: null },
       };
     }),
     handoffFailed: assign(({ context, event }) => {
       const r = (event as any).output as AgentReply;
       return {
         ...emit(context, r.at, [ev('SERVICE_AGENT_TRIGGERED_HANDOFF'), ev('HANDOFF_FAILED'), system('ERROR', SESSION_ERRORS.handoffConnect)]),
-        handoff: { ...r.handoff!, mode: 'failed', queuePosition: null },
+        handoff: { ...r.handoff!, mode: 'failed', queuePosition: null, queuedAt: null },
       };
     }),
     handoffInvalid: assign(({ context, event }) => {
       const r = (event as any).output as AgentReply;
       return {
         ...emit(context, r.at, [ev('SERVICE_AGENT_TRIGGERED_HANDOFF'), ev('HANDOFF_FAILED'), system('ERROR', SESSION_ERRORS.handoffInit)]),
-        handoff: { ...r.handoff!, mode: 'failed', queuePosition: null },
+        handoff: { ...r.handoff!, mode: 'failed', queuePosition: null, queuedAt: null },
       };
     }),
     handoffTimeout: assign(({ context, event }) => {
       const at = (event as any).output as number;
       const after = { ...context, ...emit(context, at, [ev('HANDOFF_TIMEOUT')]) };
       return { ...after, ...emit(after, at, [ev('SESSION_END', { reason: 'REASON_NATURAL_END' })]), endReason: 'REASON_NATURAL_END', endedAt: at };
+    }),
+    /** A new place in the queue is announced; the same one is not repeated. */
+    queueStatus: assign(({ context, event }) => {
+      const { at, position } = (event as any).output as { at: number; position: number };
+      const h = context.handoff!;
+      const next = { queueCheckAt: at + context.info!.queueStatusMs };
+      if (position === h.queuePosition) return next;
+      return {
+        ...next,
+        ...emit(context, at, [ev('HANDOFF_QUEUE_STATUS', { queue_name: h.destination, position_in_queue: position })]),
+        handoff: { ...h, queuePosition: position },
+      };
     }),
     liveJoined: assign(({ context, event }) => {
       const e = event as any;
@@ -473,6 +496,7 @@ export const sessionMachine = setup({
     userTyping: '',
     idleDeadline: 0,
     handoffDeadline: null,
+    queueCheckAt: null,
     endReason: null,
     endedAt: null,
     reply: null,
@@ -637,6 +661,21 @@ export const sessionMachine = setup({
                 input: ({ context }) => ({ until: context.handoffDeadline! }),
                 onDone: { target: '#session.ending', actions: 'handoffTimeout' },
               },
+              initial: 'waiting',
+              states: {
+                waiting: {
+                  invoke: { id: 'queueTimer', src: 'sleepUntil', input: ({ context }) => ({ until: context.queueCheckAt! }), onDone: 'checking' },
+                },
+                checking: {
+                  invoke: {
+                    id: 'queue',
+                    src: 'queuePosition',
+                    input: ({ context }) => ({ sessionId: context.id, accountId: context.info!.accountId, queuedAt: context.handoff!.queuedAt! }),
+                    onDone: { target: 'waiting', actions: 'queueStatus' },
+                    onError: { target: 'waiting', actions: assign(({ context }) => ({ queueCheckAt: Date.now() + context.info!.queueStatusMs })) },
+                  },
+                },
+              },
               on: {
                 CLIENT: { guard: 'isMessage', actions: assign(({ context, event }) => ({ ...echo(context, event, 'USER_MESSAGE', { text: event.text, message_id: `msg_${context.id}_${context.n + 1}` }) })) },
                 DESK_ACCEPT: { target: 'live', actions: 'liveJoined' },
@@ -687,7 +726,8 @@ export const sessionMachine = setup({
 /** The session's status as the records and the desk show it. */
 export function sessionStatus(value: unknown): 'active' | 'waiting' | 'live' | 'ended' {
   if (value === 'ended' || value === 'ending') return 'ended';
-  const agent = (value as { active?: { agent?: string } })?.active?.agent;
+  const region = (value as { active?: { agent?: string | Record<string, unknown> } })?.active?.agent;
+  const agent = typeof region === 'string' ? region : region ? Object.keys(region)[0] : undefined;
   if (agent === 'queuedForLive') return 'waiting';
   if (agent === 'live') return 'live';
   return 'active';

@@ -25,6 +25,7 @@ const EnvSchema = z.object({
   MESSAGING_TOKEN_TTL_S: z.coerce.number().int().min(10).max(30 * 86_400).default(86_400),
   MESSAGING_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(10_000).default(10),
   HANDOFF_TIMEOUT_MS: z.coerce.number().int().min(1000).max(86_400_000).default(300_000),
+  HANDOFF_QUEUE_STATUS_MS: z.coerce.number().int().min(200).max(3_600_000).default(15_000),
   MESSAGING_HTTP_RATE: z.coerce.number().int().min(1).max(1_000_000).default(60),
   MESSAGING_WS_RATE: z.coerce.number().int().min(1).max(1_000_000).default(20),
   MESSAGING_CONNECTION_TTL_MS: z.coerce.number().int().min(1000).max(3_600_000).default(90_000),
@@ -71,6 +72,8 @@ export interface MessagingConfig {
   maxConnections: number;
   /** A server-managed handoff nobody accepts within this long times out. */
   handoffTimeoutMs: number;
+  /** How often a session waiting for a live agent looks at its place in the queue (sent when it changed). */
+  queueStatusMs: number;
   /** HTTP requests per minute per connector token (access token step) or per access token (sessions). */
   httpRatePerMinute: number;
   /** Client events per second per session on one gateway (bursts up to twice that). */
@@ -112,6 +115,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       tokenTtlS: e.MESSAGING_TOKEN_TTL_S,
       maxConnections: e.MESSAGING_MAX_CONNECTIONS,
       handoffTimeoutMs: e.HANDOFF_TIMEOUT_MS,
+      queueStatusMs: e.HANDOFF_QUEUE_STATUS_MS,
       httpRatePerMinute: e.MESSAGING_HTTP_RATE,
       wsRatePerSecond: e.MESSAGING_WS_RATE,
       connectionTtlMs: e.MESSAGING_CONNECTION_TTL_MS,

@@ -6,7 +6,7 @@ import { chunkText, MAX_CHUNKS, sessionMachine, sessionStatus, type AgentReply, 
 
 const info: SessionInfo = {
   accountId: 'acc', projectId: 'p', connectorId: 'con', environment: 'live', variantId: null, streaming: false, platform: 'web',
-  userAgent: '', createdAt: 1000, idleMs: 600_000, maxConnections: 2, connectionTtlMs: 90_000, handoffTimeoutMs: 60_000,
+  userAgent: '', createdAt: 1000, idleMs: 600_000, maxConnections: 2, connectionTtlMs: 90_000, handoffTimeoutMs: 60_000, queueStatusMs: 15_000,
 };
 const reply = (o: Partial<AgentReply> = {}): AgentReply => ({
   at: 2000, failure: null, text: 'Hello there friend', suggestions: [], end: false, handoff: null, handoffMode: 'server', queuePosition: 1, agentName: 'Ada', agentAvatarUrl: '', ...o,
@@ -19,6 +19,7 @@ const machine = sessionMachine.provide({
     converse: fromPromise(() => never<AgentReply>()),
     closeConversation: fromPromise(() => never<number>()),
     sleepUntil: fromPromise(() => never<number>()),
+    queuePosition: fromPromise(() => never<{ at: number; position: number }>()),
   },
 });
 const client = (kind: string, o: Record<string, unknown> = {}) => ({ type: 'CLIENT', kind, custom: null, clientEventId: null, at: 1500, ...o }) as any;
@@ -32,7 +33,6 @@ const start = (i: Partial<SessionInfo> = {}) => {
   return actor;
 };
 const types = (actor: ReturnType<typeof start>) => actor.getSnapshot().context.outbox.map((e) => e.type);
-const agentState = (actor: ReturnType<typeof start>) => sessionStatus(actor.getSnapshot().value) + ':' + JSON.stringify(actor.getSnapshot().value);
 
 t.test('session: every agent state is reachable, and each shortest path replays on a real actor', async (t) => {
   const events = [
@@ -45,10 +45,12 @@ t.test('session: every agent state is reachable, and each shortest path replays 
     { type: 'DESK_ACCEPT', agent: { id: 'k1', name: 'Sam', avatar_url: '' }, at: 3000 },
     { type: 'DESK_LEAVE', agentId: 'k1', at: 4000 },
     done('handoffTimer', 70_000), done('idleTimer', 700_000), done('close', 5000),
+    done('queueTimer', 17_000), done('queue', { at: 17_000, position: 1 }),
   ] as any[];
   const serializeState = (s: any) => JSON.stringify([s.value, s.context.joinFailed, Math.min(1, s.context.queue.length)]);
   const paths = getShortestPaths(machine, { events, serializeState, input: { id: 's1' } } as any);
-  const agentStates = new Set(paths.map((p) => (typeof p.state.value === 'string' ? p.state.value : (p.state.value as any).active.agent)));
+  const agentOf = (v: any) => (typeof v === 'string' ? v : typeof v.active.agent === 'string' ? v.active.agent : Object.keys(v.active.agent)[0]);
+  const agentStates = new Set(paths.map((p) => agentOf(p.state.value)));
   t.same([...agentStates].sort(), ['absent', 'clientHandoff', 'ended', 'ending', 'handoffFailed', 'joining', 'live', 'new', 'queuedForLive', 'ready', 'responding'].sort());
   for (const path of paths) {
     const actor = createActor(machine, { input: { id: 's1' } });
@@ -171,6 +173,25 @@ t.test('session: idle expiry sleeps again when activity moved the deadline', asy
   t.same(a.getSnapshot().context.reply, { ok: false, error: 'not_found', message: 'Error: Session not found' });
   a.send({ type: 'CONNECT', connectionId: 'c', gateway: 'g', at: 16_000 });
   t.same(a.getSnapshot().context.reply, { ok: false, error: 'not_found' });
+  a.stop();
+});
+
+t.test('session: while waiting, a changed place in the queue is announced', async (t) => {
+  const a = start();
+  a.send(client('JOIN'));
+  a.send(done('start', reply()));
+  a.send(client('MESSAGE', { text: 'person please' }));
+  a.send(done('turn', reply({ handoff, queuePosition: 3, at: 2000 })));
+  t.equal(a.getSnapshot().context.queueCheckAt, 2000 + 15_000);
+  a.send(done('queueTimer', 17_000));
+  t.same(a.getSnapshot().value, { active: { idle: 'armed', agent: { queuedForLive: 'checking' } } });
+  a.send(done('queue', { at: 17_001, position: 3 }));
+  t.equal(a.getSnapshot().context.outbox.filter((e) => e.type === 'HANDOFF_QUEUE_STATUS').length, 1, 'the same place is not repeated');
+  a.send(done('queueTimer', 32_001));
+  a.send(done('queue', { at: 32_002, position: 1 }));
+  const statuses = a.getSnapshot().context.outbox.filter((e) => e.type === 'HANDOFF_QUEUE_STATUS');
+  t.same(statuses.map((e) => e.payload), [{ queue_name: 'desk', position_in_queue: 3 }, { queue_name: 'desk', position_in_queue: 1 }]);
+  t.equal(a.getSnapshot().context.queueCheckAt, 32_002 + 15_000);
   a.stop();
 });
 

@@ -11,7 +11,7 @@ let m: MessagingProject;
 let store: Store;
 
 t.before(async () => {
-  p = await startPlatform();
+  p = await startPlatform({ env: { HANDOFF_QUEUE_STATUS_MS: '300' } });
   m = await messagingProject(p);
   store = await openStore({ dataDir: p.dataDir });
 });
@@ -400,6 +400,23 @@ t.test('server-managed handoff with a live agent on the desk', async (t) => {
   t.equal((await c.waitFor(is('SESSION_END'))).payload.reason, 'REASON_NATURAL_END');
   await c.closed;
   t.equal((await d('GET', `/sessions/${sessionId}`)).body.status, 'ended');
+});
+
+t.test('sessions waiting for a live agent hear their place in the queue change', async (t) => {
+  const q = await messagingProject(p, { name: 'Queue Co' });
+  const d = desk(p, await q.liveAgentKey());
+  const first = await joinedSession(q);
+  const second = await joinedSession(q);
+  first.c.send(T('USER_MESSAGE'), { text: 'I want to speak to a person' });
+  t.equal((await first.c.waitFor(is('HANDOFF_QUEUE_STATUS'))).payload.position_in_queue, 1);
+  second.c.send(T('USER_MESSAGE'), { text: 'I want to speak to a person' });
+  t.equal((await second.c.waitFor(is('HANDOFF_QUEUE_STATUS'))).payload.position_in_queue, 2, 'behind the first');
+  t.same((await d('GET', '/sessions')).body.data.map((x: any) => x.session_id), [first.sessionId, second.sessionId]);
+  t.equal((await d('POST', `/sessions/${first.sessionId}/accept`, {})).status, 200);
+  const moved = await second.c.waitFor((e) => is('HANDOFF_QUEUE_STATUS')(e) && e.payload.position_in_queue === 1, 'moved up');
+  t.match(moved, { sequence: Number, payload: { queue_name: 'live_agent', position_in_queue: 1 } });
+  await first.c.close();
+  await second.c.close();
 });
 
 t.test('client-managed handoff: CLIENT_HANDOFF_REQUIRED, and the session forwards nothing', async (t) => {

@@ -1,6 +1,6 @@
 import type { Builder } from '../../builder/mod.js';
 import type { Outcome } from '../../machines/conversation.js';
-import type { AgentReply, CloseInput, ConverseInput, SessionInfo, StartAgentInput } from '../../machines/session.js';
+import type { AgentReply, CloseInput, ConverseInput, QueueInput, SessionInfo, StartAgentInput } from '../../machines/session.js';
 import type { Store } from '../../store/mod.js';
 import type { Environment } from '../../tenancy/connectors.js';
 import { ActorAskError, type ActorClient } from '../client.js';
@@ -120,6 +120,12 @@ export function sessionEffects(deps: SessionDeps) {
       if (answer === 'overload') return { ...empty(Date.now()), failure: 'overload' };
       if (answer === 'error') return { ...empty(Date.now()), failure: 'respond' };
       return reply(input.info, answer, await variables(input.info));
+    },
+
+    /** The session's place among its account's sessions waiting for a live agent (earlier ones first). */
+    async queuePosition(input: QueueInput): Promise<{ at: number; position: number }> {
+      const ahead = await records.count({ account_id: input.accountId, status: 'waiting', 'handoff.queued_at': { $lt: new Date(input.queuedAt).toISOString() } });
+      return { at: Date.now(), position: ahead + 1 };
     },
 
     async closeConversation(input: CloseInput): Promise<number> {

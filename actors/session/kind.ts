@@ -1,6 +1,6 @@
 import { fromPromise } from 'xstate';
-import { sessionMachine, sessionStatus, type OutEvent, type SessionContext, type SessionReply } from '../../machines/session.js';
-import { StoreDuplicateError, type Store } from '../../store/mod.js';
+import { sessionMachine, sessionStatus, type SessionContext, type SessionReply } from '../../machines/session.js';
+import { StoreDuplicateError } from '../../store/mod.js';
 import type { ActorKind } from '../kinds.js';
 import { encode } from '../protocol.js';
 import { sleepUntil } from '../timers.js';
@@ -40,6 +40,7 @@ export function sessionKind(deps: SessionDeps & { transport: () => Promise<Trans
       startAgent: fromPromise(({ input }) => effects.startAgent(input)),
       converse: fromPromise(({ input }) => effects.converse(input)),
       closeConversation: fromPromise(({ input }) => effects.closeConversation(input)),
+      queuePosition: fromPromise(({ input }) => effects.queuePosition(input)),
       sleepUntil,
     },
   });
@@ -73,7 +74,15 @@ export function sessionKind(deps: SessionDeps & { transport: () => Promise<Trans
       status: sessionStatus(value),
       ended_at: c.endedAt ? new Date(c.endedAt).toISOString() : null,
       end_reason: c.endReason,
-      handoff: c.handoff ? { destination: c.handoff.destination, reason: c.handoff.reason, mode: c.handoff.mode, queue_position: c.handoff.queuePosition } : null,
+      handoff: c.handoff
+        ? {
+            destination: c.handoff.destination,
+            reason: c.handoff.reason,
+            mode: c.handoff.mode,
+            queue_position: c.handoff.queuePosition,
+            queued_at: c.handoff.queuedAt ? new Date(c.handoff.queuedAt).toISOString() : null,
+          }
+        : null,
       live_agent: c.liveAgent,
       user_typing: c.userTyping,
     };
@@ -117,4 +126,3 @@ export function sessionKind(deps: SessionDeps & { transport: () => Promise<Trans
   };
 }
 
-export type { OutEvent };

@@ -20,7 +20,7 @@ export interface SessionRecord extends Doc {
   updated_at: string;
   ended_at: string | null;
   end_reason: string | null;
-  handoff: { destination: string; reason: string; mode: string; queue_position: number | null } | null;
+  handoff: { destination: string; reason: string; mode: string; queue_position: number | null; queued_at: string | null } | null;
   live_agent: { id: string; name: string; avatar_url: string } | null;
   /** The user's typing state (`TYPING_STATE_STARTED` / `_STOPPED`), for the desk. */
   user_typing: string;

@@ -25,7 +25,7 @@ const view = (r: SessionRecord) => ({
  * with an API key of scope `live_agent` (`x-api-key`); the key's id is the agent's `id`. Endpoints, all
  * scoped to the key's account (and project, when the key names one):
  *
- * - `GET /api/v1/desk/sessions?status=waiting|live|active|ended` (default `waiting`): sessions, oldest first.
+ * - `GET /api/v1/desk/sessions?status=waiting|live|active|ended` (default `waiting`): sessions, in queue order.
  * - `GET /api/v1/desk/sessions/{id}` and `GET .../{id}/events?after=<seq>`: a session and its journal
  *   (what the user wrote while waiting and since; the desk polls it).
  * - `POST .../{id}/accept` `{name?, avatar_url?}`: takes a waiting session (LIVE_AGENT_JOINED).
@@ -64,7 +64,7 @@ export function mountDesk(app: TemplatedApp, ctx: MessagingContext): void {
     if (!['waiting', 'live', 'active', 'ended'].includes(status)) throw new HttpFailure(HTTP_ERRORS.badRequest, {}, 'status must be waiting, live, active or ended');
     const filter: Record<string, unknown> = { account_id: key.account_id, status };
     if (key.project_id) filter.project_id = key.project_id;
-    const found = await ctx.records.find(filter, { sort: { updated_at: 1 }, limit: 500 });
+    const found = await ctx.records.find(filter, { sort: { 'handoff.queued_at': 1, created_at: 1 }, limit: 500 });
     return ok({ data: found.map(view) });
   }, { body: false }));
 

@@ -50,6 +50,7 @@ export function mountSessions(app: TemplatedApp, ctx: MessagingContext): void {
       maxConnections: ctx.config.maxConnections,
       connectionTtlMs: ctx.config.connectionTtlMs,
       handoffTimeoutMs: ctx.config.handoffTimeoutMs,
+      queueStatusMs: ctx.config.queueStatusMs,
     };
     let reply: SessionReply;
     try {

@@ -1,6 +1,5 @@
 import type { HttpRequest, HttpResponse, TemplatedApp, us_socket_context_t, WebSocket } from '@trufflesuite/uws-js-unofficial';
 import { randomUUID } from 'node:crypto';
-import { ActorAskError } from '../../actors/mod.js';
 import { decode } from '../../actors/protocol.js';
 import { sessionTopic, type Published } from '../../actors/session/kind.js';
 import { EVENT_PREFIX, gatewayEvent, systemMessage, type WireEvent } from '../../actors/session/wire.js';
@@ -198,7 +197,8 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { conne
       reply = await ask(d.sessionId, { ...event, at: Date.now() });
     } catch (err) {
       ctx.logger.warn({ err: String(err), session: d.sessionId }, 'session ask failed');
-      return fail(err instanceof ActorAskError && err.code === 'DEADLINE' ? EVENT_ERRORS.unableToRetrieve : EVENT_ERRORS.unableToRetrieve, event.custom);
+      // The session did not answer (no worker reachable, or a timeout): the client may retry the same event.
+      return fail(EVENT_ERRORS.unableToRetrieve, event.custom);
     }
     if (!reply.ok) return fail(reply.message ?? EVENT_ERRORS.sessionNotFound, event.custom);
     if (reply.duplicateOf !== undefined) await answerDuplicate(ws, d, reply.duplicateOf);
@@ -254,7 +254,10 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { conne
 
   app.ws<SocketData>('/ws', {
     maxPayloadLength: TRANSPORT_MAX_PAYLOAD,
-    idleTimeout: 0,
+    // uWS pings a quiet socket and closes it when nothing comes back within this: a peer that vanished
+    // without closing (a dropped mobile link) frees its place in the session's connection count.
+    idleTimeout: 120,
+    sendPingsAutomatically: true,
     maxBackpressure: 4 * 1024 * 1024,
     upgrade,
     open: (ws) => {
