@@ -26,7 +26,7 @@ const EnvSchema = z.object({
   MESSAGING_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(10_000).default(10),
   HANDOFF_TIMEOUT_MS: z.coerce.number().int().min(1000).max(86_400_000).default(300_000),
   HANDOFF_QUEUE_STATUS_MS: z.coerce.number().int().min(200).max(3_600_000).default(15_000),
-  MESSAGING_HTTP_RATE: z.coerce.number().int().min(1).max(1_000_000).default(60),
+  MESSAGING_HTTP_RATE: z.coerce.number().int().min(1).max(1_000_000).default(600),
   MESSAGING_WS_RATE: z.coerce.number().int().min(1).max(1_000_000).default(20),
   MESSAGING_CONNECTION_TTL_MS: z.coerce.number().int().min(1000).max(3_600_000).default(90_000),
   MESSAGING_SECRET: z.string().min(32, 'MESSAGING_SECRET must be at least 32 characters').optional(),

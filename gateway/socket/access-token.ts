@@ -25,13 +25,14 @@ export function hostMatches(presented: string, registered: string): boolean {
  * is not read.
  */
 export function mountAccessToken(app: TemplatedApp, ctx: MessagingContext): void {
-  app.post('/api/v1/access-token', route(['x-token', 'x-host'], 0, async ({ headers }) => {
+  app.post('/api/v1/access-token', route(['x-token', 'x-host'], 0, async ({ headers, remote }) => {
     const token = headers['x-token'];
     const host = headers['x-host'];
     if (!token || !host) throw new HttpFailure(HTTP_ERRORS.missingAuthHeaders);
     const connector = await ctx.services.connectors.verify(token);
     if (!connector) throw new HttpFailure(HTTP_ERRORS.connectorUnknown);
-    ctx.limitHttp(`c:${connector.id}`);
+    // Every visitor of a site shares its connector token: the limit is per connector and client address.
+    ctx.limitHttp(`c:${connector.id}:${remote}`);
     if (!connector.host) throw new HttpFailure(HTTP_ERRORS.connectorNoHost);
     if (connector.kind !== 'messaging') throw new HttpFailure(HTTP_ERRORS.connectorUnknown);
     if (!hostMatches(host, connector.host)) throw new HttpFailure(HTTP_ERRORS.connectorHostMismatch);

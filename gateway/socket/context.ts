@@ -21,7 +21,7 @@ export interface MessagingContext {
   gatewayId: string;
   journal: Journal;
   records: ReturnType<typeof sessionRecords>;
-  /** HTTP requests per connector (token step) or per access token (sessions step). */
+  /** HTTP requests per connector and client address (token step) or per access token (sessions step). */
   httpLimiter: RateLimiter;
   /** The connector a token names, if it still exists and is a messaging connector. */
   connectorOf(claims: AccessClaims): Promise<Connector | null>;

@@ -10,6 +10,8 @@ export interface HttpCall {
   params: string[];
   query: string;
   url: string;
+  /** The client's address as the socket sees it (the rate limit of the token step is per connector and address). */
+  remote: string;
   /** Undefined when the body was larger than MAX_BODY_BYTES. */
   body: Buffer | undefined;
 }
@@ -77,12 +79,13 @@ export function route(headerNames: string[], paramCount: number, handler: (call:
     const params = Array.from({ length: paramCount }, (_, i) => req.getParameter(i));
     const query = req.getQuery() ?? '';
     const url = req.getUrl();
+    const remote = Buffer.from(res.getRemoteAddressAsText()).toString();
     let aborted = false;
     res.onAborted(() => {
       aborted = true;
     });
     const run = (body: Buffer | undefined) =>
-      handler({ headers, params, query, url, body })
+      handler({ headers, params, query, url, remote, body })
         .then((a) => write(res, () => aborted, a))
         .catch((err) => write(res, () => aborted, failure(err)));
     if (opts.body === false) {
