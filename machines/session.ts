@@ -31,7 +31,7 @@ export interface SessionInfo {
   idleMs: number;
   /** Simultaneous connections allowed. */
   maxConnections: number;
-  /** A connection not refreshed by its gateway for this long no longer counts. */
+  /** A connection whose gateway is not among the live ones counts this long after it was registered. */
   connectionTtlMs: number;
   /** A server-managed handoff that no live agent accepts within this long times out. */
   handoffTimeoutMs: number;
@@ -98,7 +98,10 @@ export interface SessionContext {
   outbox: OutEvent[];
   /** `n` when the previous external event arrived: outbox entries up to it are flushed. */
   mark: number;
-  /** Open connections: id → gateway and the time it stops counting unless refreshed. */
+  /**
+   * Open connections: id → gateway and the time it stops counting unless its gateway is alive (gateways
+   * keep a heartbeat, and CONNECT carries the live ones).
+   */
   connections: Record<string, { gateway: string; until: number }>;
   /** Recent client_event_ids with the sequence of their echo, oldest first. */
   seen: Array<[string, number]>;
@@ -121,10 +124,17 @@ export interface SessionContext {
   reply: SessionReply | null;
 }
 
+/**
+ * Whether a registered connection still counts toward the limit at a CONNECT: its gateway is alive (its
+ * heartbeat is recent), or it was registered within the TTL (its gateway may be too new to be listed yet).
+ */
+function counts(c: { gateway: string; until: number }, e: { at: number; liveGateways?: string[] }): boolean {
+  return c.until > e.at || (e.liveGateways?.includes(c.gateway) ?? false);
+}
+
 export type SessionEvent =
   | { type: 'CREATE'; info: SessionInfo }
-  | { type: 'CONNECT'; connectionId: string; gateway: string; at: number }
-  | { type: 'REFRESH'; connectionIds: string[]; at: number }
+  | { type: 'CONNECT'; connectionId: string; gateway: string; at: number; liveGateways?: string[] }
   | { type: 'DISCONNECT'; connectionId: string; at: number }
   | {
       type: 'CLIENT';
@@ -322,8 +332,8 @@ export const sessionMachine = setup({
     queued: ({ context }) => context.queue.length > 0,
     isLiveAgent: ({ context, event }) => context.liveAgent?.id === (event as any).agentId,
     connectionAllowed: ({ context, event }) => {
-      const e = event as { at: number };
-      const live = Object.values(context.connections).filter((x) => x.until > e.at).length;
+      const e = event as Extract<SessionEvent, { type: 'CONNECT' }>;
+      const live = Object.values(context.connections).filter((x) => counts(x, e)).length;
       return live < context.info!.maxConnections;
     },
   },
@@ -504,16 +514,6 @@ export const sessionMachine = setup({
   initial: 'new',
   // Connections come and go in every state after creation.
   on: {
-    REFRESH: {
-      actions: assign(({ context, event }) => ({
-        ...external(context),
-        connections: Object.fromEntries(
-          Object.entries(context.connections)
-            .filter(([, c]) => c.until > event.at)
-            .map(([id, c]) => [id, event.connectionIds.includes(id) ? { ...c, until: event.at + context.info!.connectionTtlMs } : c]),
-        ),
-      })),
-    },
     DISCONNECT: {
       actions: assign(({ context, event }) => {
         const { [event.connectionId]: _gone, ...rest } = context.connections;
@@ -535,7 +535,6 @@ export const sessionMachine = setup({
         CONNECT: { actions: assign(({ context }) => external(context, { ok: false, error: 'not_found' })) },
         CLIENT: { actions: refuseClient(SESSION_ERRORS.sessionNotFound) },
         ...deskRefused,
-        REFRESH: { actions: assign(({ context }) => external(context)) },
         DISCONNECT: { actions: assign(({ context }) => external(context)) },
       },
     },
@@ -549,7 +548,7 @@ export const sessionMachine = setup({
             actions: assign(({ context, event }) => ({
               ...external(context),
               connections: {
-                ...Object.fromEntries(Object.entries(context.connections).filter(([, c]) => c.until > event.at)),
+                ...Object.fromEntries(Object.entries(context.connections).filter(([, c]) => counts(c, event))),
                 [event.connectionId]: { gateway: event.gateway, until: event.at + context.info!.connectionTtlMs },
               },
               idleDeadline: Math.max(context.idleDeadline, event.at + context.info!.idleMs),

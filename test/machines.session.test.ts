@@ -143,21 +143,27 @@ t.test('session: client_event_id de-duplication answers with the original sequen
   a.stop();
 });
 
-t.test('session: connections count until closed or past their TTL unless refreshed', async (t) => {
+t.test('session: connections count until closed, or past their TTL once their gateway is not live', async (t) => {
   const a = start({ maxConnections: 2, connectionTtlMs: 1000 });
-  const connect = (id: string, at: number) => {
-    a.send({ type: 'CONNECT', connectionId: id, gateway: 'g', at });
+  const connect = (id: string, gateway: string, at: number, liveGateways?: string[]) => {
+    a.send({ type: 'CONNECT', connectionId: id, gateway, at, liveGateways });
     return a.getSnapshot().context.reply;
   };
-  t.same(connect('c1', 1000), { ok: true });
-  t.same(connect('c2', 1000), { ok: true });
-  t.same(connect('c3', 1100), { ok: false, error: 'limit' }, 'a third is refused');
+  t.same(connect('c1', 'g1', 1000, ['g1']), { ok: true });
+  t.same(connect('c2', 'g2', 1000, ['g1', 'g2']), { ok: true });
+  t.same(connect('c3', 'g1', 1100, ['g1', 'g2']), { ok: false, error: 'limit' }, 'a third is refused');
   a.send({ type: 'DISCONNECT', connectionId: 'c1', at: 1200 });
-  t.same(connect('c3', 1200), { ok: true }, 'a closed one frees its place');
-  a.send({ type: 'REFRESH', connectionIds: ['c3'], at: 1900 });
-  t.same(connect('c4', 2100), { ok: true }, "c2's gateway stopped refreshing it: it no longer counts after its TTL");
-  t.same(connect('c5', 2150), { ok: false, error: 'limit' }, 'c3 (refreshed) and c4 count');
+  t.same(connect('c3', 'g1', 1200, ['g1', 'g2']), { ok: true }, 'a closed one frees its place');
+  t.same(connect('c4', 'g1', 2100, ['g1', 'g2']), { ok: false, error: 'limit' }, 'past the TTL, connections of live gateways still count');
+  t.same(connect('c4', 'g1', 2100, ['g1']), { ok: true }, "g2 is no longer live: past the TTL its connection c2 no longer counts");
+  t.notOk('c2' in a.getSnapshot().context.connections, 'and is forgotten');
+  t.same(connect('c5', 'g3', 2150, ['g1']), { ok: false, error: 'limit' }, 'c3 and c4 (gateway g1 live) count');
   a.stop();
+  const b = start({ maxConnections: 1, connectionTtlMs: 1000 });
+  b.send({ type: 'CONNECT', connectionId: 'n1', gateway: 'new', at: 1000, liveGateways: [] });
+  b.send({ type: 'CONNECT', connectionId: 'n2', gateway: 'other', at: 1500, liveGateways: ['other'] });
+  t.same(b.getSnapshot().context.reply, { ok: false, error: 'limit' }, "a gateway too new to be listed: its connection counts within the TTL");
+  b.stop();
 });
 
 t.test('session: idle expiry sleeps again when activity moved the deadline', async (t) => {

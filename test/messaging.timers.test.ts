@@ -90,6 +90,34 @@ t.test('socket rate limit: excess events are dropped with a warning', async (t) 
   await c.close();
 });
 
+t.test('sessions with sockets open stay passivated: counting connections asks nothing of them', async (t) => {
+  // Its own platform: a long idle time, quick passivation, and a short connection TTL (gateway heartbeats
+  // every 0.4 s), so that anything asked of the sessions per heartbeat would keep their actors live.
+  const q = await startPlatform({ env: { PASSIVATE_AFTER_MS: '200', MESSAGING_CONNECTION_TTL_MS: '1200' } });
+  t.teardown(async () => {
+    await q.stop();
+    removeDir(q.dataDir);
+  });
+  const quiet = await messagingProject(q, { name: 'Quiet Co' });
+  const open = [];
+  for (let i = 0; i < 3; i++) {
+    const { sessionId, accessToken } = await quiet.session();
+    const c = await connect(q.socket, { session_id: sessionId, access_token: accessToken });
+    await c.waitFor(is('EVENT_BATCH'));
+    open.push(c);
+  }
+  const live = async (): Promise<number> => (await http(q.edge, 'GET', '/admin/v1/runtime', { headers: { authorization: `Bearer ${q.operatorToken}` } })).body.workers[0].liveActors;
+  t.ok(await eventually(async () => (await live()) === 0, 10_000, 100), 'every actor passivates while the sockets sit idle');
+  const samples: number[] = [];
+  for (let i = 0; i < 12; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    samples.push(await live());
+  }
+  t.same(samples, Array(12).fill(0), 'and none wakes up over three heartbeats');
+  t.ok(open.every((c) => c.ws.readyState === c.ws.OPEN), 'the sockets stay open');
+  for (const c of open) await c.close();
+});
+
 t.test('a passivated session comes back with its journal, and publishes what it does next', async (t) => {
   const sleepy = await messagingProject(p, { name: 'Sleepy Co' });
   const { sessionId, accessToken } = await sleepy.session();

@@ -10,6 +10,7 @@ import { preflight } from './http.js';
 import { mountSessions } from './sessions.js';
 import { AccessTokens } from './tokens.js';
 import { loadNativeUws } from './uws.js';
+import { GatewayDirectory } from './gateways.js';
 import { mountSocket } from './ws.js';
 
 export interface SocketGateway {
@@ -40,13 +41,16 @@ export async function startSocketGateway(opts: SocketGatewayOptions): Promise<So
   const { uws, binary } = loadNativeUws();
   opts.logger.info({ binary }, 'uWebSockets.js native binary loaded (not the ws fallback)');
   const tokens = await AccessTokens.open(opts.services.store, { secret: opts.messaging.secret, ttlS: opts.messaging.tokenTtlS });
+  const gatewayId = `g-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+  const gateways = new GatewayDirectory(opts.services.store, gatewayId, opts.messaging.connectionTtlMs);
+  await gateways.start();
   const ctx = messagingContext({
     services: opts.services,
     runtime: opts.runtime,
     tokens,
     config: opts.messaging,
     logger: opts.logger,
-    gatewayId: `g-${process.pid}-${Math.random().toString(36).slice(2, 8)}`,
+    gatewayId,
   });
   const app = uws.App();
   app.get('/healthz', (res) => {
@@ -59,7 +63,7 @@ export async function startSocketGateway(opts: SocketGatewayOptions): Promise<So
   mountAccessToken(app, ctx);
   mountSessions(app, ctx);
   mountDesk(app, ctx);
-  const sockets = mountSocket(app, ctx, { connectionTtlMs: opts.messaging.connectionTtlMs });
+  const sockets = mountSocket(app, ctx, { gateways });
   app.any('/*', (res, req) => {
     const url = req.getUrl();
     res.cork(() => {
@@ -77,6 +81,7 @@ export async function startSocketGateway(opts: SocketGatewayOptions): Promise<So
     close: async () => {
       uws.us_listen_socket_close(socket as never);
       await sockets.close();
+      await gateways.stop();
     },
   };
 }

@@ -6,6 +6,7 @@ import { EVENT_PREFIX, gatewayEvent, systemMessage, type WireEvent } from '../..
 import type { Subscription } from '../../actors/transport/types.js';
 import { MAX_MESSAGE_BYTES, SERVER_EVENT_TYPES, type ClientKind, type SessionEvent, type SessionReply } from '../../machines/session.js';
 import type { MessagingContext } from './context.js';
+import type { GatewayDirectory } from './gateways.js';
 import { errorBody, EVENT_ERRORS, HTTP_ERRORS, RATE_LIMIT_WARNING, type MessagingHttpError } from './errors.js';
 import { statusLine } from './http.js';
 import { RateLimiter } from './rate-limit.js';
@@ -91,10 +92,10 @@ export function parseClientEvent(text: string): { event: Omit<Extract<SessionEve
  * every event the session publishes on its topic forwarded to this gateway's sockets of the session.
  *
  * Connection counting across gateways: each socket registers with its session actor (CONNECT, refused past
- * the limit), deregisters on close (DISCONNECT), and is refreshed by its gateway every TTL/3. A gateway that
- * dies says nothing; its connections stop counting when their TTL passes without a refresh.
+ * the limit) and deregisters on close (DISCONNECT). A gateway that dies says nothing; its connections stop
+ * counting once its heartbeat is older than the TTL (`gateways.ts`): CONNECT carries the live gateways.
  */
-export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { connectionTtlMs: number }) {
+export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gateways: GatewayDirectory }) {
   /** This gateway's sockets per session, and its subscription to each session's topic. */
   const sockets = new Map<string, Set<Socket>>();
   const subscriptions = new Map<string, Subscription>();
@@ -234,7 +235,7 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { conne
       const connectionId = randomUUID();
       let reply: SessionReply;
       try {
-        reply = await ask(sessionId, { type: 'CONNECT', connectionId, gateway: ctx.gatewayId, at: Date.now() });
+        reply = await ask(sessionId, { type: 'CONNECT', connectionId, gateway: ctx.gatewayId, at: Date.now(), liveGateways: o.gateways.live() });
       } catch (err) {
         ctx.logger.warn({ err: String(err), session: sessionId }, 'session connect failed');
         return refuse(res, isAborted, HTTP_ERRORS.internal);
@@ -281,15 +282,6 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { conne
     },
   });
 
-  // Keeps this gateway's connections counted: one REFRESH per session every TTL/3.
-  const refresher = setInterval(() => {
-    for (const [sessionId, set] of sockets) {
-      const connectionIds = [...set].map((ws) => ws.getUserData().connectionId);
-      void ask(sessionId, { type: 'REFRESH', connectionIds, at: Date.now() }).catch(() => undefined);
-    }
-  }, Math.max(300, Math.floor(o.connectionTtlMs / 3)));
-  refresher.unref();
-
   return {
     /** Sockets open on this gateway now. */
     get connections(): number {
@@ -299,7 +291,6 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { conne
     },
     /** Closes every socket (going away); their sessions hear DISCONNECT from the close handler. */
     async close(): Promise<void> {
-      clearInterval(refresher);
       const all = [...sockets.values()].flatMap((s) => [...s]);
       const left = all.map((ws) => ({ sessionId: ws.getUserData().sessionId, connectionId: ws.getUserData().connectionId }));
       for (const ws of all) if (!ws.getUserData().closed) ws.end(1001, 'gateway draining');
