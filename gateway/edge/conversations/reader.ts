@@ -1,0 +1,230 @@
+/**
+ * Reads the rows of a Conversations API request from the store, through the indexes only:
+ *
+ * - list and transcript modes walk `started_at` order (ties by id) in time windows. Each window is an
+ *   indexed range query; its length is chosen from the per-hour conversation counts so that it holds
+ *   about the rows still needed (adjusted by how many rows the filters kept so far), so a page of 1,000
+ *   reads about 1,000 records however many the time range holds. The walk yields rows as windows are
+ *   read, which is what chunked streaming sends.
+ * - transcript mode reads, per window, the postings of the query's longest term, checks the other terms
+ *   by posting id, then loads the matching records.
+ * - semantic mode scores the compact summaries of the time range against the query's embedding; random
+ *   mode samples them. Both then load only the records of the page.
+ */
+import type { Collection, Filter } from '../../../store/mod.js';
+import type { ConversationRecord } from '../../../actors/conversation/record.js';
+import { dequantise, similarity, type Embedder } from '../../../actors/conversation/embedding.js';
+import { hourOf, postingId, searchTerms, type ConversationVector, type HourCount, type TermPosting } from '../../../actors/conversation/search.js';
+import type { ListQuery } from './query.js';
+import type { Position } from './cursor.js';
+
+export interface ReadSources {
+  records: Collection<ConversationRecord>;
+  vectors: Collection<ConversationVector>;
+  terms: Collection<TermPosting>;
+  hours: Collection<HourCount>;
+  embedder: Embedder;
+}
+
+/** The rows of one response, streamed, and where the next page starts (known once the rows are consumed). */
+export interface Rows {
+  rows: AsyncIterable<ConversationRecord>;
+  /** After `rows` is exhausted: whether more rows follow, the next offset and the next cursor position. */
+  next(): { more: boolean; nextOffset: number | null; position: Position | null };
+}
+
+const HOUR = 3_600_000;
+/** A window aims at no fewer rows than this, so that sparse filters do not mean many tiny reads. */
+const MIN_WINDOW_ROWS = 64;
+/** Assumed share of rows the filters keep, at the least, when sizing the next window. */
+const MIN_SELECTIVITY = 0.02;
+
+/** The record filter of everything but the time range. */
+function recordFilter(projectId: string, q: ListQuery): Filter {
+  const f: Filter = { project_id: projectId, environment: q.environment };
+  if (q.channels.length === 1) f.channel = q.channels[0];
+  else if (q.channels.length > 1) f.channel = { $in: q.channels };
+  if (q.variantId) f.variant_id = q.variantId;
+  if (q.variantName) f.variant_name = q.variantName;
+  if (q.inProgress !== null) f.in_progress = q.inProgress;
+  return f;
+}
+
+function timeRange(from: string | null, to: string | null): Filter | undefined {
+  if (from === null && to === null) return undefined;
+  return { ...(from !== null ? { $gte: from } : {}), ...(to !== null ? { $lt: to } : {}) };
+}
+
+const later = (a: string | null, b: string | null) => (a === null ? b : b === null ? a : a > b ? a : b);
+
+/**
+ * Rows in (started_at, id) order from `from` (inclusive) to `q.end` (exclusive), strictly after `after`,
+ * read window by window; `need` sizes the windows (the consumer may stop early or read on).
+ */
+async function* walk(
+  src: ReadSources,
+  projectId: string,
+  q: ListQuery,
+  after: { startedAt: string; id: string } | null,
+  need: number,
+  readWindow: (from: string | null, to: string | null) => Promise<ConversationRecord[]>,
+): AsyncGenerator<ConversationRecord> {
+  let pos = later(q.start, after?.startedAt ?? null);
+  const hourFilter: Filter = { project_id: projectId, environment: q.environment };
+  const hourRange = timeRange(pos === null ? null : hourOf(pos), q.end);
+  if (hourRange) hourFilter.hour = hourRange;
+  const hours = await src.hours.find(hourFilter, { sort: { hour: 1 } });
+  let h = 0;
+  let yielded = 0;
+  let estimated = 0;
+  let kept = 0;
+  for (;;) {
+    const selectivity = estimated > 0 ? Math.max(kept / estimated, MIN_SELECTIVITY) : 1;
+    const target = Math.max(MIN_WINDOW_ROWS, ((need - yielded) / selectivity) * 1.2);
+    // The window's end: where the hours' counts add up to `target` (inside an hour, pro rata), else the end.
+    let acc = 0;
+    let windowEnd: string | null = null;
+    const posMs = pos === null ? -Infinity : Date.parse(pos);
+    while (h < hours.length) {
+      const start = Date.parse(hours[h].hour);
+      const from = Math.max(start, posMs);
+      const span = start + HOUR - from;
+      if (span <= 0) {
+        h++;
+        continue;
+      }
+      const count = (hours[h].count * span) / HOUR;
+      if (acc + count >= target) {
+        const cut = from + Math.ceil(((target - acc) / count) * span);
+        acc = target;
+        windowEnd = new Date(Math.min(cut, start + HOUR)).toISOString();
+        if (cut >= start + HOUR) h++;
+        break;
+      }
+      acc += count;
+      h++;
+    }
+    if (windowEnd !== null && q.end !== null && windowEnd >= q.end) windowEnd = null;
+    // No counted hour left: the last window runs to the end of the range (rows without a count included).
+    const to = windowEnd ?? q.end;
+    const rows = await readWindow(pos, to);
+    for (const row of rows) {
+      if (after && (row.started_at < after.startedAt || (row.started_at === after.startedAt && row.id <= after.id))) continue;
+      yielded++;
+      yield row;
+    }
+    estimated += acc;
+    kept += rows.length;
+    if (windowEnd === null) return;
+    pos = windowEnd;
+  }
+}
+
+/** The rows of a list or transcript request (keyset order), from `position` or `q.offset`. */
+export function keysetRows(src: ReadSources, projectId: string, q: ListQuery, position: Position | null): Rows {
+  const after = position?.kind === 'after' ? { startedAt: position.startedAt, id: position.id } : null;
+  const skip = position ? 0 : q.offset;
+  const base = recordFilter(projectId, q);
+  const readRecords = (from: string | null, to: string | null, extra: Filter = {}) => {
+    const range = timeRange(from, to);
+    return src.records.find({ ...base, ...(range ? { started_at: range } : {}), ...extra }, { sort: { started_at: 1 } });
+  };
+  let readWindow = (from: string | null, to: string | null) => readRecords(from, to);
+  if (q.mode === 'transcript') {
+    const terms = [...new Set(searchTerms(q.query))].sort((a, b) => b.length - a.length || (a < b ? -1 : 1));
+    const sides = q.turnType === 'user' ? (['u'] as const) : q.turnType === 'agent' ? (['a'] as const) : (['u', 'a'] as const);
+    readWindow = async (from, to) => {
+      if (terms.length === 0) return [];
+      const range = timeRange(from, to);
+      const postings = await src.terms.find({
+        project_id: projectId,
+        environment: q.environment,
+        term: { $in: sides.map((s) => `${s}:${terms[0]}`) },
+        ...(range ? { started_at: range } : {}),
+      });
+      let ids = [...new Set(postings.map((p) => p.conversation_id))];
+      for (const term of terms.slice(1)) {
+        if (ids.length === 0) break;
+        const found = await src.terms.find({ id: { $in: ids.flatMap((id) => sides.map((s) => postingId(id, s, term))) } });
+        const has = new Set(found.map((p) => p.conversation_id));
+        ids = ids.filter((id) => has.has(id));
+      }
+      return ids.length === 0 ? [] : readRecords(from, to, { id: { $in: ids } });
+    };
+  }
+  const need = skip + q.limit + 1;
+  let more = false;
+  let last: ConversationRecord | null = null;
+  async function* rows(): AsyncGenerator<ConversationRecord> {
+    let seen = 0;
+    const it = walk(src, projectId, q, after, need, readWindow);
+    for await (const row of it) {
+      seen++;
+      if (seen <= skip) continue;
+      if (seen > skip + q.limit) {
+        more = true;
+        break;
+      }
+      last = row;
+      yield row;
+    }
+    await it.return(undefined);
+  }
+  return {
+    rows: rows(),
+    next: () => ({
+      more,
+      nextOffset: more ? skip + q.limit : null,
+      position: more && last ? { kind: 'after', startedAt: (last as ConversationRecord).started_at, id: (last as ConversationRecord).id } : null,
+    }),
+  };
+}
+
+/** The summaries matching the request's filters in its time range. */
+function summaries(src: ReadSources, projectId: string, q: ListQuery, extra: Filter = {}): Promise<ConversationVector[]> {
+  const range = timeRange(q.start, q.end);
+  return src.vectors.find({ ...recordFilter(projectId, q), ...(range ? { started_at: range } : {}), ...extra }, { sort: { started_at: 1 } });
+}
+
+/** Loads records by id, in the given order (ids whose record is gone are skipped). */
+async function recordsInOrder(src: ReadSources, ids: string[]): Promise<ConversationRecord[]> {
+  if (ids.length === 0) return [];
+  const found = new Map((await src.records.find({ id: { $in: ids } })).map((r) => [r.id, r]));
+  return ids.map((id) => found.get(id)).filter((r): r is ConversationRecord => r !== undefined);
+}
+
+async function* each<T>(items: T[]): AsyncGenerator<T> {
+  yield* items;
+}
+
+/** Semantic search: most similar first; pages by rank (offset or cursor). */
+export async function semanticRows(src: ReadSources, projectId: string, q: ListQuery, position: Position | null): Promise<Rows> {
+  const offset = position?.kind === 'rank' ? position.offset : q.offset;
+  const [query] = await src.embedder.embed([q.query]);
+  const scored: Array<{ score: number; doc: ConversationVector }> = [];
+  for (const doc of await summaries(src, projectId, q, { model: src.embedder.model })) {
+    const score = similarity(query, dequantise(doc.v));
+    if (score > 0) scored.push({ score, doc });
+  }
+  scored.sort((a, b) => b.score - a.score || (a.doc.started_at < b.doc.started_at ? -1 : a.doc.started_at > b.doc.started_at ? 1 : a.doc.id < b.doc.id ? -1 : 1));
+  const page = scored.slice(offset, offset + q.limit);
+  const more = scored.length > offset + q.limit;
+  const rows = await recordsInOrder(src, page.map((s) => s.doc.id));
+  return {
+    rows: each(rows),
+    next: () => ({ more, nextOffset: more ? offset + q.limit : null, position: more ? { kind: 'rank', offset: offset + q.limit } : null }),
+  };
+}
+
+/** Random sampling: up to `limit` conversations of the range, uniformly, returned in chronological order. */
+export async function randomRows(src: ReadSources, projectId: string, q: ListQuery): Promise<Rows> {
+  const pool = await summaries(src, projectId, q);
+  const n = Math.min(q.limit, pool.length);
+  for (let i = 0; i < n; i++) {
+    const j = i + Math.floor(Math.random() * (pool.length - i));
+    [pool[i], pool[j]] = [pool[j], pool[i]];
+  }
+  const chosen = pool.slice(0, n).sort((a, b) => (a.started_at < b.started_at ? -1 : a.started_at > b.started_at ? 1 : a.id < b.id ? -1 : 1));
+  const rows = await recordsInOrder(src, chosen.map((d) => d.id));
+  return { rows: each(rows), next: () => ({ more: false, nextOffset: null, position: null }) };
+}
