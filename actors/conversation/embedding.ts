@@ -20,7 +20,7 @@ export interface Embedder {
 }
 
 /** Dimension of the offline embedder. */
-export const OFFLINE_DIMENSION = 256;
+export const OFFLINE_DIMENSION = 128;
 
 /** FNV-1a 32-bit: fast, stable across processes and releases (the stored vectors depend on it). */
 function fnv1a(text: string): number {

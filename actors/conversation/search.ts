@@ -11,6 +11,12 @@
  *   random sampling and the concurrency series read these instead of whole records.
  * - `conversation_hours`: how many conversations started in each hour per project and environment, so
  *   that a page is read in time windows sized to hold about the rows it needs.
+ * - `conversation_spans`: per project, environment and 5-minute bucket of start times, one entry per
+ *   conversation (start, end, the filter fields), written when it starts and when it ends: the
+ *   concurrency series and random sampling read a week as about 2,000 small records.
+ * - `conversation_vector_buckets`: the same buckets holding the final embedding of each conversation
+ *   that has ended (written once, at its end): semantic search scores a week from them, plus the
+ *   summaries of the conversations still in progress.
  *
  * Per turn the projection analyses only the new turns (a small in-memory cache per live conversation
  * keeps the terms seen so far; after a restart the conversation is analysed once in full), adds postings
@@ -58,8 +64,45 @@ export interface HourCount extends Doc {
   count: number;
 }
 
+/** A conversation in a bucket: [id, start ms, end ms or null (in progress), channel, variant id, variant name, language, from, to]. */
+export type SpanEntry = [string, number, number | null, string, string, string, string, string, string];
+/** An ended conversation's vector in a bucket: [id, start ms, channel, variant id, variant name, model, vector]. */
+export type VectorEntry = [string, number, string, string, string, string, string];
+
+export interface SpanBucket extends Doc {
+  project_id: string;
+  environment: string;
+  /** The bucket's start, ISO 8601. */
+  bucket: string;
+  spans: Record<string, SpanEntry>;
+}
+
+export interface VectorBucket extends Doc {
+  project_id: string;
+  environment: string;
+  bucket: string;
+  vectors: Record<string, VectorEntry>;
+}
+
+export const BUCKET_MS = 5 * 60_000;
+
 export const conversationVectors = (store: Store): Collection<ConversationVector> =>
-  store.collection<ConversationVector>({ name: 'conversation_vectors', indexes: [{ fields: ['project_id', 'environment', 'started_at'] }] });
+  store.collection<ConversationVector>({
+    name: 'conversation_vectors',
+    indexes: [{ fields: ['project_id', 'environment', 'started_at'] }, { fields: ['project_id', 'environment', 'in_progress', 'started_at'] }],
+  });
+
+export const conversationSpans = (store: Store): Collection<SpanBucket> =>
+  store.collection<SpanBucket>({ name: 'conversation_spans', indexes: [{ fields: ['project_id', 'environment', 'bucket'] }] });
+
+export const conversationVectorBuckets = (store: Store): Collection<VectorBucket> =>
+  store.collection<VectorBucket>({ name: 'conversation_vector_buckets', indexes: [{ fields: ['project_id', 'environment', 'bucket'] }] });
+
+/** The start of the 5-minute bucket holding `ms`, ISO 8601. */
+export const bucketOf = (ms: number) => new Date(Math.floor(ms / BUCKET_MS) * BUCKET_MS).toISOString();
+
+/** A conversation id as a field name inside a bucket (dots and dollars would read as paths or operators). */
+export const entryKey = (id: string) => id.replace(/[.$]/g, (c) => (c === '.' ? '\uff0e' : '\uff04'));
 
 export const conversationTerms = (store: Store): Collection<TermPosting> =>
   store.collection<TermPosting>({ name: 'conversation_terms', indexes: [{ fields: ['project_id', 'environment', 'term', 'started_at'] }] });
@@ -113,6 +156,8 @@ export function searchIndexer(store: Store, embedder: Embedder, log: (msg: strin
   const vectors = conversationVectors(store);
   const terms = conversationTerms(store);
   const hours = conversationHours(store);
+  const spans = conversationSpans(store);
+  const vectorBuckets = conversationVectorBuckets(store);
   const cache = new Map<string, Analysed>();
 
   const analyse = (id: string, record: RecordFields): { analysed: Analysed; fresh: { u: string[]; a: string[] } } => {
@@ -150,19 +195,54 @@ export function searchIndexer(store: Store, embedder: Embedder, log: (msg: strin
     snapshot_version: version,
   });
 
+  const bucketId = (record: RecordFields) => {
+    const bucket = bucketOf(Date.parse(record.started_at));
+    return { id: `${record.project_id}|${record.environment}|${bucket}`, bucket };
+  };
+
+  /** The conversation's entry in its span bucket (at its start, and again with its end). */
+  const writeSpan = async (id: string, record: RecordFields) => {
+    const { id: bid, bucket } = bucketId(record);
+    const entry: SpanEntry = [
+      id, Date.parse(record.started_at), record.in_progress || !record.ended_at ? null : Date.parse(record.ended_at),
+      record.channel, record.variant_id, record.variant_name, record.asr_lang_code, record.from_number, record.to_number,
+    ];
+    await spans.update(
+      { id: bid },
+      { $set: { [`spans.${entryKey(id)}`]: entry }, $setOnInsert: { project_id: record.project_id, environment: record.environment, bucket } },
+      { upsert: true },
+    );
+  };
+
+  const writeFinalVector = async (id: string, record: RecordFields, model: string, v: string) => {
+    const { id: bid, bucket } = bucketId(record);
+    const entry: VectorEntry = [id, Date.parse(record.started_at), record.channel, record.variant_id, record.variant_name, model, v];
+    await vectorBuckets.update(
+      { id: bid },
+      { $set: { [`vectors.${entryKey(id)}`]: entry }, $setOnInsert: { project_id: record.project_id, environment: record.environment, bucket } },
+      { upsert: true },
+    );
+  };
+
   /** Writes the summary unless a newer one is stored; counts the conversation's hour on its first write. */
   const writeSummary = async (
     id: string,
+    record: RecordFields,
     fields: ReturnType<typeof summary>,
     vector: { model: string; v: string } | null,
   ): Promise<void> => {
-    if (await vectors.update({ id, snapshot_version: { $lt: fields.snapshot_version } }, { $set: { ...fields, ...vector } })) return;
+    const updated = await vectors.update({ id, snapshot_version: { $lt: fields.snapshot_version } }, { $set: { ...fields, ...vector } });
+    if (updated) {
+      if (!record.in_progress) await Promise.all([writeSpan(id, record), vector?.v ? writeFinalVector(id, record, vector.model, vector.v) : null]);
+      return;
+    }
     try {
       await vectors.insert({ id, ...fields, ...(vector ?? { model: '', v: '' }) });
     } catch (err) {
       if (err instanceof StoreDuplicateError) return;
       throw err;
     }
+    await Promise.all([writeSpan(id, record), !record.in_progress && vector?.v ? writeFinalVector(id, record, vector.model, vector.v) : null]);
     const hour = hourOf(fields.started_at);
     await hours.update(
       { id: hourId(fields.project_id, fields.environment, hour) },
@@ -194,15 +274,19 @@ export function searchIndexer(store: Store, embedder: Embedder, log: (msg: strin
       for (const t of fresh.a) writes.push(post(id, record, 'a', t));
       if (embedder.fromTerms) {
         const v = embedder.fromTerms(analysed.terms);
-        writes.push(writeSummary(id, summary(record, version), { model: embedder.model, v: quantise(v) }));
+        writes.push(writeSummary(id, record, summary(record, version), { model: embedder.model, v: quantise(v) }));
       } else {
         // A remote embedder: the summary is written now without waiting for it (the turn's reply does not
         // wait for a remote call), the vector when it comes, unless a newer snapshot's summary is stored.
-        writes.push(writeSummary(id, summary(record, version), null));
+        writes.push(writeSummary(id, record, summary(record, version), null));
         const text = record.turns.map((t) => `${t.user_input}\n${t.agent_response}`).join('\n');
         void embedder
           .embed([text])
-          .then(([v]) => vectors.update({ id, snapshot_version: { $lte: version } }, { $set: { model: embedder.model, v: quantise(v) } }))
+          .then(async ([v]) => {
+            const stored = quantise(v);
+            const current = await vectors.update({ id, snapshot_version: { $lte: version } }, { $set: { model: embedder.model, v: stored } });
+            if (current && !record.in_progress) await writeFinalVector(id, record, embedder.model, stored);
+          })
           .catch((err) => log('embedding a conversation failed', err));
       }
       await Promise.all(writes);

@@ -1,11 +1,11 @@
 /**
  * The Concurrent Calls API (contract 4.4, 2.6): per 5-minute interval, the most conversations that were
- * going on at the same moment. Computed from the conversation summaries (`conversation_vectors`: start,
- * end, environment, variant, language, numbers) by a sweep over start and end events; a conversation
- * still in progress counts as going on until now.
+ * going on at the same moment. Computed from the span buckets (`conversation_spans`: start, end, variant,
+ * language and numbers of each conversation, 5-minute buckets of start times) by a sweep over start and
+ * end events; a conversation still in progress counts as going on until now.
  */
-import type { Collection, Filter } from '../../../store/mod.js';
-import type { ConversationVector } from '../../../actors/conversation/search.js';
+import type { Collection } from '../../../store/mod.js';
+import type { SpanBucket } from '../../../actors/conversation/search.js';
 import { invalid, PlatformError } from '../../../platform/errors.js';
 import { oneOf, text, time, type RawQuery } from './params.js';
 import { ENVIRONMENTS } from './query.js';
@@ -96,30 +96,31 @@ export function sweep(spans: Array<[number, number]>, start: number, end: number
 
 /** The intervals of the response (one series per variant when sliced, interleaved in time order). */
 export async function concurrency(
-  summaries: Collection<ConversationVector>,
+  buckets: Collection<SpanBucket>,
   projectId: string,
   q: ConcurrencyQuery,
   now = Date.now(),
 ): Promise<Interval[]> {
-  const filter: Filter = {
+  const docs = await buckets.find({
     project_id: projectId,
     environment: q.environment,
-    started_at: { $gte: new Date(q.start - LOOKBACK_MS).toISOString(), $lt: new Date(q.end).toISOString() },
-  };
-  if (q.variantId) filter.variant_id = q.variantId;
-  if (q.variantName) filter.variant_name = q.variantName;
-  if (q.phoneNumber) filter.$or = [{ from_number: q.phoneNumber }, { to_number: q.phoneNumber }];
-  const docs = await summaries.find(filter);
+    bucket: { $gte: new Date(q.start - LOOKBACK_MS).toISOString(), $lt: new Date(q.end).toISOString() },
+  });
   const series = new Map<string, { id: string; name: string; spans: Array<[number, number]> }>();
-  for (const d of docs) {
-    if (q.language && !languageMatches(d.asr_lang_code ?? '', q.language)) continue;
-    const s = Date.parse(d.started_at);
-    const e = d.in_progress ? Math.max(now, s) : d.ended_at ? Date.parse(d.ended_at) : s;
-    if (Math.max(e, s + 1) <= q.start) continue;
-    const key = q.sliceByVariant ? d.variant_id : '';
-    let entry = series.get(key);
-    if (!entry) series.set(key, (entry = { id: d.variant_id, name: d.variant_name, spans: [] }));
-    entry.spans.push([s, e]);
+  for (const doc of docs) {
+    for (const [, s, end, , variantId, variantName, language, from, to] of Object.values(doc.spans)) {
+      if (s < q.start - LOOKBACK_MS || s >= q.end) continue;
+      if (q.variantId && variantId !== q.variantId) continue;
+      if (q.variantName && variantName !== q.variantName) continue;
+      if (q.language && !languageMatches(language ?? '', q.language)) continue;
+      if (q.phoneNumber && from !== q.phoneNumber && to !== q.phoneNumber) continue;
+      const e = end === null ? Math.max(now, s) : end;
+      if (Math.max(e, s + 1) <= q.start) continue;
+      const key = q.sliceByVariant ? variantId : '';
+      let entry = series.get(key);
+      if (!entry) series.set(key, (entry = { id: variantId, name: variantName, spans: [] }));
+      entry.spans.push([s, e]);
+    }
   }
   const times: string[] = [];
   for (let t = q.start; t < q.end; t += INTERVAL_MS) times.push(new Date(t).toISOString());

@@ -11,7 +11,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { conversationRecords, type ConversationRecord } from '../../../actors/conversation/record.js';
-import { conversationHours, conversationTerms, conversationVectors } from '../../../actors/conversation/search.js';
+import { conversationHours, conversationSpans, conversationTerms, conversationVectorBuckets, conversationVectors } from '../../../actors/conversation/search.js';
 import { createEmbedderFromEnv, type Embedder } from '../../../actors/conversation/embedding.js';
 import { forbidden, notFound, unauthorized } from '../../../platform/errors.js';
 import type { Services } from '../../../platform/services.js';
@@ -47,6 +47,8 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
     vectors: conversationVectors(services.store),
     terms: conversationTerms(services.store),
     hours: conversationHours(services.store),
+    spans: conversationSpans(services.store),
+    vectorBuckets: conversationVectorBuckets(services.store),
     embedder: opts.embedder ?? createEmbedderFromEnv(),
   };
   const cursors = cursorCodec(opts.cursorSecret);
@@ -133,7 +135,7 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
     if (req.params.version !== 'v1') throw notFound(`Concurrent Calls API version ${req.params.version}`);
     const { account, project } = await authorize(req, req.params, false);
     const q = parseConcurrencyQuery(req.query as RawQuery);
-    return { account_id: account.id, project_id: project.id, intervals: await concurrency(src.vectors, project.id, q) };
+    return { account_id: account.id, project_id: project.id, intervals: await concurrency(src.spans, project.id, q) };
   });
 };
 

@@ -8,13 +8,14 @@
  *   read, which is what chunked streaming sends.
  * - transcript mode reads, per window, the postings of the query's longest term, checks the other terms
  *   by posting id, then loads the matching records.
- * - semantic mode scores the compact summaries of the time range against the query's embedding; random
- *   mode samples them. Both then load only the records of the page.
+ * - semantic mode scores the final vectors of the ended conversations (5-minute buckets) and the
+ *   summaries of those in progress against the query's embedding; random mode samples the span buckets.
+ *   Both then load only the records of the page.
  */
 import type { Collection, Filter } from '../../../store/mod.js';
 import type { ConversationRecord } from '../../../actors/conversation/record.js';
 import { dequantise, similarity, type Embedder } from '../../../actors/conversation/embedding.js';
-import { hourOf, postingId, searchTerms, type ConversationVector, type HourCount, type TermPosting } from '../../../actors/conversation/search.js';
+import { bucketOf, hourOf, postingId, searchTerms, type ConversationVector, type HourCount, type SpanBucket, type TermPosting, type VectorBucket } from '../../../actors/conversation/search.js';
 import type { ListQuery } from './query.js';
 import type { Position } from './cursor.js';
 
@@ -23,6 +24,8 @@ export interface ReadSources {
   vectors: Collection<ConversationVector>;
   terms: Collection<TermPosting>;
   hours: Collection<HourCount>;
+  spans: Collection<SpanBucket>;
+  vectorBuckets: Collection<VectorBucket>;
   embedder: Embedder;
 }
 
@@ -180,10 +183,20 @@ export function keysetRows(src: ReadSources, projectId: string, q: ListQuery, po
   };
 }
 
-/** The summaries matching the request's filters in its time range. */
-function summaries(src: ReadSources, projectId: string, q: ListQuery, extra: Filter = {}): Promise<ConversationVector[]> {
-  const range = timeRange(q.start, q.end);
-  return src.vectors.find({ ...recordFilter(projectId, q), ...(range ? { started_at: range } : {}), ...extra }, { sort: { started_at: 1 } });
+/** The bucket filter of a time range (buckets hold start times; entries are checked against the exact range). */
+function bucketFilter(projectId: string, q: ListQuery): Filter {
+  const range = timeRange(q.start === null ? null : bucketOf(Date.parse(q.start)), q.end);
+  return { project_id: projectId, environment: q.environment, ...(range ? { bucket: range } : {}) };
+}
+
+/** Whether an entry's fields pass the request's filters. */
+function passes(q: ListQuery, startMs: number, channel: string, variantId: string, variantName: string): boolean {
+  if (q.start !== null && startMs < Date.parse(q.start)) return false;
+  if (q.end !== null && startMs >= Date.parse(q.end)) return false;
+  if (q.channels.length > 0 && !q.channels.includes(channel)) return false;
+  if (q.variantId && variantId !== q.variantId) return false;
+  if (q.variantName && variantName !== q.variantName) return false;
+  return true;
 }
 
 /** Loads records by id, in the given order (ids whose record is gone are skipped). */
@@ -197,19 +210,42 @@ async function* each<T>(items: T[]): AsyncGenerator<T> {
   yield* items;
 }
 
+interface Candidate {
+  id: string;
+  start: number;
+  score: number;
+}
+
+const byStart = (a: { start: number; id: string }, b: { start: number; id: string }) => a.start - b.start || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
 /** Semantic search: most similar first; pages by rank (offset or cursor). */
 export async function semanticRows(src: ReadSources, projectId: string, q: ListQuery, position: Position | null): Promise<Rows> {
   const offset = position?.kind === 'rank' ? position.offset : q.offset;
   const [query] = await src.embedder.embed([q.query]);
-  const scored: Array<{ score: number; doc: ConversationVector }> = [];
-  for (const doc of await summaries(src, projectId, q, { model: src.embedder.model })) {
-    const score = similarity(query, dequantise(doc.v));
-    if (score > 0) scored.push({ score, doc });
+  const model = src.embedder.model;
+  const scored: Candidate[] = [];
+  if (q.inProgress !== true) {
+    for (const doc of await src.vectorBuckets.find(bucketFilter(projectId, q))) {
+      for (const [id, start, channel, variantId, variantName, m, v] of Object.values(doc.vectors)) {
+        if (m !== model || !passes(q, start, channel, variantId, variantName)) continue;
+        const score = similarity(query, dequantise(v));
+        if (score > 0) scored.push({ id, start, score });
+      }
+    }
   }
-  scored.sort((a, b) => b.score - a.score || (a.doc.started_at < b.doc.started_at ? -1 : a.doc.started_at > b.doc.started_at ? 1 : a.doc.id < b.doc.id ? -1 : 1));
+  if (q.inProgress !== false) {
+    // Conversations in progress have no final vector yet: their summaries hold the latest one.
+    const range = timeRange(q.start, q.end);
+    const live = await src.vectors.find({ ...recordFilter(projectId, q), in_progress: true, model, ...(range ? { started_at: range } : {}) });
+    for (const doc of live) {
+      const score = similarity(query, dequantise(doc.v));
+      if (score > 0) scored.push({ id: doc.id, start: Date.parse(doc.started_at), score });
+    }
+  }
+  scored.sort((a, b) => b.score - a.score || byStart(a, b));
   const page = scored.slice(offset, offset + q.limit);
   const more = scored.length > offset + q.limit;
-  const rows = await recordsInOrder(src, page.map((s) => s.doc.id));
+  const rows = await recordsInOrder(src, page.map((s) => s.id));
   return {
     rows: each(rows),
     next: () => ({ more, nextOffset: more ? offset + q.limit : null, position: more ? { kind: 'rank', offset: offset + q.limit } : null }),
@@ -218,13 +254,20 @@ export async function semanticRows(src: ReadSources, projectId: string, q: ListQ
 
 /** Random sampling: up to `limit` conversations of the range, uniformly, returned in chronological order. */
 export async function randomRows(src: ReadSources, projectId: string, q: ListQuery): Promise<Rows> {
-  const pool = await summaries(src, projectId, q);
+  const pool: Array<{ id: string; start: number }> = [];
+  for (const doc of await src.spans.find(bucketFilter(projectId, q))) {
+    for (const [id, start, end, channel, variantId, variantName] of Object.values(doc.spans)) {
+      if (!passes(q, start, channel, variantId, variantName)) continue;
+      if (q.inProgress !== null && (end === null) !== q.inProgress) continue;
+      pool.push({ id, start });
+    }
+  }
   const n = Math.min(q.limit, pool.length);
   for (let i = 0; i < n; i++) {
     const j = i + Math.floor(Math.random() * (pool.length - i));
     [pool[i], pool[j]] = [pool[j], pool[i]];
   }
-  const chosen = pool.slice(0, n).sort((a, b) => (a.started_at < b.started_at ? -1 : a.started_at > b.started_at ? 1 : a.id < b.id ? -1 : 1));
+  const chosen = pool.slice(0, n).sort(byStart);
   const rows = await recordsInOrder(src, chosen.map((d) => d.id));
   return { rows: each(rows), next: () => ({ more: false, nextOffset: null, position: null }) };
 }
