@@ -102,6 +102,16 @@ async function main(): Promise<void> {
   const meta: Meta | null = existsSync(metaPath) ? JSON.parse(readFileSync(metaPath, 'utf8')) : null;
   const operatorToken = meta?.operatorToken ?? `bench-operator-${randomBytes(12).toString('hex')}`;
   const p = await startPlatform({ dataDir, env: { OPERATOR_TOKEN: operatorToken, LOG_LEVEL: 'error' } });
+  try {
+    await run(p, dataDir, meta, operatorToken);
+  } finally {
+    await p.stop();
+    if (!process.env.BENCH_DIR) removeDir(dataDir);
+  }
+}
+
+async function run(p: Awaited<ReturnType<typeof startPlatform>>, dataDir: string, meta: Meta | null, operatorToken: string): Promise<void> {
+  const metaPath = join(dataDir, 'bench-conversations.json');
   let m: Meta;
   if (meta && meta.count === COUNT) {
     m = meta;
@@ -202,8 +212,6 @@ async function main(): Promise<void> {
     process.stdout.write(`| ${r.name} | ${fmt(r.rows)} | ${fmt(r.http.p50, 1)} ms | ${fmt(r.http.p99, 1)} ms | ${fmt(r.raw.p50, 1)} / ${fmt(r.raw.p99, 1)} ms (${r.n} runs) |\n`);
   }
   await store.close();
-  await p.stop();
-  if (!process.env.BENCH_DIR) removeDir(dataDir);
 }
 
 main().catch((err) => {

@@ -46,6 +46,8 @@ export function conversationRecords(store: Store): Collection<ConversationRecord
       // The Conversations API's channel and variant filters (in time order within each).
       { fields: ['project_id', 'environment', 'channel', 'started_at'] },
       { fields: ['project_id', 'environment', 'variant_id', 'started_at'] },
+      // Semantic search embeds the conversations in progress at query time (their entry changes once, at the end).
+      { fields: ['project_id', 'environment', 'in_progress', 'started_at'] },
     ],
   });
 }

@@ -6,21 +6,24 @@
  *   turns), indexed by project, environment, term and start time: the text index of transcript search.
  *   Postings are only ever added (a turn never changes once recorded), with deterministic ids, so writing
  *   one twice is harmless.
- * - `conversation_vectors`: one compact summary per conversation (the filter fields, start and end, and
- *   its embedding quantised to int8), indexed by project, environment and start time: semantic search,
- *   random sampling and the concurrency series read these instead of whole records.
- * - `conversation_hours`: how many conversations started in each hour per project and environment, so
- *   that a page is read in time windows sized to hold about the rows it needs.
- * - `conversation_spans`: per project, environment and 5-minute bucket of start times, one entry per
- *   conversation (start, end, the filter fields), written when it starts and when it ends: the
- *   concurrency series and random sampling read a week as about 2,000 small records.
- * - `conversation_vector_buckets`: the same buckets holding the final embedding of each conversation
- *   that has ended (written once, at its end): semantic search scores a week from them, plus the
- *   summaries of the conversations still in progress.
+ * - `conversation_vectors`: one compact summary per conversation (the filter fields, start and end, its
+ *   latest embedding quantised to int8, and its slot), indexed by project, environment (and whether in
+ *   progress) and start time.
+ * - `conversation_hours`: how many conversations started in each hour per project and environment. A page
+ *   is read in time windows sized from these counts, and the count a conversation gets on its first
+ *   write picks its slot.
+ * - slots: the conversations that started in one hour, by hundreds (`<hour>/0` holds the first 100, ...):
+ *   `conversation_spans` (start, end and filter fields of each, written when it starts and when it ends)
+ *   and `conversation_vector_buckets` (the final embedding of each, written when it ends). A week of
+ *   concurrency, random sampling or semantic search reads about one record per hundred conversations, and
+ *   a write rewrites a record of at most a hundred entries however busy the project is.
  *
  * Per turn the projection analyses only the new turns (a small in-memory cache per live conversation
- * keeps the terms seen so far; after a restart the conversation is analysed once in full), adds postings
- * for terms the conversation did not have yet and rewrites its summary.
+ * keeps the terms seen so far; after a restart the conversation is analysed once in full) and adds
+ * postings for terms the conversation did not have yet. The summary and the slot are written when the
+ * conversation is first seen (its start, or its first turn after a restart or an eviction from the cache)
+ * and when it ends, not at every turn: the Chat API's turns pay for postings only. Semantic search
+ * embeds the conversations still in progress from their records at query time.
  */
 import type { Collection, Doc, Store } from '../../store/mod.js';
 import { StoreDuplicateError } from '../../store/mod.js';
@@ -44,6 +47,8 @@ export interface ConversationVector extends Doc {
   model: string;
   /** The unit vector, int8 per dimension, base64 (see `quantise`). */
   v: string;
+  /** The id of the slot holding its span (and, once ended, its final vector); absent until assigned. */
+  slot?: string;
   snapshot_version: number;
 }
 
@@ -64,15 +69,15 @@ export interface HourCount extends Doc {
   count: number;
 }
 
-/** A conversation in a bucket: [id, start ms, end ms or null (in progress), channel, variant id, variant name, language, from, to]. */
+/** A conversation in a slot: [id, start ms, end ms or null (in progress), channel, variant id, variant name, language, from, to]. */
 export type SpanEntry = [string, number, number | null, string, string, string, string, string, string];
-/** An ended conversation's vector in a bucket: [id, start ms, channel, variant id, variant name, model, vector]. */
+/** An ended conversation's vector in a slot: [id, start ms, channel, variant id, variant name, model, vector]. */
 export type VectorEntry = [string, number, string, string, string, string, string];
 
 export interface SpanBucket extends Doc {
   project_id: string;
   environment: string;
-  /** The bucket's start, ISO 8601. */
+  /** The hour its conversations started in, ISO 8601. */
   bucket: string;
   spans: Record<string, SpanEntry>;
 }
@@ -84,7 +89,8 @@ export interface VectorBucket extends Doc {
   vectors: Record<string, VectorEntry>;
 }
 
-export const BUCKET_MS = 5 * 60_000;
+/** Conversations per slot. */
+export const SLOT_SIZE = 100;
 
 export const conversationVectors = (store: Store): Collection<ConversationVector> =>
   store.collection<ConversationVector>({
@@ -98,17 +104,14 @@ export const conversationSpans = (store: Store): Collection<SpanBucket> =>
 export const conversationVectorBuckets = (store: Store): Collection<VectorBucket> =>
   store.collection<VectorBucket>({ name: 'conversation_vector_buckets', indexes: [{ fields: ['project_id', 'environment', 'bucket'] }] });
 
-/** The start of the 5-minute bucket holding `ms`, ISO 8601. */
-export const bucketOf = (ms: number) => new Date(Math.floor(ms / BUCKET_MS) * BUCKET_MS).toISOString();
-
-/** A conversation id as a field name inside a bucket (dots and dollars would read as paths or operators). */
-export const entryKey = (id: string) => id.replace(/[.$]/g, (c) => (c === '.' ? '\uff0e' : '\uff04'));
-
 export const conversationTerms = (store: Store): Collection<TermPosting> =>
   store.collection<TermPosting>({ name: 'conversation_terms', indexes: [{ fields: ['project_id', 'environment', 'term', 'started_at'] }] });
 
 export const conversationHours = (store: Store): Collection<HourCount> =>
   store.collection<HourCount>({ name: 'conversation_hours', indexes: [{ fields: ['project_id', 'environment', 'hour'] }] });
+
+/** A conversation id as a field name inside a slot (dots and dollars would read as paths or operators). */
+export const entryKey = (id: string) => id.replace(/[.$]/g, (c) => (c === '.' ? '\uff0e' : '\uff04'));
 
 /** Terms are cut to this length: longer "words" are ids or noise, and keys stay small. */
 const MAX_TERM = 64;
@@ -160,8 +163,9 @@ export function searchIndexer(store: Store, embedder: Embedder, log: (msg: strin
   const vectorBuckets = conversationVectorBuckets(store);
   const cache = new Map<string, Analysed>();
 
-  const analyse = (id: string, record: RecordFields): { analysed: Analysed; fresh: { u: string[]; a: string[] } } => {
+  const analyse = (id: string, record: RecordFields): { analysed: Analysed; fresh: { u: string[]; a: string[] }; known: boolean } => {
     let analysed = cache.get(id);
+    const known = analysed !== undefined;
     cache.delete(id);
     if (!analysed || analysed.turns > record.turns.length) analysed = { turns: 0, terms: [], user: new Set(), agent: new Set() };
     const fresh = { u: [] as string[], a: [] as string[] };
@@ -177,7 +181,7 @@ export function searchIndexer(store: Store, embedder: Embedder, log: (msg: strin
       cache.set(id, analysed);
       if (cache.size > CACHE_SIZE) cache.delete(cache.keys().next().value as string);
     }
-    return { analysed, fresh };
+    return { analysed, fresh, known };
   };
 
   const summary = (record: RecordFields, version: number) => ({
@@ -195,60 +199,60 @@ export function searchIndexer(store: Store, embedder: Embedder, log: (msg: strin
     snapshot_version: version,
   });
 
-  const bucketId = (record: RecordFields) => {
-    const bucket = bucketOf(Date.parse(record.started_at));
-    return { id: `${record.project_id}|${record.environment}|${bucket}`, bucket };
+  /** Counts the conversation in its hour; the count picks its slot, which the summary then keeps. */
+  const assignSlot = async (id: string, record: RecordFields): Promise<{ slot: string; bucket: string }> => {
+    const hour = hourOf(record.started_at);
+    const counted = await hours.update(
+      { id: hourId(record.project_id, record.environment, hour) },
+      { $inc: { count: 1 }, $setOnInsert: { project_id: record.project_id, environment: record.environment, hour } },
+      { upsert: true },
+    );
+    const slot = `${hourId(record.project_id, record.environment, hour)}/${Math.floor(((counted?.count ?? 1) - 1) / SLOT_SIZE)}`;
+    await vectors.update({ id }, { $set: { slot } });
+    return { slot, bucket: hour };
   };
 
-  /** The conversation's entry in its span bucket (at its start, and again with its end). */
-  const writeSpan = async (id: string, record: RecordFields) => {
-    const { id: bid, bucket } = bucketId(record);
+  const writeSpan = (id: string, record: RecordFields, slot: string) => {
     const entry: SpanEntry = [
       id, Date.parse(record.started_at), record.in_progress || !record.ended_at ? null : Date.parse(record.ended_at),
       record.channel, record.variant_id, record.variant_name, record.asr_lang_code, record.from_number, record.to_number,
     ];
-    await spans.update(
-      { id: bid },
-      { $set: { [`spans.${entryKey(id)}`]: entry }, $setOnInsert: { project_id: record.project_id, environment: record.environment, bucket } },
+    return spans.update(
+      { id: slot },
+      { $set: { [`spans.${entryKey(id)}`]: entry }, $setOnInsert: { project_id: record.project_id, environment: record.environment, bucket: hourOf(record.started_at) } },
       { upsert: true },
     );
   };
 
-  const writeFinalVector = async (id: string, record: RecordFields, model: string, v: string) => {
-    const { id: bid, bucket } = bucketId(record);
+  const writeFinalVector = (id: string, record: RecordFields, slot: string, model: string, v: string) => {
     const entry: VectorEntry = [id, Date.parse(record.started_at), record.channel, record.variant_id, record.variant_name, model, v];
-    await vectorBuckets.update(
-      { id: bid },
-      { $set: { [`vectors.${entryKey(id)}`]: entry }, $setOnInsert: { project_id: record.project_id, environment: record.environment, bucket } },
+    return vectorBuckets.update(
+      { id: slot },
+      { $set: { [`vectors.${entryKey(id)}`]: entry }, $setOnInsert: { project_id: record.project_id, environment: record.environment, bucket: hourOf(record.started_at) } },
       { upsert: true },
     );
   };
 
-  /** Writes the summary unless a newer one is stored; counts the conversation's hour on its first write. */
-  const writeSummary = async (
-    id: string,
-    record: RecordFields,
-    fields: ReturnType<typeof summary>,
-    vector: { model: string; v: string } | null,
-  ): Promise<void> => {
-    const updated = await vectors.update({ id, snapshot_version: { $lt: fields.snapshot_version } }, { $set: { ...fields, ...vector } });
-    if (updated) {
-      if (!record.in_progress) await Promise.all([writeSpan(id, record), vector?.v ? writeFinalVector(id, record, vector.model, vector.v) : null]);
-      return;
+  /**
+   * Writes the summary unless a newer one is stored. The first write (or one that finds no slot, after a
+   * crash between the two) assigns the slot and records the span; the writes of an ended conversation
+   * record its end and final vector in the slot.
+   */
+  const writeSummary = async (id: string, record: RecordFields, version: number, vector: { model: string; v: string } | null): Promise<void> => {
+    const fields = summary(record, version);
+    let stored = await vectors.update({ id, snapshot_version: { $lt: version } }, { $set: { ...fields, ...vector } });
+    if (!stored) {
+      try {
+        stored = await vectors.insert({ id, ...fields, ...(vector ?? { model: '', v: '' }) });
+      } catch (err) {
+        if (err instanceof StoreDuplicateError) return;
+        throw err;
+      }
     }
-    try {
-      await vectors.insert({ id, ...fields, ...(vector ?? { model: '', v: '' }) });
-    } catch (err) {
-      if (err instanceof StoreDuplicateError) return;
-      throw err;
-    }
-    await Promise.all([writeSpan(id, record), !record.in_progress && vector?.v ? writeFinalVector(id, record, vector.model, vector.v) : null]);
-    const hour = hourOf(fields.started_at);
-    await hours.update(
-      { id: hourId(fields.project_id, fields.environment, hour) },
-      { $inc: { count: 1 }, $setOnInsert: { project_id: fields.project_id, environment: fields.environment, hour } },
-      { upsert: true },
-    );
+    const fresh = stored.slot === undefined;
+    const slot = stored.slot ?? (await assignSlot(id, record)).slot;
+    if (fresh || !record.in_progress) await writeSpan(id, record, slot);
+    if (!record.in_progress && vector?.v) await writeFinalVector(id, record, slot, vector.model, vector.v);
   };
 
   const post = async (id: string, record: RecordFields, side: 'u' | 'a', term: string) => {
@@ -268,24 +272,27 @@ export function searchIndexer(store: Store, embedder: Embedder, log: (msg: strin
 
   return {
     async project(id, record, version) {
-      const { analysed, fresh } = analyse(id, record);
+      const { analysed, fresh, known } = analyse(id, record);
       const writes: Array<Promise<void>> = [];
       for (const t of fresh.u) writes.push(post(id, record, 'u', t));
       for (const t of fresh.a) writes.push(post(id, record, 'a', t));
-      if (embedder.fromTerms) {
+      if (known && record.in_progress) {
+        // A turn of a conversation this process has seen: its summary and slot are written already.
+      } else if (embedder.fromTerms) {
         const v = embedder.fromTerms(analysed.terms);
-        writes.push(writeSummary(id, record, summary(record, version), { model: embedder.model, v: quantise(v) }));
+        writes.push(writeSummary(id, record, version, { model: embedder.model, v: quantise(v) }));
       } else {
         // A remote embedder: the summary is written now without waiting for it (the turn's reply does not
         // wait for a remote call), the vector when it comes, unless a newer snapshot's summary is stored.
-        writes.push(writeSummary(id, record, summary(record, version), null));
+        writes.push(writeSummary(id, record, version, null));
+        if (record.in_progress) return void (await Promise.all(writes));
         const text = record.turns.map((t) => `${t.user_input}\n${t.agent_response}`).join('\n');
         void embedder
           .embed([text])
           .then(async ([v]) => {
             const stored = quantise(v);
             const current = await vectors.update({ id, snapshot_version: { $lte: version } }, { $set: { model: embedder.model, v: stored } });
-            if (current && !record.in_progress) await writeFinalVector(id, record, embedder.model, stored);
+            if (current?.slot && !record.in_progress) await writeFinalVector(id, record, current.slot, embedder.model, stored);
           })
           .catch((err) => log('embedding a conversation failed', err));
       }

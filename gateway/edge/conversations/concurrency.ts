@@ -1,11 +1,11 @@
 /**
  * The Concurrent Calls API (contract 4.4, 2.6): per 5-minute interval, the most conversations that were
- * going on at the same moment. Computed from the span buckets (`conversation_spans`: start, end, variant,
- * language and numbers of each conversation, 5-minute buckets of start times) by a sweep over start and
- * end events; a conversation still in progress counts as going on until now.
+ * going on at the same moment. Computed from the span slots (`conversation_spans`: start, end, variant,
+ * language and numbers of each conversation, by hour of start) by a sweep over start and end events; a
+ * conversation still in progress counts as going on until now.
  */
 import type { Collection } from '../../../store/mod.js';
-import type { SpanBucket } from '../../../actors/conversation/search.js';
+import { hourOf, type SpanBucket } from '../../../actors/conversation/search.js';
 import { invalid, PlatformError } from '../../../platform/errors.js';
 import { oneOf, text, time, type RawQuery } from './params.js';
 import { ENVIRONMENTS } from './query.js';
@@ -104,7 +104,7 @@ export async function concurrency(
   const docs = await buckets.find({
     project_id: projectId,
     environment: q.environment,
-    bucket: { $gte: new Date(q.start - LOOKBACK_MS).toISOString(), $lt: new Date(q.end).toISOString() },
+    bucket: { $gte: hourOf(new Date(q.start - LOOKBACK_MS).toISOString()), $lt: new Date(q.end).toISOString() },
   });
   const series = new Map<string, { id: string; name: string; spans: Array<[number, number]> }>();
   for (const doc of docs) {

@@ -8,14 +8,14 @@
  *   read, which is what chunked streaming sends.
  * - transcript mode reads, per window, the postings of the query's longest term, checks the other terms
  *   by posting id, then loads the matching records.
- * - semantic mode scores the final vectors of the ended conversations (5-minute buckets) and the
- *   summaries of those in progress against the query's embedding; random mode samples the span buckets.
+ * - semantic mode scores the final vectors of the ended conversations (slots) and the summaries of those
+ *   in progress against the query's embedding; random mode samples the span slots.
  *   Both then load only the records of the page.
  */
 import type { Collection, Filter } from '../../../store/mod.js';
 import type { ConversationRecord } from '../../../actors/conversation/record.js';
 import { dequantise, similarity, type Embedder } from '../../../actors/conversation/embedding.js';
-import { bucketOf, hourOf, postingId, searchTerms, type ConversationVector, type HourCount, type SpanBucket, type TermPosting, type VectorBucket } from '../../../actors/conversation/search.js';
+import { hourOf, postingId, searchTerms, type ConversationVector, type HourCount, type SpanBucket, type TermPosting, type VectorBucket } from '../../../actors/conversation/search.js';
 import type { ListQuery } from './query.js';
 import type { Position } from './cursor.js';
 
@@ -183,9 +183,9 @@ export function keysetRows(src: ReadSources, projectId: string, q: ListQuery, po
   };
 }
 
-/** The bucket filter of a time range (buckets hold start times; entries are checked against the exact range). */
+/** The slot filter of a time range (slots hold an hour's start times; entries are checked against the exact range). */
 function bucketFilter(projectId: string, q: ListQuery): Filter {
-  const range = timeRange(q.start === null ? null : bucketOf(Date.parse(q.start)), q.end);
+  const range = timeRange(q.start === null ? null : hourOf(q.start), q.end);
   return { project_id: projectId, environment: q.environment, ...(range ? { bucket: range } : {}) };
 }
 
@@ -208,6 +208,25 @@ async function recordsInOrder(src: ReadSources, ids: string[]): Promise<Conversa
 
 async function* each<T>(items: T[]): AsyncGenerator<T> {
   yield* items;
+}
+
+/** The most conversations in progress a semantic search embeds at query time (the earliest in the range). */
+export const MAX_LIVE_EMBEDDED = 500;
+
+/** Embeds whole transcripts (user and agent turns) as the indexer does. */
+async function embedTranscripts(embedder: Embedder, records: ConversationRecord[]): Promise<Float32Array[]> {
+  if (embedder.fromTerms) {
+    return records.map((r) => embedder.fromTerms!((r.turns ?? []).flatMap((t) => [...searchTerms(t.user_input), ...searchTerms(t.agent_response)])));
+  }
+  return embedder.embed(records.map((r) => (r.turns ?? []).map((t) => `${t.user_input}\n${t.agent_response}`).join('\n')));
+}
+
+/** Cosine similarity of two unit vectors (0 when their dimensions differ). */
+function similarityOf(a: Float32Array, b: Float32Array): number {
+  if (a.length !== b.length) return 0;
+  let dot = 0;
+  for (let i = 0; i < a.length; i++) dot += a[i] * b[i];
+  return dot;
 }
 
 interface Candidate {
@@ -234,13 +253,17 @@ export async function semanticRows(src: ReadSources, projectId: string, q: ListQ
     }
   }
   if (q.inProgress !== false) {
-    // Conversations in progress have no final vector yet: their summaries hold the latest one.
+    // Conversations in progress have no final vector yet: they are embedded from their records now.
     const range = timeRange(q.start, q.end);
-    const live = await src.vectors.find({ ...recordFilter(projectId, q), in_progress: true, model, ...(range ? { started_at: range } : {}) });
-    for (const doc of live) {
-      const score = similarity(query, dequantise(doc.v));
-      if (score > 0) scored.push({ id: doc.id, start: Date.parse(doc.started_at), score });
-    }
+    const live = await src.records.find(
+      { ...recordFilter(projectId, q), in_progress: true, ...(range ? { started_at: range } : {}) },
+      { sort: { started_at: 1 }, limit: MAX_LIVE_EMBEDDED },
+    );
+    const vectors = await embedTranscripts(src.embedder, live);
+    live.forEach((r, i) => {
+      const score = similarityOf(query, vectors[i]);
+      if (score > 0) scored.push({ id: r.id, start: Date.parse(r.started_at), score });
+    });
   }
   scored.sort((a, b) => b.score - a.score || byStart(a, b));
   const page = scored.slice(offset, offset + q.limit);
