@@ -131,6 +131,23 @@ t.test('a cursor walk has no duplicates and no gaps while conversations are writ
   t.equal(new Set(seen).size, seen.length, 'no duplicates');
   for (const id of before) t.ok(seen.includes(id), `no gap: ${id}`);
   t.same(seen.slice(0, 9), before, 'in order');
+  t.notOk(seen.some((id) => Object.values(ids).includes(id)), "another project's conversations never show");
+  t.notOk((await get({ start_time: from })).body.conversations.some((x: any) => before.includes(x.id)), 'nor the other way round');
+});
+
+t.test('transcript results paginate by cursor', async (t) => {
+  const range = { start_time: since, end_time: new Date(Date.now() + 60_000).toISOString(), query_type: 'transcript', query: 'welcome', turn_type: 'agent', limit: '1' };
+  const seen: string[] = [];
+  let cursor: string | null = null;
+  do {
+    const r: any = await get({ ...range, ...(cursor ? { cursor } : {}) });
+    t.equal(r.status, 200, r.text);
+    seen.push(...r.body.conversations.map((x: any) => x.id));
+    cursor = r.body.cursor;
+  } while (cursor && seen.length < 20);
+  t.same(seen, [ids.a, ids.b, ids.d], 'every greeting, once, in order');
+  const first = await get(range);
+  t.equal((await get({ ...range, query: 'hello', cursor: first.body.cursor })).status, 400, 'a cursor of another query');
 });
 
 t.test('v1: legacy shape with descriptions, limit default 5, no v3-only parameters', async (t) => {
