@@ -21,7 +21,7 @@ import { PathId } from '../schemas.js';
 import { concurrency, parseConcurrencyQuery } from './concurrency.js';
 import { cursorCodec, malformedCursor, type Position } from './cursor.js';
 import type { RawQuery } from './params.js';
-import { filterKey, parseListQuery, VERSIONS, type ListQuery, type Version } from './query.js';
+import { filterKey, parseListQuery, VERSIONS, type Version } from './query.js';
 import { keysetRows, randomRows, semanticRows, type ReadSources, type Rows } from './reader.js';
 import { conversationV1, conversationV3, V1_DESCRIPTIONS, type ViewOptions } from './views.js';
 
@@ -157,4 +157,3 @@ function stream(reply: FastifyReply, rows: Rows, render: (r: ConversationRecord)
   return reply.type('application/json').send(Readable.from(body(), { objectMode: false }));
 }
 
-export type { ListQuery };
