@@ -115,11 +115,17 @@ t.test('errors', async (t) => {
   t.equal((await q(range, { version: 'v3' })).status, 404);
 });
 
-t.test('a conversation started through the Chat API counts now', async (t) => {
+t.test('conversations started and closed through the Chat API', async (t) => {
   const now = Date.now();
+  const closed = (await c.chat('create', {})).body.conversation_id;
+  await c.chat('close', { conversation_id: closed });
+  const range = { start_time: new Date(now - 600_000).toISOString(), end_time: new Date(now + 600_000).toISOString() };
+  const q = () => get(range, { version: 'v1', path: '/concurrency' });
+  t.equal(Math.max(...series(await q())), 1, 'the closed one counted once, over its own span');
   await c.chat('create', {});
-  const r = await get({ start_time: new Date(now - 60_000).toISOString(), end_time: new Date(now + 60_000).toISOString() }, { version: 'v1', path: '/concurrency' });
-  t.ok(Math.max(...series(r)) >= 1, r.text);
+  const during = (await c.chat('create', {})).body.conversation_id;
+  await c.chat('close', { conversation_id: during });
+  t.equal(Math.max(...series(await q())), 2, 'one closed while another is open: two at once');
 });
 
 t.test('sweep: the peak of each interval equals a brute-force count', async (t) => {

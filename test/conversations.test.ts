@@ -246,6 +246,8 @@ t.test('retrieval modes: transcript, semantic, random', async (t) => {
     t.equal(next.status, 200);
     t.not(next.body.conversations[0]?.id, paged.body.conversations[0].id, 'the next rank');
   }
+  t.same(await search({ sample: 'random', in_progress: 'false' }), [ids.a], 'a closed conversation: its ended span replaces its start');
+  t.same(await search({ sample: 'random', in_progress: 'true' }), [ids.b, ids.d]);
   const sample = await search({ sample: 'random', limit: '2' });
   t.equal(sample.length, 2);
   t.ok(sample.every((id: string) => Object.values(ids).includes(id)));

@@ -74,19 +74,44 @@ export type SpanEntry = [string, number, number | null, string, string, string, 
 /** An ended conversation's vector in a slot: [id, start ms, channel, variant id, variant name, model, vector]. */
 export type VectorEntry = [string, number, string, string, string, string, string];
 
+/**
+ * A slot's spans: entries are added with `$addToSet` (idempotent, and arrays decode several times faster
+ * than objects keyed by conversation id). A conversation has an entry from its start (end null) and one
+ * from its end; readers take the entry with an end when there is one (`latestSpans`).
+ */
 export interface SpanBucket extends Doc {
   project_id: string;
   environment: string;
   /** The hour its conversations started in, ISO 8601. */
   bucket: string;
-  spans: Record<string, SpanEntry>;
+  spans: SpanEntry[];
 }
 
 export interface VectorBucket extends Doc {
   project_id: string;
   environment: string;
   bucket: string;
-  vectors: Record<string, VectorEntry>;
+  vectors: VectorEntry[];
+}
+
+/** One entry per conversation: the ended one when the slot has both. */
+export function latestSpans(slot: SpanBucket): SpanEntry[] {
+  const spans = Array.isArray(slot.spans) ? slot.spans : [];
+  if (spans.every((e) => e[2] === null) || spans.every((e) => e[2] !== null)) return dedupe(spans);
+  const ended = new Set(spans.filter((e) => e[2] !== null).map((e) => e[0]));
+  return dedupe(spans.filter((e) => e[2] !== null || !ended.has(e[0])));
+}
+
+/** The last entry per conversation id, in the order of first appearance. */
+function dedupe<T extends [string, ...unknown[]]>(entries: T[]): T[] {
+  const byId = new Map<string, T>();
+  for (const e of entries) byId.set(e[0], e);
+  return byId.size === entries.length ? entries : [...byId.values()];
+}
+
+/** The final vector entries of a slot, one per conversation. */
+export function slotVectors(slot: VectorBucket): VectorEntry[] {
+  return dedupe(Array.isArray(slot.vectors) ? slot.vectors : []);
 }
 
 /** Conversations per slot. */
@@ -109,9 +134,6 @@ export const conversationTerms = (store: Store): Collection<TermPosting> =>
 
 export const conversationHours = (store: Store): Collection<HourCount> =>
   store.collection<HourCount>({ name: 'conversation_hours', indexes: [{ fields: ['project_id', 'environment', 'hour'] }] });
-
-/** A conversation id as a field name inside a slot (dots and dollars would read as paths or operators). */
-export const entryKey = (id: string) => id.replace(/[.$]/g, (c) => (c === '.' ? '\uff0e' : '\uff04'));
 
 /** Terms are cut to this length: longer "words" are ids or noise, and keys stay small. */
 const MAX_TERM = 64;
@@ -219,7 +241,7 @@ export function searchIndexer(store: Store, embedder: Embedder, log: (msg: strin
     ];
     return spans.update(
       { id: slot },
-      { $set: { [`spans.${entryKey(id)}`]: entry }, $setOnInsert: { project_id: record.project_id, environment: record.environment, bucket: hourOf(record.started_at) } },
+      { $addToSet: { spans: entry }, $setOnInsert: { project_id: record.project_id, environment: record.environment, bucket: hourOf(record.started_at) } },
       { upsert: true },
     );
   };
@@ -228,7 +250,7 @@ export function searchIndexer(store: Store, embedder: Embedder, log: (msg: strin
     const entry: VectorEntry = [id, Date.parse(record.started_at), record.channel, record.variant_id, record.variant_name, model, v];
     return vectorBuckets.update(
       { id: slot },
-      { $set: { [`vectors.${entryKey(id)}`]: entry }, $setOnInsert: { project_id: record.project_id, environment: record.environment, bucket: hourOf(record.started_at) } },
+      { $addToSet: { vectors: entry }, $setOnInsert: { project_id: record.project_id, environment: record.environment, bucket: hourOf(record.started_at) } },
       { upsert: true },
     );
   };

@@ -5,7 +5,7 @@
  * conversation still in progress counts as going on until now.
  */
 import type { Collection } from '../../../store/mod.js';
-import { hourOf, type SpanBucket } from '../../../actors/conversation/search.js';
+import { hourOf, latestSpans, type SpanBucket } from '../../../actors/conversation/search.js';
 import { invalid, PlatformError } from '../../../platform/errors.js';
 import { oneOf, text, time, type RawQuery } from './params.js';
 import { ENVIRONMENTS } from './query.js';
@@ -108,7 +108,7 @@ export async function concurrency(
   });
   const series = new Map<string, { id: string; name: string; spans: Array<[number, number]> }>();
   for (const doc of docs) {
-    for (const [, s, end, , variantId, variantName, language, from, to] of Object.values(doc.spans)) {
+    for (const [, s, end, , variantId, variantName, language, from, to] of latestSpans(doc)) {
       if (s < q.start - LOOKBACK_MS || s >= q.end) continue;
       if (q.variantId && variantId !== q.variantId) continue;
       if (q.variantName && variantName !== q.variantName) continue;

@@ -15,7 +15,7 @@
 import type { Collection, Filter } from '../../../store/mod.js';
 import type { ConversationRecord } from '../../../actors/conversation/record.js';
 import { dequantise, similarity, type Embedder } from '../../../actors/conversation/embedding.js';
-import { hourOf, postingId, searchTerms, type ConversationVector, type HourCount, type SpanBucket, type TermPosting, type VectorBucket } from '../../../actors/conversation/search.js';
+import { hourOf, latestSpans, postingId, slotVectors, searchTerms, type ConversationVector, type HourCount, type SpanBucket, type TermPosting, type VectorBucket } from '../../../actors/conversation/search.js';
 import type { ListQuery } from './query.js';
 import type { Position } from './cursor.js';
 
@@ -245,7 +245,7 @@ export async function semanticRows(src: ReadSources, projectId: string, q: ListQ
   const scored: Candidate[] = [];
   if (q.inProgress !== true) {
     for (const doc of await src.vectorBuckets.find(bucketFilter(projectId, q))) {
-      for (const [id, start, channel, variantId, variantName, m, v] of Object.values(doc.vectors)) {
+      for (const [id, start, channel, variantId, variantName, m, v] of slotVectors(doc)) {
         if (m !== model || !passes(q, start, channel, variantId, variantName)) continue;
         const score = similarity(query, dequantise(v));
         if (score > 0) scored.push({ id, start, score });
@@ -279,7 +279,7 @@ export async function semanticRows(src: ReadSources, projectId: string, q: ListQ
 export async function randomRows(src: ReadSources, projectId: string, q: ListQuery): Promise<Rows> {
   const pool: Array<{ id: string; start: number }> = [];
   for (const doc of await src.spans.find(bucketFilter(projectId, q))) {
-    for (const [id, start, end, channel, variantId, variantName] of Object.values(doc.spans)) {
+    for (const [id, start, end, channel, variantId, variantName] of latestSpans(doc)) {
       if (!passes(q, start, channel, variantId, variantName)) continue;
       if (q.inProgress !== null && (end === null) !== q.inProgress) continue;
       pool.push({ id, start });
