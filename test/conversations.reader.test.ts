@@ -4,6 +4,7 @@
  * equal the brute-force answer.
  */
 import t from 'tap';
+import fc from 'fast-check';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,7 +12,7 @@ import { openStore } from '../store/mod.js';
 import { conversationRecords, type ConversationRecord } from '../actors/conversation/record.js';
 import { conversationHours, conversationSpans, conversationTerms, conversationVectorBuckets, conversationVectors, searchIndexer, type RecordFields } from '../actors/conversation/search.js';
 import { createOfflineEmbedder } from '../actors/conversation/embedding.js';
-import { keysetRows, randomRows, type ReadSources } from '../gateway/edge/conversations/reader.js';
+import { keysetRows, randomRows, topK, type ReadSources } from '../gateway/edge/conversations/reader.js';
 import { parseListQuery } from '../gateway/edge/conversations/query.js';
 import type { Position } from '../gateway/edge/conversations/cursor.js';
 import { removeDir } from './helpers/platform.js';
@@ -115,4 +116,21 @@ t.test('random samples come from the filtered range, without repeats, in order',
   t.ok(ids.every((id) => allowed.has(id)));
   t.equal(new Set(ids).size, ids.length);
   t.same(ids, all.filter((r) => ids.includes(r.id)).map((r) => r.id), 'chronological');
+});
+
+t.test('topK equals the first k of a full sort (score, then start, then id)', async (t) => {
+  fc.assert(
+    fc.property(
+      fc.array(fc.tuple(fc.constantFrom(0.001, 0.5, 0.5004, 0.9999, 1, 1.0001), fc.integer({ min: 0, max: 5 }), fc.constantFrom('a', 'b', 'c')), { maxLength: 60 }),
+      fc.integer({ min: 1, max: 70 }),
+      (rows, k) => {
+        const scores = rows.map((r) => r[0]);
+        const starts = rows.map((r) => r[1]);
+        const ids = rows.map((r, i) => `${r[2]}${i}`);
+        const all = rows.map((_, i) => i).sort((a, b) => scores[b] - scores[a] || starts[a] - starts[b] || (ids[a] < ids[b] ? -1 : 1));
+        t.same(topK(scores, starts, ids, k), all.slice(0, k));
+      },
+    ),
+    { numRuns: 300 },
+  );
 });

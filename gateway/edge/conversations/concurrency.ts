@@ -75,19 +75,37 @@ function languageMatches(code: string, language: string): boolean {
 
 /** The maximum concurrency per interval of `[start, end)` for conversations spanning `[s, e)`. */
 export function sweep(spans: Array<[number, number]>, start: number, end: number): number[] {
-  // Ends sort before starts at the same instant: a conversation that ends as another starts is not concurrent with it.
-  const events: Array<[number, number]> = [];
-  for (const [s, e] of spans) events.push([s, 1], [Math.max(e, s + 1), -1]);
-  events.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  // Starts and ends sorted apart (typed arrays sort natively, without a comparator), then merged; at the
+  // same instant ends come first: a conversation that ends as another starts is not concurrent with it.
+  const n = spans.length;
+  const starts = new Float64Array(n);
+  const ends = new Float64Array(n);
+  for (let k = 0; k < n; k++) {
+    starts[k] = spans[k][0];
+    ends[k] = Math.max(spans[k][1], spans[k][0] + 1);
+  }
+  starts.sort();
+  ends.sort();
   const out: number[] = [];
   let i = 0;
+  let j = 0;
   let active = 0;
   for (let t = start; t < end; t += INTERVAL_MS) {
-    while (i < events.length && events[i][0] <= t) active += events[i++][1];
+    while ((j < n && ends[j] <= t) || (i < n && starts[i] <= t)) {
+      if (j < n && ends[j] <= t && (i >= n || ends[j] <= starts[i])) (active--, j++);
+      else (active++, i++);
+    }
     let max = active;
-    while (i < events.length && events[i][0] < t + INTERVAL_MS) {
-      active += events[i++][1];
-      if (active > max) max = active;
+    const limit = t + INTERVAL_MS;
+    for (;;) {
+      const nextEnd = j < n ? ends[j] : Infinity;
+      const nextStart = i < n ? starts[i] : Infinity;
+      if (nextEnd < limit && nextEnd <= nextStart) (active--, j++);
+      else if (nextStart < limit) {
+        active++;
+        i++;
+        if (active > max) max = active;
+      } else break;
     }
     out.push(max);
   }

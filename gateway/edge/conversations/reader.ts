@@ -229,26 +229,50 @@ function similarityOf(a: Float32Array, b: Float32Array): number {
   return dot;
 }
 
-interface Candidate {
-  id: string;
-  start: number;
-  score: number;
-}
-
 const byStart = (a: { start: number; id: string }, b: { start: number; id: string }) => a.start - b.start || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
+/**
+ * The indexes of the `k` best candidates (score descending, then start, then id), without sorting all of
+ * them: a histogram of the scores finds a threshold that keeps at least `k`, and only those are sorted.
+ */
+export function topK(scores: number[], starts: number[], ids: string[], k: number): number[] {
+  const BINS = 1024;
+  const bin = (score: number) => Math.min(BINS - 1, Math.max(0, Math.floor(score * BINS)));
+  const counts = new Uint32Array(BINS);
+  for (const score of scores) counts[bin(score)]++;
+  let threshold = 0;
+  for (let b = BINS - 1, total = 0; b >= 0; b--) {
+    total += counts[b];
+    if (total >= k) {
+      threshold = b;
+      break;
+    }
+  }
+  const keep: number[] = [];
+  for (let i = 0; i < scores.length; i++) if (bin(scores[i]) >= threshold) keep.push(i);
+  keep.sort((a, b) => scores[b] - scores[a] || starts[a] - starts[b] || (ids[a] < ids[b] ? -1 : ids[a] > ids[b] ? 1 : 0));
+  return keep.slice(0, k);
+}
 
 /** Semantic search: most similar first; pages by rank (offset or cursor). */
 export async function semanticRows(src: ReadSources, projectId: string, q: ListQuery, position: Position | null): Promise<Rows> {
   const offset = position?.kind === 'rank' ? position.offset : q.offset;
   const [query] = await src.embedder.embed([q.query]);
   const model = src.embedder.model;
-  const scored: Candidate[] = [];
+  const ids: string[] = [];
+  const starts: number[] = [];
+  const scores: number[] = [];
+  const add = (id: string, start: number, score: number) => {
+    if (score <= 0) return;
+    ids.push(id);
+    starts.push(start);
+    scores.push(score);
+  };
   if (q.inProgress !== true) {
     for (const doc of await src.vectorBuckets.find(bucketFilter(projectId, q))) {
       for (const [id, start, channel, variantId, variantName, m, v] of slotVectors(doc)) {
         if (m !== model || !passes(q, start, channel, variantId, variantName)) continue;
-        const score = similarity(query, dequantise(v));
-        if (score > 0) scored.push({ id, start, score });
+        add(id, start, similarity(query, dequantise(v)));
       }
     }
   }
@@ -260,15 +284,11 @@ export async function semanticRows(src: ReadSources, projectId: string, q: ListQ
       { sort: { started_at: 1 }, limit: MAX_LIVE_EMBEDDED },
     );
     const vectors = await embedTranscripts(src.embedder, live);
-    live.forEach((r, i) => {
-      const score = similarityOf(query, vectors[i]);
-      if (score > 0) scored.push({ id: r.id, start: Date.parse(r.started_at), score });
-    });
+    live.forEach((r, i) => add(r.id, Date.parse(r.started_at), similarityOf(query, vectors[i])));
   }
-  scored.sort((a, b) => b.score - a.score || byStart(a, b));
-  const page = scored.slice(offset, offset + q.limit);
-  const more = scored.length > offset + q.limit;
-  const rows = await recordsInOrder(src, page.map((s) => s.id));
+  const page = topK(scores, starts, ids, offset + q.limit).slice(offset);
+  const more = scores.length > offset + q.limit;
+  const rows = await recordsInOrder(src, page.map((i) => ids[i]));
   return {
     rows: each(rows),
     next: () => ({ more, nextOffset: more ? offset + q.limit : null, position: more ? { kind: 'rank', offset: offset + q.limit } : null }),
