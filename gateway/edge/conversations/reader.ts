@@ -14,7 +14,7 @@
  */
 import type { Collection, Filter } from '../../../store/mod.js';
 import type { ConversationRecord } from '../../../actors/conversation/record.js';
-import { dequantise, similarity, type Embedder } from '../../../actors/conversation/embedding.js';
+import type { Embedder } from '../../../actors/conversation/embedding.js';
 import { hourOf, latestSpans, postingId, slotVectors, searchTerms, type ConversationVector, type HourCount, type SpanBucket, type TermPosting, type VectorBucket } from '../../../actors/conversation/search.js';
 import type { ListQuery } from './query.js';
 import type { Position } from './cursor.js';
@@ -189,14 +189,27 @@ function bucketFilter(projectId: string, q: ListQuery): Filter {
   return { project_id: projectId, environment: q.environment, ...(range ? { bucket: range } : {}) };
 }
 
-/** Whether an entry's fields pass the request's filters. */
-function passes(q: ListQuery, startMs: number, channel: string, variantId: string, variantName: string): boolean {
-  if (q.start !== null && startMs < Date.parse(q.start)) return false;
-  if (q.end !== null && startMs >= Date.parse(q.end)) return false;
-  if (q.channels.length > 0 && !q.channels.includes(channel)) return false;
-  if (q.variantId && variantId !== q.variantId) return false;
-  if (q.variantName && variantName !== q.variantName) return false;
-  return true;
+/** A test of an entry's fields against the request's filters (time bounds parsed once). */
+function entryFilter(q: ListQuery): (startMs: number, channel: string, variantId: string, variantName: string) => boolean {
+  const from = q.start === null ? -Infinity : Date.parse(q.start);
+  const to = q.end === null ? Infinity : Date.parse(q.end);
+  const channels = q.channels.length > 0 ? new Set(q.channels) : null;
+  return (startMs, channel, variantId, variantName) =>
+    startMs >= from && startMs < to && (channels === null || channels.has(channel)) &&
+    (!q.variantId || variantId === q.variantId) && (!q.variantName || variantName === q.variantName);
+}
+
+/** Scores stored vectors (base64 int8) against a query, decoding each into one reused buffer. */
+function scorer(query: Float32Array): (stored: string) => number {
+  const scratch = Buffer.alloc(Math.max(query.length, 1) + 8);
+  const view = new Int8Array(scratch.buffer, scratch.byteOffset, scratch.length);
+  return (stored) => {
+    const n = scratch.write(stored, 'base64');
+    if (n !== query.length) return 0;
+    let dot = 0;
+    for (let i = 0; i < n; i++) dot += query[i] * view[i];
+    return dot / 127;
+  };
 }
 
 /** Loads records by id, in the given order (ids whose record is gone are skipped). */
@@ -269,10 +282,12 @@ export async function semanticRows(src: ReadSources, projectId: string, q: ListQ
     scores.push(score);
   };
   if (q.inProgress !== true) {
+    const passes = entryFilter(q);
+    const score = scorer(query);
     for (const doc of await src.vectorBuckets.find(bucketFilter(projectId, q))) {
       for (const [id, start, channel, variantId, variantName, m, v] of slotVectors(doc)) {
-        if (m !== model || !passes(q, start, channel, variantId, variantName)) continue;
-        add(id, start, similarity(query, dequantise(v)));
+        if (m !== model || !passes(start, channel, variantId, variantName)) continue;
+        add(id, start, score(v));
       }
     }
   }
@@ -298,9 +313,10 @@ export async function semanticRows(src: ReadSources, projectId: string, q: ListQ
 /** Random sampling: up to `limit` conversations of the range, uniformly, returned in chronological order. */
 export async function randomRows(src: ReadSources, projectId: string, q: ListQuery): Promise<Rows> {
   const pool: Array<{ id: string; start: number }> = [];
+  const passes = entryFilter(q);
   for (const doc of await src.spans.find(bucketFilter(projectId, q))) {
     for (const [id, start, end, channel, variantId, variantName] of latestSpans(doc)) {
-      if (!passes(q, start, channel, variantId, variantName)) continue;
+      if (!passes(start, channel, variantId, variantName)) continue;
       if (q.inProgress !== null && (end === null) !== q.inProgress) continue;
       pool.push({ id, start });
     }
