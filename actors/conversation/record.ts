@@ -40,7 +40,15 @@ export interface ConversationRecord extends Doc {
 export function conversationRecords(store: Store): Collection<ConversationRecord> {
   return store.collection<ConversationRecord>({
     name: 'conversations',
-    indexes: [{ fields: ['project_id', 'started_at'] }, { fields: ['project_id', 'environment', 'started_at'] }],
+    indexes: [
+      { fields: ['project_id', 'started_at'] },
+      { fields: ['project_id', 'environment', 'started_at'] },
+      // The Conversations API's channel and variant filters (in time order within each).
+      { fields: ['project_id', 'environment', 'channel', 'started_at'] },
+      { fields: ['project_id', 'environment', 'variant_id', 'started_at'] },
+      // Semantic search embeds the conversations in progress at query time (their entry changes once, at the end).
+      { fields: ['project_id', 'environment', 'in_progress', 'started_at'] },
+    ],
   });
 }
 

@@ -10,6 +10,7 @@ import { adminPlugin } from './admin.js';
 import { runtimePlugin } from './runtime.js';
 import { agentsPlugin } from './agents/plugin.js';
 import { chatPlugin } from './chat.js';
+import { conversationsPlugin } from './conversations/plugin.js';
 import { sendProblem, shapeForPath, toProblem } from './errors.js';
 import { healthPlugin } from './health.js';
 import { jsonBodyParser } from './json-body.js';
@@ -90,5 +91,7 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
   await app.register(runtimePlugin, { prefix: '/admin/v1/runtime', services: opts.services, runtime: opts.runtime, operatorTokenHash: opts.operatorTokenHash });
   await app.register(agentsPlugin, { prefix: '/v1', services: opts.services });
   await app.register(chatPlugin, { services: opts.services, runtime: opts.runtime, idleTimeoutMs: opts.conversationIdleMs });
+  // Cursors are MAC'd with a deployment secret every edge shares: the operator token's hash.
+  await app.register(conversationsPlugin, { services: opts.services, cursorSecret: `conversations-cursor:${opts.operatorTokenHash}` });
   return app;
 }

@@ -1,0 +1,324 @@
+/**
+ * Records derived from the conversation record for the read APIs, written by the conversation actor's
+ * projection next to the record itself (same group commit):
+ *
+ * - `conversation_terms`: a posting per (conversation, side, term), side `u` (user turns) or `a` (agent
+ *   turns), indexed by project, environment, term and start time: the text index of transcript search.
+ *   Postings are only ever added (a turn never changes once recorded), with deterministic ids, so writing
+ *   one twice is harmless.
+ * - `conversation_vectors`: one compact summary per conversation (the filter fields, start and end, its
+ *   latest embedding quantised to int8, and its slot), indexed by project, environment (and whether in
+ *   progress) and start time.
+ * - `conversation_hours`: how many conversations started in each hour per project and environment. A page
+ *   is read in time windows sized from these counts, and the count a conversation gets on its first
+ *   write picks its slot.
+ * - slots: the conversations that started in one hour, by hundreds (`<hour>/0` holds the first 100, ...):
+ *   `conversation_spans` (start, end and filter fields of each, written when it starts and when it ends)
+ *   and `conversation_vector_buckets` (the final embedding of each, written when it ends). A week of
+ *   concurrency, random sampling or semantic search reads about one record per hundred conversations, and
+ *   a write rewrites a record of at most a hundred entries however busy the project is.
+ *
+ * Per turn the projection analyses only the new turns (a small in-memory cache per live conversation
+ * keeps the terms seen so far; after a restart the conversation is analysed once in full) and adds
+ * postings for terms the conversation did not have yet. The summary and the slot are written when the
+ * conversation is first seen (its start, or its first turn after a restart or an eviction from the cache)
+ * and when it ends, not at every turn: the Chat API's turns pay for postings only. Semantic search
+ * embeds the conversations still in progress from their records at query time.
+ */
+import type { Collection, Doc, Store } from '../../store/mod.js';
+import { StoreDuplicateError } from '../../store/mod.js';
+import { tokenize } from '../responder/text.js';
+import { quantise, type Embedder } from './embedding.js';
+import type { ConversationRecord } from './record.js';
+
+export interface ConversationVector extends Doc {
+  project_id: string;
+  environment: string;
+  started_at: string;
+  ended_at: string | null;
+  in_progress: boolean;
+  channel: string;
+  variant_id: string;
+  variant_name: string;
+  asr_lang_code: string;
+  from_number: string;
+  to_number: string;
+  /** The embedder's model; empty while the vector is not computed yet. */
+  model: string;
+  /** The unit vector, int8 per dimension, base64 (see `quantise`). */
+  v: string;
+  /** The id of the slot holding its span (and, once ended, its final vector); absent until assigned. */
+  slot?: string;
+  snapshot_version: number;
+}
+
+export interface TermPosting extends Doc {
+  project_id: string;
+  environment: string;
+  /** `u:<term>` or `a:<term>`: an analysed term of the user's or the agent's turns. */
+  term: string;
+  started_at: string;
+  conversation_id: string;
+}
+
+export interface HourCount extends Doc {
+  project_id: string;
+  environment: string;
+  /** The hour's start, ISO 8601 (`2026-11-22T09:00:00.000Z`). */
+  hour: string;
+  count: number;
+}
+
+/** A conversation in a slot: [id, start ms, end ms or null (in progress), channel, variant id, variant name, language, from, to]. */
+export type SpanEntry = [string, number, number | null, string, string, string, string, string, string];
+/** An ended conversation's vector in a slot: [id, start ms, channel, variant id, variant name, model, vector]. */
+export type VectorEntry = [string, number, string, string, string, string, string];
+
+/**
+ * A slot's spans: entries are added with `$addToSet` (idempotent, and arrays decode several times faster
+ * than objects keyed by conversation id). A conversation has an entry from its start (end null) and one
+ * from its end; readers take the entry with an end when there is one (`latestSpans`).
+ */
+export interface SpanBucket extends Doc {
+  project_id: string;
+  environment: string;
+  /** The hour its conversations started in, ISO 8601. */
+  bucket: string;
+  spans: SpanEntry[];
+}
+
+export interface VectorBucket extends Doc {
+  project_id: string;
+  environment: string;
+  bucket: string;
+  vectors: VectorEntry[];
+}
+
+/** One entry per conversation: the ended one when the slot has both. */
+export function latestSpans(slot: SpanBucket): SpanEntry[] {
+  const spans = Array.isArray(slot.spans) ? slot.spans : [];
+  if (spans.every((e) => e[2] === null) || spans.every((e) => e[2] !== null)) return dedupe(spans);
+  const ended = new Set(spans.filter((e) => e[2] !== null).map((e) => e[0]));
+  return dedupe(spans.filter((e) => e[2] !== null || !ended.has(e[0])));
+}
+
+/** The last entry per conversation id, in the order of first appearance. */
+function dedupe<T extends [string, ...unknown[]]>(entries: T[]): T[] {
+  const byId = new Map<string, T>();
+  for (const e of entries) byId.set(e[0], e);
+  return byId.size === entries.length ? entries : [...byId.values()];
+}
+
+/** The final vector entries of a slot, one per conversation. */
+export function slotVectors(slot: VectorBucket): VectorEntry[] {
+  return dedupe(Array.isArray(slot.vectors) ? slot.vectors : []);
+}
+
+/** Conversations per slot. */
+export const SLOT_SIZE = 100;
+
+export const conversationVectors = (store: Store): Collection<ConversationVector> =>
+  store.collection<ConversationVector>({
+    name: 'conversation_vectors',
+    indexes: [{ fields: ['project_id', 'environment', 'started_at'] }, { fields: ['project_id', 'environment', 'in_progress', 'started_at'] }],
+  });
+
+export const conversationSpans = (store: Store): Collection<SpanBucket> =>
+  store.collection<SpanBucket>({ name: 'conversation_spans', indexes: [{ fields: ['project_id', 'environment', 'bucket'] }] });
+
+export const conversationVectorBuckets = (store: Store): Collection<VectorBucket> =>
+  store.collection<VectorBucket>({ name: 'conversation_vector_buckets', indexes: [{ fields: ['project_id', 'environment', 'bucket'] }] });
+
+export const conversationTerms = (store: Store): Collection<TermPosting> =>
+  store.collection<TermPosting>({ name: 'conversation_terms', indexes: [{ fields: ['project_id', 'environment', 'term', 'started_at'] }] });
+
+export const conversationHours = (store: Store): Collection<HourCount> =>
+  store.collection<HourCount>({ name: 'conversation_hours', indexes: [{ fields: ['project_id', 'environment', 'hour'] }] });
+
+/** Terms are cut to this length: longer "words" are ids or noise, and keys stay small. */
+const MAX_TERM = 64;
+
+/** The posting id of a conversation's term on one side. */
+export const postingId = (conversationId: string, side: 'u' | 'a', term: string) => `${conversationId}|${side}:${term}`;
+
+/** The analysed terms of a text as transcript search indexes them. */
+export function searchTerms(text: string): string[] {
+  return tokenize(text).map((t) => t.slice(0, MAX_TERM));
+}
+
+/** The start of the hour holding `iso`. */
+export function hourOf(iso: string): string {
+  return `${iso.slice(0, 13)}:00:00.000Z`;
+}
+
+/** The id of an hour count. */
+export const hourId = (projectId: string, environment: string, hour: string) => `${projectId}|${environment}|${hour}`;
+
+/** What the indexer reads of a conversation record. */
+export type RecordFields = Pick<
+  ConversationRecord,
+  | 'project_id' | 'environment' | 'started_at' | 'ended_at' | 'in_progress' | 'channel' | 'variant_id' | 'variant_name'
+  | 'asr_lang_code' | 'from_number' | 'to_number' | 'turns'
+>;
+
+interface Analysed {
+  turns: number;
+  /** Every term of the transcript in order (user and agent), for the embedding. */
+  terms: string[];
+  user: Set<string>;
+  agent: Set<string>;
+}
+
+/** Live conversations whose analysis is cached; beyond this the oldest entry is dropped (and rebuilt on need). */
+const CACHE_SIZE = 4096;
+
+export interface SearchIndexer {
+  /** Writes the derived records of a conversation record of snapshot `version`. Idempotent. */
+  project(id: string, record: RecordFields, version: number): Promise<void>;
+}
+
+export function searchIndexer(store: Store, embedder: Embedder, log: (msg: string, err: unknown) => void = () => undefined): SearchIndexer {
+  const vectors = conversationVectors(store);
+  const terms = conversationTerms(store);
+  const hours = conversationHours(store);
+  const spans = conversationSpans(store);
+  const vectorBuckets = conversationVectorBuckets(store);
+  const cache = new Map<string, Analysed>();
+
+  const analyse = (id: string, record: RecordFields): { analysed: Analysed; fresh: { u: string[]; a: string[] }; known: boolean } => {
+    let analysed = cache.get(id);
+    const known = analysed !== undefined;
+    cache.delete(id);
+    if (!analysed || analysed.turns > record.turns.length) analysed = { turns: 0, terms: [], user: new Set(), agent: new Set() };
+    const fresh = { u: [] as string[], a: [] as string[] };
+    for (const turn of record.turns.slice(analysed.turns)) {
+      const user = searchTerms(turn.user_input);
+      const agent = searchTerms(turn.agent_response);
+      for (const t of user) if (!analysed.user.has(t)) (analysed.user.add(t), fresh.u.push(t));
+      for (const t of agent) if (!analysed.agent.has(t)) (analysed.agent.add(t), fresh.a.push(t));
+      analysed.terms.push(...user, ...agent);
+    }
+    analysed.turns = record.turns.length;
+    if (record.in_progress) {
+      cache.set(id, analysed);
+      if (cache.size > CACHE_SIZE) cache.delete(cache.keys().next().value as string);
+    }
+    return { analysed, fresh, known };
+  };
+
+  const summary = (record: RecordFields, version: number) => ({
+    project_id: record.project_id,
+    environment: record.environment,
+    started_at: record.started_at,
+    ended_at: record.ended_at,
+    in_progress: record.in_progress,
+    channel: record.channel,
+    variant_id: record.variant_id,
+    variant_name: record.variant_name,
+    asr_lang_code: record.asr_lang_code,
+    from_number: record.from_number,
+    to_number: record.to_number,
+    snapshot_version: version,
+  });
+
+  /** Counts the conversation in its hour; the count picks its slot, which the summary then keeps. */
+  const assignSlot = async (id: string, record: RecordFields): Promise<{ slot: string; bucket: string }> => {
+    const hour = hourOf(record.started_at);
+    const counted = await hours.update(
+      { id: hourId(record.project_id, record.environment, hour) },
+      { $inc: { count: 1 }, $setOnInsert: { project_id: record.project_id, environment: record.environment, hour } },
+      { upsert: true },
+    );
+    const slot = `${hourId(record.project_id, record.environment, hour)}/${Math.floor(((counted?.count ?? 1) - 1) / SLOT_SIZE)}`;
+    await vectors.update({ id }, { $set: { slot } });
+    return { slot, bucket: hour };
+  };
+
+  const writeSpan = (id: string, record: RecordFields, slot: string) => {
+    const entry: SpanEntry = [
+      id, Date.parse(record.started_at), record.in_progress || !record.ended_at ? null : Date.parse(record.ended_at),
+      record.channel, record.variant_id, record.variant_name, record.asr_lang_code, record.from_number, record.to_number,
+    ];
+    return spans.update(
+      { id: slot },
+      { $addToSet: { spans: entry }, $setOnInsert: { project_id: record.project_id, environment: record.environment, bucket: hourOf(record.started_at) } },
+      { upsert: true },
+    );
+  };
+
+  const writeFinalVector = (id: string, record: RecordFields, slot: string, model: string, v: string) => {
+    const entry: VectorEntry = [id, Date.parse(record.started_at), record.channel, record.variant_id, record.variant_name, model, v];
+    return vectorBuckets.update(
+      { id: slot },
+      { $addToSet: { vectors: entry }, $setOnInsert: { project_id: record.project_id, environment: record.environment, bucket: hourOf(record.started_at) } },
+      { upsert: true },
+    );
+  };
+
+  /**
+   * Writes the summary unless a newer one is stored. The first write (or one that finds no slot, after a
+   * crash between the two) assigns the slot and records the span; the writes of an ended conversation
+   * record its end and final vector in the slot.
+   */
+  const writeSummary = async (id: string, record: RecordFields, version: number, vector: { model: string; v: string } | null): Promise<void> => {
+    const fields = summary(record, version);
+    let stored = await vectors.update({ id, snapshot_version: { $lt: version } }, { $set: { ...fields, ...vector } });
+    if (!stored) {
+      try {
+        stored = await vectors.insert({ id, ...fields, ...(vector ?? { model: '', v: '' }) });
+      } catch (err) {
+        if (err instanceof StoreDuplicateError) return;
+        throw err;
+      }
+    }
+    const fresh = stored.slot === undefined;
+    const slot = stored.slot ?? (await assignSlot(id, record)).slot;
+    if (fresh || !record.in_progress) await writeSpan(id, record, slot);
+    if (!record.in_progress && vector?.v) await writeFinalVector(id, record, slot, vector.model, vector.v);
+  };
+
+  const post = async (id: string, record: RecordFields, side: 'u' | 'a', term: string) => {
+    try {
+      await terms.insert({
+        id: postingId(id, side, term),
+        project_id: record.project_id,
+        environment: record.environment,
+        term: `${side}:${term}`,
+        started_at: record.started_at,
+        conversation_id: id,
+      });
+    } catch (err) {
+      if (!(err instanceof StoreDuplicateError)) throw err;
+    }
+  };
+
+  return {
+    async project(id, record, version) {
+      const { analysed, fresh, known } = analyse(id, record);
+      const writes: Array<Promise<void>> = [];
+      for (const t of fresh.u) writes.push(post(id, record, 'u', t));
+      for (const t of fresh.a) writes.push(post(id, record, 'a', t));
+      if (known && record.in_progress) {
+        // A turn of a conversation this process has seen: its summary and slot are written already.
+      } else if (embedder.fromTerms) {
+        const v = embedder.fromTerms(analysed.terms);
+        writes.push(writeSummary(id, record, version, { model: embedder.model, v: quantise(v) }));
+      } else {
+        // A remote embedder: the summary is written now without waiting for it (the turn's reply does not
+        // wait for a remote call), the vector when it comes, unless a newer snapshot's summary is stored.
+        writes.push(writeSummary(id, record, version, null));
+        if (record.in_progress) return void (await Promise.all(writes));
+        const text = record.turns.map((t) => `${t.user_input}\n${t.agent_response}`).join('\n');
+        void embedder
+          .embed([text])
+          .then(async ([v]) => {
+            const stored = quantise(v);
+            const current = await vectors.update({ id, snapshot_version: { $lte: version } }, { $set: { model: embedder.model, v: stored } });
+            if (current?.slot && !record.in_progress) await writeFinalVector(id, record, current.slot, embedder.model, stored);
+          })
+          .catch((err) => log('embedding a conversation failed', err));
+      }
+      await Promise.all(writes);
+    },
+  };
+}

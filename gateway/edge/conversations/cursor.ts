@@ -1,0 +1,52 @@
+/**
+ * The Conversations API cursor: opaque and URL-safe, `<payload>.<mac>` in base64url. The payload is the
+ * position (the last row's `started_at` and id for keyset walks, or the rank reached for ranked modes)
+ * and a digest of the filters it was issued for; the MAC (HMAC-SHA256 keyed with a deployment secret)
+ * makes a changed or forged cursor a 400 rather than a walk from an arbitrary place.
+ */
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { PlatformError } from '../../../platform/errors.js';
+
+export type Position = { kind: 'after'; startedAt: string; id: string } | { kind: 'rank'; offset: number };
+
+export const malformedCursor = () => new PlatformError('SB_VALIDATION', 'malformed cursor', [{ field: 'cursor', message: 'malformed cursor' }]);
+
+export interface CursorCodec {
+  encode(filters: string, position: Position): string;
+  /** The position, or a 400 for anything this deployment did not issue for these filters. */
+  decode(filters: string, cursor: string): Position;
+}
+
+export function cursorCodec(secret: string): CursorCodec {
+  const mac = (payload: string) => createHmac('sha256', secret).update(payload).digest().subarray(0, 16);
+  const digest = (filters: string) => createHash('sha256').update(filters).digest('base64url').slice(0, 16);
+  return {
+    encode(filters, position) {
+      const body = position.kind === 'after' ? ['a', position.startedAt, position.id] : ['r', position.offset];
+      const payload = Buffer.from(JSON.stringify([digest(filters), ...body])).toString('base64url');
+      return `${payload}.${mac(payload).toString('base64url')}`;
+    },
+    decode(filters, cursor) {
+      const m = /^([A-Za-z0-9_-]{1,2000})\.([A-Za-z0-9_-]{22})$/.exec(cursor);
+      if (!m) throw malformedCursor();
+      const given = Buffer.from(m[2], 'base64url');
+      if (given.length !== 16 || !timingSafeEqual(given, mac(m[1]))) throw malformedCursor();
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(Buffer.from(m[1], 'base64url').toString('utf8'));
+      } catch {
+        throw malformedCursor();
+      }
+      if (!Array.isArray(parsed) || parsed[0] !== digest(filters)) {
+        throw new PlatformError('SB_VALIDATION', 'cursor was issued for other filters', [{ field: 'cursor', message: 'cursor was issued for other filters' }]);
+      }
+      if (parsed[1] === 'a' && parsed.length === 4 && typeof parsed[2] === 'string' && typeof parsed[3] === 'string') {
+        return { kind: 'after', startedAt: parsed[2], id: parsed[3] };
+      }
+      if (parsed[1] === 'r' && parsed.length === 3 && Number.isSafeInteger(parsed[2]) && parsed[2] >= 0) {
+        return { kind: 'rank', offset: parsed[2] as number };
+      }
+      throw malformedCursor();
+    },
+  };
+}

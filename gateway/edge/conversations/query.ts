@@ -1,0 +1,98 @@
+/** The query of `GET /{version}/{account_id}/{project_id}/conversations` (contract 4.3, addendum). */
+import { invalid } from '../../../platform/errors.js';
+import { bool, integer, many, oneOf, single, text, time, type RawQuery } from './params.js';
+
+export const VERSIONS = ['v1', 'v2', 'v3'] as const;
+export type Version = (typeof VERSIONS)[number];
+export const ENVIRONMENTS = ['sandbox', 'pre-release', 'live'] as const;
+
+export interface ListQuery {
+  version: Version;
+  /** Inclusive lower bound of `started_at`, ISO (null: none). */
+  start: string | null;
+  /** Exclusive upper bound of `started_at`, ISO (null: none). */
+  end: string | null;
+  mode: 'list' | 'transcript' | 'semantic' | 'random';
+  query: string;
+  turnType: 'user' | 'agent' | null;
+  channels: string[];
+  environment: string;
+  variantId: string | null;
+  variantName: string | null;
+  inProgress: boolean | null;
+  limit: number;
+  offset: number;
+  cursor: string | null;
+  includeLatency: boolean;
+}
+
+const MAX_QUERY = 1000;
+
+/** Parses and checks the query string; every problem is a 400 naming the parameter. */
+export function parseListQuery(version: Version, q: RawQuery): ListQuery {
+  const legacy = version === 'v1';
+  const queryType = oneOf(q, 'query_type', ['transcript', 'semantic'] as const);
+  const sample = oneOf(q, 'sample', ['random'] as const);
+  const cursor = single(q, 'cursor');
+  if (legacy) {
+    for (const name of ['query_type', 'sample', 'query', 'turn_type', 'cursor'] as const) {
+      if (single(q, name) !== undefined) throw invalid(name, `${name} is not available on v1; use v3`);
+    }
+  }
+  if (queryType && sample) throw invalid('sample', 'query_type and sample are mutually exclusive: at most one retrieval mode');
+  if (sample && version !== 'v3') throw invalid('sample', 'sample is available on v3 only');
+  if (queryType && version !== 'v3') throw invalid('query_type', 'query_type is available on v3 only');
+  const query = text(q, 'query', MAX_QUERY);
+  if (queryType && !query?.trim()) throw invalid('query', 'query is required with query_type');
+  if (!queryType && query !== undefined) throw invalid('query', 'query needs query_type');
+  const turnType = oneOf(q, 'turn_type', ['user', 'agent'] as const);
+  if (turnType && queryType !== 'transcript') throw invalid('turn_type', 'turn_type applies to query_type=transcript only');
+
+  const startMs = time(q, 'start_time');
+  const endMs = time(q, 'end_time');
+  if ((queryType || sample) && (startMs === undefined || endMs === undefined)) {
+    throw invalid(startMs === undefined ? 'start_time' : 'end_time', 'start_time and end_time are required with query_type or sample');
+  }
+  if (startMs !== undefined && endMs !== undefined && endMs <= startMs) throw invalid('end_time', 'end_time must be after start_time');
+
+  const variantId = text(q, 'variant_id', 128);
+  const variantName = text(q, 'variant_name', 256);
+  if (variantId && variantName) throw invalid('variant_name', 'only one of variant_id and variant_name may be given');
+  const channels = many(q, 'channel');
+  if (channels.length > 32 || channels.some((c) => c.length > 64)) throw invalid('channel', 'at most 32 channels of up to 64 characters');
+
+  const limit = legacy ? (integer(q, 'limit', 1, 5000) ?? 5) : (integer(q, 'limit', 1, 1000) ?? 1000);
+  const offset = integer(q, 'offset', 0, 1_000_000_000) ?? 0;
+  const includeLatency = bool(q, 'include_latency') ?? false;
+  if (legacy && includeLatency) throw invalid('include_latency', 'include_latency is not available on v1');
+  // Rule 6: accepted for compatibility; they do not change this implementation's responses.
+  bool(q, 'include_context_state');
+  bool(q, 'include_turn_metadata');
+  if (cursor !== undefined && (cursor.length === 0 || cursor.length > 2048)) throw invalid('cursor', 'malformed cursor');
+
+  return {
+    version,
+    start: startMs === undefined ? null : new Date(startMs).toISOString(),
+    end: endMs === undefined ? null : new Date(endMs).toISOString(),
+    mode: queryType ?? sample ?? 'list',
+    query: query?.trim() ?? '',
+    turnType: turnType ?? null,
+    channels: [...new Set(channels)].sort(),
+    environment: oneOf(q, 'client_env', ENVIRONMENTS) ?? 'live',
+    variantId: variantId ?? null,
+    variantName: variantName ?? null,
+    inProgress: bool(q, 'in_progress') ?? null,
+    limit,
+    offset,
+    cursor: cursor ?? null,
+    includeLatency,
+  };
+}
+
+/** What a cursor is bound to: every parameter that decides which rows come back, in a fixed order. */
+export function filterKey(projectId: string, q: ListQuery): string {
+  return JSON.stringify([
+    projectId, q.version === 'v1' ? 'v1' : 'v23', q.start, q.end, q.mode, q.query, q.turnType, q.channels,
+    q.environment, q.variantId, q.variantName, q.inProgress,
+  ]);
+}
