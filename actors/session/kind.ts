@@ -1,6 +1,5 @@
 import { fromPromise } from 'xstate';
 import { sessionMachine, sessionStatus, type SessionContext, type SessionReply } from '../../machines/session.js';
-import { StoreDuplicateError } from '../../store/mod.js';
 import type { ActorKind } from '../kinds.js';
 import { encode } from '../protocol.js';
 import { sleepUntil } from '../timers.js';
@@ -51,24 +50,30 @@ export function sessionKind(deps: SessionDeps & { transport: () => Promise<Trans
     if (map.size > REMEMBERED_SESSIONS) map.delete(map.keys().next().value!);
   };
 
-  const flush = async (id: string, c: SessionContext) => {
+  /**
+   * Appends the outbox's new journaled events; resolves, once they are durable, with what to publish.
+   * Synchronous up to the appends, so they join the commit of the snapshot and record written alongside.
+   */
+  const append = (id: string, c: SessionContext): Promise<Published> | null => {
     const known = flushed.get(id);
     const fresh = c.outbox.filter((e) => known === undefined || e.n > known);
-    if (!fresh.length) return;
+    if (!fresh.length) return null;
     const wire = fresh.map((e) => JSON.stringify(toWire(id, e)));
     // All appends at once: they share the store's group commit (a streamed reply is many events).
-    const added = await Promise.all(fresh.map((e, i) => (e.seq !== null ? journal.append(id, e.seq, wire[i]) : Promise.resolve(true))));
-    const out: Published = [];
-    fresh.forEach((e, i) => {
-      if (known === undefined && (e.seq !== null ? !added[i] : e.n <= c.mark)) return;
-      out.push({ s: e.seq, j: wire[i] });
+    return Promise.all(fresh.map((e, i) => (e.seq !== null ? journal.append(id, e.seq, wire[i]) : true))).then((added) => {
+      const out: Published = [];
+      fresh.forEach((e, i) => {
+        if (known === undefined && (e.seq !== null ? !added[i] : e.n <= c.mark)) return;
+        out.push({ s: e.seq, j: wire[i] });
+      });
+      remember(flushed, id, fresh[fresh.length - 1].n);
+      return out;
     });
-    remember(flushed, id, fresh[fresh.length - 1].n);
-    if (out.length) (await deps.transport()).publish(sessionTopic(id), encode(out));
   };
 
-  const project = async (value: unknown, c: SessionContext, id: string, version: number) => {
-    if (!c.info) return;
+  /** Writes the session record when what it shows changed (null when it did not); synchronous up to the write. */
+  const project = (value: unknown, c: SessionContext, id: string, version: number): Promise<void> | null => {
+    if (!c.info) return null;
     const now = new Date().toISOString();
     const view = {
       status: sessionStatus(value),
@@ -87,7 +92,7 @@ export function sessionKind(deps: SessionDeps & { transport: () => Promise<Trans
       user_typing: c.userTyping,
     };
     const key = JSON.stringify(view);
-    if (shown.get(id) === key) return;
+    if (shown.get(id) === key) return null;
     const record: Omit<SessionRecord, 'id'> = {
       account_id: c.info.accountId,
       project_id: c.info.projectId,
@@ -102,14 +107,8 @@ export function sessionKind(deps: SessionDeps & { transport: () => Promise<Trans
       ...view,
       snapshot_version: version,
     };
-    if (!(await records.update({ id, snapshot_version: { $lt: version } }, { $set: record }))) {
-      try {
-        await records.insert({ id, ...record } as SessionRecord);
-      } catch (err) {
-        if (!(err instanceof StoreDuplicateError)) throw err;
-      }
-    }
-    remember(shown, id, key);
+    // Written whole (no filter to compile, no update to apply); an older snapshot's record never wins.
+    return records.putNewer({ id, ...record } as SessionRecord, 'snapshot_version').then(() => remember(shown, id, key));
   };
 
   return {
@@ -119,9 +118,12 @@ export function sessionKind(deps: SessionDeps & { transport: () => Promise<Trans
     reply: (s): SessionReply => (s.context as SessionContext).reply ?? { ok: false, error: 'not_found' },
     project: async (s, id, version) => {
       const c = s.context as SessionContext;
-      // The record first: a gateway that sees an event may read the record next.
-      await project(s.value, c, id, version);
-      await flush(id, c);
+      // The record and the journal appends are issued in the same tick as the snapshot (the activation calls
+      // this before handing the snapshot to the commit queue), so all share one durable commit. Publishing
+      // waits for both: a gateway that sees an event may read the record next, and a journaled event is
+      // durable before any socket sees it.
+      const [, out] = await Promise.all([project(s.value, c, id, version), append(id, c)]);
+      if (out?.length) (await deps.transport()).publish(sessionTopic(id), encode(out));
     },
   };
 }
