@@ -10,7 +10,16 @@ const needsNats = natsAvailable() ? {} : { skip: 'nats-server is not installed' 
 
 t.test('Messaging over NATS: two socket gateways and two workers in separate processes', needsNats, async (t) => {
   const cluster = await startCluster({ workers: 2, sockets: 2, leaseTtlMs: 1500, socketEnv: { MESSAGING_MAX_CONNECTIONS: '3', ASK_TIMEOUT_MS: '5000', MESSAGING_CONNECTION_TTL_MS: '4000' } });
-  t.teardown(() => cluster.stop());
+  t.teardown(() => {
+    // On a failure, what the processes logged at warn level and above says where it stopped.
+    if (!t.passing()) {
+      for (const p of [...cluster.sockets, ...cluster.workers, cluster.edge]) {
+        const lines = p.stdout().split('\n').filter((l) => /"level":(40|50|60)/.test(l));
+        if (lines.length) t.comment(`${p.worker ?? p.socket}:\n${lines.slice(-40).join('\n')}`);
+      }
+    }
+    return cluster.stop();
+  });
   const [a, b] = cluster.sockets.map((s) => s.socket);
   const m = await messagingProject(cluster.edge);
   const { sessionId, accessToken } = await m.session({}, a);
