@@ -32,7 +32,7 @@ const COUNT = Number(process.env.BENCH_CONVERSATIONS ?? 200_000);
 const SECONDS = Number(process.env.BENCH_S ?? 5);
 const WEEK_START = Date.parse('2026-11-09T00:00:00.000Z');
 const WEEK = 7 * 86_400_000;
-const BATCH = 250;
+const BATCH = Number(process.env.BENCH_BATCH ?? 1000);
 
 const TOPICS: Array<[string[], string]> = [
   [['When are you open on Monday?', 'What are your opening hours at the weekend?'], 'We are open from 9am to 5pm, Monday to Friday, and 10am to 2pm on Saturday.'],
