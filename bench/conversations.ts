@@ -1,8 +1,8 @@
 /**
  * Conversations API benchmark (issue: conversations read layer). Seeds BENCH_CONVERSATIONS (default
  * 200,000) conversations of 10 turns over one week into the store, through the same code the conversation
- * actor's projection runs (the record insert and `searchIndexer.project`), in batches that share group
- * commits, not through HTTP. Then measures over HTTP against a started platform (embedded, one process),
+ * actor's projection runs (the record insert and `searchIndexer.project`), in batches of BENCH_BATCH
+ * (default 1,000) that share group commits, not through HTTP. Then measures over HTTP against a started platform (embedded, one process),
  * one request at a time for BENCH_S seconds each (default 5):
  *
  * - a 1,000-row page (v3, a random start inside the week),
