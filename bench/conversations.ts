@@ -1,8 +1,8 @@
 /**
  * Conversations API benchmark (issue: conversations read layer). Seeds BENCH_CONVERSATIONS (default
  * 200,000) conversations of 10 turns over one week into the store, through the same code the conversation
- * actor's projection runs (the record insert and `searchIndexer.project`), in batches that share group
- * commits, not through HTTP. Then measures over HTTP against a started platform (embedded, one process),
+ * actor's projection runs (the record insert and `searchIndexer.project`), in batches of BENCH_BATCH
+ * (default 1,000) that share group commits, not through HTTP. Then measures over HTTP against a started platform (embedded, one process),
  * one request at a time for BENCH_S seconds each (default 5):
  *
  * - a 1,000-row page (v3, a random start inside the week),
@@ -32,7 +32,7 @@ const COUNT = Number(process.env.BENCH_CONVERSATIONS ?? 200_000);
 const SECONDS = Number(process.env.BENCH_S ?? 5);
 const WEEK_START = Date.parse('2026-11-09T00:00:00.000Z');
 const WEEK = 7 * 86_400_000;
-const BATCH = 250;
+const BATCH = Number(process.env.BENCH_BATCH ?? 1000);
 
 const TOPICS: Array<[string[], string]> = [
   [['When are you open on Monday?', 'What are your opening hours at the weekend?'], 'We are open from 9am to 5pm, Monday to Friday, and 10am to 2pm on Saturday.'],

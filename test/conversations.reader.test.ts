@@ -10,9 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openStore } from '../store/mod.js';
 import { conversationRecords, type ConversationRecord } from '../actors/conversation/record.js';
-import { conversationHours, conversationSpans, conversationTerms, conversationVectorBuckets, conversationVectors, searchIndexer, type RecordFields } from '../actors/conversation/search.js';
+import { conversationHours, conversationSpans, conversationTerms, conversationVectorBuckets, conversationVectors, packVectorEntry, searchIndexer, slotVectors, unpackVectorEntry, type RecordFields, type VectorEntry } from '../actors/conversation/search.js';
 import { createOfflineEmbedder } from '../actors/conversation/embedding.js';
-import { keysetRows, randomRows, topK, type ReadSources } from '../gateway/edge/conversations/reader.js';
+import { keysetRows, randomRows, semanticRows, topK, type ReadSources } from '../gateway/edge/conversations/reader.js';
 import { parseListQuery } from '../gateway/edge/conversations/query.js';
 import type { Position } from '../gateway/edge/conversations/cursor.js';
 import { removeDir } from './helpers/platform.js';
@@ -133,4 +133,47 @@ t.test('topK equals the first k of a full sort (score, then start, then id)', as
     ),
     { numRuns: 300 },
   );
+});
+
+t.test('semantic mode: packed vector entries rank exactly as the unpacked (legacy) ones, filters and duplicates included', async (t) => {
+  const buckets = await src.vectorBuckets.find({ project_id: 'proj' });
+  t.ok(buckets.length > 1, 'several slots');
+  t.ok(buckets.every((b) => b.vectors.every((e) => typeof e === 'string')), 'the indexer writes packed entries');
+  // A conversation about parking re-ended with other fields: its last entry counts (here: another channel).
+  const dup = buckets.find((b) => slotVectors(b).some((e) => Number(e[0].slice(1)) % 5 === 0))!;
+  const first = slotVectors(dup).find((e) => Number(e[0].slice(1)) % 5 === 0)!;
+  const moved: VectorEntry = [first[0], first[1], first[2] === 'SMS' ? 'CHAT' : 'SMS', first[3], first[4], first[5], first[6]];
+  await src.vectorBuckets.update({ id: dup.id }, { $push: { vectors: packVectorEntry(moved) } });
+  t.same(unpackVectorEntry(packVectorEntry(moved)), moved, 'a packed entry unpacks to its fields');
+
+  const from = new Date(T0 + 1.5 * 3_600_000).toISOString();
+  const to = new Date(T0 + 26.5 * 3_600_000).toISOString();
+  const queries: Array<Record<string, string>> = [
+    { query: 'parking permit', limit: '50' },
+    { query: 'when do you open', limit: '30', start_time: from, end_time: to },
+    { query: 'parking', limit: '40', channel: 'SMS' },
+    { query: 'parking', limit: '40', channel: ['SMS', 'CHAT'] as unknown as string },
+    { query: 'open', limit: '20', variant_id: 'v1', in_progress: 'false' },
+    { query: 'permit', limit: '20', variant_name: 'B', offset: '5' },
+    { query: 'parking permit', limit: '500', channel: first[2] },
+    { query: 'parking permit', limit: '500', channel: moved[2] },
+  ];
+  const all30h = { start_time: new Date(T0 - 3_600_000).toISOString(), end_time: new Date(T0 + 31 * 3_600_000).toISOString() };
+  const ranked = async () => {
+    const out: string[][] = [];
+    for (const query of queries) {
+      const q = parseListQuery('v3', { query_type: 'semantic', ...all30h, ...query } as Record<string, string>);
+      out.push(await collect((await semanticRows(src, 'proj', q, null)).rows));
+    }
+    return out;
+  };
+  const packed = await ranked();
+  t.ok(packed.every((ids) => ids.length > 0), 'every query finds conversations');
+  t.notOk(packed[6].includes(first[0]), 'not found under the channel of its earlier entry');
+  t.equal(packed[7].filter((id) => id === first[0]).length, 1, 'found once under the channel of its last entry');
+  // The same slots stored as arrays (as before packing) go through the generic path.
+  for (const b of await src.vectorBuckets.find({ project_id: 'proj' })) {
+    await src.vectorBuckets.update({ id: b.id }, { $set: { vectors: b.vectors.map((e) => unpackVectorEntry(e)) } });
+  }
+  t.same(await ranked(), packed, 'same pages from legacy array entries');
 });

@@ -15,7 +15,7 @@
 import type { Collection, Filter } from '../../../store/mod.js';
 import type { ConversationRecord } from '../../../actors/conversation/record.js';
 import type { Embedder } from '../../../actors/conversation/embedding.js';
-import { hourOf, latestSpans, postingId, slotVectors, searchTerms, type ConversationVector, type HourCount, type SpanBucket, type TermPosting, type VectorBucket } from '../../../actors/conversation/search.js';
+import { ENTRY_SEPARATOR, hourOf, latestSpans, postingId, slotVectors, searchTerms, type ConversationVector, type HourCount, type SpanBucket, type TermPosting, type VectorBucket } from '../../../actors/conversation/search.js';
 import type { ListQuery } from './query.js';
 import type { Position } from './cursor.js';
 
@@ -212,6 +212,49 @@ function scorer(query: Float32Array): (stored: string) => number {
   };
 }
 
+/**
+ * Scores a slot's packed vector entries (`packVectorEntry`) without splitting them: the fields are found by
+ * position and compared in place, and only the entries that pass the filters have their id and vector cut
+ * out. The last entry of a conversation wins, as in `slotVectors`.
+ */
+function scoreSlot(
+  entries: string[],
+  model: string,
+  q: ListQuery,
+  score: (stored: string) => number,
+  add: (id: string, start: number, score: number) => void,
+): void {
+  const from = q.start === null ? -Infinity : Date.parse(q.start);
+  const to = q.end === null ? Infinity : Date.parse(q.end);
+  const channels = q.channels.length > 0 ? q.channels : null;
+  const ids = new Set<string>();
+  const kept: Array<[string, number, number]> = [];
+  for (let n = entries.length - 1; n >= 0; n--) {
+    const e = entries[n];
+    const f0 = e.indexOf(ENTRY_SEPARATOR);
+    const f1 = e.indexOf(ENTRY_SEPARATOR, f0 + 1);
+    const f2 = e.indexOf(ENTRY_SEPARATOR, f1 + 1);
+    const f3 = e.indexOf(ENTRY_SEPARATOR, f2 + 1);
+    const f4 = e.indexOf(ENTRY_SEPARATOR, f3 + 1);
+    const f5 = e.indexOf(ENTRY_SEPARATOR, f4 + 1);
+    if (f5 < 0) continue;
+    const id = e.slice(0, f0);
+    // Walking backwards, the first entry seen of a conversation is its last.
+    if (ids.has(id)) continue;
+    ids.add(id);
+    if (f5 - f4 - 1 !== model.length || !e.startsWith(model, f4 + 1)) continue;
+    const start = Number(e.slice(f0 + 1, f1));
+    if (!(start >= from && start < to)) continue;
+    if (channels !== null && !channels.some((c) => c.length === f2 - f1 - 1 && e.startsWith(c, f1 + 1))) continue;
+    if (q.variantId && !(q.variantId.length === f3 - f2 - 1 && e.startsWith(q.variantId, f2 + 1))) continue;
+    if (q.variantName && !(q.variantName.length === f4 - f3 - 1 && e.startsWith(q.variantName, f3 + 1))) continue;
+    kept.push([id, start, score(e.slice(f5 + 1))]);
+  }
+  // Candidates are added in stored order (ties in score are broken by start and id, so the order only
+  // matters for equal entries, of which there are none after deduplication).
+  for (let k = kept.length - 1; k >= 0; k--) add(kept[k][0], kept[k][1], kept[k][2]);
+}
+
 /** Loads records by id, in the given order (ids whose record is gone are skipped). */
 async function recordsInOrder(src: ReadSources, ids: string[]): Promise<ConversationRecord[]> {
   if (ids.length === 0) return [];
@@ -285,6 +328,11 @@ export async function semanticRows(src: ReadSources, projectId: string, q: ListQ
     const passes = entryFilter(q);
     const score = scorer(query);
     for (const doc of await src.vectorBuckets.find(bucketFilter(projectId, q))) {
+      const entries = Array.isArray(doc.vectors) ? doc.vectors : [];
+      if (entries.every((e) => typeof e === 'string')) {
+        scoreSlot(entries as string[], model, q, score, add);
+        continue;
+      }
       for (const [id, start, channel, variantId, variantName, m, v] of slotVectors(doc)) {
         if (m !== model || !passes(start, channel, variantId, variantName)) continue;
         add(id, start, score(v));
