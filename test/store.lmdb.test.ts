@@ -178,31 +178,3 @@ t.test('compiled filters agree with mingo', async (t) => {
   t.pass('2,000 random documents and filters');
 });
 
-t.test('group commit: writes resolve only once their commit is flushed, one flush at a time', async (t) => {
-  const env = openEnv(tempDir());
-  t.teardown(() => env.root.close());
-  // Hold each flush until the test lets it run, to see what waits for it.
-  const root = env.root as unknown as { sync(callback: (error?: unknown) => void): void };
-  const realSync = root.sync.bind(root);
-  const held: Array<() => void> = [];
-  root.sync = (callback) => void held.push(() => realSync(callback));
-  const tick = () => new Promise((r) => setTimeout(r, 20));
-  let firstDone = false;
-  const first = env.batch(() => env.records.putSync(['c', 'x'], { id: 'x' })).then(() => (firstDone = true));
-  await tick();
-  t.equal(held.length, 1, 'the commit asked for a flush');
-  t.equal(firstDone, false, 'and its write waits for it');
-  t.same(env.records.get(['c', 'x']), { id: 'x' }, 'though the commit is visible already');
-  let secondDone = false;
-  const second = env.batch(() => env.records.putSync(['c', 'y'], { id: 'y' })).then(() => (secondDone = true));
-  await tick();
-  t.equal(held.length, 1, 'a commit made during a flush does not start another');
-  held.shift()!();
-  await first;
-  await tick();
-  t.equal(secondDone, false, 'nor is it covered by the flush that began before it');
-  t.equal(held.length, 1, 'the next flush starts once the first is done');
-  held.shift()!();
-  await second;
-  t.equal(secondDone, true);
-});
