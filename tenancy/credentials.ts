@@ -35,6 +35,11 @@ export class CredentialRecords<F extends object, T extends CredentialRecord & F>
     return (await this.records.delete({ id })) > 0;
   }
 
+  /** A record by its id (for holders of a credential already verified, e.g. claims of a signed token). */
+  get(id: string): Promise<T | null> {
+    return this.records.get(id);
+  }
+
   list(filter: { account_id?: string } = {}): Promise<T[]> {
     return this.records.find(filter.account_id ? { account_id: filter.account_id } : {}, { sort: { created_at: 1 } });
   }

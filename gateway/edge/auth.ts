@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { forbidden, unauthorized } from '../../platform/errors.js';
+import { forbidden, notFound, unauthorized } from '../../platform/errors.js';
+import type { Services } from '../../platform/services.js';
 import { secretMatches } from '../../platform/secrets.js';
 import type { ApiKey, ApiKeys, KeyScope } from '../../tenancy/keys.js';
 
@@ -37,4 +38,16 @@ export function operatorAuth(tokenHash: string) {
     const m = /^Bearer\s+(\S+)\s*$/i.exec(header(request, 'authorization') ?? '');
     if (!m || !secretMatches(m[1], tokenHash)) throw unauthorized('missing or invalid operator token');
   };
+}
+
+/**
+ * The account and project a path names (id or slug form), as a key of that account may see them: 404 for an
+ * unknown account or project. The interface families check the key against them afterwards, in their order.
+ */
+export async function resolvePathProject(services: Services, keyId: string, accountParam: string, projectParam: string) {
+  const account = await services.accounts.resolve(accountParam);
+  if (!account) throw notFound('account');
+  const project = await services.builder.agents.access({ accountId: account.id, projectId: null, keyId }, projectParam).catch(() => null);
+  if (!project) throw notFound('project');
+  return { account, project };
 }

@@ -9,7 +9,7 @@ import type { ConversationEvent, Outcome } from '../../machines/conversation.js'
 import { conflict, invalid, notFound, PlatformError, unauthorized } from '../../platform/errors.js';
 import type { Services } from '../../platform/services.js';
 import { timings } from '../../platform/timings.js';
-import { header } from './auth.js';
+import { header, resolvePathProject } from './auth.js';
 import { useErrorShape } from './errors.js';
 import { JsonObject, PathId } from './schemas.js';
 
@@ -60,11 +60,7 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
     const [key, connector] = await Promise.all([services.keys.verify(apiKey), services.connectors.verify(token)]);
     if (!key || key.scope !== 'chat') throw unauthorized('invalid X-API-KEY');
     if (!connector || connector.kind !== 'chat') throw unauthorized('invalid X-TOKEN');
-    const account = await services.accounts.resolve(params.account_id);
-    if (!account) throw notFound('account');
-    const project =
-      (await services.builder.agents.access({ accountId: account.id, projectId: null, keyId: key.id }, params.project_id).catch(() => null));
-    if (!project) throw notFound('project');
+    const { account, project } = await resolvePathProject(services, key.id, params.account_id, params.project_id);
     if (key.account_id !== account.id || key.project_id !== project.id) throw unauthorized('X-API-KEY is not valid for this project');
     if (connector.account_id !== account.id || connector.project_id !== project.id) throw unauthorized('X-TOKEN is not valid for this project');
     return { account, project, connector, key };

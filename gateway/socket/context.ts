@@ -32,14 +32,13 @@ export interface MessagingContext {
 export function messagingContext(o: Omit<MessagingContext, 'journal' | 'records' | 'httpLimiter' | 'connectorOf' | 'limitHttp'>): MessagingContext {
   const perMinute = o.config.httpRatePerMinute;
   const httpLimiter = new RateLimiter(perMinute / 60, Math.max(1, perMinute));
-  const connectors = o.services.store.collection<Connector>({ name: 'connectors', indexes: [{ fields: ['account_id'] }, { fields: ['project_id'] }] });
   return {
     ...o,
     journal: new Journal(o.services.store),
     records: sessionRecords(o.services.store),
     httpLimiter,
     connectorOf: async (claims) => {
-      const c = await connectors.get(claims.connector_id);
+      const c = await o.services.connectors.get(claims.connector_id);
       return c && c.kind === 'messaging' && c.account_id === claims.account_id && c.project_id === claims.project_id ? c : null;
     },
     limitHttp: (key) => {

@@ -15,7 +15,7 @@ import { conversationHours, conversationSpans, conversationTerms, conversationVe
 import { createEmbedderFromEnv, type Embedder } from '../../../actors/conversation/embedding.js';
 import { forbidden, notFound, unauthorized } from '../../../platform/errors.js';
 import type { Services } from '../../../platform/services.js';
-import { header } from '../auth.js';
+import { header, resolvePathProject } from '../auth.js';
 import { useErrorShape } from '../errors.js';
 import { PathId } from '../schemas.js';
 import { concurrency, parseConcurrencyQuery } from './concurrency.js';
@@ -59,12 +59,7 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
     if (!presented) throw unauthorized('missing x-api-key header');
     const key = await services.keys.verify(presented);
     if (!key) throw unauthorized('invalid API key');
-    const account = await services.accounts.resolve(params.account_id);
-    if (!account) throw notFound('account');
-    const project = await services.builder.agents
-      .access({ accountId: account.id, projectId: null, keyId: key.id }, params.project_id)
-      .catch(() => null);
-    if (!project) throw notFound('project');
+    const { account, project } = await resolvePathProject(services, key.id, params.account_id, params.project_id);
     if (key.scope !== 'conversations') throw forbidden(`this key is for the ${key.scope} API`);
     if (key.account_id !== account.id || key.project_id !== project.id) throw forbidden('this key is not valid for this project');
     if (needsData && !key.permissions.includes('conversations_data')) throw forbidden('this key lacks the conversations_data permission');
