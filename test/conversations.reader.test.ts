@@ -10,9 +10,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openStore } from '../store/mod.js';
 import { conversationRecords, type ConversationRecord } from '../actors/conversation/record.js';
-import { conversationHours, conversationSpans, conversationTerms, conversationVectorBuckets, conversationVectors, packVectorEntry, searchIndexer, slotVectors, unpackVectorEntry, type RecordFields, type VectorEntry } from '../actors/conversation/search.js';
+import { conversationHours, conversationSpans, conversationTerms, conversationVectorBuckets, conversationVectors } from '../actors/conversation/search.js';
+import { FIELD_END, spanEntries, spanSlotWriter, vectorEntries, vectorSlotWriter, type VectorEntry } from '../actors/conversation/slots.js';
 import { createOfflineEmbedder } from '../actors/conversation/embedding.js';
-import { keysetRows, randomRows, semanticRows, topK, type ReadSources } from '../gateway/edge/conversations/reader.js';
+import { isDocument, keysetRows, randomRows, semanticRows, topK, type ReadSources, type Row } from '../gateway/edge/conversations/reader.js';
+import { backfillDocuments, conversationDocuments, documentOf, documentsComplete, jsonOf, withoutTurns } from '../actors/conversation/document.js';
+import { conversationProjection } from '../actors/conversation/projection.js';
+import { conversationV3 } from '../actors/conversation/view.js';
 import { parseListQuery } from '../gateway/edge/conversations/query.js';
 import type { Position } from '../gateway/edge/conversations/cursor.js';
 import { removeDir } from './helpers/platform.js';
@@ -26,6 +30,7 @@ t.teardown(async () => {
 const embedder = createOfflineEmbedder();
 const src: ReadSources = {
   records: conversationRecords(store),
+  documents: conversationDocuments(store),
   vectors: conversationVectors(store),
   terms: conversationTerms(store),
   hours: conversationHours(store),
@@ -33,7 +38,7 @@ const src: ReadSources = {
   vectorBuckets: conversationVectorBuckets(store),
   embedder,
 };
-const indexer = searchIndexer(store, embedder);
+const project = conversationProjection(store, embedder);
 const T0 = Date.parse('2026-03-02T00:00:00.000Z');
 const CHANNELS = ['CHAT', 'WEBCHAT', 'SMS'];
 const all: ConversationRecord[] = [];
@@ -55,8 +60,7 @@ for (let i = 0; i < 600; i++) {
     turns: [{ user_input: topic, user_input_dtmf: '', user_input_datetime: '', barge_in: false, agent_response: i % 10 === 0 ? 'Parking is free' : 'We open at nine', agent_response_datetime: '', latency: 0, translated_user_input: '', english_agent_response: '', intents: [], entities: {}, is_ood: false, is_silence: false, metadata: {} }],
   } as unknown as ConversationRecord;
   const id = `c${String(i).padStart(4, '0')}`;
-  await src.records.insert({ ...record, id });
-  await indexer.project(id, record as unknown as RecordFields, 1);
+  await project({ ...record, id }, 1);
   all.push({ ...record, id });
 }
 // Records of another project and environment never show.
@@ -64,18 +68,18 @@ await src.records.insert({ ...all[0], id: 'other-project', project_id: 'other' }
 await src.records.insert({ ...all[1], id: 'other-env', environment: 'sandbox' });
 all.sort((a, b) => (a.started_at < b.started_at ? -1 : a.started_at > b.started_at ? 1 : a.id < b.id ? -1 : 1));
 
-async function collect(rows: AsyncIterable<ConversationRecord>): Promise<string[]> {
+async function collect(rows: AsyncIterable<Row>): Promise<string[]> {
   const ids: string[] = [];
   for await (const r of rows) ids.push(r.id);
   return ids;
 }
 
-async function walk(query: Record<string, string>): Promise<string[]> {
+async function walk(query: Record<string, string>, documents = false): Promise<string[]> {
   const q = parseListQuery('v3', query);
   const seen: string[] = [];
   let position: Position | null = null;
   for (let pages = 0; pages < 1000; pages++) {
-    const rows = keysetRows(src, 'proj', q, position);
+    const rows = keysetRows(src, 'proj', q, position, documents);
     seen.push(...(await collect(rows.rows)));
     position = rows.next().position;
     if (!position) return seen;
@@ -85,17 +89,52 @@ async function walk(query: Record<string, string>): Promise<string[]> {
 
 const within = (r: ConversationRecord, from?: string, to?: string) => (!from || r.started_at >= from) && (!to || r.started_at < to);
 
-t.test('cursor walks over many windows equal the brute-force answer', async (t) => {
+for (const documents of [false, true]) t.test(`cursor walks over many windows equal the brute-force answer (${documents ? 'documents and in-progress records' : 'records'})`, async (t) => {
   const from = new Date(T0 + 2.5 * 3_600_000).toISOString();
   const to = new Date(T0 + 27.25 * 3_600_000).toISOString();
-  t.same(await walk({ limit: '7' }), all.map((r) => r.id), 'everything, no range');
-  t.same(await walk({ limit: '13', start_time: from, end_time: to }), all.filter((r) => within(r, from, to)).map((r) => r.id), 'a range cutting hours');
-  t.same(await walk({ limit: '5', channel: 'SMS', start_time: from }), all.filter((r) => r.channel === 'SMS' && within(r, from)).map((r) => r.id), 'selective channel');
-  t.same(await walk({ limit: '3', variant_name: 'A', in_progress: 'true' }), all.filter((r) => r.variant_name === 'A' && r.in_progress).map((r) => r.id), 'rare rows');
-  t.same(await walk({ limit: '9', query_type: 'transcript', query: 'parking', turn_type: 'agent', start_time: from, end_time: to }),
+  t.same(await walk({ limit: '7' }, documents), all.map((r) => r.id), 'everything, no range');
+  t.same(await walk({ limit: '13', start_time: from, end_time: to }, documents), all.filter((r) => within(r, from, to)).map((r) => r.id), 'a range cutting hours');
+  t.same(await walk({ limit: '5', channel: 'SMS', start_time: from }, documents), all.filter((r) => r.channel === 'SMS' && within(r, from)).map((r) => r.id), 'selective channel');
+  t.same(await walk({ limit: '3', variant_name: 'A', in_progress: 'true' }, documents), all.filter((r) => r.variant_name === 'A' && r.in_progress).map((r) => r.id), 'rare rows');
+  t.same(await walk({ limit: '9', query_type: 'transcript', query: 'parking', turn_type: 'agent', start_time: from, end_time: to }, documents),
     all.filter((r) => within(r, from, to) && /Parking/.test(r.turns[0].agent_response)).map((r) => r.id), 'transcript mode, agent side');
-  t.same(await walk({ limit: '4', query_type: 'transcript', query: 'permit parking', start_time: from, end_time: to }),
+  t.same(await walk({ limit: '4', query_type: 'transcript', query: 'permit parking', start_time: from, end_time: to }, documents),
     all.filter((r) => within(r, from, to) && /permit/.test(r.turns[0].user_input)).map((r) => r.id), 'every term');
+});
+
+t.test('documents: a store written before them is back-filled once, from the hour counts', async (t) => {
+  const before = await src.documents.find({ project_id: 'proj' });
+  t.notOk(await documentsComplete(store), 'not marked complete');
+  await src.documents.delete({ project_id: 'proj' });
+  t.equal(await backfillDocuments(store), before.length, 'every ended conversation gets its document');
+  t.ok(await documentsComplete(store), 'then marked complete');
+  t.same((await src.documents.find({ project_id: 'proj' })).map((d) => [d.id, jsonOf(d).toString()]).sort(), before.map((d) => [d.id, jsonOf(d).toString()]).sort(), 'the same documents');
+  t.equal(await backfillDocuments(store), 0, 'a second run does nothing');
+});
+
+t.test('documents: the stored rendering is the record\'s v3 view; pages merge them with records in progress', async (t) => {
+  const ended = all.filter((r) => !r.in_progress);
+  const docs = await src.documents.find({ project_id: 'proj' });
+  t.equal(docs.length, ended.length, 'one document per ended conversation, none for those in progress');
+  const byId = new Map(all.map((r) => [r.id, r]));
+  t.ok(docs.every((d) => jsonOf(d).toString() === JSON.stringify(conversationV3(byId.get(d.id)!, { version: 'v3', showTranscripts: true, includeLatency: false }))), 'bytes equal the rendered view');
+  t.ok(docs.every((d) => Buffer.concat(withoutTurns(d)).toString() === JSON.stringify(conversationV3(byId.get(d.id)!, { version: 'v3', showTranscripts: false, includeLatency: false }))), 'and with transcripts hidden');
+  const rows: Row[] = [];
+  for await (const r of keysetRows(src, 'proj', parseListQuery('v3', { limit: '1000' }), null, true).rows) rows.push(r);
+  t.same(rows.map((r) => isDocument(r)), rows.map((r) => !byId.get(r.id)!.in_progress), 'ended ones as documents, the others as records');
+  // A conversation whose document is written but whose record still says in progress shows once, as its document.
+  const live = all.find((r) => r.in_progress)!;
+  await src.documents.putNewer(documentOf({ ...live, in_progress: false, snapshot_version: 2 }), 'snapshot_version');
+  const ids = await walk({ limit: '50' }, true);
+  t.same(ids, all.map((r) => r.id), 'no duplicate, no gap');
+  await src.documents.delete({ id: live.id });
+  for (const mode of [{ sample: 'random', limit: '1000', in_progress: 'false' }, { query_type: 'semantic', query: 'parking permit', limit: '40' }]) {
+    const q = parseListQuery('v3', { ...mode, start_time: new Date(T0 - 3_600_000).toISOString(), end_time: new Date(T0 + 31 * 3_600_000).toISOString() });
+    const read = async (documents: boolean) => (mode.sample ? randomRows(src, 'proj', q, documents) : semanticRows(src, 'proj', q, null, documents));
+    const withDocs = await collect((await read(true)).rows);
+    t.ok(withDocs.length > 0, `${mode.sample ?? 'semantic'} mode finds rows`);
+    if (!mode.sample) t.same(withDocs, await collect((await read(false)).rows), 'semantic: same rows with documents');
+  }
 });
 
 t.test('offset pages equal slices of the brute-force answer', async (t) => {
@@ -128,23 +167,26 @@ t.test('topK equals the first k of a full sort (score, then start, then id)', as
         const starts = rows.map((r) => r[1]);
         const ids = rows.map((r, i) => `${r[2]}${i}`);
         const all = rows.map((_, i) => i).sort((a, b) => scores[b] - scores[a] || starts[a] - starts[b] || (ids[a] < ids[b] ? -1 : 1));
-        t.same(topK(scores, starts, ids, k), all.slice(0, k));
+        t.same(topK(scores, (i) => starts[i], (i) => ids[i], k), all.slice(0, k));
       },
     ),
     { numRuns: 300 },
   );
 });
 
-t.test('semantic mode: packed vector entries rank exactly as the unpacked (legacy) ones, filters and duplicates included', async (t) => {
+t.test('semantic mode: packed slots rank exactly as slots written before packing, filters and replaced entries included', async (t) => {
   const buckets = await src.vectorBuckets.find({ project_id: 'proj' });
   t.ok(buckets.length > 1, 'several slots');
-  t.ok(buckets.every((b) => b.vectors.every((e) => typeof e === 'string')), 'the indexer writes packed entries');
-  // A conversation about parking re-ended with other fields: its last entry counts (here: another channel).
-  const dup = buckets.find((b) => slotVectors(b).some((e) => Number(e[0].slice(1)) % 5 === 0))!;
-  const first = slotVectors(dup).find((e) => Number(e[0].slice(1)) % 5 === 0)!;
+  t.ok(buckets.every((b) => typeof b.heads === 'string' && b.block instanceof Uint8Array && b.rev! >= 1 && b.vectors === undefined), 'the indexer writes packed slots');
+  // A conversation about parking ends again with other fields: its newest entry replaces the first.
+  const dup = buckets.find((b) => vectorEntries(b).some((e) => Number(e[0].slice(1)) % 5 === 0))!;
+  const first = vectorEntries(dup).find((e) => Number(e[0].slice(1)) % 5 === 0)!;
   const moved: VectorEntry = [first[0], first[1], first[2] === 'SMS' ? 'CHAT' : 'SMS', first[3], first[4], first[5], first[6]];
-  await src.vectorBuckets.update({ id: dup.id }, { $push: { vectors: packVectorEntry(moved) } });
-  t.same(unpackVectorEntry(packVectorEntry(moved)), moved, 'a packed entry unpacks to its fields');
+  await vectorSlotWriter(src.vectorBuckets)(dup.id, { project_id: 'proj', environment: 'live', bucket: dup.bucket }, moved);
+  const after = (await src.vectorBuckets.get(dup.id))!;
+  t.equal(after.rev, dup.rev! + 1, 'the slot\'s revision moves on');
+  t.equal(vectorEntries(after).length, vectorEntries(dup).length, 'one entry per conversation');
+  t.same(vectorEntries(after).find((e) => e[0] === first[0]), moved, 'the newest entry is stored');
 
   const from = new Date(T0 + 1.5 * 3_600_000).toISOString();
   const to = new Date(T0 + 26.5 * 3_600_000).toISOString();
@@ -170,10 +212,55 @@ t.test('semantic mode: packed vector entries rank exactly as the unpacked (legac
   const packed = await ranked();
   t.ok(packed.every((ids) => ids.length > 0), 'every query finds conversations');
   t.notOk(packed[6].includes(first[0]), 'not found under the channel of its earlier entry');
-  t.equal(packed[7].filter((id) => id === first[0]).length, 1, 'found once under the channel of its last entry');
-  // The same slots stored as arrays (as before packing) go through the generic path.
-  for (const b of await src.vectorBuckets.find({ project_id: 'proj' })) {
-    await src.vectorBuckets.update({ id: b.id }, { $set: { vectors: b.vectors.map((e) => unpackVectorEntry(e)) } });
+  t.equal(packed[7].filter((id) => id === first[0]).length, 1, 'found once under the channel of its newest entry');
+  // The same slots as an earlier version stored them: NUL-joined strings with a base64 vector, no revision.
+  const b64 = (v: Int8Array) => Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64');
+  const legacy = await src.vectorBuckets.find({ project_id: 'proj' });
+  for (const b of legacy) {
+    const vectors = vectorEntries(b).map((e) => [e[0], String(e[1]), e[2], e[3], e[4], e[5], b64(e[6])].join(FIELD_END));
+    await src.vectorBuckets.update({ id: b.id }, { $set: { vectors }, $unset: { heads: '', block: '', rev: '' } });
   }
-  t.same(await ranked(), packed, 'same pages from legacy array entries');
+  t.same(await ranked(), packed, 'same pages from slots written before packing');
+  // The next write to a legacy slot converts it whole, keeping its entries.
+  const old = (await src.vectorBuckets.get(dup.id))!;
+  await vectorSlotWriter(src.vectorBuckets)(dup.id, { project_id: 'proj', environment: 'live', bucket: dup.bucket }, moved);
+  const converted = (await src.vectorBuckets.get(dup.id))!;
+  t.ok(converted.vectors === undefined && typeof converted.heads === 'string' && converted.rev === 1, 'converted to the packed form');
+  t.same(vectorEntries(converted), vectorEntries(old), 'with the same entries');
+  for (const b of legacy) if (b.id !== dup.id) await src.vectorBuckets.update({ id: b.id }, { $set: { heads: b.heads, block: b.block, rev: b.rev }, $unset: { vectors: '' } });
+  t.same(await ranked(), packed, 'same pages after the conversion');
+});
+
+t.test('span slots: packed and pre-packing slots give the same samples and entries; concurrent writers lose no entry', async (t) => {
+  const slots = await src.spans.find({ project_id: 'proj' });
+  t.ok(slots.every((s) => typeof s.entries === 'string' && s.spans === undefined), 'the indexer writes packed slots');
+  const entries = new Map(slots.map((s) => [s.id, spanEntries(s)]));
+  t.equal([...entries.values()].flat().length, all.length, 'one entry per conversation');
+  // Before packing, a conversation had an entry when it started and another when it ended.
+  for (const s of slots) {
+    const spans = entries.get(s.id)!.flatMap((e) => (e[2] === null ? [e] : [[...e.slice(0, 2), null, ...e.slice(3)], e]));
+    await src.spans.update({ id: s.id }, { $set: { spans }, $unset: { entries: '', rev: '' } });
+  }
+  const legacy = await src.spans.find({ project_id: 'proj' });
+  t.ok(legacy.every((s) => s.entries === undefined), 'written as before packing');
+  t.same(legacy.map((s) => spanEntries(s)), slots.map((s) => entries.get(s.id)), 'pre-packing slots read as one entry per conversation');
+  const from = new Date(T0 + 5 * 3_600_000).toISOString();
+  const to = new Date(T0 + 9 * 3_600_000).toISOString();
+  const q = parseListQuery('v3', { sample: 'random', limit: '1000', start_time: from, end_time: to, in_progress: 'false' });
+  t.same(await collect((await randomRows(src, 'proj', q)).rows), all.filter((r) => within(r, from, to) && !r.in_progress).map((r) => r.id), 'a sample of everything, from legacy slots');
+  for (const s of slots) await src.spans.update({ id: s.id }, { $set: { entries: s.entries, rev: s.rev }, $unset: { spans: '' } });
+  t.same(await collect((await randomRows(src, 'proj', q)).rows), all.filter((r) => within(r, from, to) && !r.in_progress).map((r) => r.id), 'and from packed slots');
+
+  // Two writers (as two processes would be) adding to one slot at once: compare-and-set retries, no loss.
+  const writers = [spanSlotWriter(src.spans), spanSlotWriter(src.spans)];
+  const place = { project_id: 'contended', environment: 'live', bucket: new Date(T0).toISOString() };
+  await Promise.all(Array.from({ length: 200 }, (_, i) =>
+    writers[i % 2]('contended/0', place, [`k${i}`, T0 + i, i % 3 === 0 ? null : T0 + i + 5, 'CHAT', 'v', 'V', 'en', '', ''])));
+  // An entry without an end never replaces one with an end.
+  await writers[0]('contended/0', place, ['k1', T0 + 1, null, 'CHAT', 'v', 'V', 'en', '', '']);
+  const contended = (await src.spans.get('contended/0'))!;
+  const got = spanEntries(contended);
+  t.equal(got.length, 200, 'every entry stored once');
+  t.equal(got.find((e) => e[0] === 'k1')![2], T0 + 6, 'an ended entry stays ended');
+  t.ok(contended.rev! > 2 && contended.rev! < 200, `writes coalesced (${contended.rev} revisions for 201 entries)`);
 });

@@ -4,9 +4,9 @@ import type { ActorKind } from '../kinds.js';
 import { fromEffect } from '../task.js';
 import { sleepUntil } from '../timers.js';
 import { conversationEffects, type ConversationDeps } from './effects.js';
-import { conversationRecords, toRecord, type ConversationRecord } from './record.js';
+import { toRecord, type ConversationRecord } from './record.js';
 import { createEmbedderFromEnv, type Embedder } from './embedding.js';
-import { searchIndexer, type RecordFields } from './search.js';
+import { conversationProjection } from './projection.js';
 
 /**
  * The `conversation` actor kind: the machine with its effects provided, asks that wait for the turn to
@@ -14,8 +14,7 @@ import { searchIndexer, type RecordFields } from './search.js';
  */
 export function conversationKind(deps: ConversationDeps & { store: Store; embedder?: Embedder }): ActorKind {
   const effects = conversationEffects(deps);
-  const records = conversationRecords(deps.store);
-  const search = searchIndexer(deps.store, deps.embedder ?? createEmbedderFromEnv(), (msg, err) => console.error(msg, err));
+  const projection = conversationProjection(deps.store, deps.embedder ?? createEmbedderFromEnv(), (msg, err) => console.error(msg, err));
   const machine = conversationMachine.provide({
     actors: {
       startConversation: fromEffect(effects.start),
@@ -32,15 +31,7 @@ export function conversationKind(deps: ConversationDeps & { store: Store; embedd
     reply: (s): Outcome & { state: string } => ({ ...(s.context.outcome ?? { ok: false, error: 'not_started' }), state: s.value as string }),
     project: async (s, id, version) => {
       if (!s.context.start) return;
-      const record = { id, ...toRecord(s.context, s.value), snapshot_version: version } as ConversationRecord;
-      // The search records (postings, summary) go into the same group commit as the record.
-      const indexing = search.project(id, record as unknown as RecordFields, version);
-      try {
-        // Written whole unless the stored record holds this version or a newer one already.
-        await records.putNewer(record, 'snapshot_version');
-      } finally {
-        await indexing;
-      }
+      await projection({ id, ...toRecord(s.context, s.value), snapshot_version: version } as ConversationRecord, version);
     },
   };
 }

@@ -12,11 +12,11 @@
  * - `conversation_hours`: how many conversations started in each hour per project and environment. A page
  *   is read in time windows sized from these counts, and the count a conversation gets on its first
  *   write picks its slot.
- * - slots: the conversations that started in one hour, by hundreds (`<hour>/0` holds the first 100, ...):
- *   `conversation_spans` (start, end and filter fields of each, written when it starts and when it ends)
- *   and `conversation_vector_buckets` (the final embedding of each, written when it ends). A week of
- *   concurrency, random sampling or semantic search reads about one record per hundred conversations, and
- *   a write rewrites a record of at most a hundred entries however busy the project is.
+ * - slots (`slots.ts`): the conversations that started in one hour, by hundreds (`<hour>/0` holds the
+ *   first 100, ...): `conversation_spans` (start, end and filter fields of each, written when it starts and
+ *   when it ends) and `conversation_vector_buckets` (the final embedding of each, written when it ends),
+ *   packed. A week of concurrency, random sampling or semantic search reads about one record per hundred
+ *   conversations, and a write rewrites a record of at most a hundred entries however busy the project is.
  *
  * Per turn the projection analyses only the new turns (a small in-memory cache per live conversation
  * keeps the terms seen so far; after a restart the conversation is analysed once in full) and adds
@@ -28,8 +28,9 @@
 import type { Collection, Doc, Store } from '../../store/mod.js';
 import { StoreDuplicateError } from '../../store/mod.js';
 import { tokenize } from '../responder/text.js';
-import { quantise, type Embedder } from './embedding.js';
+import { dequantise, quantise, type Embedder } from './embedding.js';
 import type { ConversationRecord } from './record.js';
+import { spanSlotWriter, vectorSlotWriter, type SpanEntry, type SpanSlot, type VectorSlot } from './slots.js';
 
 export interface ConversationVector extends Doc {
   project_id: string;
@@ -69,74 +70,6 @@ export interface HourCount extends Doc {
   count: number;
 }
 
-/** A conversation in a slot: [id, start ms, end ms or null (in progress), channel, variant id, variant name, language, from, to]. */
-export type SpanEntry = [string, number, number | null, string, string, string, string, string, string];
-/** An ended conversation's vector in a slot: [id, start ms, channel, variant id, variant name, model, vector]. */
-export type VectorEntry = [string, number, string, string, string, string, string];
-
-/**
- * Separates the fields of a stored vector entry. A slot's vectors are stored as one string each (the fields
- * of `VectorEntry` joined by NUL) rather than as arrays: decoding a string is one allocation where an array
- * of seven is eight, and a week of semantic search decodes one entry per conversation (about 3 times
- * faster). NUL is dropped from the text fields when writing (ids, models and base64 hold none).
- */
-export const ENTRY_SEPARATOR = '\u0000';
-
-const noNul = (s: string) => (s.includes(ENTRY_SEPARATOR) ? s.split(ENTRY_SEPARATOR).join('') : s);
-
-/** The stored form of a vector entry. */
-export function packVectorEntry(e: VectorEntry): string {
-  return [e[0], String(e[1]), noNul(e[2]), noNul(e[3]), noNul(e[4]), e[5], e[6]].join(ENTRY_SEPARATOR);
-}
-
-/** A stored vector entry: packed (a string) or, as written before packing, an array. */
-export function unpackVectorEntry(stored: string | VectorEntry): VectorEntry {
-  if (typeof stored !== 'string') return stored;
-  const f = stored.split(ENTRY_SEPARATOR);
-  return [f[0], Number(f[1]), f[2] ?? '', f[3] ?? '', f[4] ?? '', f[5] ?? '', f[6] ?? ''];
-}
-
-/**
- * A slot's spans: entries are added with `$addToSet` (idempotent, and arrays decode several times faster
- * than objects keyed by conversation id). A conversation has an entry from its start (end null) and one
- * from its end; readers take the entry with an end when there is one (`latestSpans`).
- */
-export interface SpanBucket extends Doc {
-  project_id: string;
-  environment: string;
-  /** The hour its conversations started in, ISO 8601. */
-  bucket: string;
-  spans: SpanEntry[];
-}
-
-export interface VectorBucket extends Doc {
-  project_id: string;
-  environment: string;
-  bucket: string;
-  /** Packed entries (`packVectorEntry`); stores written before packing hold arrays, which readers still take. */
-  vectors: Array<string | VectorEntry>;
-}
-
-/** One entry per conversation: the ended one when the slot has both. */
-export function latestSpans(slot: SpanBucket): SpanEntry[] {
-  const spans = Array.isArray(slot.spans) ? slot.spans : [];
-  if (spans.every((e) => e[2] === null) || spans.every((e) => e[2] !== null)) return dedupe(spans);
-  const ended = new Set(spans.filter((e) => e[2] !== null).map((e) => e[0]));
-  return dedupe(spans.filter((e) => e[2] !== null || !ended.has(e[0])));
-}
-
-/** The last entry per conversation id, in the order of first appearance. */
-function dedupe<T extends [string, ...unknown[]]>(entries: T[]): T[] {
-  const byId = new Map<string, T>();
-  for (const e of entries) byId.set(e[0], e);
-  return byId.size === entries.length ? entries : [...byId.values()];
-}
-
-/** The final vector entries of a slot, one per conversation. */
-export function slotVectors(slot: VectorBucket): VectorEntry[] {
-  return dedupe((Array.isArray(slot.vectors) ? slot.vectors : []).map(unpackVectorEntry));
-}
-
 /** Conversations per slot. */
 export const SLOT_SIZE = 100;
 
@@ -146,11 +79,11 @@ export const conversationVectors = (store: Store): Collection<ConversationVector
     indexes: [{ fields: ['project_id', 'environment', 'started_at'] }, { fields: ['project_id', 'environment', 'in_progress', 'started_at'] }],
   });
 
-export const conversationSpans = (store: Store): Collection<SpanBucket> =>
-  store.collection<SpanBucket>({ name: 'conversation_spans', indexes: [{ fields: ['project_id', 'environment', 'bucket'] }] });
+export const conversationSpans = (store: Store): Collection<SpanSlot> =>
+  store.collection<SpanSlot>({ name: 'conversation_spans', indexes: [{ fields: ['project_id', 'environment', 'bucket'] }] });
 
-export const conversationVectorBuckets = (store: Store): Collection<VectorBucket> =>
-  store.collection<VectorBucket>({ name: 'conversation_vector_buckets', indexes: [{ fields: ['project_id', 'environment', 'bucket'] }] });
+export const conversationVectorBuckets = (store: Store): Collection<VectorSlot> =>
+  store.collection<VectorSlot>({ name: 'conversation_vector_buckets', indexes: [{ fields: ['project_id', 'environment', 'bucket'] }] });
 
 export const conversationTerms = (store: Store): Collection<TermPosting> =>
   store.collection<TermPosting>({ name: 'conversation_terms', indexes: [{ fields: ['project_id', 'environment', 'term', 'started_at'] }] });
@@ -257,26 +190,20 @@ export function searchIndexer(store: Store, embedder: Embedder, log: (msg: strin
     return { slot, bucket: hour };
   };
 
+  const addSpan = spanSlotWriter(spans);
+  const addVector = vectorSlotWriter(vectorBuckets);
+  const placeOf = (record: RecordFields) => ({ project_id: record.project_id, environment: record.environment, bucket: hourOf(record.started_at) });
+
   const writeSpan = (id: string, record: RecordFields, slot: string) => {
     const entry: SpanEntry = [
       id, Date.parse(record.started_at), record.in_progress || !record.ended_at ? null : Date.parse(record.ended_at),
       record.channel, record.variant_id, record.variant_name, record.asr_lang_code, record.from_number, record.to_number,
     ];
-    return spans.update(
-      { id: slot },
-      { $addToSet: { spans: entry }, $setOnInsert: { project_id: record.project_id, environment: record.environment, bucket: hourOf(record.started_at) } },
-      { upsert: true },
-    );
+    return addSpan(slot, placeOf(record), entry);
   };
 
-  const writeFinalVector = (id: string, record: RecordFields, slot: string, model: string, v: string) => {
-    const entry = packVectorEntry([id, Date.parse(record.started_at), record.channel, record.variant_id, record.variant_name, model, v]);
-    return vectorBuckets.update(
-      { id: slot },
-      { $addToSet: { vectors: entry }, $setOnInsert: { project_id: record.project_id, environment: record.environment, bucket: hourOf(record.started_at) } },
-      { upsert: true },
-    );
-  };
+  const writeFinalVector = (id: string, record: RecordFields, slot: string, model: string, v: string) =>
+    addVector(slot, placeOf(record), [id, Date.parse(record.started_at), record.channel, record.variant_id, record.variant_name, model, dequantise(v)]);
 
   /**
    * Writes the summary unless a newer one is stored. The first write (or one that finds no slot, after a

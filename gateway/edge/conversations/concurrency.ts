@@ -5,7 +5,8 @@
  * conversation still in progress counts as going on until now.
  */
 import type { Collection } from '../../../store/mod.js';
-import { hourOf, latestSpans, type SpanBucket } from '../../../actors/conversation/search.js';
+import { hourOf } from '../../../actors/conversation/search.js';
+import { eachEntry, field, fieldIs, fieldNumber, SPAN, spanEntries, type SpanSlot } from '../../../actors/conversation/slots.js';
 import { invalid, PlatformError } from '../../../platform/errors.js';
 import { oneOf, text, time, type RawQuery } from './params.js';
 import { ENVIRONMENTS } from './query.js';
@@ -75,15 +76,17 @@ function languageMatches(code: string, language: string): boolean {
 
 /** The maximum concurrency per interval of `[start, end)` for conversations spanning `[s, e)`. */
 export function sweep(spans: Array<[number, number]>, start: number, end: number): number[] {
+  return sweepColumns(spans.map((x) => x[0]), spans.map((x) => x[1]), start, end);
+}
+
+/** `sweep` over the starts and ends of the conversations as two columns (no pair per conversation). */
+export function sweepColumns(spanStarts: number[], spanEnds: number[], start: number, end: number): number[] {
   // Starts and ends sorted apart (typed arrays sort natively, without a comparator), then merged; at the
   // same instant ends come first: a conversation that ends as another starts is not concurrent with it.
-  const n = spans.length;
-  const starts = new Float64Array(n);
+  const n = spanStarts.length;
+  const starts = Float64Array.from(spanStarts);
   const ends = new Float64Array(n);
-  for (let k = 0; k < n; k++) {
-    starts[k] = spans[k][0];
-    ends[k] = Math.max(spans[k][1], spans[k][0] + 1);
-  }
+  for (let k = 0; k < n; k++) ends[k] = Math.max(spanEnds[k], spanStarts[k] + 1);
   starts.sort();
   ends.sort();
   const out: number[] = [];
@@ -112,9 +115,44 @@ export function sweep(spans: Array<[number, number]>, start: number, end: number
   return out;
 }
 
+/**
+ * Calls `visit` with the fields of each conversation of a span slot (end null while in progress). Packed
+ * slots are read in place: the variant is cut out only when `wantVariant`, language and numbers only when
+ * filtered on (`keep`).
+ */
+function eachSpan(
+  slot: SpanSlot,
+  q: ConcurrencyQuery,
+  wantVariant: boolean,
+  visit: (start: number, end: number | null, variantId: string, variantName: string) => void,
+): void {
+  if (typeof slot.entries !== 'string' || Array.isArray(slot.spans)) {
+    for (const [, s, end, , variantId, variantName, language, from, to] of spanEntries(slot)) {
+      if (q.variantId && variantId !== q.variantId) continue;
+      if (q.variantName && variantName !== q.variantName) continue;
+      if (q.language && !languageMatches(language, q.language)) continue;
+      if (q.phoneNumber && from !== q.phoneNumber && to !== q.phoneNumber) continue;
+      visit(s, end, variantId, variantName);
+    }
+    return;
+  }
+  const text = slot.entries;
+  eachEntry(text, SPAN.count, (at) => {
+    if (q.variantId && !fieldIs(text, at, SPAN.variantId, q.variantId)) return;
+    if (q.variantName && !fieldIs(text, at, SPAN.variantName, q.variantName)) return;
+    if (q.language && !languageMatches(field(text, at, SPAN.language), q.language)) return;
+    if (q.phoneNumber && !fieldIs(text, at, SPAN.from, q.phoneNumber) && !fieldIs(text, at, SPAN.to, q.phoneNumber)) return;
+    const end = fieldNumber(text, at, SPAN.end);
+    visit(
+      fieldNumber(text, at, SPAN.start), Number.isNaN(end) ? null : end,
+      wantVariant ? field(text, at, SPAN.variantId) : '', wantVariant ? field(text, at, SPAN.variantName) : '',
+    );
+  });
+}
+
 /** The intervals of the response (one series per variant when sliced, interleaved in time order). */
 export async function concurrency(
-  buckets: Collection<SpanBucket>,
+  buckets: Collection<SpanSlot>,
   projectId: string,
   q: ConcurrencyQuery,
   now = Date.now(),
@@ -124,30 +162,28 @@ export async function concurrency(
     environment: q.environment,
     bucket: { $gte: hourOf(new Date(q.start - LOOKBACK_MS).toISOString()), $lt: new Date(q.end).toISOString() },
   });
-  const series = new Map<string, { id: string; name: string; spans: Array<[number, number]> }>();
+  const series = new Map<string, { id: string; name: string; starts: number[]; ends: number[] }>();
   for (const doc of docs) {
-    for (const [, s, end, , variantId, variantName, language, from, to] of latestSpans(doc)) {
-      if (s < q.start - LOOKBACK_MS || s >= q.end) continue;
-      if (q.variantId && variantId !== q.variantId) continue;
-      if (q.variantName && variantName !== q.variantName) continue;
-      if (q.language && !languageMatches(language ?? '', q.language)) continue;
-      if (q.phoneNumber && from !== q.phoneNumber && to !== q.phoneNumber) continue;
+    eachSpan(doc, q, q.sliceByVariant, (s, end, variantId, variantName) => {
+      if (s < q.start - LOOKBACK_MS || s >= q.end) return;
       const e = end === null ? Math.max(now, s) : end;
-      if (Math.max(e, s + 1) <= q.start) continue;
+      if (Math.max(e, s + 1) <= q.start) return;
       const key = q.sliceByVariant ? variantId : '';
       let entry = series.get(key);
-      if (!entry) series.set(key, (entry = { id: variantId, name: variantName, spans: [] }));
-      entry.spans.push([s, e]);
-    }
+      if (!entry) series.set(key, (entry = { id: variantId, name: variantName, starts: [], ends: [] }));
+      entry.starts.push(s);
+      entry.ends.push(e);
+    });
   }
   const times: string[] = [];
   for (let t = q.start; t < q.end; t += INTERVAL_MS) times.push(new Date(t).toISOString());
   if (!q.sliceByVariant) {
-    const counts = sweep(series.get('')?.spans ?? [], q.start, q.end);
+    const all = series.get('');
+    const counts = sweepColumns(all?.starts ?? [], all?.ends ?? [], q.start, q.end);
     return times.map((time, i) => ({ time, max_concurrent_conversations: counts[i] }));
   }
   const variants = [...series.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : a.id < b.id ? -1 : 1));
-  const counts = variants.map((v) => sweep(v.spans, q.start, q.end));
+  const counts = variants.map((v) => sweepColumns(v.starts, v.ends, q.start, q.end));
   const out: Interval[] = [];
   times.forEach((time, i) => {
     variants.forEach((v, j) => out.push({ time, max_concurrent_conversations: counts[j][i], variant_id: v.id, variant_name: v.name }));

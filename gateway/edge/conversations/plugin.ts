@@ -10,7 +10,8 @@ import { Readable } from 'node:stream';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { conversationRecords, type ConversationRecord } from '../../../actors/conversation/record.js';
+import { conversationRecords } from '../../../actors/conversation/record.js';
+import { backfillDocuments, conversationDocuments, documentsComplete, jsonOf, withoutTurns } from '../../../actors/conversation/document.js';
 import { conversationHours, conversationSpans, conversationTerms, conversationVectorBuckets, conversationVectors } from '../../../actors/conversation/search.js';
 import { createEmbedderFromEnv, type Embedder } from '../../../actors/conversation/embedding.js';
 import { forbidden, notFound, unauthorized } from '../../../platform/errors.js';
@@ -22,7 +23,7 @@ import { concurrency, parseConcurrencyQuery } from './concurrency.js';
 import { cursorCodec, malformedCursor, type Position } from './cursor.js';
 import type { RawQuery } from './params.js';
 import { filterKey, parseListQuery, VERSIONS, type Version } from './query.js';
-import { keysetRows, randomRows, semanticRows, type ReadSources, type Rows } from './reader.js';
+import { isDocument, keysetRows, randomRows, semanticRows, type ReadSources, type Row, type Rows } from './reader.js';
 import { conversationV1, conversationV3, V1_DESCRIPTIONS, type ViewOptions } from './views.js';
 
 export interface ConversationsOptions {
@@ -44,6 +45,7 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
   const { services } = opts;
   const src: ReadSources = {
     records: conversationRecords(services.store),
+    documents: conversationDocuments(services.store),
     vectors: conversationVectors(services.store),
     terms: conversationTerms(services.store),
     hours: conversationHours(services.store),
@@ -52,6 +54,7 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
     embedder: opts.embedder ?? createEmbedderFromEnv(),
   };
   const cursors = cursorCodec(opts.cursorSecret);
+  const documentsReady = documentsFlag(services);
 
   /** The key, account and project of a request: 401, then 404, then 403. */
   const authorize = async (req: FastifyRequest, params: z.infer<typeof Params>, needsData: boolean) => {
@@ -83,12 +86,13 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
     const filters = filterKey(project.id, q);
     const position = q.cursor !== null ? cursors.decode(filters, q.cursor) : null;
     if (position && (position.kind === 'rank') !== (q.mode === 'semantic')) throw malformedCursor();
+    // Ended conversations are served from their stored v3 rendering where it is the answer: v2/v3, no latency.
+    const documents = version !== 'v1' && !q.includeLatency && documentsReady();
     const rows: Rows =
-      q.mode === 'semantic' ? await semanticRows(src, project.id, q, position)
-      : q.mode === 'random' ? await randomRows(src, project.id, q)
-      : keysetRows(src, project.id, q, position);
+      q.mode === 'semantic' ? await semanticRows(src, project.id, q, position, documents)
+      : q.mode === 'random' ? await randomRows(src, project.id, q, documents)
+      : keysetRows(src, project.id, q, position, documents);
     const view: ViewOptions = { version, showTranscripts: settings.show_transcripts, includeLatency: q.includeLatency };
-    const render = version === 'v1' ? conversationV1 : conversationV3;
     const tail = () => {
       const next = rows.next();
       if (version === 'v1') return { next_offset: next.nextOffset };
@@ -97,13 +101,16 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
         cursor: next.position ? cursors.encode(filters, next.position as Position) : null,
       };
     };
-    if (version !== 'v1' && settings.chunked_streaming) return stream(reply, rows, (r) => render(r, view), tail);
-    const conversations: unknown[] = [];
-    for await (const r of rows.rows) conversations.push(render(r, view));
-    const body = version === 'v1'
-      ? { conversations, descriptions: { conversations: V1_DESCRIPTIONS }, ...tail() }
-      : { conversations, ...tail() };
-    return reply.type('application/json').send(JSON.stringify(body));
+    if (version === 'v1') {
+      const conversations: unknown[] = [];
+      for await (const r of rows.rows) conversations.push(conversationV1(r as ConversationRecordRow, view));
+      return reply.type('application/json').send(JSON.stringify({ conversations, descriptions: { conversations: V1_DESCRIPTIONS }, ...tail() }));
+    }
+    const body = jsonBody(rows, (r) => rowJson(r, view), tail);
+    if (settings.chunked_streaming) return reply.type('application/json').send(Readable.from(body, { objectMode: false }));
+    const chunks: Buffer[] = [];
+    for await (const chunk of body) chunks.push(chunk);
+    return reply.type('application/json').send(Buffer.concat(chunks));
   });
 
   app.get('/:version/:account_id/:project_id/conversations/concurrency', {
@@ -134,21 +141,54 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
   });
 };
 
-/**
- * Sends `{"conversations": [...], <tail>}` with chunked transfer encoding, each row as soon as it is
- * read; the tail (next_offset, cursor) is known once the rows are.
- */
-function stream(reply: FastifyReply, rows: Rows, render: (r: ConversationRecord) => unknown, tail: () => object): FastifyReply {
-  async function* body(): AsyncGenerator<string> {
-    yield '{"conversations":[';
-    let first = true;
-    for await (const r of rows.rows) {
-      yield (first ? '' : ',') + JSON.stringify(render(r));
-      first = false;
-    }
-    const rest = JSON.stringify(tail());
-    yield rest === '{}' ? ']}' : `],${rest.slice(1)}`;
-  }
-  return reply.type('application/json').send(Readable.from(body(), { objectMode: false }));
+type ConversationRecordRow = Exclude<Row, { json: Uint8Array }>;
+
+/** A row's v2/v3 JSON: a document's stored bytes (turns spliced out when transcripts are hidden), else rendered. */
+function rowJson(row: Row, view: ViewOptions): Buffer[] {
+  if (isDocument(row)) return view.showTranscripts ? [jsonOf(row)] : withoutTurns(row);
+  return [Buffer.from(JSON.stringify(conversationV3(row, view)))];
 }
 
+const OPEN = Buffer.from('{"conversations":[');
+const COMMA = Buffer.from(',');
+
+/**
+ * `{"conversations": [...], <tail>}` as byte chunks, each row as soon as it is read (what chunked
+ * streaming sends); the tail (next_offset, cursor) is known once the rows are.
+ */
+async function* jsonBody(rows: Rows, json: (r: Row) => Buffer[], tail: () => object): AsyncGenerator<Buffer> {
+  yield OPEN;
+  let first = true;
+  for await (const r of rows.rows) {
+    if (!first) yield COMMA;
+    yield* json(r);
+    first = false;
+  }
+  const rest = JSON.stringify(tail());
+  yield Buffer.from(rest === '{}' ? ']}' : `],${rest.slice(1)}`);
+}
+
+/**
+ * Whether every ended conversation has its document: true once the back-fill (started here, in the
+ * background, for stores written before documents existed) or another process has finished it.
+ */
+function documentsFlag(services: Services): () => boolean {
+  let ready = false;
+  let checkedAt = 0;
+  const check = () => {
+    checkedAt = Date.now();
+    void documentsComplete(services.store).then((done) => {
+      ready ||= done;
+    }, () => undefined);
+  };
+  void backfillDocuments(services.store).then(
+    () => {
+      ready = true;
+    },
+    (err) => console.error('back-filling conversation documents failed', err),
+  );
+  return () => {
+    if (!ready && Date.now() - checkedAt > 5_000) check();
+    return ready;
+  };
+}

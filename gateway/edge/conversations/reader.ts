@@ -14,24 +14,36 @@
  */
 import type { Collection, Filter } from '../../../store/mod.js';
 import type { ConversationRecord } from '../../../actors/conversation/record.js';
+import type { ConversationDocument } from '../../../actors/conversation/document.js';
 import type { Embedder } from '../../../actors/conversation/embedding.js';
-import { ENTRY_SEPARATOR, hourOf, latestSpans, postingId, slotVectors, searchTerms, type ConversationVector, type HourCount, type SpanBucket, type TermPosting, type VectorBucket } from '../../../actors/conversation/search.js';
+import { hourOf, postingId, searchTerms, type ConversationVector, type HourCount, type TermPosting } from '../../../actors/conversation/search.js';
+import { blockOf, eachEntry, ENTRY_END, field, FIELD_END, fieldIs, fieldNumber, HEAD, SPAN, spanEntries, vectorEntries, type SpanSlot, type VectorSlot } from '../../../actors/conversation/slots.js';
 import type { ListQuery } from './query.js';
 import type { Position } from './cursor.js';
 
 export interface ReadSources {
   records: Collection<ConversationRecord>;
+  /** Rendered ended conversations (`document.ts`); read instead of their records when `Rows` may hold them. */
+  documents: Collection<ConversationDocument>;
   vectors: Collection<ConversationVector>;
   terms: Collection<TermPosting>;
   hours: Collection<HourCount>;
-  spans: Collection<SpanBucket>;
-  vectorBuckets: Collection<VectorBucket>;
+  spans: Collection<SpanSlot>;
+  vectorBuckets: Collection<VectorSlot>;
   embedder: Embedder;
 }
 
 /** The rows of one response, streamed, and where the next page starts (known once the rows are consumed). */
+/**
+ * A row: a conversation's record, or, when the caller accepts them (v2/v3 without latency, once every
+ * ended conversation has one), the rendered document of an ended conversation.
+ */
+export type Row = ConversationRecord | ConversationDocument;
+
+export const isDocument = (row: Row): row is ConversationDocument => 'json' in row && row.json !== undefined;
+
 export interface Rows {
-  rows: AsyncIterable<ConversationRecord>;
+  rows: AsyncIterable<Row>;
   /** After `rows` is exhausted: whether more rows follow, the next offset and the next cursor position. */
   next(): { more: boolean; nextOffset: number | null; position: Position | null };
 }
@@ -70,8 +82,8 @@ async function* walk(
   q: ListQuery,
   after: { startedAt: string; id: string } | null,
   need: number,
-  readWindow: (from: string | null, to: string | null) => Promise<ConversationRecord[]>,
-): AsyncGenerator<ConversationRecord> {
+  readWindow: (from: string | null, to: string | null) => Promise<Row[]>,
+): AsyncGenerator<Row> {
   let pos = later(q.start, after?.startedAt ?? null);
   const hourFilter: Filter = { project_id: projectId, environment: q.environment };
   const hourRange = timeRange(pos === null ? null : hourOf(pos), q.end);
@@ -123,14 +135,56 @@ async function* walk(
   }
 }
 
-/** The rows of a list or transcript request (keyset order), from `position` or `q.offset`. */
-export function keysetRows(src: ReadSources, projectId: string, q: ListQuery, position: Position | null): Rows {
+/**
+ * Merges documents and in-progress records, both in (started_at, id) order, into that order. A
+ * conversation found in both (its document is written before its record says it ended) is its document.
+ */
+function merge(documents: Row[], live: Row[]): Row[] {
+  if (live.length === 0) return documents;
+  if (documents.length === 0) return live;
+  const out: Row[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < documents.length || j < live.length) {
+    const a = documents[i];
+    const b = live[j];
+    if (b === undefined) out.push(documents[i++]);
+    else if (a === undefined) out.push(live[j++]);
+    else if (a.id === b.id) (out.push(a), i++, j++);
+    else if (a.started_at < b.started_at || (a.started_at === b.started_at && a.id < b.id)) out.push(documents[i++]);
+    else out.push(live[j++]);
+  }
+  return out;
+}
+
+/**
+ * Reads the rows of `filter` (records' fields) in (started_at, id) order: with `documents`, the ended
+ * conversations from their documents and those in progress from their records; else records only.
+ */
+function rowReader(src: ReadSources, documents: boolean): (filter: Filter) => Promise<Row[]> {
+  return async (filter) => {
+    const sort = { started_at: 1 } as const;
+    if (!documents || filter.in_progress === true) return src.records.find(filter, { sort });
+    const [ended, live] = await Promise.all([
+      src.documents.find(filter, { sort }),
+      filter.in_progress === false ? [] : src.records.find({ ...filter, in_progress: true }, { sort }),
+    ]);
+    return merge(ended, live);
+  };
+}
+
+/**
+ * The rows of a list or transcript request (keyset order), from `position` or `q.offset`; `documents`:
+ * whether rows may be documents.
+ */
+export function keysetRows(src: ReadSources, projectId: string, q: ListQuery, position: Position | null, documents = false): Rows {
   const after = position?.kind === 'after' ? { startedAt: position.startedAt, id: position.id } : null;
   const skip = position ? 0 : q.offset;
   const base = recordFilter(projectId, q);
+  const read = rowReader(src, documents);
   const readRecords = (from: string | null, to: string | null, extra: Filter = {}) => {
     const range = timeRange(from, to);
-    return src.records.find({ ...base, ...(range ? { started_at: range } : {}), ...extra }, { sort: { started_at: 1 } });
+    return read({ ...base, ...(range ? { started_at: range } : {}), ...extra });
   };
   let readWindow = (from: string | null, to: string | null) => readRecords(from, to);
   if (q.mode === 'transcript') {
@@ -157,8 +211,8 @@ export function keysetRows(src: ReadSources, projectId: string, q: ListQuery, po
   }
   const need = skip + q.limit + 1;
   let more = false;
-  let last: ConversationRecord | null = null;
-  async function* rows(): AsyncGenerator<ConversationRecord> {
+  let last: Row | null = null;
+  async function* rows(): AsyncGenerator<Row> {
     let seen = 0;
     const it = walk(src, projectId, q, after, need, readWindow);
     for await (const row of it) {
@@ -178,7 +232,7 @@ export function keysetRows(src: ReadSources, projectId: string, q: ListQuery, po
     next: () => ({
       more,
       nextOffset: more ? skip + q.limit : null,
-      position: more && last ? { kind: 'after', startedAt: (last as ConversationRecord).started_at, id: (last as ConversationRecord).id } : null,
+      position: more && last ? { kind: 'after', startedAt: (last as Row).started_at, id: (last as Row).id } : null,
     }),
   };
 }
@@ -199,67 +253,165 @@ function entryFilter(q: ListQuery): (startMs: number, channel: string, variantId
     (!q.variantId || variantId === q.variantId) && (!q.variantName || variantName === q.variantName);
 }
 
-/** Scores stored vectors (base64 int8) against a query, decoding each into one reused buffer. */
-function scorer(query: Float32Array): (stored: string) => number {
-  const scratch = Buffer.alloc(Math.max(query.length, 1) + 8);
-  const view = new Int8Array(scratch.buffer, scratch.byteOffset, scratch.length);
-  return (stored) => {
-    const n = scratch.write(stored, 'base64');
-    if (n !== query.length) return 0;
-    let dot = 0;
-    for (let i = 0; i < n; i++) dot += query[i] * view[i];
-    return dot / 127;
-  };
+/** The test of an entry's filter fields, compared in place (see `eachEntry`). */
+function fieldFilter(q: ListQuery, k: { channel: number; variantId: number; variantName: number }): (text: string, at: Int32Array) => boolean {
+  const channels = q.channels.length > 0 ? q.channels : null;
+  return (text, at) =>
+    (channels === null || channels.some((c) => fieldIs(text, at, k.channel, c))) &&
+    (!q.variantId || fieldIs(text, at, k.variantId, q.variantId)) &&
+    (!q.variantName || fieldIs(text, at, k.variantName, q.variantName));
 }
 
 /**
- * Scores a slot's packed vector entries (`packVectorEntry`) without splitting them: the fields are found by
- * position and compared in place, and only the entries that pass the filters have their id and vector cut
- * out. The last entry of a conversation wins, as in `slotVectors`.
+ * The scored conversations of a semantic search, as columns. A candidate is where its entry starts in a
+ * packed text (a slot's heads: id, then start, ...); its id and start are read from there only for the
+ * candidates that make the page (and for ties).
  */
-function scoreSlot(
-  entries: string[],
-  model: string,
-  q: ListQuery,
-  score: (stored: string) => number,
-  add: (id: string, start: number, score: number) => void,
-): void {
-  const from = q.start === null ? -Infinity : Date.parse(q.start);
-  const to = q.end === null ? Infinity : Date.parse(q.end);
-  const channels = q.channels.length > 0 ? q.channels : null;
-  const ids = new Set<string>();
-  const kept: Array<[string, number, number]> = [];
-  for (let n = entries.length - 1; n >= 0; n--) {
-    const e = entries[n];
-    const f0 = e.indexOf(ENTRY_SEPARATOR);
-    const f1 = e.indexOf(ENTRY_SEPARATOR, f0 + 1);
-    const f2 = e.indexOf(ENTRY_SEPARATOR, f1 + 1);
-    const f3 = e.indexOf(ENTRY_SEPARATOR, f2 + 1);
-    const f4 = e.indexOf(ENTRY_SEPARATOR, f3 + 1);
-    const f5 = e.indexOf(ENTRY_SEPARATOR, f4 + 1);
-    if (f5 < 0) continue;
-    const id = e.slice(0, f0);
-    // Walking backwards, the first entry seen of a conversation is its last.
-    if (ids.has(id)) continue;
-    ids.add(id);
-    if (f5 - f4 - 1 !== model.length || !e.startsWith(model, f4 + 1)) continue;
-    const start = Number(e.slice(f0 + 1, f1));
-    if (!(start >= from && start < to)) continue;
-    if (channels !== null && !channels.some((c) => c.length === f2 - f1 - 1 && e.startsWith(c, f1 + 1))) continue;
-    if (q.variantId && !(q.variantId.length === f3 - f2 - 1 && e.startsWith(q.variantId, f2 + 1))) continue;
-    if (q.variantName && !(q.variantName.length === f4 - f3 - 1 && e.startsWith(q.variantName, f3 + 1))) continue;
-    kept.push([id, start, score(e.slice(f5 + 1))]);
+export class Candidates {
+  readonly scores: number[] = [];
+  private readonly texts: string[] = [];
+  private readonly text: number[] = [];
+  private readonly at: number[] = [];
+
+  /** Registers a packed text whose entries begin with id and start; returns its number. */
+  source(text: string): number {
+    this.texts.push(text);
+    return this.texts.length - 1;
   }
-  // Candidates are added in stored order (ties in score are broken by start and id, so the order only
-  // matters for equal entries, of which there are none after deduplication).
-  for (let k = kept.length - 1; k >= 0; k--) add(kept[k][0], kept[k][1], kept[k][2]);
+
+  /** The entry of `texts[source]` at `at`; non-positive scores are dropped. */
+  addAt(source: number, at: number, score: number): void {
+    if (!(score > 0)) return;
+    this.scores.push(score);
+    this.text.push(source);
+    this.at.push(at);
+  }
+
+  add(id: string, start: number, score: number): void {
+    this.addAt(this.source(`${id}${FIELD_END}${start}`), 0, score);
+  }
+
+  idOf = (i: number): string => {
+    const text = this.texts[this.text[i]];
+    const from = this.at[i];
+    return text.slice(from, text.indexOf(FIELD_END, from));
+  };
+
+  startOf = (i: number): number => {
+    const text = this.texts[this.text[i]];
+    const from = text.indexOf(FIELD_END, this.at[i]) + 1;
+    let to = text.indexOf(FIELD_END, from);
+    if (to < 0) to = text.length;
+    return Number(text.slice(from, to));
+  };
 }
 
-/** Loads records by id, in the given order (ids whose record is gone are skipped). */
-async function recordsInOrder(src: ReadSources, ids: string[]): Promise<ConversationRecord[]> {
+/** The dot product of `query` with `dims` int8 components of `block` from `at` (four lanes: fewer dependent adds). */
+function dot(query: Float64Array, block: Int8Array, at: number, dims: number): number {
+  let d0 = 0;
+  let d1 = 0;
+  let d2 = 0;
+  let d3 = 0;
+  let i = 0;
+  for (; i + 3 < dims; i += 4) {
+    d0 += query[i] * block[at + i];
+    d1 += query[i + 1] * block[at + i + 1];
+    d2 += query[i + 2] * block[at + i + 2];
+    d3 += query[i + 3] * block[at + i + 3];
+  }
+  for (; i < dims; i++) d0 += query[i] * block[at + i];
+  return d0 + d1 + d2 + d3;
+}
+
+/**
+ * Scores the vectors of a packed slot against `query`: heads are scanned in place (no callback, no copy),
+ * vectors read straight from the slot's binary block. Slots written before packing are converted first.
+ */
+function scoreSlot(slot: VectorSlot, model: string, q: ListQuery, query: Float64Array, out: Candidates): void {
+  if (typeof slot.heads !== 'string' || Array.isArray(slot.vectors)) {
+    const passes = entryFilter(q);
+    for (const [id, start, channel, variantId, variantName, m, v] of vectorEntries(slot)) {
+      if (m !== model || v.length !== query.length || !passes(start, channel, variantId, variantName)) continue;
+      let dot = 0;
+      for (let i = 0; i < v.length; i++) dot += query[i] * v[i];
+      out.add(id, start, dot / 127);
+    }
+    return;
+  }
+  const models = Array.isArray(slot.models) ? slot.models : null;
+  if (models !== null && !models.includes(model)) return;
+  const oneModel = models !== null && models.length === 1;
+  const heads = slot.heads;
+  const block = blockOf(slot);
+  const from = q.start === null ? -Infinity : Date.parse(q.start);
+  const to = q.end === null ? Infinity : Date.parse(q.end);
+  // A slot holds the conversations of one hour: inside the range, their starts need no check.
+  const hour = Date.parse(slot.bucket);
+  const wholeHour = hour >= from && hour + HOUR <= to;
+  const filtered = q.channels.length > 0 || q.variantId !== null || q.variantName !== null;
+  const passes = fieldFilter(q, HEAD);
+  const dimension = query.length;
+  const source = out.source(heads);
+  const at = new Int32Array(HEAD.count + 1);
+  let offset = 0;
+  let pos = 0;
+  while (pos < heads.length) {
+    let end = heads.indexOf(ENTRY_END, pos);
+    if (end < 0) end = heads.length;
+    at[0] = pos;
+    let k = 1;
+    for (let p = pos; k < HEAD.count; k++) {
+      const f = heads.indexOf(FIELD_END, p);
+      if (f < 0 || f >= end) break;
+      at[k] = f + 1;
+      p = f + 1;
+    }
+    at[HEAD.count] = end + 1;
+    pos = end + 1;
+    if (k < HEAD.count) continue;
+    const dims = fieldNumber(heads, at, HEAD.dims);
+    const here = offset;
+    offset += dims;
+    if (dims !== dimension || here + dims > block.length || (!oneModel && !fieldIs(heads, at, HEAD.model, model))) continue;
+    if (!wholeHour) {
+      const start = fieldNumber(heads, at, HEAD.start);
+      if (!(start >= from && start < to)) continue;
+    }
+    if (filtered && !passes(heads, at)) continue;
+    out.addAt(source, at[HEAD.id], dot(query, block, here, dims) / 127);
+  }
+}
+
+/**
+ * Calls `visit(id, start, end)` for each conversation of a span slot that passes the request's filters (end
+ * null while in progress); fields are compared in place, ids cut out only for those that pass.
+ */
+function eachSpan(slot: SpanSlot, q: ListQuery, visit: (id: string, start: number, end: number | null) => void): void {
+  const from = q.start === null ? -Infinity : Date.parse(q.start);
+  const to = q.end === null ? Infinity : Date.parse(q.end);
+  if (typeof slot.entries !== 'string' || Array.isArray(slot.spans)) {
+    const passes = entryFilter(q);
+    for (const [id, start, end, channel, variantId, variantName] of spanEntries(slot)) if (passes(start, channel, variantId, variantName)) visit(id, start, end);
+    return;
+  }
+  const text = slot.entries;
+  const passes = fieldFilter(q, SPAN);
+  eachEntry(text, SPAN.count, (at) => {
+    const start = fieldNumber(text, at, SPAN.start);
+    if (!(start >= from && start < to) || !passes(text, at)) return;
+    const end = fieldNumber(text, at, SPAN.end);
+    visit(field(text, at, SPAN.id), start, Number.isNaN(end) ? null : end);
+  });
+}
+
+/** Loads rows by id, in the given order (ids whose record is gone are skipped); documents first when allowed. */
+async function rowsInOrder(src: ReadSources, ids: string[], documents: boolean): Promise<Row[]> {
   if (ids.length === 0) return [];
-  const found = new Map((await src.records.find({ id: { $in: ids } })).map((r) => [r.id, r]));
-  return ids.map((id) => found.get(id)).filter((r): r is ConversationRecord => r !== undefined);
+  const found = new Map<string, Row>();
+  if (documents) for (const d of await src.documents.find({ id: { $in: ids } })) found.set(d.id, d);
+  const missing = ids.filter((id) => !found.has(id));
+  if (missing.length > 0) for (const r of await src.records.find({ id: { $in: missing } })) found.set(r.id, r);
+  return ids.map((id) => found.get(id)).filter((r): r is Row => r !== undefined);
 }
 
 async function* each<T>(items: T[]): AsyncGenerator<T> {
@@ -291,7 +443,7 @@ const byStart = (a: { start: number; id: string }, b: { start: number; id: strin
  * The indexes of the `k` best candidates (score descending, then start, then id), without sorting all of
  * them: a histogram of the scores finds a threshold that keeps at least `k`, and only those are sorted.
  */
-export function topK(scores: number[], starts: number[], ids: string[], k: number): number[] {
+export function topK(scores: number[], startOf: (i: number) => number, idOf: (i: number) => string, k: number): number[] {
   const BINS = 1024;
   const bin = (score: number) => Math.min(BINS - 1, Math.max(0, Math.floor(score * BINS)));
   const counts = new Uint32Array(BINS);
@@ -306,38 +458,33 @@ export function topK(scores: number[], starts: number[], ids: string[], k: numbe
   }
   const keep: number[] = [];
   for (let i = 0; i < scores.length; i++) if (bin(scores[i]) >= threshold) keep.push(i);
-  keep.sort((a, b) => scores[b] - scores[a] || starts[a] - starts[b] || (ids[a] < ids[b] ? -1 : ids[a] > ids[b] ? 1 : 0));
+  // Starts and ids are read only for the kept candidates, once each.
+  const starts = new Map<number, number>();
+  const ids = new Map<number, string>();
+  const start = (i: number) => {
+    let v = starts.get(i);
+    if (v === undefined) starts.set(i, (v = startOf(i)));
+    return v;
+  };
+  const id = (i: number) => {
+    let v = ids.get(i);
+    if (v === undefined) ids.set(i, (v = idOf(i)));
+    return v;
+  };
+  keep.sort((a, b) => scores[b] - scores[a] || start(a) - start(b) || (id(a) < id(b) ? -1 : id(a) > id(b) ? 1 : 0));
   return keep.slice(0, k);
 }
 
 /** Semantic search: most similar first; pages by rank (offset or cursor). */
-export async function semanticRows(src: ReadSources, projectId: string, q: ListQuery, position: Position | null): Promise<Rows> {
+export async function semanticRows(src: ReadSources, projectId: string, q: ListQuery, position: Position | null, documents = false): Promise<Rows> {
   const offset = position?.kind === 'rank' ? position.offset : q.offset;
   const [query] = await src.embedder.embed([q.query]);
   const model = src.embedder.model;
-  const ids: string[] = [];
-  const starts: number[] = [];
-  const scores: number[] = [];
-  const add = (id: string, start: number, score: number) => {
-    if (score <= 0) return;
-    ids.push(id);
-    starts.push(start);
-    scores.push(score);
-  };
+  const found = new Candidates();
   if (q.inProgress !== true) {
-    const passes = entryFilter(q);
-    const score = scorer(query);
-    for (const doc of await src.vectorBuckets.find(bucketFilter(projectId, q))) {
-      const entries = Array.isArray(doc.vectors) ? doc.vectors : [];
-      if (entries.every((e) => typeof e === 'string')) {
-        scoreSlot(entries as string[], model, q, score, add);
-        continue;
-      }
-      for (const [id, start, channel, variantId, variantName, m, v] of slotVectors(doc)) {
-        if (m !== model || !passes(start, channel, variantId, variantName)) continue;
-        add(id, start, score(v));
-      }
-    }
+    // Float64: the products then need no float32 to float64 conversion (measured about 1.6 times faster).
+    const query64 = Float64Array.from(query);
+    for (const doc of await src.vectorBuckets.find(bucketFilter(projectId, q))) scoreSlot(doc, model, q, query64, found);
   }
   if (q.inProgress !== false) {
     // Conversations in progress have no final vector yet: they are embedded from their records now.
@@ -347,11 +494,11 @@ export async function semanticRows(src: ReadSources, projectId: string, q: ListQ
       { sort: { started_at: 1 }, limit: MAX_LIVE_EMBEDDED },
     );
     const vectors = await embedTranscripts(src.embedder, live);
-    live.forEach((r, i) => add(r.id, Date.parse(r.started_at), similarityOf(query, vectors[i])));
+    live.forEach((r, i) => found.add(r.id, Date.parse(r.started_at), similarityOf(query, vectors[i])));
   }
-  const page = topK(scores, starts, ids, offset + q.limit).slice(offset);
-  const more = scores.length > offset + q.limit;
-  const rows = await recordsInOrder(src, page.map((i) => ids[i]));
+  const page = topK(found.scores, found.startOf, found.idOf, offset + q.limit).slice(offset);
+  const more = found.scores.length > offset + q.limit;
+  const rows = await rowsInOrder(src, page.map(found.idOf), documents);
   return {
     rows: each(rows),
     next: () => ({ more, nextOffset: more ? offset + q.limit : null, position: more ? { kind: 'rank', offset: offset + q.limit } : null }),
@@ -359,15 +506,12 @@ export async function semanticRows(src: ReadSources, projectId: string, q: ListQ
 }
 
 /** Random sampling: up to `limit` conversations of the range, uniformly, returned in chronological order. */
-export async function randomRows(src: ReadSources, projectId: string, q: ListQuery): Promise<Rows> {
+export async function randomRows(src: ReadSources, projectId: string, q: ListQuery, documents = false): Promise<Rows> {
   const pool: Array<{ id: string; start: number }> = [];
-  const passes = entryFilter(q);
   for (const doc of await src.spans.find(bucketFilter(projectId, q))) {
-    for (const [id, start, end, channel, variantId, variantName] of latestSpans(doc)) {
-      if (!passes(start, channel, variantId, variantName)) continue;
-      if (q.inProgress !== null && (end === null) !== q.inProgress) continue;
-      pool.push({ id, start });
-    }
+    eachSpan(doc, q, (id, start, end) => {
+      if (q.inProgress === null || (end === null) === q.inProgress) pool.push({ id, start });
+    });
   }
   const n = Math.min(q.limit, pool.length);
   for (let i = 0; i < n; i++) {
@@ -375,6 +519,6 @@ export async function randomRows(src: ReadSources, projectId: string, q: ListQue
     [pool[i], pool[j]] = [pool[j], pool[i]];
   }
   const chosen = pool.slice(0, n).sort(byStart);
-  const rows = await recordsInOrder(src, chosen.map((d) => d.id));
+  const rows = await rowsInOrder(src, chosen.map((d) => d.id), documents);
   return { rows: each(rows), next: () => ({ more: false, nextOffset: null, position: null }) };
 }
