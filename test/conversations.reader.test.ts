@@ -13,7 +13,7 @@ import { conversationRecords, type ConversationRecord } from '../actors/conversa
 import { conversationHours, conversationSpans, conversationTerms, conversationVectorBuckets, conversationVectors } from '../actors/conversation/search.js';
 import { FIELD_END, spanEntries, spanSlotWriter, vectorEntries, vectorSlotWriter, type VectorEntry } from '../actors/conversation/slots.js';
 import { createOfflineEmbedder } from '../actors/conversation/embedding.js';
-import { isDocument, keysetRows, randomRows, semanticRows, topK, type ReadSources, type Row } from '../gateway/edge/conversations/reader.js';
+import { Candidates, isDocument, keysetRows, randomRows, semanticRows, topK, type ReadSources, type Row } from '../gateway/edge/conversations/reader.js';
 import { backfillDocuments, conversationDocuments, documentOf, documentsComplete, jsonOf, withoutTurns } from '../actors/conversation/document.js';
 import { conversationProjection } from '../actors/conversation/projection.js';
 import { conversationV3 } from '../actors/conversation/view.js';
@@ -155,6 +155,27 @@ t.test('random samples come from the filtered range, without repeats, in order',
   t.ok(ids.every((id) => allowed.has(id)));
   t.equal(new Set(ids).size, ids.length);
   t.same(ids, all.filter((r) => ids.includes(r.id)).map((r) => r.id), 'chronological');
+});
+
+t.test('Candidates keep every one of the best k (ties included) and count the rest', async (t) => {
+  fc.assert(
+    fc.property(
+      fc.array(fc.tuple(fc.constantFrom(-0.2, 0, 0.001, 0.5, 0.5004, 0.9999, 1), fc.integer({ min: 0, max: 5 }), fc.constantFrom('a', 'b', 'c')), { maxLength: 80 }),
+      fc.integer({ min: 1, max: 40 }),
+      (rows, k) => {
+        const found = new Candidates(k);
+        rows.forEach((r, i) => found.add(`${r[2]}${i}`, r[1], r[0]));
+        const got = topK(found.scores, found.startOf, found.idOf, k).map(found.idOf);
+        const want = rows
+          .map((r, i) => ({ score: r[0], start: r[1], id: `${r[2]}${i}` }))
+          .filter((r) => r.score > 0)
+          .sort((a, b) => b.score - a.score || a.start - b.start || (a.id < b.id ? -1 : 1));
+        t.same(got, want.slice(0, k).map((r) => r.id));
+        t.equal(found.count, want.length);
+      },
+    ),
+    { numRuns: 300 },
+  );
 });
 
 t.test('topK equals the first k of a full sort (score, then start, then id)', async (t) => {

@@ -269,9 +269,19 @@ function fieldFilter(q: ListQuery, k: { channel: number; variantId: number; vari
  */
 export class Candidates {
   readonly scores: number[] = [];
+  /** How many conversations scored above 0 (kept or not). */
+  count = 0;
   private readonly texts: string[] = [];
   private readonly text: number[] = [];
   private readonly at: number[] = [];
+  /** A min-heap of the best `want` scores so far: below its least, a candidate cannot make the page. */
+  private readonly best: Float64Array;
+  private size = 0;
+
+  /** `want`: how many of the best the caller will take (offset + limit). */
+  constructor(private readonly want: number) {
+    this.best = new Float64Array(Math.max(1, want));
+  }
 
   /** Registers a packed text whose entries begin with id and start; returns its number. */
   source(text: string): number {
@@ -282,6 +292,9 @@ export class Candidates {
   /** The entry of `texts[source]` at `at`; non-positive scores are dropped. */
   addAt(source: number, at: number, score: number): void {
     if (!(score > 0)) return;
+    this.count++;
+    if (this.size === this.want && score < this.best[0]) return;
+    this.keepScore(score);
     this.scores.push(score);
     this.text.push(source);
     this.at.push(at);
@@ -289,6 +302,32 @@ export class Candidates {
 
   add(id: string, start: number, score: number): void {
     this.addAt(this.source(`${id}${FIELD_END}${start}`), 0, score);
+  }
+
+  private keepScore(score: number): void {
+    const heap = this.best;
+    if (this.want === 0) return;
+    let i: number;
+    if (this.size < this.want) {
+      i = this.size++;
+      while (i > 0 && heap[(i - 1) >> 1] > score) {
+        heap[i] = heap[(i - 1) >> 1];
+        i = (i - 1) >> 1;
+      }
+      heap[i] = score;
+      return;
+    }
+    // Replace the least and sift down.
+    i = 0;
+    for (;;) {
+      const l = 2 * i + 1;
+      if (l >= this.size) break;
+      const c = l + 1 < this.size && heap[l + 1] < heap[l] ? l + 1 : l;
+      if (heap[c] >= score) break;
+      heap[i] = heap[c];
+      i = c;
+    }
+    heap[i] = score;
   }
 
   idOf = (i: number): string => {
@@ -480,7 +519,7 @@ export async function semanticRows(src: ReadSources, projectId: string, q: ListQ
   const offset = position?.kind === 'rank' ? position.offset : q.offset;
   const [query] = await src.embedder.embed([q.query]);
   const model = src.embedder.model;
-  const found = new Candidates();
+  const found = new Candidates(offset + q.limit);
   if (q.inProgress !== true) {
     // Float64: the products then need no float32 to float64 conversion (measured about 1.6 times faster).
     const query64 = Float64Array.from(query);
@@ -497,7 +536,7 @@ export async function semanticRows(src: ReadSources, projectId: string, q: ListQ
     live.forEach((r, i) => found.add(r.id, Date.parse(r.started_at), similarityOf(query, vectors[i])));
   }
   const page = topK(found.scores, found.startOf, found.idOf, offset + q.limit).slice(offset);
-  const more = found.scores.length > offset + q.limit;
+  const more = found.count > offset + q.limit;
   const rows = await rowsInOrder(src, page.map(found.idOf), documents);
   return {
     rows: each(rows),
