@@ -35,6 +35,8 @@ const SECONDS = Number(process.env.BENCH_S ?? 5);
 const WEEK_START = Date.parse('2026-11-09T00:00:00.000Z');
 const WEEK = 7 * 86_400_000;
 const BATCH = Number(process.env.BENCH_BATCH ?? 1000);
+/** Requests of each kind made before measuring it (BENCH_WARMUP_RUNS). */
+const WARMUP_RUNS = Number(process.env.BENCH_WARMUP_RUNS ?? 10);
 /** Which queries to measure (comma-separated: page, transcript, semantic, concurrency); all by default. */
 const QUERIES = new Set((process.env.BENCH_QUERIES ?? 'page,transcript,semantic,concurrency').split(',').map((s) => s.trim()));
 
@@ -153,10 +155,14 @@ async function run(p: Awaited<ReturnType<typeof startPlatform>>, dataDir: string
     let also = false;
     let rows = 0;
     let n = 0;
+    // Warm-up, not recorded: the first requests of a kind compile its code paths in the platform process.
+    for (let w = 0; w < WARMUP_RUNS; w++) await op();
+    const samples: number[] = [];
     const end = performance.now() + SECONDS * 1000;
     while (performance.now() < end) {
       const r = await op();
       http.record(r.ms);
+      samples.push(r.ms);
       const t0 = performance.now();
       const got = await r.raw();
       raw.record(performance.now() - t0);
@@ -172,6 +178,7 @@ async function run(p: Awaited<ReturnType<typeof startPlatform>>, dataDir: string
     }
     const h = http.summary();
     const s = raw.summary();
+    if (process.env.BENCH_SAMPLES === '1') process.stdout.write(`${name}: ${samples.map((x) => x.toFixed(0)).join(' ')}\n`);
     return { name, n, rows: rows / n, http: h, raw: s, also: also ? alsoRaw.summary() : null };
   }
 
