@@ -67,29 +67,34 @@ export function packSpan(e: SpanEntry): string {
 }
 
 /**
- * Calls `visit` for every entry of packed `text` that has `count` fields, with the offsets of its fields:
- * field k runs from `at[k]` to `at[k + 1] - 1`. `at` is reused from entry to entry.
+ * Reads the entry of packed `text` starting at `pos`: field k runs from `at[k]` to `at[k + 1] - 1`, and
+ * `at[count]` is -1 when the entry has fewer than `count` fields. Returns where the next entry starts.
+ * For loops that cannot afford a callback per entry; `eachEntry` is the same walk with one.
+ */
+export function readEntry(text: string, pos: number, count: number, at: Int32Array): number {
+  let end = text.indexOf(ENTRY_END, pos);
+  if (end < 0) end = text.length;
+  at[0] = pos;
+  let k = 1;
+  for (let p = pos; k < count; k++) {
+    const f = text.indexOf(FIELD_END, p);
+    if (f < 0 || f >= end) break;
+    at[k] = f + 1;
+    p = f + 1;
+  }
+  at[count] = k === count ? end + 1 : -1;
+  return end + 1;
+}
+
+/**
+ * Calls `visit` for every entry of packed `text` that has `count` fields, with the offsets of its fields
+ * (see `readEntry`; `at` is reused from entry to entry).
  */
 export function eachEntry(text: string, count: number, visit: (at: Int32Array, index: number) => void): void {
   const at = new Int32Array(count + 1);
-  let pos = 0;
-  let index = 0;
-  while (pos < text.length) {
-    let end = text.indexOf(ENTRY_END, pos);
-    if (end < 0) end = text.length;
-    at[0] = pos;
-    let k = 1;
-    let p = pos;
-    while (k < count) {
-      const f = text.indexOf(FIELD_END, p);
-      if (f < 0 || f >= end) break;
-      at[k++] = f + 1;
-      p = f + 1;
-    }
-    at[count] = end + 1;
-    if (k === count) visit(at, index);
-    index++;
-    pos = end + 1;
+  for (let pos = 0, index = 0; pos < text.length; index++) {
+    pos = readEntry(text, pos, count, at);
+    if (at[count] >= 0) visit(at, index);
   }
 }
 

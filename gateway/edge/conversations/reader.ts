@@ -17,7 +17,7 @@ import type { ConversationRecord } from '../../../actors/conversation/record.js'
 import type { ConversationDocument } from '../../../actors/conversation/document.js';
 import type { Embedder } from '../../../actors/conversation/embedding.js';
 import { hourOf, postingId, searchTerms, type ConversationVector, type HourCount, type TermPosting } from '../../../actors/conversation/search.js';
-import { blockOf, eachEntry, ENTRY_END, field, FIELD_END, fieldIs, fieldNumber, HEAD, SPAN, spanEntries, vectorEntries, type SpanSlot, type VectorSlot } from '../../../actors/conversation/slots.js';
+import { blockOf, eachEntry, field, FIELD_END, fieldIs, fieldNumber, HEAD, readEntry, SPAN, spanEntries, vectorEntries, type SpanSlot, type VectorSlot } from '../../../actors/conversation/slots.js';
 import type { ListQuery } from './query.js';
 import type { Position } from './cursor.js';
 
@@ -393,21 +393,9 @@ function scoreSlot(slot: VectorSlot, model: string, q: ListQuery, query: Float64
   const source = out.source(heads);
   const at = new Int32Array(HEAD.count + 1);
   let offset = 0;
-  let pos = 0;
-  while (pos < heads.length) {
-    let end = heads.indexOf(ENTRY_END, pos);
-    if (end < 0) end = heads.length;
-    at[0] = pos;
-    let k = 1;
-    for (let p = pos; k < HEAD.count; k++) {
-      const f = heads.indexOf(FIELD_END, p);
-      if (f < 0 || f >= end) break;
-      at[k] = f + 1;
-      p = f + 1;
-    }
-    at[HEAD.count] = end + 1;
-    pos = end + 1;
-    if (k < HEAD.count) continue;
+  for (let pos = 0; pos < heads.length; ) {
+    pos = readEntry(heads, pos, HEAD.count, at);
+    if (at[HEAD.count] < 0) continue;
     const dims = fieldNumber(heads, at, HEAD.dims);
     const here = offset;
     offset += dims;
