@@ -102,14 +102,22 @@ for (const documents of [false, true]) t.test(`cursor walks over many windows eq
     all.filter((r) => within(r, from, to) && /permit/.test(r.turns[0].user_input)).map((r) => r.id), 'every term');
 });
 
-t.test('documents: a store written before them is back-filled once, from the hour counts', async (t) => {
+t.test('documents: a store written before them is back-filled once, every ended record included', async (t) => {
+  // A record written before any read model (no hour count, no slot), with an id outside the hex ranges.
+  const legacy = { ...all.find((r) => !r.in_progress)!, id: 'Zlegacy', project_id: 'legacy-project' };
+  await src.records.insert(legacy);
   const before = await src.documents.find({ project_id: 'proj' });
   t.notOk(await documentsComplete(store), 'not marked complete');
   await src.documents.delete({ project_id: 'proj' });
-  t.equal(await backfillDocuments(store), before.length, 'every ended conversation gets its document');
+  const ended = await src.records.find({ in_progress: false });
+  t.equal(await backfillDocuments(store), ended.length, 'every ended conversation gets its document (other projects and environments too)');
   t.ok(await documentsComplete(store), 'then marked complete');
-  t.same((await src.documents.find({ project_id: 'proj' })).map((d) => [d.id, jsonOf(d).toString()]).sort(), before.map((d) => [d.id, jsonOf(d).toString()]).sort(), 'the same documents');
+  t.same((await src.documents.find({ project_id: 'proj', environment: 'live' })).map((d) => [d.id, jsonOf(d).toString()]).sort(), before.map((d) => [d.id, jsonOf(d).toString()]).sort(), 'the same documents');
+  t.equal(jsonOf((await src.documents.get('Zlegacy'))!).toString(), JSON.stringify(conversationV3(legacy, { version: 'v3', showTranscripts: true, includeLatency: false })), 'the legacy record too');
   t.equal(await backfillDocuments(store), 0, 'a second run does nothing');
+  await src.records.delete({ id: 'Zlegacy' });
+  // Back to the documents the projection wrote: none for the records inserted without it.
+  await src.documents.delete({ id: { $nin: before.map((d) => d.id) } });
 });
 
 t.test('documents: the stored rendering is the record\'s v3 view; pages merge them with records in progress', async (t) => {

@@ -18,7 +18,6 @@
  */
 import type { Collection, Doc, Store } from '../../store/mod.js';
 import { conversationRecords, type ConversationRecord } from './record.js';
-import { conversationHours } from './search.js';
 import { conversationV3 } from './view.js';
 
 export interface ConversationDocument extends Doc {
@@ -104,18 +103,21 @@ export async function documentsComplete(store: Store): Promise<boolean> {
 }
 
 /**
- * Writes the documents of the ended conversations of a store written before documents existed, hour by
- * hour of the per-hour counts (indexed reads only), then records that it is done. Idempotent, and safe
- * beside writers: a document is only written over an older version. Resolves to the number written.
+ * Writes the documents of the ended conversations of a store written before documents existed, then
+ * records that it is done. The records are read in 258 ranges of ids (before `00`, `00` to `01`, ...,
+ * from `ff` on: primary-key ranges on both backends, so no read holds more than a slice of the store).
+ * Idempotent, and safe beside writers: a document is only written over an older version. Resolves to the
+ * number written.
  */
 export async function backfillDocuments(store: Store): Promise<number> {
   if (await documentsComplete(store)) return 0;
   const records = conversationRecords(store);
   const documents = conversationDocuments(store);
+  const bounds = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
   let written = 0;
-  for (const hour of await conversationHours(store).find({})) {
-    const end = new Date(Date.parse(hour.hour) + 3_600_000).toISOString();
-    const rows = await records.find({ project_id: hour.project_id, environment: hour.environment, started_at: { $gte: hour.hour, $lt: end }, in_progress: false });
+  for (let i = 0; i <= bounds.length; i++) {
+    const id = { ...(i > 0 ? { $gte: bounds[i - 1] } : {}), ...(i < bounds.length ? { $lt: bounds[i] } : {}) };
+    const rows = await records.find({ id, in_progress: false });
     const results = await Promise.all(rows.map((r) => documents.putNewer(documentOf(r), 'snapshot_version')));
     written += results.filter(Boolean).length;
   }
