@@ -14,7 +14,8 @@ import { conversationHours, conversationSpans, conversationTerms, conversationVe
 import { FIELD_END, spanEntries, spanSlotWriter, vectorEntries, vectorSlotWriter, type VectorEntry } from '../actors/conversation/slots.js';
 import { createOfflineEmbedder } from '../actors/conversation/embedding.js';
 import { Candidates, isDocument, keysetRows, randomRows, semanticRows, topK, type ReadSources, type Row } from '../gateway/edge/conversations/reader.js';
-import { backfillDocuments, conversationDocuments, documentOf, documentsComplete, jsonOf, withoutTurns } from '../actors/conversation/document.js';
+import { conversationDocuments, documentOf, jsonOf, withoutTurns } from '../actors/conversation/document.js';
+import { backfillReadModels, readModelsComplete } from '../actors/conversation/backfill.js';
 import { conversationProjection } from '../actors/conversation/projection.js';
 import { conversationV3 } from '../actors/conversation/view.js';
 import { parseListQuery } from '../gateway/edge/conversations/query.js';
@@ -100,24 +101,6 @@ for (const documents of [false, true]) t.test(`cursor walks over many windows eq
     all.filter((r) => within(r, from, to) && /Parking/.test(r.turns[0].agent_response)).map((r) => r.id), 'transcript mode, agent side');
   t.same(await walk({ limit: '4', query_type: 'transcript', query: 'permit parking', start_time: from, end_time: to }, documents),
     all.filter((r) => within(r, from, to) && /permit/.test(r.turns[0].user_input)).map((r) => r.id), 'every term');
-});
-
-t.test('documents: a store written before them is back-filled once, every ended record included', async (t) => {
-  // A record written before any read model (no hour count, no slot), with an id outside the hex ranges.
-  const legacy = { ...all.find((r) => !r.in_progress)!, id: 'Zlegacy', project_id: 'legacy-project' };
-  await src.records.insert(legacy);
-  const before = await src.documents.find({ project_id: 'proj' });
-  t.notOk(await documentsComplete(store), 'not marked complete');
-  await src.documents.delete({ project_id: 'proj' });
-  const ended = await src.records.find({ in_progress: false });
-  t.equal(await backfillDocuments(store), ended.length, 'every ended conversation gets its document (other projects and environments too)');
-  t.ok(await documentsComplete(store), 'then marked complete');
-  t.same((await src.documents.find({ project_id: 'proj', environment: 'live' })).map((d) => [d.id, jsonOf(d).toString()]).sort(), before.map((d) => [d.id, jsonOf(d).toString()]).sort(), 'the same documents');
-  t.equal(jsonOf((await src.documents.get('Zlegacy'))!).toString(), JSON.stringify(conversationV3(legacy, { version: 'v3', showTranscripts: true, includeLatency: false })), 'the legacy record too');
-  t.equal(await backfillDocuments(store), 0, 'a second run does nothing');
-  await src.records.delete({ id: 'Zlegacy' });
-  // Back to the documents the projection wrote: none for the records inserted without it.
-  await src.documents.delete({ id: { $nin: before.map((d) => d.id) } });
 });
 
 t.test('documents: the stored rendering is the record\'s v3 view; pages merge them with records in progress', async (t) => {
@@ -292,4 +275,42 @@ t.test('span slots: packed and pre-packing slots give the same samples and entri
   t.equal(got.length, 200, 'every entry stored once');
   t.equal(got.find((e) => e[0] === 'k1')![2], T0 + 6, 'an ended entry stays ended');
   t.ok(contended.rev! > 2 && contended.rev! < 200, `writes coalesced (${contended.rev} revisions for 201 entries)`);
+});
+
+// Last: it projects the records the setup inserted bare, which the tests above expect unindexed.
+t.test('read models: a store written before them is back-filled once, every record included', async (t) => {
+  // Records written before any read model (no document, hour count, posting or slot), with ids outside the hex ranges.
+  const template = all.find((r) => !r.in_progress)!;
+  const legacy = [
+    { ...template, id: 'Zlegacy1', project_id: 'legacy-project', turns: [{ ...template.turns[0], user_input: 'my parking permit expired' }] },
+    { ...template, id: 'Zlegacy2', project_id: 'legacy-project', in_progress: true, started_at: new Date(Date.parse(template.started_at) + 1000).toISOString() },
+  ];
+  for (const r of legacy) await src.records.insert(r);
+  const before = await src.documents.find({ project_id: 'proj' });
+  t.notOk(await readModelsComplete(store), 'not marked complete');
+  await src.documents.delete({ project_id: 'proj' });
+  const ended = await src.records.find({ in_progress: false });
+  const done = await backfillReadModels(store, embedder);
+  t.equal(done.documents, ended.length, 'every ended conversation gets its document (other projects and environments too)');
+  t.equal(done.indexed, 2 + 2, 'records without search records are projected (the two legacy ones, and the two the setup inserted bare)');
+  t.ok(await readModelsComplete(store), 'then marked complete');
+  t.same((await src.documents.find({ project_id: 'proj', environment: 'live' })).map((d) => [d.id, jsonOf(d).toString()]).sort(), before.map((d) => [d.id, jsonOf(d).toString()]).sort(), 'the same documents');
+  t.equal(jsonOf((await src.documents.get('Zlegacy1'))!).toString(), JSON.stringify(conversationV3(legacy[0], { version: 'v3', showTranscripts: true, includeLatency: false })), 'the legacy record too');
+  t.equal(await src.documents.get('Zlegacy2'), null, 'none for a conversation in progress');
+  const range = { start_time: new Date(T0 - 3_600_000).toISOString(), end_time: new Date(T0 + 31 * 3_600_000).toISOString() };
+  const found = async (query: Record<string, string>) => {
+    const q = parseListQuery('v3', { ...range, ...query });
+    const rows = q.mode === 'semantic' ? await semanticRows(src, 'legacy-project', q, null, true)
+      : q.mode === 'random' ? await randomRows(src, 'legacy-project', q, true)
+      : keysetRows(src, 'legacy-project', q, null, true);
+    return collect(rows.rows);
+  };
+  t.same(await found({ limit: '10' }), ['Zlegacy1', 'Zlegacy2'], 'listed, from its document and its record');
+  t.same(await found({ query_type: 'transcript', query: 'permit', limit: '10' }), ['Zlegacy1'], 'found by transcript search');
+  t.same(await found({ query_type: 'semantic', query: 'parking permit', limit: '10', in_progress: 'false' }), ['Zlegacy1'], 'found by semantic search');
+  t.same(await found({ sample: 'random', limit: '10' }), ['Zlegacy1', 'Zlegacy2'], 'sampled');
+  t.same(await backfillReadModels(store, embedder), { documents: 0, indexed: 0 }, 'a second run does nothing');
+  // Back to the state the projection wrote: the legacy project gone, no documents for the records inserted bare.
+  await src.records.delete({ project_id: 'legacy-project' });
+  await src.documents.delete({ id: { $nin: before.map((d) => d.id) } });
 });

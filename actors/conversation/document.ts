@@ -13,11 +13,11 @@
  *
  * Written before the record, in the same group commit on the embedded store: a reader may see a document
  * and the record still in progress (MongoDB, separate writes), never an ended record without its document.
- * Stores written before documents existed are back-filled once (`backfillDocuments`); until that is done
+ * Stores written before documents existed are back-filled once (`backfill.ts`); until that is done
  * readers use the records.
  */
 import type { Collection, Doc, Store } from '../../store/mod.js';
-import { conversationRecords, type ConversationRecord } from './record.js';
+import type { ConversationRecord } from './record.js';
 import { conversationV3 } from './view.js';
 
 export interface ConversationDocument extends Doc {
@@ -87,40 +87,3 @@ export function withoutTurns(doc: ConversationDocument): Buffer[] {
 }
 
 const EMPTY_TURNS = Buffer.from('[]');
-
-export interface Migration extends Doc {
-  done_at: string;
-}
-
-/** One-off data migrations that are done (by id). */
-export const migrations = (store: Store): Collection<Migration> => store.collection<Migration>({ name: 'store_migrations' });
-
-const DOCUMENTS_MIGRATION = 'conversation_documents';
-
-/** Whether every ended conversation of the store has its document (the back-fill is done). */
-export async function documentsComplete(store: Store): Promise<boolean> {
-  return (await migrations(store).get(DOCUMENTS_MIGRATION)) !== null;
-}
-
-/**
- * Writes the documents of the ended conversations of a store written before documents existed, then
- * records that it is done. The records are read in 258 ranges of ids (before `00`, `00` to `01`, ...,
- * from `ff` on: primary-key ranges on both backends, so no read holds more than a slice of the store).
- * Idempotent, and safe beside writers: a document is only written over an older version. Resolves to the
- * number written.
- */
-export async function backfillDocuments(store: Store): Promise<number> {
-  if (await documentsComplete(store)) return 0;
-  const records = conversationRecords(store);
-  const documents = conversationDocuments(store);
-  const bounds = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
-  let written = 0;
-  for (let i = 0; i <= bounds.length; i++) {
-    const id = { ...(i > 0 ? { $gte: bounds[i - 1] } : {}), ...(i < bounds.length ? { $lt: bounds[i] } : {}) };
-    const rows = await records.find({ id, in_progress: false });
-    const results = await Promise.all(rows.map((r) => documents.putNewer(documentOf(r), 'snapshot_version')));
-    written += results.filter(Boolean).length;
-  }
-  await migrations(store).update({ id: DOCUMENTS_MIGRATION }, { $set: { done_at: new Date().toISOString() } }, { upsert: true });
-  return written;
-}

@@ -11,7 +11,8 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { conversationRecords } from '../../../actors/conversation/record.js';
-import { backfillDocuments, conversationDocuments, documentsComplete, jsonOf, withoutTurns } from '../../../actors/conversation/document.js';
+import { conversationDocuments, jsonOf, withoutTurns } from '../../../actors/conversation/document.js';
+import { backfillReadModels, readModelsComplete } from '../../../actors/conversation/backfill.js';
 import { conversationHours, conversationSpans, conversationTerms, conversationVectorBuckets, conversationVectors } from '../../../actors/conversation/search.js';
 import { createEmbedderFromEnv, type Embedder } from '../../../actors/conversation/embedding.js';
 import { forbidden, notFound, unauthorized } from '../../../platform/errors.js';
@@ -54,7 +55,7 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
     embedder: opts.embedder ?? createEmbedderFromEnv(),
   };
   const cursors = cursorCodec(opts.cursorSecret);
-  const documentsReady = documentsFlag(services);
+  const documentsReady = readModelsFlag(services, src.embedder);
 
   /** The key, account and project of a request: 401, then 404, then 403. */
   const authorize = async (req: FastifyRequest, params: z.infer<typeof Params>, needsData: boolean) => {
@@ -169,23 +170,24 @@ async function* jsonBody(rows: Rows, json: (r: Row) => Buffer[], tail: () => obj
 }
 
 /**
- * Whether every ended conversation has its document: true once the back-fill (started here, in the
- * background, for stores written before documents existed) or another process has finished it.
+ * Whether the conversation read models are complete (every ended conversation has its document): true
+ * once the back-fill (started here, in the background, for stores written before them) or another
+ * process has finished it.
  */
-function documentsFlag(services: Services): () => boolean {
+function readModelsFlag(services: Services, embedder: Embedder): () => boolean {
   let ready = false;
   let checkedAt = 0;
   const check = () => {
     checkedAt = Date.now();
-    void documentsComplete(services.store).then((done) => {
+    void readModelsComplete(services.store).then((done) => {
       ready ||= done;
     }, () => undefined);
   };
-  void backfillDocuments(services.store).then(
+  void backfillReadModels(services.store, embedder).then(
     () => {
       ready = true;
     },
-    (err) => console.error('back-filling conversation documents failed', err),
+    (err) => console.error('back-filling the conversation read models failed', err),
   );
   return () => {
     if (!ready && Date.now() - checkedAt > 5_000) check();
