@@ -22,6 +22,7 @@ import { openStore } from '../store/mod.js';
 import { conversationRecords, type ConversationRecord } from '../actors/conversation/record.js';
 import { conversationSpans, conversationVectorBuckets } from '../actors/conversation/search.js';
 import { conversationDocuments } from '../actors/conversation/document.js';
+import { readModelsComplete } from '../actors/conversation/backfill.js';
 import { conversationProjection } from '../actors/conversation/projection.js';
 import { createOfflineEmbedder } from '../actors/conversation/embedding.js';
 import type { TurnRecord } from '../machines/conversation.js';
@@ -206,6 +207,12 @@ async function run(p: Awaited<ReturnType<typeof startPlatform>>, dataDir: string
     await spans.find({ project_id: m.projectId });
     await conversationVectorBuckets(store).find({ project_id: m.projectId });
     process.stdout.write(`warmed the page cache: one pass over the week's records, documents and slots (${fmt((performance.now() - t0) / 1000, 1)} s)\n`);
+  }
+
+  // A store seeded by an earlier version is back-filled by the edge when it starts: measure after that.
+  for (const t0 = performance.now(); !(await readModelsComplete(store)); ) {
+    if (performance.now() - t0 > 1_800_000) throw new Error('the read models back-fill did not finish in 30 minutes');
+    await new Promise((r) => setTimeout(r, 1000));
   }
 
   const results = [];

@@ -44,12 +44,19 @@ export async function backfillReadModels(store: Store, embedder: Embedder): Prom
   const search = searchIndexer(store, embedder);
   const bounds = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
   for (let i = 0; i <= bounds.length; i++) {
+    // The embedded store answers without leaving the event loop: give requests their turn between ranges.
+    await new Promise((resolve) => setImmediate(resolve));
     const id = { ...(i > 0 ? { $gte: bounds[i - 1] } : {}), ...(i < bounds.length ? { $lt: bounds[i] } : {}) };
     const rows = await records.find({ id });
     if (rows.length === 0) continue;
-    const indexed = new Set((await summaries.find({ id: { $in: rows.map((r) => r.id) } })).map((s) => s.id));
+    const ids = { id: { $in: rows.map((r) => r.id) } };
+    const indexed = new Set((await summaries.find(ids)).map((s) => s.id));
+    const documented = new Map((await documents.find(ids)).map((d) => [d.id, d.snapshot_version]));
     await Promise.all(rows.map(async (r) => {
-      if (!r.in_progress && (await documents.putNewer(documentOf(r), 'snapshot_version'))) done.documents++;
+      // Rendered only when no document of this version or a newer one is stored.
+      const stored = documented.get(r.id);
+      const current = stored !== undefined && stored >= (r.snapshot_version ?? 0);
+      if (!r.in_progress && !current && (await documents.putNewer(documentOf(r), 'snapshot_version'))) done.documents++;
       if (!indexed.has(r.id)) {
         await search.project(r.id, r as unknown as RecordFields, r.snapshot_version ?? 0);
         done.indexed++;
