@@ -38,7 +38,7 @@ const WEEK = 7 * 86_400_000;
 const BATCH = Number(process.env.BENCH_BATCH ?? 1000);
 /** Requests of each kind made before measuring it (BENCH_WARMUP_RUNS). */
 const WARMUP_RUNS = Number(process.env.BENCH_WARMUP_RUNS ?? 10);
-/** Which queries to measure (comma-separated: page, transcript, semantic, concurrency); all by default. */
+/** Which queries to measure (comma-separated: page, page-records, transcript, semantic, concurrency); the four targets by default. */
 const QUERIES = new Set((process.env.BENCH_QUERIES ?? 'page,transcript,semantic,concurrency').split(',').map((s) => s.trim()));
 
 
@@ -216,20 +216,23 @@ async function run(p: Awaited<ReturnType<typeof startPlatform>>, dataDir: string
   }
 
   const results = [];
-  if (QUERIES.has('page')) results.push(await measure('1,000-row page (v3)', async () => {
-    const from = WEEK_START + Math.floor(Math.random() * (WEEK - 86_400_000));
-    const { ms, body } = await timed({ start_time: new Date(from).toISOString(), end_time: weekQ.end_time, limit: '1000' });
-    const rows = body.conversations;
-    const first = rows[0].started_at;
-    const last = rows[rows.length - 1].started_at;
-    const range = { project_id: m.projectId, environment: 'live', started_at: { $gte: first, $lte: last } };
-    return {
-      ms,
-      rows: rows.length,
-      raw: () => documents.find(range, { sort: { started_at: 1 } }),
-      alsoRaw: () => records.find(range, { sort: { started_at: 1 } }),
-    };
-  }));
+  // `page-records`: the same page with include_latency=true, which renders records (as v1 does).
+  for (const [kind, name, extra] of [['page', '1,000-row page (v3)', {}], ['page-records', '1,000-row page (v3, include_latency: from records)', { include_latency: 'true' }]] as const) {
+    if (QUERIES.has(kind)) results.push(await measure(name, async () => {
+      const from = WEEK_START + Math.floor(Math.random() * (WEEK - 86_400_000));
+      const { ms, body } = await timed({ start_time: new Date(from).toISOString(), end_time: weekQ.end_time, limit: '1000', ...extra });
+      const rows = body.conversations;
+      const first = rows[0].started_at;
+      const last = rows[rows.length - 1].started_at;
+      const range = { project_id: m.projectId, environment: 'live', started_at: { $gte: first, $lte: last } };
+      return {
+        ms,
+        rows: rows.length,
+        raw: () => (kind === 'page' ? documents : records).find(range, { sort: { started_at: 1 } }),
+        alsoRaw: kind === 'page' ? () => records.find(range, { sort: { started_at: 1 } }) : undefined,
+      };
+    }));
+  }
   const terms = ['refund', 'invoice', 'parking', 'appointment', 'password', 'delivery'];
   if (QUERIES.has('transcript')) results.push(await measure('transcript search, one week (limit 100)', async () => {
     const term = pick(terms, Math.random());
