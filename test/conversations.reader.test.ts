@@ -13,7 +13,8 @@ import { conversationRecords, type ConversationRecord } from '../actors/conversa
 import { conversationHours, conversationSpans, conversationTerms, conversationVectorBuckets, conversationVectors } from '../actors/conversation/search.js';
 import { FIELD_END, spanEntries, spanSlotWriter, vectorEntries, vectorSlotWriter, type VectorEntry } from '../actors/conversation/slots.js';
 import { createOfflineEmbedder } from '../actors/conversation/embedding.js';
-import { Candidates, isDocument, keysetRows, randomRows, semanticRows, topK, type ReadSources, type Row } from '../gateway/edge/conversations/reader.js';
+import { isDocument, keysetRows, randomRows, type ReadSources, type Row } from '../gateway/edge/conversations/reader.js';
+import { Candidates, semanticRows, topK } from '../gateway/edge/conversations/semantic.js';
 import { conversationDocuments, documentOf, jsonOf, withoutTurns } from '../actors/conversation/document.js';
 import { backfillReadModels, readModelsComplete } from '../actors/conversation/backfill.js';
 import { conversationProjection } from '../actors/conversation/projection.js';

@@ -24,7 +24,8 @@ import { concurrency, parseConcurrencyQuery } from './concurrency.js';
 import { cursorCodec, malformedCursor, type Position } from './cursor.js';
 import type { RawQuery } from './params.js';
 import { filterKey, parseListQuery, VERSIONS, type Version } from './query.js';
-import { isDocument, keysetRows, randomRows, semanticRows, type ReadSources, type Row, type Rows } from './reader.js';
+import { isDocument, keysetRows, randomRows, type ReadSources, type Row, type Rows } from './reader.js';
+import { semanticRows } from './semantic.js';
 import { conversationV1, conversationV3, V1_DESCRIPTIONS, type ViewOptions } from './views.js';
 
 export interface ConversationsOptions {
