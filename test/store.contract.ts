@@ -331,6 +331,20 @@ export async function storeContract(t: Test, makeStore: MakeStore, reopen?: Reop
     t.match(await settings.get('s3'), { n: 5 });
   });
 
+  t.test('binary fields come back as bytes', async (t) => {
+    const store = await open(t);
+    const blobs = store.collection({ name: 'blobs' });
+    const bytes = Buffer.from([0, 1, 127, 128, 255]);
+    await blobs.insert({ id: 'b1', bytes });
+    t.equal(await blobs.putNewer({ id: 'b2', v: 1, bytes }, 'v'), true);
+    for (const id of ['b1', 'b2']) {
+      const got = (await blobs.get(id))!.bytes;
+      t.ok(got instanceof Uint8Array, `${id}: a Uint8Array`);
+      t.same([...(got as Uint8Array)], [...bytes], `${id}: the same bytes`);
+    }
+    t.ok((await blobs.find({ id: 'b1' }))[0].bytes instanceof Uint8Array, 'from find too');
+  });
+
   t.test('putNewer', async (t) => {
     const store = await open(t);
     const views = store.collection({

@@ -73,10 +73,9 @@ export function documentOf(record: ConversationRecord): ConversationDocument {
   };
 }
 
-/** A document's JSON bytes (the MongoDB driver returns binary data wrapped, with the bytes in `buffer`). */
+/** A document's JSON bytes, as a Buffer (both store backends return binary fields as bytes). */
 export function jsonOf(doc: ConversationDocument): Buffer {
-  const raw: unknown = doc.json;
-  const bytes = raw instanceof Uint8Array ? raw : (raw as { buffer?: unknown } | undefined)?.buffer instanceof Uint8Array ? (raw as { buffer: Uint8Array }).buffer : new Uint8Array(0);
+  const bytes = doc.json instanceof Uint8Array ? doc.json : new Uint8Array(0);
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 

@@ -126,14 +126,15 @@ export function fieldNumber(text: string, at: Int32Array, k: number): number {
   return n;
 }
 
+/** Whether span entry `incoming` replaces `stored` (same conversation): an entry with an end is the later one. */
+const spanReplaces = (stored: SpanEntry, incoming: SpanEntry) => !(stored[2] !== null && incoming[2] === null);
+
 /** The span entries of a slot, one per conversation (for writers and tests; readers use `eachEntry`). */
 export function spanEntries(slot: SpanSlot): SpanEntry[] {
   const byId = new Map<string, SpanEntry>();
   const put = (e: SpanEntry) => {
     const had = byId.get(e[0]);
-    // An entry with an end is the later one: an entry without cannot replace it.
-    if (had && had[2] !== null && e[2] === null) return;
-    byId.set(e[0], e);
+    if (had === undefined || spanReplaces(had, e)) byId.set(e[0], e);
   };
   for (const e of Array.isArray(slot.spans) ? slot.spans : []) {
     put([String(e[0]), Number(e[1]), e[2] === null ? null : Number(e[2]), ...[3, 4, 5, 6, 7, 8].map((k) => String(e[k] ?? ''))] as SpanEntry);
@@ -196,11 +197,10 @@ export function vectorSlotOf(id: string, place: SlotPlace, entries: VectorEntry[
   return { id, ...place, heads: heads.join(ENTRY_END), block, models: [...new Set(entries.map((e) => clean(e[5])))] };
 }
 
-/** A vector slot's block as int8 (the MongoDB driver returns binary data wrapped, with the bytes in `buffer`). */
+/** A vector slot's block as int8 (both store backends return binary fields as bytes). */
 export function blockOf(slot: VectorSlot): Int8Array {
-  const raw: unknown = slot.block;
-  const bytes = raw instanceof Uint8Array ? raw : (raw as { buffer?: unknown } | undefined)?.buffer instanceof Uint8Array ? ((raw as { buffer: Uint8Array }).buffer) : null;
-  return bytes ? new Int8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength) : new Int8Array(0);
+  const bytes = slot.block instanceof Uint8Array ? slot.block : new Uint8Array(0);
+  return new Int8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
 /** Gives up on a slot after this many lost compare-and-set rounds (other writers keep winning). */
@@ -280,7 +280,6 @@ export function slotWriter<S extends SlotDoc, E extends [string, ...unknown[]]>(
 }
 
 /** The span writer: an entry with an end is never replaced by one without. */
-export const spanSlotWriter = (slots: Collection<SpanSlot>) =>
-  slotWriter<SpanSlot, SpanEntry>(slots, spanEntries, spanSlotOf, (stored, incoming) => !(stored[2] !== null && incoming[2] === null));
+export const spanSlotWriter = (slots: Collection<SpanSlot>) => slotWriter<SpanSlot, SpanEntry>(slots, spanEntries, spanSlotOf, spanReplaces);
 
 export const vectorSlotWriter = (slots: Collection<VectorSlot>) => slotWriter<VectorSlot, VectorEntry>(slots, vectorEntries, vectorSlotOf);

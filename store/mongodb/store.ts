@@ -15,7 +15,8 @@ export interface MongoStoreOptions {
  * live in the `snapshots` collection, so no record collection may take that name.
  */
 export async function openMongoStore(options: MongoStoreOptions): Promise<Store> {
-  const client = new MongoClient(options.url);
+  // Binary fields come back as Buffers, as the embedded backend returns them (not the driver's `Binary`).
+  const client = new MongoClient(options.url, { promoteBuffers: true });
   await client.connect();
   const db = client.db(options.dbName ?? databaseInUrl(options.url) ?? 'switchboard');
   const snapshotsHandle = db.collection<SnapshotDoc>('snapshots');
