@@ -11,8 +11,8 @@
  * only for ended conversations (a conversation in progress changes at every turn, and rendering it whole
  * at every turn would cost its length each time): readers merge them with the in-progress records.
  *
- * Written before the record, in the same group commit on the embedded store: a reader may see a document
- * and the record still in progress (MongoDB, separate writes), never an ended record without its document.
+ * Written, and durable, before the record: a reader may see a document while the record still says the
+ * conversation is in progress (readers then show the document), never an ended record without its document.
  * Stores written before documents existed are back-filled once (`backfill.ts`); until that is done
  * readers use the records.
  */

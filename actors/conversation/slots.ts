@@ -203,6 +203,18 @@ export function blockOf(slot: VectorSlot): Int8Array {
   return new Int8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
+/** A span slot's packed entries; a slot written before packing is packed here (readers then need one path). */
+export function packedSpans(slot: SpanSlot): string {
+  if (typeof slot.entries === 'string' && !Array.isArray(slot.spans)) return slot.entries;
+  return spanSlotOf(slot.id, slot, spanEntries(slot)).entries!;
+}
+
+/** A vector slot's packed heads, block and models (null: not listed); a slot written before packing is packed here. */
+export function packedVectors(slot: VectorSlot): { heads: string; block: Int8Array; models: string[] | null } {
+  const packed = typeof slot.heads === 'string' && !Array.isArray(slot.vectors) ? slot : vectorSlotOf(slot.id, slot, vectorEntries(slot));
+  return { heads: packed.heads ?? '', block: blockOf(packed), models: Array.isArray(packed.models) ? packed.models : null };
+}
+
 /** Gives up on a slot after this many lost compare-and-set rounds (other writers keep winning). */
 const MAX_ATTEMPTS = 100;
 

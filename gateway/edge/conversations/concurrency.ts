@@ -6,7 +6,7 @@
  */
 import type { Collection } from '../../../store/mod.js';
 import { hourOf } from '../../../actors/conversation/search.js';
-import { eachEntry, field, fieldIs, fieldNumber, SPAN, spanEntries, type SpanSlot } from '../../../actors/conversation/slots.js';
+import { eachEntry, field, fieldIs, fieldNumber, packedSpans, SPAN, type SpanSlot } from '../../../actors/conversation/slots.js';
 import { invalid, PlatformError } from '../../../platform/errors.js';
 import { oneOf, text, time, type RawQuery } from './params.js';
 import { ENVIRONMENTS } from './query.js';
@@ -116,9 +116,9 @@ export function sweepColumns(spanStarts: number[], spanEnds: number[], start: nu
 }
 
 /**
- * Calls `visit` with the fields of each conversation of a span slot (end null while in progress). Packed
- * slots are read in place: the variant is cut out only when `wantVariant`, language and numbers only when
- * filtered on (`keep`).
+ * Calls `visit` with the fields of each conversation of a span slot that passes the filters (end null while
+ * in progress). Fields are read in place (`packedSpans` packs a slot written before packing): the variant
+ * is cut out only when `wantVariant`, the language only when filtered on.
  */
 function eachSpan(
   slot: SpanSlot,
@@ -126,17 +126,7 @@ function eachSpan(
   wantVariant: boolean,
   visit: (start: number, end: number | null, variantId: string, variantName: string) => void,
 ): void {
-  if (typeof slot.entries !== 'string' || Array.isArray(slot.spans)) {
-    for (const [, s, end, , variantId, variantName, language, from, to] of spanEntries(slot)) {
-      if (q.variantId && variantId !== q.variantId) continue;
-      if (q.variantName && variantName !== q.variantName) continue;
-      if (q.language && !languageMatches(language, q.language)) continue;
-      if (q.phoneNumber && from !== q.phoneNumber && to !== q.phoneNumber) continue;
-      visit(s, end, variantId, variantName);
-    }
-    return;
-  }
-  const text = slot.entries;
+  const text = packedSpans(slot);
   eachEntry(text, SPAN.count, (at) => {
     if (q.variantId && !fieldIs(text, at, SPAN.variantId, q.variantId)) return;
     if (q.variantName && !fieldIs(text, at, SPAN.variantName, q.variantName)) return;

@@ -18,7 +18,7 @@ import type { ConversationRecord } from '../../../actors/conversation/record.js'
 import type { ConversationDocument } from '../../../actors/conversation/document.js';
 import type { Embedder } from '../../../actors/conversation/embedding.js';
 import { hourOf, postingId, searchTerms, type ConversationVector, type HourCount, type TermPosting } from '../../../actors/conversation/search.js';
-import { eachEntry, field, fieldIs, fieldNumber, SPAN, spanEntries, type SpanSlot, type VectorSlot } from '../../../actors/conversation/slots.js';
+import { eachEntry, field, fieldIs, fieldNumber, packedSpans, SPAN, type SpanSlot, type VectorSlot } from '../../../actors/conversation/slots.js';
 import type { ListQuery } from './query.js';
 import type { Position } from './cursor.js';
 
@@ -34,7 +34,6 @@ export interface ReadSources {
   embedder: Embedder;
 }
 
-/** The rows of one response, streamed, and where the next page starts (known once the rows are consumed). */
 /**
  * A row: a conversation's record, or, when the caller accepts them (v2/v3 without latency, once every
  * ended conversation has one), the rendered document of an ended conversation.
@@ -43,6 +42,7 @@ export type Row = ConversationRecord | ConversationDocument;
 
 export const isDocument = (row: Row): row is ConversationDocument => 'json' in row && row.json !== undefined;
 
+/** The rows of one response, streamed, and where the next page starts (known once the rows are consumed). */
 export interface Rows {
   rows: AsyncIterable<Row>;
   /** After `rows` is exhausted: whether more rows follow, the next offset and the next cursor position. */
@@ -244,16 +244,6 @@ export function bucketFilter(projectId: string, q: ListQuery): Filter {
   return { project_id: projectId, environment: q.environment, ...(range ? { bucket: range } : {}) };
 }
 
-/** A test of an entry's fields against the request's filters (time bounds parsed once). */
-export function entryFilter(q: ListQuery): (startMs: number, channel: string, variantId: string, variantName: string) => boolean {
-  const from = q.start === null ? -Infinity : Date.parse(q.start);
-  const to = q.end === null ? Infinity : Date.parse(q.end);
-  const channels = q.channels.length > 0 ? new Set(q.channels) : null;
-  return (startMs, channel, variantId, variantName) =>
-    startMs >= from && startMs < to && (channels === null || channels.has(channel)) &&
-    (!q.variantId || variantId === q.variantId) && (!q.variantName || variantName === q.variantName);
-}
-
 /** The test of an entry's filter fields, compared in place (see `eachEntry`). */
 export function fieldFilter(q: ListQuery, k: { channel: number; variantId: number; variantName: number }): (text: string, at: Int32Array) => boolean {
   const channels = q.channels.length > 0 ? q.channels : null;
@@ -270,12 +260,7 @@ export function fieldFilter(q: ListQuery, k: { channel: number; variantId: numbe
 function eachSpan(slot: SpanSlot, q: ListQuery, visit: (id: string, start: number, end: number | null) => void): void {
   const from = q.start === null ? -Infinity : Date.parse(q.start);
   const to = q.end === null ? Infinity : Date.parse(q.end);
-  if (typeof slot.entries !== 'string' || Array.isArray(slot.spans)) {
-    const passes = entryFilter(q);
-    for (const [id, start, end, channel, variantId, variantName] of spanEntries(slot)) if (passes(start, channel, variantId, variantName)) visit(id, start, end);
-    return;
-  }
-  const text = slot.entries;
+  const text = packedSpans(slot);
   const passes = fieldFilter(q, SPAN);
   eachEntry(text, SPAN.count, (at) => {
     const start = fieldNumber(text, at, SPAN.start);

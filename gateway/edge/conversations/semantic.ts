@@ -6,10 +6,10 @@
 import type { ConversationRecord } from '../../../actors/conversation/record.js';
 import type { Embedder } from '../../../actors/conversation/embedding.js';
 import { searchTerms } from '../../../actors/conversation/search.js';
-import { blockOf, FIELD_END, fieldIs, fieldNumber, HEAD, readEntry, vectorEntries, type VectorSlot } from '../../../actors/conversation/slots.js';
+import { FIELD_END, fieldIs, fieldNumber, HEAD, packedVectors, readEntry, type VectorSlot } from '../../../actors/conversation/slots.js';
 import type { Position } from './cursor.js';
 import type { ListQuery } from './query.js';
-import { bucketFilter, each, entryFilter, fieldFilter, HOUR, recordFilter, rowsInOrder, timeRange, type ReadSources, type Rows } from './reader.js';
+import { bucketFilter, each, fieldFilter, HOUR, recordFilter, rowsInOrder, timeRange, type ReadSources, type Rows } from './reader.js';
 
 /**
  * The scored conversations of a semantic search, as columns. A candidate is where its entry starts in a
@@ -112,25 +112,13 @@ function dot(query: Float64Array, block: Int8Array, at: number, dims: number): n
 }
 
 /**
- * Scores the vectors of a packed slot against `query`: heads are scanned in place (no callback, no copy),
- * vectors read straight from the slot's binary block. Slots written before packing are converted first.
+ * Scores the vectors of a slot against `query`: heads are scanned in place (no callback, no copy), vectors
+ * read straight from the slot's binary block (`packedVectors` packs a slot written before packing).
  */
 function scoreSlot(slot: VectorSlot, model: string, q: ListQuery, query: Float64Array, out: Candidates): void {
-  if (typeof slot.heads !== 'string' || Array.isArray(slot.vectors)) {
-    const passes = entryFilter(q);
-    for (const [id, start, channel, variantId, variantName, m, v] of vectorEntries(slot)) {
-      if (m !== model || v.length !== query.length || !passes(start, channel, variantId, variantName)) continue;
-      let dot = 0;
-      for (let i = 0; i < v.length; i++) dot += query[i] * v[i];
-      out.add(id, start, dot / 127);
-    }
-    return;
-  }
-  const models = Array.isArray(slot.models) ? slot.models : null;
+  const { heads, block, models } = packedVectors(slot);
   if (models !== null && !models.includes(model)) return;
   const oneModel = models !== null && models.length === 1;
-  const heads = slot.heads;
-  const block = blockOf(slot);
   const from = q.start === null ? -Infinity : Date.parse(q.start);
   const to = q.end === null ? Infinity : Date.parse(q.end);
   // A slot holds the conversations of one hour: inside the range, their starts need no check.
