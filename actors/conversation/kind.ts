@@ -10,7 +10,8 @@ import { conversationProjection } from './projection.js';
 
 /**
  * The `conversation` actor kind: the machine with its effects provided, asks that wait for the turn to
- * finish, and the conversation record written after every durable snapshot.
+ * finish, and the conversation's read models (record, document, search records) written after every
+ * durable snapshot (`projection.ts`).
  */
 export function conversationKind(deps: ConversationDeps & { store: Store; embedder?: Embedder }): ActorKind {
   const effects = conversationEffects(deps);

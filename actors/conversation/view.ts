@@ -15,7 +15,7 @@ export interface ViewOptions {
 
 const str = (v: unknown) => (typeof v === 'string' ? v : v === null || v === undefined ? '' : String(v));
 
-export function turnV3(t: TurnRecord, includeLatency: boolean) {
+function turnV3(t: TurnRecord, includeLatency: boolean) {
   return {
     user_input: str(t.user_input),
     user_input_dtmf: str(t.user_input_dtmf),
@@ -59,4 +59,3 @@ export function conversationV3(r: ConversationRecord, o: ViewOptions) {
     turns: o.showTranscripts ? (r.turns ?? []).map((t) => turnV3(t, o.includeLatency)) : [],
   };
 }
-

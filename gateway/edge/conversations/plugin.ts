@@ -10,7 +10,7 @@ import { Readable } from 'node:stream';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { conversationRecords } from '../../../actors/conversation/record.js';
+import { conversationRecords, type ConversationRecord } from '../../../actors/conversation/record.js';
 import { conversationDocuments, jsonOf, withoutTurns } from '../../../actors/conversation/document.js';
 import { backfillReadModels, readModelsComplete } from '../../../actors/conversation/backfill.js';
 import { conversationHours, conversationSpans, conversationTerms, conversationVectorBuckets, conversationVectors } from '../../../actors/conversation/search.js';
@@ -105,7 +105,7 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
     };
     if (version === 'v1') {
       const conversations: unknown[] = [];
-      for await (const r of rows.rows) conversations.push(conversationV1(r as ConversationRecordRow, view));
+      for await (const r of rows.rows) conversations.push(conversationV1(r as ConversationRecord, view));
       return reply.type('application/json').send(JSON.stringify({ conversations, descriptions: { conversations: V1_DESCRIPTIONS }, ...tail() }));
     }
     const body = jsonBody(rows, (r) => rowJson(r, view), tail);
@@ -142,8 +142,6 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
     return { account_id: account.id, project_id: project.id, intervals: await concurrency(src.spans, project.id, q) };
   });
 };
-
-type ConversationRecordRow = Exclude<Row, { json: Uint8Array }>;
 
 /** A row's v2/v3 JSON: a document's stored bytes (turns spliced out when transcripts are hidden), else rendered. */
 function rowJson(row: Row, view: ViewOptions): Buffer[] {
