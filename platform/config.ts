@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MAX_STACK_KB, type FunctionSandboxOptions } from '../actors/functions/mod.js';
 
 /** The regions a deployment can serve (operator.md). */
 export const REGIONS = ['us-1', 'uk-1', 'euw-1'] as const;
@@ -20,7 +21,13 @@ const EnvSchema = z.object({
   ASK_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
   CONVERSATION_IDLE_MS: z.coerce.number().int().min(1000).max(7 * 86_400_000).default(1_800_000),
   FUNCTION_TIMEOUT_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
-  FUNCTION_HEAP_MB: z.coerce.number().int().min(8).max(4096).default(64),
+  FUNCTION_HEAP_MB: z.coerce.number().int().min(1).max(4096).default(64),
+  FUNCTION_STACK_KB: z.coerce.number().int().min(16).max(MAX_STACK_KB).default(256),
+  FUNCTION_PROCESSES: z.coerce.number().int().min(1).max(256).default(2),
+  FUNCTION_PROJECT_CONCURRENCY: z.coerce.number().int().min(1).max(256).optional(),
+  FUNCTION_QUEUE_PER_PROJECT: z.coerce.number().int().min(1).max(100_000).default(256),
+  FUNCTION_PROCESS_MAX_MB: z.coerce.number().int().min(64).max(65_536).default(512),
+  FUNCTION_ISOLATION: z.enum(['auto', 'bwrap', 'unshare', 'uid', 'none']).default('auto'),
   SESSION_IDLE_MS: z.coerce.number().int().min(1000).max(7 * 86_400_000).default(600_000),
   MESSAGING_TOKEN_TTL_S: z.coerce.number().int().min(10).max(30 * 86_400).default(86_400),
   MESSAGING_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(10_000).default(10),
@@ -56,8 +63,8 @@ export interface Config {
   conversationIdleMs: number;
   /** Time limit of one project-function call. */
   functionTimeoutMs: number;
-  /** Heap limit of the project-function sandbox's isolates. */
-  functionHeapMb: number;
+  /** The project-function sandbox: memory and stack limit per call, processes, per-project quota and queue, OS isolation. */
+  functions: Required<Omit<FunctionSandboxOptions, 'timeoutMs' | 'projectConcurrency'>> & Pick<FunctionSandboxOptions, 'projectConcurrency'>;
   /** Messaging API settings (the socket gateway and the session actor). */
   messaging: MessagingConfig;
 }
@@ -109,7 +116,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     askTimeoutMs: e.ASK_TIMEOUT_MS,
     conversationIdleMs: e.CONVERSATION_IDLE_MS,
     functionTimeoutMs: e.FUNCTION_TIMEOUT_MS,
-    functionHeapMb: e.FUNCTION_HEAP_MB,
+    functions: {
+      memoryMb: e.FUNCTION_HEAP_MB,
+      stackKb: e.FUNCTION_STACK_KB,
+      processes: e.FUNCTION_PROCESSES,
+      projectConcurrency: e.FUNCTION_PROJECT_CONCURRENCY,
+      queuePerProject: e.FUNCTION_QUEUE_PER_PROJECT,
+      processMaxMb: e.FUNCTION_PROCESS_MAX_MB,
+      isolation: e.FUNCTION_ISOLATION,
+    },
     messaging: {
       sessionIdleMs: e.SESSION_IDLE_MS,
       tokenTtlS: e.MESSAGING_TOKEN_TTL_S,

@@ -36,7 +36,13 @@ async function main(): Promise<void> {
     logger.warn('no NATS_URL and no worker role in this process: actors are unreachable from it');
   }
   // A worker hosts the conversation actors, whose effects run project functions and the responder.
-  const sandbox = roles.has('worker') ? createFunctionSandbox({ timeoutMs: config.functionTimeoutMs, maxHeapMb: config.functionHeapMb }) : null;
+  const sandbox = roles.has('worker') ? createFunctionSandbox({ timeoutMs: config.functionTimeoutMs, ...config.functions }) : null;
+  if (sandbox) {
+    // Said once at start: what the OS gives the sandbox processes here, and what it does not.
+    const isolation = await sandbox.start();
+    if (isolation.missing.length > 0) logger.warn({ isolation: isolation.layer, missing: isolation.missing }, 'function sandbox runs without some OS isolation');
+    else logger.info({ isolation: isolation.layer }, 'function sandbox isolated');
+  }
   // Session actors ask conversation actors and publish their events through the runtime started below.
   let runtimeStarted!: (r: Runtime) => void;
   const runtimeReady = new Promise<Runtime>((resolve) => (runtimeStarted = resolve));

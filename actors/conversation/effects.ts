@@ -45,7 +45,7 @@ export function conversationEffects(deps: ConversationDeps) {
     const running = content ? { content, artifactVersion: pinned! } : await runningContent(deps.builder, start.projectId, start.environment);
     if (!running) throw new Error(`project ${start.projectId} has no content to run`);
     const variables = await deps.builder.realtimeConfigs.effective(start.projectId, start.environment as Environment);
-    return { ...running, variables, ...derived(running.content) };
+    return { ...running, variables, projectId: start.projectId, ...derived(running.content) };
   };
 
   /**
@@ -80,9 +80,12 @@ export function conversationEffects(deps: ConversationDeps) {
   });
 
   /** Runs a function if the artifact has it; its effects go into `w`. Returns what it said and returned. */
-  const hook = async (functions: Record<string, string>, name: string, input: ConvInput, args: unknown[], w: Working): Promise<{ said: string[]; value: unknown } | null> => {
+  /** The functions of what a conversation runs, and the project they belong to (calls queue fairly per project). */
+  type Runnable = { sources: Record<string, string>; projectId: string };
+
+  const hook = async ({ sources: functions, projectId: project }: Runnable, name: string, input: ConvInput, args: unknown[], w: Working): Promise<{ said: string[]; value: unknown } | null> => {
     if (!functions[name]) return null;
-    const r = await deps.sandbox.invoke({ functions, name, conv: input, args, timeoutMs: deps.functionTimeoutMs });
+    const r = await deps.sandbox.invoke({ functions, name, conv: input, args, timeoutMs: deps.functionTimeoutMs, project });
     if (!r.ok) {
       w.functionErrors++;
       return null;
@@ -93,13 +96,13 @@ export function conversationEffects(deps: ConversationDeps) {
     return { said: r.conv.said, value: r.value };
   };
 
-  const tools = (functions: Record<string, string>, base: () => ConvInput, w: Working): ToolFunction[] =>
+  const tools = ({ sources: functions, projectId: project }: Runnable, base: () => ConvInput, w: Working): ToolFunction[] =>
     Object.keys(functions)
       .filter((name) => !HOOKS.has(name))
       .map((name) => ({
         name,
         call: async (args: unknown) => {
-          const r = await deps.sandbox.invoke({ functions, name, conv: { ...base(), state: w.state }, args: [args], timeoutMs: deps.functionTimeoutMs });
+          const r = await deps.sandbox.invoke({ functions, name, conv: { ...base(), state: w.state }, args: [args], timeoutMs: deps.functionTimeoutMs, project });
           if (!r.ok) {
             w.functionErrors++;
             return `error: ${r.error.message}`;
@@ -153,7 +156,7 @@ export function conversationEffects(deps: ConversationDeps) {
     at: number,
   ): Promise<TurnRecord> => {
     const base = () => conv(id, start, variant, w, attributes, metadata, loaded.variables);
-    const fn = await hook(loaded.sources, 'turn', base(), [message], w);
+    const fn = await hook(loaded, 'turn', base(), [message], w);
     const answered = typeof fn?.value === 'string' && fn.value !== '' ? fn.value : fn?.said.length ? fn.said.join(' ') : null;
     if (answered !== null) return turnRecord(message, at, null, answered, metadata);
     const reply = await ask('respond', {
@@ -161,7 +164,7 @@ export function conversationEffects(deps: ConversationDeps) {
       topics: loaded.topics,
       variables: loaded.variables,
       history,
-      tools: tools(loaded.sources, base, w),
+      tools: tools(loaded, base, w),
       language: start.asrLangCode || undefined,
     }, message);
     if (reply.handoff) w.handoff = w.handoff ?? reply.handoff;
@@ -188,7 +191,7 @@ export function conversationEffects(deps: ConversationDeps) {
       const loaded = await load(start);
       const variant = pickVariant(loaded.content, start.variantId);
       const w: Working = { state: { ...input.state }, functionErrors: 0, handoff: null, end: false };
-      const opening = await hook(loaded.sources, 'start', conv(input.id, start, variant, w, start.integrationAttributes, {}, loaded.variables), [], w);
+      const opening = await hook(loaded, 'start', conv(input.id, start, variant, w, start.integrationAttributes, {}, loaded.variables), [], w);
       const said = [...(opening?.said ?? []), ...(typeof opening?.value === 'string' && opening.value ? [opening.value] : [])];
       let greeting: ResponderReply | null = null;
       if (!said.length) {
@@ -220,7 +223,7 @@ export function conversationEffects(deps: ConversationDeps) {
       const w: Working = { state: { ...input.state }, functionErrors: 0, handoff: null, end: true };
       try {
         const loaded = await load(input.start, input.artifactVersion);
-        await hook(loaded.sources, 'end', conv(input.id, input.start, input.variant, w, input.integrationAttributes, {}, loaded.variables), [], w);
+        await hook(loaded, 'end', conv(input.id, input.start, input.variant, w, input.integrationAttributes, {}, loaded.variables), [], w);
       } catch {
         // The project may be gone; the conversation still ends.
       }

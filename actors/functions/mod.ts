@@ -3,16 +3,17 @@
  *
  * ```ts
  * import { createFunctionSandbox } from './actors/functions/mod.js';
- * const sandbox = createFunctionSandbox({ threads: 2, timeoutMs: 1000, maxHeapMb: 64 });
- * const result = await sandbox.invoke({ functions: artifact.functions, name: 'turn', conv, args: [message] });
+ * const sandbox = createFunctionSandbox({ processes: 2, timeoutMs: 1000, memoryMb: 64 });
+ * log.info(await sandbox.start());                        // { layer: 'bwrap', missing: [] }
+ * const result = await sandbox.invoke({ functions: artifact.functions, name: 'turn', conv, args: [message], project });
  * if (result.ok) conv.state = result.conv.state;          // said / handoff / ended are in result.conv too
- * else log.warn(result.error.kind, result.error.message); // 'error' | 'timeout' | 'memory' | 'not_found' | 'compile'
+ * else log.warn(result.error.kind, result.error.message); // 'error' | 'timeout' | 'memory' | 'not_found' | 'compile' | 'overloaded'
  * await sandbox.close();
  * ```
  *
- * Each call runs in a fresh `vm` context (no `process`, `require`, `import()`, timers or string code generation)
- * inside a pooled worker thread with heap limits; a call that overruns its wall-clock limit has its worker
- * terminated and replaced.
+ * Each call runs in a fresh QuickJS runtime (WebAssembly) with a memory limit, a stack limit and an interrupt
+ * deadline, inside one of a pool of sandbox processes started with an empty environment and, where the OS allows
+ * it, no network, an unprivileged uid and a read-only minimal filesystem. Calls queue fairly per project.
  *
  * @module
  */
@@ -24,9 +25,6 @@ export type {
   InvokeRequest,
   InvokeResult,
 } from './types.js';
-/**
- * Creates a pool of sandbox workers (lazily started): `threads` (default 2) workers, `timeoutMs` (default 1000)
- * per call unless the request sets its own, `maxHeapMb` (default 64) old-generation heap per worker.
- */
-export { createFunctionSandbox } from './sandbox.js';
+export { createFunctionSandbox, MAX_STACK_KB } from './sandbox.js';
 export type { FunctionSandboxOptions } from './sandbox.js';
+export type { IsolationLayer, IsolationReport } from './isolation.js';

@@ -1,44 +1,55 @@
 /**
- * The project-functions sandbox: a lazily grown pool of worker threads (each its own V8 isolate with heap
- * limits), one call per worker at a time, a fresh `vm` context per call (see `worker.ts`), and a wall-clock
- * timer here in the parent that terminates and replaces a worker whose call overruns.
+ * The project-functions sandbox: a pool of sandbox processes (`process.ts`), each running QuickJS compiled to
+ * WebAssembly (`child.ts`), fed from a per-project fair queue (`fair-queue.ts`).
+ *
+ * What tenant code can reach is QuickJS's own realm and nothing else: no V8 context of the platform, no host
+ * function (the `conv` API is built inside QuickJS, see `bootstrap.ts`), no process, file or network API. The
+ * process around it is a second wall (`isolation.ts`): empty environment, no descriptors of ours, and where the OS
+ * allows it no network, an unprivileged uid and a read-only minimal filesystem.
  */
-import { Worker } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
+import sjson from 'secure-json-parse';
+import { FairQueue } from './fair-queue.js';
+import { chooseIsolation, type IsolationLayer, type IsolationReport } from './isolation.js';
+import { SandboxProcess, type CallReply } from './process.js';
+import type { CallMessage } from './protocol.js';
 import type { ConvOutput, FunctionErrorKind, FunctionSandbox, InvokeRequest, InvokeResult } from './types.js';
-import type { WorkerCall, WorkerMessage } from './worker-protocol.js';
+
+/** The largest QuickJS stack limit that cannot overflow the host stack of the sandbox process (tested). */
+export const MAX_STACK_KB = 384;
 
 export interface FunctionSandboxOptions {
-  /** Worker threads in the pool (created on demand). Default 2. */
-  threads?: number;
+  /** Sandbox processes in the pool. Default 2. */
+  processes?: number;
   /** Default wall-clock limit per call, when the request has none. Default 1000 ms. */
   timeoutMs?: number;
-  /** Old-generation heap limit of each worker. Default 64 MB. */
-  maxHeapMb?: number;
+  /** Memory of one call (heap, strings and array buffers): the bound of the process's WebAssembly memory. Default 64 MiB. */
+  memoryMb?: number;
+  /** QuickJS stack limit per call, at most `MAX_STACK_KB`. Default 256 KiB. */
+  stackKb?: number;
+  /** Calls of one project running at once. Default: one less than `processes` (at least 1). */
+  projectConcurrency?: number;
+  /** Calls of one project waiting at once; more are refused as `overloaded`. Default 256. */
+  queuePerProject?: number;
+  /** A process whose resident size passes this after a call is replaced (WebAssembly memory never shrinks). Default 512 MiB. */
+  processMaxMb?: number;
+  /** OS isolation around each process: the strongest available (`auto`, default) or one that must work. */
+  isolation?: IsolationLayer | 'auto';
 }
 
-/** How long past its limit a call may take before the parent stops waiting for the worker's own verdict. */
-const GRACE_MS = 50;
-const WORKER_URL = new URL('./worker.js', import.meta.url);
-
-interface Job {
-  call: WorkerCall;
-  inputState: Record<string, unknown>;
-  queuedAt: number;
-  startedAt?: number;
-  timer?: NodeJS.Timeout;
-  done: boolean;
-  resolve: (result: InvokeResult) => void;
-}
-
-interface Slot {
-  worker: Worker;
-  ready: boolean;
-  dead: boolean;
-  job: Job | null;
-}
+/** A call may wait this many times its own time limit for a process before it fails. */
+const QUEUE_WAIT_FACTOR = 10;
+/** After this many processes in a row die before loading, queued calls fail instead of waiting. */
+const START_FAILURES = 3;
 
 type Failure = { kind: FunctionErrorKind; message: string };
+
+interface Job {
+  message: CallMessage;
+  inputState: Record<string, unknown>;
+  queuedAt: number;
+  resolve: (result: InvokeResult) => void;
+}
 
 function copyState(state: unknown): Record<string, unknown> {
   try {
@@ -53,8 +64,19 @@ function unchanged(state: Record<string, unknown>): ConvOutput {
   return { state, said: [], handoff: null, ended: false };
 }
 
-/** Accepts only a well-formed `ConvOutput` from a worker; anything else keeps the input state. */
-function checkOutput(conv: ConvOutput | undefined, inputState: Record<string, unknown>): ConvOutput {
+/** Tenant-made JSON text, parsed as plain data (`__proto__` and `constructor.prototype` keys removed). */
+function parseData(text: string): unknown {
+  return sjson.parse(text, undefined, { protoAction: 'remove', constructorAction: 'remove' });
+}
+
+/** Accepts only a well-formed `ConvOutput`; anything else keeps the input state. */
+function checkOutput(text: string | undefined, inputState: Record<string, unknown>): ConvOutput {
+  let conv: Partial<ConvOutput> | null = null;
+  try {
+    conv = text === undefined ? null : (parseData(text) as Partial<ConvOutput>);
+  } catch {
+    conv = null;
+  }
   if (!conv || typeof conv !== 'object') return unchanged(inputState);
   const state = conv.state !== null && typeof conv.state === 'object' && !Array.isArray(conv.state) ? conv.state : inputState;
   const said = Array.isArray(conv.said) ? conv.said.filter((s): s is string => typeof s === 'string') : [];
@@ -64,130 +86,114 @@ function checkOutput(conv: ConvOutput | undefined, inputState: Record<string, un
 }
 
 /**
- * Creates a sandbox for project functions. Workers are started on first use; `close()` stops them.
- * `invoke` never throws for tenant faults (they come back as `{ok: false, error}`); it throws only once closed.
+ * Creates a sandbox for project functions. Processes start on `start()` or the first call; `close()` stops them.
+ * `invoke` never throws for tenant faults (they come back as `{ok: false, error}`); it rejects only once closed.
  */
 export function createFunctionSandbox(options: FunctionSandboxOptions = {}): FunctionSandbox {
-  const threads = Math.max(1, Math.floor(options.threads ?? 2));
+  const processes = Math.max(1, Math.floor(options.processes ?? 2));
   const defaultTimeoutMs = Math.max(1, options.timeoutMs ?? 1000);
-  const maxHeapMb = Math.max(8, Math.floor(options.maxHeapMb ?? 64));
-  const slots: Slot[] = [];
-  const queue: Job[] = [];
+  const memoryMb = Math.max(1, options.memoryMb ?? 64);
+  const memoryBytes = memoryMb * 1024 * 1024;
+  const stackBytes = Math.min(MAX_STACK_KB, Math.max(16, options.stackKb ?? 256)) * 1024;
+  const quota = Math.max(1, Math.floor(options.projectConcurrency ?? processes - 1));
+  const ceiling = Math.max(64, options.processMaxMb ?? 512) * 1024 * 1024;
+  const queue = new FairQueue<Job>(quota, Math.max(1, options.queuePerProject ?? 256));
+  const pool: SandboxProcess[] = [];
+  let isolation: Promise<IsolationReport> | null = null;
+  let layer: IsolationLayer | null = null;
+  let startFailures = 0;
   let nextId = 1;
   let closed = false;
 
-  function finish(job: Job, outcome: { ok: true; value: unknown; conv: ConvOutput } | { ok: false; error: Failure; conv?: ConvOutput }): void {
-    if (job.done) return;
-    job.done = true;
-    if (job.timer) clearTimeout(job.timer);
-    const durationMs = performance.now() - (job.startedAt ?? job.queuedAt);
-    if (outcome.ok) {
-      job.resolve({ ok: true, value: outcome.value, conv: checkOutput(outcome.conv, job.inputState), durationMs });
+  function finish(job: Job, reply: CallReply | { ok: false; error: Failure; conv?: string }): void {
+    const durationMs = performance.now() - job.queuedAt;
+    if (reply.ok) {
+      let value: unknown;
+      try {
+        value = reply.value === undefined ? undefined : parseData(reply.value);
+      } catch {
+        value = reply.value;
+      }
+      job.resolve({ ok: true, value, conv: checkOutput(reply.conv, job.inputState), durationMs });
     } else {
-      const conv = outcome.conv ? checkOutput(outcome.conv, job.inputState) : unchanged(job.inputState);
-      job.resolve({ ok: false, error: { kind: outcome.error.kind, message: String(outcome.error.message) }, conv, durationMs });
+      const conv = reply.conv === undefined ? unchanged(job.inputState) : checkOutput(reply.conv, job.inputState);
+      job.resolve({ ok: false, error: { kind: reply.error.kind, message: String(reply.error.message) }, conv, durationMs });
     }
   }
 
-  /** Takes a worker out of the pool and stops it; a replacement is created when work needs one. */
-  function retire(slot: Slot): void {
-    if (slot.dead) return;
-    slot.dead = true;
-    const i = slots.indexOf(slot);
-    if (i >= 0) slots.splice(i, 1);
-    slot.worker.terminate().catch(() => undefined);
+  function failQueued(failure: Failure): void {
+    for (const job of queue.clear()) finish(job, { ok: false, error: failure });
   }
 
-  /** A worker died (out of memory, crash, exit): fail its call; if it never started, fail the queue too. */
-  function lost(slot: Slot, failure: Failure): void {
-    if (slot.dead) return;
-    const job = slot.job;
-    slot.job = null;
-    const wasReady = slot.ready;
-    retire(slot);
-    if (job) finish(job, { ok: false, error: failure });
-    if (!wasReady) {
-      // A worker that cannot start would be replaced by another that cannot either: give up on the queue.
-      for (const queued of queue.splice(0)) finish(queued, { ok: false, error: { kind: 'error', message: `function sandbox worker failed to start: ${failure.message}` } });
+  function onExit(proc: SandboxProcess, why: string): void {
+    const i = pool.indexOf(proc);
+    if (i >= 0) pool.splice(i, 1);
+    if (closed) return;
+    if (!proc.loaded) {
+      startFailures++;
+      if (startFailures >= START_FAILURES) {
+        failQueued({ kind: 'error', message: `the function sandbox cannot start: ${why}` });
+        return;
+      }
     }
     pump();
   }
 
   function spawn(): void {
-    const worker = new Worker(WORKER_URL, {
-      resourceLimits: {
-        maxOldGenerationSizeMb: maxHeapMb,
-        maxYoungGenerationSizeMb: Math.min(16, Math.max(2, Math.floor(maxHeapMb / 4))),
-        stackSizeMb: 4,
-      },
-      // `--experimental-vm-modules` lets worker.ts give `import()` an in-context rejection (see there);
-      // an explicit list also keeps the parent's loaders and flags out of the workers.
-      execArgv: ['--experimental-vm-modules'],
-      argv: [],
-      env: {},
-    });
-    // A starting or busy worker keeps the process alive; an idle one does not (see `idle`).
-    const slot: Slot = { worker, ready: false, dead: false, job: null };
-    slots.push(slot);
-    worker.on('message', (msg: WorkerMessage) => {
-      if (slot.dead) return;
-      if (msg.type === 'ready') {
-        slot.ready = true;
+    const proc = new SandboxProcess(layer!, memoryMb, onExit);
+    pool.push(proc);
+    proc.started().then(
+      () => {
+        startFailures = 0;
         pump();
-        idle(slot);
-        return;
-      }
-      const job = slot.job;
-      if (!job || job.call.id !== msg.id) return;
-      slot.job = null;
-      if (msg.ok) finish(job, { ok: true, value: msg.value, conv: msg.conv });
-      else finish(job, { ok: false, error: msg.error, conv: msg.conv });
-      // After a timeout the context may still hold work: start afresh rather than trust it.
-      if (!msg.ok && msg.error.kind === 'timeout') retire(slot);
-      pump();
-      idle(slot);
-    });
-    worker.on('error', (err: Error & { code?: string }) => {
-      if (err.code === 'ERR_WORKER_OUT_OF_MEMORY') lost(slot, { kind: 'memory', message: 'the function exceeded its memory limit' });
-      else lost(slot, { kind: 'error', message: `function sandbox worker failed: ${err.message}` });
-    });
-    worker.on('exit', (code) => lost(slot, { kind: 'error', message: `function sandbox worker exited with code ${code}` }));
+      },
+      () => undefined,
+    );
   }
 
-  function idle(slot: Slot): void {
-    if (!slot.dead && slot.job === null) slot.worker.unref();
-  }
-
-  function dispatch(slot: Slot, job: Job): void {
-    slot.job = job;
-    slot.worker.ref();
-    job.startedAt = performance.now();
-    job.timer = setTimeout(() => {
-      if (job.done || slot.job !== job) return;
-      slot.job = null;
-      finish(job, { ok: false, error: { kind: 'timeout', message: `the function ran longer than ${job.call.timeoutMs} ms` } });
-      retire(slot);
+  function dispatch(proc: SandboxProcess, project: string, job: Job): void {
+    void proc.call(job.message).then((reply) => {
+      queue.done(project);
+      finish(job, reply);
+      // A failed WebAssembly module, or memory that WebAssembly will not give back: start afresh.
+      if (proc.alive && (reply.fatal || proc.rss > ceiling)) proc.kill();
       pump();
-    }, job.call.timeoutMs + GRACE_MS);
-    slot.worker.postMessage(job.call);
+    });
   }
 
   function pump(): void {
-    if (closed) return;
+    if (closed || layer === null) return;
+    const now = performance.now();
+    for (const job of queue.drop((j) => now - j.queuedAt > j.message.timeoutMs * QUEUE_WAIT_FACTOR)) {
+      finish(job, { ok: false, error: { kind: 'timeout', message: 'the function waited too long for a sandbox' } });
+    }
     while (queue.length > 0) {
-      const idle = slots.find((s) => s.ready && !s.dead && s.job === null);
+      const idle = pool.find((p) => p.isReady && !p.busy);
       if (!idle) break;
-      dispatch(idle, queue.shift()!);
+      const next = queue.take();
+      if (!next) break;
+      dispatch(idle, next.project, next.item);
     }
-    const starting = slots.filter((s) => !s.ready).length;
-    let wanted = queue.length - starting;
-    while (wanted > 0 && slots.length < threads) {
-      spawn();
-      wanted--;
+    if (startFailures < START_FAILURES) while (pool.length < processes) spawn();
+  }
+
+  function start(): Promise<IsolationReport> {
+    if (!isolation) {
+      isolation = chooseIsolation(options.isolation ?? 'auto');
+      isolation.then(
+        (report) => {
+          layer = report.layer;
+          pump();
+        },
+        (e: Error) => failQueued({ kind: 'error', message: e.message }),
+      );
     }
+    return isolation;
   }
 
   return {
+    start,
+
     invoke(request: InvokeRequest): Promise<InvokeResult> {
       if (closed) return Promise.reject(new Error('function sandbox is closed'));
       const queuedAt = performance.now();
@@ -208,30 +214,32 @@ export function createFunctionSandbox(options: FunctionSandboxOptions = {}): Fun
         return immediate({ kind: 'error', message: `the call's conv or arguments are not JSON: ${e instanceof Error ? e.message : String(e)}` });
       }
       const timeoutMs = Math.max(1, Math.floor(request.timeoutMs ?? defaultTimeoutMs));
+      const message: CallMessage = { type: 'call', id: nextId++, name: String(request.name), source, conv, args, timeoutMs, memoryBytes, stackBytes };
       return new Promise<InvokeResult>((resolve) => {
-        queue.push({
-          call: { type: 'call', id: nextId++, name: String(request.name), source, conv, args, timeoutMs },
-          inputState,
-          queuedAt,
-          done: false,
-          resolve,
-        });
+        if (!queue.push(String(request.project ?? ''), { message, inputState, queuedAt, resolve })) {
+          resolve({ ok: false, error: { kind: 'overloaded', message: 'too many calls of this project are waiting' }, conv: unchanged(inputState), durationMs: 0 });
+          return;
+        }
+        if (startFailures >= START_FAILURES) startFailures = 0;
+        void start().catch(() => undefined);
         pump();
       });
+    },
+
+    pids(): number[] {
+      return pool.filter((p) => p.isReady).map((p) => p.pid).filter((pid): pid is number => typeof pid === 'number');
     },
 
     async close(): Promise<void> {
       if (closed) return;
       closed = true;
-      const failure: Failure = { kind: 'error', message: 'function sandbox closed' };
-      for (const job of queue.splice(0)) finish(job, { ok: false, error: failure });
-      const stopping = slots.splice(0).map((slot) => {
-        slot.dead = true;
-        if (slot.job) finish(slot.job, { ok: false, error: failure });
-        slot.job = null;
-        return slot.worker.terminate().catch(() => undefined);
-      });
-      await Promise.all(stopping);
+      failQueued({ kind: 'error', message: 'function sandbox closed' });
+      await Promise.all(
+        pool.splice(0).map((proc) => {
+          proc.kill();
+          return proc.exited();
+        }),
+      );
     },
   };
 }

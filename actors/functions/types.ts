@@ -1,7 +1,7 @@
 /**
  * Project functions: JavaScript written by agent builders, stored on branches and frozen into artifacts,
- * run by the platform in a sandbox (a worker thread with its own V8 isolate, heap limits and a time limit;
- * never the platform's own context).
+ * run by the platform in a sandbox: QuickJS compiled to WebAssembly, in a pool of separate sandbox processes, with
+ * a memory limit, a stack limit and a time limit per call (never a V8 context of the platform).
  *
  * A function's source is one JavaScript function (declaration or expression), e.g.
  * `function start(conv) { conv.state.visits = (conv.state.visits ?? 0) + 1; conv.say('Welcome back'); }`
@@ -10,6 +10,7 @@
  * instead of the responder's), `end` (the conversation ends). Any other name is a tool the LLM responder may
  * call with JSON arguments.
  */
+import type { IsolationReport } from './isolation.js';
 
 /** What the sandbox hands a function as `conv`, besides the methods (`say`, `handoff`, `end`). */
 export interface ConvInput {
@@ -39,7 +40,12 @@ export interface ConvOutput {
   ended: boolean;
 }
 
-export type FunctionErrorKind = 'error' | 'timeout' | 'memory' | 'not_found' | 'compile';
+/**
+ * Why a call failed: the function threw (`error`), ran past its time limit (`timeout`), passed its memory limit
+ * (`memory`), does not exist (`not_found`) or does not compile (`compile`), or its project already has too many
+ * calls waiting (`overloaded`).
+ */
+export type FunctionErrorKind = 'error' | 'timeout' | 'memory' | 'not_found' | 'compile' | 'overloaded';
 
 export type InvokeResult =
   | { ok: true; value: unknown; conv: ConvOutput; durationMs: number }
@@ -55,11 +61,17 @@ export interface InvokeRequest {
   args: unknown[];
   /** Wall-clock limit for this call (synchronous loops and pending promises alike). */
   timeoutMs?: number;
+  /** The project the call runs for: calls queue fairly per project (see `fair-queue.ts`). */
+  project?: string;
 }
 
 export interface FunctionSandbox {
   /** Runs one function. Never throws for tenant faults: they come back as `{ok: false, error}`. */
   invoke(request: InvokeRequest): Promise<InvokeResult>;
-  /** Stops the worker threads. */
+  /** Chooses the OS isolation and starts the processes; resolves with what the isolation provides. */
+  start(): Promise<IsolationReport>;
+  /** Process ids of the pool's processes that take calls (for the operator's diagnostics and the tests). */
+  pids(): number[];
+  /** Stops the sandbox processes; queued and running calls fail. */
   close(): Promise<void>;
 }

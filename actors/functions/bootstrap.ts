@@ -1,0 +1,116 @@
+/**
+ * The trusted script that runs first in every fresh QuickJS context, before any tenant code (see `quickjs-call.ts`).
+ *
+ * It evaluates to a controller object whose methods the host calls with string arguments and which answers with
+ * strings (or `undefined`): the `conv` object and its methods are built here, inside the sandbox's own realm, so no
+ * host function is ever reachable from tenant code. Intrinsics (`JSON`, `String`, `Reflect.apply`, ...) are captured
+ * before tenant code runs, so a function that replaces `JSON.stringify` or `Array.prototype.toJSON` corrupts at most
+ * its own return value, never the envelope the host parses.
+ */
+export const BOOTSTRAP_SOURCE = String.raw`(function () {
+  'use strict';
+  const G = globalThis;
+  const parse = JSON.parse, stringify = JSON.stringify, S = String;
+  const defineProperty = Object.defineProperty, freeze = Object.freeze, keys = Object.keys, isArray = Array.isArray;
+  const apply = Reflect.apply, lower = String.prototype.toLowerCase;
+  const hidden = (o, k, v) => defineProperty(o, k, { value: v, writable: true, configurable: true, enumerable: false });
+  // No deferred work: nothing of a call may run outside the call's own job loop.
+  delete G.FinalizationRegistry;
+  const noop = function () {};
+  hidden(G, 'console', { log: noop, info: noop, warn: noop, error: noop, debug: noop, trace: noop });
+
+  let conv = null, args = [], status = 'idle', value, message = '', inputState = '{}';
+  const said = [];
+  let handoff = null, ended = false;
+  const isObject = (v) => v !== null && typeof v === 'object' && !isArray(v);
+  const describe = (e) => {
+    try {
+      if (e !== null && (typeof e === 'object' || typeof e === 'function') && typeof e.message === 'string') {
+        const name = typeof e.name === 'string' ? e.name : '';
+        return name && name !== 'Error' ? name + ': ' + e.message : e.message;
+      }
+      return S(e);
+    } catch (_) {
+      return 'unprintable error';
+    }
+  };
+  return freeze({
+    init(convJson, argsJson) {
+      const input = parse(convJson);
+      const obj = (v) => (isObject(v) ? v : {});
+      const state = obj(input.state);
+      inputState = stringify(state);
+      const headers = obj(input.sip_headers);
+      const byName = new Map();
+      const sip = {};
+      for (const k of keys(headers)) {
+        byName.set(apply(lower, k, []), S(headers[k]));
+        sip[k] = S(headers[k]);
+      }
+      hidden(sip, 'get', function get(name) {
+        const v = byName.get(apply(lower, S(name), []));
+        return v === undefined ? null : v;
+      });
+      hidden(sip, 'has', function has(name) { return byName.has(apply(lower, S(name), [])); });
+      conv = {
+        conversation_id: S(input.conversation_id ?? ''),
+        channel: S(input.channel ?? ''),
+        environment: S(input.environment ?? ''),
+        variant: isObject(input.variant) ? input.variant : null,
+        state,
+        integration_attributes: obj(input.integration_attributes),
+        metadata: obj(input.metadata),
+        sip_headers: sip,
+        variables: obj(input.variables),
+      };
+      hidden(conv, 'say', function say(text) { said[said.length] = S(text); });
+      hidden(conv, 'handoff', function handoff_(destination, reason) {
+        handoff = { destination: S(destination), reason: reason === undefined ? '' : S(reason) };
+      });
+      hidden(conv, 'end', function end() { ended = true; });
+      const list = parse(argsJson);
+      for (let i = 0; i < list.length; i++) args[i] = list[i] === null ? undefined : parse(list[i]);
+    },
+    /** Calls the tenant's function; an async result settles through the context's own job queue. */
+    run(fn) {
+      status = 'pending';
+      const all = [conv];
+      for (let i = 0; i < args.length; i++) all[i + 1] = args[i];
+      (async function () {
+        try {
+          value = await apply(fn, undefined, all);
+          status = 'ok';
+        } catch (e) {
+          message = describe(e);
+          status = 'error';
+        }
+      })();
+    },
+    status() { return status; },
+    message() { return message; },
+    describe,
+    /** The return value as JSON text, or undefined; values JSON cannot hold become their string form. */
+    value() {
+      if (value === undefined) return undefined;
+      try {
+        const text = stringify(value);
+        if (typeof text === 'string') return text;
+      } catch (_) {}
+      try { return stringify(S(value)); } catch (_) { return '"[unprintable value]"'; }
+    },
+    /** What the function did to the conversation, as JSON text built from strings the host can trust. */
+    output() {
+      let state = inputState;
+      try {
+        const text = stringify(conv.state);
+        if (typeof text === 'string' && isObject(parse(text))) state = text;
+      } catch (_) {}
+      // Built by hand: stringify of a string primitive consults no (tenant-patchable) toJSON.
+      let list = '';
+      for (let i = 0; i < said.length; i++) list += (i ? ',' : '') + stringify(said[i]);
+      const h = handoff === null ? 'null'
+        : '{"destination":' + stringify(handoff.destination) + ',"reason":' + stringify(handoff.reason) + '}';
+      return '{"state":' + state + ',"said":[' + list + '],"handoff":' + h + ',"ended":' + (ended ? 'true' : 'false') + '}';
+    },
+  });
+})()`;

@@ -1,0 +1,50 @@
+/**
+ * Entry point of a sandbox process (started by `process.ts`, inside the isolation `isolation.ts` chose). It loads
+ * QuickJS compiled to WebAssembly once and serves calls one at a time: a line of JSON in on stdin, a line out on
+ * stdout. Tenant code only ever runs inside QuickJS; this file is trusted and holds nothing worth stealing (the
+ * platform starts it with an empty environment and no descriptors but its three pipes).
+ */
+import { createInterface } from 'node:readline';
+import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSSyncVariant } from 'quickjs-emscripten-core';
+import { runCall } from './quickjs-call.js';
+import type { CallMessage, ChildMessage } from './protocol.js';
+
+const send = (message: ChildMessage): void => {
+  process.stdout.write(`${JSON.stringify(message)}\n`);
+};
+
+/** WebAssembly pages (64 KiB) the module itself needs: its static data and C stack (the build's initial memory). */
+const BASE_PAGES = 256;
+const memoryMb = Number(/^--memory-mb=(\d+)$/.exec(process.argv[2] ?? '')?.[1] ?? 64);
+// In this WebAssembly build QuickJS cannot measure its allocations (no malloc_usable_size), so its own memory limit
+// only refuses single allocations larger than the limit. The memory's maximum is the real, cumulative bound: past
+// it malloc fails and QuickJS throws its out-of-memory error. Calls run one at a time on a fresh runtime, so the
+// process's bound is each call's bound; freed memory is reused by the next call.
+const wasmMemory = new WebAssembly.Memory({ initial: BASE_PAGES, maximum: BASE_PAGES + memoryMb * 16 });
+// The release-sync variant: no asyncify, nothing to build. Its types describe the CommonJS entry; the ES entry
+// Node loads here exports the variant as its default.
+const base = (await import('@jitl/quickjs-wasmfile-release-sync')).default as unknown as QuickJSSyncVariant;
+const quickjs = await newQuickJSWASMModuleFromVariant(newVariant(base, { wasmMemory }));
+const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
+lines.on('line', (line) => {
+  let call: CallMessage;
+  try {
+    call = JSON.parse(line) as CallMessage;
+  } catch {
+    return;
+  }
+  if (call?.type !== 'call') return;
+  try {
+    const { outcome, broken } = runCall(quickjs, call);
+    send({ type: 'result', id: call.id, ...outcome, rss: process.memoryUsage.rss(), ...(broken ? { fatal: true } : {}) });
+    if (broken) process.stdout.write('', () => process.exit(70));
+  } catch (e) {
+    // The WebAssembly module itself failed (host stack exhausted, an engine assertion): its memory may be
+    // inconsistent, so this process answers and exits; the pool starts a fresh one.
+    const message = `sandbox failure: ${e instanceof Error ? e.message : String(e)}`.slice(0, 500);
+    send({ type: 'result', id: call.id, ok: false, error: { kind: 'error', message }, rss: process.memoryUsage.rss(), fatal: true });
+    process.stdout.write('', () => process.exit(70));
+  }
+});
+lines.on('close', () => process.exit(0));
+send({ type: 'ready' });

@@ -1,0 +1,158 @@
+/**
+ * Runs one project-function call in a fresh QuickJS runtime (inside a sandbox process, see `child.ts`).
+ *
+ * Each call gets its own runtime and context, so calls share nothing, with the call's memory limit, stack limit
+ * and an interrupt deadline. Only strings cross between this file and the QuickJS realm (see `bootstrap.ts`).
+ */
+import type { QuickJSContext, QuickJSHandle, QuickJSRuntime, QuickJSWASMModule } from 'quickjs-emscripten-core';
+import { BOOTSTRAP_SOURCE } from './bootstrap.js';
+import type { CallMessage } from './protocol.js';
+import type { FunctionErrorKind } from './types.js';
+
+const MAX_MESSAGE = 4000;
+
+export type CallOutcome =
+  | { ok: true; value?: string; conv: string }
+  | { ok: false; error: { kind: FunctionErrorKind; message: string }; conv?: string };
+
+function clip(s: string): string {
+  return s.length > MAX_MESSAGE ? `${s.slice(0, MAX_MESSAGE)}…` : s;
+}
+
+/** A failure of the call that ends it at once. `withOutput` says whether the function ran far enough to report. */
+class Stop extends Error {
+  constructor(
+    readonly kind: FunctionErrorKind,
+    message: string,
+    readonly withOutput: boolean,
+  ) {
+    super(message);
+  }
+}
+
+const OUT_OF_MEMORY = 'InternalError: out of memory';
+const INTERRUPTED = 'InternalError: interrupted';
+
+/**
+ * QuickJS reports its own limits as `InternalError`s: "interrupted" (the deadline; uncatchable by tenant code),
+ * "out of memory" and "stack overflow". The error is read only through the context's own `describe` (tenant
+ * getters run inside the sandbox, under its limits); a tenant throwing a look-alike only earns itself that verdict.
+ */
+function verdict(ctx: QuickJSContext, error: QuickJSHandle, describe: QuickJSHandle | null, deadline: number, timeoutMs: number, ran: boolean): Stop {
+  if (Date.now() > deadline) return new Stop('timeout', `the function ran longer than ${timeoutMs} ms`, false);
+  let text = 'unprintable error';
+  if (describe) {
+    const r = ctx.callFunction(describe, ctx.undefined, error);
+    if (r.error) r.error.dispose();
+    else text = r.value.consume((h) => (ctx.typeof(h) === 'string' ? ctx.getString(h) : text));
+  }
+  if (Date.now() > deadline) return new Stop('timeout', `the function ran longer than ${timeoutMs} ms`, false);
+  if (text === OUT_OF_MEMORY) return new Stop('memory', 'the function exceeded its memory limit', false);
+  return new Stop('error', clip(text), ran);
+}
+
+/**
+ * Runs `call` to completion within its limits. `broken` says the runtime could not be torn down cleanly (QuickJS
+ * can leave objects behind after running out of memory): the process should not be trusted with another call.
+ * Throws only for a failure of the QuickJS module itself.
+ */
+export function runCall(quickjs: QuickJSWASMModule, call: CallMessage): { outcome: CallOutcome; broken: boolean } {
+  const deadline = Date.now() + call.timeoutMs;
+  const runtime: QuickJSRuntime = quickjs.newRuntime();
+  runtime.setMemoryLimit(call.memoryBytes);
+  runtime.setMaxStackSize(call.stackBytes);
+  runtime.setInterruptHandler(() => Date.now() > deadline);
+  const ctx = runtime.newContext();
+  const handles: QuickJSHandle[] = [];
+  const keep = <T extends QuickJSHandle>(h: T): T => (handles.push(h), h);
+  let controller: QuickJSHandle | null = null;
+  let describe: QuickJSHandle | null = null;
+  let ran = false;
+
+  const method = (name: string): QuickJSHandle => keep(ctx.getProp(controller!, name));
+  /** Calls a controller method with string arguments; returns its result as a string, or undefined. */
+  const invoke = (name: string, ...args: Array<string | QuickJSHandle>): string | undefined => {
+    const fn = method(name);
+    const handles = args.map((a) => (typeof a === 'string' ? keep(ctx.newString(a)) : a));
+    const r = ctx.callFunction(fn, ctx.undefined, ...handles);
+    if (r.error) throw r.error.consume((e) => verdict(ctx, e, describe, deadline, call.timeoutMs, ran));
+    return r.value.consume((h) => (ctx.typeof(h) === 'string' ? ctx.getString(h) : undefined));
+  };
+  const output = (): string | undefined => {
+    try {
+      return invoke('output');
+    } catch {
+      return undefined;
+    }
+  };
+
+  let outcome: CallOutcome;
+  try {
+    outcome = execute();
+  } catch (e) {
+    release();
+    throw e;
+  }
+  return { outcome, broken: !release() };
+
+  /** Frees the call's handles, context and runtime; false when QuickJS could not free them cleanly. */
+  function release(): boolean {
+    try {
+      for (const h of handles) if (h.alive) h.dispose();
+      ctx.dispose();
+      runtime.dispose();
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  function execute(): CallOutcome {
+  try {
+    const boot = ctx.evalCode(BOOTSTRAP_SOURCE, 'sandbox:bootstrap');
+    if (boot.error) throw boot.error.consume((e) => verdict(ctx, e, null, deadline, call.timeoutMs, false));
+    controller = keep(boot.value);
+    describe = method('describe');
+    invoke('init', call.conv, call.args);
+
+    // Compile: `(${source})` turns a named declaration into an expression.
+    const source = call.source.replace(/[\s;]+$/, '');
+    const compiled = ctx.evalCode(`(${source}\n)`, `${call.name}.js`);
+    if (compiled.error) {
+      const stop = compiled.error.consume((e) => verdict(ctx, e, describe, deadline, call.timeoutMs, false));
+      throw stop.kind === 'error' ? new Stop('compile', stop.message, false) : stop;
+    }
+    const fn = keep(compiled.value);
+    if (ctx.typeof(fn) !== 'function') {
+      const got = ctx.sameValue(fn, ctx.null) ? 'null' : ctx.typeof(fn);
+      throw new Stop('compile', `the source does not evaluate to a function (got ${got})`, false);
+    }
+
+    ran = true;
+    invoke('run', fn);
+    for (;;) {
+      const status = invoke('status');
+      if (status !== 'pending') break;
+      const jobs = runtime.executePendingJobs(-1);
+      if (jobs.error) throw jobs.error.consume((e) => verdict(ctx, e, describe, deadline, call.timeoutMs, ran));
+      // Nothing left to run and still pending: no host callback exists that could ever settle it.
+      if (jobs.value === 0 && invoke('status') === 'pending') throw new Stop('timeout', `the function's promise never settled (limit ${call.timeoutMs} ms)`, false);
+    }
+    const conv = invoke('output');
+    if (conv === undefined) throw new Stop('error', 'the sandbox could not read the conversation back', false);
+    if (invoke('status') === 'error') {
+      const message = invoke('message') ?? 'error';
+      // The async wrapper sees what the function threw, the engine's own limit errors included.
+      if (message === INTERRUPTED || Date.now() > deadline) return { ok: false, error: { kind: 'timeout', message: `the function ran longer than ${call.timeoutMs} ms` } };
+      if (message === OUT_OF_MEMORY) return { ok: false, error: { kind: 'memory', message: 'the function exceeded its memory limit' } };
+      return { ok: false, error: { kind: 'error', message: clip(message) }, conv };
+    }
+    const value = invoke('value');
+    return value === undefined ? { ok: true, conv } : { ok: true, value, conv };
+  } catch (e) {
+    if (!(e instanceof Stop)) throw e;
+    const conv = e.withOutput ? output() : undefined;
+    return conv === undefined ? { ok: false, error: { kind: e.kind, message: e.message } } : { ok: false, error: { kind: e.kind, message: e.message }, conv };
+  }
+  }
+}

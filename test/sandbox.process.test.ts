@@ -1,0 +1,183 @@
+/**
+ * The sandbox processes as the OS sees them, their limits, their replacement, and fairness between projects.
+ */
+import t from 'tap';
+import fc from 'fast-check';
+import { openSync, readFileSync, readdirSync, readlinkSync, writeFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createFunctionSandbox, MAX_STACK_KB, type ConvInput, type InvokeRequest, type InvokeResult } from '../actors/functions/mod.js';
+import { FairQueue } from '../actors/functions/fair-queue.js';
+import { loadConfig } from '../platform/config.js';
+import { sandboxNodes } from './helpers/processes.js';
+
+const conv: ConvInput = { conversation_id: 'c', channel: 'chat', environment: 'live', variant: null, state: {}, integration_attributes: {}, metadata: {}, sip_headers: {}, variables: {} };
+const call = (source: string, extra: Partial<InvokeRequest> = {}): InvokeRequest => ({ functions: { f: source }, name: 'f', conv, args: [], ...extra });
+const inCI = process.env.CI === 'true';
+
+/** The node process running the child script of the pool's process `pid` (or the test fails before signalling). */
+function nodeBelow(pid: number | undefined): number {
+  const found = pid === undefined ? [] : pid > 1 && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('child.js') && readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'node' ? [pid] : sandboxNodes(pid);
+  if (found.length !== 1) throw new Error(`expected one sandbox node process below ${pid}, found ${found.length}`);
+  return found[0];
+}
+
+t.test('a sandbox process has an empty environment, no descriptors of ours, and the OS isolation it can get', async (t) => {
+  process.env.SANDBOX_CANARY = 'canary-in-the-parent';
+  const dataDir = mkdtempSync(join(tmpdir(), 'sb-sandbox-'));
+  writeFileSync(join(dataDir, 'secret'), 'x');
+  const fd = openSync(join(dataDir, 'secret'), 'r'); // a descriptor of ours that must not be inherited
+  const s = createFunctionSandbox({ processes: 1 });
+  t.teardown(() => s.close());
+  const report = await s.start();
+  if (inCI) t.equal(report.layer, 'bwrap', 'CI installs bubblewrap: the strongest layer is in use');
+  t.ok((await s.invoke(call('() => 1'))).ok, 'a call runs');
+  const pid = nodeBelow(s.pids()[0]);
+
+  const environ = readFileSync(`/proc/${pid}/environ`, 'latin1');
+  t.notOk(environ.includes('SANDBOX_CANARY'), 'no variable of the platform’s environment');
+  t.notOk(environ.includes('PATH='), 'not even PATH');
+  t.equal(readlinkSync(`/proc/${pid}/cwd`), '/', 'working directory is / (never DATA_DIR)');
+  const entries = readdirSync(`/proc/${pid}/fd`).map((n): [string, string] => {
+    try {
+      return [n, readlinkSync(`/proc/${pid}/fd/${n}`)];
+    } catch {
+      return [n, ''];
+    }
+  });
+  const fds = entries.map(([, link]) => link);
+  t.notOk(fds.some((l) => l.includes(dataDir)), `no descriptor into the data dir (${fd} is open in the parent)`);
+  // Node hands a child its stdio as socket pairs: those three, and no other socket.
+  t.notOk(entries.some(([n, l]) => l.startsWith('socket:') && !['0', '1', '2'].includes(n)), 'no socket but stdio');
+  t.notOk(fds.some((l) => l.startsWith('/') && !l.startsWith('/dev/') && !l.includes('node_modules') && !l.includes('/dist/') && l !== '/'), `no regular file of the platform: ${fds.join(', ')}`);
+
+  if (report.layer !== 'none') {
+    const uid = /^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    t.equal(uid, '65534', 'an unprivileged uid');
+  }
+  if (report.layer === 'bwrap' || report.layer === 'unshare') {
+    t.not(readlinkSync(`/proc/${pid}/ns/net`), readlinkSync('/proc/self/ns/net'), 'its own network namespace');
+  }
+  if (report.layer === 'bwrap') {
+    const root = readdirSync(`/proc/${pid}/root`);
+    t.notOk(root.includes('etc') || root.includes('root') || root.includes('home'), `a minimal root filesystem: ${root.join(' ')}`);
+    t.notOk(readdirSync(`/proc/${pid}/root/tmp`).length, 'an empty /tmp');
+  }
+  t.same(report.missing, report.layer === 'bwrap' ? [] : report.missing, 'what is missing is reported');
+  delete process.env.SANDBOX_CANARY;
+});
+
+t.test('stack limit: the largest allowed limit cannot overflow the host stack', async (t) => {
+  const s = createFunctionSandbox({ processes: 1, stackKb: MAX_STACK_KB * 4 });
+  t.teardown(() => s.close());
+  await s.start();
+  const pid = s.pids()[0];
+  for (const source of ['function f() { return f() + 1 }', '() => { const r = (n) => [r(n + 1)]; return r(0) }', '() => JSON.parse("[".repeat(100000) + "]".repeat(100000))']) {
+    const r = await s.invoke(call(source));
+    t.equal(r.ok ? 'ok' : r.error.kind, 'error', `deep recursion is a function error: ${r.ok ? '' : r.error.message}`);
+  }
+  t.equal(s.pids()[0], pid, 'the process survived: the limit was enforced by QuickJS, not by a host stack overflow');
+  t.ok((await s.invoke(call('() => 1'))).ok, 'and serves the next call');
+  t.throws(() => loadConfig({ FUNCTION_STACK_KB: String(MAX_STACK_KB + 1) }), 'a larger FUNCTION_STACK_KB is refused at start');
+});
+
+t.test('off-heap growth and a killed process', async (t) => {
+  const s = createFunctionSandbox({ processes: 1, memoryMb: 16, timeoutMs: 5000 });
+  t.teardown(() => s.close());
+  for (const source of ['() => { const keep = []; for (;;) keep.push(new ArrayBuffer(1 << 20)) }', '() => new Uint8Array(64 << 20).length', '() => { const keep = []; for (;;) keep.push(new Float64Array(1 << 17)) }']) {
+    const r = await s.invoke(call(source));
+    t.equal(r.ok ? 'ok' : r.error.kind, 'memory', `array buffers count against the memory limit: ${source}`);
+  }
+  t.ok((await s.invoke(call('() => 1'))).ok, 'a fresh process after the memory failures');
+  const before = s.pids()[0];
+  const spinning = s.invoke(call('() => { for (;;) {} }', { timeoutMs: 4000 }));
+  await new Promise((r) => setTimeout(r, 200));
+  process.kill(nodeBelow(before), 'SIGKILL');
+  const r = await spinning;
+  t.equal(r.ok ? 'ok' : r.error.kind, 'error', 'a process that dies mid-call makes the call a function error');
+  const next = await s.invoke(call('() => 7'));
+  t.same(next.ok && next.value, 7, 'a replacement process serves the next call');
+  t.not(s.pids()[0], before, 'it is a new process');
+});
+
+t.test('a process past its memory ceiling is replaced after its call', async (t) => {
+  const s = createFunctionSandbox({ processes: 1, memoryMb: 256, processMaxMb: 64, timeoutMs: 5000 });
+  t.teardown(() => s.close());
+  await s.start();
+  const before = s.pids()[0];
+  const r = await s.invoke(call('() => { const a = new Uint8Array(150 << 20); a.fill(1); return a.length }'));
+  t.ok(r.ok, 'the call itself is within its limit');
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const after = await s.invoke(call('() => 1'));
+  t.ok(after.ok, 'the next call runs');
+  t.not(s.pids()[0], before, 'on a fresh process (WebAssembly memory does not shrink)');
+});
+
+t.test('fairness: another project is served while one has a backlog of spinning calls', async (t) => {
+  for (const processes of [1, 2]) {
+    const s = createFunctionSandbox({ processes, timeoutMs: 300 });
+    t.teardown(() => s.close());
+    await s.start();
+    let aDone = 0;
+    const backlog = Array.from({ length: 12 }, () => s.invoke(call('() => { for (;;) {} }', { project: 'A' })).then((r) => (aDone++, r)));
+    await new Promise((r) => setTimeout(r, 20));
+    const b = await s.invoke(call('() => "B answered"', { project: 'B' }));
+    t.same(b.ok && b.value, 'B answered', `${processes} process(es): B's call completes`);
+    t.ok(aDone <= processes, `${processes} process(es): B waited for at most one round of A's calls (${aDone} done)`);
+    const rest = await Promise.all(backlog);
+    t.ok(rest.every((r) => !r.ok && r.error.kind === 'timeout'), 'A’s calls each hit their own limit');
+  }
+});
+
+t.test('a project past its queue bound is refused, not queued', async (t) => {
+  const s = createFunctionSandbox({ processes: 1, timeoutMs: 200, queuePerProject: 2 });
+  t.teardown(() => s.close());
+  const results = await Promise.all(Array.from({ length: 5 }, () => s.invoke(call('() => { for (;;) {} }', { project: 'A' }))));
+  t.equal(results.filter((r) => !r.ok && r.error.kind === 'overloaded').length, 3, 'three calls beyond the two waiting are refused');
+});
+
+t.test('FairQueue: quota, fewest running first, every item served once (fast-check)', async (t) => {
+  fc.assert(
+    fc.property(
+      fc.integer({ min: 1, max: 4 }),
+      fc.array(fc.tuple(fc.constantFrom('a', 'b', 'c', 'd'), fc.constantFrom('push', 'take', 'done')), { maxLength: 200 }),
+      (quota, ops) => {
+        const q = new FairQueue<number>(quota, 1000);
+        const running = new Map<string, number>();
+        const live: string[] = [];
+        let pushed = 0;
+        let taken = 0;
+        for (const [project, op] of ops) {
+          if (op === 'push') {
+            q.push(project, pushed++);
+          } else if (op === 'done' && live.length) {
+            const p = live.shift()!;
+            q.done(p);
+            running.set(p, running.get(p)! - 1);
+          } else {
+            const next = q.take();
+            if (next) {
+              taken++;
+              running.set(next.project, (running.get(next.project) ?? 0) + 1);
+              live.push(next.project);
+              if (running.get(next.project)! > quota) return false;
+            }
+          }
+        }
+        for (let next = q.take(); next; next = q.take()) {
+          taken++;
+          running.set(next.project, (running.get(next.project) ?? 0) + 1);
+          if (running.get(next.project)! > quota) return false;
+        }
+        // Whatever is left waits only because its project is at its quota.
+        return taken + q.length === pushed;
+      },
+    ),
+  );
+  const q = new FairQueue<string>(4, 100);
+  for (let i = 0; i < 5; i++) q.push('busy', `busy${i}`);
+  q.take();
+  q.take();
+  q.push('quiet', 'quiet0');
+  t.equal(q.take()?.project, 'quiet', 'the project with fewer calls running goes first');
+});
