@@ -5,8 +5,7 @@
  * conversation still in progress counts as going on until now.
  */
 import type { Collection } from '../../../store/mod.js';
-import { hourOf } from '../../../actors/conversation/search.js';
-import { eachEntry, field, fieldIs, fieldNumber, packedSpans, SPAN, type SpanSlot } from '../../../actors/conversation/slots.js';
+import { eachEntry, field, fieldIs, fieldNumber, hourOf, packedSpans, SPAN, type SpanSlot } from '../../../actors/conversation/mod.js';
 import { invalid, PlatformError } from '../../../platform/errors.js';
 import { oneOf, text, time, type RawQuery } from './params.js';
 import { ENVIRONMENTS } from './query.js';

@@ -10,11 +10,22 @@ import { Readable } from 'node:stream';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { conversationRecords, type ConversationRecord } from '../../../actors/conversation/record.js';
-import { conversationDocuments, jsonOf, withoutTurns } from '../../../actors/conversation/document.js';
-import { backfillReadModels, readModelsComplete } from '../../../actors/conversation/backfill.js';
-import { conversationHours, conversationSpans, conversationTerms, conversationVectorBuckets, conversationVectors } from '../../../actors/conversation/search.js';
-import { createEmbedderFromEnv, type Embedder } from '../../../actors/conversation/embedding.js';
+import {
+  backfillReadModels,
+  conversationDocuments,
+  conversationHours,
+  conversationRecords,
+  conversationSpans,
+  conversationTerms,
+  conversationVectorBuckets,
+  conversationVectors,
+  createEmbedderFromEnv,
+  jsonOf,
+  readModelsComplete,
+  withoutTurns,
+  type ConversationRecord,
+  type Embedder,
+} from '../../../actors/conversation/mod.js';
 import { forbidden, notFound, unauthorized } from '../../../platform/errors.js';
 import type { Services } from '../../../platform/services.js';
 import { header, resolvePathProject } from '../auth.js';
