@@ -93,8 +93,8 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
 
   const refused = (r: Reply): never => {
     if (r.ok) throw new Error('not refused');
-    const errors = { ended: CHAT.CONVERSATION_ENDED, handed_off: CHAT.CONVERSATION_HANDED_OFF, not_started: CHAT.CONVERSATION_NOT_STARTED, started: CHAT.CONVERSATION_EXISTS };
-    throw errors[r.error]();
+    const byReason = { ended: CHAT.CONVERSATION_ENDED, handed_off: CHAT.CONVERSATION_HANDED_OFF, not_started: CHAT.CONVERSATION_NOT_STARTED, started: CHAT.CONVERSATION_EXISTS };
+    throw byReason[r.error]();
   };
 
   app.post('/:version/:account_id/:project_id/chat/create', {
