@@ -4,8 +4,10 @@
  */
 export { ActorAskError, ActorClient, type AskOptions } from './client.js';
 export { Host, type HostOptions } from './host.js';
+export { decode, encode } from './protocol.js';
 export { describeSnapshot, type ActorDescription } from './introspect.js';
 export { builtinKinds, type ActorKind } from './kinds.js';
 export { startRuntime, type Runtime, type RuntimeOptions } from './runtime.js';
 export { earliestDeadline, sleepUntil, SLEEP_SRC } from './timers.js';
 export type { WorkerDirectory, WorkerInfo } from './placement/types.js';
+export type { Subscription, Transport } from './transport/types.js';

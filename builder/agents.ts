@@ -1,6 +1,6 @@
 import { StoreDuplicateError } from '../store/mod.js';
 import { nowIso } from '../platform/clock.js';
-import { conflict, forbidden, notFound } from '../platform/errors.js';
+import { AGENTS } from '../platform/errors.js';
 import { newId } from '../platform/secrets.js';
 import { slugify } from '../platform/slug.js';
 import { emptyContent } from './content.js';
@@ -24,7 +24,7 @@ export class Agents {
   async create(caller: Caller, input: { name: string; description: string; agentId?: string }): Promise<{ agent: AgentRecord; main: BranchRecord }> {
     const id = input.agentId ?? newId('agent').replace('_', '-');
     if (input.agentId && (await this.r.agents.get(id))) {
-      throw conflict('an agent with that agentId exists', [{ field: 'agentId', message: 'agentId already taken' }]);
+      throw AGENTS.AGENT_EXISTS();
     }
     const now = nowIso();
     const base = slugify(input.name, id.toLowerCase());
@@ -45,7 +45,7 @@ export class Agents {
       } catch (err) {
         if (!(err instanceof StoreDuplicateError)) throw err;
         // A taken id (a concurrent create with the same agentId) is a conflict; a taken slug gets a suffix.
-        if (err.fields.includes('id')) throw conflict('an agent with that agentId exists', [{ field: 'agentId', message: 'agentId already taken' }]);
+        if (err.fields.includes('id')) throw AGENTS.AGENT_EXISTS();
       }
     }
     const main = await this.r.branches.insert({
@@ -89,9 +89,9 @@ export class Agents {
     const agent =
       (await this.r.agents.get(agentId)) ??
       (await this.r.agents.findOne({ account_id: caller.accountId, slug: agentId }));
-    if (!agent) throw notFound('agent', 'agentId');
-    if (agent.account_id !== caller.accountId) throw forbidden('this key has no access to that agent');
-    if (caller.projectId && caller.projectId !== agent.id) throw forbidden('this key is bound to another agent');
+    if (!agent) throw AGENTS.AGENT_NOT_FOUND();
+    if (agent.account_id !== caller.accountId) throw AGENTS.AGENT_OTHER_ACCOUNT();
+    if (caller.projectId && caller.projectId !== agent.id) throw AGENTS.AGENT_OTHER_PROJECT();
     return agent;
   }
 }

@@ -1,6 +1,6 @@
 import { StoreDuplicateError } from '../store/mod.js';
 import { nowIso } from '../platform/clock.js';
-import { conflict, invalid, notFound, PlatformError } from '../platform/errors.js';
+import { AGENTS } from '../platform/errors.js';
 import { newId } from '../platform/secrets.js';
 import { MAIN } from './agents.js';
 import { type Content, withDefaults } from './content.js';
@@ -32,7 +32,7 @@ export class Branches {
         merged_at: null,
       });
     } catch (err) {
-      if (err instanceof StoreDuplicateError) throw conflict('a branch with that name exists', [{ field: 'name', message: 'a branch with that name exists' }]);
+      if (err instanceof StoreDuplicateError) throw AGENTS.BRANCH_EXISTS();
       throw err;
     }
   }
@@ -50,7 +50,7 @@ export class Branches {
   async get(agent: AgentRecord, ref: string): Promise<BranchRecord> {
     const byId = await this.r.branches.get(ref);
     const branch = byId && byId.agent_id === agent.id ? byId : await this.r.branches.findOne({ agent_id: agent.id, name: ref });
-    if (!branch) throw notFound('branch', 'branch');
+    if (!branch) throw AGENTS.BRANCH_NOT_FOUND();
     return branch;
   }
 
@@ -61,7 +61,7 @@ export class Branches {
   async edit<T>(agent: AgentRecord, ref: string, change: (content: Content) => T): Promise<{ branch: BranchRecord; result: T }> {
     for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
       const branch = await this.get(agent, ref);
-      if (branch.status === 'merged') throw conflict('the branch is merged and read-only', [{ field: 'branch', message: 'branch already merged' }]);
+      if (branch.status === 'merged') throw AGENTS.BRANCH_READ_ONLY();
       const content = withDefaults(structuredClone(branch.content));
       const result = change(content);
       const updated = await this.r.branches.update(
@@ -70,7 +70,7 @@ export class Branches {
       );
       if (updated) return { branch: updated, result };
     }
-    throw conflict('the branch is being changed concurrently; try again');
+    throw AGENTS.BRANCH_BUSY();
   }
 
   /**
@@ -79,13 +79,13 @@ export class Branches {
    */
   async merge(agent: AgentRecord, ref: string): Promise<{ branch: BranchRecord; main: BranchRecord; applied: string[] }> {
     const branch = await this.get(agent, ref);
-    if (branch.name === MAIN) throw invalid('branchId', 'main cannot be merged into itself');
-    if (branch.status === 'merged') throw conflict('the branch is already merged', [{ field: 'branchId', message: 'branch already merged' }]);
+    if (branch.name === MAIN) throw AGENTS.MERGE_INTO_MAIN();
+    if (branch.status === 'merged') throw AGENTS.BRANCH_MERGED();
     let applied: string[] = [];
     const { branch: main } = await this.edit(agent, MAIN, (content) => {
       const outcome = threeWayMerge(withDefaults(branch.base ?? content), content, withDefaults(branch.content));
       if (outcome.conflicts.length) {
-        throw new PlatformError('SB_CONFLICT', 'the branch has diverged from main', outcome.conflicts);
+        throw AGENTS.BRANCH_DIVERGED.withErrors(outcome.conflicts);
       }
       Object.assign(content, outcome.content);
       applied = outcome.applied;

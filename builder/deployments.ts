@@ -1,6 +1,6 @@
 import { StoreDuplicateError } from '../store/mod.js';
 import { nowIso } from '../platform/clock.js';
-import { conflict, invalid, notFound } from '../platform/errors.js';
+import { AGENTS } from '../platform/errors.js';
 import { newId } from '../platform/secrets.js';
 import { ENVIRONMENTS, type Environment } from '../tenancy/connectors.js';
 import { MAIN, type Caller } from './agents.js';
@@ -31,7 +31,7 @@ export class Deployments {
 
   async publish(caller: Caller, agent: AgentRecord, input: { environment: Environment; deploymentMessage: string }): Promise<DeploymentResult> {
     if (input.environment !== 'sandbox') {
-      throw invalid('environment', 'publish deploys to sandbox; promote a deployment to reach pre-release and live');
+      throw AGENTS.PUBLISH_NOT_SANDBOX();
     }
     const main = await this.mainBranch(agent);
     const artifact = await this.freeze(agent, withDefaults(main.content));
@@ -52,12 +52,10 @@ export class Deployments {
     const next = nextEnvironment(source.environment);
     const target = input.targetEnvironment ?? next;
     if (!target || next === null) {
-      throw conflict('the deployment is already live; there is no environment to promote to', [
-        { field: 'deploymentId', message: 'already in the last environment' },
-      ]);
+      throw AGENTS.DEPLOYMENT_LIVE();
     }
     if (ENVIRONMENTS.indexOf(target) <= ENVIRONMENTS.indexOf(source.environment)) {
-      throw invalid('targetEnvironment', `promote moves forward from ${source.environment}`);
+      throw AGENTS.PROMOTE_BACKWARDS(source.environment);
     }
     return this.deploy(caller, agent, target, source.artifact_version, {
       action: 'promote',
@@ -79,7 +77,7 @@ export class Deployments {
 
   async get(agent: AgentRecord, deploymentId: string): Promise<DeploymentRecord> {
     const d = await this.r.deployments.get(deploymentId);
-    if (!d || d.agent_id !== agent.id) throw notFound('deployment', 'deploymentId');
+    if (!d || d.agent_id !== agent.id) throw AGENTS.DEPLOYMENT_NOT_FOUND();
     return d;
   }
 
@@ -135,7 +133,7 @@ export class Deployments {
     metadata: Record<string, unknown>,
   ): Promise<DeploymentResult> {
     const counted = await this.r.agents.update({ id: agent.id }, { $inc: { deployment_seq: 1 }, $set: { updated_at: nowIso() } });
-    if (!counted) throw notFound('agent', 'agentId');
+    if (!counted) throw AGENTS.AGENT_NOT_FOUND();
     const deployment = await this.r.deployments.insert({
       id: newId('dep'),
       account_id: agent.account_id,

@@ -1,6 +1,6 @@
 import { StoreDuplicateError } from '../store/mod.js';
 import { nowIso } from '../platform/clock.js';
-import { conflict } from '../platform/errors.js';
+import { AGENTS } from '../platform/errors.js';
 import { ENVIRONMENTS, type Environment } from '../tenancy/connectors.js';
 import type { AgentRecord, BuilderRecords, RealtimeConfigRecord } from './records.js';
 
@@ -61,7 +61,7 @@ export class RealtimeConfigs {
       );
       if (updated) return updated;
     }
-    throw conflict('the config is being changed concurrently; try again');
+    throw AGENTS.CONFIG_BUSY();
   }
 
   get(agent: AgentRecord, config: string): Promise<RealtimeConfigRecord | null> {

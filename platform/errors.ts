@@ -1,47 +1,180 @@
 /**
- * The catalog of errors the platform raises, with stable codes (in the manner of fastify's `lib/errors.js`).
- * Domain code throws `PlatformError`; each edge family renders it in its own error shape.
+ * The error catalogs of the REST interface families, in the manner of fastify's `lib/errors.js`: every error
+ * a family raises has a stable code, an HTTP status and a message (with `%s` for the values it names). Domain
+ * and route code throws `FAMILY.NAME(...values)`, a `PlatformError`; the family's error handler renders it in
+ * the family's shape (`gateway/edge/errors.ts`). The code is not part of the response body; it names the
+ * error in logs, tests and the reference page `docs/errors.md`, which lists every code (a test keeps the two
+ * in step). The Messaging API's catalog is `gateway/socket/errors.ts`: its codes are in its bodies.
  */
 
-/** One problem with one input field, as the Agents and Alerts families report it. */
+/** One problem with one input field, as the `fields`-shaped families report it. */
 export interface FieldError {
   field: string;
   message: string;
 }
 
-export const ERROR_CATALOG = {
-  SB_VALIDATION: 400,
-  SB_UNAUTHORIZED: 401,
-  SB_FORBIDDEN: 403,
-  SB_NOT_FOUND: 404,
-  SB_CONFLICT: 409,
-  SB_LIMIT: 409,
-  SB_MALFORMED_ID: 422,
-  SB_UNSUPPORTED: 501,
-  SB_UNAVAILABLE: 503,
-} as const;
+type Value = string | number;
 
-export type ErrorCode = keyof typeof ERROR_CATALOG;
+/** One catalog entry. `field` and `detail` give the single field error it carries (none without `field`). */
+export interface CatalogEntry {
+  readonly code: string;
+  readonly status: number;
+  /** The message, `%s` standing for the values given when raised, in order. */
+  readonly message: string;
+  /** The field the error names (`%s` as in `message`, counted from the first value again). */
+  readonly field?: string;
+  /** The field error's message when it differs from `message`. */
+  readonly detail?: string;
+}
+
+/** An entry that raises itself: `throw CHAT.VARIANT_UNKNOWN()`. */
+export type CatalogError = CatalogEntry & {
+  (...values: Value[]): PlatformError;
+  /** The same error carrying the given field errors instead of its own. */
+  withErrors(errors: FieldError[], ...values: Value[]): PlatformError;
+};
 
 export class PlatformError extends Error {
+  readonly code: string;
   readonly statusCode: number;
   constructor(
-    readonly code: ErrorCode,
-    message: string,
-    readonly errors: FieldError[] = [],
+    entry: CatalogEntry,
+    values: readonly Value[] = [],
+    readonly errors: FieldError[] = entry.field === undefined
+      ? []
+      : [{ field: format(entry.field, values), message: format(entry.detail ?? entry.message, values) }],
   ) {
-    super(message);
+    super(format(entry.message, values));
     this.name = 'PlatformError';
-    this.statusCode = ERROR_CATALOG[code];
+    this.code = entry.code;
+    this.statusCode = entry.status;
   }
 }
 
-export const invalid = (field: string, message: string) =>
-  new PlatformError('SB_VALIDATION', message, [{ field, message }]);
-export const notFound = (what: string, field?: string) =>
-  new PlatformError('SB_NOT_FOUND', `${what} not found`, field ? [{ field, message: `${what} not found` }] : []);
-export const conflict = (message: string, errors: FieldError[] = []) => new PlatformError('SB_CONFLICT', message, errors);
-export const forbidden = (message: string) => new PlatformError('SB_FORBIDDEN', message);
-export const unauthorized = (message: string) => new PlatformError('SB_UNAUTHORIZED', message);
-export const malformedId = (field: string) =>
-  new PlatformError('SB_MALFORMED_ID', `malformed ${field}`, [{ field, message: `malformed ${field}` }]);
+function format(template: string, values: readonly Value[]): string {
+  let i = 0;
+  return template.replace(/%s/g, () => String(values[i++]));
+}
+
+type Spec = readonly [status: number, message: string, field?: string, detail?: string];
+
+/** A family's catalog: each key `NAME` becomes the entry with code `<FAMILY>_<NAME>`. */
+function catalog<K extends string>(family: string, specs: Record<K, Spec>): Record<K, CatalogError> {
+  const out = {} as Record<K, CatalogError>;
+  for (const name of Object.keys(specs) as K[]) {
+    const [status, message, field, detail] = specs[name];
+    const entry: CatalogEntry = { code: `${family}_${name}`, status, message, field, detail };
+    const raise = (...values: Value[]) => new PlatformError(entry, values);
+    out[name] = Object.assign(raise, entry, {
+      withErrors: (errors: FieldError[], ...values: Value[]) => new PlatformError(entry, values, errors),
+    });
+  }
+  return out;
+}
+
+/** Every REST family: request checks the framework makes, shared credentials and path resolution. */
+export const EDGE = catalog('EDGE', {
+  VALIDATION: [400, 'validation error'],
+  MALFORMED_PARAMS: [422, 'malformed %s'],
+  ROUTE_NOT_FOUND: [404, 'route %s %s not found'],
+  INTERNAL: [500, 'internal server error'],
+  API_KEY_MISSING: [401, 'missing x-api-key header'],
+  API_KEY_INVALID: [401, 'invalid API key'],
+  API_KEY_SCOPE: [403, 'this key is for the %s API'],
+  ACCOUNT_NOT_FOUND: [404, 'account not found'],
+  PROJECT_NOT_FOUND: [404, 'project not found'],
+});
+
+/** The Agents API (`/v1/agents`): agents, branches and their content, deployments (`builder/`). */
+export const AGENTS = catalog('AGENTS', {
+  AGENT_EXISTS: [409, 'an agent with that agentId exists', 'agentId', 'agentId already taken'],
+  AGENT_NOT_FOUND: [404, 'agent not found', 'agentId'],
+  AGENT_OTHER_ACCOUNT: [403, 'this key has no access to that agent'],
+  AGENT_OTHER_PROJECT: [403, 'this key is bound to another agent'],
+  BRANCH_EXISTS: [409, 'a branch with that name exists', 'name'],
+  BRANCH_NOT_FOUND: [404, 'branch not found', 'branch'],
+  BRANCH_READ_ONLY: [409, 'the branch is merged and read-only', 'branch', 'branch already merged'],
+  BRANCH_BUSY: [409, 'the branch is being changed concurrently; try again'],
+  MERGE_INTO_MAIN: [400, 'main cannot be merged into itself', 'branchId'],
+  BRANCH_MERGED: [409, 'the branch is already merged', 'branchId', 'branch already merged'],
+  BRANCH_DIVERGED: [409, 'the branch has diverged from main'],
+  NAME_EXISTS: [409, '"%s" already exists on this branch', 'name', 'name already exists on this branch'],
+  TOPIC_NOT_FOUND: [404, 'topic not found', 'topicId'],
+  FUNCTION_NOT_FOUND: [404, 'function not found', 'name'],
+  FUNCTION_UNPARSABLE: [400, 'code does not parse as one JavaScript function: %s', 'code'],
+  ATTRIBUTE_NOT_FOUND: [404, 'attribute not found', 'attributeId'],
+  ATTRIBUTE_UNKNOWN: [400, 'unknown attribute "%s" on this branch', 'attributeValues.values.%s'],
+  VARIANT_NOT_FOUND: [404, 'variant not found', 'variantId'],
+  CONFIG_NOT_FOUND: [404, 'real-time config not found', 'config'],
+  CONFIG_BUSY: [409, 'the config is being changed concurrently; try again'],
+  PUBLISH_NOT_SANDBOX: [400, 'publish deploys to sandbox; promote a deployment to reach pre-release and live', 'environment'],
+  DEPLOYMENT_NOT_FOUND: [404, 'deployment not found', 'deploymentId'],
+  DEPLOYMENT_LIVE: [409, 'the deployment is already live; there is no environment to promote to', 'deploymentId', 'already in the last environment'],
+  PROMOTE_BACKWARDS: [400, 'promote moves forward from %s', 'targetEnvironment'],
+});
+
+/** The operator's admin API (`/admin/v1`): accounts, keys, connectors, settings, runtime introspection. */
+export const ADMIN = catalog('ADMIN', {
+  OPERATOR_TOKEN_INVALID: [401, 'missing or invalid operator token'],
+  ACCOUNT_NOT_FOUND: [404, 'account not found', '%s'],
+  SLUG_TAKEN: [409, 'slug already taken', 'slug'],
+  PROJECT_NOT_FOUND: [404, 'project not found', 'project_id'],
+  PROJECT_REQUIRED: [400, 'project_id is required for scope %s', 'project_id'],
+  KEY_NOT_FOUND: [404, 'key not found', 'id'],
+  HOST_REQUIRED: [400, 'host is required for messaging connectors', 'host'],
+  CONNECTOR_NOT_FOUND: [404, 'connector not found', 'id'],
+  ACTOR_NOT_FOUND: [404, 'actor not found', 'id'],
+});
+
+/** The Chat API (`/{version}/{account_id}/{project_id}/chat`). */
+export const CHAT = catalog('CHAT', {
+  VERSION_NOT_FOUND: [404, 'Chat API version %s not found'],
+  CREDENTIALS_MISSING: [401, 'X-API-KEY and X-TOKEN are required'],
+  API_KEY_INVALID: [401, 'invalid X-API-KEY'],
+  TOKEN_INVALID: [401, 'invalid X-TOKEN'],
+  API_KEY_OTHER_PROJECT: [401, 'X-API-KEY is not valid for this project'],
+  TOKEN_OTHER_PROJECT: [401, 'X-TOKEN is not valid for this project'],
+  VARIANT_UNKNOWN: [400, 'unknown variant_id', 'variant_id'],
+  CONVERSATION_NOT_FOUND: [404, 'conversation not found'],
+  CONVERSATION_ENDED: [409, 'the conversation has ended'],
+  CONVERSATION_HANDED_OFF: [409, 'the conversation was handed off'],
+  CONVERSATION_NOT_STARTED: [409, 'the conversation was not started'],
+  CONVERSATION_EXISTS: [409, 'the conversation exists'],
+  TIMEOUT: [503, 'the conversation did not answer in time; retry'],
+});
+
+/** The Conversations API and its concurrency endpoint (`/{version}/{account_id}/{project_id}/conversations`). */
+export const CONVERSATIONS = catalog('CONVERSATIONS', {
+  VERSION_NOT_FOUND: [404, 'Conversations API version %s not found'],
+  CONCURRENCY_VERSION_NOT_FOUND: [404, 'Concurrent Calls API version %s not found'],
+  KEY_OTHER_PROJECT: [403, 'this key is not valid for this project'],
+  KEY_NO_DATA_PERMISSION: [403, 'this key lacks the conversations_data permission'],
+  PARAM_REPEATED: [400, '%s may be given only once', '%s'],
+  PARAM_NOT_BOOLEAN: [400, '%s must be true or false', '%s'],
+  PARAM_NOT_INTEGER: [400, '%s must be an integer from %s to %s', '%s'],
+  PARAM_NOT_ONE_OF: [400, '%s must be one of %s', '%s'],
+  PARAM_TOO_LONG: [400, '%s is longer than %s characters', '%s'],
+  PARAM_NOT_DATE_TIME: [400, '%s must be an ISO 8601 date-time', '%s'],
+  PARAM_NOT_CALENDAR_DATE: [400, '%s is not a calendar date', '%s'],
+  PARAM_REQUIRED: [400, '%s is required', '%s'],
+  PARAM_NOT_ON_V1: [400, '%s is not available on v1; use v3', '%s'],
+  PARAM_V3_ONLY: [400, '%s is available on v3 only', '%s'],
+  LATENCY_NOT_ON_V1: [400, 'include_latency is not available on v1', 'include_latency'],
+  MODES_EXCLUSIVE: [400, 'query_type and sample are mutually exclusive: at most one retrieval mode', 'sample'],
+  QUERY_REQUIRED: [400, 'query is required with query_type', 'query'],
+  QUERY_WITHOUT_TYPE: [400, 'query needs query_type', 'query'],
+  TURN_TYPE_NOT_TRANSCRIPT: [400, 'turn_type applies to query_type=transcript only', 'turn_type'],
+  RANGE_REQUIRED: [400, 'start_time and end_time are required with query_type or sample', '%s'],
+  RANGE_REVERSED: [400, 'end_time must be after start_time', 'end_time'],
+  RANGE_TOO_LONG: [400, 'end_time must be at most one week after start_time', 'end_time'],
+  VARIANT_AMBIGUOUS: [400, 'only one of variant_id and variant_name may be given', 'variant_name'],
+  CHANNELS_TOO_MANY: [400, 'at most 32 channels of up to 64 characters', 'channel'],
+  LANGUAGE_INVALID: [400, 'language must be a language code such as en or en-GB', 'language'],
+  SLICE_INVALID: [400, 'slice_by must be variant', 'slice_by'],
+  SLICE_RESERVED: [501, 'slice_by=%s is reserved and not implemented'],
+  CURSOR_MALFORMED: [400, 'malformed cursor', 'cursor'],
+  CURSOR_OTHER_FILTERS: [400, 'cursor was issued for other filters', 'cursor'],
+});
+
+/** Every REST family's catalog, for the reference page and its test. */
+export const REST_CATALOGS = { EDGE, AGENTS, ADMIN, CHAT, CONVERSATIONS } as const;

@@ -7,8 +7,8 @@
 import { pino } from 'pino';
 import { openStore } from '../store/mod.js';
 import { builtinKinds, startRuntime } from '../actors/mod.js';
-import { conversationKind } from '../actors/conversation/kind.js';
-import { sessionKind } from '../actors/session/kind.js';
+import { conversationKind } from '../actors/conversation/mod.js';
+import { sessionKind } from '../actors/session/mod.js';
 import type { Runtime } from '../actors/mod.js';
 import { createFunctionSandbox } from '../actors/functions/mod.js';
 import { createResponderFromEnv } from '../actors/responder/mod.js';

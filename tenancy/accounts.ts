@@ -1,7 +1,7 @@
 import type { Collection, Doc, Store } from '../store/mod.js';
 import { StoreDuplicateError } from '../store/mod.js';
 import { nowIso } from '../platform/clock.js';
-import { conflict, notFound } from '../platform/errors.js';
+import { ADMIN } from '../platform/errors.js';
 import { newId } from '../platform/secrets.js';
 import { slugify } from '../platform/slug.js';
 
@@ -33,7 +33,7 @@ export class Accounts {
         return await this.records.insert({ id, slug, name: input.name, created_at: nowIso() });
       } catch (err) {
         if (!(err instanceof StoreDuplicateError)) throw err;
-        if (input.slug !== undefined) throw conflict('slug already taken', [{ field: 'slug', message: 'slug already taken' }]);
+        if (input.slug !== undefined) throw ADMIN.SLUG_TAKEN();
       }
     }
   }
@@ -53,7 +53,7 @@ export class Accounts {
 
   async require(idOrSlug: string, field = 'account_id'): Promise<Account> {
     const account = await this.resolve(idOrSlug);
-    if (!account) throw notFound('account', field);
+    if (!account) throw ADMIN.ACCOUNT_NOT_FOUND(field);
     return account;
   }
 }

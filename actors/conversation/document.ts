@@ -4,9 +4,8 @@
  * filters on and the same time-ordered indexes as the records.
  *
  * A 1,000-row page of ended conversations then costs reading 1,000 byte strings and concatenating them:
- * no msgpack decoding of 1,000 records of turns, no rendering, no `JSON.stringify` of megabytes (measured
- * at 200,000 conversations: the page's reads went from about 70 to 15 ms, and building the body from 30 to
- * a few). The document holds the transcript; `turns_at`/`turns_end` are the byte offsets of the turns
+ * no msgpack decoding of 1,000 records of turns, no rendering, no `JSON.stringify` of megabytes, and none
+ * of the garbage those leave. The document holds the transcript; `turns_at`/`turns_end` are the byte offsets of the turns
  * array, so a project with transcripts hidden gets `[]` spliced in without parsing. Documents are written
  * only for ended conversations (a conversation in progress changes at every turn, and rendering it whole
  * at every turn would cost its length each time): readers merge them with the in-progress records.

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { invalid, notFound } from '../../platform/errors.js';
+import { ADMIN } from '../../platform/errors.js';
 import type { Services } from '../../platform/services.js';
 import { SLUG_PATTERN } from '../../platform/slug.js';
 import { CONNECTOR_KINDS, ENVIRONMENTS, viewConnector } from '../../tenancy/connectors.js';
@@ -49,7 +49,7 @@ export const adminPlugin: FastifyPluginAsync<AdminOptions> = async (root, { serv
   /** The agent a project id names, checked to belong to the account. */
   const project = async (accountId: string, projectId: string) => {
     const agent = await builder.agents.access({ accountId, projectId: null, keyId: 'operator' }, projectId).catch(() => null);
-    if (!agent) throw notFound('project', 'project_id');
+    if (!agent) throw ADMIN.PROJECT_NOT_FOUND();
     return agent;
   };
 
@@ -84,7 +84,7 @@ export const adminPlugin: FastifyPluginAsync<AdminOptions> = async (root, { serv
   }, async (req, reply) => {
     const account = await accounts.require(req.body.account_id);
     const needsProject = PROJECT_SCOPES.includes(req.body.scope);
-    if (needsProject && !req.body.project_id) throw invalid('project_id', `project_id is required for scope ${req.body.scope}`);
+    if (needsProject && !req.body.project_id) throw ADMIN.PROJECT_REQUIRED(req.body.scope);
     const projectId = req.body.project_id ? (await project(account.id, req.body.project_id)).id : null;
     const { record, secret: key } = await keys.issue({ account_id: account.id, scope: req.body.scope, project_id: projectId, permissions: [...new Set(req.body.permissions)] });
     const { created_at: _c, ...view } = viewKey(record);
@@ -103,7 +103,7 @@ export const adminPlugin: FastifyPluginAsync<AdminOptions> = async (root, { serv
   app.delete('/keys/:id', {
     schema: { tags: ['admin'], summary: 'Revoke an API key at once', params: IdParam, response: { 204: z.null(), ...errors } },
   }, async (req, reply) => {
-    if (!(await keys.remove(req.params.id))) throw notFound('key', 'id');
+    if (!(await keys.remove(req.params.id))) throw ADMIN.KEY_NOT_FOUND();
     return reply.code(204).send(null);
   });
 
@@ -123,7 +123,7 @@ export const adminPlugin: FastifyPluginAsync<AdminOptions> = async (root, { serv
     },
   }, async (req, reply) => {
     const b = req.body;
-    if (b.kind === 'messaging' && !b.host) throw invalid('host', 'host is required for messaging connectors');
+    if (b.kind === 'messaging' && !b.host) throw ADMIN.HOST_REQUIRED();
     const account = await accounts.require(b.account_id);
     const agent = await project(account.id, b.project_id);
     const { record, secret: token } = await connectors.issue({
@@ -150,7 +150,7 @@ export const adminPlugin: FastifyPluginAsync<AdminOptions> = async (root, { serv
   app.delete('/connectors/:id', {
     schema: { tags: ['admin'], summary: 'Delete a connector; its token stops working at once', params: IdParam, response: { 204: z.null(), ...errors } },
   }, async (req, reply) => {
-    if (!(await connectors.remove(req.params.id))) throw notFound('connector', 'id');
+    if (!(await connectors.remove(req.params.id))) throw ADMIN.CONNECTOR_NOT_FOUND();
     return reply.code(204).send(null);
   });
 
@@ -178,5 +178,5 @@ export const adminPlugin: FastifyPluginAsync<AdminOptions> = async (root, { serv
 };
 
 async function requireProject(services: Services, projectId: string): Promise<void> {
-  if (!(await services.builder.agents.exists(projectId))) throw notFound('project', 'project_id');
+  if (!(await services.builder.agents.exists(projectId))) throw ADMIN.PROJECT_NOT_FOUND();
 }

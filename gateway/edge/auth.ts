@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { forbidden, notFound, unauthorized } from '../../platform/errors.js';
+import { ADMIN, EDGE } from '../../platform/errors.js';
 import type { Services } from '../../platform/services.js';
 import { secretMatches } from '../../platform/secrets.js';
 import type { ApiKey, ApiKeys, KeyScope } from '../../tenancy/keys.js';
@@ -24,10 +24,10 @@ export function header(request: FastifyRequest, name: string): string | undefine
 export function apiKeyAuth(keys: ApiKeys, scopes: KeyScope[]) {
   return async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
     const presented = header(request, 'x-api-key');
-    if (!presented) throw unauthorized('missing x-api-key header');
+    if (!presented) throw EDGE.API_KEY_MISSING();
     const key = await keys.verify(presented);
-    if (!key) throw unauthorized('invalid API key');
-    if (!scopes.includes(key.scope)) throw forbidden(`this key is for the ${key.scope} API`);
+    if (!key) throw EDGE.API_KEY_INVALID();
+    if (!scopes.includes(key.scope)) throw EDGE.API_KEY_SCOPE(key.scope);
     request.apiKey = key;
   };
 }
@@ -36,7 +36,7 @@ export function apiKeyAuth(keys: ApiKeys, scopes: KeyScope[]) {
 export function operatorAuth(tokenHash: string) {
   return async (request: FastifyRequest): Promise<void> => {
     const m = /^Bearer\s+(\S+)\s*$/i.exec(header(request, 'authorization') ?? '');
-    if (!m || !secretMatches(m[1], tokenHash)) throw unauthorized('missing or invalid operator token');
+    if (!m || !secretMatches(m[1], tokenHash)) throw ADMIN.OPERATOR_TOKEN_INVALID();
   };
 }
 
@@ -46,8 +46,8 @@ export function operatorAuth(tokenHash: string) {
  */
 export async function resolvePathProject(services: Services, keyId: string, accountParam: string, projectParam: string) {
   const account = await services.accounts.resolve(accountParam);
-  if (!account) throw notFound('account');
+  if (!account) throw EDGE.ACCOUNT_NOT_FOUND();
   const project = await services.builder.agents.access({ accountId: account.id, projectId: null, keyId }, projectParam).catch(() => null);
-  if (!project) throw notFound('project');
+  if (!project) throw EDGE.PROJECT_NOT_FOUND();
   return { account, project };
 }

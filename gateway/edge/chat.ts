@@ -3,10 +3,9 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { ActorAskError, type Runtime } from '../../actors/mod.js';
-import { pickVariant, runningContent } from '../../actors/conversation/deployment.js';
-import { conversationRecords } from '../../actors/conversation/record.js';
+import { conversationRecords, pickVariant, runningContent } from '../../actors/conversation/mod.js';
 import type { ConversationEvent, Outcome } from '../../machines/conversation.js';
-import { conflict, invalid, notFound, PlatformError, unauthorized } from '../../platform/errors.js';
+import { CHAT } from '../../platform/errors.js';
 import type { Services } from '../../platform/services.js';
 import { timings } from '../../platform/timings.js';
 import { header, resolvePathProject } from './auth.js';
@@ -53,16 +52,16 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
 
   /** Checks both credentials against the path's account and project (id or slug form). */
   const authorize = async (req: FastifyRequest, params: z.infer<typeof Params>) => {
-    if (params.version !== 'v1') throw notFound(`Chat API version ${params.version}`);
+    if (params.version !== 'v1') throw CHAT.VERSION_NOT_FOUND(params.version);
     const apiKey = header(req, 'x-api-key');
     const token = header(req, 'x-token');
-    if (!apiKey || !token) throw unauthorized('X-API-KEY and X-TOKEN are required');
+    if (!apiKey || !token) throw CHAT.CREDENTIALS_MISSING();
     const [key, connector] = await Promise.all([services.keys.verify(apiKey), services.connectors.verify(token)]);
-    if (!key || key.scope !== 'chat') throw unauthorized('invalid X-API-KEY');
-    if (!connector || connector.kind !== 'chat') throw unauthorized('invalid X-TOKEN');
+    if (!key || key.scope !== 'chat') throw CHAT.API_KEY_INVALID();
+    if (!connector || connector.kind !== 'chat') throw CHAT.TOKEN_INVALID();
     const { account, project } = await resolvePathProject(services, key.id, params.account_id, params.project_id);
-    if (key.account_id !== account.id || key.project_id !== project.id) throw unauthorized('X-API-KEY is not valid for this project');
-    if (connector.account_id !== account.id || connector.project_id !== project.id) throw unauthorized('X-TOKEN is not valid for this project');
+    if (key.account_id !== account.id || key.project_id !== project.id) throw CHAT.API_KEY_OTHER_PROJECT();
+    if (connector.account_id !== account.id || connector.project_id !== project.id) throw CHAT.TOKEN_OTHER_PROJECT();
     return { account, project, connector, key };
   };
 
@@ -71,7 +70,7 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
       return await runtime.client.ask<Reply>('conversation', id, event);
     } catch (err) {
       if (err instanceof ActorAskError && err.code === 'DEADLINE') {
-        throw new PlatformError('SB_UNAVAILABLE', 'the conversation did not answer in time; retry');
+        throw CHAT.TIMEOUT();
       }
       throw err;
     }
@@ -87,15 +86,15 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
   const existing = async (projectId: string, conversationId: string): Promise<void> => {
     if (projectOf.get(conversationId) === projectId) return;
     const record = await records.get(conversationId);
-    if (!record || record.project_id !== projectId) throw notFound('conversation');
+    if (!record || record.project_id !== projectId) throw CHAT.CONVERSATION_NOT_FOUND();
     projectOf.set(conversationId, projectId);
     if (projectOf.size > KNOWN_CONVERSATIONS) projectOf.delete(projectOf.keys().next().value!);
   };
 
   const refused = (r: Reply): never => {
     if (r.ok) throw new Error('not refused');
-    const messages = { ended: 'the conversation has ended', handed_off: 'the conversation was handed off', not_started: 'the conversation was not started', started: 'the conversation exists' };
-    throw conflict(messages[r.error]);
+    const byReason = { ended: CHAT.CONVERSATION_ENDED, handed_off: CHAT.CONVERSATION_HANDED_OFF, not_started: CHAT.CONVERSATION_NOT_STARTED, started: CHAT.CONVERSATION_EXISTS };
+    throw byReason[r.error]();
   };
 
   app.post('/:version/:account_id/:project_id/chat/create', {
@@ -120,7 +119,7 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
     const variantId = req.body.variant_id ?? connector.variant_id;
     if (req.body.variant_id) {
       const running = await runningContent(services.builder, project.id, connector.environment);
-      if (!running || !pickVariant(running.content, req.body.variant_id)) throw invalid('variant_id', 'unknown variant_id');
+      if (!running || !pickVariant(running.content, req.body.variant_id)) throw CHAT.VARIANT_UNKNOWN();
     }
     const id = randomUUID();
     const reply = await ask(id, {

@@ -1,9 +1,10 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { type FieldError, PlatformError } from '../../platform/errors.js';
+import { EDGE, type FieldError, PlatformError } from '../../platform/errors.js';
 
 /**
  * How an interface family renders errors. The Agents, Alerts and admin families answer
  * `{message, errors: [{field, message}]}`; the conversation-side families answer `{error_message}`.
+ * What they render comes from the families' catalogs in `platform/errors.ts` (reference: `docs/errors.md`).
  */
 export type ErrorShape = 'fields' | 'error_message';
 
@@ -18,9 +19,14 @@ interface ValidationIssue {
   message?: string;
 }
 
-/** Turns anything thrown in a request into a status and message; never leaks internals of a 5xx. */
+const problemOf = (err: PlatformError): Problem => ({ status: err.statusCode, message: err.message, errors: err.errors });
+
+/**
+ * Turns anything thrown in a request into a status and message; never leaks internals of a 5xx. Other 4xx
+ * errors (Fastify's own, the JSON body parser's) keep their status and message.
+ */
 export function toProblem(err: unknown, request: FastifyRequest): Problem {
-  if (err instanceof PlatformError) return { status: err.statusCode, message: err.message, errors: err.errors };
+  if (err instanceof PlatformError) return problemOf(err);
   const e = err as FastifyError & { validation?: ValidationIssue[]; validationContext?: string };
   if (Array.isArray(e.validation)) {
     const context = e.validationContext ?? 'body';
@@ -29,14 +35,13 @@ export function toProblem(err: unknown, request: FastifyRequest): Problem {
       message: v.message ?? 'invalid value',
     }));
     // A malformed path id is 422 (contract 7.1); everything else about the request is 400.
-    const status = context === 'params' ? 422 : 400;
-    const message = status === 422 ? `malformed ${errors.map((x) => x.field).join(', ')}` : 'validation error';
-    return { status, message, errors };
+    if (context === 'params') return problemOf(EDGE.MALFORMED_PARAMS.withErrors(errors, errors.map((x) => x.field).join(', ')));
+    return problemOf(EDGE.VALIDATION.withErrors(errors));
   }
   const status = typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500 ? e.statusCode : 500;
   if (status === 500) {
     request.log.error({ err }, 'unhandled error');
-    return { status, message: 'internal server error', errors: [] };
+    return problemOf(EDGE.INTERNAL());
   }
   return { status, message: e.message || 'bad request', errors: [{ field: 'body', message: e.message }] };
 }
@@ -46,6 +51,10 @@ function fieldName(context: string, instancePath: string | undefined): string {
   if (path) return path;
   return context === 'querystring' ? 'query' : context;
 }
+
+/** The answer to a request no route matches. */
+export const routeNotFound = (request: FastifyRequest): Problem =>
+  problemOf(EDGE.ROUTE_NOT_FOUND(request.method, request.url.split('?')[0]));
 
 /** Renders a problem in the given shape. */
 export function sendProblem(reply: FastifyReply, shape: ErrorShape, p: Problem): FastifyReply {

@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { describeSnapshot, type Runtime } from '../../actors/mod.js';
-import { notFound } from '../../platform/errors.js';
+import { ADMIN } from '../../platform/errors.js';
 import type { Services } from '../../platform/services.js';
 import { operatorAuth } from './auth.js';
 import { useErrorShape } from './errors.js';
@@ -71,7 +71,7 @@ export const runtimePlugin: FastifyPluginAsync<{ services: Services; runtime: Ru
     },
   }, async (req) => {
     const record = await services.store.snapshots.get(`${req.params.kind}/${req.params.id}`);
-    if (!record) throw notFound('actor', 'id');
+    if (!record) throw ADMIN.ACTOR_NOT_FOUND();
     return describeSnapshot(record);
   });
 };

@@ -11,7 +11,7 @@ import { runtimePlugin } from './runtime.js';
 import { agentsPlugin } from './agents/plugin.js';
 import { chatPlugin } from './chat.js';
 import { conversationsPlugin } from './conversations/plugin.js';
-import { sendProblem, shapeForPath, toProblem } from './errors.js';
+import { routeNotFound, sendProblem, shapeForPath, toProblem } from './errors.js';
 import { healthPlugin } from './health.js';
 import { jsonBodyParser } from './json-body.js';
 
@@ -63,9 +63,7 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
     reply.header('x-request-id', request.id);
   });
   app.setErrorHandler((err, request, reply) => sendProblem(reply, shapeForPath(request.url), toProblem(err, request)));
-  app.setNotFoundHandler((request, reply) =>
-    sendProblem(reply, shapeForPath(request.url), { status: 404, message: `route ${request.method} ${request.url.split('?')[0]} not found`, errors: [] }),
-  );
+  app.setNotFoundHandler((request, reply) => sendProblem(reply, shapeForPath(request.url), routeNotFound(request)));
 
   await app.register(fastifySwagger, {
     openapi: {

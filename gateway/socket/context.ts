@@ -1,7 +1,6 @@
 import type { Logger } from 'pino';
 import type { Runtime } from '../../actors/mod.js';
-import { Journal } from '../../actors/session/journal.js';
-import { sessionRecords } from '../../actors/session/record.js';
+import { Journal, sessionRecords } from '../../actors/session/mod.js';
 import type { MessagingConfig } from '../../platform/config.js';
 import type { Services } from '../../platform/services.js';
 import type { Connector } from '../../tenancy/connectors.js';

@@ -1,6 +1,6 @@
 import type { TemplatedApp } from '@trufflesuite/uws-js-unofficial';
 import type { SessionEvent, SessionReply } from '../../machines/session.js';
-import type { SessionRecord } from '../../actors/session/record.js';
+import type { SessionRecord } from '../../actors/session/mod.js';
 import type { MessagingContext } from './context.js';
 import { HTTP_ERRORS } from './errors.js';
 import { HttpFailure, jsonObject, ok, route } from './http.js';

@@ -3,6 +3,7 @@
  * access-token, session and handshake steps, and the event-level messages sent as SYSTEM_MESSAGE at level
  * ERROR. HTTP error bodies are `{success: false, error, error_code, error_message, data: null}`: the
  * hosted service's error shape, whose `error` and `error_message` both carry the table's message.
+ * The reference page `docs/errors.md` lists every code (a test keeps the two in step).
  */
 import { SESSION_ERRORS } from '../../machines/session.js';
 
@@ -53,6 +54,27 @@ export const EVENT_ERRORS = {
   unableToRetrieve: 'Error: Unable to retrieve session',
   connectorNotFound: 'Error: Connector not found',
 } as const;
+
+/**
+ * Stable codes of the event-level errors, for logs, tests and `docs/errors.md`. They are not on the wire: a
+ * SYSTEM_MESSAGE carries the message only, as the contract's clients expect.
+ */
+export const EVENT_ERROR_CODES: Record<keyof typeof EVENT_ERRORS, string> = {
+  overload: 'EVENT_ERROR_OVERLOAD',
+  start: 'EVENT_ERROR_START_FAILED',
+  respond: 'EVENT_ERROR_RESPOND_FAILED',
+  stream: 'EVENT_ERROR_STREAM',
+  sessionNotFound: 'EVENT_ERROR_SESSION_NOT_FOUND',
+  conversationNotFound: 'EVENT_ERROR_CONVERSATION_NOT_FOUND',
+  conversationIdNotFound: 'EVENT_ERROR_CONVERSATION_ID_NOT_FOUND',
+  handoffConnect: 'EVENT_ERROR_HANDOFF_CONNECT',
+  forward: 'EVENT_ERROR_FORWARD_FAILED',
+  handoffInit: 'EVENT_ERROR_HANDOFF_INIT',
+  invalidFormat: 'EVENT_ERROR_INVALID_FORMAT',
+  notAllowed: 'EVENT_ERROR_NOT_ALLOWED',
+  unableToRetrieve: 'EVENT_ERROR_SESSION_UNAVAILABLE',
+  connectorNotFound: 'EVENT_ERROR_CONNECTOR_NOT_FOUND',
+};
 
 /** The warning sent for a client event dropped by the socket rate limit. */
 export const RATE_LIMIT_WARNING = 'Rate limit exceeded: message dropped. Slow down and retry.';

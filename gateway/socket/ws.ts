@@ -1,9 +1,7 @@
 import type { HttpRequest, HttpResponse, TemplatedApp, us_socket_context_t, WebSocket } from '@trufflesuite/uws-js-unofficial';
 import { randomUUID } from 'node:crypto';
-import { decode } from '../../actors/protocol.js';
-import { sessionTopic, type Published } from '../../actors/session/kind.js';
-import { EVENT_PREFIX, gatewayEvent, systemMessage, type WireEvent } from '../../actors/session/wire.js';
-import type { Subscription } from '../../actors/transport/types.js';
+import { decode, type Subscription } from '../../actors/mod.js';
+import { EVENT_PREFIX, gatewayEvent, sessionTopic, systemMessage, type Published, type WireEvent } from '../../actors/session/mod.js';
 import { MAX_MESSAGE_BYTES, SERVER_EVENT_TYPES, type ClientKind, type SessionEvent, type SessionReply } from '../../machines/session.js';
 import type { MessagingContext } from './context.js';
 import type { GatewayDirectory } from './gateways.js';

@@ -1,8 +1,8 @@
 /**
  * Compiles a filter document into a predicate with MongoDB's semantics (mingo's). Compiling is per query,
  * so its cost counts: mingo's `new Query` from the package root copies its whole operator table (hundreds
- * of expression operators) on every call, about 30 µs. Filters that need no expression operators compile
- * against a context holding only the query operators (a third of that), and the commonest filter, equality
+ * of expression operators) on every call. Filters that need no expression operators compile
+ * against a context holding only the query operators, and the commonest filter, equality
  * of top-level fields to strings or booleans, needs no compiling at all.
  */
 import { Query } from 'mingo';

@@ -30,9 +30,8 @@ export class LmdbSnapshots implements SnapshotStore {
       if (w.deadline !== null && !Number.isFinite(w.deadline)) throw new TypeError('a deadline must be finite or null');
     }
     // One synchronous write transaction for the whole batch: the compare-and-sets run inside LMDB's write
-    // lock (atomic across processes too) and one commit, flushed off the event loop, covers every write.
-    // Measured faster here than lmdb-js's asynchronous transactions, whose hand-offs to its writer thread
-    // add latency per batch.
+    // lock (atomic across processes too) and one flushed commit covers every write. Not lmdb-js's
+    // asynchronous transactions: each would add a hand-off to its writer thread and back to every batch.
     return this.env.batch(() => writes.map((w) => this.putInTransaction(w)));
   }
 

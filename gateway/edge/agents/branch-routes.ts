@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { conflict, notFound } from '../../../platform/errors.js';
+import { AGENTS } from '../../../platform/errors.js';
 import { newId } from '../../../platform/secrets.js';
 import type { Topic } from '../../../builder/mod.js';
 import { fieldErrorResponses, PathId } from '../schemas.js';
@@ -130,7 +130,7 @@ export const branchRoutes: RouteGroup = (app, { builder }) => {
   }, async (req) => {
     const agent = await agents.access(callerOf(req), req.params.agentId);
     const topic = (await branches.get(agent, req.params.branch)).content.topics[req.params.topicId];
-    if (!topic) throw notFound('topic', 'topicId');
+    if (!topic) throw AGENTS.TOPIC_NOT_FOUND();
     return topicView(topic);
   });
 
@@ -146,7 +146,7 @@ export const branchRoutes: RouteGroup = (app, { builder }) => {
     const agent = await agents.access(callerOf(req), req.params.agentId);
     const { result } = await branches.edit(agent, req.params.branch, (c) => {
       const topic = c.topics[req.params.topicId];
-      if (!topic) throw notFound('topic', 'topicId');
+      if (!topic) throw AGENTS.TOPIC_NOT_FOUND();
       if (req.body.name !== undefined && req.body.name !== topic.name) assertFreeName(c.topics, req.body.name);
       Object.assign(topic, req.body.name === undefined ? {} : { name: req.body.name }, req.body.content === undefined ? {} : { content: req.body.content });
       return topic;
@@ -159,7 +159,7 @@ export const branchRoutes: RouteGroup = (app, { builder }) => {
   }, async (req, reply) => {
     const agent = await agents.access(callerOf(req), req.params.agentId);
     await branches.edit(agent, req.params.branch, (c) => {
-      if (!c.topics[req.params.topicId]) throw notFound('topic', 'topicId');
+      if (!c.topics[req.params.topicId]) throw AGENTS.TOPIC_NOT_FOUND();
       delete c.topics[req.params.topicId];
     });
     return reply.code(204).send(null);
@@ -169,6 +169,6 @@ export const branchRoutes: RouteGroup = (app, { builder }) => {
 /** Names are unique per branch within a kind of item. */
 export function assertFreeName(items: Record<string, { name: string }>, name: string): void {
   if (Object.values(items).some((i) => i.name === name)) {
-    throw conflict(`"${name}" already exists on this branch`, [{ field: 'name', message: 'name already exists on this branch' }]);
+    throw AGENTS.NAME_EXISTS(name);
   }
 }

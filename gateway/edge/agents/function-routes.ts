@@ -1,6 +1,6 @@
 import { Script } from 'node:vm';
 import { z } from 'zod';
-import { invalid, notFound } from '../../../platform/errors.js';
+import { AGENTS } from '../../../platform/errors.js';
 import { fieldErrorResponses, PathId } from '../schemas.js';
 import { callerOf, type RouteGroup } from './context.js';
 import { byName } from './views.js';
@@ -16,7 +16,7 @@ function assertParses(code: string): void {
   try {
     new Script(`(${code}\n)`, { filename: 'function.js' });
   } catch (err) {
-    throw invalid('code', `code does not parse as one JavaScript function: ${(err as Error).message}`);
+    throw AGENTS.FUNCTION_UNPARSABLE((err as Error).message);
   }
 }
 
@@ -60,7 +60,7 @@ export const functionRoutes: RouteGroup = (app, { builder }) => {
   }, async (req) => {
     const agent = await agents.access(callerOf(req), req.params.agentId);
     const fn = (await branches.get(agent, req.params.branch)).content.functions?.[req.params.name];
-    if (!fn) throw notFound('function', 'name');
+    if (!fn) throw AGENTS.FUNCTION_NOT_FOUND();
     return fn;
   });
 
@@ -69,7 +69,7 @@ export const functionRoutes: RouteGroup = (app, { builder }) => {
   }, async (req, reply) => {
     const agent = await agents.access(callerOf(req), req.params.agentId);
     await branches.edit(agent, req.params.branch, (c) => {
-      if (!c.functions[req.params.name]) throw notFound('function', 'name');
+      if (!c.functions[req.params.name]) throw AGENTS.FUNCTION_NOT_FOUND();
       delete c.functions[req.params.name];
     });
     return reply.code(204).send(null);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { notFound } from '../../../platform/errors.js';
+import { AGENTS } from '../../../platform/errors.js';
 import { fieldErrorResponses, JsonObject, PathId } from '../schemas.js';
 import { callerOf, type RouteGroup } from './context.js';
 import { RealtimeConfigView, realtimeConfigView } from './views.js';
@@ -28,7 +28,7 @@ export const realtimeConfigRoutes: RouteGroup = (app, { builder }) => {
   }, async (req) => {
     const agent = await agents.access(callerOf(req), req.params.agentId);
     const page = await realtimeConfigs.get(agent, req.params.config);
-    if (!page) throw notFound('real-time config', 'config');
+    if (!page) throw AGENTS.CONFIG_NOT_FOUND();
     return realtimeConfigView(page);
   });
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { invalid, notFound } from '../../../platform/errors.js';
+import { AGENTS } from '../../../platform/errors.js';
 import { newId } from '../../../platform/secrets.js';
 import type { Attribute, Content, Variant } from '../../../builder/mod.js';
 import { fieldErrorResponses, PathId } from '../schemas.js';
@@ -42,7 +42,7 @@ export const variantRoutes: RouteGroup = (app, { builder }) => {
   }, async (req) => {
     const agent = await agents.access(callerOf(req), req.params.agentId);
     const attribute = (await branches.get(agent, req.params.branch)).content.attributes[req.params.attributeId];
-    if (!attribute) throw notFound('attribute', 'attributeId');
+    if (!attribute) throw AGENTS.ATTRIBUTE_NOT_FOUND();
     return attributeView(attribute);
   });
 
@@ -87,7 +87,7 @@ export const variantRoutes: RouteGroup = (app, { builder }) => {
   }, async (req) => {
     const agent = await agents.access(callerOf(req), req.params.agentId);
     const variant = (await branches.get(agent, req.params.branch)).content.variants[req.params.variantId];
-    if (!variant) throw notFound('variant', 'variantId');
+    if (!variant) throw AGENTS.VARIANT_NOT_FOUND();
     return variantView(variant);
   });
 };
@@ -97,7 +97,7 @@ function resolveAttributeValues(content: Content, values: Record<string, string>
   const out: Record<string, string> = {};
   for (const [key, value] of Object.entries(values)) {
     const attribute = content.attributes[key] ?? Object.values(content.attributes).find((a) => a.name === key);
-    if (!attribute) throw invalid(`attributeValues.values.${key}`, `unknown attribute "${key}" on this branch`);
+    if (!attribute) throw AGENTS.ATTRIBUTE_UNKNOWN(key);
     out[attribute.id] = value;
   }
   return out;

@@ -5,9 +5,8 @@
  * conversation still in progress counts as going on until now.
  */
 import type { Collection } from '../../../store/mod.js';
-import { hourOf } from '../../../actors/conversation/search.js';
-import { eachEntry, field, fieldIs, fieldNumber, packedSpans, SPAN, type SpanSlot } from '../../../actors/conversation/slots.js';
-import { invalid, PlatformError } from '../../../platform/errors.js';
+import { eachEntry, field, fieldIs, fieldNumber, hourOf, packedSpans, SPAN, type SpanSlot } from '../../../actors/conversation/mod.js';
+import { CONVERSATIONS } from '../../../platform/errors.js';
 import { oneOf, text, time, type RawQuery } from './params.js';
 import { ENVIRONMENTS } from './query.js';
 
@@ -34,20 +33,20 @@ export interface ConcurrencyQuery {
 export function parseConcurrencyQuery(q: RawQuery): ConcurrencyQuery {
   const startMs = time(q, 'start_time');
   const endMs = time(q, 'end_time');
-  if (startMs === undefined) throw invalid('start_time', 'start_time is required');
-  if (endMs === undefined) throw invalid('end_time', 'end_time is required');
-  if (endMs <= startMs) throw invalid('end_time', 'end_time must be after start_time');
-  if (endMs - startMs > MAX_RANGE_MS) throw invalid('end_time', 'end_time must be at most one week after start_time');
+  if (startMs === undefined) throw CONVERSATIONS.PARAM_REQUIRED('start_time');
+  if (endMs === undefined) throw CONVERSATIONS.PARAM_REQUIRED('end_time');
+  if (endMs <= startMs) throw CONVERSATIONS.RANGE_REVERSED();
+  if (endMs - startMs > MAX_RANGE_MS) throw CONVERSATIONS.RANGE_TOO_LONG();
   const slice = text(q, 'slice_by', 64);
   if (slice === 'language' || slice === 'phone_number') {
-    throw new PlatformError('SB_UNSUPPORTED', `slice_by=${slice} is reserved and not implemented`);
+    throw CONVERSATIONS.SLICE_RESERVED(slice);
   }
-  if (slice !== undefined && slice !== 'variant') throw invalid('slice_by', 'slice_by must be variant');
+  if (slice !== undefined && slice !== 'variant') throw CONVERSATIONS.SLICE_INVALID();
   const variantId = text(q, 'variant_id', 128) ?? null;
   const variantName = text(q, 'variant_name', 256) ?? null;
-  if (variantId && variantName) throw invalid('variant_name', 'only one of variant_id and variant_name may be given');
+  if (variantId && variantName) throw CONVERSATIONS.VARIANT_AMBIGUOUS();
   const language = text(q, 'language', 35) ?? null;
-  if (language !== null && !/^[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})*$/.test(language)) throw invalid('language', 'language must be a language code such as en or en-GB');
+  if (language !== null && !/^[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})*$/.test(language)) throw CONVERSATIONS.LANGUAGE_INVALID();
   return {
     start: Math.floor(startMs / INTERVAL_MS) * INTERVAL_MS,
     end: Math.ceil(endMs / INTERVAL_MS) * INTERVAL_MS,

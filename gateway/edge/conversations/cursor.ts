@@ -5,11 +5,11 @@
  * makes a changed or forged cursor a 400 rather than a walk from an arbitrary place.
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
-import { PlatformError } from '../../../platform/errors.js';
+import { CONVERSATIONS } from '../../../platform/errors.js';
 
 export type Position = { kind: 'after'; startedAt: string; id: string } | { kind: 'rank'; offset: number };
 
-export const malformedCursor = () => new PlatformError('SB_VALIDATION', 'malformed cursor', [{ field: 'cursor', message: 'malformed cursor' }]);
+export const malformedCursor = () => CONVERSATIONS.CURSOR_MALFORMED();
 
 export interface CursorCodec {
   encode(filters: string, position: Position): string;
@@ -38,7 +38,7 @@ export function cursorCodec(secret: string): CursorCodec {
         throw malformedCursor();
       }
       if (!Array.isArray(parsed) || parsed[0] !== digest(filters)) {
-        throw new PlatformError('SB_VALIDATION', 'cursor was issued for other filters', [{ field: 'cursor', message: 'cursor was issued for other filters' }]);
+        throw CONVERSATIONS.CURSOR_OTHER_FILTERS();
       }
       if (parsed[1] === 'a' && parsed.length === 4 && typeof parsed[2] === 'string' && typeof parsed[3] === 'string') {
         return { kind: 'after', startedAt: parsed[2], id: parsed[3] };

@@ -10,12 +10,23 @@ import { Readable } from 'node:stream';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { conversationRecords, type ConversationRecord } from '../../../actors/conversation/record.js';
-import { conversationDocuments, jsonOf, withoutTurns } from '../../../actors/conversation/document.js';
-import { backfillReadModels, readModelsComplete } from '../../../actors/conversation/backfill.js';
-import { conversationHours, conversationSpans, conversationTerms, conversationVectorBuckets, conversationVectors } from '../../../actors/conversation/search.js';
-import { createEmbedderFromEnv, type Embedder } from '../../../actors/conversation/embedding.js';
-import { forbidden, notFound, unauthorized } from '../../../platform/errors.js';
+import {
+  backfillReadModels,
+  conversationDocuments,
+  conversationHours,
+  conversationRecords,
+  conversationSpans,
+  conversationTerms,
+  conversationVectorBuckets,
+  conversationVectors,
+  createEmbedderFromEnv,
+  jsonOf,
+  readModelsComplete,
+  withoutTurns,
+  type ConversationRecord,
+  type Embedder,
+} from '../../../actors/conversation/mod.js';
+import { CONVERSATIONS, EDGE } from '../../../platform/errors.js';
 import type { Services } from '../../../platform/services.js';
 import { header, resolvePathProject } from '../auth.js';
 import { useErrorShape } from '../errors.js';
@@ -61,13 +72,13 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
   /** The key, account and project of a request: 401, then 404, then 403. */
   const authorize = async (req: FastifyRequest, params: z.infer<typeof Params>, needsData: boolean) => {
     const presented = header(req, 'x-api-key');
-    if (!presented) throw unauthorized('missing x-api-key header');
+    if (!presented) throw EDGE.API_KEY_MISSING();
     const key = await services.keys.verify(presented);
-    if (!key) throw unauthorized('invalid API key');
+    if (!key) throw EDGE.API_KEY_INVALID();
     const { account, project } = await resolvePathProject(services, key.id, params.account_id, params.project_id);
-    if (key.scope !== 'conversations') throw forbidden(`this key is for the ${key.scope} API`);
-    if (key.account_id !== account.id || key.project_id !== project.id) throw forbidden('this key is not valid for this project');
-    if (needsData && !key.permissions.includes('conversations_data')) throw forbidden('this key lacks the conversations_data permission');
+    if (key.scope !== 'conversations') throw EDGE.API_KEY_SCOPE(key.scope);
+    if (key.account_id !== account.id || key.project_id !== project.id) throw CONVERSATIONS.KEY_OTHER_PROJECT();
+    if (needsData && !key.permissions.includes('conversations_data')) throw CONVERSATIONS.KEY_NO_DATA_PERMISSION();
     return { account, project };
   };
 
@@ -81,7 +92,7 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
     },
   }, async (req, reply) => {
     const version = req.params.version as Version;
-    if (!(VERSIONS as readonly string[]).includes(version)) throw notFound(`Conversations API version ${req.params.version}`);
+    if (!(VERSIONS as readonly string[]).includes(version)) throw CONVERSATIONS.VERSION_NOT_FOUND(req.params.version);
     const { project } = await authorize(req, req.params, true);
     const q = parseListQuery(version, req.query as RawQuery);
     const settings = await services.settings.get(project.id);
@@ -136,7 +147,7 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
       },
     },
   }, async (req) => {
-    if (req.params.version !== 'v1') throw notFound(`Concurrent Calls API version ${req.params.version}`);
+    if (req.params.version !== 'v1') throw CONVERSATIONS.CONCURRENCY_VERSION_NOT_FOUND(req.params.version);
     const { account, project } = await authorize(req, req.params, false);
     const q = parseConcurrencyQuery(req.query as RawQuery);
     return { account_id: account.id, project_id: project.id, intervals: await concurrency(src.spans, project.id, q) };

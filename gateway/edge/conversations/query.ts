@@ -1,5 +1,5 @@
 /** The query of `GET /{version}/{account_id}/{project_id}/conversations` (contract 4.3, addendum). */
-import { invalid } from '../../../platform/errors.js';
+import { CONVERSATIONS } from '../../../platform/errors.js';
 import { bool, integer, many, oneOf, single, text, time, type RawQuery } from './params.js';
 
 export const VERSIONS = ['v1', 'v2', 'v3'] as const;
@@ -36,39 +36,39 @@ export function parseListQuery(version: Version, q: RawQuery): ListQuery {
   const cursor = single(q, 'cursor');
   if (legacy) {
     for (const name of ['query_type', 'sample', 'query', 'turn_type', 'cursor'] as const) {
-      if (single(q, name) !== undefined) throw invalid(name, `${name} is not available on v1; use v3`);
+      if (single(q, name) !== undefined) throw CONVERSATIONS.PARAM_NOT_ON_V1(name);
     }
   }
-  if (queryType && sample) throw invalid('sample', 'query_type and sample are mutually exclusive: at most one retrieval mode');
-  if (sample && version !== 'v3') throw invalid('sample', 'sample is available on v3 only');
-  if (queryType && version !== 'v3') throw invalid('query_type', 'query_type is available on v3 only');
+  if (queryType && sample) throw CONVERSATIONS.MODES_EXCLUSIVE();
+  if (sample && version !== 'v3') throw CONVERSATIONS.PARAM_V3_ONLY('sample');
+  if (queryType && version !== 'v3') throw CONVERSATIONS.PARAM_V3_ONLY('query_type');
   const query = text(q, 'query', MAX_QUERY);
-  if (queryType && !query?.trim()) throw invalid('query', 'query is required with query_type');
-  if (!queryType && query !== undefined) throw invalid('query', 'query needs query_type');
+  if (queryType && !query?.trim()) throw CONVERSATIONS.QUERY_REQUIRED();
+  if (!queryType && query !== undefined) throw CONVERSATIONS.QUERY_WITHOUT_TYPE();
   const turnType = oneOf(q, 'turn_type', ['user', 'agent'] as const);
-  if (turnType && queryType !== 'transcript') throw invalid('turn_type', 'turn_type applies to query_type=transcript only');
+  if (turnType && queryType !== 'transcript') throw CONVERSATIONS.TURN_TYPE_NOT_TRANSCRIPT();
 
   const startMs = time(q, 'start_time');
   const endMs = time(q, 'end_time');
   if ((queryType || sample) && (startMs === undefined || endMs === undefined)) {
-    throw invalid(startMs === undefined ? 'start_time' : 'end_time', 'start_time and end_time are required with query_type or sample');
+    throw CONVERSATIONS.RANGE_REQUIRED(startMs === undefined ? 'start_time' : 'end_time');
   }
-  if (startMs !== undefined && endMs !== undefined && endMs <= startMs) throw invalid('end_time', 'end_time must be after start_time');
+  if (startMs !== undefined && endMs !== undefined && endMs <= startMs) throw CONVERSATIONS.RANGE_REVERSED();
 
   const variantId = text(q, 'variant_id', 128);
   const variantName = text(q, 'variant_name', 256);
-  if (variantId && variantName) throw invalid('variant_name', 'only one of variant_id and variant_name may be given');
+  if (variantId && variantName) throw CONVERSATIONS.VARIANT_AMBIGUOUS();
   const channels = many(q, 'channel');
-  if (channels.length > 32 || channels.some((c) => c.length > 64)) throw invalid('channel', 'at most 32 channels of up to 64 characters');
+  if (channels.length > 32 || channels.some((c) => c.length > 64)) throw CONVERSATIONS.CHANNELS_TOO_MANY();
 
   const limit = legacy ? (integer(q, 'limit', 1, 5000) ?? 5) : (integer(q, 'limit', 1, 1000) ?? 1000);
   const offset = integer(q, 'offset', 0, 1_000_000_000) ?? 0;
   const includeLatency = bool(q, 'include_latency') ?? false;
-  if (legacy && includeLatency) throw invalid('include_latency', 'include_latency is not available on v1');
+  if (legacy && includeLatency) throw CONVERSATIONS.LATENCY_NOT_ON_V1();
   // Rule 6: accepted for compatibility; they do not change this implementation's responses.
   bool(q, 'include_context_state');
   bool(q, 'include_turn_metadata');
-  if (cursor !== undefined && (cursor.length === 0 || cursor.length > 2048)) throw invalid('cursor', 'malformed cursor');
+  if (cursor !== undefined && (cursor.length === 0 || cursor.length > 2048)) throw CONVERSATIONS.CURSOR_MALFORMED();
 
   return {
     version,

@@ -14,11 +14,25 @@
  *   the records of those in progress.
  */
 import type { Collection, Filter } from '../../../store/mod.js';
-import type { ConversationRecord } from '../../../actors/conversation/record.js';
-import type { ConversationDocument } from '../../../actors/conversation/document.js';
-import type { Embedder } from '../../../actors/conversation/embedding.js';
-import { hourOf, postingId, searchTerms, type ConversationVector, type HourCount, type TermPosting } from '../../../actors/conversation/search.js';
-import { eachEntry, field, fieldIs, fieldNumber, packedSpans, SPAN, type SpanSlot, type VectorSlot } from '../../../actors/conversation/slots.js';
+import {
+  eachEntry,
+  field,
+  fieldIs,
+  fieldNumber,
+  hourOf,
+  packedSpans,
+  postingId,
+  searchTerms,
+  SPAN,
+  type ConversationDocument,
+  type ConversationRecord,
+  type ConversationVector,
+  type Embedder,
+  type HourCount,
+  type SpanSlot,
+  type TermPosting,
+  type VectorSlot,
+} from '../../../actors/conversation/mod.js';
 import type { ListQuery } from './query.js';
 import type { Position } from './cursor.js';
 

@@ -4,8 +4,7 @@
  * the translation fields always present. v1 is the legacy shape: the same fields, null where a text is
  * empty, no `latency` or translation fields, and the `descriptions` object beside the rows.
  */
-import type { ConversationRecord } from '../../../actors/conversation/record.js';
-import { conversationV3, type ViewOptions } from '../../../actors/conversation/view.js';
+import { conversationV3, type ConversationRecord, type ViewOptions } from '../../../actors/conversation/mod.js';
 
 export { conversationV3, type ViewOptions };
 

@@ -1,0 +1,48 @@
+/**
+ * The `conversation` actor kind's public module: what the rest of the platform may use of it. Gateways,
+ * `platform/` and `bin/` import this file, never the files beside it (`test/architecture.test.ts` checks).
+ *
+ * - The kind, for the worker that hosts it: `conversationKind`.
+ * - Before an ask: what a new conversation would run (`runningContent`, `pickVariant`).
+ * - Read models written by the projection after every durable snapshot, and the queries over them:
+ *   records, documents (ended conversations as JSON bytes), search (terms, vectors, hour counts) and the
+ *   packed slots (spans, vector buckets) with the helpers that read a slot's entries in place.
+ * - Rendering: the v3/v2 view of a record. Embeddings: `Embedder` and the one the environment asks for.
+ * - Start-up: the one-off backfill of read models for stores written before them.
+ *
+ * @module
+ */
+export { conversationKind } from './kind.js';
+export { pickVariant, runningContent, type Running } from './deployment.js';
+export { conversationRecords, type ConversationRecord } from './record.js';
+export { conversationDocuments, jsonOf, withoutTurns, type ConversationDocument } from './document.js';
+export {
+  conversationHours,
+  conversationSpans,
+  conversationTerms,
+  conversationVectorBuckets,
+  conversationVectors,
+  hourOf,
+  postingId,
+  searchTerms,
+  type ConversationVector,
+  type HourCount,
+  type TermPosting,
+} from './search.js';
+export {
+  eachEntry,
+  field,
+  FIELD_END,
+  fieldIs,
+  fieldNumber,
+  HEAD,
+  packedSpans,
+  packedVectors,
+  readEntry,
+  SPAN,
+  type SpanSlot,
+  type VectorSlot,
+} from './slots.js';
+export { conversationV3, type ViewOptions } from './view.js';
+export { createEmbedderFromEnv, type Embedder } from './embedding.js';
+export { backfillReadModels, readModelsComplete, type Backfilled } from './backfill.js';
