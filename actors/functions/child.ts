@@ -6,7 +6,7 @@
  */
 import { createInterface } from 'node:readline';
 import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSSyncVariant } from 'quickjs-emscripten-core';
-import { runCall } from './quickjs-call.js';
+import { prepare, runCall, type Prepared } from './quickjs-call.js';
 import type { CallMessage, ChildMessage } from './protocol.js';
 
 const send = (message: ChildMessage): void => {
@@ -25,6 +25,17 @@ const wasmMemory = new WebAssembly.Memory({ initial: BASE_PAGES, maximum: BASE_P
 // Node loads here exports the variant as its default.
 const base = (await import('@jitl/quickjs-wasmfile-release-sync')).default as unknown as QuickJSSyncVariant;
 const quickjs = await newQuickJSWASMModuleFromVariant(newVariant(base, { wasmMemory }));
+/** The next call's runtime, prepared while this process is idle (a fresh one per call, never reused). */
+let next: Prepared | null = null;
+const warm = (): void => {
+  if (next) return;
+  try {
+    next = prepare(quickjs);
+  } catch {
+    // Preparing again at the next call reports the failure with that call.
+  }
+};
+
 const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
 lines.on('line', (line) => {
   let call: CallMessage;
@@ -35,9 +46,12 @@ lines.on('line', (line) => {
   }
   if (call?.type !== 'call') return;
   try {
-    const { outcome, broken } = runCall(quickjs, call);
+    const prepared = next ?? undefined;
+    next = null;
+    const { outcome, broken } = runCall(quickjs, call, prepared);
     send({ type: 'result', id: call.id, ...outcome, rss: process.memoryUsage.rss(), ...(broken ? { fatal: true } : {}) });
     if (broken) process.stdout.write('', () => process.exit(70));
+    else setImmediate(warm);
   } catch (e) {
     // The WebAssembly module itself failed (host stack exhausted, an engine assertion): its memory may be
     // inconsistent, so this process answers and exits; the pool starts a fresh one.
@@ -47,4 +61,5 @@ lines.on('line', (line) => {
   }
 });
 lines.on('close', () => process.exit(0));
+warm();
 send({ type: 'ready' });

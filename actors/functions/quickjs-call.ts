@@ -52,24 +52,51 @@ function verdict(ctx: QuickJSContext, error: QuickJSHandle, describe: QuickJSHan
 }
 
 /**
- * Runs `call` to completion within its limits. `broken` says the runtime could not be torn down cleanly (QuickJS
- * can leave objects behind after running out of memory): the process should not be trusted with another call.
- * Throws only for a failure of the QuickJS module itself.
+ * A runtime and context made ready for one call, with the bootstrap already evaluated. Preparing is the larger
+ * part of a call's cost, and needs nothing of the call, so a sandbox process prepares the next one while it is
+ * idle (see `child.ts`). A prepared runtime serves exactly one call and is then torn down.
  */
-export function runCall(quickjs: QuickJSWASMModule, call: CallMessage): { outcome: CallOutcome; broken: boolean } {
+export interface Prepared {
+  runtime: QuickJSRuntime;
+  ctx: QuickJSContext;
+  controller: QuickJSHandle;
+  /** The interrupt deadline of the call this runtime serves; no call yet means no interrupt. */
+  deadline: { at: number };
+}
+
+/** Makes a fresh runtime and context and runs the trusted bootstrap in it. */
+export function prepare(quickjs: QuickJSWASMModule): Prepared {
+  const runtime = quickjs.newRuntime();
+  const deadline = { at: Number.POSITIVE_INFINITY };
+  runtime.setInterruptHandler(() => Date.now() > deadline.at);
+  const ctx = runtime.newContext();
+  const boot = ctx.evalCode(BOOTSTRAP_SOURCE, 'sandbox:bootstrap');
+  if (boot.error) {
+    boot.error.dispose();
+    ctx.dispose();
+    runtime.dispose();
+    throw new Error('the sandbox bootstrap failed');
+  }
+  return { runtime, ctx, controller: boot.value, deadline };
+}
+
+/**
+ * Runs `call` to completion within its limits, on `prepared` (or a runtime prepared now). `broken` says the
+ * runtime could not be torn down cleanly (QuickJS can leave objects behind after running out of memory): the
+ * process should not be trusted with another call. Throws only for a failure of the QuickJS module itself.
+ */
+export function runCall(quickjs: QuickJSWASMModule, call: CallMessage, prepared: Prepared = prepare(quickjs)): { outcome: CallOutcome; broken: boolean } {
+  const { runtime, ctx, controller } = prepared;
   const deadline = Date.now() + call.timeoutMs;
-  const runtime: QuickJSRuntime = quickjs.newRuntime();
+  prepared.deadline.at = deadline;
   runtime.setMemoryLimit(call.memoryBytes);
   runtime.setMaxStackSize(call.stackBytes);
-  runtime.setInterruptHandler(() => Date.now() > deadline);
-  const ctx = runtime.newContext();
-  const handles: QuickJSHandle[] = [];
+  const handles: QuickJSHandle[] = [controller];
   const keep = <T extends QuickJSHandle>(h: T): T => (handles.push(h), h);
-  let controller: QuickJSHandle | null = null;
   let describe: QuickJSHandle | null = null;
   let ran = false;
 
-  const method = (name: string): QuickJSHandle => keep(ctx.getProp(controller!, name));
+  const method = (name: string): QuickJSHandle => keep(ctx.getProp(controller, name));
   /** Calls a controller method with string arguments; returns its result as a string, or undefined. */
   const invoke = (name: string, ...args: Array<string | QuickJSHandle>): string | undefined => {
     const fn = method(name);
@@ -109,9 +136,6 @@ export function runCall(quickjs: QuickJSWASMModule, call: CallMessage): { outcom
 
   function execute(): CallOutcome {
   try {
-    const boot = ctx.evalCode(BOOTSTRAP_SOURCE, 'sandbox:bootstrap');
-    if (boot.error) throw boot.error.consume((e) => verdict(ctx, e, null, deadline, call.timeoutMs, false));
-    controller = keep(boot.value);
     describe = method('describe');
     invoke('init', call.conv, call.args);
 

@@ -27,7 +27,10 @@ export interface FunctionSandboxOptions {
   memoryMb?: number;
   /** QuickJS stack limit per call, at most `MAX_STACK_KB`. Default 256 KiB. */
   stackKb?: number;
-  /** Calls of one project running at once. Default: one less than `processes` (at least 1). */
+  /**
+   * Calls of one project running at once. Default `processes`: the pool is work-conserving, and another project's
+   * call still waits at most one call's time limit (see `fair-queue.ts`); a lower quota reserves processes.
+   */
   projectConcurrency?: number;
   /** Calls of one project waiting at once; more are refused as `overloaded`. Default 256. */
   queuePerProject?: number;
@@ -95,7 +98,7 @@ export function createFunctionSandbox(options: FunctionSandboxOptions = {}): Fun
   const memoryMb = Math.max(1, options.memoryMb ?? 64);
   const memoryBytes = memoryMb * 1024 * 1024;
   const stackBytes = Math.min(MAX_STACK_KB, Math.max(16, options.stackKb ?? 256)) * 1024;
-  const quota = Math.max(1, Math.floor(options.projectConcurrency ?? processes - 1));
+  const quota = Math.max(1, Math.floor(options.projectConcurrency ?? processes));
   const ceiling = Math.max(64, options.processMaxMb ?? 512) * 1024 * 1024;
   const queue = new FairQueue<Job>(quota, Math.max(1, options.queuePerProject ?? 256));
   const pool: SandboxProcess[] = [];
