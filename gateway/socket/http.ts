@@ -1,4 +1,5 @@
 import type { HttpRequest, HttpResponse } from '@trufflesuite/uws-js-unofficial';
+import { jsonTooDeep } from '../../platform/json-depth.js';
 import { errorBody, HTTP_ERRORS, type MessagingHttpError } from './errors.js';
 
 /** Largest HTTP body the gateway reads. */
@@ -111,11 +112,15 @@ export function route(headerNames: string[], paramCount: number, handler: (call:
 /** A JSON success answer. */
 export const ok = (value: unknown, status = 200): HttpAnswer => ({ status, body: JSON.stringify(value) });
 
-/** Parses a JSON object body: empty means `{}`; anything else that is not an object is null. */
+/**
+ * Parses a JSON object body: empty means `{}`; anything else that is not an object, or that nests deeper
+ * than `JSON_MAX_DEPTH`, is null (the callers' 400).
+ */
 export function jsonObject(body: Buffer | undefined): Record<string, unknown> | null {
   if (body === undefined) return null;
   const text = body.toString('utf8').trim();
   if (!text) return {};
+  if (jsonTooDeep(text)) return null;
   try {
     const v = JSON.parse(text);
     return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null;

@@ -5,6 +5,7 @@ import { sessionTopic, type Published } from '../../actors/session/kind.js';
 import { EVENT_PREFIX, gatewayEvent, systemMessage, type WireEvent } from '../../actors/session/wire.js';
 import type { Subscription } from '../../actors/transport/types.js';
 import { MAX_MESSAGE_BYTES, SERVER_EVENT_TYPES, type ClientKind, type SessionEvent, type SessionReply } from '../../machines/session.js';
+import { jsonTooDeep } from '../../platform/json-depth.js';
 import type { MessagingContext } from './context.js';
 import type { GatewayDirectory } from './gateways.js';
 import { errorBody, EVENT_ERRORS, HTTP_ERRORS, RATE_LIMIT_WARNING, type MessagingHttpError } from './errors.js';
@@ -51,8 +52,13 @@ export function parseCursor(raw: string | undefined): { cursor: number; valid: b
   return m ? { cursor: Number(m[1]), valid: true } : { cursor: 0, valid: false };
 }
 
-/** A client event as the gateway validated it, or the error message to answer it with. */
+/**
+ * A client event as the gateway validated it, or the error message to answer it with. A frame nested deeper
+ * than `JSON_MAX_DEPTH` is an invalid format (checked on the text before parsing): its `custom` would be
+ * journaled and encoded by recursive encoders.
+ */
 export function parseClientEvent(text: string): { event: Omit<Extract<SessionEvent, { type: 'CLIENT' }>, 'at'> } | { error: string; custom: Record<string, unknown> | null } {
+  if (jsonTooDeep(text)) return { error: EVENT_ERRORS.invalidFormat, custom: null };
   let raw: unknown;
   try {
     raw = JSON.parse(text);
