@@ -38,6 +38,11 @@ const EnvSchema = z.object({
   MESSAGING_HTTP_RATE: z.coerce.number().int().min(1).max(1_000_000).default(600),
   MESSAGING_WS_RATE: z.coerce.number().int().min(1).max(1_000_000).default(20),
   MESSAGING_CONNECTION_TTL_MS: z.coerce.number().int().min(1000).max(3_600_000).default(90_000),
+  MESSAGING_ADDRESS_RATE: z.coerce.number().int().min(1).max(10_000_000).default(6000),
+  CHAT_RATE_PER_KEY: z.coerce.number().min(0.001).max(1_000_000).default(2000),
+  CHAT_BURST_PER_KEY: z.coerce.number().int().min(1).max(10_000_000).default(4000),
+  CHAT_RATE_PER_PROJECT: z.coerce.number().min(0.001).max(1_000_000).default(5000),
+  CHAT_BURST_PER_PROJECT: z.coerce.number().int().min(1).max(10_000_000).default(10_000),
   MESSAGING_SECRET: z.string().min(32, 'MESSAGING_SECRET must be at least 32 characters').optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
@@ -69,6 +74,22 @@ export interface Config {
   functionHeapMb: number;
   /** Messaging API settings (the socket gateway and the session actor). */
   messaging: MessagingConfig;
+  /** The Fastify edge's limits against floods. */
+  edge: EdgeConfig;
+}
+
+/** A token bucket: `rate` tokens a second, holding at most `burst`. */
+export interface Bucket {
+  rate: number;
+  burst: number;
+}
+
+/** What the Fastify edge reads from the environment: the Chat API's rate limits. */
+export interface EdgeConfig {
+  /** Chat API requests per API key. */
+  chatPerKey: Bucket;
+  /** Chat API requests per project, all its keys together. */
+  chatPerProject: Bucket;
 }
 
 /** What the Messaging API reads from the environment. */
@@ -89,6 +110,8 @@ export interface MessagingConfig {
   wsRatePerSecond: number;
   /** A connection stops counting this long after its gateway last refreshed it (gateways refresh every third of it). */
   connectionTtlMs: number;
+  /** Requests per minute per client address over the access-token and session steps and socket upgrades. */
+  addressRatePerMinute: number;
   /** JWT signing secret; unset: a random one kept in the store, shared by every process of a deployment. */
   secret: string | undefined;
 }
@@ -129,6 +152,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       wsRatePerSecond: e.MESSAGING_WS_RATE,
       connectionTtlMs: e.MESSAGING_CONNECTION_TTL_MS,
       secret: e.MESSAGING_SECRET,
+      addressRatePerMinute: e.MESSAGING_ADDRESS_RATE,
+    },
+    edge: {
+      chatPerKey: { rate: e.CHAT_RATE_PER_KEY, burst: e.CHAT_BURST_PER_KEY },
+      chatPerProject: { rate: e.CHAT_RATE_PER_PROJECT, burst: e.CHAT_BURST_PER_PROJECT },
     },
   };
 }

@@ -17,6 +17,7 @@ export const ERROR_CATALOG = {
   SB_CONFLICT: 409,
   SB_LIMIT: 409,
   SB_MALFORMED_ID: 422,
+  SB_RATE_LIMITED: 429,
   SB_UNSUPPORTED: 501,
   SB_UNAVAILABLE: 503,
 } as const;
@@ -33,6 +34,16 @@ export class PlatformError extends Error {
     super(message);
     this.name = 'PlatformError';
     this.statusCode = ERROR_CATALOG[code];
+  }
+}
+
+/** Too many requests for one key, project or address: the answer carries `Retry-After: retryAfterS`. */
+export class RateLimitedError extends PlatformError {
+  constructor(
+    message: string,
+    readonly retryAfterS: number,
+  ) {
+    super('SB_RATE_LIMITED', message);
   }
 }
 

@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { type FieldError, PlatformError } from '../../platform/errors.js';
+import { type FieldError, PlatformError, RateLimitedError } from '../../platform/errors.js';
 
 /**
  * How an interface family renders errors. The Agents, Alerts and admin families answer
@@ -11,6 +11,8 @@ interface Problem {
   status: number;
   message: string;
   errors: FieldError[];
+  /** Response headers that belong to the error (`Retry-After` of a 429). */
+  headers?: Record<string, string>;
 }
 
 interface ValidationIssue {
@@ -20,6 +22,7 @@ interface ValidationIssue {
 
 /** Turns anything thrown in a request into a status and message; never leaks internals of a 5xx. */
 export function toProblem(err: unknown, request: FastifyRequest): Problem {
+  if (err instanceof RateLimitedError) return { status: err.statusCode, message: err.message, errors: err.errors, headers: { 'retry-after': String(err.retryAfterS) } };
   if (err instanceof PlatformError) return { status: err.statusCode, message: err.message, errors: err.errors };
   const e = err as FastifyError & { validation?: ValidationIssue[]; validationContext?: string };
   if (Array.isArray(e.validation)) {
@@ -50,6 +53,7 @@ function fieldName(context: string, instancePath: string | undefined): string {
 /** Renders a problem in the given shape. */
 export function sendProblem(reply: FastifyReply, shape: ErrorShape, p: Problem): FastifyReply {
   const body = shape === 'fields' ? { message: p.message, errors: p.errors } : { error_message: p.message };
+  if (p.headers) reply.headers(p.headers);
   return reply.code(p.status).type('application/json').send(JSON.stringify(body));
 }
 

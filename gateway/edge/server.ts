@@ -4,6 +4,7 @@ import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
+import type { EdgeConfig } from '../../platform/config.js';
 import type { Services } from '../../platform/services.js';
 import type { Runtime } from '../../actors/mod.js';
 import { adminPlugin } from './admin.js';
@@ -24,6 +25,8 @@ export interface EdgeOptions {
   logger: Logger;
   /** Called by `/healthz`: false while the process is not (or no longer) serving. */
   isServing: () => boolean;
+  /** The Chat API's rate limits. */
+  limits: EdgeConfig;
 }
 
 /**
@@ -90,7 +93,13 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
   await app.register(adminPlugin, { prefix: '/admin/v1', services: opts.services, operatorTokenHash: opts.operatorTokenHash });
   await app.register(runtimePlugin, { prefix: '/admin/v1/runtime', services: opts.services, runtime: opts.runtime, operatorTokenHash: opts.operatorTokenHash });
   await app.register(agentsPlugin, { prefix: '/v1', services: opts.services });
-  await app.register(chatPlugin, { services: opts.services, runtime: opts.runtime, idleTimeoutMs: opts.conversationIdleMs });
+  await app.register(chatPlugin, {
+    services: opts.services,
+    runtime: opts.runtime,
+    idleTimeoutMs: opts.conversationIdleMs,
+    perKey: opts.limits.chatPerKey,
+    perProject: opts.limits.chatPerProject,
+  });
   // Cursors are MAC'd with a deployment secret every edge shares: the operator token's hash.
   await app.register(conversationsPlugin, { services: opts.services, cursorSecret: `conversations-cursor:${opts.operatorTokenHash}` });
   return app;

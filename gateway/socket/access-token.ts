@@ -26,6 +26,8 @@ export function hostMatches(presented: string, registered: string): boolean {
  */
 export function mountAccessToken(app: TemplatedApp, ctx: MessagingContext): void {
   app.post('/api/v1/access-token', route(['x-token', 'x-host'], 0, async ({ headers, remote }) => {
+    const wait = ctx.limitAddress(remote);
+    if (wait) throw new HttpFailure(HTTP_ERRORS.rateLimited, { 'retry-after': String(wait) });
     const token = headers['x-token'];
     const host = headers['x-host'];
     if (!token || !host) throw new HttpFailure(HTTP_ERRORS.missingAuthHeaders);

@@ -24,7 +24,9 @@ export async function bearer(ctx: MessagingContext, authorization: string) {
  * SESSION_START and writes the session record before this answers.
  */
 export function mountSessions(app: TemplatedApp, ctx: MessagingContext): void {
-  app.post('/api/v1/sessions', route(['authorization', 'user-agent'], 0, async ({ headers, body }) => {
+  app.post('/api/v1/sessions', route(['authorization', 'user-agent'], 0, async ({ headers, body, remote }) => {
+    const wait = ctx.limitAddress(remote);
+    if (wait) throw new HttpFailure(HTTP_ERRORS.rateLimited, { 'retry-after': String(wait) });
     const { claims, token } = await bearer(ctx, headers.authorization);
     ctx.limitHttp(`t:${createHash('sha256').update(token).digest('base64url').slice(0, 22)}`);
     const parsed = jsonObject(body);

@@ -10,7 +10,7 @@ import type { MessagingContext } from './context.js';
 import type { GatewayDirectory } from './gateways.js';
 import { errorBody, EVENT_ERRORS, HTTP_ERRORS, RATE_LIMIT_WARNING, type MessagingHttpError } from './errors.js';
 import { statusLine } from './http.js';
-import { RateLimiter } from './rate-limit.js';
+import { RateLimiter } from '../../platform/rate-limit.js';
 import type { AccessClaims } from './tokens.js';
 
 /** What a socket carries from its handshake. */
@@ -211,9 +211,13 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
     if (reply.duplicateOf !== undefined) await answerDuplicate(ws, d, reply.duplicateOf);
   };
 
-  const refuse = (res: HttpResponse, aborted: () => boolean, err: MessagingHttpError) => {
+  const refuse = (res: HttpResponse, aborted: () => boolean, err: MessagingHttpError, headers: Record<string, string> = {}) => {
     if (aborted()) return;
-    res.cork(() => res.writeStatus(statusLine(err.status)).writeHeader('content-type', 'application/json').end(errorBody(err)));
+    res.cork(() => {
+      res.writeStatus(statusLine(err.status)).writeHeader('content-type', 'application/json');
+      for (const [k, v] of Object.entries(headers)) res.writeHeader(k, v);
+      res.end(errorBody(err));
+    });
   };
 
   /** The handshake: every check before the upgrade, so that errors are HTTP statuses (contract 7.4). */
@@ -229,6 +233,9 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
       aborted = true;
     });
     const isAborted = () => aborted;
+    // Upgrades count against the client address's bucket, like the HTTP steps: refused before any lookup.
+    const wait = ctx.limitAddress(Buffer.from(res.getRemoteAddressAsText()).toString());
+    if (wait) return refuse(res, isAborted, HTTP_ERRORS.rateLimited, { 'retry-after': String(wait) });
     void (async () => {
       if (!sessionId || !accessToken) return refuse(res, isAborted, HTTP_ERRORS.invalidConnectionParameters);
       const claims = await ctx.tokens.verify(accessToken);
