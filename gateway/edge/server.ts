@@ -25,9 +25,15 @@ export interface EdgeOptions {
   logger: Logger;
   /** Called by `/healthz`: false while the process is not (or no longer) serving. */
   isServing: () => boolean;
-  /** The Chat API's rate limits. */
+  /** Chat API rate limits and the HTTP server's timeouts. */
   limits: EdgeConfig;
 }
+
+/**
+ * Node looks for requests past their header or request deadline on this interval (its default is far longer
+ * than a short deadline), so a slow client is dropped within about a quarter of its deadline after it.
+ */
+const checkingInterval = (headersTimeoutMs: number) => Math.max(50, Math.min(30_000, Math.floor(headersTimeoutMs / 4)));
 
 /**
  * Fastify hands a request without a body to validation as null. The JSON parser refuses a literal `null`
@@ -55,7 +61,20 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
     bodyLimit: 1024 * 1024,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
+    // Slow clients (slow-loris: headers or bodies dribbled a byte at a time) must not hold connections, and
+    // with them file descriptors the socket gateway in the same process needs, for longer than these.
+    connectionTimeout: opts.limits.connectionTimeoutMs,
+    keepAliveTimeout: opts.limits.keepAliveTimeoutMs,
+    requestTimeout: opts.limits.requestTimeoutMs,
+    http: {
+      headersTimeout: opts.limits.headersTimeoutMs,
+      requestTimeout: opts.limits.requestTimeoutMs,
+      connectionsCheckingInterval: checkingInterval(opts.limits.headersTimeoutMs),
+    },
   }) as unknown as FastifyInstance;
+  // Past this many connections Node closes new ones at once: a flood of connections to the edge cannot use up
+  // the process's descriptors.
+  app.server.maxConnections = opts.limits.maxConnections;
   app.setValidatorCompiler(bodyAwareValidatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.decorateRequest('apiKey', null);

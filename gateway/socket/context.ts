@@ -6,7 +6,7 @@ import type { MessagingConfig } from '../../platform/config.js';
 import type { Services } from '../../platform/services.js';
 import type { Connector } from '../../tenancy/connectors.js';
 import { HTTP_ERRORS } from './errors.js';
-import { HttpFailure } from './http.js';
+import { HttpFailure, route } from './http.js';
 import { RateLimiter } from '../../platform/rate-limit.js';
 import type { AccessClaims, AccessTokens } from './tokens.js';
 
@@ -34,9 +34,11 @@ export interface MessagingContext {
    * before any credential is read, so a client that floods with junk credentials is cut as early.
    */
   limitAddress(remote: string): number;
+  /** `route` of `http.ts` with this gateway's body deadline. */
+  route: typeof route;
 }
 
-export function messagingContext(o: Omit<MessagingContext, 'journal' | 'records' | 'httpLimiter' | 'addressLimiter' | 'connectorOf' | 'limitHttp' | 'limitAddress'>): MessagingContext {
+export function messagingContext(o: Omit<MessagingContext, 'journal' | 'records' | 'httpLimiter' | 'addressLimiter' | 'connectorOf' | 'limitHttp' | 'limitAddress' | 'route'>): MessagingContext {
   const perMinute = o.config.httpRatePerMinute;
   const httpLimiter = new RateLimiter(perMinute / 60, Math.max(1, perMinute));
   const perAddress = o.config.addressRatePerMinute;
@@ -56,5 +58,6 @@ export function messagingContext(o: Omit<MessagingContext, 'journal' | 'records'
       if (wait) throw new HttpFailure(HTTP_ERRORS.rateLimited, { 'retry-after': String(wait) });
     },
     limitAddress: (remote) => addressLimiter.take(`a:${remote}`),
+    route: (headerNames, paramCount, handler, opts = {}) => route(headerNames, paramCount, handler, { bodyTimeoutMs: o.config.bodyTimeoutMs, ...opts }),
   };
 }

@@ -270,7 +270,7 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
     maxPayloadLength: TRANSPORT_MAX_PAYLOAD,
     // uWS pings a quiet socket and closes it when nothing comes back within this: a peer that vanished
     // without closing (a dropped mobile link) frees its place in the session's connection count.
-    idleTimeout: 120,
+    idleTimeout: ctx.config.idleTimeoutS,
     sendPingsAutomatically: true,
     maxBackpressure: 4 * 1024 * 1024,
     upgrade,
