@@ -93,8 +93,10 @@ export function route(headerNames: string[], paramCount: number, handler: (call:
     const url = req.getUrl();
     const remote = Buffer.from(res.getRemoteAddressAsText()).toString();
     let aborted = false;
+    let deadline: NodeJS.Timeout | undefined;
     res.onAborted(() => {
       aborted = true;
+      clearTimeout(deadline);
     });
     const run = (body: Buffer | undefined) =>
       handler({ headers, params, query, url, remote, body })
@@ -108,7 +110,7 @@ export function route(headerNames: string[], paramCount: number, handler: (call:
     let size = 0;
     let tooLarge = false;
     let timedOut = false;
-    const deadline = opts.bodyTimeoutMs
+    deadline = opts.bodyTimeoutMs
       ? setTimeout(() => {
           if (aborted) return;
           timedOut = true;
