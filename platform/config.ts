@@ -4,6 +4,15 @@ import { MAX_STACK_KB, type FunctionSandboxOptions } from '../actors/functions/m
 /** The regions a deployment can serve (operator.md). */
 export const REGIONS = ['us-1', 'uk-1', 'euw-1'] as const;
 
+/**
+ * How many levels of arrays and objects a JSON body (edge, Messaging HTTP steps) or socket frame may nest.
+ * Deeper documents are refused before parsing (400, or an error event on the socket): real payloads
+ * (integration attributes, metadata, real-time config variables) nest a few levels, and encoders further in
+ * recurse, so a bound keeps hostile depth away from them. A constant, not a setting: stored data and
+ * every process of a deployment must agree on it.
+ */
+export const JSON_MAX_DEPTH = 64;
+
 const port = z.coerce.number().int().min(0).max(65535);
 
 const EnvSchema = z.object({
@@ -36,8 +45,24 @@ const EnvSchema = z.object({
   MESSAGING_HTTP_RATE: z.coerce.number().int().min(1).max(1_000_000).default(600),
   MESSAGING_WS_RATE: z.coerce.number().int().min(1).max(1_000_000).default(20),
   MESSAGING_CONNECTION_TTL_MS: z.coerce.number().int().min(1000).max(3_600_000).default(90_000),
+  MESSAGING_ADDRESS_RATE: z.coerce.number().int().min(1).max(10_000_000).default(6000),
+  SOCKET_IDLE_TIMEOUT_S: z.coerce.number().int().min(8).max(960).default(120),
+  SOCKET_BODY_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
+  CHAT_RATE_PER_KEY: z.coerce.number().min(0.001).max(1_000_000).default(2000),
+  CHAT_BURST_PER_KEY: z.coerce.number().int().min(1).max(10_000_000).default(4000),
+  CHAT_RATE_PER_PROJECT: z.coerce.number().min(0.001).max(1_000_000).default(5000),
+  CHAT_BURST_PER_PROJECT: z.coerce.number().int().min(1).max(10_000_000).default(10_000),
+  EDGE_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
+  EDGE_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
+  EDGE_CONNECTION_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(120_000),
+  EDGE_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(72_000),
+  EDGE_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(1_000_000).default(4096),
   MESSAGING_SECRET: z.string().min(32, 'MESSAGING_SECRET must be at least 32 characters').optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+}).refine((e) => e.EDGE_HEADERS_TIMEOUT_MS <= e.EDGE_REQUEST_TIMEOUT_MS, {
+  // Node refuses a server whose header deadline is later than its whole-request deadline.
+  message: 'EDGE_HEADERS_TIMEOUT_MS must not exceed EDGE_REQUEST_TIMEOUT_MS',
+  path: ['EDGE_HEADERS_TIMEOUT_MS'],
 });
 
 /** Everything the platform reads from its environment, parsed once at start. */
@@ -67,6 +92,32 @@ export interface Config {
   functions: Required<Omit<FunctionSandboxOptions, 'timeoutMs' | 'projectConcurrency'>> & Pick<FunctionSandboxOptions, 'projectConcurrency'>;
   /** Messaging API settings (the socket gateway and the session actor). */
   messaging: MessagingConfig;
+  /** The Fastify edge's limits against floods and slow clients. */
+  edge: EdgeConfig;
+}
+
+/** A token bucket: `rate` tokens a second, holding at most `burst`. */
+export interface Bucket {
+  rate: number;
+  burst: number;
+}
+
+/** What the Fastify edge reads from the environment: Chat API rate limits and the HTTP server's timeouts. */
+export interface EdgeConfig {
+  /** Chat API requests per API key. */
+  chatPerKey: Bucket;
+  /** Chat API requests per project, all its keys together. */
+  chatPerProject: Bucket;
+  /** A client must have sent a request's headers within this (Node's `headersTimeout`). */
+  headersTimeoutMs: number;
+  /** A client must have sent a whole request, body included, within this (Node's `requestTimeout`). */
+  requestTimeoutMs: number;
+  /** A socket with no traffic either way this long is closed (Fastify's `connectionTimeout`). */
+  connectionTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this (Fastify's `keepAliveTimeout`). */
+  keepAliveTimeoutMs: number;
+  /** Connections the edge holds at once; later ones are closed at once (Node's `maxConnections`). */
+  maxConnections: number;
 }
 
 /** What the Messaging API reads from the environment. */
@@ -87,6 +138,12 @@ export interface MessagingConfig {
   wsRatePerSecond: number;
   /** A connection stops counting this long after its gateway last refreshed it (gateways refresh every third of it). */
   connectionTtlMs: number;
+  /** Requests per minute per client address over the access-token and session steps and socket upgrades. */
+  addressRatePerMinute: number;
+  /** uWS closes a socket that answers no ping within this many seconds (the `idleTimeout` of `/ws`). */
+  idleTimeoutS: number;
+  /** An HTTP body not received whole within this is answered 408 and its connection closed. */
+  bodyTimeoutMs: number;
   /** JWT signing secret; unset: a random one kept in the store, shared by every process of a deployment. */
   secret: string | undefined;
 }
@@ -135,6 +192,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       wsRatePerSecond: e.MESSAGING_WS_RATE,
       connectionTtlMs: e.MESSAGING_CONNECTION_TTL_MS,
       secret: e.MESSAGING_SECRET,
+      addressRatePerMinute: e.MESSAGING_ADDRESS_RATE,
+      idleTimeoutS: e.SOCKET_IDLE_TIMEOUT_S,
+      bodyTimeoutMs: e.SOCKET_BODY_TIMEOUT_MS,
+    },
+    edge: {
+      chatPerKey: { rate: e.CHAT_RATE_PER_KEY, burst: e.CHAT_BURST_PER_KEY },
+      chatPerProject: { rate: e.CHAT_RATE_PER_PROJECT, burst: e.CHAT_BURST_PER_PROJECT },
+      headersTimeoutMs: e.EDGE_HEADERS_TIMEOUT_MS,
+      requestTimeoutMs: e.EDGE_REQUEST_TIMEOUT_MS,
+      connectionTimeoutMs: e.EDGE_CONNECTION_TIMEOUT_MS,
+      keepAliveTimeoutMs: e.EDGE_KEEP_ALIVE_TIMEOUT_MS,
+      maxConnections: e.EDGE_MAX_CONNECTIONS,
     },
   };
 }

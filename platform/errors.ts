@@ -51,6 +51,16 @@ export class PlatformError extends Error {
   }
 }
 
+/** Too many requests for one key, project or address: the answer carries `Retry-After: retryAfterS`. */
+export class RateLimitedError extends PlatformError {
+  constructor(
+    entry: CatalogEntry,
+    readonly retryAfterS: number,
+  ) {
+    super(entry);
+  }
+}
+
 function format(template: string, values: readonly Value[]): string {
   let i = 0;
   return template.replace(/%s/g, () => String(values[i++]));
@@ -141,6 +151,8 @@ export const CHAT = catalog('CHAT', {
   CONVERSATION_NOT_STARTED: [409, 'the conversation was not started'],
   CONVERSATION_EXISTS: [409, 'the conversation exists'],
   TIMEOUT: [503, 'the conversation did not answer in time; retry'],
+  RATE_LIMITED_KEY: [429, 'rate limit exceeded for this X-API-KEY; retry after the Retry-After header'],
+  RATE_LIMITED_PROJECT: [429, 'rate limit exceeded for this project; retry after the Retry-After header'],
 });
 
 /** The Conversations API and its concurrency endpoint (`/{version}/{account_id}/{project_id}/conversations`). */

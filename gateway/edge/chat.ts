@@ -5,7 +5,9 @@ import { z } from 'zod';
 import { ActorAskError, type Runtime } from '../../actors/mod.js';
 import { conversationRecords, pickVariant, runningContent } from '../../actors/conversation/mod.js';
 import type { ConversationEvent, Outcome } from '../../machines/conversation.js';
-import { CHAT } from '../../platform/errors.js';
+import type { Bucket } from '../../platform/config.js';
+import { CHAT, RateLimitedError } from '../../platform/errors.js';
+import { RateLimiter } from '../../platform/rate-limit.js';
 import type { Services } from '../../platform/services.js';
 import { timings } from '../../platform/timings.js';
 import { header, resolvePathProject } from './auth.js';
@@ -16,7 +18,7 @@ const CHANNELS = { webchat: 'WEBCHAT', whatsapp: 'WHATSAPP', sms: 'SMS', api: 'A
 const LANG = /^[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})*$/;
 const LangCode = z.string().regex(LANG, 'must be a language code such as en or en-US');
 const ErrorBody = z.object({ error_message: z.string() });
-const errors = { 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody, 422: ErrorBody, 503: ErrorBody };
+const errors = { 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody, 422: ErrorBody, 429: ErrorBody, 503: ErrorBody };
 const Params = z.object({ version: z.string().regex(/^v\d{1,3}$/, 'malformed version'), account_id: PathId, project_id: PathId });
 const ConversationId = z.string({ error: 'conversation_id is required' }).min(1, 'conversation_id is required').max(128);
 
@@ -28,6 +30,10 @@ export interface ChatOptions {
   runtime: Runtime;
   /** An idle chat ends by itself this long after its last turn. */
   idleTimeoutMs: number;
+  /** Requests per API key (token bucket). */
+  perKey: Bucket;
+  /** Requests per project, every key of it together (token bucket). */
+  perProject: Bucket;
 }
 
 type Reply = Outcome & { state: string };
@@ -38,7 +44,7 @@ type Reply = Outcome & { state: string };
  * `X-TOKEN` of one of its chat connectors (which fixes the environment and, unless the request names one,
  * the variant). Each request is an ask to the conversation actor; the reply comes once the turn is durable.
  */
-export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { services, runtime, idleTimeoutMs }) => {
+export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { services, runtime, idleTimeoutMs, perKey, perProject }) => {
   const app = root.withTypeProvider<ZodTypeProvider>();
   useErrorShape(app, 'error_message');
   const steps = timings;
@@ -49,6 +55,20 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
     app.addHook('onResponse', async (req) => steps.since(`edge.request ${req.routeOptions.url?.split('/').pop()}`, started.get(req) ?? 0));
   }
   const records = conversationRecords(services.store);
+  const keyLimiter = new RateLimiter(perKey.rate, perKey.burst);
+  const projectLimiter = new RateLimiter(perProject.rate, perProject.burst);
+
+  /**
+   * Every request of a verified key costs a token of the key's bucket, then one of its project's: one key
+   * (a leaked one, a client's retry loop) cannot flood the edge, and a project's keys together cannot take
+   * more than the project's share. Checked after the credentials, so nobody spends another's tokens.
+   */
+  const limit = (keyId: string, projectId: string) => {
+    const keyWait = keyLimiter.take(keyId);
+    if (keyWait) throw new RateLimitedError(CHAT.RATE_LIMITED_KEY, keyWait);
+    const projectWait = projectLimiter.take(projectId);
+    if (projectWait) throw new RateLimitedError(CHAT.RATE_LIMITED_PROJECT, projectWait);
+  };
 
   /** Checks both credentials against the path's account and project (id or slug form). */
   const authorize = async (req: FastifyRequest, params: z.infer<typeof Params>) => {
@@ -62,6 +82,7 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
     const { account, project } = await resolvePathProject(services, key.id, params.account_id, params.project_id);
     if (key.account_id !== account.id || key.project_id !== project.id) throw CHAT.API_KEY_OTHER_PROJECT();
     if (connector.account_id !== account.id || connector.project_id !== project.id) throw CHAT.TOKEN_OTHER_PROJECT();
+    limit(key.id, project.id);
     return { account, project, connector, key };
   };
 

@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { EDGE, type FieldError, PlatformError } from '../../platform/errors.js';
+import { EDGE, type FieldError, PlatformError, RateLimitedError } from '../../platform/errors.js';
 
 /**
  * How an interface family renders errors. The Agents, Alerts and admin families answer
@@ -12,6 +12,8 @@ interface Problem {
   status: number;
   message: string;
   errors: FieldError[];
+  /** Response headers that belong to the error (`Retry-After` of a 429). */
+  headers?: Record<string, string>;
 }
 
 interface ValidationIssue {
@@ -26,6 +28,7 @@ const problemOf = (err: PlatformError): Problem => ({ status: err.statusCode, me
  * errors (Fastify's own, the JSON body parser's) keep their status and message.
  */
 export function toProblem(err: unknown, request: FastifyRequest): Problem {
+  if (err instanceof RateLimitedError) return { ...problemOf(err), headers: { 'retry-after': String(err.retryAfterS) } };
   if (err instanceof PlatformError) return problemOf(err);
   const e = err as FastifyError & { validation?: ValidationIssue[]; validationContext?: string };
   if (Array.isArray(e.validation)) {
@@ -59,6 +62,7 @@ export const routeNotFound = (request: FastifyRequest): Problem =>
 /** Renders a problem in the given shape. */
 export function sendProblem(reply: FastifyReply, shape: ErrorShape, p: Problem): FastifyReply {
   const body = shape === 'fields' ? { message: p.message, errors: p.errors } : { error_message: p.message };
+  if (p.headers) reply.headers(p.headers);
   return reply.code(p.status).type('application/json').send(JSON.stringify(body));
 }
 

@@ -1,13 +1,17 @@
 import type { FastifyRequest } from 'fastify';
 import secureJsonParse from 'secure-json-parse';
+import { jsonTooDeep, tooDeepMessage } from '../../platform/json-depth.js';
 
 /**
  * JSON bodies: an empty body reads as no body and a literal `null` body is refused (clients often send `Content-Type: application/json` on a
- * POST without one), and `__proto__`/`constructor.prototype` keys are refused, as Fastify's own parser does.
+ * POST without one), `__proto__`/`constructor.prototype` keys are refused, as Fastify's own parser does, and so
+ * is anything nested deeper than `JSON_MAX_DEPTH` (checked on the raw text, before parsing). Every refusal is a
+ * 400, which each family renders in its own error shape.
  */
 export function jsonBodyParser(_req: FastifyRequest, body: string | Buffer, done: (err: Error | null, body?: unknown) => void): void {
   const text = typeof body === 'string' ? body : body.toString('utf8');
   if (text.trim() === '') return done(null, undefined);
+  if (jsonTooDeep(text)) return done(Object.assign(new Error(`body ${tooDeepMessage()}`), { statusCode: 400 }));
   let value: unknown;
   try {
     value = secureJsonParse.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });

@@ -4,6 +4,7 @@ import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
+import type { EdgeConfig } from '../../platform/config.js';
 import type { Services } from '../../platform/services.js';
 import type { Runtime } from '../../actors/mod.js';
 import { adminPlugin } from './admin.js';
@@ -24,7 +25,15 @@ export interface EdgeOptions {
   logger: Logger;
   /** Called by `/healthz`: false while the process is not (or no longer) serving. */
   isServing: () => boolean;
+  /** Chat API rate limits and the HTTP server's timeouts. */
+  limits: EdgeConfig;
 }
+
+/**
+ * Node looks for requests past their header or request deadline on this interval (its default is far longer
+ * than a short deadline), so a slow client is dropped within about a quarter of its deadline after it.
+ */
+const checkingInterval = (headersTimeoutMs: number) => Math.max(50, Math.min(30_000, Math.floor(headersTimeoutMs / 4)));
 
 /**
  * Fastify hands a request without a body to validation as null. The JSON parser refuses a literal `null`
@@ -52,7 +61,20 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
     bodyLimit: 1024 * 1024,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
+    // Slow clients (slow-loris: headers or bodies dribbled a byte at a time) must not hold connections, and
+    // with them file descriptors the socket gateway in the same process needs, for longer than these.
+    connectionTimeout: opts.limits.connectionTimeoutMs,
+    keepAliveTimeout: opts.limits.keepAliveTimeoutMs,
+    requestTimeout: opts.limits.requestTimeoutMs,
+    http: {
+      headersTimeout: opts.limits.headersTimeoutMs,
+      requestTimeout: opts.limits.requestTimeoutMs,
+      connectionsCheckingInterval: checkingInterval(opts.limits.headersTimeoutMs),
+    },
   }) as unknown as FastifyInstance;
+  // Past this many connections Node closes new ones at once: a flood of connections to the edge cannot use up
+  // the process's descriptors.
+  app.server.maxConnections = opts.limits.maxConnections;
   app.setValidatorCompiler(bodyAwareValidatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.decorateRequest('apiKey', null);
@@ -88,7 +110,13 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
   await app.register(adminPlugin, { prefix: '/admin/v1', services: opts.services, operatorTokenHash: opts.operatorTokenHash });
   await app.register(runtimePlugin, { prefix: '/admin/v1/runtime', services: opts.services, runtime: opts.runtime, operatorTokenHash: opts.operatorTokenHash });
   await app.register(agentsPlugin, { prefix: '/v1', services: opts.services });
-  await app.register(chatPlugin, { services: opts.services, runtime: opts.runtime, idleTimeoutMs: opts.conversationIdleMs });
+  await app.register(chatPlugin, {
+    services: opts.services,
+    runtime: opts.runtime,
+    idleTimeoutMs: opts.conversationIdleMs,
+    perKey: opts.limits.chatPerKey,
+    perProject: opts.limits.chatPerProject,
+  });
   // Cursors are MAC'd with a deployment secret every edge shares: the operator token's hash.
   await app.register(conversationsPlugin, { services: opts.services, cursorSecret: `conversations-cursor:${opts.operatorTokenHash}` });
   return app;

@@ -1,7 +1,7 @@
 import type { TemplatedApp } from '@trufflesuite/uws-js-unofficial';
 import type { MessagingContext } from './context.js';
 import { HTTP_ERRORS } from './errors.js';
-import { HttpFailure, ok, route } from './http.js';
+import { HttpFailure, ok } from './http.js';
 
 /** A host as connectors register it: no scheme, path, port or trailing dot; lower case. */
 export function normalizeHost(value: string): string {
@@ -25,7 +25,9 @@ export function hostMatches(presented: string, registered: string): boolean {
  * is not read.
  */
 export function mountAccessToken(app: TemplatedApp, ctx: MessagingContext): void {
-  app.post('/api/v1/access-token', route(['x-token', 'x-host'], 0, async ({ headers, remote }) => {
+  app.post('/api/v1/access-token', ctx.route(['x-token', 'x-host'], 0, async ({ headers, remote }) => {
+    const wait = ctx.limitAddress(remote);
+    if (wait) throw new HttpFailure(HTTP_ERRORS.rateLimited, { 'retry-after': String(wait) });
     const token = headers['x-token'];
     const host = headers['x-host'];
     if (!token || !host) throw new HttpFailure(HTTP_ERRORS.missingAuthHeaders);

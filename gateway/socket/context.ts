@@ -5,8 +5,8 @@ import type { MessagingConfig } from '../../platform/config.js';
 import type { Services } from '../../platform/services.js';
 import type { Connector } from '../../tenancy/connectors.js';
 import { HTTP_ERRORS } from './errors.js';
-import { HttpFailure } from './http.js';
-import { RateLimiter } from './rate-limit.js';
+import { HttpFailure, route } from './http.js';
+import { RateLimiter } from '../../platform/rate-limit.js';
 import type { AccessClaims, AccessTokens } from './tokens.js';
 
 /** What every Messaging route of a gateway shares. */
@@ -22,20 +22,32 @@ export interface MessagingContext {
   records: ReturnType<typeof sessionRecords>;
   /** HTTP requests per connector and client address (token step) or per access token (sessions step). */
   httpLimiter: RateLimiter;
+  /** Token steps, session steps and socket upgrades per client address, whatever their credentials. */
+  addressLimiter: RateLimiter;
   /** The connector a token names, if it still exists and is a messaging connector. */
   connectorOf(claims: AccessClaims): Promise<Connector | null>;
   /** Throws the 429 with Retry-After when `key` is over the HTTP rate. */
   limitHttp(key: string): void;
+  /**
+   * Takes a token of the client address's bucket: 0 when allowed, else the seconds for Retry-After. Checked
+   * before any credential is read, so a client that floods with junk credentials is cut as early.
+   */
+  limitAddress(remote: string): number;
+  /** `route` of `http.ts` with this gateway's body deadline. */
+  route: typeof route;
 }
 
-export function messagingContext(o: Omit<MessagingContext, 'journal' | 'records' | 'httpLimiter' | 'connectorOf' | 'limitHttp'>): MessagingContext {
+export function messagingContext(o: Omit<MessagingContext, 'journal' | 'records' | 'httpLimiter' | 'addressLimiter' | 'connectorOf' | 'limitHttp' | 'limitAddress' | 'route'>): MessagingContext {
   const perMinute = o.config.httpRatePerMinute;
   const httpLimiter = new RateLimiter(perMinute / 60, Math.max(1, perMinute));
+  const perAddress = o.config.addressRatePerMinute;
+  const addressLimiter = new RateLimiter(perAddress / 60, Math.max(1, perAddress));
   return {
     ...o,
     journal: new Journal(o.services.store),
     records: sessionRecords(o.services.store),
     httpLimiter,
+    addressLimiter,
     connectorOf: async (claims) => {
       const c = await o.services.connectors.get(claims.connector_id);
       return c && c.kind === 'messaging' && c.account_id === claims.account_id && c.project_id === claims.project_id ? c : null;
@@ -44,5 +56,7 @@ export function messagingContext(o: Omit<MessagingContext, 'journal' | 'records'
       const wait = httpLimiter.take(key);
       if (wait) throw new HttpFailure(HTTP_ERRORS.rateLimited, { 'retry-after': String(wait) });
     },
+    limitAddress: (remote) => addressLimiter.take(`a:${remote}`),
+    route: (headerNames, paramCount, handler, opts = {}) => route(headerNames, paramCount, handler, { bodyTimeoutMs: o.config.bodyTimeoutMs, ...opts }),
   };
 }

@@ -3,7 +3,7 @@ import type { SessionEvent, SessionReply } from '../../machines/session.js';
 import type { SessionRecord } from '../../actors/session/mod.js';
 import type { MessagingContext } from './context.js';
 import { HTTP_ERRORS } from './errors.js';
-import { HttpFailure, jsonObject, ok, route } from './http.js';
+import { HttpFailure, jsonObject, ok } from './http.js';
 
 const TYPING_STATES = new Set(['TYPING_STATE_STARTED', 'TYPING_STATE_STOPPED']);
 
@@ -58,7 +58,7 @@ export function mountDesk(app: TemplatedApp, ctx: MessagingContext): void {
     return parsed;
   };
 
-  app.get('/api/v1/desk/sessions', route(['x-api-key'], 0, async ({ headers, query }) => {
+  app.get('/api/v1/desk/sessions', ctx.route(['x-api-key'], 0, async ({ headers, query }) => {
     const key = await agentOf(headers['x-api-key']);
     const status = new URLSearchParams(query).get('status') ?? 'waiting';
     if (!['waiting', 'live', 'active', 'ended'].includes(status)) throw new HttpFailure(HTTP_ERRORS.badRequest, {}, 'status must be waiting, live, active or ended');
@@ -68,12 +68,12 @@ export function mountDesk(app: TemplatedApp, ctx: MessagingContext): void {
     return ok({ data: found.map(view) });
   }, { body: false }));
 
-  app.get('/api/v1/desk/sessions/:id', route(['x-api-key'], 1, async ({ headers, params }) => {
+  app.get('/api/v1/desk/sessions/:id', ctx.route(['x-api-key'], 1, async ({ headers, params }) => {
     const key = await agentOf(headers['x-api-key']);
     return ok(view(await sessionOf(key, params[0])));
   }, { body: false }));
 
-  app.get('/api/v1/desk/sessions/:id/events', route(['x-api-key'], 1, async ({ headers, params, query }) => {
+  app.get('/api/v1/desk/sessions/:id/events', ctx.route(['x-api-key'], 1, async ({ headers, params, query }) => {
     const key = await agentOf(headers['x-api-key']);
     const r = await sessionOf(key, params[0]);
     const after = Number(new URLSearchParams(query).get('after') ?? '0');
@@ -82,7 +82,7 @@ export function mountDesk(app: TemplatedApp, ctx: MessagingContext): void {
     return ok({ events: entries.map((e) => JSON.parse(e.event)), last_sequence: entries.length ? entries[entries.length - 1].sequence : after });
   }, { body: false }));
 
-  app.post('/api/v1/desk/sessions/:id/accept', route(['x-api-key'], 1, async ({ headers, params, body: raw }) => {
+  app.post('/api/v1/desk/sessions/:id/accept', ctx.route(['x-api-key'], 1, async ({ headers, params, body: raw }) => {
     const key = await agentOf(headers['x-api-key']);
     const r = await sessionOf(key, params[0]);
     const b = body(raw);
@@ -91,7 +91,7 @@ export function mountDesk(app: TemplatedApp, ctx: MessagingContext): void {
     return ok(await ask(r.id, { type: 'DESK_ACCEPT', agent: { id: key.id, name, avatar_url: avatar }, at: Date.now() }));
   }));
 
-  app.post('/api/v1/desk/sessions/:id/typing', route(['x-api-key'], 1, async ({ headers, params, body: raw }) => {
+  app.post('/api/v1/desk/sessions/:id/typing', ctx.route(['x-api-key'], 1, async ({ headers, params, body: raw }) => {
     const key = await agentOf(headers['x-api-key']);
     const r = await sessionOf(key, params[0]);
     const b = body(raw);
@@ -99,7 +99,7 @@ export function mountDesk(app: TemplatedApp, ctx: MessagingContext): void {
     return ok(await ask(r.id, { type: 'DESK_TYPING', agentId: key.id, state: b.state, at: Date.now() }));
   }));
 
-  app.post('/api/v1/desk/sessions/:id/messages', route(['x-api-key'], 1, async ({ headers, params, body: raw }) => {
+  app.post('/api/v1/desk/sessions/:id/messages', ctx.route(['x-api-key'], 1, async ({ headers, params, body: raw }) => {
     const key = await agentOf(headers['x-api-key']);
     const r = await sessionOf(key, params[0]);
     const b = body(raw);
@@ -107,7 +107,7 @@ export function mountDesk(app: TemplatedApp, ctx: MessagingContext): void {
     return ok(await ask(r.id, { type: 'DESK_MESSAGE', agentId: key.id, text: b.text, at: Date.now() }));
   }));
 
-  app.post('/api/v1/desk/sessions/:id/leave', route(['x-api-key'], 1, async ({ headers, params }) => {
+  app.post('/api/v1/desk/sessions/:id/leave', ctx.route(['x-api-key'], 1, async ({ headers, params }) => {
     const key = await agentOf(headers['x-api-key']);
     const r = await sessionOf(key, params[0]);
     return ok(await ask(r.id, { type: 'DESK_LEAVE', agentId: key.id, at: Date.now() }));

@@ -34,6 +34,7 @@ export const HTTP_ERRORS = {
   invalidConnectionParameters: e(400, 'INVALID_CONNECTION_PARAMETERS', 'invalid connection parameters'),
   // Every step.
   rateLimited: e(429, 'RATE_LIMIT_EXCEEDED', 'Rate limit exceeded'),
+  requestTimeout: e(408, 'REQUEST_TIMEOUT', 'Request body not received in time'),
   notFound: e(404, 'NOT_FOUND', 'Not found'),
   internal: e(500, 'INTERNAL_ERROR', 'Internal server error'),
   // Live-agent desk.

@@ -1,4 +1,5 @@
 import type { HttpRequest, HttpResponse } from '@trufflesuite/uws-js-unofficial';
+import { jsonTooDeep } from '../../platform/json-depth.js';
 import { errorBody, HTTP_ERRORS, type MessagingHttpError } from './errors.js';
 
 /** Largest HTTP body the gateway reads. */
@@ -41,6 +42,7 @@ const STATUS_TEXT: Record<number, string> = {
   401: 'Unauthorized',
   403: 'Forbidden',
   404: 'Not Found',
+  408: 'Request Timeout',
   409: 'Conflict',
   429: 'Too Many Requests',
   500: 'Internal Server Error',
@@ -67,12 +69,22 @@ export const failure = (err: unknown): HttpAnswer => {
   return { status: 500, body: errorBody(HTTP_ERRORS.internal) };
 };
 
+/** What a route may be told: whether it reads a body, and how long the whole body may take to arrive. */
+export interface RouteOptions {
+  body?: boolean;
+  /**
+   * A body not received whole within this is answered 408 and the connection closed. uWebSockets.js drops a
+   * request whose data trickles in below its own throughput floor; this bounds one that stays just above it.
+   */
+  bodyTimeoutMs?: number;
+}
+
 /**
  * Adapts an async handler to uWebSockets.js: reads the named headers, parameters and query before anything
- * is awaited (uWS invalidates the request object after the handler returns), reads the body, and answers
- * once unless the client aborted.
+ * is awaited (uWS invalidates the request object after the handler returns), reads the body within the body
+ * deadline, and answers once unless the client aborted.
  */
-export function route(headerNames: string[], paramCount: number, handler: (call: HttpCall) => Promise<HttpAnswer>, opts: { body?: boolean } = {}) {
+export function route(headerNames: string[], paramCount: number, handler: (call: HttpCall) => Promise<HttpAnswer>, opts: RouteOptions = {}) {
   return (res: HttpResponse, req: HttpRequest) => {
     const headers: Record<string, string> = {};
     for (const h of headerNames) headers[h] = req.getHeader(h);
@@ -81,8 +93,10 @@ export function route(headerNames: string[], paramCount: number, handler: (call:
     const url = req.getUrl();
     const remote = Buffer.from(res.getRemoteAddressAsText()).toString();
     let aborted = false;
+    let deadline: NodeJS.Timeout | undefined;
     res.onAborted(() => {
       aborted = true;
+      clearTimeout(deadline);
     });
     const run = (body: Buffer | undefined) =>
       handler({ headers, params, query, url, remote, body })
@@ -95,7 +109,21 @@ export function route(headerNames: string[], paramCount: number, handler: (call:
     const chunks: Buffer[] = [];
     let size = 0;
     let tooLarge = false;
+    let timedOut = false;
+    deadline = opts.bodyTimeoutMs
+      ? setTimeout(() => {
+          if (aborted) return;
+          timedOut = true;
+          aborted = true; // nothing else may use this response
+          res.cork(() => {
+            res.writeStatus(statusLine(408)).writeHeader('content-type', 'application/json').writeHeader('access-control-allow-origin', '*');
+            // Closing the connection: the rest of the body would otherwise be read as the next request.
+            res.end(errorBody(HTTP_ERRORS.requestTimeout), true);
+          });
+        }, opts.bodyTimeoutMs)
+      : undefined;
     res.onData((chunk, isLast) => {
+      if (timedOut) return;
       if (!tooLarge) {
         size += chunk.byteLength;
         if (size > MAX_BODY_BYTES) tooLarge = true;
@@ -103,6 +131,7 @@ export function route(headerNames: string[], paramCount: number, handler: (call:
         else chunks.push(Buffer.from(new Uint8Array(chunk).slice()));
       }
       if (!isLast) return;
+      clearTimeout(deadline);
       void run(tooLarge ? undefined : Buffer.concat(chunks));
     });
   };
@@ -111,11 +140,15 @@ export function route(headerNames: string[], paramCount: number, handler: (call:
 /** A JSON success answer. */
 export const ok = (value: unknown, status = 200): HttpAnswer => ({ status, body: JSON.stringify(value) });
 
-/** Parses a JSON object body: empty means `{}`; anything else that is not an object is null. */
+/**
+ * Parses a JSON object body: empty means `{}`; anything else that is not an object, or that nests deeper
+ * than `JSON_MAX_DEPTH`, is null (the callers' 400).
+ */
 export function jsonObject(body: Buffer | undefined): Record<string, unknown> | null {
   if (body === undefined) return null;
   const text = body.toString('utf8').trim();
   if (!text) return {};
+  if (jsonTooDeep(text)) return null;
   try {
     const v = JSON.parse(text);
     return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null;

@@ -4,7 +4,7 @@ import type { SessionInfo, SessionReply } from '../../machines/session.js';
 import { newId } from '../../platform/secrets.js';
 import type { MessagingContext } from './context.js';
 import { HTTP_ERRORS } from './errors.js';
-import { HttpFailure, jsonObject, ok, route } from './http.js';
+import { HttpFailure, jsonObject, ok } from './http.js';
 
 /** `platform` values a session may name (contract 4.7 plus the addendum's web variants). */
 export const PLATFORMS = ['web', 'ios', 'android', 'custom', 'ios-web', 'android-web'] as const;
@@ -24,7 +24,9 @@ export async function bearer(ctx: MessagingContext, authorization: string) {
  * SESSION_START and writes the session record before this answers.
  */
 export function mountSessions(app: TemplatedApp, ctx: MessagingContext): void {
-  app.post('/api/v1/sessions', route(['authorization', 'user-agent'], 0, async ({ headers, body }) => {
+  app.post('/api/v1/sessions', ctx.route(['authorization', 'user-agent'], 0, async ({ headers, body, remote }) => {
+    const wait = ctx.limitAddress(remote);
+    if (wait) throw new HttpFailure(HTTP_ERRORS.rateLimited, { 'retry-after': String(wait) });
     const { claims, token } = await bearer(ctx, headers.authorization);
     ctx.limitHttp(`t:${createHash('sha256').update(token).digest('base64url').slice(0, 22)}`);
     const parsed = jsonObject(body);

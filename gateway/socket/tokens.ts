@@ -56,11 +56,15 @@ export class AccessTokens {
       .sign(this.key);
   }
 
-  /** The claims of a valid, unexpired token signed here; null for anything else. */
+  /**
+   * The claims of a valid, unexpired token signed here; null for anything else. A token without `exp` is
+   * refused even when its signature is good: the contract's access tokens are short-lived, and a token that
+   * never expires (minted by a leaked key or an older tool) would stay valid after every rotation of policy.
+   */
   async verify(token: string): Promise<AccessClaims | null> {
     if (!token || token.length > 4096) return null;
     try {
-      const { payload } = await jwtVerify(token, this.key, { algorithms: [ALG], issuer: ISSUER });
+      const { payload } = await jwtVerify(token, this.key, { algorithms: [ALG], issuer: ISSUER, requiredClaims: ['exp'] });
       const { account_id, project_id, connector_id, environment, variant_id } = payload as Record<string, unknown>;
       if (typeof account_id !== 'string' || typeof project_id !== 'string' || typeof connector_id !== 'string' || typeof environment !== 'string') return null;
       return { account_id, project_id, connector_id, environment, variant_id: typeof variant_id === 'string' ? variant_id : null };

@@ -3,11 +3,12 @@ import { randomUUID } from 'node:crypto';
 import { decode, type Subscription } from '../../actors/mod.js';
 import { EVENT_PREFIX, gatewayEvent, sessionTopic, systemMessage, type Published, type WireEvent } from '../../actors/session/mod.js';
 import { MAX_MESSAGE_BYTES, SERVER_EVENT_TYPES, type ClientKind, type SessionEvent, type SessionReply } from '../../machines/session.js';
+import { jsonTooDeep } from '../../platform/json-depth.js';
 import type { MessagingContext } from './context.js';
 import type { GatewayDirectory } from './gateways.js';
 import { errorBody, EVENT_ERRORS, HTTP_ERRORS, RATE_LIMIT_WARNING, type MessagingHttpError } from './errors.js';
 import { statusLine } from './http.js';
-import { RateLimiter } from './rate-limit.js';
+import { RateLimiter } from '../../platform/rate-limit.js';
 import type { AccessClaims } from './tokens.js';
 
 /** What a socket carries from its handshake. */
@@ -49,8 +50,13 @@ export function parseCursor(raw: string | undefined): { cursor: number; valid: b
   return m ? { cursor: Number(m[1]), valid: true } : { cursor: 0, valid: false };
 }
 
-/** A client event as the gateway validated it, or the error message to answer it with. */
+/**
+ * A client event as the gateway validated it, or the error message to answer it with. A frame nested deeper
+ * than `JSON_MAX_DEPTH` is an invalid format (checked on the text before parsing): its `custom` would be
+ * journaled and encoded by recursive encoders.
+ */
 export function parseClientEvent(text: string): { event: Omit<Extract<SessionEvent, { type: 'CLIENT' }>, 'at'> } | { error: string; custom: Record<string, unknown> | null } {
+  if (jsonTooDeep(text)) return { error: EVENT_ERRORS.invalidFormat, custom: null };
   let raw: unknown;
   try {
     raw = JSON.parse(text);
@@ -203,9 +209,13 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
     if (reply.duplicateOf !== undefined) await answerDuplicate(ws, d, reply.duplicateOf);
   };
 
-  const refuse = (res: HttpResponse, aborted: () => boolean, err: MessagingHttpError) => {
+  const refuse = (res: HttpResponse, aborted: () => boolean, err: MessagingHttpError, headers: Record<string, string> = {}) => {
     if (aborted()) return;
-    res.cork(() => res.writeStatus(statusLine(err.status)).writeHeader('content-type', 'application/json').end(errorBody(err)));
+    res.cork(() => {
+      res.writeStatus(statusLine(err.status)).writeHeader('content-type', 'application/json');
+      for (const [k, v] of Object.entries(headers)) res.writeHeader(k, v);
+      res.end(errorBody(err));
+    });
   };
 
   /** The handshake: every check before the upgrade, so that errors are HTTP statuses (contract 7.4). */
@@ -221,6 +231,9 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
       aborted = true;
     });
     const isAborted = () => aborted;
+    // Upgrades count against the client address's bucket, like the HTTP steps: refused before any lookup.
+    const wait = ctx.limitAddress(Buffer.from(res.getRemoteAddressAsText()).toString());
+    if (wait) return refuse(res, isAborted, HTTP_ERRORS.rateLimited, { 'retry-after': String(wait) });
     void (async () => {
       if (!sessionId || !accessToken) return refuse(res, isAborted, HTTP_ERRORS.invalidConnectionParameters);
       const claims = await ctx.tokens.verify(accessToken);
@@ -255,7 +268,7 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
     maxPayloadLength: TRANSPORT_MAX_PAYLOAD,
     // uWS pings a quiet socket and closes it when nothing comes back within this: a peer that vanished
     // without closing (a dropped mobile link) frees its place in the session's connection count.
-    idleTimeout: 120,
+    idleTimeout: ctx.config.idleTimeoutS,
     sendPingsAutomatically: true,
     maxBackpressure: 4 * 1024 * 1024,
     upgrade,

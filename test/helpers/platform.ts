@@ -29,13 +29,20 @@ export interface StartOptions {
   roles?: string[];
   /** Pass no OPERATOR_TOKEN so the platform generates one. */
   generateToken?: boolean;
+  /** Start the process with this open-file limit (`ulimit -n`), as a small machine would have. */
+  fdLimit?: number;
 }
 
 /** Starts a real platform process on free ports and a fresh data dir, and waits until it serves. */
 export async function startPlatform(opts: StartOptions = {}): Promise<Platform> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'sb-test-'));
   const operatorToken = opts.generateToken ? '' : opts.env?.OPERATOR_TOKEN ?? `test-operator-${randomBytes(12).toString('hex')}`;
-  const child = spawn(process.execPath, [MAIN, ...(opts.roles ?? [])], {
+  const args = [MAIN, ...(opts.roles ?? [])];
+  // `exec` keeps the pid: signals sent to the child reach the platform, not a shell.
+  const [command, argv] = opts.fdLimit
+    ? ['/bin/sh', ['-c', `ulimit -n ${opts.fdLimit} && exec "$0" "$@"`, process.execPath, ...args]]
+    : [process.execPath, args];
+  const child = spawn(command, argv, {
     env: {
       ...process.env,
       EDGE_PORT: '0',

@@ -1,7 +1,8 @@
 /**
- * Token buckets keyed by what is limited (a connector, an access token, a session). Each key refills at
- * `ratePerSecond` up to `burst` tokens. Limits hold per gateway process: a deployment with N gateways
- * admits up to N times the rate for a key whose traffic spreads over them.
+ * Token buckets keyed by what is limited (an API key, a project, a connector, an access token, a session, a
+ * client address). Each key refills at `ratePerSecond` up to `burst` tokens. Limits hold per process (edge
+ * or gateway): a deployment with N of them admits up to N times the rate for a key whose traffic spreads
+ * over them; they are there to cut floods, not to meter usage exactly.
  */
 export class RateLimiter {
   private readonly buckets = new Map<string, { tokens: number; at: number }>();
@@ -16,7 +17,7 @@ export class RateLimiter {
     sweep.unref();
   }
 
-  /** Takes one token: 0 when allowed, else the seconds until a token is available (for Retry-After). */
+  /** Takes one token: 0 when allowed, else the whole seconds until a token is available (for Retry-After). */
   take(key: string, now = Date.now()): number {
     const b = this.buckets.get(key) ?? { tokens: this.burst, at: now };
     b.tokens = Math.min(this.burst, b.tokens + ((now - b.at) / 1000) * this.ratePerSecond);
