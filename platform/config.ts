@@ -35,7 +35,7 @@ const EnvSchema = z.object({
   FUNCTION_PROCESSES: z.coerce.number().int().min(1).max(256).default(2),
   FUNCTION_PROJECT_CONCURRENCY: z.coerce.number().int().min(1).max(256).optional(),
   FUNCTION_QUEUE_PER_PROJECT: z.coerce.number().int().min(1).max(100_000).default(256),
-  FUNCTION_PROCESS_MAX_MB: z.coerce.number().int().min(64).max(65_536).default(512),
+  FUNCTION_PROCESS_MAX_MB: z.coerce.number().int().min(128).max(65_536).default(512),
   FUNCTION_ISOLATION: z.enum(['auto', 'bwrap', 'unshare', 'uid', 'none']).default('auto'),
   SESSION_IDLE_MS: z.coerce.number().int().min(1000).max(7 * 86_400_000).default(600_000),
   MESSAGING_TOKEN_TTL_S: z.coerce.number().int().min(10).max(30 * 86_400).default(86_400),

@@ -101,11 +101,12 @@ t.test('off-heap growth and a killed process', async (t) => {
 });
 
 t.test('a process past its memory ceiling is replaced after its call', async (t) => {
-  const s = createFunctionSandbox({ processes: 1, memoryMb: 256, processMaxMb: 64, timeoutMs: 5000 });
+  const s = createFunctionSandbox({ processes: 1, memoryMb: 256, processMaxMb: 128, timeoutMs: 5000 });
   t.teardown(() => s.close());
-  await s.start();
+  t.ok((await s.invoke(call('() => 1'))).ok, 'a process is up');
   const before = s.pids()[0];
-  const r = await s.invoke(call('() => { const a = new Uint8Array(150 << 20); a.fill(1); return a.length }'));
+  t.type(before, 'number', 'its pid is known');
+  const r = await s.invoke(call('() => { const a = new Uint8Array(200 << 20); a.fill(1); return a.length }'));
   t.ok(r.ok, 'the call itself is within its limit');
   await new Promise((resolve) => setTimeout(resolve, 300));
   const after = await s.invoke(call('() => 1'));
