@@ -32,7 +32,7 @@ const EnvSchema = z.object({
   FUNCTION_TIMEOUT_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
   FUNCTION_HEAP_MB: z.coerce.number().int().min(1).max(4096).default(64),
   FUNCTION_STACK_KB: z.coerce.number().int().min(16).max(MAX_STACK_KB).default(256),
-  FUNCTION_PROCESSES: z.coerce.number().int().min(1).max(256).default(2),
+  FUNCTION_PROCESSES: z.coerce.number().int().min(1).max(256).default(4),
   FUNCTION_PROJECT_CONCURRENCY: z.coerce.number().int().min(1).max(256).optional(),
   FUNCTION_QUEUE_PER_PROJECT: z.coerce.number().int().min(1).max(100_000).default(256),
   FUNCTION_PROCESS_MAX_MB: z.coerce.number().int().min(128).max(65_536).default(512),

@@ -19,7 +19,7 @@ import type { ConvOutput, FunctionErrorKind, FunctionSandbox, InvokeRequest, Inv
 export const MAX_STACK_KB = 384;
 
 export interface FunctionSandboxOptions {
-  /** Sandbox processes in the pool. Default 2. */
+  /** Sandbox processes in the pool. Default 4: calls are short, so what bounds throughput is calls in flight, not cores. */
   processes?: number;
   /** Default wall-clock limit per call, when the request has none. Default 1000 ms. */
   timeoutMs?: number;
@@ -93,7 +93,7 @@ function checkOutput(text: string | undefined, inputState: Record<string, unknow
  * `invoke` never throws for tenant faults (they come back as `{ok: false, error}`); it rejects only once closed.
  */
 export function createFunctionSandbox(options: FunctionSandboxOptions = {}): FunctionSandbox {
-  const processes = Math.max(1, Math.floor(options.processes ?? 2));
+  const processes = Math.max(1, Math.floor(options.processes ?? 4));
   const defaultTimeoutMs = Math.max(1, options.timeoutMs ?? 1000);
   const memoryMb = Math.max(1, options.memoryMb ?? 64);
   const memoryBytes = memoryMb * 1024 * 1024;
