@@ -51,7 +51,9 @@ t.test('a sandbox process has an empty environment, no descriptors of ours, and 
   t.notOk(entries.some(([n, l]) => l.startsWith('socket:') && !['0', '1', '2'].includes(n)), 'no socket but stdio');
   t.notOk(fds.some((l) => l.startsWith('/') && !l.startsWith('/dev/') && !l.includes('node_modules') && !l.includes('/dist/') && l !== '/'), `no regular file of the platform: ${fds.join(', ')}`);
 
-  if (report.layer !== 'none') {
+  // bwrap started as root (where 65534 could not start it) is 65534 only inside its namespace: the report says so.
+  const unprivilegedOutside = report.layer === 'unshare' || report.layer === 'uid' || (report.layer === 'bwrap' && report.missing.length === 0);
+  if (unprivilegedOutside) {
     const uid = /^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
     t.equal(uid, '65534', 'an unprivileged uid');
   }

@@ -46,6 +46,12 @@ function which(name: string): string | null {
 }
 
 const isRoot = (): boolean => typeof process.getuid === 'function' && process.getuid() === 0;
+/**
+ * Whether bwrap itself is started as 65534 when we are root. It needs unprivileged user namespaces and a path to
+ * the platform's code that 65534 may traverse; where it cannot, bwrap runs as root (the process is still 65534
+ * inside its namespace, but not outside it), and the report says so.
+ */
+let bwrapAsNobody = true;
 
 /** bwrap's arguments for a read-only root with just what Node and the child script need. */
 function bwrapArgs(): string[] {
@@ -79,7 +85,7 @@ function launchFor(layer: IsolationLayer, script: string, scriptArgs: string[]):
   switch (layer) {
     case 'bwrap':
       // Started as 65534 when we are root, so the process is unprivileged outside its user namespace too.
-      return { command: which('bwrap')!, args: [...bwrapArgs(), node, script, ...scriptArgs], ...(isRoot() ? { uid: NOBODY, gid: NOBODY } : {}) };
+      return { command: which('bwrap')!, args: [...bwrapArgs(), node, script, ...scriptArgs], ...(isRoot() && bwrapAsNobody ? { uid: NOBODY, gid: NOBODY } : {}) };
     case 'unshare':
       return {
         command: which('unshare')!,
@@ -152,9 +158,15 @@ function available(layer: IsolationLayer): boolean {
 export async function chooseIsolation(wanted: IsolationLayer | 'auto'): Promise<IsolationReport> {
   const candidates = wanted === 'auto' ? ORDER : [wanted];
   for (const layer of candidates) {
-    if (available(layer) && (await works(layer))) {
+    if (!available(layer)) continue;
+    bwrapAsNobody = true;
+    if (await works(layer)) {
       const missing = GIVES.bwrap.filter((g) => !GIVES[layer].includes(g));
       return { layer, missing };
+    }
+    if (layer === 'bwrap' && isRoot()) {
+      bwrapAsNobody = false;
+      if (await works(layer)) return { layer, missing: ['unprivileged uid outside its user namespace'] };
     }
   }
   throw new Error(`the function sandbox isolation "${wanted}" is not available on this machine`);
