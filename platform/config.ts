@@ -31,6 +31,7 @@ const EnvSchema = z.object({
   MESSAGING_CONNECTION_TTL_MS: z.coerce.number().int().min(1000).max(3_600_000).default(90_000),
   MESSAGING_SECRET: z.string().min(32, 'MESSAGING_SECRET must be at least 32 characters').optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
 });
 
 /** Everything the platform reads from its environment, parsed once at start. */
@@ -44,6 +45,8 @@ export interface Config {
   natsUrl: string | undefined;
   mongodbUrl: string | undefined;
   logLevel: string;
+  /** `auto` (pretty on a terminal, JSON otherwise), `json` or `pretty`. */
+  logFormat: 'auto' | 'json' | 'pretty';
   /** Shards actor keys hash to; the same on every process of a deployment. */
   shardCount: number;
   /** Shard lease lifetime: how long a dead worker's shards wait before others take them. */
@@ -103,6 +106,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     natsUrl: e.NATS_URL,
     mongodbUrl: e.MONGODB_URL,
     logLevel: e.LOG_LEVEL,
+    logFormat: e.LOG_FORMAT,
     shardCount: e.SHARDS,
     leaseTtlMs: e.LEASE_TTL_MS,
     passivateAfterMs: e.PASSIVATE_AFTER_MS,
