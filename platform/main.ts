@@ -56,6 +56,7 @@ async function main(): Promise<void> {
     passivateAfterMs: config.passivateAfterMs,
     askTimeoutMs: config.askTimeoutMs,
     log: (msg, extra) => logger.warn(extra ?? {}, msg),
+    healthLog: (level, msg, extra) => logger[level](extra ?? {}, msg),
   });
   runtimeStarted(runtime);
   let serving = false;

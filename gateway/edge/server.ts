@@ -99,7 +99,7 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
   await app.register(fastifySwaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
-  await app.register(healthPlugin, { isServing: opts.isServing });
+  await app.register(healthPlugin, { isServing: opts.isServing, degraded: () => opts.runtime.health.degraded() });
   await app.register(adminPlugin, { prefix: '/admin/v1', services: opts.services, operatorTokenHash: opts.operatorTokenHash });
   await app.register(runtimePlugin, { prefix: '/admin/v1/runtime', services: opts.services, runtime: opts.runtime, operatorTokenHash: opts.operatorTokenHash });
   await app.register(agentsPlugin, { prefix: '/v1', services: opts.services });

@@ -1,0 +1,67 @@
+/**
+ * Degradation is visible, not silent: with no worker alive, an edge on a real NATS server says so at warn,
+ * once per cause, and shows it in `/healthz` (still 200 with `status: "ok"`: the edge is alive and serves
+ * every other API) and in `/admin/v1/runtime`; when a worker comes, the causes clear and chats answer.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { eventually } from './actors.behaviour.js';
+import { chatProject } from './helpers/chat.js';
+import { http } from './helpers/http.js';
+import { natsAvailable, startNats } from './helpers/nats.js';
+import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
+
+/** The edge's JSON log lines at warn (pino level 40) whose message is `msg`. */
+const warnings = (p: Platform, msg: string) =>
+  p.stdout().split('\n').filter((line) => line.startsWith('{') && JSON.parse(line).level === 40 && JSON.parse(line).msg === msg);
+
+t.test('no worker alive: warn once per cause, degraded in /healthz and the runtime API; a worker clears it', { skip: natsAvailable() ? false : 'nats-server is not installed' }, async (t) => {
+  const nats = await startNats();
+  const dataDir = mkdtempSync(join(tmpdir(), 'sb-degraded-'));
+  // One shard, so every conversation's ask goes to the same shard: one cause however many chats try.
+  const env = { NATS_URL: nats.url, OPERATOR_TOKEN: `degraded-${randomBytes(8).toString('hex')}`, SHARDS: '1', LEASE_TTL_MS: '1000', ASK_TIMEOUT_MS: '1500' };
+  const edge = await startPlatform({ roles: ['edge'], dataDir, env });
+  let worker: Platform | null = null;
+  t.teardown(async () => {
+    await worker?.stop();
+    await edge.stop();
+    await nats.stop();
+    removeDir(dataDir);
+  });
+  const runtime = async () => (await http(edge.edge, 'GET', '/admin/v1/runtime', { headers: { authorization: `Bearer ${env.OPERATOR_TOKEN}` } })).body;
+
+  const health = await eventually(async () => {
+    const r = await http(edge.edge, 'GET', '/healthz');
+    return r.body.degraded ? r : null;
+  }, 10_000, 100);
+  t.equal(health!.status, 200, 'liveness stays 200');
+  t.equal(health!.body.status, 'ok');
+  t.match(health!.body.degraded, [{ reason: 'no worker is alive: no actor can answer', since: String }]);
+
+  const c = await chatProject(edge);
+  for (let i = 0; i < 2; i++) {
+    const r = await c.chat('create', {});
+    t.equal(r.status, 503, `chat ${i + 1}: 503 without a worker`);
+  }
+  t.equal(warnings(edge, 'no worker owns shard 0').length, 1, 'one warning for the shard, for two chats');
+  t.equal(warnings(edge, 'no worker is alive: no actor can answer').length, 1, 'one warning that no worker is alive');
+  t.same(
+    (await runtime()).degraded.map((d: { reason: string }) => d.reason).sort(),
+    ['no worker is alive: no actor can answer', 'no worker owns shard 0'],
+    'the runtime API lists both causes',
+  );
+  t.same((await http(edge.edge, 'GET', '/healthz')).body.degraded.length, 2);
+
+  worker = await startPlatform({ roles: ['worker'], dataDir, env });
+  const created = await eventually(async () => {
+    const r = await c.chat('create', {});
+    return r.status === 200 ? r : null;
+  }, 20_000, 200);
+  t.ok(created!.body.conversation_id, 'chats answer once a worker owns the shard');
+  await eventually(async () => ((await http(edge.edge, 'GET', '/healthz')).body.degraded ? null : true), 10_000, 100);
+  t.same((await http(edge.edge, 'GET', '/healthz')).body, { status: 'ok' }, 'healthy again: exactly the contract body');
+  t.same((await runtime()).degraded, []);
+});
