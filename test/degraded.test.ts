@@ -24,9 +24,11 @@ t.test('no worker alive: warn once per cause, degraded in /healthz and the runti
   // One shard, so every conversation's ask goes to the same shard: one cause however many chats try.
   const env = { NATS_URL: nats.url, OPERATOR_TOKEN: `degraded-${randomBytes(8).toString('hex')}`, SHARDS: '1', LEASE_TTL_MS: '1000', ASK_TIMEOUT_MS: '1500' };
   const edge = await startPlatform({ roles: ['edge'], dataDir, env });
+  const socket = await startPlatform({ roles: ['socket'], dataDir, env });
   let worker: Platform | null = null;
   t.teardown(async () => {
     await worker?.stop();
+    await socket.stop();
     await edge.stop();
     await nats.stop();
     removeDir(dataDir);
@@ -40,6 +42,12 @@ t.test('no worker alive: warn once per cause, degraded in /healthz and the runti
   t.equal(health!.status, 200, 'liveness stays 200');
   t.equal(health!.body.status, 'ok');
   t.match(health!.body.degraded, [{ reason: 'no worker is alive: no actor can answer', since: String }]);
+  const socketHealth = await eventually(async () => {
+    const r = await http(socket.socket, 'GET', '/healthz');
+    return r.body.degraded ? r : null;
+  }, 10_000, 100);
+  t.equal(socketHealth!.status, 200, 'the socket gateway too');
+  t.match(socketHealth!.body, { status: 'ok', degraded: [{ reason: 'no worker is alive: no actor can answer' }] });
 
   const c = await chatProject(edge);
   for (let i = 0; i < 2; i++) {
@@ -63,5 +71,7 @@ t.test('no worker alive: warn once per cause, degraded in /healthz and the runti
   t.ok(created!.body.conversation_id, 'chats answer once a worker owns the shard');
   await eventually(async () => ((await http(edge.edge, 'GET', '/healthz')).body.degraded ? null : true), 10_000, 100);
   t.same((await http(edge.edge, 'GET', '/healthz')).body, { status: 'ok' }, 'healthy again: exactly the contract body');
+  await eventually(async () => ((await http(socket.socket, 'GET', '/healthz')).body.degraded ? null : true), 10_000, 100);
+  t.same((await http(socket.socket, 'GET', '/healthz')).body, { status: 'ok' }, 'on the socket port too');
   t.same((await runtime()).degraded, []);
 });
