@@ -72,15 +72,17 @@ export function watchPlacement(o: PlacementWatchOptions): () => void {
   let unownedBefore = new Set<number>();
   const round = async () => {
     try {
-      const workers = await o.directory.workers();
+      const { liveWorkers, ownedShards } = o.directory.ownership
+        ? await o.directory.ownership()
+        : await o.directory.workers().then((ws) => ({ liveWorkers: ws.length, ownedShards: ws.flatMap((w) => w.shards) }));
       o.health.clear('directory');
-      if (workers.length === 0) {
+      if (liveWorkers === 0) {
         o.health.report('workers', 'no worker is alive: no actor can answer');
         unownedBefore = new Set();
         return;
       }
       o.health.clear('workers');
-      const owned = new Set(workers.flatMap((w) => w.shards));
+      const owned = new Set(ownedShards);
       const unowned = new Set<number>();
       for (let shard = 0; shard < o.shardCount; shard++) {
         if (owned.has(shard)) o.health.clear(shardKey(shard));

@@ -8,6 +8,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
+import { RuntimeHealth, watchPlacement } from '../actors/health.js';
+import type { Ownership } from '../actors/placement/types.js';
 import { eventually } from './actors.behaviour.js';
 import { chatProject } from './helpers/chat.js';
 import { http } from './helpers/http.js';
@@ -74,4 +76,41 @@ t.test('no worker alive: warn once per cause, degraded in /healthz and the runti
   await eventually(async () => ((await http(socket.socket, 'GET', '/healthz')).body.degraded ? null : true), 10_000, 100);
   t.same((await http(socket.socket, 'GET', '/healthz')).body, { status: 'ok' }, 'on the socket port too');
   t.same((await runtime()).degraded, []);
+});
+
+t.test('the directory watch: a shard unowned on one read is a handover, on two reads a cause; each logged once', async (t) => {
+  const reads: Ownership[] = [
+    { liveWorkers: 2, ownedShards: [0, 1, 2] },
+    { liveWorkers: 2, ownedShards: [0, 2] }, // shard 1 in a handover
+    { liveWorkers: 2, ownedShards: [0, 1, 2] },
+    { liveWorkers: 1, ownedShards: [0, 1] }, // shard 2's worker died
+    { liveWorkers: 1, ownedShards: [0, 1] },
+    { liveWorkers: 1, ownedShards: [0, 1] },
+    { liveWorkers: 2, ownedShards: [0, 1, 2] },
+    { liveWorkers: 0, ownedShards: [] },
+  ];
+  const lines: string[] = [];
+  const health = new RuntimeHealth((level, msg) => void lines.push(`${level} ${msg}`));
+  let n = 0;
+  let done!: () => void;
+  const finished = new Promise<void>((resolve) => (done = resolve));
+  const stop = watchPlacement({
+    directory: {
+      workers: async () => [],
+      ownership: async () => {
+        // Every read has been handled once the one after the last is asked for.
+        if (n === reads.length) done();
+        return reads[Math.min(n++, reads.length - 1)];
+      },
+    },
+    shardCount: 3,
+    health,
+    intervalMs: 5,
+  });
+  const keepAlive = setInterval(() => {}, 1000); // the watch's timers do not hold the process open
+  await finished;
+  clearInterval(keepAlive);
+  stop();
+  t.same(lines, ['warn no worker owns shard 2', 'info recovered: no worker owns shard 2', 'warn no worker is alive: no actor can answer']);
+  t.same(health.degraded().map((d) => d.reason), ['no worker is alive: no actor can answer']);
 });
