@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { shardKey, unownedReason, type RuntimeHealth } from './health.js';
 import { shardOf } from './placement/shard.js';
 import { decode, encode, shardSubject, type HostErrorCode, type Reply } from './protocol.js';
 import { TransportError, type Transport } from './transport/types.js';
@@ -23,6 +24,11 @@ export interface AskOptions {
 const FIRST_BACKOFF_MS = 20;
 const MAX_BACKOFF_MS = 500;
 const MAX_ATTEMPT_MS = 2000;
+/**
+ * A shard with no subscriber for this long within one ask is reported as unowned (health.ts); shorter gaps
+ * are handovers between workers, which retries ride out.
+ */
+export const NO_OWNER_GRACE_MS = 1000;
 
 /**
  * Sends events to actors wherever they live. An ask is retried with the same event id while the shard has
@@ -32,21 +38,28 @@ const MAX_ATTEMPT_MS = 2000;
 export class ActorClient {
   constructor(
     private readonly transport: Transport,
-    private readonly o: { shardCount: number; timeoutMs: number },
+    private readonly o: { shardCount: number; timeoutMs: number; health?: RuntimeHealth },
   ) {}
 
   async ask<T = unknown>(kind: string, id: string, event: { type: string } & Record<string, unknown>, options: AskOptions = {}): Promise<T> {
     const deadline = Date.now() + (options.timeoutMs ?? this.o.timeoutMs);
     const eventId = options.eventId ?? randomUUID();
-    const subject = shardSubject(shardOf(`${kind}/${id}`, this.o.shardCount));
+    const shard = shardOf(`${kind}/${id}`, this.o.shardCount);
+    const subject = shardSubject(shard);
+    const health = this.o.health;
     const data = encode({ kind, id, event, eventId });
     let backoff = FIRST_BACKOFF_MS;
     let last = 'no attempt';
+    let noOwnerSince: number | null = null;
     for (;;) {
       const left = deadline - Date.now();
-      if (left <= 0) throw new ActorAskError('DEADLINE', `${kind}/${id}: no answer before the deadline (${last})`);
+      if (left <= 0) {
+        if (noOwnerSince !== null) health?.report(shardKey(shard), unownedReason(shard));
+        throw new ActorAskError('DEADLINE', `${kind}/${id}: no answer before the deadline (${last})`);
+      }
       try {
         const reply = decode<Reply>(await this.transport.request(subject, data, Math.min(left, MAX_ATTEMPT_MS)));
+        if (health?.has(shardKey(shard))) health.clear(shardKey(shard));
         if (reply.ok) return reply.reply as T;
         if (!reply.retry) throw new ActorAskError(reply.code, reply.message);
         last = `${reply.code}: ${reply.message}`;
@@ -54,6 +67,11 @@ export class ActorClient {
         if (err instanceof ActorAskError) throw err;
         if (!(err instanceof TransportError) || err.code === 'CLOSED') throw err;
         last = err.code;
+        // Nobody subscribes to the shard's subject: no worker owns it now (one may take it over shortly).
+        if (err.code === 'NO_RESPONDERS') {
+          noOwnerSince ??= Date.now();
+          if (Date.now() - noOwnerSince >= NO_OWNER_GRACE_MS) health?.report(shardKey(shard), unownedReason(shard));
+        } else noOwnerSince = null;
       }
       await new Promise((r) => setTimeout(r, Math.min(backoff, Math.max(0, deadline - Date.now()))));
       backoff = Math.min(MAX_BACKOFF_MS, backoff * 2);

@@ -9,5 +9,6 @@ export { describeSnapshot, type ActorDescription } from './introspect.js';
 export { builtinKinds, type ActorKind } from './kinds.js';
 export { startRuntime, type Runtime, type RuntimeOptions } from './runtime.js';
 export { earliestDeadline, sleepUntil, SLEEP_SRC } from './timers.js';
+export { RuntimeHealth, watchPlacement, type DegradedCause } from './health.js';
 export type { WorkerDirectory, WorkerInfo } from './placement/types.js';
 export type { Subscription, Transport } from './transport/types.js';

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Store } from '../store/mod.js';
 import { ActorClient } from './client.js';
+import { RuntimeHealth, watchPlacement, type HealthLog } from './health.js';
 import { Host } from './host.js';
 import { builtinKinds, type ActorKind } from './kinds.js';
 import { createLocalPlacement, createNatsPlacement, createNatsWorkerDirectory } from './placement/mod.js';
@@ -21,6 +22,8 @@ export interface RuntimeOptions {
   askTimeoutMs: number;
   kinds?: Map<string, ActorKind>;
   log?: (msg: string, extra?: object) => void;
+  /** Where degradation causes are logged (warn when one appears, info when it clears). */
+  healthLog?: HealthLog;
 }
 
 /** The actor runtime of one process: how it reaches actors, and the host when it is a worker. */
@@ -34,6 +37,8 @@ export interface Runtime {
   workerId: string | null;
   shardCount: number;
   kinds: Map<string, ActorKind>;
+  /** What keeps this process from reaching actors now (no live worker, unowned shards): `/healthz`, admin. */
+  health: RuntimeHealth;
   /** Stops hosting (handing shards over), then closes the transport. */
   stop(): Promise<void>;
 }
@@ -64,15 +69,20 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
   } else {
     directory = nats ? createNatsWorkerDirectory(nats.connection) : { workers: async () => [] };
   }
+  const health = new RuntimeHealth(o.healthLog);
+  // Read the directory about as often as workers renew their leases: a dead worker shows within a TTL or two.
+  const stopWatch = watchPlacement({ directory, shardCount: o.shardCount, health, intervalMs: o.leaseTtlMs });
   return {
     transport,
-    client: new ActorClient(transport, { shardCount: o.shardCount, timeoutMs: o.askTimeoutMs }),
+    client: new ActorClient(transport, { shardCount: o.shardCount, timeoutMs: o.askTimeoutMs, health }),
     directory,
     host,
     workerId,
     shardCount: o.shardCount,
     kinds,
+    health,
     stop: async () => {
+      stopWatch();
       await host?.stop();
       await transport.close();
     },

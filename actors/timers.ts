@@ -1,23 +1,52 @@
 import { fromTask } from './task.js';
 
 /**
+ * The longest delay one `setTimeout` can take: Node fires a longer one after 1 ms (with a
+ * `TimeoutOverflowWarning`), so a far deadline is slept in steps of at most this.
+ */
+export const MAX_TIMER_STEP_MS = 2 ** 31 - 1;
+
+/** The clock a durable timer sleeps on; injectable so tests can count arms without waiting. */
+export interface TimerClock {
+  now(): number;
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+/** The process's own clock. */
+export const systemClock: TimerClock = {
+  now: () => Date.now(),
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
+
+/**
+ * `sleepUntil` on a given clock: resolves with the time it fired, at or after `input.until`. Each arm waits
+ * for what is left, capped at `MAX_TIMER_STEP_MS`, and wakes to re-arm until the deadline has passed, so a
+ * deadline months away costs one timer per step instead of firing at once.
+ */
+export function sleepUntilOn(clock: TimerClock) {
+  return fromTask<number, { until: number }>((input) => {
+    let timer: unknown;
+    const done = new Promise<number>((resolve) => {
+      // Node may also fire a timer a millisecond early by the wall clock: the same re-arm covers that.
+      const arm = () => {
+        const left = Math.min(MAX_TIMER_STEP_MS, Math.max(0, input.until - clock.now()));
+        timer = clock.setTimeout(() => (clock.now() >= input.until ? resolve(clock.now()) : arm()), left);
+      };
+      arm();
+    });
+    return { done, cancel: () => clock.clearTimeout(timer) };
+  });
+}
+
+/**
  * The durable timer every machine uses instead of `after`: resolves with the time it fired, at or after
  * `input.until`. Its input is an absolute deadline, so a persisted snapshot carries it and a restored actor
  * (XState restarts invoked promise actors on restore) sleeps only for what is left. Stopping it (the state
  * that invoked it is left) clears its timer.
  */
-export const sleepUntil = fromTask<number, { until: number }>((input) => {
-  let timer: NodeJS.Timeout;
-  const done = new Promise<number>((resolve) => {
-    // Node may fire a timer a millisecond early by the wall clock: re-arm until the deadline has passed.
-    const arm = () => {
-      const left = input.until - Date.now();
-      timer = setTimeout(() => (Date.now() >= input.until ? resolve(Date.now()) : arm()), Math.max(0, left));
-    };
-    arm();
-  });
-  return { done, cancel: () => clearTimeout(timer) };
-});
+export const sleepUntil = sleepUntilOn(systemClock);
 
 /** The logic name machines invoke for durable timers. */
 export const SLEEP_SRC = 'sleepUntil';

@@ -59,6 +59,7 @@ const EnvSchema = z.object({
   EDGE_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(1_000_000).default(4096),
   MESSAGING_SECRET: z.string().min(32, 'MESSAGING_SECRET must be at least 32 characters').optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
 }).refine((e) => e.EDGE_HEADERS_TIMEOUT_MS <= e.EDGE_REQUEST_TIMEOUT_MS, {
   // Node refuses a server whose header deadline is later than its whole-request deadline.
   message: 'EDGE_HEADERS_TIMEOUT_MS must not exceed EDGE_REQUEST_TIMEOUT_MS',
@@ -76,6 +77,8 @@ export interface Config {
   natsUrl: string | undefined;
   mongodbUrl: string | undefined;
   logLevel: string;
+  /** `auto` (pretty on a terminal, JSON otherwise), `json` or `pretty`. */
+  logFormat: 'auto' | 'json' | 'pretty';
   /** Shards actor keys hash to; the same on every process of a deployment. */
   shardCount: number;
   /** Shard lease lifetime: how long a dead worker's shards wait before others take them. */
@@ -167,6 +170,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     natsUrl: e.NATS_URL,
     mongodbUrl: e.MONGODB_URL,
     logLevel: e.LOG_LEVEL,
+    logFormat: e.LOG_FORMAT,
     shardCount: e.SHARDS,
     leaseTtlMs: e.LEASE_TTL_MS,
     passivateAfterMs: e.PASSIVATE_AFTER_MS,

@@ -4,7 +4,6 @@
  * Procfile's processes, which need `NATS_URL` to reach each other); no role (what `npm start` does) runs
  * every role in one process on the embedded defaults.
  */
-import { pino } from 'pino';
 import { openStore } from '../store/mod.js';
 import { builtinKinds, startRuntime } from '../actors/mod.js';
 import { conversationKind } from '../actors/conversation/mod.js';
@@ -15,6 +14,7 @@ import { createResponderFromEnv } from '../actors/responder/mod.js';
 import { buildEdge } from '../gateway/edge/server.js';
 import { startSocketGateway, type SocketGateway } from '../gateway/socket/server.js';
 import { loadConfig } from './config.js';
+import { createLogger } from './logger.js';
 import { operatorTokenHash } from './operator-token.js';
 import { createServices } from './services.js';
 
@@ -28,7 +28,7 @@ async function main(): Promise<void> {
   const roles = new Set<Role>(asked.length ? (asked as Role[]) : ROLES);
 
   const config = loadConfig();
-  const logger = pino({ level: config.logLevel, base: { role: [...roles].join('+') } });
+  const { logger, requestLevel } = createLogger({ level: config.logLevel, format: config.logFormat, isTTY: !!process.stdout.isTTY, base: { role: [...roles].join('+') } });
   const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl });
   const services = createServices(store);
   const tokenHash = await operatorTokenHash(config.dataDir, config.operatorToken, (line) => process.stdout.write(`${line}\n`));
@@ -62,12 +62,13 @@ async function main(): Promise<void> {
     passivateAfterMs: config.passivateAfterMs,
     askTimeoutMs: config.askTimeoutMs,
     log: (msg, extra) => logger.warn(extra ?? {}, msg),
+    healthLog: (level, msg, extra) => logger[level](extra ?? {}, msg),
   });
   runtimeStarted(runtime);
   let serving = false;
   const isServing = () => serving;
 
-  const edge = roles.has('edge') ? await buildEdge({ services, runtime, operatorTokenHash: tokenHash, logger, isServing, conversationIdleMs: config.conversationIdleMs, limits: config.edge }) : null;
+  const edge = roles.has('edge') ? await buildEdge({ services, runtime, operatorTokenHash: tokenHash, logger, requestLevel, isServing, conversationIdleMs: config.conversationIdleMs, limits: config.edge }) : null;
   if (edge) await edge.listen({ host: config.host, port: config.edgePort });
   const socket: SocketGateway | null = roles.has('socket')
     ? await startSocketGateway({ host: config.host, port: config.socketPort, logger, isServing, services, runtime, messaging: config.messaging })

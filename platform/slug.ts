@@ -8,8 +8,9 @@ export function slugify(name: string, fallback: string): string {
     .replace(/[\u0300-\u036f]/g, '')
     .toLowerCase()
     .replace(/[^a-z0-9]+/g, '-')
-    .replace(/^-+|-+$/g, '')
+    // Dashes come single after the line above; matching one (not a run) keeps these linear.
+    .replace(/^-|-$/g, '')
     .slice(0, 48)
-    .replace(/-+$/g, '');
+    .replace(/-$/, '');
   return s || fallback;
 }

@@ -331,7 +331,7 @@ t.test('the agent ending the conversation ends the session naturally', async (t)
   const end = await c.waitFor(is('SESSION_END'));
   t.equal(end.payload.reason, 'REASON_NATURAL_END');
   const flat = c.flat();
-  t.ok(flat.findIndex((e) => is('SERVICE_AGENT_MESSAGE')(e) && e.payload.text === 'Thank you for calling. Goodbye!') < flat.indexOf(end), 'the goodbye comes first');
+  t.ok(flat.findIndex((e) => is('SERVICE_AGENT_MESSAGE')(e) && e.payload.text === 'Thanks for chatting with us. Goodbye!') < flat.indexOf(end), 'the goodbye comes first');
   await c.closed;
 });
 

@@ -143,7 +143,8 @@ t.test('offline responder', async (t) => {
       t.same(h.intents, ['handoff'], phrase);
       t.equal(h.end, false);
     }
-    t.equal((await r.respond(ctx(), 'Can I speak to a human?')).text, 'Let me transfer you to someone who can help.');
+    t.equal((await r.respond(ctx({ channel: 'VOICE-SIP' }), 'Can I speak to a human?')).text, 'Let me transfer you to someone who can help.');
+    t.equal((await r.respond(ctx({ channel: 'WEBCHAT' }), 'Can I speak to a human?')).text, 'Let me connect you with someone who can help.');
     const custom = await r.respond(
       ctx({ variables: { handoff_destination: 'sip:desk@acme.example', handoff_reason: 'escalation' } }),
       'Talk to a person',
@@ -154,7 +155,7 @@ t.test('offline responder', async (t) => {
 
   t.test('goodbye', async (t) => {
     for (const phrase of ['Bye', 'ok goodbye!', "That's all, thanks", 'that is all', 'thanks bye', 'See you', 'Good bye.', 'That’s all']) {
-      const g = await r.respond(ctx(), phrase);
+      const g = await r.respond(ctx({ channel: 'VOICE-SIP' }), phrase);
       t.equal(g.end, true, phrase);
       t.same(g.intents, ['goodbye'], phrase);
       t.equal(g.text, 'Thank you for calling. Goodbye!');

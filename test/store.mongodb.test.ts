@@ -8,7 +8,9 @@ import { storeContract } from './store.contract.js';
 const url = process.env.MONGODB_URL;
 
 if (!url) {
-  t.pass('MONGODB_URL not set: MongoDB contract not run');
+  // A skip, not a pass: the count says the MongoDB contract did not run. `.ci/run` names skipped backends
+  // from this line's "store backend <name> not tested" under CI=true.
+  t.test('contract', { skip: 'store backend mongodb not tested: MONGODB_URL not set' }, async () => {});
 } else {
   // Each store gets a database of its own, dropped when the test ends.
   const databases = new WeakMap<Store, string>();

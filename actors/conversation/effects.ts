@@ -165,6 +165,7 @@ export function conversationEffects(deps: ConversationDeps) {
       variables: loaded.variables,
       history,
       tools: tools(loaded, base, w),
+      channel: start.channel,
       language: start.asrLangCode || undefined,
     }, message);
     if (reply.handoff) w.handoff = w.handoff ?? reply.handoff;
@@ -201,7 +202,8 @@ export function conversationEffects(deps: ConversationDeps) {
           variables: loaded.variables,
           history: [],
           tools: [],
-          language: start.asrLangCode || undefined,
+          channel: start.channel,
+      language: start.asrLangCode || undefined,
         }, '');
       }
       const turns = [turnRecord('', start.at, greeting, said.length ? said.join(' ') : greeting!.text, {})];

@@ -311,5 +311,18 @@ export function createNatsWorkerDirectory(connection: NatsConnection, bucketPref
         throw err;
       }
     },
+    // Two stream-info requests instead of reading every record. A key lives in a bucket while its heartbeat or
+    // lease does; a released lease leaves a delete marker that still lists it until the TTL passes, so a
+    // shard given up reads as owned for at most one TTL longer than in `workers()`.
+    async ownership() {
+      const jsm = await jetstreamManager(connection, { checkAPI: false });
+      try {
+        const [workers, shards] = await Promise.all([liveKeys(jsm, names.workers), liveKeys(jsm, names.shards)]);
+        return { liveWorkers: workers.length, ownedShards: shards.map((k) => Number(k.slice(1))).sort((a, b) => a - b) };
+      } catch (err) {
+        if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) return { liveWorkers: 0, ownedShards: [] };
+        throw err;
+      }
+    },
   };
 }

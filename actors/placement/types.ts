@@ -45,7 +45,15 @@ export interface Placement {
   reportLiveActors(count: number): void;
 }
 
+/** How many workers are alive and which shards are owned: what a health watch needs, cheaper than `workers()`. */
+export interface Ownership {
+  liveWorkers: number;
+  ownedShards: number[];
+}
+
 /** Reads the cluster's workers (for the admin API), from any role. */
 export interface WorkerDirectory {
   workers(): Promise<WorkerInfo[]>;
+  /** The counts alone, where the directory can read them without every record (else derived from `workers()`). */
+  ownership?(): Promise<Ownership>;
 }

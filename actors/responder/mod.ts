@@ -12,8 +12,11 @@ export type {
   ToolFunction,
 } from './types.js';
 export {
+  answeringTopics,
   createOfflineResponder,
+  goodbyeFor,
   greetingFor,
+  handoffMessageFor,
   extractEntities,
   isGoodbye,
   isHandoffRequest,
@@ -21,12 +24,17 @@ export {
   DEFAULT_GOODBYE,
   DEFAULT_GREETING,
   DEFAULT_HANDOFF_MESSAGE,
+  DEFAULT_VOICE_GOODBYE,
+  DEFAULT_VOICE_HANDOFF_MESSAGE,
 } from './offline.js';
+export { isVoiceChannel, smallTalk, smallTalkReply } from './smalltalk.js';
+export type { SmallTalk, SmallTalkIntent } from './smalltalk.js';
+export { withinOneEdit, MIN_FUZZY_LENGTH } from './fuzzy.js';
 export { createOpenAiResponder, promptTopics, systemPrompt, MAX_PROMPT_TOPICS, MAX_TOOL_ROUNDS } from './openai.js';
 export type { OpenAiResponderOptions } from './openai.js';
 export { rankTopics, NAME_WEIGHT } from './retrieval.js';
 export type { RankedTopic } from './retrieval.js';
-export { STOP_WORDS, stem, tokenize, words } from './text.js';
+export { analyze, STOP_WORDS, stem, tokenize, words } from './text.js';
 
 export const DEFAULT_LLM_MODEL = 'gpt-4o-mini';
 

@@ -110,7 +110,8 @@ function toolDefinitions(ctx: ResponderContext) {
 }
 
 export function createOpenAiResponder(options: OpenAiResponderOptions): Responder {
-  const endpoint = `${options.baseUrl.replace(/\/+$/, '')}/chat/completions`;
+  // Trailing slashes, matched from the start of their run only (linear, as every pattern here; test/regex.test.ts).
+  const endpoint = `${options.baseUrl.replace(/(?<!\/)\/+$/, '')}/chat/completions`;
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const doFetch = options.fetch ?? fetch;
 

@@ -30,21 +30,35 @@ export function words(text: string): string[] {
   return normalized.match(/[\p{L}\p{N}]+(?:'[\p{L}\p{N}]+)*/gu) ?? [];
 }
 
+/** One analyzed word: the word as written (lowercase, apostrophes removed) and its term. */
+export interface AnalyzedWord {
+  word: string;
+  term: string;
+}
+
 /**
- * The analyzed terms of a text: words, without stop words, possessives and apostrophes removed, stemmed.
- * A word is dropped when it or its stem is a stop word, so the result never contains one.
+ * The words of a text that carry meaning, each with its term: stop words, possessives and apostrophes
+ * removed, stemmed. A word is dropped when it or its stem is a stop word.
  */
-export function tokenize(text: string): string[] {
-  const out: string[] = [];
+export function analyze(text: string): AnalyzedWord[] {
+  const out: AnalyzedWord[] = [];
   for (const word of words(text)) {
     if (STOP_WORDS.has(word)) continue;
     const bare = word.replace(/'s$/, '').replace(/'/g, '');
     if (!bare || STOP_WORDS.has(bare)) continue;
     const term = stem(bare);
     if (!term || STOP_WORDS.has(term)) continue;
-    out.push(term);
+    out.push({ word: bare, term });
   }
   return out;
+}
+
+/**
+ * The analyzed terms of a text: words, without stop words, possessives and apostrophes removed, stemmed.
+ * The result never contains a stop word.
+ */
+export function tokenize(text: string): string[] {
+  return analyze(text).map((a) => a.term);
 }
 
 // ---- Porter stemmer (M. F. Porter, 1980), applied until it reaches a fixed point ----

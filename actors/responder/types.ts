@@ -31,6 +31,11 @@ export interface ResponderContext {
   variables: Record<string, unknown>;
   history: HistoryMessage[];
   tools: ToolFunction[];
+  /**
+   * The conversation's channel label (`CHAT`, `WEBCHAT`, `SMS`, `WHATSAPP`, `API`, `VOICE-SIP`), when known:
+   * the offline responder words its goodbye and handoff for a phone call or a chat.
+   */
+  channel?: string;
   /** Language of the conversation (BCP 47), when known. */
   language?: string;
   /** Streaming: called with each piece of text as it is produced (the offline responder calls it once). */

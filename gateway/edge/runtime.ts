@@ -46,7 +46,15 @@ export const runtimePlugin: FastifyPluginAsync<{ services: Services; runtime: Ru
       tags: ['admin'],
       summary: 'Workers, their shards and live actors',
       response: {
-        200: z.object({ transport: z.string(), shardCount: z.number().int(), kinds: z.array(z.string()), workers: z.array(Worker), unownedShards: z.array(z.number().int()) }),
+        200: z.object({
+          transport: z.string(),
+          shardCount: z.number().int(),
+          kinds: z.array(z.string()),
+          workers: z.array(Worker),
+          unownedShards: z.array(z.number().int()),
+          /** What keeps this process from reaching actors now (as `/healthz` shows it); empty when nothing. */
+          degraded: z.array(z.object({ reason: z.string(), since: z.string() })),
+        }),
         ...fieldErrorResponses,
       },
     },
@@ -59,6 +67,7 @@ export const runtimePlugin: FastifyPluginAsync<{ services: Services; runtime: Ru
       kinds: [...runtime.kinds.keys()],
       workers,
       unownedShards: Array.from({ length: runtime.shardCount }, (_, i) => i).filter((s) => !owned.has(s)),
+      degraded: runtime.health.degraded(),
     };
   });
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
@@ -23,6 +23,11 @@ export interface EdgeOptions {
   conversationIdleMs: number;
   operatorTokenHash: string;
   logger: Logger;
+  /**
+   * `info` (default): Fastify's own request and response lines; `debug`: one line per response at debug,
+   * server errors at warn (the quieter terminal default, platform/logger.ts).
+   */
+  requestLevel?: 'info' | 'debug';
   /** Called by `/healthz`: false while the process is not (or no longer) serving. */
   isServing: () => boolean;
   /** Chat API rate limits and the HTTP server's timeouts. */
@@ -53,6 +58,7 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: opts.logger as FastifyBaseLogger,
+    logController: new LogController({ disableRequestLogging: opts.requestLevel === 'debug' }),
     requestIdHeader: 'x-request-id',
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
@@ -84,6 +90,13 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
+  if (opts.requestLevel === 'debug') {
+    app.addHook('onResponse', async (request, reply) => {
+      const line = { method: request.method, url: request.url, statusCode: reply.statusCode, responseTime: Math.round(reply.elapsedTime) };
+      if (reply.statusCode >= 500) request.log.warn(line, 'request failed');
+      else request.log.debug(line, 'request completed');
+    });
+  }
   app.setErrorHandler((err, request, reply) => sendProblem(reply, shapeForPath(request.url), toProblem(err, request)));
   app.setNotFoundHandler((request, reply) => sendProblem(reply, shapeForPath(request.url), routeNotFound(request)));
 
@@ -106,7 +119,7 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
   await app.register(fastifySwaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
-  await app.register(healthPlugin, { isServing: opts.isServing });
+  await app.register(healthPlugin, { isServing: opts.isServing, degraded: () => opts.runtime.health.degraded() });
   await app.register(adminPlugin, { prefix: '/admin/v1', services: opts.services, operatorTokenHash: opts.operatorTokenHash });
   await app.register(runtimePlugin, { prefix: '/admin/v1/runtime', services: opts.services, runtime: opts.runtime, operatorTokenHash: opts.operatorTokenHash });
   await app.register(agentsPlugin, { prefix: '/v1', services: opts.services });

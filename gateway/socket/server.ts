@@ -55,7 +55,10 @@ export async function startSocketGateway(opts: SocketGatewayOptions): Promise<So
   const app = uws.App();
   app.get('/healthz', (res) => {
     res.cork(() => {
-      if (opts.isServing()) res.writeStatus('200 OK').writeHeader('content-type', 'application/json').end('{"status":"ok"}');
+      // As the edge's: 200 while serving, with the runtime's degradation causes when there are any.
+      const degraded = opts.runtime.health.degraded();
+      const body = degraded.length ? JSON.stringify({ status: 'ok', degraded }) : '{"status":"ok"}';
+      if (opts.isServing()) res.writeStatus('200 OK').writeHeader('content-type', 'application/json').end(body);
       else res.writeStatus('503 Service Unavailable').writeHeader('content-type', 'application/json').end('{"status":"draining"}');
     });
   });
