@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
-import type { DegradedCause } from '../../actors/health.js';
+import type { DegradedCause } from '../../actors/mod.js';
 
 /**
  * `GET /healthz`: liveness. 200 `{"status":"ok"}` while serving (operator.md), with `degraded: [{reason,
