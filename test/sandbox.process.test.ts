@@ -5,7 +5,7 @@ import t from 'tap';
 import fc from 'fast-check';
 import { openSync, readFileSync, readdirSync, readlinkSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { createFunctionSandbox, MAX_STACK_KB, type ConvInput, type InvokeRequest, type InvokeResult } from '../actors/functions/mod.js';
 import { FairQueue } from '../actors/functions/fair-queue.js';
 import { loadConfig } from '../platform/config.js';
@@ -63,24 +63,55 @@ t.test('a sandbox process has an empty environment, no descriptors of ours, and 
   if (report.layer === 'bwrap') {
     const root = readdirSync(`/proc/${pid}/root`);
     t.notOk(root.includes('etc') || root.includes('root') || root.includes('home'), `a minimal root filesystem: ${root.join(' ')}`);
-    t.notOk(readdirSync(`/proc/${pid}/root/tmp`).length, 'an empty /tmp');
+    const tmp = readdirSync(`/proc/${pid}/root/tmp`);
+    t.notOk(tmp.includes(basename(dataDir)), `its own /tmp, not the host's: ${tmp.join(' ')}`);
   }
   t.same(report.missing, report.layer === 'bwrap' ? [] : report.missing, 'what is missing is reported');
   delete process.env.SANDBOX_CANARY;
 });
 
-t.test('stack limit: the largest allowed limit cannot overflow the host stack', async (t) => {
+t.test('stack limit: at the largest allowed limit, deep recursion ends in QuickJS, not on the host stack', async (t) => {
   const s = createFunctionSandbox({ processes: 1, stackKb: MAX_STACK_KB * 4 });
   t.teardown(() => s.close());
-  await s.start();
+  t.ok((await s.invoke(call('() => 1'))).ok, 'a process is up');
   const pid = s.pids()[0];
-  for (const source of ['function f() { return f() + 1 }', '() => { const r = (n) => [r(n + 1)]; return r(0) }', '() => JSON.parse("[".repeat(100000) + "]".repeat(100000))']) {
-    const r = await s.invoke(call(source));
-    t.equal(r.ok ? 'ok' : r.error.kind, 'error', `deep recursion is a function error: ${r.ok ? '' : r.error.message}`);
+  const checked: Array<[string, string]> = [
+    ['function recursion', 'function f() { return f() + 1 }'],
+    ['recursion through arrays', '() => { const r = (n) => [r(n + 1)]; return r(0) }'],
+    ['a recursive getter', '() => { const o = {}; Object.defineProperty(o, "x", { get() { return this.x } }); return o.x }'],
+    ['a chain of proxies', '() => { let p = {}; for (let i = 0; i < 100000; i++) p = new Proxy(p, {}); return typeof p.x }'],
+    ['JSON.parse of deep nesting', '() => JSON.parse("[".repeat(100000) + "]".repeat(100000))'],
+    ['String() of deep nesting', '() => { let a = []; for (let i = 0; i < 100000; i++) a = [a]; return String(a).length }'],
+    // Its cycle check is quadratic in the depth (native code that polls no interrupt): give it time to reach the limit.
+    ['JSON.stringify of deep nesting', '() => { let a = []; for (let i = 0; i < 100000; i++) a = [a]; return JSON.stringify(a).length }'],
+  ];
+  for (const [what, source] of checked) {
+    const r = await s.invoke(call(source, { timeoutMs: 30_000 }));
+    t.match(r.ok ? 'ok' : `${r.error.kind}: ${r.error.message}`, /^error: .*stack overflow/, `${what}: QuickJS's own stack overflow`);
   }
-  t.equal(s.pids()[0], pid, 'the process survived: the limit was enforced by QuickJS, not by a host stack overflow');
+  t.equal(s.pids()[0], pid, 'the process survived all of them: no host stack overflow');
   t.ok((await s.invoke(call('() => 1'))).ok, 'and serves the next call');
   t.throws(() => loadConfig({ FUNCTION_STACK_KB: String(MAX_STACK_KB + 1) }), 'a larger FUNCTION_STACK_KB is refused at start');
+});
+
+t.test('what QuickJS cannot stop itself is contained: the call fails, the process is replaced', async (t) => {
+  const s = createFunctionSandbox({ processes: 1, timeoutMs: 300, stackKb: MAX_STACK_KB });
+  t.teardown(() => s.close());
+  const cases: Array<[string, string, string]> = [
+    // A native loop that polls no interrupt: only the wall-clock kill ends it.
+    ['JSON.stringify of deep nesting past its time limit', '() => { let a = []; for (let i = 0; i < 100000; i++) a = [a]; return JSON.stringify(a).length }', 'timeout'],
+    // Parsing deeply nested source recurses natively past any QuickJS check: the host stack overflows.
+    ['parsing deeply nested source', '() => eval("(".repeat(100000) + "1" + ")".repeat(100000))', 'error'],
+  ];
+  for (const [what, source, kind] of cases) {
+    t.ok((await s.invoke(call('() => 1'))).ok, `${what}: a process is up`);
+    const pid = s.pids()[0];
+    const r = await s.invoke(call(source));
+    t.equal(r.ok ? 'ok' : r.error.kind, kind, `${what}: a function error (${r.ok ? '' : r.error.message})`);
+    const next = await s.invoke(call('() => 2'));
+    t.same(next.ok && next.value, 2, `${what}: the next call is served`);
+    t.not(s.pids()[0], pid, `${what}: by a fresh process (one that was interrupted from outside is not trusted again)`);
+  }
 });
 
 t.test('off-heap growth and a killed process', async (t) => {

@@ -14,7 +14,7 @@
  * only its three pipes as descriptors (Node opens every other descriptor close-on-exec).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, constants, existsSync, lstatSync, readlinkSync } from 'node:fs';
+import { accessSync, constants, existsSync, lstatSync, readFileSync, readlinkSync } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -73,6 +73,32 @@ function bwrapArgs(): string[] {
   return args;
 }
 
+/** V8's own stack limit by default, in KiB. */
+const V8_DEFAULT_STACK_KB = 984;
+/** The most a sandbox process's V8 stack is given, in KiB (see `hostStackKb`). */
+const MAX_HOST_STACK_KB = 6000;
+
+/**
+ * The V8 stack limit for sandbox processes, from this process's OS stack limit (which they inherit), less 2 MiB
+ * of margin. Why larger than V8's default: QuickJS checks its stack limit against its shadow stack in WebAssembly
+ * memory, while the interpreter's native frames use the host's stack, several times as much on some paths
+ * (JSON, `String()` of nested arrays). With this much host stack, those paths end in QuickJS's own stack
+ * overflow at `MAX_STACK_KB`; what is still deeper (parsing deeply nested source) overflows the host stack, which
+ * the process contains: the call fails and the process is replaced.
+ */
+export function hostStackKb(): number {
+  try {
+    const line = /^Max stack size\s+(\S+)/m.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1];
+    if (line === 'unlimited') return MAX_HOST_STACK_KB;
+    const kb = Math.floor(Number(line) / 1024) - 2048;
+    return Number.isFinite(kb) ? Math.max(V8_DEFAULT_STACK_KB, Math.min(MAX_HOST_STACK_KB, kb)) : V8_DEFAULT_STACK_KB;
+  } catch {
+    return V8_DEFAULT_STACK_KB;
+  }
+}
+
+const NODE_ARGS = [`--stack-size=${hostStackKb()}`];
+
 interface Launch {
   command: string;
   args: string[];
@@ -85,16 +111,16 @@ function launchFor(layer: IsolationLayer, script: string, scriptArgs: string[]):
   switch (layer) {
     case 'bwrap':
       // Started as 65534 when we are root, so the process is unprivileged outside its user namespace too.
-      return { command: which('bwrap')!, args: [...bwrapArgs(), node, script, ...scriptArgs], ...(isRoot() && bwrapAsNobody ? { uid: NOBODY, gid: NOBODY } : {}) };
+      return { command: which('bwrap')!, args: [...bwrapArgs(), node, ...NODE_ARGS, script, ...scriptArgs], ...(isRoot() && bwrapAsNobody ? { uid: NOBODY, gid: NOBODY } : {}) };
     case 'unshare':
       return {
         command: which('unshare')!,
-        args: ['--net', '--ipc', '--uts', '--pid', '--fork', '--kill-child', '--setuid', String(NOBODY), '--setgid', String(NOBODY), '--', node, script, ...scriptArgs],
+        args: ['--net', '--ipc', '--uts', '--pid', '--fork', '--kill-child', '--setuid', String(NOBODY), '--setgid', String(NOBODY), '--', node, ...NODE_ARGS, script, ...scriptArgs],
       };
     case 'uid':
-      return { command: node, args: [script, ...scriptArgs], uid: NOBODY, gid: NOBODY };
+      return { command: node, args: [...NODE_ARGS, script, ...scriptArgs], uid: NOBODY, gid: NOBODY };
     case 'none':
-      return { command: node, args: [script, ...scriptArgs] };
+      return { command: node, args: [...NODE_ARGS, script, ...scriptArgs] };
   }
 }
 

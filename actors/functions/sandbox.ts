@@ -15,8 +15,8 @@ import { SandboxProcess, type CallReply } from './process.js';
 import type { CallMessage } from './protocol.js';
 import type { ConvOutput, FunctionErrorKind, FunctionSandbox, InvokeRequest, InvokeResult } from './types.js';
 
-/** The largest QuickJS stack limit that cannot overflow the host stack of the sandbox process (tested). */
-export const MAX_STACK_KB = 384;
+/** The largest QuickJS stack limit at which every recursion QuickJS checks ends in its own error, not on the host stack (tested; see `hostStackKb`). */
+export const MAX_STACK_KB = 320;
 
 export interface FunctionSandboxOptions {
   /** Sandbox processes in the pool. Default 4: calls are short, so what bounds throughput is calls in flight, not cores. */
