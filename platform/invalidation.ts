@@ -73,7 +73,12 @@ export async function startInvalidationBus(o: InvalidationBusOptions): Promise<I
 
   o.cache.propagate = async (change) => {
     const data = encode(change);
-    o.transport.publish(INVALIDATE_SUBJECT, data);
+    try {
+      o.transport.publish(INVALIDATE_SUBJECT, data);
+    } catch (err) {
+      // The record is already gone from the store: the holders asked below, or their TTL, still drop it.
+      o.log('tenancy cache invalidation not broadcast', { err: String(err), change });
+    }
     const live = await beats.find({ seen_at: { $gt: Date.now() - o.beatTtlMs } });
     await Promise.all(
       live
@@ -90,7 +95,7 @@ export async function startInvalidationBus(o: InvalidationBusOptions): Promise<I
         }),
     );
     // The broadcast has left this process too (it carries the change to holders not yet in the directory).
-    await o.transport.flush();
+    await o.transport.flush().catch(() => undefined);
   };
 
   return {

@@ -93,15 +93,12 @@ export class TtlLru<V> {
     while (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
   }
 
-  /** Drops the entries `matches` selects (every entry without it), and any fill still in flight. */
-  invalidate(matches?: (key: string, value: V) => boolean): void {
+  /** Drops the entry of `key` (every entry without it), and keeps any fill still in flight from being stored. */
+  invalidate(key?: string): void {
     this.generation++;
     this.counters.invalidations++;
-    if (!matches) {
-      this.entries.clear();
-      return;
-    }
-    for (const [k, e] of this.entries) if (matches(k, e.value)) this.entries.delete(k);
+    if (key === undefined) this.entries.clear();
+    else this.entries.delete(key);
   }
 
   stats(): CacheStats {
@@ -148,13 +145,13 @@ export class TenancyCache {
   invalidateLocal(change: Invalidation): void {
     switch (change.kind) {
       case 'key':
-        this.keys.invalidate((id) => id === change.id);
+        this.keys.invalidate(change.id);
         break;
       case 'connector':
-        this.connectors.invalidate((id) => id === change.id);
+        this.connectors.invalidate(change.id);
         break;
       case 'settings':
-        this.settings.invalidate((id) => id === change.id);
+        this.settings.invalidate(change.id);
         break;
       case 'all':
         for (const c of [this.keys, this.connectors, this.accounts, this.projects, this.settings]) c.invalidate();
