@@ -1,7 +1,9 @@
 /**
  * Chat API benchmark (issue: conversations): turns per second and p50/p99 latency with 64 concurrent
  * conversations (one keep-alive connection each, each playing 20-turn conversations), embedded and over NATS, next to a bare
- * Fastify route in the same run. Every turn is durable (snapshot and record written) before its reply.
+ * Fastify route in the same run. Every turn is durable (snapshot and record written) before its reply, so the run also
+ * measures a bare durable route (`bare-durable.ts`, issue 12: per request one store read, a 400-byte append and a 3 KB
+ * record rewrite in one flushed group commit, in its own process), the floor under any durable turn.
  * Each row also shows the CPU time its server processes spent per request (from /proc, Linux): on a shared
  * machine the rate moves with the neighbours' load, the CPU cost much less.
  * Run: `npm run build && node dist/bench/chat.js` (needs nats-server for the NATS row). `BENCH_TIMINGS=1`
@@ -110,6 +112,17 @@ async function main() {
   rows.push({ name: 'bare Fastify route (own process)', ...(await measured([bare.pid], () => load(`http://127.0.0.1:${port}/bare`, {}, [body]))) });
   bare.kill();
 
+  // The floor a durable turn stands on: a read, an append and a record rewrite in one flushed group commit.
+  const durable = fork(fileURLToPath(new URL('./bare-durable.js', import.meta.url)));
+  const durablePort = await new Promise<number>((r) => durable.once('message', (m) => r((m as { port: number }).port)));
+  const durableBodies = Array.from({ length: CONVERSATIONS }, (_, i) => JSON.stringify({ conversation_id: `c${i}`, message: 'When do you open on Monday?' }));
+  const durableUrl = `http://127.0.0.1:${durablePort}/durable`;
+  if (WARMUP_S > 0) await load(durableUrl, {}, durableBodies, WARMUP_S);
+  rows.push({ name: 'bare durable route (own process)', ...(await measured([durable.pid], () => load(durableUrl, {}, durableBodies))) });
+  const durableExited = new Promise((r) => durable.once('exit', r));
+  durable.kill('SIGTERM');
+  await durableExited;
+
   const timings = process.env.BENCH_TIMINGS === '1';
   const embedded = await startPlatform({ env: { LOG_LEVEL: 'error', ...(timings ? { SB_TIMINGS: '1' } : {}) } });
   rows.push(await chatRow('chat respond, embedded (one process)', embedded, [embedded.child.pid]));
@@ -122,12 +135,14 @@ async function main() {
   await cluster.stop();
 
   const base = rows[0].rps;
+  const durableRow = rows[1];
   console.log(`\nchat benchmark — ${new Date().toISOString().slice(0, 10)}, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, node ${process.version}, ${CONVERSATIONS} concurrent conversations of ${TURNS} turns, ${DURATION_S} s per run after ${WARMUP_S} s of warm-up`);
   const width = Math.max(...rows.map((r) => r.name.length));
   const baseCpu = rows[0].cpuUs ?? Number.NaN;
   for (const r of rows) {
     const cpu = r.cpuUs === undefined || Number.isNaN(r.cpuUs) ? '' : `  CPU ${fmt(r.cpuUs)} µs/request (${fmt(r.cpuUs / baseCpu, 1)} × bare)`;
-    console.log(`  ${r.name.padEnd(width)}  ${fmt(r.rps)} /s  p50 ${fmt(r.p50, 1)} ms  p99 ${fmt(r.p99, 1)} ms  ${fmt((r.rps / base) * 100, 1)} % of bare${cpu}${r.errors ? `  errors ${r.errors}` : ''}`);
+    const ofDurable = r === rows[0] || r === durableRow ? '' : ` (${fmt((r.rps / durableRow.rps) * 100, 1)} % of durable)`;
+    console.log(`  ${r.name.padEnd(width)}  ${fmt(r.rps)} /s  p50 ${fmt(r.p50, 1)} ms  p99 ${fmt(r.p99, 1)} ms  ${fmt((r.rps / base) * 100, 1)} % of bare${ofDurable}${cpu}${r.errors ? `  errors ${r.errors}` : ''}`);
   }
   console.log('  targets: embedded ≥ 33 % of the bare route, p99 under 20 ms');
   if (steps) console.log(`\nembedded, per step (${steps.trim().split('\n').length - 1} steps):\n${steps}`);

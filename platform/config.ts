@@ -57,6 +57,8 @@ const EnvSchema = z.object({
   EDGE_CONNECTION_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(120_000),
   EDGE_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(72_000),
   EDGE_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(1_000_000).default(4096),
+  TENANCY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
+  TENANCY_CACHE_ENTRIES: z.coerce.number().int().min(1).max(10_000_000).default(10_000),
   MESSAGING_SECRET: z.string().min(32, 'MESSAGING_SECRET must be at least 32 characters').optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
@@ -93,6 +95,12 @@ export interface Config {
   functionTimeoutMs: number;
   /** The project-function sandbox: memory and stack limit per call, processes, per-project quota and queue, OS isolation. */
   functions: Required<Omit<FunctionSandboxOptions, 'timeoutMs' | 'projectConcurrency'>> & Pick<FunctionSandboxOptions, 'projectConcurrency'>;
+  /**
+   * The tenancy cache of each serving process (`tenancy/cache.ts`): how long a key, connector, account,
+   * project or settings record read from the store is used before it is read again (0: always read), and how
+   * many entries each of its caches holds.
+   */
+  tenancyCache: { ttlMs: number; maxEntries: number };
   /** Messaging API settings (the socket gateway and the session actor). */
   messaging: MessagingConfig;
   /** The Fastify edge's limits against floods and slow clients. */
@@ -186,6 +194,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       processMaxMb: e.FUNCTION_PROCESS_MAX_MB,
       isolation: e.FUNCTION_ISOLATION,
     },
+    tenancyCache: { ttlMs: e.TENANCY_CACHE_TTL_MS, maxEntries: e.TENANCY_CACHE_ENTRIES },
     messaging: {
       sessionIdleMs: e.SESSION_IDLE_MS,
       tokenTtlS: e.MESSAGING_TOKEN_TTL_S,

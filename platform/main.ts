@@ -17,6 +17,7 @@ import { loadConfig } from './config.js';
 import { createLogger } from './logger.js';
 import { operatorTokenHash } from './operator-token.js';
 import { createServices } from './services.js';
+import { startInvalidationBus } from './invalidation.js';
 
 const ROLES = ['edge', 'socket', 'worker'] as const;
 type Role = (typeof ROLES)[number];
@@ -30,7 +31,9 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const { logger, requestLevel } = createLogger({ level: config.logLevel, format: config.logFormat, isTTY: !!process.stdout.isTTY, base: { role: [...roles].join('+') } });
   const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl });
-  const services = createServices(store);
+  // Processes that serve requests read keys, connectors, accounts, projects and settings through a cache.
+  const servesRequests = roles.has('edge') || roles.has('socket');
+  const services = createServices(store, servesRequests ? config.tenancyCache : undefined);
   const tokenHash = await operatorTokenHash(config.dataDir, config.operatorToken, (line) => process.stdout.write(`${line}\n`));
   if (!config.natsUrl && !roles.has('worker')) {
     logger.warn('no NATS_URL and no worker role in this process: actors are unreachable from it');
@@ -65,6 +68,16 @@ async function main(): Promise<void> {
     healthLog: (level, msg, extra) => logger[level](extra ?? {}, msg),
   });
   runtimeStarted(runtime);
+  // Over NATS, an operator's write must reach the caches of the other processes too (platform/invalidation.ts).
+  const bus = servesRequests && config.natsUrl
+    ? await startInvalidationBus({
+        transport: runtime.transport,
+        store,
+        cache: services.tenancy,
+        beatTtlMs: Math.max(3000, config.tenancyCache.ttlMs),
+        log: (msg, extra) => logger.warn(extra ?? {}, msg),
+      })
+    : null;
   let serving = false;
   const isServing = () => serving;
 
@@ -91,6 +104,7 @@ async function main(): Promise<void> {
     logger.info({ signal }, 'draining');
     await socket?.close();
     await edge?.close();
+    await bus?.stop();
     await runtime.stop();
     await sandbox?.close();
     await store.close();

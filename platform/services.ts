@@ -1,6 +1,7 @@
 import type { Store } from '../store/mod.js';
 import { type Builder, createBuilder } from '../builder/mod.js';
 import { Accounts } from '../tenancy/accounts.js';
+import { TenancyCache, type TenancyCacheOptions } from '../tenancy/cache.js';
 import { Connectors } from '../tenancy/connectors.js';
 import { ApiKeys } from '../tenancy/keys.js';
 import { Settings } from '../tenancy/settings.js';
@@ -13,15 +14,20 @@ export interface Services {
   connectors: Connectors;
   settings: Settings;
   builder: Builder;
+  /** This process's cache of keys, connectors, accounts, projects and settings (`tenancy/cache.ts`). */
+  tenancy: TenancyCache;
 }
 
-export function createServices(store: Store): Services {
+/** Without options (tools, tests) the caches are off: every read goes to the store. */
+export function createServices(store: Store, cache: TenancyCacheOptions = { ttlMs: 0, maxEntries: 0 }): Services {
+  const tenancy = new TenancyCache(cache);
   return {
     store,
-    accounts: new Accounts(store),
-    keys: new ApiKeys(store),
-    connectors: new Connectors(store),
-    settings: new Settings(store),
+    accounts: new Accounts(store, tenancy.accounts),
+    keys: new ApiKeys(store, tenancy.keys),
+    connectors: new Connectors(store, tenancy.connectors),
+    settings: new Settings(store, tenancy.settings),
     builder: createBuilder(store),
+    tenancy,
   };
 }

@@ -4,6 +4,7 @@ import { nowIso } from '../platform/clock.js';
 import { ADMIN } from '../platform/errors.js';
 import { newId } from '../platform/secrets.js';
 import { slugify } from '../platform/slug.js';
+import type { TtlLru } from './cache.js';
 
 /** A customer account: the workspace of the Agents API and the `account_id` of the conversation APIs. */
 export interface Account extends Doc {
@@ -16,7 +17,11 @@ export interface Account extends Doc {
 export class Accounts {
   private readonly records: Collection<Account>;
 
-  constructor(store: Store) {
+  constructor(
+    store: Store,
+    /** Accounts by id and by slug; null reads the store every time. */
+    private readonly cache: TtlLru<Account> | null = null,
+  ) {
     this.records = store.collection<Account>({
       name: 'accounts',
       indexes: [{ fields: ['slug'], unique: true }],
@@ -46,9 +51,13 @@ export class Accounts {
     return this.records.get(id);
   }
 
-  /** Finds an account by id or slug. */
+  /**
+   * Finds an account by id or slug, through the cache: an account is never deleted and its id and slug never
+   * change, so a found one stays right; one not found is looked up again next time.
+   */
   async resolve(idOrSlug: string): Promise<Account | null> {
-    return (await this.records.get(idOrSlug)) ?? (await this.records.findOne({ slug: idOrSlug }));
+    const find = async () => (await this.records.get(idOrSlug)) ?? (await this.records.findOne({ slug: idOrSlug }));
+    return this.cache ? this.cache.read(idOrSlug, find) : find();
   }
 
   async require(idOrSlug: string, field = 'account_id'): Promise<Account> {

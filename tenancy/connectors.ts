@@ -1,4 +1,5 @@
 import type { Store } from '../store/mod.js';
+import type { TtlLru } from './cache.js';
 import { CredentialRecords, type CredentialRecord } from './credentials.js';
 
 export const CONNECTOR_KINDS = ['chat', 'messaging', 'outbound'] as const;
@@ -28,11 +29,12 @@ export interface Connector extends CredentialRecord, ConnectorFields {}
 
 /** Connector tokens (`sbc_...`): Chat `X-TOKEN`, Messaging `X-Token`, outbound auth token. */
 export class Connectors extends CredentialRecords<ConnectorFields, Connector> {
-  constructor(store: Store) {
+  constructor(store: Store, cache: TtlLru<Connector> | null = null) {
     super(
       store.collection<Connector>({ name: 'connectors', indexes: [{ fields: ['account_id'] }, { fields: ['project_id'] }] }),
       'sbc',
       'con',
+      cache,
     );
   }
 }

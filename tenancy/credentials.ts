@@ -1,6 +1,7 @@
 import type { Collection, Doc } from '../store/mod.js';
 import { nowIso } from '../platform/clock.js';
 import { hashSecret, issueCredential, newId, parseCredential, secretMatches } from '../platform/secrets.js';
+import type { TtlLru } from './cache.js';
 
 /** What every credential-bearing record holds besides its own fields. */
 export interface CredentialRecord extends Doc {
@@ -12,7 +13,9 @@ export interface CredentialRecord extends Doc {
 /**
  * Records that each carry one bearer secret (API keys, connector tokens). The secret is shown once at issue
  * and stored as its SHA-256 only; a presented secret names its record, whose hash is compared in constant
- * time. Every check reads the store, so a removed record fails on its next use.
+ * time, on every use. Checks read the record through `cache` (`cache.ts`): by the record id the secret names,
+ * so one store read serves a key's requests until the entry expires or an operator's write invalidates it.
+ * A record that is not found is not cached.
  */
 export class CredentialRecords<F extends object, T extends CredentialRecord & F> {
   constructor(
@@ -21,6 +24,8 @@ export class CredentialRecords<F extends object, T extends CredentialRecord & F>
     private readonly secretPrefix: string,
     /** Prefix of the record id, e.g. `key`. */
     private readonly idPrefix: string,
+    /** Records by id; null reads the store every time. */
+    private readonly cache: TtlLru<T> | null = null,
   ) {}
 
   async issue(fields: F): Promise<{ record: T; secret: string }> {
@@ -37,7 +42,7 @@ export class CredentialRecords<F extends object, T extends CredentialRecord & F>
 
   /** A record by its id (for holders of a credential already verified, e.g. claims of a signed token). */
   get(id: string): Promise<T | null> {
-    return this.records.get(id);
+    return this.cache ? this.cache.read(id, () => this.records.get(id)) : this.records.get(id);
   }
 
   list(filter: { account_id?: string } = {}): Promise<T[]> {
@@ -49,7 +54,7 @@ export class CredentialRecords<F extends object, T extends CredentialRecord & F>
     if (!presented) return null;
     const parsed = parseCredential(this.secretPrefix, presented);
     if (!parsed) return null;
-    const record = await this.records.get(parsed.recordId);
+    const record = await this.get(parsed.recordId);
     return record && secretMatches(presented, record.hash) ? record : null;
   }
 }

@@ -1,4 +1,5 @@
 import type { Store } from '../store/mod.js';
+import type { TtlLru } from './cache.js';
 import { CredentialRecords, type CredentialRecord } from './credentials.js';
 
 /** What a key may call: one interface family each. */
@@ -29,10 +30,13 @@ export interface ApiKeyView extends ApiKeyFields {
   created_at: string;
 }
 
-/** API keys (`sbk_...`): issued, revoked and verified through the store; revocation is effective at once. */
+/**
+ * API keys (`sbk_...`): issued, revoked and verified through the store, read through `cache`; revocation is
+ * effective at once because the admin API invalidates every process's cache before it answers.
+ */
 export class ApiKeys extends CredentialRecords<ApiKeyFields, ApiKey> {
-  constructor(store: Store) {
-    super(store.collection<ApiKey>({ name: 'api_keys', indexes: [{ fields: ['account_id'] }] }), 'sbk', 'key');
+  constructor(store: Store, cache: TtlLru<ApiKey> | null = null) {
+    super(store.collection<ApiKey>({ name: 'api_keys', indexes: [{ fields: ['account_id'] }] }), 'sbk', 'key', cache);
   }
 }
 

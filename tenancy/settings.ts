@@ -1,4 +1,5 @@
 import type { Collection, Doc, Store } from '../store/mod.js';
+import type { TtlLru } from './cache.js';
 
 /** Per-project switches that only the operator changes (operator.md). */
 export interface ProjectSettings {
@@ -19,13 +20,18 @@ interface SettingsRecord extends Doc, Partial<ProjectSettings> {}
 export class Settings {
   private readonly records: Collection<SettingsRecord>;
 
-  constructor(store: Store) {
+  constructor(
+    store: Store,
+    /** Settings by project id; null reads the store every time. A `patch` must be followed by an invalidation. */
+    private readonly cache: TtlLru<ProjectSettings> | null = null,
+  ) {
     this.records = store.collection<SettingsRecord>({ name: 'project_settings' });
   }
 
+  /** A project's settings, through the cache (a project without a record has the defaults, cached too). */
   async get(projectId: string): Promise<ProjectSettings> {
-    const r = await this.records.get(projectId);
-    return { ...DEFAULT_SETTINGS, ...pick(r ?? {}) };
+    const read = async () => ({ ...DEFAULT_SETTINGS, ...pick((await this.records.get(projectId)) ?? {}) });
+    return (await (this.cache ? this.cache.read(projectId, read) : read()))!;
   }
 
   async patch(projectId: string, changes: Partial<ProjectSettings>): Promise<ProjectSettings> {

@@ -104,6 +104,8 @@ export const adminPlugin: FastifyPluginAsync<AdminOptions> = async (root, { serv
     schema: { tags: ['admin'], summary: 'Revoke an API key at once', params: IdParam, response: { 204: z.null(), ...errors } },
   }, async (req, reply) => {
     if (!(await keys.remove(req.params.id))) throw ADMIN.KEY_NOT_FOUND();
+    // Every process's cache drops the key before this answers (tenancy/cache.ts, platform/invalidation.ts).
+    await services.tenancy.invalidate({ kind: 'key', id: req.params.id });
     return reply.code(204).send(null);
   });
 
@@ -151,6 +153,7 @@ export const adminPlugin: FastifyPluginAsync<AdminOptions> = async (root, { serv
     schema: { tags: ['admin'], summary: 'Delete a connector; its token stops working at once', params: IdParam, response: { 204: z.null(), ...errors } },
   }, async (req, reply) => {
     if (!(await connectors.remove(req.params.id))) throw ADMIN.CONNECTOR_NOT_FOUND();
+    await services.tenancy.invalidate({ kind: 'connector', id: req.params.id });
     return reply.code(204).send(null);
   });
 
@@ -173,7 +176,9 @@ export const adminPlugin: FastifyPluginAsync<AdminOptions> = async (root, { serv
     },
   }, async (req) => {
     await requireProject(services, req.params.project_id);
-    return settings.patch(req.params.project_id, req.body);
+    const changed = await settings.patch(req.params.project_id, req.body);
+    await services.tenancy.invalidate({ kind: 'settings', id: req.params.project_id });
+    return changed;
   });
 };
 

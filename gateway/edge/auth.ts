@@ -2,6 +2,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ADMIN, EDGE } from '../../platform/errors.js';
 import type { Services } from '../../platform/services.js';
 import { secretMatches } from '../../platform/secrets.js';
+import type { Account } from '../../tenancy/accounts.js';
+import type { ProjectRef } from '../../tenancy/cache.js';
 import type { ApiKey, ApiKeys, KeyScope } from '../../tenancy/keys.js';
 
 declare module 'fastify' {
@@ -43,11 +45,16 @@ export function operatorAuth(tokenHash: string) {
 /**
  * The account and project a path names (id or slug form), as a key of that account may see them: 404 for an
  * unknown account or project. The interface families check the key against them afterwards, in their order.
+ * Both come through the process's tenancy cache: a project's id, account and slug never change and projects
+ * are never deleted, so only what a request needs of it is kept (`ProjectRef`); unknown ones are not cached.
  */
-export async function resolvePathProject(services: Services, keyId: string, accountParam: string, projectParam: string) {
+export async function resolvePathProject(services: Services, keyId: string, accountParam: string, projectParam: string): Promise<{ account: Account; project: ProjectRef }> {
   const account = await services.accounts.resolve(accountParam);
   if (!account) throw EDGE.ACCOUNT_NOT_FOUND();
-  const project = await services.builder.agents.access({ accountId: account.id, projectId: null, keyId }, projectParam).catch(() => null);
+  const project = await services.tenancy.projects.read(`${account.id}/${projectParam}`, async () => {
+    const agent = await services.builder.agents.access({ accountId: account.id, projectId: null, keyId }, projectParam).catch(() => null);
+    return agent ? { id: agent.id, account_id: agent.account_id, slug: agent.slug } : null;
+  });
   if (!project) throw EDGE.PROJECT_NOT_FOUND();
   return { account, project };
 }

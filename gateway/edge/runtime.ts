@@ -71,6 +71,26 @@ export const runtimePlugin: FastifyPluginAsync<{ services: Services; runtime: Ru
     };
   });
 
+  const Stats = z.object({ size: z.number().int(), hits: z.number().int(), misses: z.number().int(), invalidations: z.number().int() });
+  /**
+   * This edge process's tenancy cache (`tenancy/cache.ts`): per cache, entries held, hits, misses (the store
+   * reads made through it) and invalidations applied. A debugging aid; the counters start at 0 with the process.
+   */
+  app.get('/tenancy-cache', {
+    schema: {
+      tags: ['admin'],
+      summary: "This process's cache of keys, connectors, accounts, projects and settings: sizes and counters",
+      response: {
+        200: z.object({
+          ttlMs: z.number().int(),
+          maxEntries: z.number().int(),
+          caches: z.object({ keys: Stats, connectors: Stats, accounts: Stats, projects: Stats, settings: Stats }),
+        }),
+        ...fieldErrorResponses,
+      },
+    },
+  }, async () => ({ ttlMs: services.tenancy.options.ttlMs, maxEntries: services.tenancy.options.maxEntries, caches: services.tenancy.stats() }));
+
   app.get('/actors/:kind/:id', {
     schema: {
       tags: ['admin'],
