@@ -15,6 +15,7 @@ import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { chatProject } from '../test/helpers/chat.js';
+import { chatLoad } from './chat-load.js';
 import { startCluster } from '../test/helpers/cluster.js';
 import { removeDir, startPlatform } from '../test/helpers/platform.js';
 import { fmt } from './stats.js';
@@ -69,32 +70,7 @@ const TURNS = Number(process.env.BENCH_TURNS ?? 20);
 
 async function chatRow(name: string, edge: Parameters<typeof chatProject>[0], pids: Array<number | undefined>): Promise<Row> {
   const c = await chatProject(edge, { name });
-  const base = `/v1/${c.accountId}/${c.agentId}/chat`;
-  const run = (duration: number) =>
-    autocannon({
-      url: edge.edge,
-      connections: CONVERSATIONS,
-      duration,
-      headers: { 'content-type': 'application/json', 'X-API-KEY': c.chatKey, 'X-TOKEN': c.token },
-      requests: [
-        {
-          method: 'POST',
-          path: `${base}/create`,
-          body: '{}',
-          onResponse: (_status: number, body: string, context: Record<string, unknown>) => {
-            context.id = JSON.parse(body).conversation_id;
-          },
-        },
-        ...Array.from({ length: TURNS - 1 }, () => ({
-          method: 'POST' as const,
-          path: `${base}/respond`,
-          setupRequest: (req: Record<string, unknown>, context: Record<string, unknown>) => ({
-            ...req,
-            body: JSON.stringify({ conversation_id: context.id, message: 'When do you open on Monday?' }),
-          }),
-        })),
-      ],
-    } as autocannon.Options);
+  const run = (duration: number) => chatLoad(edge.edge, c, { connections: CONVERSATIONS, turns: TURNS, duration });
   if (WARMUP_S > 0) await run(WARMUP_S);
   const { result, cpuUs } = await measured(pids, async () => {
     const result = await run(DURATION_S);

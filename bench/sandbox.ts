@@ -5,10 +5,10 @@
  * Run: `npm run build && node dist/bench/sandbox.js` (`BENCH_S` seconds per row, default 5).
  */
 import { cpus } from 'node:os';
-import autocannon from 'autocannon';
 import { createFunctionSandbox, type ConvInput } from '../actors/functions/mod.js';
 import { chatProject } from '../test/helpers/chat.js';
 import { removeDir, startPlatform } from '../test/helpers/platform.js';
+import { chatLoad } from './chat-load.js';
 import { closedLoop, fmt } from './stats.js';
 
 const DURATION_MS = Number(process.env.BENCH_S ?? 5) * 1000;
@@ -72,22 +72,7 @@ async function chatTurns(): Promise<Row[]> {
       ['chat turn with a `turn` function', { turn: TURN }],
     ] as const) {
       const c = await chatProject(platform, { name, functions });
-      const base = `/v1/${c.accountId}/${c.agentId}/chat`;
-      const run = (duration: number) =>
-        autocannon({
-          url: platform.edge,
-          connections: CONVERSATIONS,
-          duration,
-          headers: { 'content-type': 'application/json', 'X-API-KEY': c.chatKey, 'X-TOKEN': c.token },
-          requests: [
-            { method: 'POST', path: `${base}/create`, body: '{}', onResponse: (_s: number, body: string, ctx: Record<string, unknown>) => void (ctx.id = JSON.parse(body).conversation_id) },
-            ...Array.from({ length: 19 }, () => ({
-              method: 'POST' as const,
-              path: `${base}/respond`,
-              setupRequest: (req: Record<string, unknown>, ctx: Record<string, unknown>) => ({ ...req, body: JSON.stringify({ conversation_id: ctx.id, message: 'When do you open on Monday?' }) }),
-            })),
-          ],
-        } as autocannon.Options);
+      const run = (duration: number) => chatLoad(platform.edge, c, { connections: CONVERSATIONS, turns: 20, duration });
       await run(2);
       const r = await run(DURATION_MS / 1000);
       rows.push({ name, perSecond: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, note: r.non2xx + r.errors ? `errors ${r.non2xx + r.errors}` : undefined });
