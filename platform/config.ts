@@ -58,6 +58,9 @@ const EnvSchema = z.object({
   EDGE_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(72_000),
   EDGE_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(1_000_000).default(4096),
   MESSAGING_SECRET: z.string().min(32, 'MESSAGING_SECRET must be at least 32 characters').optional(),
+  EXTERNAL_EVENT_MAX_BYTES: z.coerce.number().int().min(1024).max(16 * 1024 * 1024).default(256 * 1024),
+  EXTERNAL_EVENT_TIMEOUT_MS: z.coerce.number().int().min(1000).max(30 * 86_400_000).default(3_600_000),
+  EXTERNAL_EVENT_MAX_TIMEOUT_MS: z.coerce.number().int().min(1000).max(30 * 86_400_000).default(7 * 86_400_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 }).refine((e) => e.EDGE_HEADERS_TIMEOUT_MS <= e.EDGE_REQUEST_TIMEOUT_MS, {
   // Node refuses a server whose header deadline is later than its whole-request deadline.
@@ -78,6 +81,11 @@ export interface Config {
   logLevel: string;
   /** Shards actor keys hash to; the same on every process of a deployment. */
   shardCount: number;
+  /**
+   * External events: the largest body the webhook takes (bytes), the wait of `conv.await_external_event`
+   * without `timeout_ms`, and the longest wait a function may ask for (longer ones are cut to it).
+   */
+  externalEvents: { maxBytes: number; defaultTimeoutMs: number; maxTimeoutMs: number };
   /** Shard lease lifetime: how long a dead worker's shards wait before others take them. */
   leaseTtlMs: number;
   /** Idle time after which a live actor is dropped from memory (its state is already stored). */
@@ -168,6 +176,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     mongodbUrl: e.MONGODB_URL,
     logLevel: e.LOG_LEVEL,
     shardCount: e.SHARDS,
+    externalEvents: { maxBytes: e.EXTERNAL_EVENT_MAX_BYTES, defaultTimeoutMs: e.EXTERNAL_EVENT_TIMEOUT_MS, maxTimeoutMs: e.EXTERNAL_EVENT_MAX_TIMEOUT_MS },
     leaseTtlMs: e.LEASE_TTL_MS,
     passivateAfterMs: e.PASSIVATE_AFTER_MS,
     askTimeoutMs: e.ASK_TIMEOUT_MS,
