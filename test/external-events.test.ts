@@ -337,7 +337,7 @@ t.test('fast-check: any query string, content type and body is a 201 or a 4xx in
       const r = await http(p.edge, 'POST', `/v1/external-events/webhook?${query}`, { raw, headers });
       return shaped(r.status, r.body, [201, 400, 401, 413, 415]);
     }),
-    { numRuns: 150 },
+    { numRuns: Number(process.env.EE_FUZZ_RUNS ?? 150) },
   );
   // Raw query strings, not built by URLSearchParams: bad escapes, repeated keys, odd separators.
   await fc.assert(

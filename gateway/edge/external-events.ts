@@ -278,8 +278,15 @@ export const externalEventsPlugin: FastifyPluginAsync<ExternalEventsOptions> = a
         delivered_at: null,
         receipt,
       };
-      // The first delivery of an id is kept; a later one (a retry) finds it and is not stored again.
-      return (await events.update({ id }, { $setOnInsert: fresh }, { upsert: true })) as ExternalEventRecord & { receipt: string };
+      // The first delivery of an id is kept; a later one (a retry) finds it and is not stored again. Two at
+      // once may both try to insert: the one refused as a duplicate reads the other's.
+      try {
+        return (await events.update({ id }, { $setOnInsert: fresh }, { upsert: true })) as ExternalEventRecord & { receipt: string };
+      } catch (err) {
+        const existing = await events.get(id);
+        if (!existing) throw err;
+        return existing as ExternalEventRecord & { receipt: string };
+      }
     }, req.log);
     const duplicate = stored.receipt !== receipt;
 
