@@ -116,6 +116,14 @@ t.test('an event that arrives before anyone waits is kept and delivered when the
   t.match(found.state.events, [{ id: 'early-1', timed_out: false, data: { id: 'early-1' } }]);
   const next = await c.chat('respond', { conversation_id: id, message: 'When are you open?' });
   t.match(next.body.response, /^Event early-1 arrived/);
+  // Taken: a second conversation that waits for the same id does not get it again.
+  const second = await waiting(t, 'early-1');
+  await new Promise((r) => setTimeout(r, 500));
+  t.notOk((await rec(second)).state.events, 'an event is delivered to one conversation');
+  t.equal((await rec(second)).state.awaiting_external_event?.event_id, 'early-1', 'it still waits');
+  const repeat = await hook({ raw: JSON.stringify({ id: 'early-1' }) });
+  t.match(repeat.body, { status: 'delivered', conversation_id: id, duplicate: true }, 'a repeat names the conversation that took it');
+  t.notOk((await rec(second)).state.events, 'and does not resume the second');
 });
 
 t.test('the same event delivered twice resumes once', async (t) => {

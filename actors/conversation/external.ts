@@ -69,6 +69,8 @@ export function externalWatch(store: Store) {
     );
     const found = await events.get(key);
     if (!found || found.project_id !== input.projectId) return null;
+    // An event another conversation already took is not given to a second one that waits for the same id.
+    if (found.conversation_id !== null && found.conversation_id !== input.id && found.delivered_at !== null) return null;
     if (found.conversation_id !== input.id) {
       await events.update({ id: key }, { $set: { conversation_id: input.id, delivered_at: new Date().toISOString() } });
     }

@@ -294,7 +294,8 @@ export const externalEventsPlugin: FastifyPluginAsync<ExternalEventsOptions> = a
     const wait = await transient(() => waits.get(id), req.log);
     let delivered = stored.conversation_id !== null && stored.delivered_at !== null;
     let conversationId = stored.conversation_id;
-    if (wait && wait.project_id === projectId) {
+    // An event is for one conversation: once one took it, a repeat goes to that one only (which ignores it).
+    if (wait && wait.project_id === projectId && (!delivered || stored.conversation_id === wait.conversation_id)) {
       const event: ConversationEvent = { type: 'EXTERNAL_EVENT', event: externalEventOf(stored) };
       const r = await transient(async () => {
         try {
