@@ -305,7 +305,8 @@ export const conversationMachine = setup({
         ? {}
         : {
             handoff: out.handoff ?? context.handoff,
-            awaiting: out.end || out.handoff ? null : out.awaiting,
+            // A new wait replaces the old; bridge_ended leaves a wait in progress alone (an external event's was consumed).
+            awaiting: out.end || out.handoff ? null : (out.awaiting ?? context.awaiting ?? null),
             endReason: out.end ? ('agent' as const) : context.endReason,
             idleDeadline: out.at + context.start!.idleTimeoutMs,
           }),

@@ -169,5 +169,20 @@ t.test('conversation: an external event resumes a waiting conversation once; the
   actor.send({ type: 'BRIDGE_ENDED', bridge: { bridge_duration_seconds: 9, call_duration_seconds: 9 }, at: 8000 });
   t.equal(snap().value, 'idle', 'a second notification runs nothing');
   t.equal(snap().context.bridgeEnded!.bridge_duration_seconds, 3);
+  // A bridge notification while waiting leaves the wait as it was.
+  const b = createActor(machine, { input: { id: 'c4' } });
+  b.start();
+  b.send({ type: 'START', start });
+  b.send({ type: 'xstate.done.actor.start', output: outcome({ awaiting: wait }) } as any);
+  t.equal(b.getSnapshot().value, 'waiting');
+  b.send({ type: 'BRIDGE_ENDED', bridge: { bridge_duration_seconds: 1, call_duration_seconds: 2 }, at: 3000 });
+  b.send({ type: 'xstate.done.actor.bridge', output: side({ said: [] }) } as any);
+  t.equal(b.getSnapshot().value, 'waiting', 'back to waiting');
+  t.same(b.getSnapshot().context.awaiting, wait, 'the same wait and deadline');
+  b.send({ type: 'xstate.done.actor.bridge', output: side({ end: true }) } as any);
+  b.send({ type: 'CLOSE', at: 4000 });
+  t.equal(b.getSnapshot().value, 'ending', 'a close while waiting ends it');
+  t.equal(b.getSnapshot().context.awaiting, null);
+  b.stop();
   actor.stop();
 });

@@ -40,7 +40,7 @@ export async function externalKey(p: Platform, c: ChatProject): Promise<string> 
   return r.body.key;
 }
 
-export type Hook = { query?: Record<string, string>; raw?: string; type?: string | null; headers?: Record<string, string>; key?: string | null; project?: ChatProject };
+export type Hook = { query?: Record<string, string | string[]>; raw?: string; type?: string | null; headers?: Record<string, string>; key?: string | null; project?: ChatProject };
 
 /** `POST /v1/external-events/webhook` for a project (default: `c`), payload location unless the query says otherwise. */
 export function webhook(base: string, proj: ChatProject, k: string | null, h: Hook = {}): Promise<Res<any>> {
