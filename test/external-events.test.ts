@@ -83,6 +83,15 @@ t.test('chat: a conversation waits, the event arrives, the function runs and the
   t.notMatch(again.body.response, /Event pay-1/, 'said once');
 });
 
+t.test('a Chat API conversation labelled webchat has no session: what was said comes with the next respond', async (t) => {
+  const id = (await c.chat('create', { channel: 'webchat' })).body.conversation_id;
+  t.equal((await c.chat('respond', { conversation_id: id, message: 'wait:label-1' })).body.response, 'Waiting for label-1');
+  t.equal((await hook({ raw: '{"id":"label-1"}' })).body.status, 'delivered');
+  const next = await c.chat('respond', { conversation_id: id, message: 'When are you open?' });
+  t.match(next.body.response, /^Event label-1 arrived/);
+  t.equal(await store.snapshots.get(`session/${id}`), null, 'no session actor was brought to life');
+});
+
 t.test('every id location, with nested paths, and every content type', async (t) => {
   const cases: Array<[string, Hook, unknown]> = [
     ['headers', { query: { event_id_location: 'headers', event_id_path: 'X-Payment-Ref' }, headers: { 'x-payment-ref': 'loc-h' }, raw: '{"a":1}' }, { a: 1 }],

@@ -16,6 +16,8 @@ export interface ConversationDeps {
   externalEvents?: { defaultTimeoutMs: number; maxTimeoutMs: number };
   /** Reaches the webchat session of a conversation (what an external event said is pushed to it at once). */
   client?: () => Promise<ActorClient>;
+  /** Whether a messaging session of this id exists (a Chat API conversation labelled `webchat` has none). */
+  hasSession?: (id: string) => Promise<boolean>;
 }
 
 /** Hooks the platform calls; never offered to the responder as tools. */
@@ -285,6 +287,8 @@ export function conversationEffects(deps: ConversationDeps) {
      */
     async deliver(input: DeliverInput): Promise<boolean> {
       if (input.channel !== 'WEBCHAT' || !deps.client || (input.text === '' && !input.end)) return false;
+      // Asking a session id that was never created would bring an empty session actor to life.
+      if (deps.hasSession && !(await deps.hasSession(input.id))) return false;
       const client = await deps.client();
       const reply = await client.ask<{ ok: boolean }>('session', input.id, { type: 'AGENT_PUSH', text: input.text, end: input.end, at: input.at }, { eventId: input.askId });
       return reply?.ok === true;

@@ -8,6 +8,7 @@ import { toRecord, type ConversationRecord } from './record.js';
 import { createEmbedderFromEnv, type Embedder } from './embedding.js';
 import { conversationProjection } from './projection.js';
 import { externalWatch } from './external.js';
+import { sessionRecords } from '../session/record.js';
 
 /** What an ask of a conversation answers: a turn's outcome, or what became of an external event or bridge notification. */
 export type ConversationReply =
@@ -22,7 +23,8 @@ export type ConversationReply =
  * durable snapshot (`projection.ts`).
  */
 export function conversationKind(deps: ConversationDeps & { store: Store; embedder?: Embedder }): ActorKind {
-  const effects = conversationEffects(deps);
+  const sessions = sessionRecords(deps.store);
+  const effects = conversationEffects({ hasSession: async (id) => (await sessions.get(id)) !== null, ...deps });
   const projection = conversationProjection(deps.store, deps.embedder ?? createEmbedderFromEnv(), (msg, err) => console.error(msg, err));
   const machine = conversationMachine.provide({
     actors: {
