@@ -125,7 +125,6 @@ export interface DeliverInput {
   text: string;
   end: boolean;
   askId: string;
-  at: number;
 }
 
 /** The answer to the last event, which the host sends back to the asker. */
@@ -162,8 +161,8 @@ export interface ConversationContext {
   handledEvents?: string[];
   /** What external-event and bridge functions said that no client has seen yet (the next response starts with it). */
   unread?: string[];
-  /** The bridge-ended notification being handled. */
-  bridge?: BridgeData | null;
+  /** The bridge-ended notification being handled, and when it arrived. */
+  bridge?: (BridgeData & { at: number }) | null;
   /** Set once bridge_ended ran. */
   bridgeEnded?: BridgeEnded | null;
 }
@@ -252,6 +251,13 @@ const resume = [
   { guard: ({ context }: { context: ConversationContext }) => (context.awaiting ?? null) !== null, target: 'waiting' },
   { target: 'idle' },
 ] as const;
+
+/** The bridge completion as the state records it: the durations, and when the notification arrived. */
+const bridgeRecord = (b: BridgeData & { at: number }): BridgeEnded => ({
+  bridge_duration_seconds: b.bridge_duration_seconds,
+  call_duration_seconds: b.call_duration_seconds,
+  at: new Date(b.at).toISOString(),
+});
 
 const timedOut = (eventId: string): ExternalEvent => ({ id: eventId, content_type: '', body: '', data: null, timed_out: true, received_at: null });
 
@@ -395,7 +401,7 @@ export const conversationMachine = setup({
         CLOSE: { target: 'ending', actions: assign({ endReason: 'closed', outcome: { ok: true, response: '', end: true, handoff: null } }) },
         BRIDGE_ENDED: [
           { guard: ({ context }) => (context.bridgeEnded ?? null) !== null },
-          { target: 'bridging', actions: assign(({ event }) => ({ bridge: event.bridge })) },
+          { target: 'bridging', actions: assign(({ event }) => ({ bridge: { ...event.bridge, at: event.at } })) },
         ],
       },
     },
@@ -443,7 +449,7 @@ export const conversationMachine = setup({
         CLOSE: { target: 'ending', actions: assign({ awaiting: null, endReason: 'closed', outcome: { ok: true, response: '', end: true, handoff: null } }) },
         BRIDGE_ENDED: [
           { guard: ({ context }) => (context.bridgeEnded ?? null) !== null },
-          { target: 'bridging', actions: assign(({ event }) => ({ bridge: event.bridge })) },
+          { target: 'bridging', actions: assign(({ event }) => ({ bridge: { ...event.bridge, at: event.at } })) },
         ],
       },
     },
@@ -467,7 +473,6 @@ export const conversationMachine = setup({
           text: (context.unread ?? []).join(' '),
           end: context.endReason === 'agent',
           askId: `${context.id}:external:${(context.handledEvents ?? []).length}:${context.turns.length}`,
-          at: Date.now(),
         }),
         onDone: [
           { guard: ({ event }) => event.output, target: 'routing', actions: assign({ unread: [] }) },
@@ -482,15 +487,15 @@ export const conversationMachine = setup({
       invoke: {
         id: 'bridge',
         src: 'handleBridgeEnded',
-        input: ({ context }) => ({ ...endInput(context), bridge: context.bridge! }),
+        input: ({ context }) => ({ ...endInput(context), bridge: { bridge_duration_seconds: context.bridge!.bridge_duration_seconds, call_duration_seconds: context.bridge!.call_duration_seconds } }),
         onDone: {
           target: 'routing',
           actions: [
             { type: 'applySide', params: ({ event }) => event.output },
-            assign(({ context, event }) => ({ bridgeEnded: { ...context.bridge!, at: new Date(event.output.at).toISOString() }, bridge: null })),
+            assign(({ context }) => ({ bridgeEnded: bridgeRecord(context.bridge!), bridge: null })),
           ],
         },
-        onError: { target: 'routing', actions: assign(({ context }) => ({ bridgeEnded: { ...context.bridge!, at: new Date().toISOString() }, bridge: null })) },
+        onError: { target: 'routing', actions: assign(({ context }) => ({ bridgeEnded: bridgeRecord(context.bridge!), bridge: null })) },
       },
     },
     responding: {
@@ -516,7 +521,7 @@ export const conversationMachine = setup({
         CLOSE: { target: 'ending', actions: assign({ endReason: 'closed', outcome: { ok: true, response: '', end: true, handoff: null } }) },
         BRIDGE_ENDED: [
           { guard: ({ context }) => (context.bridgeEnded ?? null) !== null },
-          { target: 'bridging', actions: assign(({ event }) => ({ bridge: event.bridge })) },
+          { target: 'bridging', actions: assign(({ event }) => ({ bridge: { ...event.bridge, at: event.at } })) },
         ],
       },
     },
@@ -543,7 +548,7 @@ export const conversationMachine = setup({
         CLOSE: { actions: assign({ outcome: { ok: true, response: '', end: true, handoff: null } }) },
         BRIDGE_ENDED: [
           { guard: ({ context }) => (context.bridgeEnded ?? null) !== null },
-          { target: 'bridging', actions: assign(({ event }) => ({ bridge: event.bridge })) },
+          { target: 'bridging', actions: assign(({ event }) => ({ bridge: { ...event.bridge, at: event.at } })) },
         ],
       },
     },

@@ -290,7 +290,7 @@ export function conversationEffects(deps: ConversationDeps) {
       // Asking a session id that was never created would bring an empty session actor to life.
       if (deps.hasSession && !(await deps.hasSession(input.id))) return false;
       const client = await deps.client();
-      const reply = await client.ask<{ ok: boolean }>('session', input.id, { type: 'AGENT_PUSH', text: input.text, end: input.end, at: input.at }, { eventId: input.askId });
+      const reply = await client.ask<{ ok: boolean }>('session', input.id, { type: 'AGENT_PUSH', text: input.text, end: input.end, at: Date.now() }, { eventId: input.askId });
       return reply?.ok === true;
     },
 
