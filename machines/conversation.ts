@@ -5,6 +5,14 @@ import { assign, fromPromise, setup } from 'xstate';
  * progress, handed off, ended. Every side effect (running the deployment's functions, asking the responder)
  * is an invoked actor named here and provided by `actors/conversation` at run time; an idle conversation
  * ends by itself through the durable `sleepUntil` timer.
+ *
+ * External events (contract 4.8, 6.2): a function that calls `conv.await_external_event(id, {timeout_ms})`
+ * puts the conversation in `waiting` (the awaited id and an absolute deadline in the context, a durable
+ * `sleepUntil` on it, and `watchExternalEvent`, which registers the wait and picks up an event that arrived
+ * early). The event (or the deadline) moves it to `externalResponding` (the project's `external_event`
+ * function), then `delivering` (the said text pushed to a live channel; otherwise kept as `unread` and put
+ * before the next turn's response). Bridge-ended (4.9) runs `bridge_ended` once, in `bridging`, from any
+ * settled state after the start, and records it in `bridgeEnded`.
  */
 
 /** One exchange, as the conversation record (contract 2.5) stores it. */
@@ -66,6 +74,57 @@ export interface TurnOutcome {
   functionErrors: number;
   variant: { id: string; name: string } | null;
   artifactVersion: string | null;
+  /** Set when a function called `conv.await_external_event`: the id and the absolute deadline of the wait. */
+  awaiting?: ExternalWait | null;
+}
+
+/** An external event a conversation waits for: its id and when the wait times out (ms since epoch). */
+export interface ExternalWait {
+  eventId: string;
+  deadline: number;
+}
+
+/** An external event as the `external_event` function receives it (`timed_out`: the wait's deadline passed). */
+export interface ExternalEvent {
+  id: string;
+  content_type: string;
+  body: string;
+  data: unknown;
+  timed_out: boolean;
+  received_at: string | null;
+}
+
+/** What the telephony system reported when a bridged call ended (contract 4.9). */
+export interface BridgeData {
+  bridge_duration_seconds: number;
+  call_duration_seconds: number;
+}
+
+/** What `bridge_ended` ran into, as the conversation's state shows it. */
+export interface BridgeEnded extends BridgeData {
+  at: string;
+}
+
+/** What an `external_event` or `bridge_ended` function did. */
+export interface SideOutcome {
+  at: number;
+  /** Turns to add: one with what the function said, if it said anything. */
+  turns: TurnRecord[];
+  said: string[];
+  state: Record<string, unknown>;
+  handoff: Handoff | null;
+  end: boolean;
+  functionErrors: number;
+  awaiting: ExternalWait | null;
+}
+
+/** The input of `deliverExternal`: what a live channel (a webchat session) is sent. */
+export interface DeliverInput {
+  id: string;
+  channel: string;
+  text: string;
+  end: boolean;
+  askId: string;
 }
 
 /** The answer to the last event, which the host sends back to the asker. */
@@ -94,6 +153,18 @@ export interface ConversationContext {
   idleDeadline: number | null;
   endReason: 'closed' | 'agent' | 'idle' | null;
   outcome: Outcome | null;
+  /** The external event the conversation waits for (absent in snapshots older than external events). */
+  awaiting?: ExternalWait | null;
+  /** The external event being handled (or the timeout of the wait). */
+  external?: ExternalEvent | null;
+  /** Ids of the external events already handled, newest last (a second delivery resumes nothing). */
+  handledEvents?: string[];
+  /** What external-event and bridge functions said that no client has seen yet (the next response starts with it). */
+  unread?: string[];
+  /** The bridge-ended notification being handled, and when it arrived. */
+  bridge?: (BridgeData & { at: number }) | null;
+  /** Set once bridge_ended ran. */
+  bridgeEnded?: BridgeEnded | null;
 }
 
 export type ConversationEvent =
@@ -107,7 +178,12 @@ export type ConversationEvent =
       ttsLangCode?: string;
       at: number;
     }
-  | { type: 'CLOSE'; at: number };
+  | { type: 'CLOSE'; at: number }
+  | { type: 'EXTERNAL_EVENT'; event: ExternalEvent }
+  | { type: 'BRIDGE_ENDED'; bridge: BridgeData; at: number };
+
+/** How many handled external event ids a conversation remembers. */
+export const REMEMBERED_EXTERNAL_EVENTS = 32;
 
 /** What the start effect needs. */
 export interface StartInput {
@@ -125,6 +201,19 @@ export interface EndInput {
   variant: { id: string; name: string } | null;
   state: Record<string, unknown>;
   integrationAttributes: Record<string, unknown>;
+}
+
+/** What `watchExternalEvent` needs: whose wait, for which id, until when. */
+export interface WatchInput {
+  id: string;
+  projectId: string;
+  wait: ExternalWait;
+}
+
+/** What the `external_event` and `bridge_ended` effects need. */
+export interface SideInput extends EndInput {
+  external?: ExternalEvent;
+  bridge?: BridgeData;
 }
 
 /** What a turn effect needs: the conversation, its history and the new message. */
@@ -154,10 +243,31 @@ const endInput = (c: ConversationContext): EndInput => ({
   integrationAttributes: c.integrationAttributes,
 });
 
+/** Where a conversation goes once an external event or a bridge notification was handled. */
+const resume = [
+  { guard: ({ context }: { context: ConversationContext }) => context.endedAt !== null, target: 'ended' },
+  { guard: ({ context }: { context: ConversationContext }) => context.endReason !== null, target: 'ending' },
+  { guard: ({ context }: { context: ConversationContext }) => context.handoff !== null, target: 'handedOff' },
+  { guard: ({ context }: { context: ConversationContext }) => (context.awaiting ?? null) !== null, target: 'waiting' },
+  { target: 'idle' },
+] as const;
+
+/** The bridge completion as the state records it: the durations, and when the notification arrived. */
+const bridgeRecord = (b: BridgeData & { at: number }): BridgeEnded => ({
+  bridge_duration_seconds: b.bridge_duration_seconds,
+  call_duration_seconds: b.call_duration_seconds,
+  at: new Date(b.at).toISOString(),
+});
+
+const timedOut = (eventId: string): ExternalEvent => ({ id: eventId, content_type: '', body: '', data: null, timed_out: true, received_at: null });
+
+const handled = (c: ConversationContext, eventId: string) => [...(c.handledEvents ?? []), eventId].slice(-REMEMBERED_EXTERNAL_EVENTS);
+
 /** After the start effect or a turn: to ending, handed off or idle, with the outcome applied. */
 const afterOutcome = [
   { guard: { type: 'ends', params: ({ event }: { event: { output: TurnOutcome } }) => event.output }, target: 'ending', actions: { type: 'applyOutcome', params: ({ event }: { event: { output: TurnOutcome } }) => event.output } },
   { guard: { type: 'handsOff', params: ({ event }: { event: { output: TurnOutcome } }) => event.output }, target: 'handedOff', actions: { type: 'applyOutcome', params: ({ event }: { event: { output: TurnOutcome } }) => event.output } },
+  { guard: { type: 'awaits', params: ({ event }: { event: { output: TurnOutcome } }) => event.output }, target: 'waiting', actions: { type: 'applyOutcome', params: ({ event }: { event: { output: TurnOutcome } }) => event.output } },
   { target: 'idle', actions: { type: 'applyOutcome', params: ({ event }: { event: { output: TurnOutcome } }) => event.output } },
 ] as const;
 
@@ -168,9 +278,16 @@ export const conversationMachine = setup({
     takeTurn: fromPromise<TurnOutcome, TurnInput>(notProvided),
     endConversation: fromPromise<{ at: number; state: Record<string, unknown>; functionErrors: number }, EndInput>(notProvided),
     sleepUntil: fromPromise<number, { until: number }>(notProvided),
+    watchExternalEvent: fromPromise<ExternalEvent | null, WatchInput>(notProvided),
+    handleExternalEvent: fromPromise<SideOutcome, SideInput>(notProvided),
+    deliverExternal: fromPromise<boolean, DeliverInput>(notProvided),
+    handleBridgeEnded: fromPromise<SideOutcome, SideInput>(notProvided),
   },
   actions: {
     applyOutcome: assign(({ context }, out: TurnOutcome) => ({
+      // What external events said meanwhile comes first: the client sees it with this answer.
+      unread: [],
+      awaiting: out.awaiting ?? (out.handoff || out.end ? null : (context.awaiting ?? null)),
       turns: [...context.turns, ...out.turns],
       state: out.state,
       numOod: context.numOod + out.oodTurns,
@@ -181,13 +298,34 @@ export const conversationMachine = setup({
       pending: null,
       idleDeadline: out.at + context.start!.idleTimeoutMs,
       endReason: out.end ? ('agent' as const) : context.endReason,
-      outcome: { ok: true as const, response: out.response, end: out.end, handoff: out.handoff },
+      outcome: { ok: true as const, response: [...(context.unread ?? []), out.response].filter((x) => x !== '').join(' '), end: out.end, handoff: out.handoff },
+    })),
+    /** What an external_event or bridge_ended function did; its words wait in `unread` until delivered. */
+    applySide: assign(({ context }, out: SideOutcome) => ({
+      turns: [...context.turns, ...out.turns],
+      state: out.state,
+      functionErrors: context.functionErrors + out.functionErrors,
+      unread: [...(context.unread ?? []), ...out.said],
+      // A conversation that has ended stays as it ended.
+      ...(context.endedAt !== null
+        ? {}
+        : {
+            handoff: out.handoff ?? context.handoff,
+            // A new wait replaces the old; bridge_ended leaves a wait in progress alone (an external event's was consumed).
+            awaiting: out.end || out.handoff ? null : (out.awaiting ?? context.awaiting ?? null),
+            endReason: out.end ? ('agent' as const) : context.endReason,
+            idleDeadline: out.at + context.start!.idleTimeoutMs,
+          }),
     })),
     refuse: assign((_, error: 'not_started' | 'ended' | 'handed_off' | 'started') => ({ outcome: { ok: false as const, error } })),
   },
   guards: {
     ends: (_, out: TurnOutcome) => out.end,
     handsOff: (_, out: TurnOutcome) => out.handoff !== null,
+    awaits: ({ context }, out: TurnOutcome) => (out.awaiting ?? context.awaiting ?? null) !== null,
+    /** An external event for the awaited id that was not handled before. */
+    awaited: ({ context, event }) =>
+      event.type === 'EXTERNAL_EVENT' && (context.awaiting ?? null)?.eventId === event.event.id && !(context.handledEvents ?? []).includes(event.event.id),
   },
 }).createMachine({
   id: 'conversation',
@@ -210,6 +348,12 @@ export const conversationMachine = setup({
     idleDeadline: null,
     endReason: null,
     outcome: null,
+    awaiting: null,
+    external: null,
+    handledEvents: [],
+    unread: [],
+    bridge: null,
+    bridgeEnded: null,
   }),
   initial: 'new',
   states: {
@@ -228,6 +372,7 @@ export const conversationMachine = setup({
         },
         MESSAGE: { actions: { type: 'refuse', params: 'not_started' } },
         CLOSE: { actions: { type: 'refuse', params: 'not_started' } },
+        BRIDGE_ENDED: { actions: { type: 'refuse', params: 'not_started' } },
       },
     },
     starting: {
@@ -254,6 +399,103 @@ export const conversationMachine = setup({
           })),
         },
         CLOSE: { target: 'ending', actions: assign({ endReason: 'closed', outcome: { ok: true, response: '', end: true, handoff: null } }) },
+        BRIDGE_ENDED: [
+          { guard: ({ context }) => (context.bridgeEnded ?? null) !== null },
+          { target: 'bridging', actions: assign(({ event }) => ({ bridge: { ...event.bridge, at: event.at } })) },
+        ],
+      },
+    },
+    /** A function awaits an external event: until it arrives (early ones are picked up here) or the deadline passes. */
+    waiting: {
+      invoke: [
+        {
+          id: 'externalTimer',
+          src: 'sleepUntil',
+          input: ({ context }) => ({ until: context.awaiting!.deadline }),
+          onDone: {
+            target: 'externalResponding',
+            // Not a handled event: an event of this id that comes later was not awaited any more and resumes nothing.
+            actions: assign(({ context }) => ({ external: timedOut(context.awaiting!.eventId), awaiting: null })),
+          },
+        },
+        {
+          id: 'externalWatch',
+          src: 'watchExternalEvent',
+          input: ({ context }) => ({ id: context.id, projectId: context.start!.projectId, wait: context.awaiting! }),
+          onDone: {
+            guard: ({ context, event }) => event.output !== null && !(context.handledEvents ?? []).includes(event.output.id),
+            target: 'externalResponding',
+            actions: assign(({ context, event }) => ({ external: event.output, handledEvents: handled(context, event.output!.id), awaiting: null })),
+          },
+        },
+      ],
+      on: {
+        START: { actions: { type: 'refuse', params: 'started' } },
+        MESSAGE: {
+          target: 'responding',
+          actions: assign(({ context, event }) => ({
+            pending: { message: event.message, metadata: event.metadata, at: event.at },
+            integrationAttributes: { ...context.integrationAttributes, ...event.integrationAttributes },
+            asrLangCode: event.asrLangCode ?? context.asrLangCode,
+            ttsLangCode: event.ttsLangCode ?? context.ttsLangCode,
+            outcome: null,
+          })),
+        },
+        EXTERNAL_EVENT: {
+          guard: 'awaited',
+          target: 'externalResponding',
+          actions: assign(({ context, event }) => ({ external: event.event, handledEvents: handled(context, event.event.id), awaiting: null })),
+        },
+        CLOSE: { target: 'ending', actions: assign({ awaiting: null, endReason: 'closed', outcome: { ok: true, response: '', end: true, handoff: null } }) },
+        BRIDGE_ENDED: [
+          { guard: ({ context }) => (context.bridgeEnded ?? null) !== null },
+          { target: 'bridging', actions: assign(({ event }) => ({ bridge: { ...event.bridge, at: event.at } })) },
+        ],
+      },
+    },
+    externalResponding: {
+      invoke: {
+        id: 'external',
+        src: 'handleExternalEvent',
+        input: ({ context }) => ({ ...endInput(context), external: context.external! }),
+        onDone: { target: 'delivering', actions: [{ type: 'applySide', params: ({ event }) => event.output }, assign({ external: null })] },
+        onError: { target: 'delivering', actions: assign({ external: null }) },
+      },
+    },
+    /** Pushes what the function said to a live channel (webchat); otherwise it waits for the next turn. */
+    delivering: {
+      invoke: {
+        id: 'deliver',
+        src: 'deliverExternal',
+        input: ({ context }) => ({
+          id: context.id,
+          channel: context.start!.channel,
+          text: (context.unread ?? []).join(' '),
+          end: context.endReason === 'agent',
+          askId: `${context.id}:external:${(context.handledEvents ?? []).length}:${context.turns.length}`,
+        }),
+        onDone: [
+          { guard: ({ event }) => event.output, target: 'routing', actions: assign({ unread: [] }) },
+          { target: 'routing' },
+        ],
+        onError: 'routing',
+      },
+    },
+    /** Decides where the conversation goes after an external event or a bridge notification. */
+    routing: { always: resume },
+    bridging: {
+      invoke: {
+        id: 'bridge',
+        src: 'handleBridgeEnded',
+        input: ({ context }) => ({ ...endInput(context), bridge: { bridge_duration_seconds: context.bridge!.bridge_duration_seconds, call_duration_seconds: context.bridge!.call_duration_seconds } }),
+        onDone: {
+          target: 'routing',
+          actions: [
+            { type: 'applySide', params: ({ event }) => event.output },
+            assign(({ context }) => ({ bridgeEnded: bridgeRecord(context.bridge!), bridge: null })),
+          ],
+        },
+        onError: { target: 'routing', actions: assign(({ context }) => ({ bridgeEnded: bridgeRecord(context.bridge!), bridge: null })) },
       },
     },
     responding: {
@@ -277,6 +519,10 @@ export const conversationMachine = setup({
         START: { actions: { type: 'refuse', params: 'started' } },
         MESSAGE: { actions: { type: 'refuse', params: 'handed_off' } },
         CLOSE: { target: 'ending', actions: assign({ endReason: 'closed', outcome: { ok: true, response: '', end: true, handoff: null } }) },
+        BRIDGE_ENDED: [
+          { guard: ({ context }) => (context.bridgeEnded ?? null) !== null },
+          { target: 'bridging', actions: assign(({ event }) => ({ bridge: { ...event.bridge, at: event.at } })) },
+        ],
       },
     },
     ending: {
@@ -300,10 +546,14 @@ export const conversationMachine = setup({
         START: { actions: { type: 'refuse', params: 'started' } },
         MESSAGE: { actions: { type: 'refuse', params: 'ended' } },
         CLOSE: { actions: assign({ outcome: { ok: true, response: '', end: true, handoff: null } }) },
+        BRIDGE_ENDED: [
+          { guard: ({ context }) => (context.bridgeEnded ?? null) !== null },
+          { target: 'bridging', actions: assign(({ event }) => ({ bridge: { ...event.bridge, at: event.at } })) },
+        ],
       },
     },
   },
 });
 
 /** States in which the conversation is still reacting to the last event. */
-export const BUSY_STATES = ['starting', 'responding', 'ending'] as const;
+export const BUSY_STATES = ['starting', 'responding', 'ending', 'externalResponding', 'delivering', 'routing', 'bridging'] as const;

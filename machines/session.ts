@@ -149,7 +149,9 @@ export type SessionEvent =
   | { type: 'DESK_ACCEPT'; agent: LiveAgent; at: number }
   | { type: 'DESK_TYPING'; agentId: string; state: string; at: number }
   | { type: 'DESK_MESSAGE'; agentId: string; text: string; at: number }
-  | { type: 'DESK_LEAVE'; agentId: string; at: number };
+  | { type: 'DESK_LEAVE'; agentId: string; at: number }
+  /** The conversation's agent speaks without a user message: an external event's function said `text` (and maybe ended). */
+  | { type: 'AGENT_PUSH'; text: string; end: boolean; at: number };
 
 export interface StartAgentInput {
   sessionId: string;
@@ -461,6 +463,16 @@ export const sessionMachine = setup({
         handoff: { ...h, queuePosition: position },
       };
     }),
+    /** What the agent said outside a turn (an external event's function), as an agent message. */
+    agentPush: assign(({ context, event }) => {
+      const e = event as Extract<SessionEvent, { type: 'AGENT_PUSH' }>;
+      const base = { ...context, ...trimmed(context) };
+      const reply: AgentReply = {
+        at: e.at, failure: null, text: e.text, suggestions: [], end: e.end, handoff: null, handoffMode: 'server', queuePosition: null, agentName: '', agentAvatarUrl: '',
+      };
+      const said = e.text === '' ? {} : emit(base, e.at, agentMessage(base, reply, null));
+      return { ...external(context), ...said, idleDeadline: Math.max(context.idleDeadline, e.at + context.info!.idleMs) };
+    }),
     liveJoined: assign(({ context, event }) => {
       const e = event as any;
       return { ...external(context), ...emit({ ...context, ...trimmed(context) }, e.at, [ev('LIVE_AGENT_JOINED', { agent: e.agent })]), liveAgent: e.agent, handoffDeadline: null, idleDeadline: e.at + context.info!.idleMs };
@@ -536,6 +548,7 @@ export const sessionMachine = setup({
         CLIENT: { actions: refuseClient(SESSION_ERRORS.sessionNotFound) },
         ...deskRefused,
         DISCONNECT: { actions: assign(({ context }) => external(context)) },
+        AGENT_PUSH: { actions: assign(({ context }) => external(context, { ok: false, error: 'not_found' })) },
       },
     },
     active: {
@@ -588,6 +601,10 @@ export const sessionMachine = setup({
               // A join after the agent joined (or while it joins): echoed, nothing more.
               { guard: 'isJoin', actions: assign(({ context, event }) => echo(context, event, 'REQUEST_SERVICE_AGENT_JOIN')) },
               { guard: 'isMessage', actions: refuseClient(SESSION_ERRORS.forward) },
+            ],
+            AGENT_PUSH: [
+              { guard: ({ event }) => event.end, target: '#session.ending', actions: ['agentPush', 'naturalEnd'] },
+              { actions: 'agentPush' },
             ],
           },
           states: {
@@ -708,6 +725,7 @@ export const sessionMachine = setup({
         CONNECT: { actions: assign(({ context }) => external(context, { ok: false, error: 'not_found' })) },
         CLIENT: { actions: refuseClient(SESSION_ERRORS.sessionNotFound) },
         CREATE: { actions: assign(({ context }) => external(context, { ok: false, error: 'exists' })) },
+        AGENT_PUSH: { actions: assign(({ context }) => external(context, { ok: false, error: 'not_found' })) },
         ...deskRefused,
       },
     },
@@ -716,6 +734,7 @@ export const sessionMachine = setup({
         CONNECT: { actions: assign(({ context }) => external(context, { ok: false, error: 'not_found' })) },
         CLIENT: { actions: refuseClient(SESSION_ERRORS.sessionNotFound) },
         CREATE: { actions: assign(({ context }) => external(context, { ok: false, error: 'exists' })) },
+        AGENT_PUSH: { actions: assign(({ context }) => external(context, { ok: false, error: 'not_found' })) },
         ...deskRefused,
       },
     },

@@ -60,6 +60,9 @@ const EnvSchema = z.object({
   TENANCY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
   TENANCY_CACHE_ENTRIES: z.coerce.number().int().min(1).max(10_000_000).default(10_000),
   MESSAGING_SECRET: z.string().min(32, 'MESSAGING_SECRET must be at least 32 characters').optional(),
+  EXTERNAL_EVENT_MAX_BYTES: z.coerce.number().int().min(1024).max(16 * 1024 * 1024).default(256 * 1024),
+  EXTERNAL_EVENT_TIMEOUT_MS: z.coerce.number().int().min(1000).max(30 * 86_400_000).default(3_600_000),
+  EXTERNAL_EVENT_MAX_TIMEOUT_MS: z.coerce.number().int().min(1000).max(30 * 86_400_000).default(7 * 86_400_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
 }).refine((e) => e.EDGE_HEADERS_TIMEOUT_MS <= e.EDGE_REQUEST_TIMEOUT_MS, {
@@ -83,6 +86,11 @@ export interface Config {
   logFormat: 'auto' | 'json' | 'pretty';
   /** Shards actor keys hash to; the same on every process of a deployment. */
   shardCount: number;
+  /**
+   * External events: the largest body the webhook takes (bytes), the wait of `conv.await_external_event`
+   * without `timeout_ms`, and the longest wait a function may ask for (longer ones are cut to it).
+   */
+  externalEvents: { maxBytes: number; defaultTimeoutMs: number; maxTimeoutMs: number };
   /** Shard lease lifetime: how long a dead worker's shards wait before others take them. */
   leaseTtlMs: number;
   /** Idle time after which a live actor is dropped from memory (its state is already stored). */
@@ -180,6 +188,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT,
     shardCount: e.SHARDS,
+    externalEvents: { maxBytes: e.EXTERNAL_EVENT_MAX_BYTES, defaultTimeoutMs: e.EXTERNAL_EVENT_TIMEOUT_MS, maxTimeoutMs: e.EXTERNAL_EVENT_MAX_TIMEOUT_MS },
     leaseTtlMs: e.LEASE_TTL_MS,
     passivateAfterMs: e.PASSIVATE_AFTER_MS,
     askTimeoutMs: e.ASK_TIMEOUT_MS,

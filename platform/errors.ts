@@ -188,5 +188,28 @@ export const CONVERSATIONS = catalog('CONVERSATIONS', {
   CURSOR_OTHER_FILTERS: [400, 'cursor was issued for other filters', 'cursor'],
 });
 
+/** The External Events API (`/v1/external-events/webhook`) and the bridge-ended notification (`/internal/v1/agentic-dial/bridge-ended`). */
+export const EXTERNAL_EVENTS = catalog('EXTERNAL_EVENTS', {
+  API_KEY_MISSING: [401, 'missing X-Api-Key header'],
+  API_KEY_INVALID: [401, 'invalid X-Api-Key'],
+  API_KEY_OTHER_PROJECT: [401, 'X-Api-Key is not valid for this account and project'],
+  PARAM_REQUIRED: [400, '%s is required'],
+  PARAM_REPEATED: [400, '%s may be given only once'],
+  PARAM_TOO_LONG: [400, '%s is longer than %s characters'],
+  LOCATION_INVALID: [400, 'event_id_location must be one of headers, querystring, payload'],
+  PATH_INVALID: [400, 'event_id_path must be a name or a dotted path of names'],
+  CONTENT_TYPE_UNSUPPORTED: [415, 'Content-Type must be application/json, application/x-www-form-urlencoded, application/xml or text/plain'],
+  BODY_TOO_LARGE: [413, 'body is larger than %s bytes'],
+  BODY_MALFORMED: [400, 'body is not valid %s'],
+  BODY_TOO_DEEP: [400, 'body nests deeper than %s levels'],
+  XML_DOCTYPE_REFUSED: [400, 'XML with a DOCTYPE or entity declarations is refused'],
+  EVENT_ID_NOT_FOUND: [400, 'event id not found in %s at %s'],
+  EVENT_ID_INVALID: [400, 'event id must be a string or number of 1 to %s characters without control characters'],
+  TRANSIENT: [500, 'the event could not be processed now; retry with exponential backoff'],
+  BRIDGE_BODY_INVALID: [400, 'body must be a JSON object with conversation_id, bridge_duration_seconds and call_duration_seconds'],
+  BRIDGE_FIELD_INVALID: [400, '%s must be %s'],
+  BRIDGE_CONVERSATION_NOT_FOUND: [404, 'conversation not found'],
+});
+
 /** Every REST family's catalog, for the reference page and its test. */
-export const REST_CATALOGS = { EDGE, AGENTS, ADMIN, CHAT, CONVERSATIONS } as const;
+export const REST_CATALOGS = { EDGE, AGENTS, ADMIN, CHAT, CONVERSATIONS, EXTERNAL_EVENTS } as const;

@@ -51,7 +51,15 @@ async function main(): Promise<void> {
   const runtimeReady = new Promise<Runtime>((resolve) => (runtimeStarted = resolve));
   const extraKinds = sandbox
     ? [
-        conversationKind({ store, builder: services.builder, sandbox, responder: createResponderFromEnv(), functionTimeoutMs: config.functionTimeoutMs }),
+        conversationKind({
+          store,
+          builder: services.builder,
+          sandbox,
+          responder: createResponderFromEnv(),
+          functionTimeoutMs: config.functionTimeoutMs,
+          externalEvents: config.externalEvents,
+          client: async () => (await runtimeReady).client,
+        }),
         sessionKind({ store, builder: services.builder, client: async () => (await runtimeReady).client, transport: async () => (await runtimeReady).transport, conversationIdleMs: config.conversationIdleMs }),
       ]
     : [];
@@ -81,7 +89,7 @@ async function main(): Promise<void> {
   let serving = false;
   const isServing = () => serving;
 
-  const edge = roles.has('edge') ? await buildEdge({ services, runtime, operatorTokenHash: tokenHash, logger, requestLevel, isServing, conversationIdleMs: config.conversationIdleMs, limits: config.edge }) : null;
+  const edge = roles.has('edge') ? await buildEdge({ services, runtime, operatorTokenHash: tokenHash, logger, requestLevel, isServing, conversationIdleMs: config.conversationIdleMs, limits: config.edge, externalEvents: config.externalEvents }) : null;
   if (edge) await edge.listen({ host: config.host, port: config.edgePort });
   const socket: SocketGateway | null = roles.has('socket')
     ? await startSocketGateway({ host: config.host, port: config.socketPort, logger, isServing, services, runtime, messaging: config.messaging })

@@ -113,7 +113,17 @@ t.test('say, handoff and end are collected', async (t) => {
   t.equal(r.value, 'bye');
 
   const quiet = expectOk(t, await sandbox.invoke(call('g', 'function g() {}')), 'nothing done');
-  t.same(quiet.conv, { state: {}, said: [], handoff: null, ended: false });
+  t.same(quiet.conv, { state: {}, said: [], handoff: null, ended: false, awaiting: null });
+});
+
+t.test('await_external_event is recorded as an effect, never a host call', async (t) => {
+  const r = expectOk(t, await sandbox.invoke(call('f', `function f(conv) { conv.await_external_event('pay-1'); conv.await_external_event(42, { timeout_ms: 1500 }); return typeof conv.await_external_event; }`)), 'call');
+  t.same(r.conv.awaiting, { event_id: '42', timeout_ms: 1500 }, 'the last call wins; the id as a string');
+  t.equal(r.value, 'function');
+  const odd = expectOk(t, await sandbox.invoke(call('g', `function g(conv) { conv.await_external_event('x', { timeout_ms: 'soon' }); }`)), 'odd timeout');
+  t.same(odd.conv.awaiting, { event_id: 'x', timeout_ms: null }, 'a timeout that is not a number means the default');
+  const hostile = expectOk(t, await sandbox.invoke(call('h', `function h(conv) { conv.await_external_event('y', { get timeout_ms() { throw new Error('no'); } }); }`)), 'throwing getter');
+  t.same(hostile.conv.awaiting, { event_id: 'y', timeout_ms: null });
 });
 
 t.test('tool arguments and return values', async (t) => {
@@ -181,7 +191,7 @@ t.test('timeouts: synchronous loops, async loops, pending promises', async (t) =
   ];
   for (const [what, source] of cases) {
     const r = expectFail(t, await sandbox.invoke(call('f', source, { conv: conv({ state: { keep: 1 } }), timeoutMs: 150 })), 'timeout', what);
-    t.same(r.conv, { state: { keep: 1 }, said: [], handoff: null, ended: false }, `${what}: input state unchanged, no effects`);
+    t.same(r.conv, { state: { keep: 1 }, said: [], handoff: null, ended: false, awaiting: null }, `${what}: input state unchanged, no effects`);
     expectOk(t, await sandbox.invoke(ping), `${what}: a normal call succeeds afterwards`);
   }
 });
@@ -195,7 +205,7 @@ t.test('a memory bomb kills only its worker', async (t) => {
   ];
   for (const source of bombs) {
     const r = expectFail(t, await small.invoke(call('f', source, { conv: conv({ state: { keep: 1 } }) })), 'memory', 'memory bomb');
-    t.same(r.conv, { state: { keep: 1 }, said: [], handoff: null, ended: false }, 'input state unchanged');
+    t.same(r.conv, { state: { keep: 1 }, said: [], handoff: null, ended: false, awaiting: null }, 'input state unchanged');
     const after = expectOk(t, await small.invoke(ping), 'a normal call succeeds afterwards');
     t.equal(after.value, 42);
   }

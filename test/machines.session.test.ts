@@ -46,6 +46,8 @@ t.test('session: every agent state is reachable, and each shortest path replays 
     { type: 'DESK_LEAVE', agentId: 'k1', at: 4000 },
     done('handoffTimer', 70_000), done('idleTimer', 700_000), done('close', 5000),
     done('queueTimer', 17_000), done('queue', { at: 17_000, position: 1 }),
+    { type: 'AGENT_PUSH', text: 'Your payment arrived', end: false, at: 3500 },
+    { type: 'AGENT_PUSH', text: 'Goodbye', end: true, at: 3600 },
   ] as any[];
   const serializeState = (s: any) => JSON.stringify([s.value, s.context.joinFailed, Math.min(1, s.context.queue.length)]);
   const paths = getShortestPaths(machine, { events, serializeState, input: { id: 's1' } } as any);
@@ -59,6 +61,26 @@ t.test('session: every agent state is reachable, and each shortest path replays 
     t.same(actor.getSnapshot().value, path.state.value, path.steps.map((s: any) => s.event.type.replace('xstate.done.actor.', 'done:') + (s.event.kind ? `:${s.event.kind}` : '')).join(' → ') || '(start)');
     actor.stop();
   }
+});
+
+t.test('session: an agent push (an external event\'s function spoke) is an agent message; with end, the session ends', async (t) => {
+  const a = start();
+  a.send({ type: 'AGENT_PUSH', text: 'early', end: false, at: 1100 } as any);
+  t.same(a.getSnapshot().context.reply, { ok: true }, 'taken before the join too');
+  a.send(client('JOIN'));
+  a.send(done('start', reply({ text: 'Hi!' })));
+  a.send({ type: 'AGENT_PUSH', text: 'Your payment arrived', end: false, at: 3500 } as any);
+  const last = a.getSnapshot().context.outbox.at(-1)!;
+  t.equal(last.type, 'SERVICE_AGENT_MESSAGE');
+  t.equal(last.payload.text, 'Your payment arrived');
+  t.type(last.seq, 'number', 'journaled');
+  t.equal(a.getSnapshot().context.idleDeadline >= 3500 + info.idleMs, true, 'activity moves the idle deadline');
+  a.send({ type: 'AGENT_PUSH', text: '', end: true, at: 3600 } as any);
+  t.same(types(a).slice(-1), ['SESSION_END'], 'no empty message; the session ends');
+  t.equal(a.getSnapshot().value, 'ending');
+  a.send({ type: 'AGENT_PUSH', text: 'late', end: false, at: 3700 } as any);
+  t.same(a.getSnapshot().context.reply, { ok: false, error: 'not_found' }, 'refused once ending');
+  a.stop();
 });
 
 t.test('session: journal sequences, transient events and the outbox window', async (t) => {

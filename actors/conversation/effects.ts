@@ -1,5 +1,6 @@
 import type { Builder, Content } from '../../builder/mod.js';
-import type { ConversationStart, EndInput, Handoff, StartInput, TurnInput, TurnOutcome, TurnRecord } from '../../machines/conversation.js';
+import type { ConversationStart, DeliverInput, EndInput, ExternalWait, Handoff, SideInput, SideOutcome, StartInput, TurnInput, TurnOutcome, TurnRecord } from '../../machines/conversation.js';
+import type { ActorClient } from '../client.js';
 import type { Environment } from '../../tenancy/connectors.js';
 import type { ConvInput, FunctionSandbox } from '../functions/types.js';
 import type { KnowledgeTopic, Responder, ResponderContext, ResponderReply, ToolFunction } from '../responder/types.js';
@@ -11,9 +12,18 @@ export interface ConversationDeps {
   sandbox: FunctionSandbox;
   responder: Responder;
   functionTimeoutMs: number;
+  /** The waits of `conv.await_external_event`: without `timeout_ms`, and the longest allowed. */
+  externalEvents?: { defaultTimeoutMs: number; maxTimeoutMs: number };
+  /** Reaches the webchat session of a conversation (what an external event said is pushed to it at once). */
+  client?: () => Promise<ActorClient>;
+  /** Whether a messaging session of this id exists (a Chat API conversation labelled `webchat` has none). */
+  hasSession?: (id: string) => Promise<boolean>;
 }
 
-const HOOKS = new Set(['start', 'turn', 'end']);
+/** Hooks the platform calls; never offered to the responder as tools. */
+const HOOKS = new Set(['start', 'turn', 'end', 'external_event', 'bridge_ended']);
+/** The longest external event id a function may wait for (the webhook refuses longer ones). */
+export const MAX_EXTERNAL_EVENT_ID = 256;
 /** The fallback when the responder fails (contract 7.4 wording). */
 const TROUBLE = "Sorry, I'm having trouble responding right now. Please try again.";
 
@@ -25,6 +35,7 @@ interface Working {
   functionErrors: number;
   handoff: Handoff | null;
   end: boolean;
+  awaiting: ExternalWait | null;
 }
 
 /**
@@ -36,6 +47,13 @@ interface Working {
  */
 export function conversationEffects(deps: ConversationDeps) {
   const artifacts = artifactCache(deps.builder);
+  const waits = { defaultTimeoutMs: 3_600_000, maxTimeoutMs: 7 * 86_400_000, ...deps.externalEvents };
+  /** A wait a function asked for, bounded: a valid id, a deadline from now within the allowed maximum. */
+  const waitOf = (a: { event_id: string; timeout_ms: number | null } | null): ExternalWait | null => {
+    if (!a || a.event_id === '' || a.event_id.length > MAX_EXTERNAL_EVENT_ID) return null;
+    const ms = a.timeout_ms === null ? waits.defaultTimeoutMs : Math.min(Math.max(0, Math.floor(a.timeout_ms)), waits.maxTimeoutMs);
+    return { eventId: a.event_id, deadline: Date.now() + ms };
+  };
   /**
    * What a conversation runs: at start, what is deployed to its environment now; afterwards the artifact it
    * started on (a deployment mid-conversation applies to new conversations). Variables are read every time.
@@ -93,6 +111,8 @@ export function conversationEffects(deps: ConversationDeps) {
     w.state = r.conv.state;
     if (r.conv.handoff) w.handoff = r.conv.handoff;
     if (r.conv.ended) w.end = true;
+    const wait = waitOf(r.conv.awaiting ?? null);
+    if (wait) w.awaiting = wait;
     return { said: r.conv.said, value: r.value };
   };
 
@@ -110,6 +130,8 @@ export function conversationEffects(deps: ConversationDeps) {
           w.state = r.conv.state;
           if (r.conv.handoff) w.handoff = r.conv.handoff;
           if (r.conv.ended) w.end = true;
+          const wait = waitOf(r.conv.awaiting ?? null);
+          if (wait) w.awaiting = wait;
           return typeof r.value === 'string' ? r.value : JSON.stringify(r.value ?? null);
         },
       }));
@@ -184,14 +206,41 @@ export function conversationEffects(deps: ConversationDeps) {
     functionErrors: w.functionErrors,
     variant,
     artifactVersion,
+    awaiting: w.awaiting,
   });
+
+  /** Runs `external_event` or `bridge_ended`: its words become a turn of their own (no user input). */
+  const side = async (input: SideInput, name: 'external_event' | 'bridge_ended', arg: unknown): Promise<SideOutcome> => {
+    const w: Working = { state: { ...input.state }, functionErrors: 0, handoff: null, end: false, awaiting: null };
+    const at = Date.now();
+    let said: string[] = [];
+    try {
+      const loaded = await load(input.start, input.artifactVersion);
+      const r = await hook(loaded, name, conv(input.id, input.start, input.variant, w, input.integrationAttributes, {}, loaded.variables), [arg], w);
+      said = [...(r?.said ?? []), ...(typeof r?.value === 'string' && r.value ? [r.value] : [])];
+    } catch {
+      // The project may be gone: nothing runs, the conversation goes on.
+      w.functionErrors++;
+    }
+    const metadata = name === 'external_event' ? { external_event_id: (arg as { id: string }).id } : { bridge_ended: true };
+    return {
+      at: Date.now(),
+      turns: said.length ? [turnRecord('', at, null, said.join(' '), metadata)] : [],
+      said,
+      state: w.state,
+      handoff: w.handoff,
+      end: w.end,
+      functionErrors: w.functionErrors,
+      awaiting: w.awaiting,
+    };
+  };
 
   return {
     async start(input: StartInput): Promise<TurnOutcome> {
       const { start } = input;
       const loaded = await load(start);
       const variant = pickVariant(loaded.content, start.variantId);
-      const w: Working = { state: { ...input.state }, functionErrors: 0, handoff: null, end: false };
+      const w: Working = { state: { ...input.state }, functionErrors: 0, handoff: null, end: false, awaiting: null };
       const opening = await hook(loaded, 'start', conv(input.id, start, variant, w, start.integrationAttributes, {}, loaded.variables), [], w);
       const said = [...(opening?.said ?? []), ...(typeof opening?.value === 'string' && opening.value ? [opening.value] : [])];
       let greeting: ResponderReply | null = null;
@@ -216,13 +265,39 @@ export function conversationEffects(deps: ConversationDeps) {
 
     async takeTurn(input: TurnInput): Promise<TurnOutcome> {
       const loaded = await load(input.start, input.artifactVersion);
-      const w: Working = { state: { ...input.state }, functionErrors: 0, handoff: null, end: false };
+      const w: Working = { state: { ...input.state }, functionErrors: 0, handoff: null, end: false, awaiting: null };
       const record = await turn(input.id, input.start, input.variant, loaded, w, input.integrationAttributes, input.history, input.message, input.metadata, input.at);
       return outcome(w, [record], input.variant, loaded.artifactVersion);
     },
 
+    /** The project's `external_event(conv, event)`, with the event (or the timed-out wait). */
+    async external(input: SideInput): Promise<SideOutcome> {
+      const e = input.external!;
+      return side(input, 'external_event', { id: e.id, content_type: e.content_type, body: e.body, data: e.data, timed_out: e.timed_out, received_at: e.received_at });
+    },
+
+    /** The project's `bridge_ended(conv, bridge)`. */
+    async bridge(input: SideInput): Promise<SideOutcome> {
+      return side(input, 'bridge_ended', input.bridge);
+    },
+
+    /**
+     * Pushes what an external event's function said to the conversation's webchat session, at once (as the
+     * agent's message; the session ends too if the function ended the conversation). Other channels have no
+     * live connection: false, and the text waits for the next turn's response. The ask's event id is fixed by
+     * the machine, so a restarted effect is answered from the session's memory.
+     */
+    async deliver(input: DeliverInput): Promise<boolean> {
+      if (input.channel !== 'WEBCHAT' || !deps.client || (input.text === '' && !input.end)) return false;
+      // Asking a session id that was never created would bring an empty session actor to life.
+      if (deps.hasSession && !(await deps.hasSession(input.id))) return false;
+      const client = await deps.client();
+      const reply = await client.ask<{ ok: boolean }>('session', input.id, { type: 'AGENT_PUSH', text: input.text, end: input.end, at: Date.now() }, { eventId: input.askId });
+      return reply?.ok === true;
+    },
+
     async end(input: EndInput): Promise<{ at: number; state: Record<string, unknown>; functionErrors: number }> {
-      const w: Working = { state: { ...input.state }, functionErrors: 0, handoff: null, end: true };
+      const w: Working = { state: { ...input.state }, functionErrors: 0, handoff: null, end: true, awaiting: null };
       try {
         const loaded = await load(input.start, input.artifactVersion);
         await hook(loaded, 'end', conv(input.id, input.start, input.variant, w, input.integrationAttributes, {}, loaded.variables), [], w);

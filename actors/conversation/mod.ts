@@ -12,7 +12,16 @@
  *
  * @module
  */
-export { conversationKind } from './kind.js';
+export { conversationKind, type ConversationReply } from './kind.js';
+export {
+  externalEventKey,
+  externalEventOf,
+  externalEventRecords,
+  externalWaitRecords,
+  type ExternalEventRecord,
+  type ExternalWaitRecord,
+} from './external.js';
+export { MAX_EXTERNAL_EVENT_ID } from './effects.js';
 export { pickVariant, runningContent, type Running } from './deployment.js';
 export { conversationRecords, type ConversationRecord } from './record.js';
 export { conversationDocuments, jsonOf, withoutTurns, type ConversationDocument } from './document.js';

@@ -73,7 +73,8 @@ export function toRecord(c: ConversationContext, stateValue: unknown): Omit<Conv
     channel: s.channel,
     from_number: s.fromNumber,
     to_number: s.toNumber,
-    in_progress: stateValue !== 'ended',
+    // From the context, not the state value: a bridge notification runs `bridge_ended` after the end too.
+    in_progress: c.endedAt === null && stateValue !== 'ended',
     num_turns: c.turns.length,
     total_duration: total,
     polyai_duration: c.handoff ? seconds(handoffAt - s.at) : total,
@@ -84,7 +85,15 @@ export function toRecord(c: ConversationContext, stateValue: unknown): Omit<Conv
     num_ood: c.numOod,
     metrics: { CALL_DURATION: String(total), CALL_TURN: c.turns.map((t) => t.user_input_datetime) },
     // Built-in keys first, so a function's own variables of the same name win.
-    state: { from_: s.fromNumber, to: s.toNumber, conversation_id: c.id, ...c.state },
+    state: {
+      from_: s.fromNumber,
+      to: s.toNumber,
+      conversation_id: c.id,
+      ...c.state,
+      // What the platform knows of outside systems, after the function's variables: these are its own.
+      ...(c.awaiting ? { awaiting_external_event: { event_id: c.awaiting.eventId, deadline: iso(c.awaiting.deadline) } } : {}),
+      ...(c.bridgeEnded ? { bridge_ended: c.bridgeEnded } : {}),
+    },
     turns: c.turns,
     integration_attributes: c.integrationAttributes,
     asr_lang_code: c.asrLangCode,

@@ -12,6 +12,7 @@ export const BOOTSTRAP_SOURCE = String.raw`(function () {
   const G = globalThis;
   const parse = JSON.parse, stringify = JSON.stringify, S = String;
   const defineProperty = Object.defineProperty, freeze = Object.freeze, keys = Object.keys, isArray = Array.isArray;
+  const isFinite = Number.isFinite;
   const apply = Reflect.apply, lower = String.prototype.toLowerCase;
   const hidden = (o, k, v) => defineProperty(o, k, { value: v, writable: true, configurable: true, enumerable: false });
   // No deferred work: nothing of a call may run outside the call's own job loop.
@@ -21,7 +22,7 @@ export const BOOTSTRAP_SOURCE = String.raw`(function () {
 
   let conv = null, args = [], status = 'idle', value, message = '', inputState = '{}';
   const said = [];
-  let handoff = null, ended = false;
+  let handoff = null, ended = false, awaiting = null;
   const isObject = (v) => v !== null && typeof v === 'object' && !isArray(v);
   const describe = (e) => {
     try {
@@ -68,6 +69,17 @@ export const BOOTSTRAP_SOURCE = String.raw`(function () {
         handoff = { destination: S(destination), reason: reason === undefined ? '' : S(reason) };
       });
       hidden(conv, 'end', function end() { ended = true; });
+      // Asks the platform to hold the conversation until the external event with this id arrives (or the
+      // timeout passes); the project's external_event(conv, event) function then runs. Recorded only: the
+      // platform validates the id and bounds the timeout.
+      hidden(conv, 'await_external_event', function await_external_event(eventId, options) {
+        let timeout = null;
+        try {
+          const t = options !== null && typeof options === 'object' ? options.timeout_ms : undefined;
+          if (typeof t === 'number' && t === t) timeout = t;
+        } catch (_) {}
+        awaiting = { event_id: S(eventId), timeout_ms: timeout };
+      });
       const list = parse(argsJson);
       for (let i = 0; i < list.length; i++) args[i] = list[i] === null ? undefined : parse(list[i]);
     },
@@ -110,7 +122,9 @@ export const BOOTSTRAP_SOURCE = String.raw`(function () {
       for (let i = 0; i < said.length; i++) list += (i ? ',' : '') + stringify(said[i]);
       const h = handoff === null ? 'null'
         : '{"destination":' + stringify(handoff.destination) + ',"reason":' + stringify(handoff.reason) + '}';
-      return '{"state":' + state + ',"said":[' + list + '],"handoff":' + h + ',"ended":' + (ended ? 'true' : 'false') + '}';
+      const a = awaiting === null ? 'null'
+        : '{"event_id":' + stringify(awaiting.event_id) + ',"timeout_ms":' + (awaiting.timeout_ms === null || !isFinite(awaiting.timeout_ms) ? 'null' : stringify(awaiting.timeout_ms)) + '}';
+      return '{"state":' + state + ',"said":[' + list + '],"handoff":' + h + ',"ended":' + (ended ? 'true' : 'false') + ',"awaiting":' + a + '}';
     },
   });
 })()`;

@@ -64,7 +64,7 @@ function copyState(state: unknown): Record<string, unknown> {
 }
 
 function unchanged(state: Record<string, unknown>): ConvOutput {
-  return { state, said: [], handoff: null, ended: false };
+  return { state, said: [], handoff: null, ended: false, awaiting: null };
 }
 
 /** Tenant-made JSON text, parsed as plain data (`__proto__` and `constructor.prototype` keys removed). */
@@ -85,7 +85,12 @@ function checkOutput(text: string | undefined, inputState: Record<string, unknow
   const said = Array.isArray(conv.said) ? conv.said.filter((s): s is string => typeof s === 'string') : [];
   const h = conv.handoff;
   const handoff = h && typeof h.destination === 'string' && typeof h.reason === 'string' ? { destination: h.destination, reason: h.reason } : null;
-  return { state, said, handoff, ended: conv.ended === true };
+  const a = conv.awaiting;
+  const awaiting =
+    a && typeof a === 'object' && typeof a.event_id === 'string'
+      ? { event_id: a.event_id, timeout_ms: typeof a.timeout_ms === 'number' && Number.isFinite(a.timeout_ms) ? a.timeout_ms : null }
+      : null;
+  return { state, said, handoff, ended: conv.ended === true, awaiting };
 }
 
 /**

@@ -7,7 +7,8 @@
  * `function start(conv) { conv.state.visits = (conv.state.visits ?? 0) + 1; conv.say('Welcome back'); }`
  * or `async (conv, message) => message.includes('balance') ? 'Your balance is 3' : undefined`.
  * Hook names: `start` (a conversation begins), `turn` (each user message; a string it returns is the answer
- * instead of the responder's), `end` (the conversation ends). Any other name is a tool the LLM responder may
+ * instead of the responder's), `end` (the conversation ends), `external_event` (an awaited external event arrived
+ * or its wait timed out; `docs/external-events.md`), `bridge_ended` (the telephony bridge ended). Any other name is a tool the LLM responder may
  * call with JSON arguments.
  */
 import type { IsolationReport } from './isolation.js';
@@ -38,6 +39,8 @@ export interface ConvOutput {
   handoff: { destination: string; reason: string } | null;
   /** Set by `conv.end()`. */
   ended: boolean;
+  /** Set by `conv.await_external_event(event_id, {timeout_ms})` (the last call wins). */
+  awaiting: { event_id: string; timeout_ms: number | null } | null;
 }
 
 /**

@@ -24,7 +24,7 @@ export const MAX_PROMPT_TOPICS = 3;
 export const MAX_TOOL_ROUNDS = 5;
 const DEFAULT_TIMEOUT_MS = 30_000;
 /** Function hooks that are never tools. */
-const HOOKS = new Set(['start', 'turn', 'end']);
+const HOOKS = new Set(['start', 'turn', 'end', 'external_event', 'bridge_ended']);
 const BUILTIN_HANDOFF = 'handoff';
 const BUILTIN_END = 'end_conversation';
 

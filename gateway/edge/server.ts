@@ -14,6 +14,7 @@ import { chatPlugin } from './chat.js';
 import { conversationsPlugin } from './conversations/plugin.js';
 import { routeNotFound, sendProblem, shapeForPath, toProblem } from './errors.js';
 import { healthPlugin } from './health.js';
+import { bridgeEndedPlugin, externalEventsPlugin } from './external-events.js';
 import { jsonBodyParser } from './json-body.js';
 
 export interface EdgeOptions {
@@ -32,6 +33,8 @@ export interface EdgeOptions {
   isServing: () => boolean;
   /** Chat API rate limits and the HTTP server's timeouts. */
   limits: EdgeConfig;
+  /** The External Events webhook's body limit (bytes). */
+  externalEvents?: { maxBytes: number };
 }
 
 /**
@@ -130,6 +133,8 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
     perKey: opts.limits.chatPerKey,
     perProject: opts.limits.chatPerProject,
   });
+  await app.register(externalEventsPlugin, { services: opts.services, runtime: opts.runtime, maxBytes: opts.externalEvents?.maxBytes ?? 256 * 1024 });
+  await app.register(bridgeEndedPlugin, { services: opts.services, runtime: opts.runtime });
   // Cursors are MAC'd with a deployment secret every edge shares: the operator token's hash.
   await app.register(conversationsPlugin, { services: opts.services, cursorSecret: `conversations-cursor:${opts.operatorTokenHash}` });
   return app;

@@ -1,0 +1,394 @@
+/**
+ * The External Events API (contract 4.8) and the bridge-ended notification (4.9), over HTTP against a started
+ * platform: a project function waits with `conv.await_external_event`, the webhook delivers (every id location,
+ * every content type), the project's `external_event` function runs and the agent continues (chat: on the next
+ * respond; webchat: at once as an agent message). Early events, duplicates, timeouts, every error row, tenant
+ * isolation and refused XML entities; bridge-ended runs `bridge_ended` and shows in the record.
+ */
+import t, { type Test } from 'tap';
+import fc from 'fast-check';
+import { openStore, type Store } from '../store/mod.js';
+import { conversationRecords } from '../actors/conversation/mod.js';
+import { chatProject, type ChatProject } from './helpers/chat.js';
+import { conversationsClient, conversationsKey, toQuery } from './helpers/conversations.js';
+import { http, type Res } from './helpers/http.js';
+import { connect, is, messagingProject, T, type MessagingProject } from './helpers/messaging.js';
+import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
+import { externalKey, FUNCTIONS, webhook, type Hook } from './helpers/external-events.js';
+
+let p: Platform;
+let c: ChatProject;
+let other: ChatProject;
+let key: string;
+let otherKey: string;
+let store: Store;
+let records: ReturnType<typeof conversationRecords>;
+
+t.before(async () => {
+  p = await startPlatform({ env: { FUNCTION_TIMEOUT_MS: '2000', EXTERNAL_EVENT_MAX_BYTES: '4096' } });
+  c = await chatProject(p, { name: 'Pay Co', functions: FUNCTIONS });
+  other = await chatProject(p, { name: 'Other Co', functions: FUNCTIONS });
+  key = await externalKey(p, c);
+  otherKey = await externalKey(p, other);
+  store = await openStore({ dataDir: p.dataDir });
+  records = conversationRecords(store);
+});
+t.teardown(async () => {
+  await store.close();
+  await p.stop();
+  removeDir(p.dataDir);
+});
+
+const hook = (h: Hook = {}) => webhook(p.edge, h.project ?? c, h.key === undefined ? key : h.key, h);
+
+/** A conversation of `c` that waits for `eventId`. */
+async function waiting(t: Test, eventId: string, timeoutMs?: number, proj = c): Promise<string> {
+  const created = await proj.chat('create', {});
+  t.equal(created.status, 200, created.text);
+  const id = created.body.conversation_id;
+  const r = await proj.chat('respond', { conversation_id: id, message: `wait:${eventId}${timeoutMs ? `:${timeoutMs}` : ''}` });
+  t.equal(r.body.response, `Waiting for ${eventId}`, 'the function answered and waits');
+  return id;
+}
+
+/** The stored record of a conversation (as the test reads it from the data dir). */
+const rec = async (id: string): Promise<any> => records.get(id);
+
+/** Polls the record until `pred` holds. */
+async function recordUntil(id: string, pred: (r: any) => boolean, what: string, ms = 15_000): Promise<any> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const r = await rec(id);
+    if (r && pred(r)) return r;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(r?.state)}`);
+    await new Promise((res) => setTimeout(res, 100));
+  }
+}
+
+t.test('chat: a conversation waits, the event arrives, the function runs and the next respond shows what it said', async (t) => {
+  const id = await waiting(t, 'pay-1');
+  const before = await rec(id);
+  t.match(before!.state.awaiting_external_event, { event_id: 'pay-1', deadline: String }, 'the wait is in the record state');
+  t.ok(Date.parse(before!.state.awaiting_external_event.deadline) > Date.now() + 30 * 60_000, 'default wait: an hour');
+  const r = await hook({ query: { event_id_path: 'payment.ref' }, raw: JSON.stringify({ payment: { ref: 'pay-1', amount: 42 } }) });
+  t.equal(r.status, 201, r.text);
+  t.match(r.body, { id: /^xev_/, event_id: 'pay-1', content_type: 'application/json', conversation_id: id, status: 'delivered', duplicate: false });
+  const after = await rec(id);
+  t.notOk('awaiting_external_event' in after!.state, 'no longer waiting');
+  t.same(after!.state.events, [{ id: 'pay-1', timed_out: false, content_type: 'application/json', body: JSON.stringify({ payment: { ref: 'pay-1', amount: 42 } }), data: { payment: { ref: 'pay-1', amount: 42 } } }]);
+  const next = await c.chat('respond', { conversation_id: id, message: 'When are you open?' });
+  t.equal(next.status, 200);
+  t.match(next.body.response, /^Event pay-1 arrived We are open/, 'what the function said comes first');
+  const again = await c.chat('respond', { conversation_id: id, message: 'When are you open?' });
+  t.notMatch(again.body.response, /Event pay-1/, 'said once');
+});
+
+t.test('a Chat API conversation labelled webchat has no session: what was said comes with the next respond', async (t) => {
+  const id = (await c.chat('create', { channel: 'webchat' })).body.conversation_id;
+  t.equal((await c.chat('respond', { conversation_id: id, message: 'wait:label-1' })).body.response, 'Waiting for label-1');
+  t.equal((await hook({ raw: '{"id":"label-1"}' })).body.status, 'delivered');
+  const next = await c.chat('respond', { conversation_id: id, message: 'When are you open?' });
+  t.match(next.body.response, /^Event label-1 arrived/);
+  t.equal(await store.snapshots.get(`session/${id}`), null, 'no session actor was brought to life');
+});
+
+t.test('every id location, with nested paths, and every content type', async (t) => {
+  const cases: Array<[string, Hook, unknown]> = [
+    ['headers', { query: { event_id_location: 'headers', event_id_path: 'X-Payment-Ref' }, headers: { 'x-payment-ref': 'loc-h' }, raw: '{"a":1}' }, { a: 1 }],
+    ['querystring', { query: { event_id_location: 'querystring', event_id_path: 'ref', ref: 'loc-q' }, raw: '' }, null],
+    ['querystring (dotted name)', { query: { event_id_location: 'querystring', event_id_path: 'order.ref', 'order.ref': 'loc-qd' }, type: 'text/plain', raw: 'hello' }, null],
+    ['json (array index)', { query: { event_id_path: 'data.items.1.id' }, raw: JSON.stringify({ data: { items: [{ id: 'x' }, { id: 'loc-j' }] } }) }, { data: { items: [{ id: 'x' }, { id: 'loc-j' }] } }],
+    ['json (number id)', { query: { event_id_path: 'order.number' }, raw: JSON.stringify({ order: { number: 90210 } }) }, { order: { number: 90210 } }],
+    ['form', { query: { event_id_path: 'payment.ref' }, type: 'application/x-www-form-urlencoded', raw: 'payment.ref=loc-f&amount=5&tag=a&tag=b' }, { 'payment.ref': 'loc-f', amount: '5', tag: ['a', 'b'] }],
+    ['xml', { query: { event_id_path: 'payment.ref' }, type: 'application/xml; charset=utf-8', raw: '<?xml version="1.0"?><payment status="ok"><ref>loc-x</ref><amount>5</amount></payment>' }, { payment: { '@status': 'ok', ref: 'loc-x', amount: '5' } }],
+    ['xml attribute', { query: { event_id_path: 'payment.@id' }, type: 'application/xml', raw: '<payment id="loc-xa"><amount>5</amount></payment>' }, { payment: { '@id': 'loc-xa', amount: '5' } }],
+    ['text/plain', { query: { event_id_path: 'body' }, type: 'text/plain', raw: '  loc-t\n' }, null],
+  ];
+  const ids: Record<string, string> = { headers: 'loc-h', querystring: 'loc-q', 'querystring (dotted name)': 'loc-qd', 'json (array index)': 'loc-j', 'json (number id)': '90210', form: 'loc-f', xml: 'loc-x', 'xml attribute': 'loc-xa', 'text/plain': 'loc-t' };
+  for (const [what, h, data] of cases) {
+    const id = await waiting(t, ids[what]);
+    const r = await hook(h);
+    t.equal(r.status, 201, `${what}: ${r.text}`);
+    t.match(r.body, { event_id: ids[what], status: 'delivered', conversation_id: id }, what);
+    const stored = await rec(id);
+    t.same(stored.state.events?.[0]?.data, data, `${what}: data as parsed (null for plain text and no body)`);
+    t.equal(stored.state.events?.[0]?.body, h.raw, `${what}: body stored as it came`);
+  }
+});
+
+t.test('an event that arrives before anyone waits is kept and delivered when the wait starts', async (t) => {
+  const r = await hook({ raw: JSON.stringify({ id: 'early-1', action: 'none' }) });
+  t.equal(r.status, 201, r.text);
+  t.match(r.body, { event_id: 'early-1', status: 'queued', conversation_id: null });
+  const id = await waiting(t, 'early-1');
+  const found = await recordUntil(id, (x) => Array.isArray(x.state.events), 'the early event to run');
+  t.match(found.state.events, [{ id: 'early-1', timed_out: false, data: { id: 'early-1' } }]);
+  const next = await c.chat('respond', { conversation_id: id, message: 'When are you open?' });
+  t.match(next.body.response, /^Event early-1 arrived/);
+  // Taken: a second conversation that waits for the same id does not get it again.
+  const second = await waiting(t, 'early-1');
+  await new Promise((r) => setTimeout(r, 500));
+  t.notOk((await rec(second)).state.events, 'an event is delivered to one conversation');
+  t.equal((await rec(second)).state.awaiting_external_event?.event_id, 'early-1', 'it still waits');
+  const repeat = await hook({ raw: JSON.stringify({ id: 'early-1' }) });
+  t.match(repeat.body, { status: 'delivered', conversation_id: id, duplicate: true }, 'a repeat names the conversation that took it');
+  t.notOk((await rec(second)).state.events, 'and does not resume the second');
+});
+
+t.test('the same event delivered twice resumes once', async (t) => {
+  const id = await waiting(t, 'dup-1');
+  const body = JSON.stringify({ id: 'dup-1' });
+  const first = await hook({ raw: body });
+  const second = await hook({ raw: JSON.stringify({ id: 'dup-1', other: true }) });
+  t.equal(first.status, 201);
+  t.equal(second.status, 201);
+  t.equal(first.body.duplicate, false);
+  t.equal(second.body.duplicate, true, 'the second delivery is named a duplicate');
+  t.equal(second.body.id, first.body.id, 'the same stored event');
+  const stored = await rec(id);
+  t.equal(stored.state.events.length, 1, 'the function ran once');
+  t.equal(stored.state.events[0].body, body, 'the first body is kept');
+  // Both deliveries at once: still once.
+  const id2 = await waiting(t, 'dup-2');
+  const both = await Promise.all([hook({ raw: '{"id":"dup-2"}' }), hook({ raw: '{"id":"dup-2"}' })]);
+  t.same(both.map((b) => b.status), [201, 201]);
+  t.equal((await rec(id2))!.state.events.length, 1, 'concurrent duplicates run once');
+});
+
+t.test('a wait times out: the function runs with timed_out and the next respond shows it', async (t) => {
+  const id = await waiting(t, 'late-1', 1200);
+  const found = await recordUntil(id, (x) => Array.isArray(x.state.events), 'the timeout');
+  t.same(found.state.events, [{ id: 'late-1', timed_out: true, content_type: '', body: '', data: null }]);
+  t.notOk('awaiting_external_event' in found.state);
+  const late = await hook({ raw: '{"id":"late-1"}' });
+  t.equal(late.status, 201);
+  t.equal(late.body.status, 'queued', 'an event after the timeout resumes nothing');
+  const next = await c.chat('respond', { conversation_id: id, message: 'When are you open?' });
+  t.match(next.body.response, /^No answer for late-1/);
+});
+
+t.test('a function may end the conversation or wait again', async (t) => {
+  const id = await waiting(t, 'chain-1');
+  t.equal((await hook({ raw: '{"id":"chain-1","action":"again"}' })).body.status, 'delivered');
+  const stored = await rec(id);
+  t.equal(stored.state.awaiting_external_event.event_id, 'chain-1-2', 'waits for the next one');
+  t.equal((await hook({ raw: '{"id":"chain-1-2","action":"end"}' })).body.status, 'delivered');
+  const ended = await recordUntil(id, (x) => !x.in_progress, 'the end');
+  t.equal(ended.end_reason, 'agent');
+  t.equal((await c.chat('respond', { conversation_id: id, message: 'hi' })).status, 409, 'ended');
+});
+
+t.test('tenant isolation: another project\'s key or id never resumes this conversation', async (t) => {
+  const id = await waiting(t, 'iso-1');
+  const foreignKey = await hook({ key: otherKey, raw: '{"id":"iso-1"}' });
+  t.equal(foreignKey.status, 401, 'another project\'s key for this project');
+  t.match(foreignKey.body, { error_message: /not valid for this account and project/ });
+  const ownProject = await hook({ key: otherKey, project: other, raw: '{"id":"iso-1"}' });
+  t.equal(ownProject.status, 201, 'the other project may send the same id to itself');
+  t.equal(ownProject.body.status, 'queued', 'it resumes nothing here');
+  t.notOk((await rec(id))!.state.events, 'this conversation did not run');
+  const chatKey = await hook({ key: c.chatKey, raw: '{"id":"iso-1"}' });
+  t.equal(chatKey.status, 401, 'a key of another scope');
+  // The other project's waiting conversation is not resumed by this project's event of the same id.
+  const theirs = await waiting(t, 'iso-2', undefined, other);
+  t.equal((await hook({ raw: '{"id":"iso-2"}' })).body.status, 'queued');
+  t.notOk((await rec(theirs))!.state.events);
+  t.equal((await hook({ raw: '{"id":"iso-1"}' })).body.status, 'delivered', 'the right key delivers');
+});
+
+t.test('every error row answers {error_message}', async (t) => {
+  const rows: Array<[string, Hook, number, RegExp]> = [
+    ['no key', { key: null, raw: '{"id":"e"}' }, 401, /missing X-Api-Key/],
+    ['unknown key', { key: 'sbk_nope', raw: '{"id":"e"}' }, 401, /invalid X-Api-Key/],
+    ['missing event_id_location', { query: { event_id_location: '' }, raw: '{"id":"e"}' }, 400, /event_id_location is required/],
+    ['missing event_id_path', { query: { event_id_path: '' }, raw: '{"id":"e"}' }, 400, /event_id_path is required/],
+    ['missing account_id', { query: { account_id: '' }, raw: '{"id":"e"}' }, 400, /account_id is required/],
+    ['missing project_id', { query: { project_id: '' }, raw: '{"id":"e"}' }, 400, /project_id is required/],
+    ['bad location', { query: { event_id_location: 'cookies' }, raw: '{"id":"e"}' }, 400, /must be one of headers, querystring, payload/],
+    ['repeated parameter', { query: { event_id_path: ['id', 'other'] }, raw: '{"id":"e"}' }, 400, /event_id_path may be given only once/],
+    ['parameter too long', { query: { event_id_path: 'x'.repeat(300) }, raw: '{"id":"e"}' }, 400, /event_id_path is longer than 256 characters/],
+    ['own parameter as the query id', { query: { event_id_location: 'querystring', event_id_path: 'project_id' }, raw: '' }, 400, /event_id_path must be/],
+    ['bad path', { query: { event_id_path: 'a..b' }, raw: '{"id":"e"}' }, 400, /event_id_path must be/],
+    ['unknown account', { query: { account_id: 'acc_nope' }, raw: '{"id":"e"}' }, 401, /not valid for this account and project/],
+    ['id not in payload', { raw: '{"other":"e"}' }, 400, /event id not found in payload at id/],
+    ['id not in headers', { query: { event_id_location: 'headers', event_id_path: 'x-ref' }, raw: '' }, 400, /event id not found in headers at x-ref/],
+    ['id not in query', { query: { event_id_location: 'querystring', event_id_path: 'ref' }, raw: '' }, 400, /event id not found in querystring/],
+    ['id is an object', { raw: '{"id":{"a":1}}' }, 400, /event id must be a string or number/],
+    ['id too long', { raw: JSON.stringify({ id: 'x'.repeat(257) }) }, 400, /event id must be/],
+    ['id with control characters', { raw: JSON.stringify({ id: 'a\nb' }) }, 400, /event id must be/],
+    ['malformed JSON', { raw: '{"id":' }, 400, /body is not valid JSON/],
+    ['too deep JSON', { raw: '['.repeat(100) + ']'.repeat(100) }, 400, /nests deeper/],
+    ['malformed XML', { type: 'application/xml', raw: '<a><b></a>' }, 400, /body is not valid XML/],
+    ['unsupported type', { type: 'image/png', raw: 'x' }, 415, /Content-Type must be/],
+    ['octet stream', { type: 'application/octet-stream', raw: 'x' }, 415, /Content-Type must be/],
+    ['multipart', { type: 'multipart/form-data; boundary=x', raw: '--x--' }, 415, /Content-Type must be/],
+    ['too large', { raw: JSON.stringify({ id: 'e', pad: 'x'.repeat(5000) }) }, 413, /larger than 4096 bytes/],
+  ];
+  for (const [what, h, status, message] of rows) {
+    const r = await hook(h);
+    t.equal(r.status, status, `${what}: ${r.text}`);
+    t.match(r.body, { error_message: message }, what);
+    t.same(Object.keys(r.body), ['error_message'], `${what}: only error_message`);
+  }
+});
+
+t.test('XML entity expansion is refused (billion laughs, external entities)', async (t) => {
+  const laughs = '<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">]><lolz><id>&lol2;</id></lolz>';
+  const xxe = '<?xml version="1.0"?><!DOCTYPE foo [<!ENTITY xxe SYSTEM "file:///etc/passwd">]><foo><id>&xxe;</id></foo>';
+  for (const raw of [laughs, xxe]) {
+    const r = await hook({ type: 'application/xml', query: { event_id_path: 'lolz.id' }, raw });
+    t.equal(r.status, 400, r.text);
+    t.match(r.body, { error_message: 'XML with a DOCTYPE or entity declarations is refused' });
+  }
+  // Predefined entities are kept as written, never expanded.
+  const id = await waiting(t, 'ent-1');
+  const r = await hook({ type: 'application/xml', query: { event_id_path: 'e.id' }, raw: '<e><id>ent-1</id><note>a &amp; b</note></e>' });
+  t.equal(r.status, 201, r.text);
+  t.equal((await rec(id))!.state.events[0].data.e.note, 'a &amp; b');
+});
+
+t.test('bridge-ended runs bridge_ended once and shows in the record via the Conversations API', async (t) => {
+  const created = await c.chat('create', {});
+  const id = created.body.conversation_id;
+  const bridge = (body: unknown, k: string | null = key) =>
+    http(p.edge, 'POST', '/internal/v1/agentic-dial/bridge-ended', { body, headers: k === null ? {} : { 'x-api-key': k } });
+  const r = await bridge({ conversation_id: id, bridge_duration_seconds: 12.5, call_duration_seconds: 30 });
+  t.equal(r.status, 200, r.text);
+  t.match(r.body, { success: true, conversation_id: id, bridge_ended: { bridge_duration_seconds: 12.5, call_duration_seconds: 30, at: String } });
+  const again = await bridge({ conversation_id: id, bridge_duration_seconds: 99, call_duration_seconds: 99 });
+  t.equal(again.status, 200, 'idempotent');
+  t.same(again.body.bridge_ended, r.body.bridge_ended, 'the first notification stands');
+  const convs = conversationsClient(p, c, await conversationsKey(p, c));
+  const list = await convs({ start_time: new Date(Date.now() - 3600_000).toISOString(), end_time: new Date(Date.now() + 60_000).toISOString() });
+  t.equal(list.status, 200, 'listed');
+  const listed = list.body.conversations.find((x: any) => x.id === id);
+  t.same(listed.state.bridge_ended, r.body.bridge_ended, 'recorded in the state');
+  t.equal(listed.state.bridge_seen, '12.5/30', 'the function ran with the bridge data');
+  t.equal(listed.state.bridge_runs, 1, 'once');
+  t.equal(listed.in_progress, true, 'the conversation goes on');
+  // After the end too.
+  const ended = (await c.chat('create', {})).body.conversation_id;
+  await c.chat('close', { conversation_id: ended });
+  const late = await bridge({ conversation_id: ended, bridge_duration_seconds: 1, call_duration_seconds: 2 });
+  t.equal(late.status, 200, late.text);
+  const endedRec = await rec(ended);
+  t.equal(endedRec!.in_progress, false, 'still ended');
+  t.equal(endedRec!.state.bridge_seen, '1/2');
+
+  const rows: Array<[string, unknown, string | null, number, RegExp]> = [
+    ['no key', { conversation_id: id, bridge_duration_seconds: 1, call_duration_seconds: 1 }, null, 401, /missing X-Api-Key/],
+    ['chat key', { conversation_id: id, bridge_duration_seconds: 1, call_duration_seconds: 1 }, c.chatKey, 401, /invalid X-Api-Key/],
+    ['not an object', [1], key, 400, /body must be a JSON object/],
+    ['no conversation_id', { bridge_duration_seconds: 1, call_duration_seconds: 1 }, key, 400, /conversation_id must be/],
+    ['string duration', { conversation_id: id, bridge_duration_seconds: '1', call_duration_seconds: 1 }, key, 400, /bridge_duration_seconds must be a number/],
+    ['negative duration', { conversation_id: id, bridge_duration_seconds: 1, call_duration_seconds: -1 }, key, 400, /call_duration_seconds must be a number/],
+    ['missing duration', { conversation_id: id, bridge_duration_seconds: 1 }, key, 400, /call_duration_seconds must be/],
+    ['unknown conversation', { conversation_id: 'nope', bridge_duration_seconds: 1, call_duration_seconds: 1 }, key, 404, /conversation not found/],
+    ['another project\'s key', { conversation_id: id, bridge_duration_seconds: 1, call_duration_seconds: 1 }, otherKey, 404, /conversation not found/],
+  ];
+  for (const [what, body, k, status, message] of rows) {
+    const res = await bridge(body, k);
+    t.equal(res.status, status, `${what}: ${res.text}`);
+    t.match(res.body, { error_message: message }, what);
+  }
+  const malformed = await http(p.edge, 'POST', '/internal/v1/agentic-dial/bridge-ended', { raw: '{', headers: { 'x-api-key': key, 'content-type': 'application/json' } });
+  t.equal(malformed.status, 400);
+  t.match(malformed.body, { error_message: /not valid JSON/ });
+});
+
+t.test('webchat: the agent\'s message arrives at once as an agent message event', async (t) => {
+  const m: MessagingProject = await messagingProject(p, { name: 'Web Co', functions: FUNCTIONS });
+  const mkey = await externalKey(p, m);
+  const { sessionId, accessToken } = await m.session();
+  const ws = await connect(p.socket, { session_id: sessionId, access_token: accessToken });
+  t.teardown(() => ws.close());
+  ws.send(T('REQUEST_SERVICE_AGENT_JOIN'));
+  await ws.waitFor(is('SERVICE_AGENT_MESSAGE'), 'greeting');
+  const from = ws.flat().length;
+  ws.send(T('USER_MESSAGE'), { text: 'wait:web-1' });
+  await ws.waitFor((e) => e.type === T('SERVICE_AGENT_MESSAGE') && e.payload.text === 'Waiting for web-1', 'waiting reply', from);
+  const r = await webhook(p.edge, m, mkey, { raw: '{"id":"web-1"}' });
+  t.equal(r.status, 201, r.text);
+  t.equal(r.body.status, 'delivered');
+  const pushed = await ws.waitFor((e) => e.type === T('SERVICE_AGENT_MESSAGE') && e.payload.text === 'Event web-1 arrived', 'pushed message', from);
+  t.type(pushed.sequence, 'number', 'journaled');
+  // Ending from an external event ends the session.
+  const from2 = ws.flat().length;
+  ws.send(T('USER_MESSAGE'), { text: 'wait:web-2' });
+  await ws.waitFor((e) => e.payload?.text === 'Waiting for web-2', 'second wait', from2);
+  t.equal((await webhook(p.edge, m, mkey, { raw: '{"id":"web-2","action":"end"}' })).status, 201);
+  await ws.waitFor((e) => e.type === T('SERVICE_AGENT_MESSAGE') && e.payload.text === 'Payment received, goodbye', 'goodbye', from2);
+  const end = await ws.waitFor(is('SESSION_END'), 'session end', from2);
+  t.equal(end.payload.reason, 'REASON_NATURAL_END');
+});
+
+const shaped = (status: number, body: any, allowed: number[]) => {
+  if (!allowed.includes(status)) throw new Error(`status ${status}: ${JSON.stringify(body)}`);
+  if (status >= 400 && (typeof body?.error_message !== 'string' || Object.keys(body).length !== 1)) throw new Error(`not {error_message}: ${JSON.stringify(body)}`);
+  return true;
+};
+
+t.test('fast-check: any query string, content type and body is a 201 or a 4xx in {error_message}, never a 500', async (t) => {
+  const own = fc.record({
+    event_id_location: fc.oneof(fc.constantFrom('headers', 'querystring', 'payload'), fc.string({ maxLength: 12 })),
+    event_id_path: fc.oneof(fc.constantFrom('id', 'a.b', 'a.0.b', 'x-ref', '__proto__', 'constructor.prototype', '@id', 'a..b', ''), fc.string({ maxLength: 40 })),
+    account_id: fc.oneof(fc.constant(c.accountId), fc.constant(c.accountSlug), fc.string({ maxLength: 20 })),
+    project_id: fc.oneof(fc.constant(c.agentId), fc.constant(other.agentId), fc.string({ maxLength: 20 })),
+  }, { requiredKeys: [] });
+  const extra = fc.dictionary(fc.oneof(fc.constantFrom('id', 'ref', 'a.b', 'event_id_path'), fc.string({ maxLength: 10 })), fc.string({ maxLength: 30 }), { maxKeys: 3 });
+  const body = fc.oneof(
+    fc.jsonValue().map((v) => ['application/json', JSON.stringify(v) ?? ''] as const),
+    fc.string({ maxLength: 200 }).map((v) => ['application/json', v] as const),
+    fc.dictionary(fc.string({ maxLength: 8 }), fc.string({ maxLength: 20 })).map((d) => ['application/x-www-form-urlencoded', new URLSearchParams(d).toString()] as const),
+    fc.string({ maxLength: 200 }).map((v) => ['application/x-www-form-urlencoded', v] as const),
+    fc.string({ maxLength: 200 }).map((v) => ['application/xml', v] as const),
+    fc.jsonValue().map((v) => ['application/xml', `<r>${typeof v === 'string' ? v : JSON.stringify(v)}</r><id a="1">${String(v)}</id>`] as const),
+    fc.string({ unit: 'binary', maxLength: 200 }).map((v) => ['text/plain', v] as const),
+    fc.tuple(fc.string({ maxLength: 30 }), fc.string({ maxLength: 50 })).map(([ct, v]) => [ct, v] as const),
+  );
+  await fc.assert(
+    fc.asyncProperty(own, extra, body, fc.option(fc.string({ maxLength: 40 }), { nil: undefined }), async (q, more, [type, raw], ref) => {
+      const query = new URLSearchParams();
+      for (const [k, v] of Object.entries(more)) query.append(k, v);
+      for (const [k, v] of Object.entries(q)) query.append(k, v as string);
+      const headers: Record<string, string> = { 'x-api-key': key };
+      if (/^[\t\x20-\x7e]*$/.test(type)) headers['content-type'] = type;
+      if (ref !== undefined && /^[\t\x20-\x7e]*$/.test(ref)) headers['x-ref'] = ref;
+      const r = await http(p.edge, 'POST', `/v1/external-events/webhook?${query}`, { raw, headers });
+      return shaped(r.status, r.body, [201, 400, 401, 413, 415]);
+    }),
+    { numRuns: Number(process.env.EE_FUZZ_RUNS ?? 150) },
+  );
+  // Raw query strings, not built by URLSearchParams: bad escapes, repeated keys, odd separators.
+  await fc.assert(
+    fc.asyncProperty(fc.string({ maxLength: 120 }), async (qs) => {
+      const safe = qs.replace(/[#\s]/g, '');
+      const r = await http(p.edge, 'POST', `/v1/external-events/webhook?${safe}&account_id=${c.accountId}&project_id=${c.agentId}`, { raw: '{"id":"q"}', headers: { 'x-api-key': key, 'content-type': 'application/json' } });
+      return shaped(r.status, r.body, [201, 400, 401]);
+    }),
+    { numRuns: 100 },
+  );
+  t.pass('no 500');
+});
+
+t.test('fast-check: any bridge-ended body is a 200 or a 4xx in {error_message}, never a 500', async (t) => {
+  const id = (await c.chat('create', {})).body.conversation_id;
+  await fc.assert(
+    fc.asyncProperty(
+      fc.oneof(
+        fc.jsonValue(),
+        fc.record({
+          conversation_id: fc.oneof(fc.constant(id), fc.jsonValue()),
+          bridge_duration_seconds: fc.oneof(fc.double(), fc.jsonValue()),
+          call_duration_seconds: fc.oneof(fc.double({ min: 0, max: 1e6, noNaN: true }), fc.jsonValue()),
+        }, { requiredKeys: [] }),
+      ),
+      async (body) => {
+        const r = await http(p.edge, 'POST', '/internal/v1/agentic-dial/bridge-ended', { raw: JSON.stringify(body) ?? '', headers: { 'x-api-key': key, 'content-type': 'application/json' } });
+        return shaped(r.status, r.body, [200, 400, 404]);
+      },
+    ),
+    { numRuns: 100 },
+  );
+  t.pass('no 500');
+});
