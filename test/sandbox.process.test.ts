@@ -149,11 +149,12 @@ t.test('a process past its memory ceiling is replaced after its call', async (t)
 
 t.test('fairness: another project is served while one has a backlog of spinning calls', async (t) => {
   for (const processes of [1, 2]) {
-    const s = createFunctionSandbox({ processes, timeoutMs: 300 });
+    // A's calls each spin for their whole limit; B has that long to finish before another of A's can.
+    const s = createFunctionSandbox({ processes, timeoutMs: 600 });
     t.teardown(() => s.close());
     await s.start();
     let aDone = 0;
-    const backlog = Array.from({ length: 12 }, () => s.invoke(call('() => { for (;;) {} }', { project: 'A' })).then((r) => (aDone++, r)));
+    const backlog = Array.from({ length: 8 }, () => s.invoke(call('() => { for (;;) {} }', { project: 'A' })).then((r) => (aDone++, r)));
     await new Promise((r) => setTimeout(r, 20));
     const b = await s.invoke(call('() => "B answered"', { project: 'B' }));
     t.same(b.ok && b.value, 'B answered', `${processes} process(es): B's call completes`);
