@@ -59,7 +59,7 @@ t.test('the README walkthrough runs as written and ends with the agent answering
   }
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 
-  t.equal(code, 0, `every command succeeded:\n${out.slice(-3000)}`);
+  t.equal(code, 0, 'every command succeeded', { output: out.slice(-3000) });
   t.match(out, /"response":"We open 9 to 5, Monday to Friday\."/, 'the agent answers the opening hours from main');
   t.match(out, /"response":"Parking is free behind the building\."/, 'and parking, merged from the summer branch');
   t.match(out, /"environment":"live"/, 'after promotion to live');
