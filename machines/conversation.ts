@@ -284,6 +284,18 @@ export const conversationMachine = setup({
     handleBridgeEnded: fromPromise<SideOutcome, SideInput>(notProvided),
   },
   actions: {
+    /** A user message starts a turn (from `idle`, or while `waiting` for an external event). */
+    takeMessage: assign(({ context, event }) => {
+      if (event.type !== 'MESSAGE') return {};
+      return {
+        pending: { message: event.message, metadata: event.metadata, at: event.at },
+        // Later turns may add integration attributes; earlier ones stay.
+        integrationAttributes: { ...context.integrationAttributes, ...event.integrationAttributes },
+        asrLangCode: event.asrLangCode ?? context.asrLangCode,
+        ttsLangCode: event.ttsLangCode ?? context.ttsLangCode,
+        outcome: null,
+      };
+    }),
     applyOutcome: assign(({ context }, out: TurnOutcome) => ({
       // What external events said meanwhile comes first: the client sees it with this answer.
       unread: [],
@@ -389,14 +401,7 @@ export const conversationMachine = setup({
         START: { actions: { type: 'refuse', params: 'started' } },
         MESSAGE: {
           target: 'responding',
-          actions: assign(({ context, event }) => ({
-            pending: { message: event.message, metadata: event.metadata, at: event.at },
-            // Later turns may add integration attributes; earlier ones stay.
-            integrationAttributes: { ...context.integrationAttributes, ...event.integrationAttributes },
-            asrLangCode: event.asrLangCode ?? context.asrLangCode,
-            ttsLangCode: event.ttsLangCode ?? context.ttsLangCode,
-            outcome: null,
-          })),
+          actions: 'takeMessage',
         },
         CLOSE: { target: 'ending', actions: assign({ endReason: 'closed', outcome: { ok: true, response: '', end: true, handoff: null } }) },
         BRIDGE_ENDED: [
@@ -433,13 +438,7 @@ export const conversationMachine = setup({
         START: { actions: { type: 'refuse', params: 'started' } },
         MESSAGE: {
           target: 'responding',
-          actions: assign(({ context, event }) => ({
-            pending: { message: event.message, metadata: event.metadata, at: event.at },
-            integrationAttributes: { ...context.integrationAttributes, ...event.integrationAttributes },
-            asrLangCode: event.asrLangCode ?? context.asrLangCode,
-            ttsLangCode: event.ttsLangCode ?? context.ttsLangCode,
-            outcome: null,
-          })),
+          actions: 'takeMessage',
         },
         EXTERNAL_EVENT: {
           guard: 'awaited',
