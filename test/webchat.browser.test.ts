@@ -187,6 +187,26 @@ function run() {
     await shot(s, 'streamed');
   });
 
+  t.test('response suggestions are buttons; one chosen with the keyboard is sent as the user message', async (t) => {
+    const sg = await messagingProject(p, { name: 'Suggest Co' });
+    const v = await sg.api('PATCH', `/v1/agents/${sg.agentId}/real-time-configs/live/variables`, { variables: { response_suggestions: ['When are you open?', 'Talk to a person'] } });
+    t.equal(v.status, 200, v.text);
+    const pg = await page();
+    await pg.goto(demo(sg));
+    await pg.click('.sbw-bubble');
+    await says(pg, '.sbw-agent', 'Hello');
+    const chips = pg.locator('.sbw-suggest .sbw-chip');
+    await chips.first().waitFor();
+    t.same(await chips.allTextContents(), ['When are you open?', 'Talk to a person']);
+    t.equal(await pg.getAttribute('.sbw-suggest', 'role'), 'group');
+    await chips.first().focus();
+    await pg.keyboard.press('Enter');
+    await says(pg, '.sbw-user', 'When are you open?');
+    await says(pg, '.sbw-agent', 'We are open from 9am to 5pm');
+    t.same(await chips.allTextContents(), ['When are you open?', 'Talk to a person'], 'the new answer brings its suggestions');
+    await shot(pg, 'suggestions');
+  });
+
   t.test('handoff: the desk page takes the session and the live agent answers in the widget', async (t) => {
     const h = await messagingProject(p, { name: 'Handoff Co' });
     const key = await h.liveAgentKey();
