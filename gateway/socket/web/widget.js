@@ -214,7 +214,7 @@
       ws = null; clearInterval(beat); root.removeAttribute('data-connected');
       if (ended) return;
       // A handshake refused (the session ended or expired while we were away): a new conversation.
-      if (attempts >= maxAttempts) { setStatus('Disconnected.'); restart.hidden = false; return; }
+      if (attempts >= maxAttempts) { setStatus('Disconnected.'); restart.textContent = 'Reconnect'; restart.hidden = false; return; }
       setStatus('Reconnecting…');
       var retry = function () { retryTimer = setTimeout(connect, Math.min(8000, 300 * Math.pow(2, attempts++))); };
       if (opened) return retry();
@@ -256,7 +256,7 @@
     ended = true;
     showTyping(false); setStatus(''); suggestions([]);
     note('The conversation has ended.');
-    form.hidden = true; restart.hidden = false;
+    form.hidden = true; restart.textContent = 'Start a new conversation'; restart.hidden = false;
     q('.sbw-end').hidden = true;
     try { sessionStorage.removeItem(KEY); } catch (e) { /* ignore */ }
     clearInterval(beat);
@@ -287,6 +287,9 @@
   panel.addEventListener('keydown', function (e) { if (e.key === 'Escape') open(false); });
   q('.sbw-end').addEventListener('click', function () { if (!out('USER_END_SESSION', {}, cid())) { finish(); } });
   restart.addEventListener('click', function () {
+    restart.hidden = true;
+    // Gave up reconnecting: try the same session again (a refused one starts afresh); after the end, a new one.
+    if (!ended && st.sessionId) { attempts = 0; connect(); return input.focus(); }
     if (ws) { var s = ws; ws = null; s.close(); }
     reset(); start(); input.focus();
   });
