@@ -12,6 +12,7 @@ import { AccessTokens } from './tokens.js';
 import { loadNativeUws } from './uws.js';
 import { GatewayDirectory } from './gateways.js';
 import { mountSocket } from './ws.js';
+import { mountWeb } from './web.js';
 
 export interface SocketGateway {
   port: number;
@@ -34,7 +35,7 @@ export interface SocketGatewayOptions {
 /**
  * The uWebSockets.js gateway on `SOCKET_PORT`: `GET /healthz` and the Messaging API (contract 4.7):
  * `POST /api/v1/access-token`, `POST /api/v1/sessions`, `GET /ws`, plus the live-agent desk under
- * `/api/v1/desk`. It holds no session state: sessions are actors (`session/<id>`), asked through the
+ * `/api/v1/desk`, and the browser pages (`web.ts`: `/widget.js`, `/demo`, `/desk`). It holds no session state: sessions are actors (`session/<id>`), asked through the
  * runtime's client; their events reach this gateway's sockets through each session's topic.
  */
 export async function startSocketGateway(opts: SocketGatewayOptions): Promise<SocketGateway> {
@@ -66,6 +67,7 @@ export async function startSocketGateway(opts: SocketGatewayOptions): Promise<So
   mountAccessToken(app, ctx);
   mountSessions(app, ctx);
   mountDesk(app, ctx);
+  mountWeb(app);
   const sockets = mountSocket(app, ctx, { gateways });
   app.any('/*', (res, req) => {
     const url = req.getUrl();
