@@ -10,6 +10,7 @@ import { tracingConfigured } from '../platform/telemetry.js';
 import { chatProject, type ChatProject } from './helpers/chat.js';
 import { startCluster } from './helpers/cluster.js';
 import { http } from './helpers/http.js';
+import { messagingProject } from './helpers/messaging.js';
 import { natsAvailable } from './helpers/nats.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from './helpers/otlp.js';
 import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
@@ -85,7 +86,7 @@ t.test('embedded: one trace from the edge through the actor to the sandbox and t
     await p.stop();
     removeDir(p.dataDir);
   });
-  const c = await chatProject(p, { functions: { turn: TURN } });
+  const c = await messagingProject(p, { functions: { turn: TURN } });
 
   const created = await c.chat('create', {});
   t.equal(created.status, 200, created.text);
@@ -117,6 +118,21 @@ t.test('embedded: one trace from the edge through the actor to the sandbox and t
   t.ok(completed, 'the request’s log line has its trace_id');
   t.equal(completed?.span_id, turn.edge.spanId, 'and the edge span’s id');
   t.equal(completed?.conversation_id, id, 'and the conversation’s id');
+
+  // The socket gateway's session step: a span continuing the caller's traceparent, the session ask under it.
+  const st = traceparent();
+  const session = await http(p.socket, 'POST', '/api/v1/sessions', { body: {}, headers: { Authorization: `Bearer ${await c.accessToken()}`, traceparent: st.header } });
+  t.equal(session.status, 200, session.text);
+  const step = await waitFor('the session step spans', () => {
+    const spans = r.spans.filter((s) => s.traceId === st.traceId);
+    const http = spans.find((s) => s.name === 'POST /api/v1/sessions' && s.parentSpanId === st.parentId);
+    const ask = spans.find((s) => s.name === 'actor.ask' && s.parentSpanId === http?.spanId);
+    const handle = spans.find((s) => s.name === 'actor.handle' && s.parentSpanId === ask?.spanId);
+    return http && ask && handle ? { http, ask, handle } : undefined;
+  });
+  t.equal(step.http.kind, SERVER);
+  t.equal(step.http.attributes['http.response.status_code'], 200);
+  t.match(step.handle.attributes, { 'actor.kind': 'session', 'actor.id': session.body.session_id, 'actor.event': 'CREATE' });
 });
 
 t.test('over NATS: the edge process and the worker process export spans of one linked trace', needsNats, async (t) => {

@@ -1,6 +1,7 @@
 import type { HttpRequest, HttpResponse } from '@trufflesuite/uws-js-unofficial';
 import { jsonTooDeep } from '../../platform/json-depth.js';
 import { errorBody, HTTP_ERRORS, type MessagingHttpError } from './errors.js';
+import { context, contextFromHeaders, SpanKind, SpanStatusCode, trace, tracer } from '../../platform/telemetry.js';
 
 /** Largest HTTP body the gateway reads. */
 export const MAX_BODY_BYTES = 64 * 1024;
@@ -92,16 +93,30 @@ export function route(headerNames: string[], paramCount: number, handler: (call:
     const query = req.getQuery() ?? '';
     const url = req.getUrl();
     const remote = Buffer.from(res.getRemoteAddressAsText()).toString();
+    // One server span per HTTP step (a no-op while tracing is off), continuing an incoming traceparent.
+    const method = req.getMethod().toUpperCase();
+    const traceparent = req.getHeader('traceparent');
+    const parent = traceparent ? contextFromHeaders({ traceparent, tracestate: req.getHeader('tracestate') }) : context.active();
+    const path = params.reduce((p, v) => (v ? p.replace(`/${v}`, '/:param') : p), url);
+    const span = tracer.startSpan(`${method} ${path}`, { kind: SpanKind.SERVER, attributes: { 'http.request.method': method, 'http.route': path } }, parent);
+    const spanCtx = span.isRecording() ? trace.setSpan(parent, span) : null;
     let aborted = false;
     let deadline: NodeJS.Timeout | undefined;
     res.onAborted(() => {
       aborted = true;
       clearTimeout(deadline);
     });
+    const answer = (a: HttpAnswer) => {
+      if (spanCtx) {
+        span.setAttribute('http.response.status_code', a.status);
+        if (a.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR, message: String(a.status) });
+        span.end();
+      }
+      write(res, () => aborted, a);
+    };
+    const call = (body: Buffer | undefined) => handler({ headers, params, query, url, remote, body });
     const run = (body: Buffer | undefined) =>
-      handler({ headers, params, query, url, remote, body })
-        .then((a) => write(res, () => aborted, a))
-        .catch((err) => write(res, () => aborted, failure(err)));
+      (spanCtx ? context.with(spanCtx, call, undefined, body) : call(body)).then(answer).catch((err) => answer(failure(err)));
     if (opts.body === false) {
       void run(Buffer.alloc(0));
       return;
@@ -115,6 +130,10 @@ export function route(headerNames: string[], paramCount: number, handler: (call:
           if (aborted) return;
           timedOut = true;
           aborted = true; // nothing else may use this response
+          if (spanCtx) {
+            span.setAttribute('http.response.status_code', 408);
+            span.end();
+          }
           res.cork(() => {
             res.writeStatus(statusLine(408)).writeHeader('content-type', 'application/json').writeHeader('access-control-allow-origin', '*');
             // Closing the connection: the rest of the body would otherwise be read as the next request.
