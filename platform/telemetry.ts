@@ -41,6 +41,9 @@ export interface Telemetry {
 
 let started: Telemetry | null = null;
 
+/** Whether a tracer provider runs in this process: edges add their per-request hooks only then. */
+export const tracingStarted = (): boolean => started !== null;
+
 /**
  * Starts the tracer provider when the environment configures an exporter: OTLP over HTTP (JSON), batched
  * (`OTEL_BSP_*`), service name `OTEL_SERVICE_NAME` (default `switchboard`), W3C trace context propagation.

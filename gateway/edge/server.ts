@@ -16,7 +16,7 @@ import { routeNotFound, sendProblem, shapeForPath, toProblem } from './errors.js
 import { healthPlugin } from './health.js';
 import { bridgeEndedPlugin, externalEventsPlugin } from './external-events.js';
 import { jsonBodyParser } from './json-body.js';
-import { context, contextFromHeaders, markTraced, SpanKind, SpanStatusCode, trace, tracer, type Context, type Span } from '../../platform/telemetry.js';
+import { context, contextFromHeaders, markTraced, tracingStarted, SpanKind, SpanStatusCode, trace, tracer, type Context, type Span } from '../../platform/telemetry.js';
 
 /** The span of each request (and its context) while tracing is on. */
 const requestSpans = new WeakMap<object, { span: Span; ctx: Context }>();
@@ -27,6 +27,7 @@ const requestSpans = new WeakMap<object, { span: Span; ctx: Context }>();
  * children; the request's log lines carry `trace_id` and `span_id`. Nothing is added while tracing is off.
  */
 function traceRequests(app: FastifyInstance): void {
+  if (!tracingStarted()) return;
   app.addHook('onRequest', (request, reply, done) => {
     const route = request.routeOptions.url;
     const span = tracer.startSpan(`${request.method} ${route ?? 'unmatched'}`, {

@@ -1,7 +1,7 @@
 import type { HttpRequest, HttpResponse } from '@trufflesuite/uws-js-unofficial';
 import { jsonTooDeep } from '../../platform/json-depth.js';
 import { errorBody, HTTP_ERRORS, type MessagingHttpError } from './errors.js';
-import { context, contextFromHeaders, SpanKind, SpanStatusCode, trace, tracer } from '../../platform/telemetry.js';
+import { context, contextFromHeaders, SpanKind, SpanStatusCode, trace, tracer, tracingStarted, type Context, type Span } from '../../platform/telemetry.js';
 
 /** Largest HTTP body the gateway reads. */
 export const MAX_BODY_BYTES = 64 * 1024;
@@ -93,13 +93,17 @@ export function route(headerNames: string[], paramCount: number, handler: (call:
     const query = req.getQuery() ?? '';
     const url = req.getUrl();
     const remote = Buffer.from(res.getRemoteAddressAsText()).toString();
-    // One server span per HTTP step (a no-op while tracing is off), continuing an incoming traceparent.
-    const method = req.getMethod().toUpperCase();
-    const traceparent = req.getHeader('traceparent');
-    const parent = traceparent ? contextFromHeaders({ traceparent, tracestate: req.getHeader('tracestate') }) : context.active();
-    const path = params.reduce((p, v) => (v ? p.replace(`/${v}`, '/:param') : p), url);
-    const span = tracer.startSpan(`${method} ${path}`, { kind: SpanKind.SERVER, attributes: { 'http.request.method': method, 'http.route': path } }, parent);
-    const spanCtx = span.isRecording() ? trace.setSpan(parent, span) : null;
+    // While tracing is on: one server span per HTTP step, continuing an incoming traceparent.
+    let span: Span | null = null;
+    let spanCtx: Context | null = null;
+    if (tracingStarted()) {
+      const method = req.getMethod().toUpperCase();
+      const traceparent = req.getHeader('traceparent');
+      const parent = traceparent ? contextFromHeaders({ traceparent, tracestate: req.getHeader('tracestate') }) : context.active();
+      const path = params.reduce((p, v) => (v ? p.replace(`/${v}`, '/:param') : p), url);
+      span = tracer.startSpan(`${method} ${path}`, { kind: SpanKind.SERVER, attributes: { 'http.request.method': method, 'http.route': path } }, parent);
+      spanCtx = trace.setSpan(parent, span);
+    }
     let aborted = false;
     let deadline: NodeJS.Timeout | undefined;
     res.onAborted(() => {
@@ -107,10 +111,12 @@ export function route(headerNames: string[], paramCount: number, handler: (call:
       clearTimeout(deadline);
     });
     const answer = (a: HttpAnswer) => {
-      if (spanCtx) {
-        span.setAttribute('http.response.status_code', a.status);
-        if (a.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR, message: String(a.status) });
-        span.end();
+      const s = span;
+      span = null;
+      if (s) {
+        s.setAttribute('http.response.status_code', a.status);
+        if (a.status >= 500) s.setStatus({ code: SpanStatusCode.ERROR, message: String(a.status) });
+        s.end();
       }
       write(res, () => aborted, a);
     };
@@ -130,7 +136,7 @@ export function route(headerNames: string[], paramCount: number, handler: (call:
           if (aborted) return;
           timedOut = true;
           aborted = true; // nothing else may use this response
-          if (spanCtx) {
+          if (span) {
             span.setAttribute('http.response.status_code', 408);
             span.end();
           }
