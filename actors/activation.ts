@@ -4,6 +4,8 @@ import type { CommitQueue } from './commit.js';
 import type { ActorKind } from './kinds.js';
 import { decode, encodeSnapshot, type Envelope, type HostErrorCode, type Reply } from './protocol.js';
 import { timings } from '../platform/timings.js';
+import { contextFromHeaders, inSpan, SpanKind } from '../platform/telemetry.js';
+import type { Headers } from './transport/types.js';
 import { earliestDeadline } from './timers.js';
 
 /** How many applied event ids (with their replies) an actor remembers for de-duplicating retries. */
@@ -17,7 +19,7 @@ interface Persisted {
 
 type Job =
   /** `at`: when it was delivered (performance.now), for step timings; 0 when they are off. */
-  | { type: 'event'; envelope: Envelope; respond: (r: Reply) => void; at: number }
+  | { type: 'event'; envelope: Envelope; respond: (r: Reply) => void; at: number; headers?: Headers }
   | { type: 'persist' }
   | { type: 'wake' }
   | { type: 'stop'; done: () => void };
@@ -75,14 +77,15 @@ export class Activation {
     return !this.running && this.queue.length === 0;
   }
 
-  deliver(envelope: Envelope, respond: (r: Reply) => void): void {
+  /** Queues an event; `headers` carry the sender's trace context (the handling span continues it). */
+  deliver(envelope: Envelope, respond: (r: Reply) => void, headers?: Headers): void {
     let answered = false;
     const once = (r: Reply) => {
       if (answered) return;
       answered = true;
       respond(r);
     };
-    this.push({ type: 'event', envelope, respond: once, at: timings ? performance.now() : 0 });
+    this.push({ type: 'event', envelope, respond: once, at: timings ? performance.now() : 0, headers });
   }
 
   /** Loads the actor (restarting its timers) without an event: the scheduler's wake-up. */
@@ -115,7 +118,7 @@ export class Activation {
     for (let job = this.queue.shift(); job && !this.ended; job = this.queue.shift()) {
       this.lastActive = Date.now();
       try {
-        await this.run(job);
+        await (job.type === 'event' ? this.traced(job) : this.run(job));
       } catch (err) {
         const failure = err instanceof HostFailure ? err : new HostFailure('STORE_ERROR', String(err), true);
         if (job.type === 'event') job.respond({ ok: false, code: failure.code, message: failure.message, retry: failure.retry });
@@ -123,6 +126,22 @@ export class Activation {
       }
     }
     this.running = false;
+  }
+
+  /**
+   * Runs an event in an `actor.handle` server span, a child of the asker's span (from the message headers):
+   * the effects the event starts (responder, sandbox functions, further asks) run inside it.
+   */
+  private traced(job: Extract<Job, { type: 'event' }>): Promise<void> {
+    const kind = this.kind.name;
+    const attributes = {
+      'actor.kind': kind,
+      'actor.id': this.id,
+      'actor.event': job.envelope.event.type,
+      'actor.shard': this.shard,
+      ...(kind === 'conversation' ? { 'conversation.id': this.id } : {}),
+    };
+    return inSpan('actor.handle', { kind: SpanKind.SERVER, attributes, parent: contextFromHeaders(job.headers) }, () => this.run(job));
   }
 
   private async run(job: Job): Promise<void> {

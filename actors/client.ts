@@ -3,6 +3,7 @@ import { shardKey, unownedReason, type RuntimeHealth } from './health.js';
 import { shardOf } from './placement/shard.js';
 import { decode, encode, shardSubject, type HostErrorCode, type Reply } from './protocol.js';
 import { TransportError, type Transport } from './transport/types.js';
+import { inSpan, SpanKind, traceHeaders } from '../platform/telemetry.js';
 
 export class ActorAskError extends Error {
   constructor(
@@ -41,7 +42,17 @@ export class ActorClient {
     private readonly o: { shardCount: number; timeoutMs: number; health?: RuntimeHealth },
   ) {}
 
-  async ask<T = unknown>(kind: string, id: string, event: { type: string } & Record<string, unknown>, options: AskOptions = {}): Promise<T> {
+  /**
+   * Asks actor `kind/id` and resolves with its reply. Traced as an `actor.ask` client span whose context
+   * travels with every attempt in the message headers.
+   */
+  ask<T = unknown>(kind: string, id: string, event: { type: string } & Record<string, unknown>, options: AskOptions = {}): Promise<T> {
+    const attributes = { 'actor.kind': kind, 'actor.id': id, 'actor.event': event.type, ...(kind === 'conversation' ? { 'conversation.id': id } : {}) };
+    return inSpan('actor.ask', { kind: SpanKind.CLIENT, attributes }, () => this.attempt<T>(kind, id, event, options));
+  }
+
+  private async attempt<T>(kind: string, id: string, event: { type: string } & Record<string, unknown>, options: AskOptions): Promise<T> {
+    const headers = traceHeaders();
     const deadline = Date.now() + (options.timeoutMs ?? this.o.timeoutMs);
     const eventId = options.eventId ?? randomUUID();
     const shard = shardOf(`${kind}/${id}`, this.o.shardCount);
@@ -58,7 +69,7 @@ export class ActorClient {
         throw new ActorAskError('DEADLINE', `${kind}/${id}: no answer before the deadline (${last})`);
       }
       try {
-        const reply = decode<Reply>(await this.transport.request(subject, data, Math.min(left, MAX_ATTEMPT_MS)));
+        const reply = decode<Reply>(await this.transport.request(subject, data, Math.min(left, MAX_ATTEMPT_MS), headers));
         if (health?.has(shardKey(shard))) health.clear(shardKey(shard));
         if (reply.ok) return reply.reply as T;
         if (!reply.retry) throw new ActorAskError(reply.code, reply.message);

@@ -4,7 +4,7 @@ import { CommitQueue } from './commit.js';
 import type { ActorKind } from './kinds.js';
 import type { Placement } from './placement/types.js';
 import { decode, encode, shardSubject, type Envelope, type Reply } from './protocol.js';
-import type { Subscription, Transport } from './transport/types.js';
+import type { Headers, Subscription, Transport } from './transport/types.js';
 
 export interface HostOptions {
   transport: Transport;
@@ -88,14 +88,14 @@ export class Host {
 
   private serve(shard: number): void {
     if (this.subscriptions.has(shard)) return;
-    const sub = this.o.transport.subscribe(shardSubject(shard), (data, respond) => {
+    const sub = this.o.transport.subscribe(shardSubject(shard), (data, respond, _subject, headers) => {
       const answer = (r: Reply) => respond?.(encode(r));
-      this.receive(shard, data, answer);
+      this.receive(shard, data, answer, headers);
     });
     this.subscriptions.set(shard, sub);
   }
 
-  private receive(shard: number, data: Uint8Array, answer: (r: Reply) => void): void {
+  private receive(shard: number, data: Uint8Array, answer: (r: Reply) => void, headers?: Headers): void {
     if (this.o.placement.fenceOf(shard) === null) {
       answer({ ok: false, code: 'NOT_OWNER', message: `shard ${shard} is not held here`, retry: true });
       return;
@@ -122,7 +122,7 @@ export class Host {
       answer({ ok: false, code: 'UNKNOWN_KIND', message: `no actor kind ${kind}`, retry: false });
       return;
     }
-    activation.deliver(envelope, answer);
+    activation.deliver(envelope, answer, headers);
   }
 
   private activate(key: string, shard: number): Activation | null {

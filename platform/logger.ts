@@ -4,6 +4,7 @@
  */
 import { pino, type Logger } from 'pino';
 import pretty from 'pino-pretty';
+import { traceFields } from './telemetry.js';
 
 /** How log lines are written. */
 export type LogFormat = 'auto' | 'json' | 'pretty';
@@ -31,7 +32,8 @@ export interface PlatformLogger {
 /** Decides the format and builds the logger. */
 export function createLogger(o: LoggerOptions): PlatformLogger {
   const isPretty = o.format === 'pretty' || (o.format === 'auto' && o.isTTY);
-  const options = { level: o.level, base: o.base };
+  // Lines written inside a traced span carry its `trace_id` and `span_id` (nothing while tracing is off).
+  const options = { level: o.level, base: o.base, mixin: traceFields };
   if (!isPretty) return { logger: pino(options), pretty: false, requestLevel: 'info' };
   // In-process and synchronous: no worker thread for a developer's terminal, and lines keep their order with
   // the start-up lines written straight to stdout.

@@ -18,6 +18,7 @@ import { createLogger } from './logger.js';
 import { operatorTokenHash } from './operator-token.js';
 import { createServices } from './services.js';
 import { startInvalidationBus } from './invalidation.js';
+import { startTelemetry } from './telemetry.js';
 
 const ROLES = ['edge', 'socket', 'worker'] as const;
 type Role = (typeof ROLES)[number];
@@ -29,6 +30,8 @@ async function main(): Promise<void> {
   const roles = new Set<Role>(asked.length ? (asked as Role[]) : ROLES);
 
   const config = loadConfig();
+  // Traces only when the OTEL variables configure an exporter (platform/telemetry.ts).
+  const telemetry = await startTelemetry({ attributes: { 'switchboard.roles': [...roles].join('+') } });
   const { logger, requestLevel } = createLogger({ level: config.logLevel, format: config.logFormat, isTTY: !!process.stdout.isTTY, base: { role: [...roles].join('+') } });
   const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl });
   // Processes that serve requests read keys, connectors, accounts, projects and settings through a cache.
@@ -116,6 +119,7 @@ async function main(): Promise<void> {
     await runtime.stop();
     await sandbox?.close();
     await store.close();
+    await telemetry?.shutdown();
     logger.info('drained');
     process.exit(0);
   };

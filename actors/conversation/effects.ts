@@ -5,6 +5,7 @@ import type { Environment } from '../../tenancy/connectors.js';
 import type { ConvInput, FunctionSandbox } from '../functions/types.js';
 import type { KnowledgeTopic, Responder, ResponderContext, ResponderReply, ToolFunction } from '../responder/types.js';
 import { artifactCache, pickVariant, runningContent } from './deployment.js';
+import { inSpan, SpanKind, SpanStatusCode } from '../../platform/telemetry.js';
 
 /** What the conversation effects run with. */
 export interface ConversationDeps {
@@ -97,13 +98,28 @@ export function conversationEffects(deps: ConversationDeps) {
     variables,
   });
 
+  /**
+   * One sandbox call in a `sandbox.invoke` span: the function, its project and conversation, and its
+   * outcome (`ok` or the error kind: error, timeout, memory, not_found, compile, overloaded).
+   */
+  const invoke = (request: Parameters<FunctionSandbox['invoke']>[0]) =>
+    inSpan('sandbox.invoke', {
+      kind: SpanKind.CLIENT,
+      attributes: { 'function.name': request.name, 'project.id': request.project ?? '', 'conversation.id': request.conv.conversation_id },
+    }, async (span) => {
+      const r = await deps.sandbox.invoke(request);
+      span.setAttribute('function.outcome', r.ok ? 'ok' : r.error.kind);
+      if (!r.ok) span.setStatus({ code: SpanStatusCode.ERROR, message: `${r.error.kind}: ${r.error.message}` });
+      return r;
+    });
+
   /** Runs a function if the artifact has it; its effects go into `w`. Returns what it said and returned. */
   /** The functions of what a conversation runs, and the project they belong to (calls queue fairly per project). */
   type Runnable = { sources: Record<string, string>; projectId: string };
 
   const hook = async ({ sources: functions, projectId: project }: Runnable, name: string, input: ConvInput, args: unknown[], w: Working): Promise<{ said: string[]; value: unknown } | null> => {
     if (!functions[name]) return null;
-    const r = await deps.sandbox.invoke({ functions, name, conv: input, args, timeoutMs: deps.functionTimeoutMs, project });
+    const r = await invoke({ functions, name, conv: input, args, timeoutMs: deps.functionTimeoutMs, project });
     if (!r.ok) {
       w.functionErrors++;
       return null;
@@ -122,7 +138,7 @@ export function conversationEffects(deps: ConversationDeps) {
       .map((name) => ({
         name,
         call: async (args: unknown) => {
-          const r = await deps.sandbox.invoke({ functions, name, conv: { ...base(), state: w.state }, args: [args], timeoutMs: deps.functionTimeoutMs, project });
+          const r = await invoke({ functions, name, conv: { ...base(), state: w.state }, args: [args], timeoutMs: deps.functionTimeoutMs, project });
           if (!r.ok) {
             w.functionErrors++;
             return `error: ${r.error.message}`;
@@ -136,13 +152,18 @@ export function conversationEffects(deps: ConversationDeps) {
         },
       }));
 
-  const ask = async (kind: 'greet' | 'respond', ctx: ResponderContext, message: string): Promise<ResponderReply> => {
-    try {
-      return kind === 'greet' ? await deps.responder.greet(ctx) : await deps.responder.respond(ctx, message);
-    } catch {
-      return { text: TROUBLE, isOod: false, intents: [], entities: {}, handoff: null, end: false };
-    }
-  };
+  const ask = (kind: 'greet' | 'respond', ctx: ResponderContext, message: string, conversationId: string): Promise<ResponderReply> =>
+    inSpan(`responder.${kind}`, { kind: SpanKind.CLIENT, attributes: { 'conversation.id': conversationId } }, async (span) => {
+      try {
+        const reply = kind === 'greet' ? await deps.responder.greet(ctx) : await deps.responder.respond(ctx, message);
+        span.setAttribute('responder.outcome', 'ok');
+        return reply;
+      } catch (err) {
+        span.setAttribute('responder.outcome', 'error');
+        span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
+        return { text: TROUBLE, isOod: false, intents: [], entities: {}, handoff: null, end: false };
+      }
+    });
 
   const turnRecord = (input: string, inputAt: number, reply: ResponderReply | null, text: string, metadata: Record<string, unknown>): TurnRecord => {
     const now = Date.now();
@@ -189,7 +210,7 @@ export function conversationEffects(deps: ConversationDeps) {
       tools: tools(loaded, base, w),
       channel: start.channel,
       language: start.asrLangCode || undefined,
-    }, message);
+    }, message, id);
     if (reply.handoff) w.handoff = w.handoff ?? reply.handoff;
     if (reply.end) w.end = true;
     return turnRecord(message, at, reply, reply.text, metadata);
@@ -253,7 +274,7 @@ export function conversationEffects(deps: ConversationDeps) {
           tools: [],
           channel: start.channel,
       language: start.asrLangCode || undefined,
-        }, '');
+        }, '', input.id);
       }
       const turns = [turnRecord('', start.at, greeting, said.length ? said.join(' ') : greeting!.text, {})];
       if (start.initialMessage && !w.end && !w.handoff) {

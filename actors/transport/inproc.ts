@@ -2,6 +2,7 @@ import { isLiteralSubject, isSubscriptionSubject, SubjectTree } from './subject.
 import {
   TransportError,
   type Handler,
+  type Headers,
   type Respond,
   type SubscribeOptions,
   type Subscription,
@@ -53,10 +54,10 @@ export function createInprocTransport(): Transport {
     return out;
   }
 
-  function deliver(to: Entry[], subject: string, data: Uint8Array, respond: Respond | null): void {
+  function deliver(to: Entry[], subject: string, data: Uint8Array, respond: Respond | null, headers?: Headers): void {
     for (const e of to) {
       queueMicrotask(() => {
-        if (e.active) e.handler(data, respond, subject);
+        if (e.active) e.handler(data, respond, subject, headers);
       });
     }
   }
@@ -68,7 +69,7 @@ export function createInprocTransport(): Transport {
   return {
     kind: 'inproc',
 
-    request(subject, data, timeoutMs) {
+    request(subject, data, timeoutMs, headers) {
       if (closed) return Promise.reject(closedError());
       try {
         checkLiteral(subject);
@@ -101,7 +102,7 @@ export function createInprocTransport(): Transport {
           clearTimeout(timer);
           pending.delete(entry);
           resolve(answer);
-        });
+        }, headers);
       });
     },
 

@@ -2,11 +2,12 @@ import {
   ClosedConnectionError,
   connect,
   DrainingConnectionError,
+  headers as natsHeaders,
   RequestError,
   TimeoutError,
   type NatsConnection,
 } from '@nats-io/transport-node';
-import { TransportError, type Handler, type SubscribeOptions, type Subscription, type Transport } from './types.js';
+import { TransportError, type Handler, type Headers, type SubscribeOptions, type Subscription, type Transport } from './types.js';
 
 /** Options of `connectNatsTransport`. */
 export interface NatsTransportOptions {
@@ -36,6 +37,18 @@ function mapError(err: unknown, nc: NatsConnection, subject: string, timeoutMs?:
   return err;
 }
 
+function toNats(h: Headers) {
+  const out = natsHeaders();
+  for (const [k, v] of Object.entries(h)) out.set(k, v);
+  return out;
+}
+
+function fromNats(h: Iterable<[string, string[]]>): Headers {
+  const out: Headers = {};
+  for (const [k, v] of h) if (v.length) out[k.toLowerCase()] = v[0];
+  return out;
+}
+
 /**
  * Connects to NATS at `url` (reconnecting without limit) and returns a transport over that connection.
  * Subscriptions use callbacks rather than async iterators: one less promise hop per message.
@@ -54,9 +67,9 @@ export async function connectNatsTransport(url: string, options: NatsTransportOp
     kind: 'nats',
     connection: nc,
 
-    async request(subject, data, timeoutMs) {
+    async request(subject, data, timeoutMs, headers) {
       try {
-        const msg = await nc.request(subject, data, { timeout: timeoutMs });
+        const msg = await nc.request(subject, data, headers ? { timeout: timeoutMs, headers: toNats(headers) } : { timeout: timeoutMs });
         return msg.data;
       } catch (err) {
         throw mapError(err, nc, subject, timeoutMs);
@@ -88,7 +101,7 @@ export async function connectNatsTransport(url: string, options: NatsTransportOp
                 }
               : null;
             try {
-              handler(msg.data, respond, msg.subject);
+              handler(msg.data, respond, msg.subject, msg.headers ? fromNats(msg.headers) : undefined);
             } catch (thrown) {
               // A throw inside nats.js's reader silently stops the connection from reading; report it
               // as an uncaught exception instead, as the in-process transport does.

@@ -23,8 +23,14 @@ export class TransportError extends Error {
 /** Answers a request; absent for one-way messages. */
 export type Respond = (data: Uint8Array) => void;
 
+/**
+ * Message headers (NATS headers; passed along by reference in-process). They carry W3C trace context
+ * (`traceparent`, `tracestate`) when tracing is on, and are absent otherwise.
+ */
+export type Headers = Record<string, string>;
+
 /** Receives a message; `respond` is set when the sender awaits an answer. */
-export type Handler = (data: Uint8Array, respond: Respond | null, subject: string) => void;
+export type Handler = (data: Uint8Array, respond: Respond | null, subject: string, headers?: Headers) => void;
 
 export interface Subscription {
   /** Stops delivery. Messages already handed to the handler are not recalled. */
@@ -44,7 +50,7 @@ export interface Transport {
    * when nobody subscribes to the subject (immediately, as NATS does), `TIMEOUT` when no answer came
    * within `timeoutMs`, `CLOSED` after `close()`.
    */
-  request(subject: string, data: Uint8Array, timeoutMs: number): Promise<Uint8Array>;
+  request(subject: string, data: Uint8Array, timeoutMs: number, headers?: Headers): Promise<Uint8Array>;
   /** Fire-and-forget to every subscriber of the subject (one per queue group). */
   publish(subject: string, data: Uint8Array): void;
   subscribe(subject: string, handler: Handler, options?: SubscribeOptions): Subscription;

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { ActorAskError, type Runtime } from '../../actors/mod.js';
@@ -86,6 +86,13 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
     return { account, project, connector, key };
   };
 
+  /** The request's later log lines (its completion line included) name the conversation. */
+  const aboutConversation = (req: FastifyRequest, reply: FastifyReply, id: string) => {
+    req.log = req.log.child({ conversation_id: id });
+    // Fastify writes the response line with the reply's logger.
+    reply.log = req.log;
+  };
+
   const ask = async (id: string, event: ConversationEvent): Promise<Reply> => {
     try {
       return await runtime.client.ask<Reply>('conversation', id, event);
@@ -135,7 +142,7 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
         .default({}),
       response: { 200: z.object({ conversation_id: z.string(), response: z.string() }), ...errors },
     },
-  }, async (req) => {
+  }, async (req, res) => {
     const { account, project, connector } = await authorize(req, req.params);
     const variantId = req.body.variant_id ?? connector.variant_id;
     if (req.body.variant_id) {
@@ -143,6 +150,7 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
       if (!running || !pickVariant(running.content, req.body.variant_id)) throw CHAT.VARIANT_UNKNOWN();
     }
     const id = randomUUID();
+    aboutConversation(req, res, id);
     const reply = await ask(id, {
       type: 'START',
       start: {
@@ -188,11 +196,12 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
         ...errors,
       },
     },
-  }, async (req) => {
+  }, async (req, res) => {
     const t0 = timings ? performance.now() : 0;
     const { project } = await authorize(req, req.params);
     if (timings) timings.since('edge.authorize', t0);
     const t1 = timings ? performance.now() : 0;
+    aboutConversation(req, res, req.body.conversation_id);
     await existing(project.id, req.body.conversation_id);
     if (timings) timings.since('edge.existing', t1);
     const t2 = timings ? performance.now() : 0;
@@ -223,8 +232,9 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
       body: z.object({ conversation_id: ConversationId }, { error: 'body must be a JSON object with conversation_id' }),
       response: { 200: z.object({ success: z.boolean() }), ...errors },
     },
-  }, async (req) => {
+  }, async (req, res) => {
     const { project } = await authorize(req, req.params);
+    aboutConversation(req, res, req.body.conversation_id);
     await existing(project.id, req.body.conversation_id);
     const reply = await ask(req.body.conversation_id, { type: 'CLOSE', at: Date.now() });
     return { success: reply.ok };

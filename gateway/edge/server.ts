@@ -16,6 +16,49 @@ import { routeNotFound, sendProblem, shapeForPath, toProblem } from './errors.js
 import { healthPlugin } from './health.js';
 import { bridgeEndedPlugin, externalEventsPlugin } from './external-events.js';
 import { jsonBodyParser } from './json-body.js';
+import { context, contextFromHeaders, markTraced, tracingStarted, SpanKind, SpanStatusCode, trace, tracer, type Context, type Span } from '../../platform/telemetry.js';
+
+/** The span of each request (and its context) while tracing is on. */
+const requestSpans = new WeakMap<object, { span: Span; ctx: Context }>();
+
+/**
+ * One `edge` server span per HTTP request (method, route, status), continuing an incoming `traceparent`.
+ * The request's handling runs in its context (re-entered after the body is read), so asks to actors are its
+ * children; the request's log lines carry `trace_id` and `span_id`. Nothing is added while tracing is off.
+ */
+function traceRequests(app: FastifyInstance): void {
+  if (!tracingStarted()) return;
+  app.addHook('onRequest', (request, reply, done) => {
+    const route = request.routeOptions.url;
+    const span = tracer.startSpan(`${request.method} ${route ?? 'unmatched'}`, {
+      kind: SpanKind.SERVER,
+      attributes: { 'http.request.method': request.method, 'url.path': request.url.split('?')[0], ...(route ? { 'http.route': route } : {}) },
+    }, contextFromHeaders(request.headers));
+    if (!span.isRecording()) return done();
+    const ctx = trace.setSpan(context.active(), span);
+    requestSpans.set(request, { span, ctx });
+    const { traceId, spanId } = span.spanContext();
+    request.log = markTraced(request.log.child({ trace_id: traceId, span_id: spanId }));
+    reply.log = request.log;
+    context.with(ctx, done);
+  });
+  // Reading the body leaves the request's context: the hooks after it and the handler run in it again.
+  app.addHook('preValidation', (request, _reply, done) => {
+    const traced = requestSpans.get(request);
+    if (traced) context.with(traced.ctx, done);
+    else done();
+  });
+  const end = (request: object, status: number | null) => {
+    const traced = requestSpans.get(request);
+    if (!traced) return;
+    requestSpans.delete(request);
+    if (status !== null) traced.span.setAttribute('http.response.status_code', status);
+    if (status === null || status >= 500) traced.span.setStatus({ code: SpanStatusCode.ERROR, message: status === null ? 'aborted' : String(status) });
+    traced.span.end();
+  };
+  app.addHook('onResponse', async (request, reply) => end(request, reply.statusCode));
+  app.addHook('onRequestAbort', async (request) => end(request, null));
+}
 
 export interface EdgeOptions {
   services: Services;
@@ -90,6 +133,7 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
   // JSON only at the root; a family that takes other bodies (external events) adds its parsers in its own context.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, jsonBodyParser);
+  traceRequests(app);
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });

@@ -1,6 +1,7 @@
 import type { HttpRequest, HttpResponse } from '@trufflesuite/uws-js-unofficial';
 import { jsonTooDeep } from '../../platform/json-depth.js';
 import { errorBody, HTTP_ERRORS, type MessagingHttpError } from './errors.js';
+import { context, contextFromHeaders, SpanKind, SpanStatusCode, trace, tracer, tracingStarted, type Context, type Span } from '../../platform/telemetry.js';
 
 /** Largest HTTP body the gateway reads. */
 export const MAX_BODY_BYTES = 64 * 1024;
@@ -92,16 +93,36 @@ export function route(headerNames: string[], paramCount: number, handler: (call:
     const query = req.getQuery() ?? '';
     const url = req.getUrl();
     const remote = Buffer.from(res.getRemoteAddressAsText()).toString();
+    // While tracing is on: one server span per HTTP step, continuing an incoming traceparent.
+    let span: Span | null = null;
+    let spanCtx: Context | null = null;
+    if (tracingStarted()) {
+      const method = req.getMethod().toUpperCase();
+      const traceparent = req.getHeader('traceparent');
+      const parent = traceparent ? contextFromHeaders({ traceparent, tracestate: req.getHeader('tracestate') }) : context.active();
+      const path = params.reduce((p, v) => (v ? p.replace(`/${v}`, '/:param') : p), url);
+      span = tracer.startSpan(`${method} ${path}`, { kind: SpanKind.SERVER, attributes: { 'http.request.method': method, 'http.route': path } }, parent);
+      spanCtx = trace.setSpan(parent, span);
+    }
     let aborted = false;
     let deadline: NodeJS.Timeout | undefined;
     res.onAborted(() => {
       aborted = true;
       clearTimeout(deadline);
     });
+    const answer = (a: HttpAnswer) => {
+      const s = span;
+      span = null;
+      if (s) {
+        s.setAttribute('http.response.status_code', a.status);
+        if (a.status >= 500) s.setStatus({ code: SpanStatusCode.ERROR, message: String(a.status) });
+        s.end();
+      }
+      write(res, () => aborted, a);
+    };
+    const call = (body: Buffer | undefined) => handler({ headers, params, query, url, remote, body });
     const run = (body: Buffer | undefined) =>
-      handler({ headers, params, query, url, remote, body })
-        .then((a) => write(res, () => aborted, a))
-        .catch((err) => write(res, () => aborted, failure(err)));
+      (spanCtx ? context.with(spanCtx, call, undefined, body) : call(body)).then(answer).catch((err) => answer(failure(err)));
     if (opts.body === false) {
       void run(Buffer.alloc(0));
       return;
@@ -115,6 +136,10 @@ export function route(headerNames: string[], paramCount: number, handler: (call:
           if (aborted) return;
           timedOut = true;
           aborted = true; // nothing else may use this response
+          if (span) {
+            span.setAttribute('http.response.status_code', 408);
+            span.end();
+          }
           res.cork(() => {
             res.writeStatus(statusLine(408)).writeHeader('content-type', 'application/json').writeHeader('access-control-allow-origin', '*');
             // Closing the connection: the rest of the body would otherwise be read as the next request.

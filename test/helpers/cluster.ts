@@ -36,6 +36,8 @@ export interface ClusterOptions {
   /** Socket gateway processes to start (role `socket`), with extra environment for them. */
   sockets?: number;
   socketEnv?: Record<string, string>;
+  /** Extra environment for every process (edge, workers, sockets). */
+  env?: Record<string, string>;
 }
 
 /**
@@ -53,6 +55,7 @@ export async function startCluster(o: ClusterOptions): Promise<NatsCluster> {
     LEASE_TTL_MS: String(o.leaseTtlMs ?? 1500),
     PASSIVATE_AFTER_MS: String(passivateAfterMs),
     SHARDS: String(shardCount),
+    ...o.env,
   };
   const edge = await startPlatform({ roles: ['edge'], dataDir, env });
   const workers: Platform[] = [];
