@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
-import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
 import type { EdgeConfig } from '../../platform/config.js';
 import type { Services } from '../../platform/services.js';
@@ -16,6 +16,7 @@ import { routeNotFound, sendProblem, shapeForPath, toProblem } from './errors.js
 import { healthPlugin } from './health.js';
 import { bridgeEndedPlugin, externalEventsPlugin } from './external-events.js';
 import { jsonBodyParser } from './json-body.js';
+import { openapiTransform, SECURITY_SCHEMES } from './openapi.js';
 
 export interface EdgeOptions {
   services: Services;
@@ -35,6 +36,8 @@ export interface EdgeOptions {
   limits: EdgeConfig;
   /** The External Events webhook's body limit (bytes). */
   externalEvents?: { maxBytes: number };
+  /** Told of every route as it is registered (the OpenAPI coverage test lists them with it). */
+  onRoute?: (route: { method: string | string[]; url: string }) => void;
 }
 
 /**
@@ -84,6 +87,10 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
   // Past this many connections Node closes new ones at once: a flood of connections to the edge cannot use up
   // the process's descriptors.
   app.server.maxConnections = opts.limits.maxConnections;
+  if (opts.onRoute) {
+    const tell = opts.onRoute;
+    app.addHook('onRoute', (route) => tell({ method: route.method, url: route.url }));
+  }
   app.setValidatorCompiler(bodyAwareValidatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.decorateRequest('apiKey', null);
@@ -107,17 +114,14 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
     openapi: {
       info: {
         title: 'Switchboard',
-        description: 'Self-hosted conversational agent platform: the Agents API and the operator admin API.',
+        description:
+          'Self-hosted conversational agent platform: the operator admin API, the Agents, Conversations, Concurrent Calls, Chat and External Events APIs and bridge-ended. ' +
+          'The Messaging API (socket port) is described by the AsyncAPI document at `GET /asyncapi.json`.',
         version: '0.1.0',
       },
-      components: {
-        securitySchemes: {
-          apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' },
-          operatorToken: { type: 'http', scheme: 'bearer' },
-        },
-      },
+      components: { securitySchemes: SECURITY_SCHEMES },
     },
-    transform: jsonSchemaTransform,
+    transform: openapiTransform,
   });
   await app.register(fastifySwaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
