@@ -8,6 +8,7 @@ import type { EdgeConfig } from '../../platform/config.js';
 import type { Services } from '../../platform/services.js';
 import type { Runtime } from '../../actors/mod.js';
 import { adminPlugin } from './admin.js';
+import { asyncapiDocument } from './asyncapi.js';
 import { runtimePlugin } from './runtime.js';
 import { agentsPlugin } from './agents/plugin.js';
 import { chatPlugin } from './chat.js';
@@ -125,6 +126,9 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
   });
   await app.register(fastifySwaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  // The Messaging API (socket port) as AsyncAPI 3.0, served here beside the OpenAPI document.
+  const asyncapi = JSON.stringify(asyncapiDocument());
+  app.get('/asyncapi.json', { schema: { hide: true } }, async (_req, reply) => reply.type('application/json').send(asyncapi));
 
   await app.register(healthPlugin, { isServing: opts.isServing, degraded: () => opts.runtime.health.degraded() });
   await app.register(adminPlugin, { prefix: '/admin/v1', services: opts.services, operatorTokenHash: opts.operatorTokenHash });
