@@ -1,10 +1,11 @@
 /**
- * The Messaging API's AsyncAPI 3.0 document (`GET /asyncapi.json` on the edge port), checked structurally
- * (no AsyncAPI parser is installed: @asyncapi/parser pulls in a large tree): the required top-level fields,
+ * The Messaging API's AsyncAPI 3.0 document (`GET /asyncapi.json` on the edge port): valid for
+ * `@asyncapi/parser` (offline: no remote `$ref`), and checked structurally: the required top-level fields,
  * every `$ref` resolving, operations that send the five client events and receive every server event the
  * session machine knows (`SERVER_EVENT_TYPES`), each message a frame whose `type` is its event type.
  */
 import t from 'tap';
+import { Parser } from '@asyncapi/parser';
 import { SERVER_EVENT_TYPES } from '../machines/session.js';
 import { http } from './helpers/http.js';
 import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
@@ -49,6 +50,16 @@ t.test('the required AsyncAPI 3 fields', async (t) => {
   t.match(doc.channels, { session: { address: '/ws' } });
   t.ok(Object.keys(doc.operations).length > 0);
   t.ok(Object.keys(doc.components.messages).length > 0);
+});
+
+t.test('@asyncapi/parser finds no error or warning', async (t) => {
+  const { document, diagnostics } = await new Parser().parse(JSON.stringify(doc));
+  // Severity 0 is an error, 1 a warning; 2 and 3 are hints (such as "3.1.0 exists").
+  const problems = diagnostics.filter((d) => d.severity <= 1).map((d) => `${d.code}: ${d.message} at ${d.path.join('.')}`);
+  t.same(problems, []);
+  t.ok(document, 'parsed');
+  t.equal(document!.allMessages().length, CLIENT.length + SERVER.length);
+  t.equal(document!.allOperations().length, CLIENT.length + SERVER.length);
 });
 
 t.test('every $ref resolves', async (t) => {
