@@ -9,7 +9,7 @@ const USAGE = `usage: switchboard [--url URL] [--token TOKEN] <command>
 
   accounts create --name NAME [--slug SLUG]
   accounts list
-  keys create --account ACCOUNT --scope agents|alerts|conversations|chat|external_events
+  keys create --account ACCOUNT --scope agents|alerts|conversations|chat|external_events|live_agent
               [--project PROJECT] [--permissions conversations_data,pii]
   keys list [--account ACCOUNT]
   keys revoke KEY_ID
@@ -19,6 +19,14 @@ const USAGE = `usage: switchboard [--url URL] [--token TOKEN] <command>
   connectors delete CONNECTOR_ID
   settings get PROJECT
   settings set PROJECT [--show-transcripts true|false] [--chunked-streaming true|false] [--pii-redaction true|false]
+  runtime show                      workers, their shards and live actors
+  runtime cache                     this edge process's tenancy cache
+  runtime actor KIND ID             an actor's stored snapshot
+  help                              this text
+
+Key scopes: agents (Agents API), alerts (Alerts API), conversations (Conversations and Concurrency APIs),
+chat (Chat API), external_events (External Events API and bridge-ended), live_agent (the live-agent desk
+of the Messaging API); conversations, chat and external_events keys need --project.
 
 --url defaults to $SWITCHBOARD_URL, else http://$HOST:$EDGE_PORT (127.0.0.1:8080);
 --token defaults to $OPERATOR_TOKEN.`;
@@ -48,7 +56,7 @@ function toRequest(argv: string[]): { request: Request; url?: string; token?: st
       'pii-redaction': { type: 'string' },
     },
   });
-  const [noun, verb, target] = positionals;
+  const [noun, verb, target, extra] = positionals;
   const need = (value: string | undefined, flag: string): string => {
     if (!value) throw new Error(`missing ${flag}\n\n${USAGE}`);
     return value;
@@ -109,6 +117,12 @@ function toRequest(argv: string[]): { request: Request; url?: string; token?: st
         );
         return { method: 'PATCH', path: `/admin/v1/projects/${encodeURIComponent(need(target, 'PROJECT'))}/settings`, body };
       }
+      case 'runtime show':
+        return { method: 'GET', path: '/admin/v1/runtime' };
+      case 'runtime cache':
+        return { method: 'GET', path: '/admin/v1/runtime/tenancy-cache' };
+      case 'runtime actor':
+        return { method: 'GET', path: `/admin/v1/runtime/actors/${encodeURIComponent(need(target, 'KIND'))}/${encodeURIComponent(need(extra, 'ID'))}` };
       default:
         throw new Error(USAGE);
     }

@@ -211,8 +211,18 @@ export const externalEventsPlugin: FastifyPluginAsync<ExternalEventsOptions> = a
 
   app.post('/v1/external-events/webhook', {
     bodyLimit: maxBytes,
+    config: {
+      openapiQuery: z.object({
+        event_id_location: z.enum(LOCATIONS).describe('Where the external event id is: a header, a query parameter, or the body'),
+        event_id_path: z.string().max(256).describe('Name or dotted path of the id there (payment.ref, items.0.id, order.@id)'),
+        account_id: z.string().describe('Account id or slug'),
+        project_id: z.string().describe('Project (agent) id or slug'),
+      }),
+      openapiBody: z.string().describe('The event, stored as sent (at most EXTERNAL_EVENT_MAX_BYTES)'),
+    },
     schema: {
       tags: ['external events'],
+      consumes: ['application/json', 'application/x-www-form-urlencoded', 'application/xml', 'text/plain'],
       summary: 'Deliver an external event to the conversation waiting for its id',
       response: {
         201: z.object({
@@ -338,6 +348,9 @@ export const bridgeEndedPlugin: FastifyPluginAsync<BridgeOptions> = async (app, 
   const records = conversationRecords(services.store);
 
   app.post('/internal/v1/agentic-dial/bridge-ended', {
+    config: {
+      openapiBody: z.object({ conversation_id: z.string(), bridge_duration_seconds: z.number(), call_duration_seconds: z.number() }),
+    },
     schema: {
       tags: ['external events'],
       summary: 'A bridged call ended: runs the bridge_ended function and records it in the conversation state',

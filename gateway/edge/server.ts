@@ -2,12 +2,13 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
-import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
 import type { EdgeConfig } from '../../platform/config.js';
 import type { Services } from '../../platform/services.js';
 import type { Runtime } from '../../actors/mod.js';
 import { adminPlugin } from './admin.js';
+import { asyncapiDocument } from './asyncapi.js';
 import { runtimePlugin } from './runtime.js';
 import { agentsPlugin } from './agents/plugin.js';
 import { chatPlugin } from './chat.js';
@@ -16,6 +17,7 @@ import { routeNotFound, sendProblem, shapeForPath, toProblem } from './errors.js
 import { healthPlugin } from './health.js';
 import { bridgeEndedPlugin, externalEventsPlugin } from './external-events.js';
 import { jsonBodyParser } from './json-body.js';
+import { openapiTransform, SECURITY_SCHEMES } from './openapi.js';
 import { context, contextFromHeaders, markTraced, tracingStarted, SpanKind, SpanStatusCode, trace, tracer, type Context, type Span } from '../../platform/telemetry.js';
 
 /** The span of each request (and its context) while tracing is on. */
@@ -78,6 +80,8 @@ export interface EdgeOptions {
   limits: EdgeConfig;
   /** The External Events webhook's body limit (bytes). */
   externalEvents?: { maxBytes: number };
+  /** Told of every route as it is registered (the OpenAPI coverage test lists them with it). */
+  onRoute?: (route: { method: string | string[]; url: string }) => void;
 }
 
 /**
@@ -127,6 +131,10 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
   // Past this many connections Node closes new ones at once: a flood of connections to the edge cannot use up
   // the process's descriptors.
   app.server.maxConnections = opts.limits.maxConnections;
+  if (opts.onRoute) {
+    const tell = opts.onRoute;
+    app.addHook('onRoute', (route) => tell({ method: route.method, url: route.url }));
+  }
   app.setValidatorCompiler(bodyAwareValidatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.decorateRequest('apiKey', null);
@@ -151,20 +159,20 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
     openapi: {
       info: {
         title: 'Switchboard',
-        description: 'Self-hosted conversational agent platform: the Agents API and the operator admin API.',
+        description:
+          'Self-hosted conversational agent platform: the operator admin API, the Agents, Conversations, Concurrent Calls, Chat and External Events APIs and bridge-ended. ' +
+          'The Messaging API (socket port) is described by the AsyncAPI document at `GET /asyncapi.json`.',
         version: '0.1.0',
       },
-      components: {
-        securitySchemes: {
-          apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' },
-          operatorToken: { type: 'http', scheme: 'bearer' },
-        },
-      },
+      components: { securitySchemes: SECURITY_SCHEMES },
     },
-    transform: jsonSchemaTransform,
+    transform: openapiTransform,
   });
   await app.register(fastifySwaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  // The Messaging API (socket port) as AsyncAPI 3.0, served here beside the OpenAPI document.
+  const asyncapi = JSON.stringify(asyncapiDocument());
+  app.get('/asyncapi.json', { schema: { hide: true } }, async (_req, reply) => reply.type('application/json').send(asyncapi));
 
   await app.register(healthPlugin, { isServing: opts.isServing, degraded: () => opts.runtime.health.degraded() });
   await app.register(adminPlugin, { prefix: '/admin/v1', services: opts.services, operatorTokenHash: opts.operatorTokenHash });

@@ -32,6 +32,7 @@ import { header, resolvePathProject } from '../auth.js';
 import { useErrorShape } from '../errors.js';
 import { PathId } from '../schemas.js';
 import { concurrency, parseConcurrencyQuery } from './concurrency.js';
+import { ConcurrencyQueryDoc, ConversationsQueryDoc, ConversationsResponseDoc } from './docs.js';
 import { cursorCodec, malformedCursor, type Position } from './cursor.js';
 import type { RawQuery } from './params.js';
 import { filterKey, parseListQuery, VERSIONS, type Version } from './query.js';
@@ -83,6 +84,8 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
   };
 
   app.get('/:version/:account_id/:project_id/conversations', {
+    // Every answer is sent as JSON text (streamed with chunked streaming), never serialized: documented only.
+    config: { openapiQuery: ConversationsQueryDoc, openapiResponses: { 200: ConversationsResponseDoc } },
     schema: {
       tags: ['conversations'],
       summary: 'Conversation records of a project (v1, v2, v3), filtered, paginated, searchable (v3)',
@@ -127,6 +130,7 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
   });
 
   app.get('/:version/:account_id/:project_id/conversations/concurrency', {
+    config: { openapiQuery: ConcurrencyQueryDoc },
     schema: {
       tags: ['concurrency'],
       summary: 'Peak concurrent conversations per 5-minute interval',
