@@ -82,13 +82,7 @@ t.test('conversation: every state is reachable and every simple path replays on 
   t.same([...values].sort(), ['ended', 'ending', 'handedOff', 'idle', 'new', 'responding', 'starting']);
   const paths = getSimplePaths(machine, { events: coreEvents, serializeState, input: { id: 'c1' } } as any);
   t.ok(paths.length > 20, `${paths.length} simple paths`);
-  for (const path of paths) {
-    const actor = createActor(machine, { input: { id: 'c1' } });
-    actor.start();
-    for (const step of path.steps) actor.send(step.event as any);
-    t.same(actor.getSnapshot().value, path.state.value, path.steps.map((s: any) => s.event.type.replace('xstate.done.actor.', 'done:')).join(' → ') || '(start)');
-    actor.stop();
-  }
+  replay(t, paths as any);
 });
 
 t.test('conversation: refusals and outcomes', async (t) => {

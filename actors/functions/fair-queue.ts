@@ -68,7 +68,8 @@ export class FairQueue<T> {
   drop(expired: (item: T) => boolean): T[] {
     const out: T[] = [];
     for (const [project, q] of this.queues) {
-      const keep = q.filter((item) => !expired(item) || (out.push(item), false));
+      const keep: T[] = [];
+      for (const item of q) (expired(item) ? out : keep).push(item);
       this.size -= q.length - keep.length;
       if (keep.length === 0) this.queues.delete(project);
       else this.queues.set(project, keep);

@@ -97,7 +97,9 @@ export function hostStackKb(): number {
   }
 }
 
-const NODE_ARGS = [`--stack-size=${hostStackKb()}`];
+let nodeArgsRead: string[] | null = null;
+/** Node's arguments for a sandbox process; read once, when the first process starts (not when imported). */
+const sandboxNodeArgs = (): string[] => (nodeArgsRead ??= [`--stack-size=${hostStackKb()}`]);
 
 interface Launch {
   command: string;
@@ -111,16 +113,16 @@ function launchFor(layer: IsolationLayer, script: string, scriptArgs: string[]):
   switch (layer) {
     case 'bwrap':
       // Started as 65534 when we are root, so the process is unprivileged outside its user namespace too.
-      return { command: which('bwrap')!, args: [...bwrapArgs(), node, ...NODE_ARGS, script, ...scriptArgs], ...(isRoot() && bwrapAsNobody ? { uid: NOBODY, gid: NOBODY } : {}) };
+      return { command: which('bwrap')!, args: [...bwrapArgs(), node, ...sandboxNodeArgs(), script, ...scriptArgs], ...(isRoot() && bwrapAsNobody ? { uid: NOBODY, gid: NOBODY } : {}) };
     case 'unshare':
       return {
         command: which('unshare')!,
-        args: ['--net', '--ipc', '--uts', '--pid', '--fork', '--kill-child', '--setuid', String(NOBODY), '--setgid', String(NOBODY), '--', node, ...NODE_ARGS, script, ...scriptArgs],
+        args: ['--net', '--ipc', '--uts', '--pid', '--fork', '--kill-child', '--setuid', String(NOBODY), '--setgid', String(NOBODY), '--', node, ...sandboxNodeArgs(), script, ...scriptArgs],
       };
     case 'uid':
-      return { command: node, args: [...NODE_ARGS, script, ...scriptArgs], uid: NOBODY, gid: NOBODY };
+      return { command: node, args: [...sandboxNodeArgs(), script, ...scriptArgs], uid: NOBODY, gid: NOBODY };
     case 'none':
-      return { command: node, args: [...NODE_ARGS, script, ...scriptArgs] };
+      return { command: node, args: [...sandboxNodeArgs(), script, ...scriptArgs] };
   }
 }
 
