@@ -8,7 +8,7 @@ import { toRecord, type ConversationRecord } from './record.js';
 import { createEmbedderFromEnv, type Embedder } from './embedding.js';
 import { conversationProjection } from './projection.js';
 import { externalWatch } from './external.js';
-import { sessionRecords } from '../session/record.js';
+import { sessionHistory } from '../session/mod.js';
 
 /** What an ask of a conversation answers: a turn's outcome, or what became of an external event or bridge notification. */
 export type ConversationReply =
@@ -23,8 +23,9 @@ export type ConversationReply =
  * durable snapshot (`projection.ts`).
  */
 export function conversationKind(deps: ConversationDeps & { store: Store; embedder?: Embedder }): ActorKind {
-  const sessions = sessionRecords(deps.store);
-  const effects = conversationEffects({ hasSession: async (id) => (await sessions.get(id)) !== null, ...deps });
+  // Whether a webchat session exists is read from the journal (its creation), not from a projection.
+  const sessions = sessionHistory(deps.store);
+  const effects = conversationEffects({ hasSession: async (id) => (await sessions.owner(id)) !== null, ...deps });
   const projection = conversationProjection(deps.store, deps.embedder ?? createEmbedderFromEnv(), (msg, err) => console.error(msg, err));
   const machine = conversationMachine.provide({
     actors: {
