@@ -8,7 +8,7 @@ import { sessionKind, sessionTopic, type Published } from '../actors/session/kin
 import { sessionRecordsProjector } from '../actors/session/projector.js';
 import { sessionRecords } from '../actors/session/record.js';
 import { renderStep } from '../actors/session/wire.js';
-import type { JournalEntry } from '../actors/session/contract.js';
+import type { JournalEntry } from '../store/mod.js';
 import { createInprocTransport } from '../actors/transport/inproc.js';
 import type { Builder } from '../builder/mod.js';
 import { sessionMachine, type AgentReply, type SessionInfo } from '../machines/session.js';

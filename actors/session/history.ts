@@ -1,5 +1,4 @@
-import type { Store } from '../../store/mod.js';
-import { journalOf, type JournalEntry } from './contract.js';
+import type { JournalEntry, Store } from '../../store/mod.js';
 import { renderStep, type Frame } from './wire.js';
 
 /** The actor journal's key of a session. */
@@ -18,7 +17,7 @@ export interface SessionOwner {
  * committed before it was read, whether or not it has been published yet.
  */
 export function sessionHistory(store: Store) {
-  const journal = () => journalOf(store);
+  const journal = () => store.journal;
   const journaled = (id: string, entries: JournalEntry[]) => entries.flatMap((e) => renderStep(id, e, true));
   return {
     /** The replayable frames with a sequence above `after`, in order (at most `limit`). */

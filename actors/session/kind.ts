@@ -4,7 +4,7 @@ import type { ActorKind } from '../kinds.js';
 import { encode } from '../protocol.js';
 import { sleepUntil } from '../timers.js';
 import type { Transport } from '../transport/types.js';
-import type { JournalEntry, JournalEvent } from './contract.js';
+import type { JournalEntry, JournalEvent } from '../../store/mod.js';
 import { sessionEffects, type SessionDeps } from './effects.js';
 import { renderStep, replyOf, type Frame, type SessionReply } from './wire.js';
 

@@ -1,5 +1,5 @@
-import type { Store } from '../../store/mod.js';
-import type { JournalEntry, Projector } from './contract.js';
+import type { JournalEntry, Store } from '../../store/mod.js';
+import type { Projector } from '../projection/mod.js';
 import { sessionRecords, type SessionRecord } from './record.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
