@@ -32,12 +32,16 @@ export function sessionKind(deps: SessionDeps & { transport: () => Promise<Trans
     },
   });
   let transport: Transport | null = null;
+  // Fault injection for the crash tests: the worker dies right after committing a step that holds a user
+  // message with exactly this text, before publishing it (the window a replay must cover).
+  const killBeforePublish = process.env.SESSION_FAULT_KILL_BEFORE_PUBLISH || null;
   const kind = {
     name: 'session',
     machine,
     input: (id: string) => ({ id }),
     reply: (_s: unknown, _event: { type: string }, emitted: JournalEvent[] = []): SessionReply => replyOf(emitted),
     published: (id: string, entry: JournalEntry): void => {
+      if (killBeforePublish && entry.events.some((e) => e.type === 'session.user_message' && e.data.text === killBeforePublish)) process.kill(process.pid, 'SIGKILL');
       const frames = renderStep(id, entry);
       if (!frames.length) return;
       const bytes = encode(frames);
