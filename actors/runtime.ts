@@ -61,6 +61,7 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
   let directory: WorkerDirectory;
   const projections = o.projections ? await Projections.open(o.store, o.projections, o.shardCount) : null;
   let stopOwnership = () => {};
+  let ownershipChanged = () => {};
   if (workerId) {
     const placement = nats
       ? createNatsPlacement({ connection: nats.connection, workerId, shardCount: o.shardCount, leaseTtlMs: o.leaseTtlMs, log: o.log })
@@ -73,12 +74,15 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
       passivateAfterMs: o.passivateAfterMs,
       log: o.log,
       committed: projections ? () => projections.wake() : undefined,
+      shardsChanged: () => ownershipChanged(),
     });
     await host.start();
     if (projections) {
       // Partition p is applied by the worker holding shard p's lease: adding workers spreads the partitions.
-      const owned = () => placement.owned().filter((s) => s < projections.partitions && placement.fenceOf(s) !== null).sort((a, b) => a - b);
+      const served = host;
+      const owned = () => served.servedShards().filter((s) => s < projections.partitions);
       await projections.startRunner(owned(), workerId, o.log);
+      ownershipChanged = () => projections.setOwned(owned());
       const timer = setInterval(() => projections.setOwned(owned()), Math.max(100, Math.floor(o.leaseTtlMs / 3)));
       timer.unref();
       stopOwnership = () => clearInterval(timer);
