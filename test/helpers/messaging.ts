@@ -129,8 +129,19 @@ export async function handshakeStatus(socket: string, q: Record<string, string |
 export const T = (t: string) => `EVENT_TYPE_${t}`;
 export const is = (t: string) => (e: Ev) => e.type === T(t);
 
-/** Desk calls with a live_agent key. */
+/**
+ * Waits until the projections have applied every step committed so far: the session records the desk
+ * reads are a read model behind the journal.
+ */
+export async function projected(p: Platform): Promise<void> {
+  const r = await http(p.edge, 'GET', '/admin/v1/runtime/projections?wait=1&timeout_ms=20000', { headers: { authorization: `Bearer ${p.operatorToken}` } });
+  if (r.status !== 200 || !r.body.caughtUp) throw new Error(`projections did not catch up: ${r.status} ${r.text}`);
+}
+
+/** Desk calls with a live_agent key, each once the desk's read model has caught up with the journal. */
 export function desk(p: Platform, key: string) {
-  return (method: string, path: string, body?: unknown): Promise<Res<any>> =>
-    http(p.socket, method, `/api/v1/desk${path}`, { body, headers: { 'x-api-key': key } });
+  return async (method: string, path: string, body?: unknown): Promise<Res<any>> => {
+    await projected(p);
+    return http(p.socket, method, `/api/v1/desk${path}`, { body, headers: { 'x-api-key': key } });
+  };
 }
