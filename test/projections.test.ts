@@ -15,6 +15,7 @@ import { COUNTS, type CountDoc } from './helpers/projector.js';
 /** As many counters as `helpers/journal-child.ts` drives. */
 const COUNTERS = 50;
 import { http } from './helpers/http.js';
+import { waitForProjections } from './helpers/projections.js';
 import { DIST, removeDir, startPlatform } from './helpers/platform.js';
 
 const CHILD = join(DIST, 'test', 'helpers', 'journal-child.js');
@@ -109,7 +110,7 @@ t.test('a projection rebuilt from the journal equals the one built live (admin A
   t.equal(live.status, 200);
   t.match(live.body, { caughtUp: true, partitions: 4 });
   t.match(live.body.projections.find((x: { name: string }) => x.name === 'test-counts'), { name: 'test-counts', kinds: ['counter'], epoch: 0 });
-  t.equal(live.body.projections[0].checkpoint, live.body.head, 'caught up with the head');
+  t.equal(live.body.projections.find((x: { name: string }) => x.name === 'test-counts').checkpoint, live.body.head, 'caught up with the head');
   const read = () => withStore((store) => store.collection<CountDoc>({ name: COUNTS }).find({}, { sort: { id: 1 } }));
   const before = await read();
   t.equal(before.length, COUNTERS);
@@ -117,9 +118,12 @@ t.test('a projection rebuilt from the journal equals the one built live (admin A
   const rebuilt = await admin('POST', '/test-counts/rebuild');
   t.equal(rebuilt.status, 202);
   t.match(rebuilt.body, { name: 'test-counts', epoch: 1, checkpoint: 0 });
-  const after = await admin('GET', '?wait=1&timeout_ms=30000');
+  await waitForProjections(p);
+  const after = await admin('GET', '');
   t.match(after.body, { caughtUp: true });
-  t.match(after.body.projections.find((x: { name: string }) => x.name === 'test-counts'), { epoch: 1 });
+  const counts = after.body.projections.find((x: { name: string }) => x.name === 'test-counts');
+  t.match(counts, { epoch: 1 });
+  t.equal(counts.checkpoint, after.body.head);
   t.same(await read(), before, 'the same read model');
 
   const unknown = await admin('POST', '/no-such-model/rebuild');
