@@ -3,6 +3,7 @@ import { http, type Res } from './http.js';
 import type { Platform } from './platform.js';
 import { chatProject, type ChatProject } from './chat.js';
 import { admin } from './tenants.js';
+import { waitForProjections } from './projections.js';
 
 /** A published agent with a messaging connector registered for `example.com`. */
 export interface MessagingProject extends ChatProject {
@@ -129,19 +130,10 @@ export async function handshakeStatus(socket: string, q: Record<string, string |
 export const T = (t: string) => `EVENT_TYPE_${t}`;
 export const is = (t: string) => (e: Ev) => e.type === T(t);
 
-/**
- * Waits until the projections have applied every step committed so far: the session records the desk
- * reads are a read model behind the journal.
- */
-export async function projected(p: Platform): Promise<void> {
-  const r = await http(p.edge, 'GET', '/admin/v1/runtime/projections?wait=1&timeout_ms=20000', { headers: { authorization: `Bearer ${p.operatorToken}` } });
-  if (r.status !== 200 || !r.body.caughtUp) throw new Error(`projections did not catch up: ${r.status} ${r.text}`);
-}
-
 /** Desk calls with a live_agent key, each once the desk's read model has caught up with the journal. */
 export function desk(p: Platform, key: string) {
   return async (method: string, path: string, body?: unknown): Promise<Res<any>> => {
-    await projected(p);
+    await waitForProjections(p);
     return http(p.socket, method, `/api/v1/desk${path}`, { body, headers: { 'x-api-key': key } });
   };
 }
