@@ -137,6 +137,36 @@ t.test('an actor: state, masked context (unmasked on request), deadlines, placem
   sse.close();
 });
 
+t.test('the fleet: actors per kind and state, shards per worker; search by kind, state and project', async (t) => {
+  const other = await chatProject(p, { name: 'Other Co' });
+  const mine = (await c.chat('create', {})).body.conversation_id;
+  const theirs = (await other.chat('create', {})).body.conversation_id;
+  const fleet = await get('/fleet');
+  t.equal(fleet.status, 200);
+  t.ok(fleet.body.kinds.conversation.states.idle >= 2, 'conversations counted in idle');
+  t.ok(fleet.body.kinds.conversation.total >= 2);
+  t.same(fleet.body.workers.map((w: { id: string }) => w.id), [p.worker]);
+  t.equal(fleet.body.workers[0].shards.length, fleet.body.shardCount, 'one worker owns every shard');
+  t.same(fleet.body.unownedShards, []);
+  const byProject = await get(`/actors?kind=conversation&project=${other.agentId}`);
+  t.equal(byProject.status, 200);
+  t.same(byProject.body.data.map((a: { id: string }) => a.id), [theirs], 'only that project');
+  t.match(byProject.body.data[0], { kind: 'conversation', project_id: other.agentId, account_id: other.accountId, state: 'idle', value: 'idle' });
+  const idle = await get(`/actors?kind=conversation&state=idle&project=${c.agentId}`);
+  t.ok(idle.body.data.some((a: { id: string }) => a.id === mine));
+  t.same((await get(`/actors?kind=conversation&state=ended&project=${c.agentId}`)).body.data, [], 'none ended');
+  await c.chat('close', { conversation_id: mine });
+  const ended = await get(`/actors?kind=conversation&state=ended&project=${c.agentId}`);
+  t.same(ended.body.data.map((a: { id: string }) => a.id), [mine], 'the index follows the journal');
+  const page1 = await get(`/actors?kind=conversation&limit=1`);
+  t.equal(page1.body.data.length, 1);
+  t.type(page1.body.next, 'string');
+  const page2 = await get(`/actors?kind=conversation&limit=1&cursor=${page1.body.next}`);
+  t.not(page2.body.data[0].id, page1.body.data[0].id, 'pages by cursor');
+  t.equal((await get('/actors?cursor=nonsense')).status, 400);
+  t.equal((await get('/actors?limit=0')).status, 400);
+});
+
 t.test('the @statelyai/inspect feed over a real WebSocket: actor with definition, then events and snapshots, masked', async (t) => {
   const id = (await c.chat('create', {})).body.conversation_id;
   const ws = new WebSocket(`${p.edge.replace('http', 'ws')}/admin/v1/inspector/actors/conversation/${id}/inspect`, { headers: auth() });

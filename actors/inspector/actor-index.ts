@@ -1,5 +1,6 @@
-import type { Collection, Doc, Filter, Store } from '../../store/mod.js';
-import type { JournalEntry, Projector } from './journal-contract.js';
+import type { Collection, Doc, Filter, JournalEntry, Store } from '../../store/mod.js';
+import type { Projector } from '../projection/mod.js';
+import { decode } from '../protocol.js';
 
 /**
  * The actor index: one record per actor that ever committed a step, with its kind, id, account and
@@ -60,6 +61,35 @@ const tenantOf = (entry: JournalEntry): { account_id?: string; project_id?: stri
   return {};
 };
 
+/** `accountId`/`projectId` (or `account_id`/`project_id`) at the top of a context or one level down. */
+function tenantInContext(context: unknown): { account_id?: string; project_id?: string } {
+  const look = (o: unknown) => {
+    if (!o || typeof o !== 'object') return {};
+    const r = o as Record<string, unknown>;
+    const a = r.accountId ?? r.account_id;
+    const p = r.projectId ?? r.project_id;
+    return { ...(typeof a === 'string' ? { account_id: a } : {}), ...(typeof p === 'string' ? { project_id: p } : {}) };
+  };
+  const top = look(context);
+  if (top.project_id) return top;
+  for (const v of Object.values((context as Record<string, unknown>) ?? {})) {
+    const found = look(v);
+    if (found.project_id) return found;
+  }
+  return top;
+}
+
+/**
+ * An actor's account and project when its steps' events do not say (a kind whose machine emits no
+ * tenant-bearing events, or steps before its first): read once from its stored snapshot's context.
+ */
+async function tenantFromSnapshot(store: Store, key: string): Promise<{ account_id?: string; project_id?: string }> {
+  const record = await store.snapshots.get(key);
+  if (!record) return {};
+  const persisted = decode<{ s?: { context?: unknown } }>(record.data);
+  return tenantInContext(persisted.s?.context);
+}
+
 /** The projector that keeps the actor index (idempotent: an entry seen again writes nothing newer). */
 export const actorIndexProjector: Projector = {
   name: 'actor-index',
@@ -72,7 +102,8 @@ export const actorIndexProjector: Projector = {
       const before = known.get(entry.key) ?? null;
       if (before && before.version >= entry.version) continue;
       const { all, leaves } = statePaths(entry.value);
-      const tenant = tenantOf(entry);
+      let tenant = tenantOf(entry);
+      if (!tenant.project_id && !before?.project_id) tenant = { ...(await tenantFromSnapshot(store, entry.key)), ...tenant };
       const doc: ActorIndexRecord = {
         id: entry.key,
         kind: entry.kind,
@@ -92,8 +123,33 @@ export const actorIndexProjector: Projector = {
   },
   async reset(store) {
     await actorIndex(store).delete({});
+    await checkpoints(store).delete({});
   },
 };
+
+/** The index's own read position in the journal, for `catchUpActorIndex`. */
+const checkpoints = (store: Store) => store.collection<{ id: string; seq: number } & Doc>({ name: 'inspector_actor_index_checkpoint' });
+
+/**
+ * Applies the journal entries the index has not seen yet, from its own checkpoint, at most `max` of them.
+ * The inspector calls it before it reads the index, so search and counts are current even where no
+ * projection runner keeps the index (and cheap where one does: the entries are then already applied, and
+ * `putNewer` writes nothing for them). Returns the number of entries read.
+ */
+export async function catchUpActorIndex(store: Store, max = 20_000): Promise<number> {
+  const cps = checkpoints(store);
+  let after = (await cps.get('actor-index'))?.seq ?? 0;
+  let read = 0;
+  while (read < max) {
+    const batch = await store.journal.read(after, Math.min(1000, max - read));
+    if (batch.length === 0) break;
+    await actorIndexProjector.apply(batch, store);
+    after = batch[batch.length - 1].seq;
+    read += batch.length;
+    await cps.update({ id: 'actor-index' }, { $max: { seq: after } }, { upsert: true });
+  }
+  return read;
+}
 
 export interface ActorSearch {
   kind?: string;

@@ -1,9 +1,12 @@
 import type { Projector } from './types.js';
+import { actorIndexProjector } from '../inspector/mod.js';
 
 /**
  * Every read model projected from the journal. A branch that adds a projector adds one line here. The
  * `PROJECTION_MODULES` setting adds projectors from other modules (the tests' own projector).
  */
 export function projectors(): Projector[] {
-  return [];
+  return [
+    actorIndexProjector, // the inspector's actor index (actors/inspector/actor-index.ts)
+  ];
 }

@@ -1,5 +1,4 @@
-import { describeSnapshot, type ActorDescription } from '../../../actors/mod.js';
-import { journalOf, type JournalEvent } from '../../../actors/inspector/mod.js';
+import { describeSnapshot, type ActorDescription, type JournalEvent } from '../../../actors/mod.js';
 import type { Store } from '../../../store/mod.js';
 
 /**
@@ -20,20 +19,12 @@ export interface Step {
 
 /** The newest `last` steps of an actor (oldest first). */
 export async function recentSteps(store: Store, key: string, last: number): Promise<Step[]> {
-  const journal = journalOf(store);
-  if (!journal) return [];
-  return (await journal.ofActor(key, { last })).map(toStep);
+  return (await store.journal.ofActor(key, { last })).map(toStep);
 }
 
 /** Steps of an actor after `afterVersion` (oldest first, at most `limit`). */
 export async function stepsAfter(store: Store, key: string, afterVersion: number, limit: number): Promise<Step[]> {
-  const journal = journalOf(store);
-  if (journal) return (await journal.ofActor(key, { afterVersion, limit })).map(toStep);
-  // A store without a journal: the stored snapshot stands for the newest step (steps in between are not kept).
-  const record = await store.snapshots.get(key);
-  if (!record || record.version <= afterVersion) return [];
-  const d = describeSnapshot(record);
-  return [{ seq: 0, version: record.version, at: record.updated_at, value: d.value, events: [] }];
+  return (await store.journal.ofActor(key, { afterVersion, limit })).map(toStep);
 }
 
 const toStep = (e: { seq: number; version: number; at: number; value: unknown; events: JournalEvent[] }): Step => ({
