@@ -173,6 +173,7 @@
       g.classList.toggle('active', !g.classList.contains('root') && active.has(g.dataset.path));
     }
     $('#value').textContent = valueText(step.value);
+    if (fullSize) fitChart();
     $('#position').textContent = `step ${v.pos + 1} of ${v.steps.length} · version ${step.version} · ${new Date(step.at).toLocaleTimeString()}${v.live ? ' · live' : ''}`;
     $('#scrub').max = String(v.steps.length - 1);
     $('#scrub').value = String(v.pos);
@@ -191,6 +192,19 @@
     });
     $('#log').replaceChildren(...items.reverse());
     $('#log-count').textContent = `(${v.steps.length})`;
+  }
+
+  /** The chart fits the page by default; full size scrolls to the deepest lit state. */
+  let fullSize = false;
+  function fitChart() {
+    const svg = $('#chart svg');
+    if (!svg) return;
+    svg.classList.toggle('fit', !fullSize);
+    $('#zoom').textContent = fullSize ? 'Fit to page' : 'Full size';
+    if (fullSize) {
+      const lit = [...document.querySelectorAll('#chart .state.active')].pop();
+      if (lit) lit.scrollIntoView({ block: 'center', inline: 'center' });
+    }
   }
 
   function renderSnapshot(s) {
@@ -220,6 +234,7 @@
     $('#actor-title').textContent = `${kind} / ${id}`;
     $('#actor-meta').textContent = `status ${actor.status} · shard ${actor.placement.shard} · owner ${actor.placement.owner || 'none'} · fence ${actor.placement.fence} · version ${actor.placement.version}`;
     $('#chart').innerHTML = svg || '<p class="meta">No chart: this kind is not in machines/catalog.ts.</p>';
+    fitChart();
     const steps = actor.journal.length ? actor.journal : [{ seq: 0, version: actor.placement.version, at: actor.placement.updatedAt, value: actor.value, events: [] }];
     view = { kind, id, path, steps, pos: steps.length - 1, live: true, abort: new AbortController() };
     render();
@@ -341,6 +356,10 @@
     travel(Number($('#scrub').value));
   });
   $('#unmasked').addEventListener('change', () => route());
+  $('#zoom').addEventListener('click', () => {
+    fullSize = !fullSize;
+    fitChart();
+  });
   window.addEventListener('hashchange', route);
   route();
 })();
