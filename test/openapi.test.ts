@@ -19,7 +19,7 @@ import { createServices } from '../platform/services.js';
 import { openStore, type Store } from '../store/mod.js';
 import { removeDir } from './helpers/platform.js';
 
-/** Routes the document leaves out on purpose: itself, the AsyncAPI document, Swagger UI, liveness. */
+/** Routes the document leaves out on purpose: itself, the AsyncAPI document, Swagger UI, liveness, the inspector page. */
 const INTERNAL = [/^\/openapi\.json$/, /^\/asyncapi\.json$/, /^\/docs(\/|$)/, /^\/healthz$/, /^\/inspector(\/|$)/];
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'];
 const TOKEN = 'openapi-test-operator-token';

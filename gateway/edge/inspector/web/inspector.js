@@ -74,6 +74,18 @@
 
   /* ---------- fleet ---------- */
 
+  /** `[0,1,2,5,7,8]` → `0–2, 5, 7–8`. */
+  function ranges(list) {
+    const out = [];
+    for (let i = 0; i < list.length; i++) {
+      let j = i;
+      while (j + 1 < list.length && list[j + 1] === list[j] + 1) j++;
+      out.push(j > i ? `${list[i]}–${list[j]}` : `${list[i]}`);
+      i = j;
+    }
+    return out.join(', ');
+  }
+
   async function showFleet() {
     show('fleet');
     const [fleet, list] = await Promise.all([json(`${API}/fleet`), kinds()]);
@@ -105,7 +117,7 @@
     $('#workers').replaceChildren(
       el('table', {},
         el('thead', {}, el('tr', {}, el('th', {}, 'worker'), el('th', {}, 'shards'), el('th', {}, 'live actors'))),
-        el('tbody', {}, ...fleet.workers.map((w) => el('tr', {}, el('td', {}, w.id), el('td', {}, `${w.shards.length}: ${w.shards.join(', ')}`), el('td', { className: 'num' }, w.liveActors)))),
+        el('tbody', {}, ...fleet.workers.map((w) => el('tr', {}, el('td', { className: 'nowrap' }, w.id), el('td', {}, `${w.shards.length} (${ranges(w.shards)})`), el('td', { className: 'num' }, w.liveActors)))),
       ),
       el('p', { className: 'meta' }, `${fleet.shardCount} shards${fleet.unownedShards.length ? `, unowned: ${fleet.unownedShards.join(', ')}` : ', every shard owned'}`),
     );
