@@ -24,6 +24,8 @@ export interface ActorIndexRecord extends Doc {
   version: number;
   seq: number;
   updated_at: string;
+  /** Set once the snapshot was read for a tenant its events did not carry (never read again). */
+  tenant_looked_up?: boolean;
 }
 
 export const actorIndex = (store: Store): Collection<ActorIndexRecord> =>
@@ -103,7 +105,8 @@ export const actorIndexProjector: Projector = {
       if (before && before.version >= entry.version) continue;
       const { all, leaves } = statePaths(entry.value);
       let tenant = tenantOf(entry);
-      if (!tenant.project_id && !before?.project_id) tenant = { ...(await tenantFromSnapshot(store, entry.key)), ...tenant };
+      const lookUp = !tenant.project_id && !before?.project_id && !before?.tenant_looked_up;
+      if (lookUp) tenant = { ...(await tenantFromSnapshot(store, entry.key)), ...tenant };
       const doc: ActorIndexRecord = {
         id: entry.key,
         kind: entry.kind,
@@ -116,6 +119,7 @@ export const actorIndexProjector: Projector = {
         version: entry.version,
         seq: entry.seq,
         updated_at: new Date(entry.at).toISOString(),
+        ...(lookUp || before?.tenant_looked_up ? { tenant_looked_up: true } : {}),
       };
       await index.putNewer(doc, 'version');
       known.set(entry.key, doc);

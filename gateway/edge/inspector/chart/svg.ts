@@ -83,7 +83,8 @@ export function renderSvg(laid: Laid, title: string): string {
     }
     const tid = e.id.slice(0, e.id.lastIndexOf('>'));
     const t = laid.transitions.get(tid)!;
-    out.push(`<g class="transition" data-transition="${esc(t.id)}" data-event="${esc(t.event)}">`);
+    const path = (id: string) => esc(laid.states.get(id)?.path.join('.') ?? '');
+    out.push(`<g class="transition" data-transition="${esc(t.id)}" data-event="${esc(t.event)}" data-source="${path(t.source)}" data-targets="${t.targets.map(path).join(' ')}">`);
     for (const s of sections) out.push(`<path d="M${points(s)}" marker-end="url(#arrow)"/>`);
     for (const l of e.labels ?? []) {
       out.push(`<rect x="${n(l.x!)}" y="${n(l.y!)}" width="${n(l.width!)}" height="${n(l.height!)}" rx="3"/>`);

@@ -184,6 +184,13 @@
     for (const g of document.querySelectorAll('#chart .state')) {
       g.classList.toggle('active', !g.classList.contains('root') && active.has(g.dataset.path));
     }
+    // The transitions that may have led here from the step before: from a state active then, into one active now.
+    const before = v.pos > 0 ? activePaths(v.steps[v.pos - 1].value) : null;
+    const moved = before && JSON.stringify(v.steps[v.pos - 1].value) !== JSON.stringify(step.value);
+    for (const g of document.querySelectorAll('#chart .transition[data-source]')) {
+      const taken = !!moved && before.has(g.dataset.source) && g.dataset.targets.split(' ').some((x) => x && active.has(x) && !before.has(x));
+      g.classList.toggle('taken', taken);
+    }
     $('#value').textContent = valueText(step.value);
     if (fullSize) fitChart();
     $('#position').textContent = `step ${v.pos + 1} of ${v.steps.length} · version ${step.version} · ${new Date(step.at).toLocaleTimeString()}${v.live ? ' · live' : ''}`;
