@@ -211,6 +211,8 @@
     });
     $('#log').replaceChildren(...items.reverse());
     $('#log-count').textContent = `(${v.steps.length})`;
+    // The journal keeps state values and events; context and deadlines are always the actor's current ones.
+    $('#context-when').textContent = v.pos === v.steps.length - 1 ? '' : 'Deadlines and context below are the actor\'s current ones, not those of the step shown.';
   }
 
   /** The chart fits the page by default; full size scrolls to the deepest lit state. */
@@ -251,7 +253,7 @@
     const path = `${API}/actors/${encodeURIComponent(kind)}/${encodeURIComponent(id)}`;
     const [actor, svg] = await Promise.all([json(`${path}?journal=500${unmasked() ? '&unmasked=true' : ''}`), known ? svgOf(kind) : Promise.resolve('')]);
     $('#actor-title').textContent = `${kind} / ${id}`;
-    $('#actor-meta').textContent = `status ${actor.status} · shard ${actor.placement.shard} · owner ${actor.placement.owner || 'none'} · fence ${actor.placement.fence} · version ${actor.placement.version}`;
+    $('#actor-meta').textContent = `actor ${actor.status} · shard ${actor.placement.shard} · owner ${actor.placement.owner || 'none'} · fence ${actor.placement.fence} · version ${actor.placement.version}`;
     $('#chart').innerHTML = svg || '<p class="meta">No chart: this kind is not in machines/catalog.ts.</p>';
     fitChart();
     const steps = actor.journal.length ? actor.journal : [{ seq: 0, version: actor.placement.version, at: actor.placement.updatedAt, value: actor.value, events: [] }];
@@ -313,7 +315,7 @@
       render();
     } else if (type === 'snapshot') {
       renderSnapshot(data);
-      $('#actor-meta').textContent = `status ${data.status} · shard ${data.shard} · fence ${data.fence} · version ${data.version}`;
+      $('#actor-meta').textContent = `actor ${data.status} · shard ${data.shard} · fence ${data.fence} · version ${data.version}`;
     }
   }
 
