@@ -136,6 +136,7 @@ export const ADMIN = catalog('ADMIN', {
   ACTOR_NOT_FOUND: [404, 'actor not found', 'id'],
   MACHINE_NOT_FOUND: [404, 'no machine of that kind in the catalog', 'kind'],
   CURSOR_MALFORMED: [400, 'malformed cursor', 'cursor'],
+  PROJECTION_NOT_FOUND: [404, 'projection not found', 'name'],
 });
 
 /** The Chat API (`/{version}/{account_id}/{project_id}/chat`). */
