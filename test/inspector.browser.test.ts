@@ -4,6 +4,7 @@ import type { Browser, Page } from 'playwright-core';
 import { ARTIFACTS, chromiumMissing, launchChromium } from './helpers/browser.js';
 import { chatProject, type ChatProject } from './helpers/chat.js';
 import { http } from './helpers/http.js';
+import { waitForProjections } from './helpers/projections.js';
 import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
 
 // The inspector page in headless Chromium (Debian's) against a started platform: the token once, the
@@ -48,6 +49,8 @@ function run() {
     const id = (await c.chat('create', {})).body.conversation_id;
     const first = await c.chat('respond', { conversation_id: id, message: 'When are you open? my mail is eve@example.com' });
     t.equal(first.status, 200);
+    // The fleet and the search read the actor index, a projection the runner keeps off the reply path.
+    await waitForProjections(p);
 
     const ctx = await browser.newContext({ viewport: { width: 1440, height: 960 } });
     t.teardown(() => ctx.close());

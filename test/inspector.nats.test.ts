@@ -3,6 +3,7 @@ import { natsAvailable } from './helpers/nats.js';
 import { startCluster, type NatsCluster } from './helpers/cluster.js';
 import { http } from './helpers/http.js';
 import { readSse } from './helpers/sse.js';
+import { waitForProjections } from './helpers/projections.js';
 
 // The inspector over NATS: an edge process and two worker processes. The edge streams the steps of actors
 // hosted by either worker (it tails the shared journal), and the stream goes on when the owner dies and
@@ -62,6 +63,7 @@ t.test('SSE of actors on two worker processes, across a failover', needsNats, as
   t.not(after.body.placement.owner, victimId, 'now owned by the other worker');
   t.ok(after.body.placement.owner, 'which is shown');
 
+  await waitForProjections(cluster.edge);
   const fleet = await http(cluster.edge.edge, 'GET', '/admin/v1/inspector/fleet', { headers: auth });
   t.ok(fleet.body.kinds.counter.states.idle >= 2, 'the fleet counts them');
   t.equal((await http(cluster.edge.edge, 'GET', '/admin/v1/inspector/fleet')).status, 401, '401 without the token');

@@ -3,6 +3,7 @@ import WebSocket from 'ws';
 import { XMLParser } from 'fast-xml-parser';
 import { chatProject, type ChatProject } from './helpers/chat.js';
 import { http } from './helpers/http.js';
+import { waitForProjections } from './helpers/projections.js';
 import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
 import { MACHINES } from '../machines/catalog.js';
 import { chartOf, statesOf } from '../gateway/edge/inspector/chart/graph.js';
@@ -141,6 +142,8 @@ t.test('the fleet: actors per kind and state, shards per worker; search by kind,
   const other = await chatProject(p, { name: 'Other Co' });
   const mine = (await c.chat('create', {})).body.conversation_id;
   const theirs = (await other.chat('create', {})).body.conversation_id;
+  // The actor index is a projection of the journal, kept off the reply path by the projection runner.
+  await waitForProjections(p);
   const fleet = await get('/fleet');
   t.equal(fleet.status, 200);
   t.ok(fleet.body.kinds.conversation.states.idle >= 2, 'conversations counted in idle');
@@ -156,6 +159,7 @@ t.test('the fleet: actors per kind and state, shards per worker; search by kind,
   t.ok(idle.body.data.some((a: { id: string }) => a.id === mine));
   t.same((await get(`/actors?kind=conversation&state=ended&project=${c.agentId}`)).body.data, [], 'none ended');
   await c.chat('close', { conversation_id: mine });
+  await waitForProjections(p);
   const ended = await get(`/actors?kind=conversation&state=ended&project=${c.agentId}`);
   t.same(ended.body.data.map((a: { id: string }) => a.id), [mine], 'the index follows the journal');
   const page1 = await get(`/actors?kind=conversation&limit=1`);

@@ -127,33 +127,8 @@ export const actorIndexProjector: Projector = {
   },
   async reset(store) {
     await actorIndex(store).delete({});
-    await checkpoints(store).delete({});
   },
 };
-
-/** The index's own read position in the journal, for `catchUpActorIndex`. */
-const checkpoints = (store: Store) => store.collection<{ id: string; seq: number } & Doc>({ name: 'inspector_actor_index_checkpoint' });
-
-/**
- * Applies the journal entries the index has not seen yet, from its own checkpoint, at most `max` of them.
- * The inspector calls it before it reads the index, so search and counts are current even where no
- * projection runner keeps the index (and cheap where one does: the entries are then already applied, and
- * `putNewer` writes nothing for them). Returns the number of entries read.
- */
-export async function catchUpActorIndex(store: Store, max = 20_000): Promise<number> {
-  const cps = checkpoints(store);
-  let after = (await cps.get('actor-index'))?.seq ?? 0;
-  let read = 0;
-  while (read < max) {
-    const batch = await store.journal.read(after, Math.min(1000, max - read));
-    if (batch.length === 0) break;
-    await actorIndexProjector.apply(batch, store);
-    after = batch[batch.length - 1].seq;
-    read += batch.length;
-    await cps.update({ id: 'actor-index' }, { $max: { seq: after } }, { upsert: true });
-  }
-  return read;
-}
 
 export interface ActorSearch {
   kind?: string;

@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Runtime } from '../../../actors/mod.js';
-import { actorCounts, catchUpActorIndex, searchActors } from '../../../actors/inspector/mod.js';
+import { actorCounts, searchActors } from '../../../actors/inspector/mod.js';
 import { ADMIN } from '../../../platform/errors.js';
 import type { Services } from '../../../platform/services.js';
 import { operatorAuth } from '../auth.js';
@@ -94,7 +94,6 @@ export const inspectorPlugin: FastifyPluginAsync<InspectorOptions> = async (root
   }, async () => {
     const workers = (await runtime.directory.workers()).sort((a, b) => a.id.localeCompare(b.id));
     const owned = new Set(workers.flatMap((w) => w.shards));
-    await catchUpActorIndex(store);
     const counts = await actorCounts(store);
     return {
       ...counts,
@@ -125,7 +124,6 @@ export const inspectorPlugin: FastifyPluginAsync<InspectorOptions> = async (root
       },
     },
   }, async (req) => {
-    await catchUpActorIndex(store);
     const page = await searchActors(store, req.query).catch((err) => {
       if ((err as Error).name === 'StoreCursorError') throw ADMIN.CURSOR_MALFORMED();
       throw err;
