@@ -97,33 +97,42 @@ export const actorIndexProjector: Projector = {
   name: 'actor-index',
   async apply(entries, store) {
     const index = actorIndex(store);
-    const known = new Map<string, ActorIndexRecord | null>();
+    // Only each actor's newest step of the batch matters (plus the tenant any of its steps names); the
+    // actors' reads and writes are issued together, so a batch costs one group commit, not one per entry.
+    const byActor = new Map<string, JournalEntry[]>();
     for (const entry of entries) {
       if (entry.shard < 0 || entry.value === null || entry.value === undefined) continue;
-      if (!known.has(entry.key)) known.set(entry.key, await index.get(entry.key));
-      const before = known.get(entry.key) ?? null;
-      if (before && before.version >= entry.version) continue;
-      const { all, leaves } = statePaths(entry.value);
-      let tenant = tenantOf(entry);
-      const lookUp = !tenant.project_id && !before?.project_id && !before?.tenant_looked_up;
-      if (lookUp) tenant = { ...(await tenantFromSnapshot(store, entry.key)), ...tenant };
-      const doc: ActorIndexRecord = {
-        id: entry.key,
-        kind: entry.kind,
-        actor_id: entry.id,
-        account_id: tenant.account_id ?? before?.account_id ?? null,
-        project_id: tenant.project_id ?? before?.project_id ?? null,
-        value: entry.value,
-        state: leaves.join(' | '),
-        states: all,
-        version: entry.version,
-        seq: entry.seq,
-        updated_at: new Date(entry.at).toISOString(),
-        ...(lookUp || before?.tenant_looked_up ? { tenant_looked_up: true } : {}),
-      };
-      await index.putNewer(doc, 'version');
-      known.set(entry.key, doc);
+      const list = byActor.get(entry.key);
+      if (list) list.push(entry);
+      else byActor.set(entry.key, [entry]);
     }
+    await Promise.all(
+      [...byActor.values()].map(async (list) => {
+        const entry = list.reduce((a, b) => (b.version > a.version ? b : a));
+        const before = await index.get(entry.key);
+        if (before && before.version >= entry.version) return;
+        const { all, leaves } = statePaths(entry.value);
+        let tenant: { account_id?: string; project_id?: string } = {};
+        for (const e of list) if (e.version > (before?.version ?? 0)) tenant = { ...tenant, ...tenantOf(e) };
+        const lookUp = !tenant.project_id && !before?.project_id && !before?.tenant_looked_up;
+        if (lookUp) tenant = { ...(await tenantFromSnapshot(store, entry.key)), ...tenant };
+        const doc: ActorIndexRecord = {
+          id: entry.key,
+          kind: entry.kind,
+          actor_id: entry.id,
+          account_id: tenant.account_id ?? before?.account_id ?? null,
+          project_id: tenant.project_id ?? before?.project_id ?? null,
+          value: entry.value,
+          state: leaves.join(' | '),
+          states: all,
+          version: entry.version,
+          seq: entry.seq,
+          updated_at: new Date(entry.at).toISOString(),
+          ...(lookUp || before?.tenant_looked_up ? { tenant_looked_up: true } : {}),
+        };
+        await index.putNewer(doc, 'version');
+      }),
+    );
   },
   async reset(store) {
     await actorIndex(store).delete({});
