@@ -203,3 +203,15 @@ t.test('the @statelyai/inspect feed over a real WebSocket: actor with definition
   ws.close();
   await new Promise((r) => ws.once('close', r));
 });
+
+t.test('SIGTERM with a stream and a feed open: both end, the process drains and exits 0', async (t) => {
+  const id = (await c.chat('create', {})).body.conversation_id;
+  const sse = readSse(`${p.edge}/admin/v1/inspector/actors/conversation/${id}/events`, auth());
+  await sse.next((e) => e.event === 'snapshot');
+  const ws = new WebSocket(`${p.edge.replace('http', 'ws')}/admin/v1/inspector/actors/conversation/${id}/inspect`, { headers: auth() });
+  await new Promise((r) => ws.once('message', r));
+  const closed = new Promise<number>((r) => ws.once('close', (code) => r(code)));
+  t.equal(await p.stop(), 0, 'exit 0');
+  t.equal(await closed, 1001, 'the feed was closed as going away');
+  await t.rejects(sse.next(), 'the stream ended');
+});

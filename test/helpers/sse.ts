@@ -7,7 +7,8 @@ export interface SseEvent {
 
 /**
  * Reads a Server-Sent Events stream with fetch (so it can send headers), as the inspector page does.
- * `next(pred)` resolves with the next event (in order) that matches, skipping the others.
+ * `next(pred)` resolves with the next event (in order) that matches, skipping the others; it rejects once
+ * the stream has ended (or failed) and nothing queued matches.
  */
 export function readSse(url: string, headers: Record<string, string>) {
   const abort = new AbortController();
@@ -39,6 +40,7 @@ export function readSse(url: string, headers: Record<string, string>) {
         }
       }
     }
+    throw new Error(`SSE ${url}: the stream ended`);
   })().catch((err) => {
     if (!abort.signal.aborted) failure = err as Error;
     wake?.();
