@@ -153,6 +153,12 @@
     for (const m of list) {
       const box = el('div', { className: 'chart-box' });
       box.innerHTML = await svgOf(m.kind);
+      const svg = box.querySelector('svg');
+      if (svg) {
+        // Fitted to the page; a click shows it at full size (and back).
+        svg.classList.add('fit');
+        svg.addEventListener('click', () => svg.classList.toggle('fit'));
+      }
       items.push(el('article', {}, el('h2', {}, `${m.kind} `, el('small', {}, `${m.states} states, ${m.transitions} transitions, ${m.effects} effects, ${m.timers} timers`)), box));
     }
     $('#machine-list').replaceChildren(...items);
