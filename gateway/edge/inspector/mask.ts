@@ -28,18 +28,78 @@ const MASKED_KEYS = new Set(
 /** Whether a field of this name is masked whole. */
 export const maskedKey = (key: string): boolean => MASKED_KEYS.has(key.toLowerCase());
 
-const EMAIL = /[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}/g;
-// A phone number: 7 or more digits, optionally with a leading + and separators between groups, standing
-// alone (not part of an id, a UUID or a timestamp).
-const PHONE = /(?<![\w.:-])\+?\d[\d\s().-]{5,24}\d(?![\w:-])/g;
+// Both scans below are written out by hand, not as backtracking regular expressions: linear in the text,
+// since masking runs over whatever people typed (test/regex.test.ts holds the platform's patterns to that).
+const isLocal = (c: string) => /[A-Za-z0-9._%+-]/.test(c);
+const isDomain = (c: string) => /[A-Za-z0-9.-]/.test(c);
+const isLetter = (c: string) => /[A-Za-z]/.test(c);
+const isDigit = (c: string) => c >= '0' && c <= '9';
+const isPhoneChar = (c: string) => isDigit(c) || c === ' ' || c === '(' || c === ')' || c === '.' || c === '-';
+/** Characters that make a number part of something else (an id, a UUID, a timestamp) when they touch it. */
+const joinsBefore = (c: string | undefined) => c !== undefined && /[\w.:-]/.test(c);
+const joinsAfter = (c: string | undefined) => c !== undefined && /[\w:-]/.test(c);
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
+/** A phone number is at most this long as written (digits and separators). */
+const PHONE_MAX = 30;
 
-/** A string with the e-mail addresses and phone numbers in it replaced. */
-export function scrubText(s: string): string {
-  return s.replace(EMAIL, '•••@•••').replace(PHONE, (m) => {
-    const digits = m.replace(/\D/g, '');
-    return digits.length >= 7 && !DATE.test(m) ? `•••${digits.slice(-2)}` : m;
-  });
+/** [start, end) of every e-mail address in `s`. */
+function emails(s: string): Array<[number, number]> {
+  const found: Array<[number, number]> = [];
+  let from = 0;
+  for (let at = s.indexOf('@'); at >= 0; at = s.indexOf('@', at + 1)) {
+    let start = at;
+    while (start > from && isLocal(s[start - 1])) start--;
+    let end = at + 1;
+    while (end < s.length && isDomain(s[end])) end++;
+    while (end > at + 1 && (s[end - 1] === '.' || s[end - 1] === '-')) end--;
+    const domain = s.slice(at + 1, end);
+    const dot = domain.lastIndexOf('.');
+    const tld = dot > 0 ? domain.slice(dot + 1) : '';
+    if (start < at && dot > 0 && tld.length >= 2 && [...tld].every(isLetter)) {
+      found.push([start, end]);
+      from = end;
+    }
+  }
+  return found;
+}
+
+/**
+ * A string with the e-mail addresses and phone numbers in it replaced. A phone number: 7 or more digits,
+ * optionally with a leading + and separators between groups, standing alone (not part of an id, a UUID
+ * or a timestamp), not a date.
+ */
+export function scrubText(text: string): string {
+  let s = text;
+  if (s.includes('@')) {
+    let out = '';
+    let last = 0;
+    for (const [start, end] of emails(s)) {
+      out += `${s.slice(last, start)}•••@•••`;
+      last = end;
+    }
+    s = out + s.slice(last);
+  }
+  let out = '';
+  let i = 0;
+  while (i < s.length) {
+    const c = s[i];
+    const starts = (isDigit(c) || (c === '+' && isDigit(s[i + 1] ?? ''))) && !joinsBefore(s[i - 1]);
+    if (starts) {
+      let end = i + 1;
+      while (end < s.length && end - i < PHONE_MAX && isPhoneChar(s[end])) end++;
+      while (end > i && !isDigit(s[end - 1])) end--;
+      const run = s.slice(i, end);
+      const digits = run.replace(/\D/g, '');
+      if (digits.length >= 7 && !joinsAfter(s[end]) && !DATE.test(run)) {
+        out += `•••${digits.slice(-2)}`;
+        i = end;
+        continue;
+      }
+    }
+    out += c;
+    i++;
+  }
+  return out;
 }
 
 const hideLeaves = (v: unknown): unknown => {
