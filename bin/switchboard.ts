@@ -24,6 +24,7 @@ const USAGE = `usage: switchboard [--url URL] [--token TOKEN] <command>
   runtime actor KIND ID             an actor's stored snapshot
   runtime projections               projections: checkpoints, journal head, lag
   rebuild MODEL                     rebuilds a projection (read model) from the journal
+  charts --out DIR                  writes the statechart of every machine (DIR/<kind>.svg), no server needed
   help                              this text
 
 Key scopes: agents (Agents API), alerts (Alerts API), conversations (Conversations and Concurrency APIs),
@@ -138,12 +139,35 @@ function toRequest(argv: string[]): { request: Request; url?: string; token?: st
   return { request, url: v.url, token: v.token };
 }
 
+/**
+ * `switchboard charts --out DIR`: renders the statechart of every machine of `machines/catalog.ts` to
+ * `DIR/<kind>.svg` from the definitions, locally (the same SVG as `/admin/v1/inspector/machines/<kind>.svg`).
+ */
+async function charts(argv: string[]): Promise<number> {
+  const { values } = parseArgs({ args: argv, options: { out: { type: 'string' } } });
+  if (!values.out) {
+    process.stderr.write(`missing --out\n\n${USAGE}\n`);
+    return 2;
+  }
+  const { mkdirSync, writeFileSync } = await import('node:fs');
+  const { join } = await import('node:path');
+  const { renderAll } = await import('../gateway/edge/inspector/charts.js');
+  mkdirSync(values.out, { recursive: true });
+  for (const [kind, svg] of await renderAll()) {
+    const file = join(values.out, `${kind}.svg`);
+    writeFileSync(file, svg);
+    process.stdout.write(`${file}\n`);
+  }
+  return 0;
+}
+
 async function main(): Promise<number> {
   const argv = process.argv.slice(2);
   if (argv.length === 0 || ['help', '--help', '-h'].includes(argv[0])) {
     process.stdout.write(`${USAGE}\n`);
     return argv.length === 0 ? 2 : 0;
   }
+  if (argv[0] === 'charts') return charts(argv.slice(1));
   let parsed;
   try {
     parsed = toRequest(argv);

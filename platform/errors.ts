@@ -134,6 +134,8 @@ export const ADMIN = catalog('ADMIN', {
   HOST_REQUIRED: [400, 'host is required for messaging connectors', 'host'],
   CONNECTOR_NOT_FOUND: [404, 'connector not found', 'id'],
   ACTOR_NOT_FOUND: [404, 'actor not found', 'id'],
+  MACHINE_NOT_FOUND: [404, 'no machine of that kind in the catalog', 'kind'],
+  CURSOR_MALFORMED: [400, 'malformed cursor', 'cursor'],
   PROJECTION_NOT_FOUND: [404, 'projection not found', 'name'],
 });
 

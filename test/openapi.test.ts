@@ -19,8 +19,8 @@ import { createServices } from '../platform/services.js';
 import { openStore, type Store } from '../store/mod.js';
 import { removeDir } from './helpers/platform.js';
 
-/** Routes the document leaves out on purpose: itself, the AsyncAPI document, Swagger UI, liveness. */
-const INTERNAL = [/^\/openapi\.json$/, /^\/asyncapi\.json$/, /^\/docs(\/|$)/, /^\/healthz$/];
+/** Routes the document leaves out on purpose: itself, the AsyncAPI document, Swagger UI, liveness, the inspector page. */
+const INTERNAL = [/^\/openapi\.json$/, /^\/asyncapi\.json$/, /^\/docs(\/|$)/, /^\/healthz$/, /^\/inspector(\/|$)/];
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'];
 const TOKEN = 'openapi-test-operator-token';
 

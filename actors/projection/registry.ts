@@ -1,5 +1,6 @@
 import type { Projector } from './types.js';
 import { sessionRecordsProjector } from '../session/mod.js';
+import { actorIndexProjector } from '../inspector/mod.js';
 
 /**
  * Every read model projected from the journal. A branch that adds a projector adds one line here. The
@@ -8,5 +9,6 @@ import { sessionRecordsProjector } from '../session/mod.js';
 export function projectors(): Projector[] {
   return [
     sessionRecordsProjector,
+    actorIndexProjector, // the inspector's actor index (actors/inspector/actor-index.ts)
   ];
 }

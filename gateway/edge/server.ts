@@ -18,6 +18,9 @@ import { healthPlugin } from './health.js';
 import { bridgeEndedPlugin, externalEventsPlugin } from './external-events.js';
 import { jsonBodyParser } from './json-body.js';
 import { openapiTransform, SECURITY_SCHEMES } from './openapi.js';
+import { inspectorPlugin } from './inspector/plugin.js';
+import { inspectorPagePlugin } from './inspector/page.js';
+import { inspectorFeed } from './inspector/feed.js';
 import { context, contextFromHeaders, markTraced, tracingStarted, SpanKind, SpanStatusCode, trace, tracer, type Context, type Span } from '../../platform/telemetry.js';
 
 /** The span of each request (and its context) while tracing is on. */
@@ -190,5 +193,9 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
   await app.register(bridgeEndedPlugin, { services: opts.services, runtime: opts.runtime });
   // Cursors are MAC'd with a deployment secret every edge shares: the operator token's hash.
   await app.register(conversationsPlugin, { services: opts.services, cursorSecret: `conversations-cursor:${opts.operatorTokenHash}` });
+  // The inspector (docs/inspector.md): its admin API, its page, its @statelyai/inspect WebSocket feed.
+  await app.register(inspectorPlugin, { prefix: '/admin/v1/inspector', services: opts.services, runtime: opts.runtime, operatorTokenHash: opts.operatorTokenHash });
+  await app.register(inspectorPagePlugin);
+  inspectorFeed(app, { services: opts.services, operatorTokenHash: opts.operatorTokenHash });
   return app;
 }
