@@ -31,3 +31,15 @@ export function createBuilder(store: Store): Builder {
     realtimeConfigs: new RealtimeConfigs(records),
   };
 }
+export {
+  SIP_TRANSPORTS,
+  telephony,
+  viewPhoneNumber,
+  viewTelephonyConnector,
+  type PhoneNumberRecord,
+  type SipTransport,
+  type Telephony,
+  type TelephonyConnectorRecord,
+  type TelephonyScope,
+  type Trunk,
+} from './telephony.js';

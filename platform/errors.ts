@@ -121,6 +121,12 @@ export const AGENTS = catalog('AGENTS', {
   DEPLOYMENT_NOT_FOUND: [404, 'deployment not found', 'deploymentId'],
   DEPLOYMENT_LIVE: [409, 'the deployment is already live; there is no environment to promote to', 'deploymentId', 'already in the last environment'],
   PROMOTE_BACKWARDS: [400, 'promote moves forward from %s', 'targetEnvironment'],
+  TELEPHONY_CONNECTOR_NOT_FOUND: [404, 'telephony connector not found', 'connectorId'],
+  TELEPHONY_CONNECTOR_UNKNOWN: [400, 'no telephony connector of this agent has this id', 'connector_id'],
+  TELEPHONY_CONNECTOR_IN_USE: [409, 'phone numbers are bound to this connector; delete them first', 'connectorId'],
+  TELEPHONY_NUMBER_NOT_FOUND: [404, 'phone number not found', 'phoneNumberId'],
+  TELEPHONY_NUMBER_INVALID: [400, 'number must be a phone number in E.164 format, such as +14155550123', 'number'],
+  TELEPHONY_NUMBER_EXISTS: [409, 'this number is already bound', 'number'],
 });
 
 /** The operator's admin API (`/admin/v1`): accounts, keys, connectors, settings, runtime introspection. */
