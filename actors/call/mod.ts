@@ -21,3 +21,6 @@ export {
   type DialResult,
   type DialTrunk,
 } from './protocol.js';
+export { callKind, reasonOf, type CallDeps, type CallReply } from './kind.js';
+export { outboundCallRecords, type OutboundCallRecord } from './record.js';
+export type { CallRequest } from '../../machines/call.js';
