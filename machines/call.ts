@@ -221,7 +221,8 @@ export const callMachine = setup({
         },
         ended: {
           invoke: [
-            { id: 'release', src: 'releaseSlot', input: ({ context }) => slotOf(context) },
+            // A slot that could not be freed (store down) is not the caller's problem: the status stays.
+            { id: 'release', src: 'releaseSlot', input: ({ context }) => slotOf(context), onError: { actions: [] } },
             { id: 'retention', src: 'sleepUntil', input: ({ context }) => ({ until: context.endedAt! + context.settings.retentionMs }), onDone: '#call.expired' },
           ],
         },
@@ -231,7 +232,7 @@ export const callMachine = setup({
       tags: ['failure'],
       entry: emit(({ context }) => ({ type: 'call.failed', data: { ...payload(context), reason: context.failure, sip_status: context.sipStatus } })),
       invoke: [
-        { id: 'release', src: 'releaseSlot', input: ({ context }) => slotOf(context) },
+        { id: 'release', src: 'releaseSlot', input: ({ context }) => slotOf(context), onError: { actions: [] } },
         { id: 'retention', src: 'sleepUntil', input: ({ context }) => ({ until: context.endedAt! + context.settings.retentionMs }), onDone: 'expired' },
       ],
     },
