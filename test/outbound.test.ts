@@ -10,9 +10,12 @@ import fc from 'fast-check';
 import { client, http } from './helpers/http.js';
 import { natsAvailable, startNats } from './helpers/nats.js';
 import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
+import { chatProject } from './helpers/chat.js';
 import { admin, tenant } from './helpers/tenants.js';
 
 const RETENTION_MS = 1500;
+/** The media gateway's SIP and RTP ports: any free ones, no TLS listener (tests run side by side). */
+const MEDIA_PORTS = { SIP_PORT: '0', SIP_TLS_PORT: 'off', RTP_PORT_MIN: '0', RTP_PORT_MAX: '0' };
 let p: Platform;
 let api: ReturnType<typeof client>;
 let accountId: string;
@@ -36,12 +39,14 @@ t.before(async () => {
       OUTBOUND_QUEUE_TIMEOUT_MS: '500',
       OUTBOUND_RING_TIMEOUT_MS: '4000',
       OUTBOUND_STATUS_RETENTION_MS: String(RETENTION_MS),
+      ...MEDIA_PORTS,
     },
   });
-  const a = await tenant(p, 'Acme');
-  accountId = a.accountId;
-  api = client(p.edge, { 'x-api-key': a.key });
-  agent = (await api('POST', '/v1/agents', { name: 'Caller' })).body.agentId;
+  // Deployed to live: a media gateway places calls only for an agent that has something to run.
+  const c = await chatProject(p, { name: 'Caller' });
+  accountId = c.accountId;
+  api = c.api;
+  agent = c.agentId;
   tc = (await api('POST', `/v1/agents/${agent}/telephony/connectors`, deadTrunk)).body.id;
   token = await outboundConnector(p, accountId, agent, { telephony_connector_id: tc, from_number: '+14155550100' });
 });
@@ -214,7 +219,7 @@ const needsNats = natsAvailable() ? {} : { skip: 'nats-server is not installed' 
 t.test('trigger: 500 when the call actor cannot be reached (an edge without workers)', needsNats, async (t) => {
   const nats = await startNats();
   t.teardown(() => nats.stop());
-  const edgeOnly = await startPlatform({ dataDir: undefined, roles: ['edge'], env: { NATS_URL: nats.url, ASK_TIMEOUT_MS: '300' } });
+  const edgeOnly = await startPlatform({ dataDir: undefined, roles: ['edge'], env: { NATS_URL: nats.url, ASK_TIMEOUT_MS: '300', ...MEDIA_PORTS } });
   t.teardown(async () => {
     await edgeOnly.stop();
     removeDir(edgeOnly.dataDir);
