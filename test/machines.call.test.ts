@@ -151,3 +151,32 @@ t.test('call: durable timers have absolute deadlines from the events’ times', 
   t.same(deadlines[2], { until: 9000 + settings.retentionMs }, 'retention from the end time');
   actor.stop();
 });
+
+t.test('call: the paths cover every transition of the machine', async (t) => {
+  const paths = getSimplePaths(machine, { events, serializeState, input } as any);
+  const edges = new Set<string>();
+  for (const path of paths) {
+    const actor = createActor(machine, { input });
+    actor.start();
+    for (const step of path.steps) {
+      const before = stateName(actor.getSnapshot().value);
+      actor.send(step.event);
+      const after = stateName(actor.getSnapshot().value);
+      if (before !== after) edges.add(`${before} --${step.event.type.replace('xstate.', '')}--> ${after}`);
+    }
+    actor.stop();
+  }
+  t.same([...edges].sort(), [
+    'new --PLACE--> queued',
+    'queued --done.actor.slot--> calling',
+    'queued --error.actor.slot--> failure',
+    'queued --done.actor.queueTimer--> failure',
+    'calling --done.actor.dial--> {"success":"connected"}',
+    'calling --done.actor.dial--> failure',
+    'calling --error.actor.dial--> failure',
+    'calling --done.actor.dialTimer--> failure',
+    '{"success":"connected"} --CALL_ENDED--> {"success":"ended"}',
+    '{"success":"ended"} --done.actor.retention--> expired',
+    'failure --done.actor.retention--> expired',
+  ].sort());
+});
