@@ -2,10 +2,11 @@
  * Outbound calling through HTTP against a started platform (contract 4.5, 2.7, 3.3, 7.3): the
  * `X-Service-Auth-Token` of an outbound connector, every error row in `{error_message}`, the body's rules
  * (fast-check), the per-trunk queue limit with its queueing timeout, terminal statuses and the 404 after the
- * status retention. The calls here go to a trunk nobody answers on; answered, busy, rejected and unanswered
- * calls against sipp are in `outbound.sipp.test.ts`.
+ * status retention. The calls here go to a trunk that never answers; answered, busy, rejected and unanswered
+ * calls and the queue limit against sipp are in `outbound.sipp.test.ts`.
  */
 import t from 'tap';
+import { createSocket, type Socket } from 'node:dgram';
 import fc from 'fast-check';
 import { client, http } from './helpers/http.js';
 import { natsAvailable, startNats } from './helpers/nats.js';
@@ -23,8 +24,12 @@ let agent: string;
 let tc: string;
 let token: string;
 
-/** A trunk on a loopback address and port where nothing listens: calls through it never connect. */
-const deadTrunk = { name: 'Nowhere', host: '127.0.0.3', port: 9, transport: 'udp' };
+/**
+ * A trunk that swallows every packet (a UDP socket of the test that never answers): a call through it stays
+ * `calling` until the ring timeout, then fails, whether a media gateway sends it INVITEs or none is there.
+ */
+let blackhole: Socket;
+let deadTrunk: { name: string; host: string; port: number; transport: string };
 
 async function outboundConnector(p: Platform, accountId: string, projectId: string, fields: Record<string, unknown>) {
   const r = await admin(p)('POST', '/connectors', { account_id: accountId, project_id: projectId, kind: 'outbound', ...fields });
@@ -33,6 +38,9 @@ async function outboundConnector(p: Platform, accountId: string, projectId: stri
 }
 
 t.before(async () => {
+  blackhole = createSocket('udp4');
+  await new Promise<void>((resolve) => blackhole.bind(0, '127.0.0.2', resolve));
+  deadTrunk = { name: 'Nowhere', host: '127.0.0.2', port: blackhole.address().port, transport: 'udp' };
   p = await startPlatform({
     env: {
       OUTBOUND_TRUNK_CONCURRENCY: '1',
@@ -51,6 +59,7 @@ t.before(async () => {
   token = await outboundConnector(p, accountId, agent, { telephony_connector_id: tc, from_number: '+14155550100' });
 });
 t.teardown(async () => {
+  blackhole.close();
   await p.stop();
   removeDir(p.dataDir);
 });
@@ -78,7 +87,8 @@ const errorShaped = (t: any, r: { status: number; body: any }, status: number, m
 };
 
 t.test('trigger: a call_sid OUT-… at once, the status is queued or calling, and a failure keeps its reason', async (t) => {
-  const r = await trigger({ to_number: '+14155550123', metadata: { 'X-Ref': 'abc' } });
+  // UDP: the INVITEs go to the silent trunk (TLS, the default, would fail at once: nothing accepts there).
+  const r = await trigger({ to_number: '+14155550123', metadata: { 'X-Ref': 'abc' }, encryption: 'UDP/RTP' });
   t.equal(r.status, 200, r.text);
   t.match(r.body.call_sid, /^OUT-[A-Za-z0-9]{24}$/);
   const first = await status(r.body.call_sid);
@@ -97,7 +107,7 @@ t.test('trigger: a call_sid OUT-… at once, the status is queued or calling, an
 });
 
 t.test('queue: one call at a time on the trunk; the second fails with a queue timeout', async (t) => {
-  const a = await trigger({ to_number: '+14155550123' });
+  const a = await trigger({ to_number: '+14155550123', encryption: 'UDP/RTP' });
   await until(a.body.call_sid, (s) => s.body?.status === 'calling');
   const b = await trigger({ to_number: '+14155550124' });
   t.equal(b.status, 200);
@@ -106,7 +116,7 @@ t.test('queue: one call at a time on the trunk; the second fails with a queue ti
   t.match(seen[seen.length - 1].body.reason, /queue timeout/);
   // The first call frees its slot when it ends; a third call then gets to calling.
   await until(a.body.call_sid, (s) => s.body?.status === 'failure');
-  const c = await trigger({ to_number: '+14155550125' });
+  const c = await trigger({ to_number: '+14155550125', encryption: 'UDP/RTP' });
   const third = await until(c.body.call_sid, (s) => s.body?.status === 'calling' || s.body?.status === 'failure');
   t.equal(third[third.length - 1].body.status, 'calling', 'a freed slot is taken');
   await until(c.body.call_sid, (s) => s.body?.status === 'failure');
