@@ -10,7 +10,7 @@ import { RealtimeConfigs } from './realtime-configs.js';
 import { builderRecords } from './records.js';
 
 export { MAIN, type Caller } from './agents.js';
-export type { Attribute, Content, ProjectFunction, Topic, Variant } from './content.js';
+export type { Attribute, Content, ProjectFunction, Topic, Variant, VoiceConfig } from './content.js';
 export type { AgentRecord, BranchRecord, DeploymentRecord, RealtimeConfigRecord } from './records.js';
 export type { DeploymentResult } from './deployments.js';
 
