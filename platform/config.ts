@@ -74,6 +74,10 @@ const EnvSchema = z.object({
   EXTERNAL_EVENT_MAX_BYTES: z.coerce.number().int().min(1024).max(16 * 1024 * 1024).default(256 * 1024),
   EXTERNAL_EVENT_TIMEOUT_MS: z.coerce.number().int().min(1000).max(30 * 86_400_000).default(3_600_000),
   EXTERNAL_EVENT_MAX_TIMEOUT_MS: z.coerce.number().int().min(1000).max(30 * 86_400_000).default(7 * 86_400_000),
+  OUTBOUND_TRUNK_CONCURRENCY: z.coerce.number().int().min(1).max(100_000).default(10),
+  OUTBOUND_QUEUE_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
+  OUTBOUND_RING_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
+  OUTBOUND_STATUS_RETENTION_MS: z.coerce.number().int().min(100).max(7 * 86_400_000).default(2 * 3_600_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
 }).refine((e) => e.EDGE_HEADERS_TIMEOUT_MS <= e.EDGE_REQUEST_TIMEOUT_MS, {
@@ -126,6 +130,19 @@ export interface Config {
   messaging: MessagingConfig;
   /** The Fastify edge's limits against floods and slow clients. */
   edge: EdgeConfig;
+  /** Outbound calls (the call actor): per-trunk concurrency, queueing and ringing limits, status retention. */
+  outbound: OutboundConfig;
+}
+
+export interface OutboundConfig {
+  /** Calls one SIP trunk carries at once unless its telephony connector sets `max_concurrent_calls`. */
+  trunkConcurrency: number;
+  /** How long a call waits for a free trunk slot before it fails (`queue timeout`). */
+  queueTimeoutMs: number;
+  /** How long the far end may ring before the call fails as unanswered. */
+  ringTimeoutMs: number;
+  /** How long after a call ends its status is kept (then 404). */
+  statusRetentionMs: number;
 }
 
 /** What the media gateway reads from the environment (docs/voice.md). */
@@ -267,6 +284,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       connectionTimeoutMs: e.EDGE_CONNECTION_TIMEOUT_MS,
       keepAliveTimeoutMs: e.EDGE_KEEP_ALIVE_TIMEOUT_MS,
       maxConnections: e.EDGE_MAX_CONNECTIONS,
+    },
+    outbound: {
+      trunkConcurrency: e.OUTBOUND_TRUNK_CONCURRENCY,
+      queueTimeoutMs: e.OUTBOUND_QUEUE_TIMEOUT_MS,
+      ringTimeoutMs: e.OUTBOUND_RING_TIMEOUT_MS,
+      statusRetentionMs: e.OUTBOUND_STATUS_RETENTION_MS,
     },
   };
 }

@@ -8,6 +8,7 @@ import { openStore } from '../store/mod.js';
 import { builtinKinds, startRuntime } from '../actors/mod.js';
 import { conversationKind } from '../actors/conversation/mod.js';
 import { sessionKind } from '../actors/session/mod.js';
+import { callKind } from '../actors/call/mod.js';
 import type { Runtime } from '../actors/mod.js';
 import { createFunctionSandbox } from '../actors/functions/mod.js';
 import { createResponderFromEnv } from '../actors/responder/mod.js';
@@ -68,6 +69,7 @@ async function main(): Promise<void> {
           client: async () => (await runtimeReady).client,
         }),
         sessionKind({ store, builder: services.builder, client: async () => (await runtimeReady).client, transport: async () => (await runtimeReady).transport, conversationIdleMs: config.conversationIdleMs }),
+        callKind({ store, transport: async () => (await runtimeReady).transport, ...config.outbound }),
       ]
     : [];
   const runtime = await startRuntime({
