@@ -17,7 +17,6 @@ import { startSocketGateway, type SocketGateway } from '../gateway/socket/server
 import { startMediaGateway, type MediaGateway } from '../gateway/media/server.js';
 import { answerDialRequests } from '../gateway/media/dial.js';
 import { speechFromEnv } from '../gateway/media/speech/from-env.js';
-import { telephonyLookup } from '../gateway/media/telephony-lookup.js';
 import { loadConfig } from './config.js';
 import { createLogger } from './logger.js';
 import { operatorTokenHash } from './operator-token.js';
@@ -110,7 +109,7 @@ async function main(): Promise<void> {
         settings: config.media,
         dataDir: config.dataDir,
         builder: services.builder,
-        telephony: telephonyLookup(store),
+        telephony: services.builder.telephony,
         runtime,
         ...speechFromEnv(),
         conversationIdleMs: config.conversationIdleMs,

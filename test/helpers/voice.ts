@@ -141,3 +141,26 @@ export function runSipp(o: { scenario: string; target?: string; port: number; me
   const done = new Promise<SippRun>((resolve) => child.once('exit', (code) => resolve({ code, out })));
   return Object.assign(done, { pid: child.pid });
 }
+
+/** The SIP port (UDP and TCP) and TLS port a platform process with the media role printed. */
+export function mediaPorts(stdout: string): { sip: number; tls: number | null } {
+  const m = /media sip:[^:\s]+:(\d+)/.exec(stdout);
+  if (!m) throw new Error(`no media role in: ${stdout}`);
+  const tls = /sips (\d+) \(tls\)/.exec(stdout);
+  return { sip: Number(m[1]), tls: tls ? Number(tls[1]) : null };
+}
+
+/** Environment of a platform with the media role on free ports (no TLS unless asked). */
+export const MEDIA_ENV: Record<string, string> = { SIP_PORT: '0', SIP_TLS_PORT: 'off', RTP_PORT_MIN: '0', RTP_PORT_MAX: '0' };
+
+/**
+ * Binds `number` to an agent through the Agents API: a SIP trunk (the far end, e.g. sipp) and the number on
+ * it. Answers the number's id.
+ */
+export async function bindNumber(api: (m: string, p: string, b?: unknown) => Promise<{ status: number; body: any; text: string }>, agentId: string, number: string, trunk: { host: string; port: number; transport?: string }): Promise<{ connectorId: string; numberId: string }> {
+  const c = await api('POST', `/v1/agents/${agentId}/telephony/connectors`, { name: 'test trunk', host: trunk.host, port: trunk.port, transport: trunk.transport ?? 'udp' });
+  if (c.status !== 201) throw new Error(`connector: ${c.status} ${c.text}`);
+  const n = await api('POST', `/v1/agents/${agentId}/telephony/phone-numbers`, { number, connector_id: c.body.id });
+  if (n.status !== 201) throw new Error(`number: ${n.status} ${n.text}`);
+  return { connectorId: c.body.id, numberId: n.body.id };
+}
