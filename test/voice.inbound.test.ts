@@ -73,7 +73,7 @@ t.test('an inbound call: spoken question and DTMF become turns of a VOICE-SIP co
   const read = conversationsClient(p, project, key);
   const rows = await waitFor(async () => {
     const r = await read({ channel: 'VOICE-SIP' });
-    const done = (r.body.data ?? r.body.conversations ?? []).filter((c: any) => c.in_progress === false);
+    const done = (r.body.conversations ?? []).filter((c: any) => c.in_progress === false);
     return done.length ? done : null;
   });
   t.equal(rows.length, 1, 'one VOICE-SIP conversation');

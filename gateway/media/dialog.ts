@@ -33,6 +33,8 @@ export interface SipEndpointOptions {
 }
 
 const tag = () => randomBytes(6).toString('hex');
+/** A number or name as a SIP URI's user part: `+` and the other unreserved characters stay as they are (RFC 3261 25.1). */
+const userPart = (s: string) => s.replace(/[^A-Za-z0-9\-_.!~*'()&=+$,;?/]/g, (c) => encodeURIComponent(c));
 /** How long a 200 OK is retransmitted while no ACK comes (64·T1, RFC 3261 13.3.1.4). */
 const ACK_WAIT_MS = 32_000;
 
@@ -396,17 +398,20 @@ export class SipEndpoint {
 
   /** Sends an INVITE; one digest challenge is answered with `credentials`. */
   invite(o: InviteOptions): OutgoingInvite {
+    if (o.target.transport === 'tls' && !this.o.tls) {
+      return { outcome: Promise.resolve({ ok: false, status: 503, reason: 'SIP over TLS is off on this media gateway' }), cancel: () => {} };
+    }
     const host = o.target.host.includes(':') ? `[${o.target.host}]` : o.target.host;
     const transportParam = o.target.transport === 'udp' ? '' : `;transport=${o.target.transport}`;
-    const uri = `sip:${encodeURIComponent(o.to)}@${host}:${o.target.port}${transportParam}`;
+    const uri = `sip:${userPart(o.to)}@${host}:${o.target.port}${transportParam}`;
     const callId = `${randomBytes(12).toString('hex')}@switchboard`;
-    const fromAor: Aor = { uri: `sip:${encodeURIComponent(o.from)}@${this.o.host.includes(':') ? `[${this.o.host}]` : this.o.host}`, params: { tag: tag() } };
+    const fromAor: Aor = { uri: `sip:${userPart(o.from)}@${this.o.host.includes(':') ? `[${this.o.host}]` : this.o.host}`, params: { tag: tag() } };
     let seq = 1;
     const build = (): SipMessage => ({
       method: 'INVITE',
       uri,
       headers: {
-        to: { uri: `sip:${encodeURIComponent(o.to)}@${host}`, params: {} },
+        to: { uri: `sip:${userPart(o.to)}@${host}`, params: {} },
         from: fromAor,
         'call-id': callId,
         cseq: { method: 'INVITE', seq },
@@ -487,7 +492,11 @@ export class SipEndpoint {
       }
       settle({ ok: false, status, reason: rs.reason ?? '' });
     };
-    this.stack.send(current, onResponse);
+    try {
+      this.stack.send(current, onResponse);
+    } catch (err) {
+      settle({ ok: false, status: 503, reason: `could not send: ${err instanceof Error ? err.message : String(err)}` });
+    }
     return {
       outcome,
       cancel: () => {
