@@ -4,8 +4,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import alawmulaw from 'alawmulaw';
-import { startPlatform, removeDir } from './helpers/platform.js';
-import { chatProject } from './helpers/chat.js';
+import { startPlatform, removeDir, type Platform } from './helpers/platform.js';
+import { chatProject, type ChatProject } from './helpers/chat.js';
 import { conversationsClient, conversationsKey } from './helpers/conversations.js';
 import { freePort } from './helpers/nats.js';
 import { bindNumber, MEDIA_ENV, mediaPorts, rtpPcap, runSipp, scenario, SIPP_PCAPS, speak, voiceTools } from './helpers/voice.js';
@@ -13,14 +13,20 @@ import { bindNumber, MEDIA_ENV, mediaPorts, rtpPcap, runSipp, scenario, SIPP_PCA
 // Without sipp, espeak-ng or pocketsphinx these skip locally; with CI=true voiceTools() throws instead.
 const needsTools = voiceTools() ? {} : { skip: 'sipp, espeak-ng or pocketsphinx is not installed' };
 const NUMBER = '+442079460123';
+const GREETING = 'Hello, you are through to the Acme dental practice. We can help with appointments, opening hours, parking and prices. How can I help you today?';
 
 /** A UDP socket on 127.0.0.2 that stands for the caller's audio port: counts the agent's RTP and its loudness. */
 async function audioSink() {
   const socket = dgram.createSocket('udp4');
   await new Promise<void>((r) => socket.bind(0, '127.0.0.2', () => r()));
-  const got = { packets: 0, voiced: 0, payloadTypes: new Set<number>() };
+  // firstRun: packets of the first unbroken stretch of agent audio (a pause of 200 ms or more ends it).
+  const got = { packets: 0, voiced: 0, payloadTypes: new Set<number>(), firstRun: 0, last: 0, broken: false };
   socket.on('message', (m) => {
     got.packets++;
+    const now = performance.now();
+    if (got.last && now - got.last > 200) got.broken = true;
+    if (!got.broken) got.firstRun++;
+    got.last = now;
     got.payloadTypes.add(m[1] & 0x7f);
     const pcm = alawmulaw.mulaw.decode(m.subarray(12));
     let sum = 0;
@@ -30,15 +36,32 @@ async function audioSink() {
   return { port: socket.address().port, got, close: () => socket.close() };
 }
 
-t.test('an inbound call: spoken question and DTMF become turns of a VOICE-SIP conversation, the answers are spoken', needsTools, async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'sb-voice-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const p = await startPlatform({ env: { ...MEDIA_ENV, VOICE_NO_INPUT_MS: '60000', VOICE_END_SILENCE_MS: '600' } });
-  t.teardown(async () => {
-    await p.stop();
-    removeDir(p.dataDir);
+let p: Platform;
+let sip: number;
+let dir: string;
+t.before(async () => {
+  if (!voiceTools()) return;
+  dir = mkdtempSync(join(tmpdir(), 'sb-voice-'));
+  p = await startPlatform({ env: { ...MEDIA_ENV, VOICE_NO_INPUT_MS: '3000', VOICE_END_SILENCE_MS: '600' } });
+  sip = mediaPorts(p.stdout()).sip;
+});
+t.teardown(async () => {
+  if (!p) return;
+  await p.stop();
+  removeDir(p.dataDir);
+  if (!process.env.KEEP) rmSync(dir, { recursive: true, force: true });
+});
+
+/** The ended VOICE-SIP conversations of a project, once there are `n`. */
+async function endedCalls(project: ChatProject, n = 1): Promise<any[]> {
+  const read = conversationsClient(p, project, await conversationsKey(p, project));
+  return waitFor(async () => {
+    const done = ((await read({ channel: 'VOICE-SIP' })).body.conversations ?? []).filter((c: any) => c.in_progress === false);
+    return done.length >= n ? done : null;
   });
-  const { sip } = mediaPorts(p.stdout());
+}
+
+t.test('an inbound call: spoken question and DTMF become turns of a VOICE-SIP conversation, the answers are spoken', needsTools, async (t) => {
   const project = await chatProject(p, {
     name: 'Voice Co',
     topics: [['Opening hours', 'We are open from 9am to 5pm, Monday to Friday.'], ['Parking', 'Free parking is available behind the building.']],
@@ -69,13 +92,7 @@ t.test('an inbound call: spoken question and DTMF become turns of a VOICE-SIP co
   t.ok(sink.got.voiced > 20, 'and it is sound, not silence');
   t.same([...sink.got.payloadTypes], [0], 'as PCMU, the codec the caller offered');
 
-  const key = await conversationsKey(p, project);
-  const read = conversationsClient(p, project, key);
-  const rows = await waitFor(async () => {
-    const r = await read({ channel: 'VOICE-SIP' });
-    const done = (r.body.conversations ?? []).filter((c: any) => c.in_progress === false);
-    return done.length ? done : null;
-  });
+  const rows = await endedCalls(project);
   t.equal(rows.length, 1, 'one VOICE-SIP conversation');
   const c = rows[0];
   t.equal(c.channel, 'VOICE-SIP');
@@ -95,6 +112,54 @@ t.test('an inbound call: spoken question and DTMF become turns of a VOICE-SIP co
   t.equal(keyed.user_input, '', 'with no words');
   t.ok(c.total_duration > 10, 'the call lasted as long as sipp held it');
   t.equal(c.metrics.CALL_DURATION, String(c.total_duration));
+});
+
+t.test('barge-in: the caller speaks over the greeting, the greeting stops; then silence turns', needsTools, async (t) => {
+  const number = '+442079460124';
+  const project = await chatProject(p, { name: 'Barge Co', functions: { start: `function start(conv) { conv.say(${JSON.stringify(GREETING)}); }` } });
+  const sippPort = await freePort();
+  await bindNumber(project.api, project.agentId, number, { host: '127.0.0.2', port: sippPort });
+  const sink = await audioSink();
+  t.teardown(() => sink.close());
+  const question = join(dir, 'barge.pcap');
+  rtpPcap(speak('what are your opening hours', dir), question);
+  // Long enough for the no-input timeout (VOICE_NO_INPUT_MS of this platform) after the answer.
+  const file = scenario('inbound-barge-in.xml', dir, { NUMBER: number, AUDIO_IP: '127.0.0.2', AUDIO_PORT: sink.port, GREETING_MS: 1500, SPEECH_PCAP: question, END_MS: 14000 });
+  const run = await runSipp({ scenario: file, target: `127.0.0.1:${sip}`, port: sippPort, mediaPort: await freePort(), dir });
+  t.equal(run.code, 0, 'sipp completed the call', { out: run.out.slice(-3000) });
+  const [c] = await endedCalls(project);
+  const spoken = c.turns.slice(1).find((x: any) => !x.is_silence);
+  t.ok(spoken, 'a spoken turn');
+  t.equal(spoken.barge_in, true, 'marked barge_in: the caller spoke while the agent was speaking');
+  // The whole greeting, as the platform's voice speaks it, is many more 20 ms frames than were sent before the caller cut in.
+  const greetingFrames = Math.ceil(speak(GREETING, dir, { voice: 'en', rate: 160 }).length / 160);
+  t.ok(sink.got.firstRun < greetingFrames * 0.8, `the greeting stopped (${sink.got.firstRun} of its ${greetingFrames} frames sent)`);
+  t.same(c.turns.filter((x: any) => x.is_silence).length > 0, true, 'the quiet caller gave silence turns');
+  t.equal(c.num_silences, c.turns.filter((x: any) => x.is_silence).length, 'num_silences counts them');
+});
+
+t.test('handoff on a call: a REFER to the destination, then BYE; the record has the handoff', needsTools, async (t) => {
+  const number = '+442079460125';
+  const sippPort = await freePort();
+  const destination = 'sip:desk@127.0.0.2:5999';
+  const project = await chatProject(p, {
+    name: 'Handoff Co',
+    functions: {
+      start: 'function start(conv) { conv.say("Press zero for the front desk."); }',
+      turn: `function turn(conv, message) { conv.handoff(${JSON.stringify(destination)}, 'caller_pressed_zero'); return 'Transferring you now.'; }`,
+    },
+  });
+  await bindNumber(project.api, project.agentId, number, { host: '127.0.0.2', port: sippPort });
+  const sink = await audioSink();
+  t.teardown(() => sink.close());
+  const file = scenario('inbound-handoff.xml', dir, { NUMBER: number, AUDIO_IP: '127.0.0.2', AUDIO_PORT: sink.port, GREETING_MS: 2500, DIGIT: join(SIPP_PCAPS, 'dtmf_2833_0.pcap'), DESTINATION: destination });
+  const run = await runSipp({ scenario: file, target: `127.0.0.1:${sip}`, port: sippPort, mediaPort: await freePort(), dir, extra: process.env.KEEP ? ['-trace_msg', '-trace_err'] : [] });
+  t.equal(run.code, 0, 'sipp got the REFER to the destination and then the BYE', { out: run.out.slice(-3000) });
+  const [c] = await endedCalls(project);
+  t.equal(c.handoff, true);
+  t.equal(c.handoff_destination, destination);
+  t.equal(c.handoff_reason, 'caller_pressed_zero');
+  t.equal(c.turns[c.turns.length - 1].user_input_dtmf, '0');
 });
 
 async function waitFor<T>(f: () => Promise<T | null>, ms = 20_000): Promise<T> {
