@@ -57,7 +57,10 @@ export function answerDialRequests(gw: MediaGateway, runtime: Runtime): Subscrip
 
 async function dial(gw: MediaGateway, runtime: Runtime, req: DialRequest): Promise<DialResult> {
   const secure = req.encryption.endsWith('/SRTP');
-  const transport: SipTransport = req.encryption.startsWith('TLS/') ? 'tls' : req.trunk.transport === 'tls' ? 'udp' : req.trunk.transport;
+  // The trunk's configured transport carries the signalling (a trunk listens on one); the encryption's
+  // media part decides SRTP. TLS/* on a trunk that is not `tls` is logged: its SDES keys travel in clear SIP.
+  const transport: SipTransport = req.trunk.transport;
+  if (req.encryption.startsWith('TLS/') && transport !== 'tls') gw.o.log('info', 'TLS asked for a call through a trunk without TLS: signalling goes over its own transport', { call_sid: req.call_sid, transport });
   const speech = await gw.agentSpeech(req.project_id, req.environment);
   if (!speech) return { outcome: 'error', sip_status: null, reason: 'the agent has nothing deployed to run', conversation_id: null };
   const leg = await openLeg(gw.ports, secure);
