@@ -11,7 +11,7 @@ import { builderRecords } from './records.js';
 import { telephony, type Telephony } from './telephony.js';
 
 export { MAIN, type Caller } from './agents.js';
-export type { Attribute, Content, ProjectFunction, Topic, Variant } from './content.js';
+export type { Attribute, Content, ProjectFunction, Topic, Variant, VoiceConfig } from './content.js';
 export type { AgentRecord, BranchRecord, DeploymentRecord, RealtimeConfigRecord } from './records.js';
 export type { DeploymentResult } from './deployments.js';
 
