@@ -11,6 +11,7 @@ import fc from 'fast-check';
 import { client, http } from './helpers/http.js';
 import { natsAvailable, startNats } from './helpers/nats.js';
 import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
+import { openStore } from '../store/mod.js';
 import { chatProject } from './helpers/chat.js';
 import { admin, tenant } from './helpers/tenants.js';
 
@@ -100,6 +101,12 @@ t.test('trigger: a call_sid OUT-… at once, the status is queued or calling, an
   t.same(statuses.filter((s) => s !== 'queued'), ['calling', 'failure'], 'queued/calling, then failure: nothing answers on this trunk');
   const last = seen[seen.length - 1].body;
   t.not(last.reason, '', 'a failure has a reason');
+  // The call's steps are journaled with the contract's events (journal contract), in order.
+  const store = await openStore({ dataDir: p.dataDir });
+  t.teardown(() => store.close());
+  const events = (await store.journal.ofActor(`call/${r.body.call_sid}`)).flatMap((e) => e.events);
+  t.same(events.map((e) => e.type), ['call.queued', 'call.calling', 'call.failed']);
+  for (const e of events) t.match(e.data, { account_id: accountId, project_id: agent, call_sid: r.body.call_sid });
   // Terminal: it stays failure with the same reason until the retention ends, then 404.
   const after = await until(r.body.call_sid, (s) => s.status === 404);
   for (const s of after.slice(0, -1)) t.same(s.body, last, 'terminal status never changes');
