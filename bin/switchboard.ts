@@ -15,6 +15,7 @@ const USAGE = `usage: switchboard [--url URL] [--token TOKEN] <command>
   keys revoke KEY_ID
   connectors create --account ACCOUNT --project PROJECT --kind chat|messaging|outbound
               [--environment live|pre-release|sandbox] [--variant VARIANT_ID] [--host HOST]
+              [--telephony-connector TC_ID --from-number E164]   (outbound: the SIP trunk and caller id)
   connectors list [--account ACCOUNT]
   connectors delete CONNECTOR_ID
   settings get PROJECT
@@ -54,6 +55,8 @@ function toRequest(argv: string[]): { request: Request; url?: string; token?: st
       environment: { type: 'string' },
       variant: { type: 'string' },
       host: { type: 'string' },
+      'telephony-connector': { type: 'string' },
+      'from-number': { type: 'string' },
       'show-transcripts': { type: 'string' },
       'chunked-streaming': { type: 'string' },
       'pii-redaction': { type: 'string' },
@@ -106,6 +109,8 @@ function toRequest(argv: string[]): { request: Request; url?: string; token?: st
             ...(v.environment ? { environment: v.environment } : {}),
             ...(v.variant ? { variant_id: v.variant } : {}),
             ...(v.host ? { host: v.host } : {}),
+            ...(v['telephony-connector'] ? { telephony_connector_id: v['telephony-connector'] } : {}),
+            ...(v['from-number'] ? { from_number: v['from-number'] } : {}),
           },
         };
       case 'connectors list':

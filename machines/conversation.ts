@@ -54,10 +54,21 @@ export interface ConversationStart {
   initialMessage: string | null;
   fromNumber: string;
   toNumber: string;
+  /** A call's SIP headers (`conv.sip_headers`): the INVITE's own, or an outbound call's metadata. */
+  sipHeaders?: Record<string, string>;
+  /** A call's sid (`IN-…` inbound, `OUT-…` outbound): the built-in state key `call_sid`. */
+  callSid?: string;
   /** When the client's request arrived (ms since epoch). */
   at: number;
   /** An idle conversation ends this long after its last turn. */
   idleTimeoutMs: number;
+}
+
+/** How a caller's turn on a call came: digits keyed, speech over the agent (barge-in), or nothing said in time. */
+export interface VoiceInput {
+  dtmf?: string;
+  bargeIn?: boolean;
+  silence?: boolean;
 }
 
 /** The outcome of running the start effect or one turn. */
@@ -149,7 +160,7 @@ export interface ConversationContext {
   functionErrors: number;
   handoff: Handoff | null;
   /** The user message of the turn in progress. */
-  pending: { message: string; metadata: Record<string, unknown>; at: number } | null;
+  pending: { message: string; metadata: Record<string, unknown>; at: number; voice?: VoiceInput } | null;
   idleDeadline: number | null;
   endReason: 'closed' | 'agent' | 'idle' | null;
   outcome: Outcome | null;
@@ -176,6 +187,8 @@ export type ConversationEvent =
       integrationAttributes: Record<string, unknown>;
       asrLangCode?: string;
       ttsLangCode?: string;
+      /** Set by the media gateway on a call's turns. */
+      voice?: VoiceInput;
       at: number;
     }
   | { type: 'CLOSE'; at: number }
@@ -222,6 +235,7 @@ export interface TurnInput extends EndInput {
   message: string;
   metadata: Record<string, unknown>;
   at: number;
+  voice?: VoiceInput;
 }
 
 const notProvided = () => {
@@ -288,7 +302,7 @@ export const conversationMachine = setup({
     takeMessage: assign(({ context, event }) => {
       if (event.type !== 'MESSAGE') return {};
       return {
-        pending: { message: event.message, metadata: event.metadata, at: event.at },
+        pending: { message: event.message, metadata: event.metadata, at: event.at, ...(event.voice ? { voice: event.voice } : {}) },
         // Later turns may add integration attributes; earlier ones stay.
         integrationAttributes: { ...context.integrationAttributes, ...event.integrationAttributes },
         asrLangCode: event.asrLangCode ?? context.asrLangCode,
@@ -507,6 +521,7 @@ export const conversationMachine = setup({
           message: context.pending!.message,
           metadata: context.pending!.metadata,
           at: context.pending!.at,
+          ...(context.pending!.voice ? { voice: context.pending!.voice } : {}),
         }),
         onDone: afterOutcome,
       },

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * Starts the platform. `node dist/platform/main.js [role...]` with roles `edge`, `socket` and `worker` (the
+ * Starts the platform. `node dist/platform/main.js [role...]` with roles `edge`, `socket`, `worker` and `media` (the
  * Procfile's processes, which need `NATS_URL` to reach each other); no role (what `npm start` does) runs
  * every role in one process on the embedded defaults.
  */
@@ -8,11 +8,15 @@ import { openStore } from '../store/mod.js';
 import { builtinKinds, startRuntime } from '../actors/mod.js';
 import { conversationKind } from '../actors/conversation/mod.js';
 import { sessionKind } from '../actors/session/mod.js';
+import { callKind } from '../actors/call/mod.js';
 import type { Runtime } from '../actors/mod.js';
 import { createFunctionSandbox } from '../actors/functions/mod.js';
 import { createResponderFromEnv } from '../actors/responder/mod.js';
 import { buildEdge } from '../gateway/edge/server.js';
 import { startSocketGateway, type SocketGateway } from '../gateway/socket/server.js';
+import { startMediaGateway, type MediaGateway } from '../gateway/media/server.js';
+import { answerDialRequests } from '../gateway/media/dial.js';
+import { speechFromEnv } from '../gateway/media/speech/from-env.js';
 import { loadConfig } from './config.js';
 import { createLogger } from './logger.js';
 import { operatorTokenHash } from './operator-token.js';
@@ -20,7 +24,7 @@ import { createServices } from './services.js';
 import { startInvalidationBus } from './invalidation.js';
 import { startTelemetry } from './telemetry.js';
 
-const ROLES = ['edge', 'socket', 'worker'] as const;
+const ROLES = ['edge', 'socket', 'worker', 'media'] as const;
 type Role = (typeof ROLES)[number];
 
 async function main(): Promise<void> {
@@ -64,6 +68,7 @@ async function main(): Promise<void> {
           client: async () => (await runtimeReady).client,
         }),
         sessionKind({ store, builder: services.builder, client: async () => (await runtimeReady).client, transport: async () => (await runtimeReady).transport, conversationIdleMs: config.conversationIdleMs }),
+        callKind({ store, transport: async () => (await runtimeReady).transport, ...config.outbound }),
       ]
     : [];
   const runtime = await startRuntime({
@@ -98,12 +103,29 @@ async function main(): Promise<void> {
   const socket: SocketGateway | null = roles.has('socket')
     ? await startSocketGateway({ host: config.host, port: config.socketPort, logger, isServing, services, runtime, messaging: config.messaging })
     : null;
+  // The media gateway: SIP and RTP on HOST; inbound calls to bound numbers, and the call actor's dial requests.
+  const media: MediaGateway | null = roles.has('media')
+    ? await startMediaGateway({
+        host: config.host,
+        settings: config.media,
+        dataDir: config.dataDir,
+        builder: services.builder,
+        telephony: services.builder.telephony,
+        runtime,
+        ...speechFromEnv(),
+        conversationIdleMs: config.conversationIdleMs,
+        askTimeoutMs: Math.max(config.askTimeoutMs, 4 * config.leaseTtlMs),
+        log: (level, msg, extra) => logger[level](extra ?? {}, msg),
+      })
+    : null;
+  const dialing = media ? answerDialRequests(media, runtime) : null;
   serving = true;
 
   const where = [
     edge ? `edge http://${config.host}:${(edge.server.address() as { port: number }).port}` : null,
     socket ? `socket http://${config.host}:${socket.port}` : null,
     runtime.workerId ? `worker ${runtime.workerId}` : null,
+    media ? `media sip:${config.host}:${media.ua.o.port} (udp, tcp)${media.ua.o.tlsPort ? `, sips ${media.ua.o.tlsPort} (tls)` : ''}` : null,
   ].filter(Boolean);
   process.stdout.write(`Switchboard ${config.region} serving: ${where.join(', ')} (store: ${store.backend}, data: ${config.dataDir}, transport: ${runtime.transport.kind})\n`);
   if (edge) process.stdout.write(`OpenAPI: http://${config.host}:${(edge.server.address() as { port: number }).port}/openapi.json, browsable at /docs\n`);
@@ -115,6 +137,8 @@ async function main(): Promise<void> {
     serving = false;
     logger.info({ signal }, 'draining');
     await socket?.close();
+    dialing?.unsubscribe();
+    await media?.close();
     await edge?.close();
     await bus?.stop();
     await runtime.stop();

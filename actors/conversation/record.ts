@@ -88,6 +88,7 @@ export function toRecord(c: ConversationContext, stateValue: unknown): Omit<Conv
     state: {
       from_: s.fromNumber,
       to: s.toNumber,
+      ...(s.callSid ? { call_sid: s.callSid } : {}),
       conversation_id: c.id,
       ...c.state,
       // What the platform knows of outside systems, after the function's variables: these are its own.

@@ -12,6 +12,7 @@ import { asyncapiDocument } from './asyncapi.js';
 import { projectionsPlugin, runtimePlugin } from './runtime.js';
 import { agentsPlugin } from './agents/plugin.js';
 import { chatPlugin } from './chat.js';
+import { outboundPlugin } from './outbound.js';
 import { conversationsPlugin } from './conversations/plugin.js';
 import { routeNotFound, sendProblem, shapeForPath, toProblem } from './errors.js';
 import { healthPlugin } from './health.js';
@@ -191,6 +192,7 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
   });
   await app.register(externalEventsPlugin, { services: opts.services, runtime: opts.runtime, maxBytes: opts.externalEvents?.maxBytes ?? 256 * 1024 });
   await app.register(bridgeEndedPlugin, { services: opts.services, runtime: opts.runtime });
+  await app.register(outboundPlugin, { services: opts.services, runtime: opts.runtime });
   // Cursors are MAC'd with a deployment secret every edge shares: the operator token's hash.
   await app.register(conversationsPlugin, { services: opts.services, cursorSecret: `conversations-cursor:${opts.operatorTokenHash}` });
   // The inspector (docs/inspector.md): its admin API, its page, its @statelyai/inspect WebSocket feed.
