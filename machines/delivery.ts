@@ -9,9 +9,10 @@ import { assign, emit, fromPromise, setup } from 'xstate';
  * attempt is due (the schedule's delay after the failed attempt ended, or the receiver's `Retry-After` when
  * that is later, capped). `REDELIVER` starts a new series of attempts for the same event (same event id).
  *
- * States: `new` (nothing asked yet) → `waiting` (tag `pending`: until `nextAt`) ⇄ `attempting` (tags
- * `pending`, `attempting`) → `delivered` or `failed` (tag `done`); `REDELIVER` from any state but `new`
- * goes back to `waiting` with a new series.
+ * States: `new` (nothing asked yet) → `scheduling` (transient: straight to `attempting` when the first
+ * delay is 0) → `waiting` (tag `pending`: until `nextAt`) ⇄ `attempting` (tags `pending`, `attempting`) →
+ * `delivered` or `failed` (tag `done`); `REDELIVER` from any state but `new` starts a new series through
+ * `scheduling`.
  */
 
 /** Why an attempt got no HTTP answer, or was not made. */
@@ -178,7 +179,7 @@ export const deliveryMachine = setup({
     newSeries: assign({
       series: ({ context }) => context.series + 1,
       attempt: 0,
-      nextAt: (_, p: { at: number }) => p.at,
+      nextAt: ({ context }, p: { at: number }) => p.at + context.schedule[0],
     }),
     emitRedelivered: emit(({ context }) => ({ type: 'delivery.redelivered' as const, data: { ...data(context), series: context.series } })),
     record: assign(({ context }, r: AttemptResult) => {
@@ -217,8 +218,8 @@ export const deliveryMachine = setup({
     new: {
       on: {
         DELIVER: {
-          target: 'waiting',
-          actions: assign(({ event }) => ({
+          target: 'scheduling',
+          actions: assign(({ event, context }) => ({
             delivery: {
               endpointId: event.endpoint_id,
               accountId: event.account_id,
@@ -230,10 +231,15 @@ export const deliveryMachine = setup({
             },
             series: 1,
             attempt: 0,
-            nextAt: event.at,
+            nextAt: event.at + context.schedule[0],
           })),
         },
       },
+    },
+    // A first attempt due at once (the schedule's first delay is 0) starts in the same step, without a timer:
+    // one durable step fewer per delivery.
+    scheduling: {
+      always: [{ guard: ({ context }) => context.schedule[0] === 0, target: 'attempting' }, { target: 'waiting' }],
     },
     waiting: {
       tags: ['pending'],
@@ -315,7 +321,7 @@ export const deliveryMachine = setup({
     REDELIVER: {
       // Not before the first DELIVER: there is nothing to send yet.
       guard: ({ context }) => context.delivery !== null,
-      target: '.waiting',
+      target: '.scheduling',
       reenter: true,
       actions: [{ type: 'newSeries', params: ({ event }) => ({ at: event.at }) }, 'emitRedelivered'],
     },

@@ -12,6 +12,8 @@ const machine = deliveryMachine.provide({
 const input = { id: 'whd_1', schedule: [0, 100, 500], maxRetryAfterMs: 10_000 };
 // Two attempts per series keep the simple paths few while every transition stays reachable.
 const pathInput = { ...input, schedule: [0, 100] };
+// A schedule whose first attempt waits too: the other way out of `scheduling`.
+const delayedInput = { ...input, schedule: [200, 100] };
 const deliver = { type: 'DELIVER', endpoint_id: 'whe_1', account_id: 'acc', project_id: 'p', event_id: 'evt_1', event_type: 'alerts.triggered', body: '{"a":1}', at: 1000 };
 const result = (o: Partial<AttemptResult> = {}): AttemptResult => ({ startedAt: 1000, endedAt: 1010, status: 200, error: null, detail: null, retryAfterMs: null, ...o });
 const done = (o: Partial<AttemptResult>) => ({ type: 'xstate.done.actor.attempt', output: result(o) });
@@ -43,6 +45,14 @@ t.test('delivery: every state is reachable and every shortest and simple path re
   const shortest = getShortestPaths(machine, { events, serializeState, input: pathInput } as any);
   t.same([...new Set(shortest.map((p) => p.state.value))].sort(), ['attempting', 'delivered', 'failed', 'new', 'waiting']);
   replay(t, shortest as any);
+  const delayed = getShortestPaths(machine, { events, serializeState, input: delayedInput } as any);
+  for (const path of delayed) {
+    const actor = createActor(machine, { input: delayedInput });
+    actor.start();
+    for (const step of path.steps) actor.send(step.event as any);
+    t.same(actor.getSnapshot().value, path.state.value, `first delay 200: ${path.steps.map((s: any) => s.event.type).join(' → ') || '(start)'}`);
+    actor.stop();
+  }
   const simple = getSimplePaths(machine, { events, serializeState, input: pathInput } as any);
   t.ok(simple.length > shortest.length, `${simple.length} simple paths`);
   replay(t, simple as any);
@@ -50,9 +60,9 @@ t.test('delivery: every state is reachable and every shortest and simple path re
 
 t.test('delivery: every transition of the machine is taken by some path', async (t) => {
   const taken = new Set<string>();
-  const paths = getSimplePaths(machine, { events, serializeState, input: pathInput } as any);
+  const paths = [pathInput, delayedInput].flatMap((i) => getSimplePaths(machine, { events, serializeState, input: i } as any).map((p) => ({ ...p, i })));
   for (const p of paths) {
-    let actor = createActor(machine, { input: pathInput });
+    let actor = createActor(machine, { input: p.i });
     actor.start();
     for (const step of p.steps) {
       const before = JSON.stringify(actor.getSnapshot().value);
@@ -66,6 +76,7 @@ t.test('delivery: every transition of the machine is taken by some path', async 
     actor = null as never;
   }
   const expected = [
+    '"new" -DELIVER-> "attempting"',
     '"new" -DELIVER-> "waiting"',
     '"waiting" -xstate.done.actor.backoff-> "attempting"',
     '"attempting" -done:204-> "delivered"',
@@ -74,8 +85,11 @@ t.test('delivery: every transition of the machine is taken by some path', async 
     '"attempting" -done:400-> "failed"',
     '"attempting" -done:private_address-> "failed"',
     '"attempting" -xstate.error.actor.attempt-> "waiting"',
+    '"waiting" -REDELIVER-> "attempting"',
+    '"attempting" -REDELIVER-> "attempting"',
+    '"delivered" -REDELIVER-> "attempting"',
+    '"failed" -REDELIVER-> "attempting"',
     '"waiting" -REDELIVER-> "waiting"',
-    '"attempting" -REDELIVER-> "waiting"',
     '"delivered" -REDELIVER-> "waiting"',
     '"failed" -REDELIVER-> "waiting"',
   ];
@@ -108,12 +122,11 @@ t.test('delivery: the schedule, Retry-After (capped), the emitted events and the
   actor.on('*', (e) => emitted.push(e as DeliveryEmitted));
   actor.start();
   actor.send(deliver as any);
-  t.equal(actor.getSnapshot().context.nextAt, 1000, 'the first attempt is due at once');
-  t.equal(earliestDeadline(actor.getPersistedSnapshot()), 1000, 'the deadline is in the persisted snapshot');
-  actor.send({ type: 'xstate.done.actor.backoff', output: 1000 } as any);
-  t.equal(actor.getSnapshot().value, 'attempting');
+  t.equal(actor.getSnapshot().value, 'attempting', 'the first attempt starts at once (first delay 0), no timer');
+  t.equal(earliestDeadline(actor.getPersistedSnapshot()), null);
   actor.send(done({ status: 503, endedAt: 2000 }) as any);
   t.equal(actor.getSnapshot().context.nextAt, 2100, 'second attempt: the schedule delay after the failure ended');
+  t.equal(earliestDeadline(actor.getPersistedSnapshot()), 2100, 'the deadline is in the persisted snapshot');
   actor.send({ type: 'xstate.done.actor.backoff', output: 2100 } as any);
   actor.send(done({ status: 429, endedAt: 3000, retryAfterMs: 2000 }) as any);
   t.equal(actor.getSnapshot().context.nextAt, 5000, 'Retry-After later than the schedule wins');
@@ -125,10 +138,8 @@ t.test('delivery: the schedule, Retry-After (capped), the emitted events and the
   t.same(emitted[0].data, { account_id: 'acc', project_id: 'p', delivery_id: 'whd_1', endpoint_id: 'whe_1', event_id: 'evt_1', event_type: 'alerts.triggered', series: 1, attempt: 1, status: 503, error: null, duration_ms: 1000, next_attempt_at: 2100 });
 
   actor.send({ type: 'REDELIVER', at: 9000 });
-  t.equal(actor.getSnapshot().value, 'waiting');
+  t.equal(actor.getSnapshot().value, 'attempting', 'a redelivery starts at once');
   t.equal(actor.getSnapshot().context.series, 2);
-  t.equal(actor.getSnapshot().context.nextAt, 9000, 'a redelivery is due at once');
-  actor.send({ type: 'xstate.done.actor.backoff', output: 9000 } as any);
   actor.send(done({ status: 429, endedAt: 9100, retryAfterMs: 10_000_000 }) as any);
   t.equal(actor.getSnapshot().context.nextAt, 19_100, 'Retry-After is capped at maxRetryAfterMs');
   actor.send({ type: 'xstate.done.actor.backoff', output: 19_100 } as any);
@@ -147,7 +158,6 @@ t.test('delivery: DELIVER again is ignored; the log keeps the newest attempts', 
   actor.send({ ...deliver, event_id: 'other', body: '{}' } as any);
   t.equal(actor.getSnapshot().context.delivery!.eventId, 'evt_1');
   for (let i = 0; i < MAX_KEPT_ATTEMPTS + 5; i++) {
-    actor.send({ type: 'xstate.done.actor.backoff', output: 0 } as any);
     actor.send(done({ status: 500 }) as any);
     t.equal(actor.getSnapshot().value, 'failed');
     actor.send({ type: 'REDELIVER', at: 1 });
@@ -156,5 +166,19 @@ t.test('delivery: DELIVER again is ignored; the log keeps the newest attempts', 
   t.equal(c.attempts.length, MAX_KEPT_ATTEMPTS);
   t.equal(c.attemptCount, MAX_KEPT_ATTEMPTS + 5);
   t.equal(c.attempts[c.attempts.length - 1].series, MAX_KEPT_ATTEMPTS + 5);
+  actor.stop();
+});
+
+t.test('delivery: a first delay above 0 waits on the durable timer, for the first series and for a redelivery', async (t) => {
+  const actor = createActor(machine, { input: delayedInput });
+  actor.start();
+  actor.send(deliver as any);
+  t.equal(actor.getSnapshot().value, 'waiting');
+  t.equal(earliestDeadline(actor.getPersistedSnapshot()), 1200);
+  actor.send({ type: 'xstate.done.actor.backoff', output: 1200 } as any);
+  actor.send(done({ status: 200 }) as any);
+  actor.send({ type: 'REDELIVER', at: 5000 });
+  t.equal(actor.getSnapshot().value, 'waiting');
+  t.equal(earliestDeadline(actor.getPersistedSnapshot()), 5200);
   actor.stop();
 });
