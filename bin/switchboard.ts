@@ -33,6 +33,8 @@ const USAGE = `usage: switchboard [--url URL] [--token TOKEN] <command>
   deliveries list ENDPOINT_ID [--limit N] [--cursor CURSOR] [--event EVENT_ID]
   deliveries get ENDPOINT_ID DELIVERY_ID
   deliveries redeliver ENDPOINT_ID DELIVERY_ID
+  runtime projections               projections: checkpoints, journal head, lag
+  rebuild MODEL                     rebuilds a projection (read model) from the journal
   help                              this text
 
 Key scopes: agents (Agents API), alerts (Alerts API), conversations (Conversations and Concurrency APIs),
@@ -97,6 +99,10 @@ function toRequest(argv: string[]): { request: Request; url?: string; token?: st
     ...(o['timeout-ms'] ? { timeout_ms: Number(o['timeout-ms']) } : {}),
     ...(o.enabled !== undefined ? { enabled: bool(o.enabled, '--enabled') } : {}),
   });
+  if (noun === 'rebuild') {
+    const model = need(verb, 'MODEL');
+    return { request: { method: 'POST', path: `/admin/v1/runtime/projections/${encodeURIComponent(model)}/rebuild` }, url: v.url, token: v.token };
+  }
   const query = (account: string | undefined) => (account ? `?account_id=${encodeURIComponent(account)}` : '');
   const request = ((): Request => {
     switch (`${noun ?? ''} ${verb ?? ''}`) {
@@ -152,6 +158,8 @@ function toRequest(argv: string[]): { request: Request; url?: string; token?: st
         return { method: 'GET', path: '/admin/v1/runtime' };
       case 'runtime cache':
         return { method: 'GET', path: '/admin/v1/runtime/tenancy-cache' };
+      case 'runtime projections':
+        return { method: 'GET', path: '/admin/v1/runtime/projections' };
       case 'runtime actor':
         return { method: 'GET', path: `/admin/v1/runtime/actors/${encodeURIComponent(need(target, 'KIND'))}/${encodeURIComponent(need(extra, 'ID'))}` };
       case 'webhooks create':
