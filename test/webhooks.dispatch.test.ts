@@ -85,6 +85,13 @@ t.test('dispatch: each subscribed, enabled endpoint of the account gets the even
   t.equal(b.received.length, 1, 'endpoint b: once');
   t.equal(resolvedOnly.received.length + disabled.received.length + otherAccount.received.length, 0, 'not subscribed, disabled, other account: nothing');
 
+  // Each step's emitted events are journaled with it, every one naming account and project.
+  const entries = await store.journal.ofActor(`delivery/${first[0].delivery_id}`);
+  const events = entries.flatMap((e) => e.events);
+  t.same(events.map((e) => e.type), ['delivery.attempted', 'delivery.succeeded']);
+  for (const e of events) t.match(e.data, { account_id: 'acc_1', project_id: 'proj_1', event_id: 'evt_alert_1', delivery_id: first[0].delivery_id });
+  t.match(events[0].data, { attempt: 1, status: 200, error: null });
+
   const resolved = await dispatchWebhookEvent(deps, alert('evt_alert_2', 'alerts.resolved'));
   t.equal(resolved.length, 2, 'alerts.resolved: endpoints a and resolved-only');
   await resolvedOnly.waitFor(1);
