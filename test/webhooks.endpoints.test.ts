@@ -255,3 +255,26 @@ t.test('fast-check: any create body gets 201 or a 400 in the Alerts shape, never
   );
   t.pass(`150 bodies, ${created} created`);
 });
+
+t.test('fast-check: any path id is a 404 or a 422 and any patch body a 200 or a 400, never a 500', async (t) => {
+  const { api } = await alertsTenant(p);
+  const e = (await api('POST', BASE, { name: 'a', url: receiver.url, event_types: ['alerts.triggered'] })).body;
+  await fc.assert(
+    fc.asyncProperty(fc.oneof(fc.string({ minLength: 1, maxLength: 40 }), fc.stringMatching(/^whe_[A-Za-z0-9]{1,20}$/)), async (id) => {
+      const path = `${BASE}/${encodeURIComponent(id)}`;
+      const [get, deliveries] = await Promise.all([api('GET', path), api('GET', `${path}/deliveries/whd_0`)]);
+      const valid = /^whe_[A-Za-z0-9]+$/.test(id);
+      return get.status === (valid ? 404 : 422) && [404, 422].includes(deliveries.status) && typeof get.body.message === 'string';
+    }),
+    { numRuns: 100 },
+  );
+  const patch = fc.dictionary(fc.constantFrom('name', 'url', 'event_types', 'headers', 'timeout_ms', 'enabled', 'other'), fc.oneof(fc.string({ maxLength: 20 }), fc.integer(), fc.boolean(), fc.constant(null), fc.array(fc.constantFrom('alerts.triggered', 'alerts.resolved', 'x'))), { maxKeys: 4 });
+  await fc.assert(
+    fc.asyncProperty(patch, async (body) => {
+      const r = await api('PATCH', `${BASE}/${e.id}`, body);
+      return r.status === 200 ? r.body.id === e.id : r.status === 400 && Array.isArray(r.body.errors) && r.body.errors.length > 0;
+    }),
+    { numRuns: 150 },
+  );
+  t.pass('ids and patch bodies');
+});
