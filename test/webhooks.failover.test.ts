@@ -4,7 +4,8 @@
  * timer fires there, and the receiver gets the second attempt once, with the same event id.
  */
 import t from 'tap';
-import { natsAvailable } from './helpers/nats.js';
+import { natsAvailable, startNats } from './helpers/nats.js';
+import { removeDir, startPlatform } from './helpers/platform.js';
 import { startCluster } from './helpers/cluster.js';
 import { alertsTenant, eventually, startReceiver } from './helpers/webhooks.js';
 
@@ -23,6 +24,8 @@ t.test('SIGKILL the worker that holds a waiting delivery: another worker deliver
   const sent = await api('POST', `/v1/webhook-endpoints/${e.id}/test`);
   t.equal(sent.status, 202);
   await r.waitFor(1);
+  // The first attempt's outcome is durable: the delivery now waits for its second attempt.
+  await eventually(async () => ((await api('GET', `/v1/webhook-endpoints/${e.id}/deliveries/${sent.body.id}`)).body.attempts?.length === 1 ? true : undefined));
   const owner = (await cluster.ownerOf('delivery', sent.body.id))!;
   owner.child.kill('SIGKILL');
   const got = await r.waitFor(2, 30_000);
@@ -35,4 +38,20 @@ t.test('SIGKILL the worker that holds a waiting delivery: another worker deliver
   t.equal(r.received.length, 2, 'one failed attempt and one success, nothing more');
   const newOwner = await cluster.ownerOf('delivery', sent.body.id);
   t.not(newOwner?.worker, owner.worker, 'on another worker');
+});
+
+t.test('no worker reachable: a test event or a redelivery is a 503 in the Alerts shape; endpoints still work', needsNats, async (t) => {
+  const nats = await startNats();
+  const edge = await startPlatform({ roles: ['edge'], env: { NATS_URL: nats.url, ASK_TIMEOUT_MS: '500', WEBHOOK_ALLOW_PRIVATE_URLS: 'true' } });
+  t.teardown(async () => {
+    await edge.stop();
+    await nats.stop();
+    removeDir(edge.dataDir);
+  });
+  const { api } = await alertsTenant(edge);
+  const e = await api('POST', '/v1/webhook-endpoints', { name: 'hook', url: 'http://127.0.0.1:9/hook', event_types: ['alerts.triggered'] });
+  t.equal(e.status, 201, 'endpoints need no actor');
+  const sent = await api('POST', `/v1/webhook-endpoints/${e.body.id}/test`);
+  t.equal(sent.status, 503);
+  t.same(sent.body, { message: 'the delivery did not answer in time; retry', errors: [] });
 });
