@@ -32,6 +32,7 @@ export const SECURITY_SCHEMES = {
   chatToken: { type: 'apiKey', in: 'header', name: 'X-TOKEN', description: 'Chat API: the token of a `chat` connector of the project' },
   externalEventsKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key', description: 'External Events API and bridge-ended: a key of scope `external_events` for the project' },
   outboundToken: { type: 'apiKey', in: 'header', name: 'X-Service-Auth-Token', description: 'Outbound calling: the token of an `outbound` connector (with a telephony connector and a from number)' },
+  alertsKey: { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'Alerts API (alert rules, alerts, webhook endpoints): a key of scope `alerts` for the account' },
 } as const;
 
 /** Each family's credentials, by its operations' tag; all schemes of one entry are needed together. */
@@ -43,6 +44,7 @@ export const SECURITY_BY_TAG: Record<string, Array<Record<string, string[]>>> = 
   chat: [{ chatKey: [], chatToken: [] }],
   'external events': [{ externalEventsKey: [] }],
   outbound: [{ outboundToken: [] }],
+  webhooks: [{ alertsKey: [] }],
 };
 
 type TransformInput = Parameters<typeof jsonSchemaTransform>[0];

@@ -23,6 +23,8 @@ import { inspectorPlugin } from './inspector/plugin.js';
 import { inspectorPagePlugin } from './inspector/page.js';
 import { inspectorFeed } from './inspector/feed.js';
 import { context, contextFromHeaders, markTraced, tracingStarted, SpanKind, SpanStatusCode, trace, tracer, type Context, type Span } from '../../platform/telemetry.js';
+import { webhookEndpointsPlugin } from './webhook-endpoints/plugin.js';
+import type { SecretBox } from '../../actors/delivery/mod.js';
 
 /** The span of each request (and its context) while tracing is on. */
 const requestSpans = new WeakMap<object, { span: Span; ctx: Context }>();
@@ -86,6 +88,8 @@ export interface EdgeOptions {
   externalEvents?: { maxBytes: number };
   /** Told of every route as it is registered (the OpenAPI coverage test lists them with it). */
   onRoute?: (route: { method: string | string[]; url: string }) => void;
+  /** Webhook endpoints (`/v1/webhook-endpoints`): the signing secrets' box and whether private URLs are allowed. */
+  webhooks?: { secrets: SecretBox; allowPrivateUrls: boolean };
 }
 
 /**
@@ -199,5 +203,8 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
   await app.register(inspectorPlugin, { prefix: '/admin/v1/inspector', services: opts.services, runtime: opts.runtime, operatorTokenHash: opts.operatorTokenHash });
   await app.register(inspectorPagePlugin);
   inspectorFeed(app, { services: opts.services, operatorTokenHash: opts.operatorTokenHash });
+  if (opts.webhooks) {
+    await app.register(webhookEndpointsPlugin, { prefix: '/v1/webhook-endpoints', keys: opts.services.keys, store: opts.services.store, runtime: opts.runtime, ...opts.webhooks });
+  }
   return app;
 }
