@@ -1,6 +1,8 @@
 import type { AnyStateMachine } from 'xstate';
+import { callMachine } from './call.js';
 import { conversationMachine } from './conversation.js';
 import { counterMachine } from './counter.js';
+import { deliveryMachine } from './delivery.js';
 import { sessionMachine } from './session.js';
 
 /**
@@ -13,6 +15,8 @@ export const MACHINES: Readonly<Record<string, AnyStateMachine>> = {
   counter: counterMachine,
   conversation: conversationMachine,
   session: sessionMachine,
+  call: callMachine,
+  delivery: deliveryMachine,
 };
 
 /** The kinds of the catalog, sorted. */

@@ -16,6 +16,8 @@ export interface MachineSample {
   serializeState?: (snapshot: any) => string;
   /** The machine's input. */
   input?: unknown;
+  /** Several inputs, each explored in turn (a transition only some inputs reach, e.g. a schedule's first delay). */
+  inputs?: unknown[];
 }
 
 export interface Coverage {
@@ -49,17 +51,21 @@ export function transitionCoverage(machine: AnyStateMachine, sample: MachineSamp
   const inspect = (e: any) => {
     if (e.type === '@xstate.microstep') for (const t of e._transitions ?? []) covered.add(idOf(t));
   };
-  const paths = getShortestPaths(m, { events: sample.events, serializeState: sample.serializeState ?? ((s: any) => JSON.stringify([s.value, s.context])), input: sample.input } as any);
-  for (const path of paths) {
-    for (const event of [null, ...sample.events]) {
-      const actor = createActor(m, { input: sample.input, inspect } as any);
-      // An effect's error event where no state handles it stops the actor with that error: not a test failure.
-      actor.subscribe({ error: () => undefined });
-      actor.start();
-      for (const step of path.steps) actor.send(step.event as any);
-      if (event) actor.send(event as any);
-      actor.stop();
+  let replayed = 0;
+  for (const input of sample.inputs ?? [sample.input]) {
+    const paths = getShortestPaths(m, { events: sample.events, serializeState: sample.serializeState ?? ((s: any) => JSON.stringify([s.value, s.context])), input } as any);
+    replayed += paths.length;
+    for (const path of paths) {
+      for (const event of [null, ...sample.events]) {
+        const actor = createActor(m, { input, inspect } as any);
+        // An effect's error event where no state handles it stops the actor with that error: not a test failure.
+        actor.subscribe({ error: () => undefined });
+        actor.start();
+        for (const step of path.steps) actor.send(step.event as any);
+        if (event) actor.send(event as any);
+        actor.stop();
+      }
     }
   }
-  return { total: all.length, covered: all.filter((id) => covered.has(id)), missing: all.filter((id) => !covered.has(id)), paths: paths.length };
+  return { total: all.length, covered: all.filter((id) => covered.has(id)), missing: all.filter((id) => !covered.has(id)), paths: replayed };
 }
