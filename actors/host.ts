@@ -15,6 +15,8 @@ export interface HostOptions {
   passivateAfterMs: number;
   /** How often the scheduler looks for due durable timers. */
   timerTickMs?: number;
+  /** Told after each group commit that appended journal entries is durable (wakes the projection runner). */
+  committed?: () => void;
   log?: (msg: string, extra?: object) => void;
 }
 
@@ -34,7 +36,7 @@ export class Host {
   private readonly context: ActivationContext;
 
   constructor(private readonly o: HostOptions) {
-    this.commit = new CommitQueue(o.snapshots);
+    this.commit = new CommitQueue(o.snapshots, o.committed);
     this.context = {
       snapshots: o.snapshots,
       commit: this.commit,
@@ -42,6 +44,7 @@ export class Host {
       ended: (a) => {
         if (this.activations.get(a.key) === a) this.activations.delete(a.key);
       },
+      log: o.log,
     };
   }
 

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { open, type Database, type Key, type RootDatabase } from 'lmdb';
 import { timings } from '../../platform/timings.js';
 import type { Doc } from '../types.js';
+import type { StoredEntry } from './journal.js';
 import type { StoredSnapshot } from './snapshots.js';
 
 export interface Env {
@@ -29,6 +30,12 @@ export interface Env {
   snapshots: Database<StoredSnapshot, string>;
   /** [shard, deadline, snapshot key] -> true, for `due`. */
   deadlines: Database<true, Key>;
+  /** seq -> journal entry (without its seq). */
+  journal: Database<StoredEntry, number>;
+  /** [entry key, version, seq] -> true, for `journal.ofActor`. */
+  journalByActor: Database<true, Key>;
+  /** Counters: `journal.seq` is the last journal seq assigned. */
+  meta: Database<number, string>;
 }
 
 /** Opens (creating when missing) the environment in `dataDir`. */
@@ -43,6 +50,9 @@ export function openEnv(dataDir: string): Env {
     catalog: root.openDB<string[], string>({ name: 'catalog' }),
     snapshots: root.openDB<StoredSnapshot, string>({ name: 'snapshots' }),
     deadlines: root.openDB<true, Key>({ name: 'deadlines' }),
+    journal: root.openDB<StoredEntry, number>({ name: 'journal' }),
+    journalByActor: root.openDB<true, Key>({ name: 'journal-by-actor' }),
+    meta: root.openDB<number, string>({ name: 'meta' }),
   };
 }
 
