@@ -5,7 +5,7 @@ import { fromEffect } from '../task.js';
 import { sleepUntil } from '../timers.js';
 import { conversationEffects, type ConversationDeps } from './effects.js';
 import { externalWatch } from './external.js';
-import type { JournalEvent } from './projectors/contract.js';
+import type { JournalEvent } from '../../store/mod.js';
 
 /** What an ask of a conversation answers: a turn's outcome, or what became of an external event or bridge notification. */
 export type ConversationReply =

@@ -4,11 +4,11 @@
  *
  * - The kind, for the worker that hosts it: `conversationKind`.
  * - Before an ask: what a new conversation would run (`runningContent`, `pickVariant`).
- * - Read models written by the projection after every durable snapshot, and the queries over them:
+ * - The read models' projector (`conversationsProjector`, listed in `actors/projection/registry.ts`), and
+ *   the queries over what it writes:
  *   records, documents (ended conversations as JSON bytes), search (terms, vectors, hour counts) and the
  *   packed slots (spans, vector buckets) with the helpers that read a slot's entries in place.
  * - Rendering: the v3/v2 view of a record. Embeddings: `Embedder` and the one the environment asks for.
- * - Start-up: the one-off backfill of read models for stores written before them.
  *
  * @module
  */
@@ -54,4 +54,4 @@ export {
 } from './slots.js';
 export { conversationV3, type ViewOptions } from './view.js';
 export { createEmbedderFromEnv, type Embedder } from './embedding.js';
-export { backfillReadModels, readModelsComplete, type Backfilled } from './backfill.js';
+export { conversationsProjector, type ConversationsProjectorOptions } from './projectors/conversations.js';

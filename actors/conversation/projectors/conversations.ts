@@ -13,12 +13,13 @@
  * idempotent (versioned records and documents, postings and slot entries keyed by conversation), so a batch
  * applied again after a crash changes nothing. `switchboard rebuild conversations` resets and replays it.
  */
-import type { Store } from '../../../store/mod.js';
+
 import { conversationDocuments, documentOf } from '../document.js';
 import { createEmbedderFromEnv, type Embedder } from '../embedding.js';
 import { conversationRecords, type ConversationRecord } from '../record.js';
 import { conversationHours, conversationSpans, conversationTerms, conversationVectorBuckets, conversationVectors, searchIndexer, type RecordFields, type SearchIndexer } from '../search.js';
-import type { JournalEntry, Projector } from './contract.js';
+import type { JournalEntry, Store } from '../../../store/mod.js';
+import type { Projector } from '../../projection/types.js';
 import { foldRecord } from './record-fold.js';
 
 /** The events the record is folded from; a step that emitted none of them writes nothing. */

@@ -8,7 +8,7 @@
  */
 import type { ChangedData, EndedData, StartedData, TurnData, TurnRecord } from '../../../machines/conversation.js';
 import type { ConversationRecord } from '../record.js';
-import type { JournalEntry } from './contract.js';
+import type { JournalEntry } from '../../../store/mod.js';
 
 const seconds = (ms: number) => Math.round(ms) / 1000;
 
