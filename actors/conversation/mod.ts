@@ -3,7 +3,8 @@
  * `platform/` and `bin/` import this file, never the files beside it (`test/architecture.test.ts` checks).
  *
  * - The kind, for the worker that hosts it: `conversationKind`.
- * - Before an ask: what a new conversation would run (`runningContent`, `pickVariant`).
+ * - Before an ask: what a new conversation would run (`runningContent`, `pickVariant`); whose a conversation
+ *   is (`conversationOwner`, from the journal).
  * - The read models' projector (`conversationsProjector`, listed in `actors/projection/registry.ts`), and
  *   the queries over what it writes:
  *   records, documents (ended conversations as JSON bytes), search (terms, vectors, hour counts) and the
@@ -23,6 +24,7 @@ export {
 } from './external.js';
 export { MAX_EXTERNAL_EVENT_ID } from './effects.js';
 export { pickVariant, runningContent, type Running } from './deployment.js';
+export { conversationOwner, type ConversationOwner } from './owner.js';
 export { conversationRecords, type ConversationRecord } from './record.js';
 export { conversationDocuments, jsonOf, withoutTurns, type ConversationDocument } from './document.js';
 export {
