@@ -65,6 +65,10 @@ const EnvSchema = z.object({
   EXTERNAL_EVENT_MAX_TIMEOUT_MS: z.coerce.number().int().min(1000).max(30 * 86_400_000).default(7 * 86_400_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
+  PROJECTION_PARTITIONS: z.coerce.number().int().min(1).max(4096).default(16),
+  PROJECTION_BATCH: z.coerce.number().int().min(1).max(100_000).default(1000),
+  PROJECTION_POLL_MS: z.coerce.number().int().min(10).max(600_000).default(1000),
+  PROJECTION_MODULES: z.string().optional(),
 }).refine((e) => e.EDGE_HEADERS_TIMEOUT_MS <= e.EDGE_REQUEST_TIMEOUT_MS, {
   // Node refuses a server whose header deadline is later than its whole-request deadline.
   message: 'EDGE_HEADERS_TIMEOUT_MS must not exceed EDGE_REQUEST_TIMEOUT_MS',
@@ -113,6 +117,11 @@ export interface Config {
   messaging: MessagingConfig;
   /** The Fastify edge's limits against floods and slow clients. */
   edge: EdgeConfig;
+  /**
+   * The projection runner: journal partitions (at most `shardCount` are used), entries per read, the
+   * fallback poll interval, and extra projector modules (paths, comma-separated in `PROJECTION_MODULES`).
+   */
+  projections: { partitions: number; batch: number; pollMs: number; modules: string[] };
 }
 
 /** A token bucket: `rate` tokens a second, holding at most `burst`. */
@@ -226,6 +235,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       connectionTimeoutMs: e.EDGE_CONNECTION_TIMEOUT_MS,
       keepAliveTimeoutMs: e.EDGE_KEEP_ALIVE_TIMEOUT_MS,
       maxConnections: e.EDGE_MAX_CONNECTIONS,
+    },
+    projections: {
+      partitions: e.PROJECTION_PARTITIONS,
+      batch: e.PROJECTION_BATCH,
+      pollMs: e.PROJECTION_POLL_MS,
+      modules: (e.PROJECTION_MODULES ?? '').split(',').map((m) => m.trim()).filter(Boolean),
     },
   };
 }

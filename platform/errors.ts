@@ -134,6 +134,7 @@ export const ADMIN = catalog('ADMIN', {
   HOST_REQUIRED: [400, 'host is required for messaging connectors', 'host'],
   CONNECTOR_NOT_FOUND: [404, 'connector not found', 'id'],
   ACTOR_NOT_FOUND: [404, 'actor not found', 'id'],
+  PROJECTION_NOT_FOUND: [404, 'projection not found', 'name'],
 });
 
 /** The Chat API (`/{version}/{account_id}/{project_id}/chat`). */
