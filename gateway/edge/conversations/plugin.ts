@@ -19,8 +19,7 @@ import {
   conversationVectorBuckets,
   conversationVectors,
   createEmbedderFromEnv,
-  jsonOf,
-  withoutTurns,
+  documentJson,
   type ConversationRecord,
   type Embedder,
 } from '../../../actors/conversation/mod.js';
@@ -157,7 +156,7 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
 
 /** A row's v2/v3 JSON: a document's stored bytes (turns spliced out when transcripts are hidden), else rendered. */
 function rowJson(row: Row, view: ViewOptions): Buffer[] {
-  if (isDocument(row)) return view.showTranscripts ? [jsonOf(row)] : withoutTurns(row);
+  if (isDocument(row)) return documentJson(row, view.showTranscripts);
   return [Buffer.from(JSON.stringify(conversationV3(row, view)))];
 }
 
