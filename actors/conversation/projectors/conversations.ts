@@ -63,6 +63,9 @@ export function conversationsProjector(opts: ConversationsProjectorOptions = {})
         let record: ConversationRecord | null = before;
         for (const e of list) record = foldRecord(record, id, e);
         if (!record || (record.snapshot_version ?? 0) <= from && before) return;
+        // A record folded from nothing: whatever the indexer remembers of it predates a reset (which may have
+        // run in another thread: the admin API's rebuild).
+        if (!before) search.forget(id);
         const version = record.snapshot_version ?? 0;
         const indexing = search.project(id, record as unknown as RecordFields, version);
         try {
