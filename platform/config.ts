@@ -68,6 +68,7 @@ const EnvSchema = z.object({
   PROJECTION_PARTITIONS: z.coerce.number().int().min(1).max(4096).default(16),
   PROJECTION_BATCH: z.coerce.number().int().min(1).max(100_000).default(1000),
   PROJECTION_POLL_MS: z.coerce.number().int().min(10).max(600_000).default(1000),
+  PROJECTION_INTERVAL_MS: z.coerce.number().int().min(0).max(10_000).default(20),
   PROJECTION_MODULES: z.string().optional(),
 }).refine((e) => e.EDGE_HEADERS_TIMEOUT_MS <= e.EDGE_REQUEST_TIMEOUT_MS, {
   // Node refuses a server whose header deadline is later than its whole-request deadline.
@@ -121,7 +122,7 @@ export interface Config {
    * The projection runner: journal partitions (at most `shardCount` are used), entries per read, the
    * fallback poll interval, and extra projector modules (paths, comma-separated in `PROJECTION_MODULES`).
    */
-  projections: { partitions: number; batch: number; pollMs: number; modules: string[] };
+  projections: { partitions: number; batch: number; pollMs: number; intervalMs: number; modules: string[] };
 }
 
 /** A token bucket: `rate` tokens a second, holding at most `burst`. */
@@ -240,6 +241,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       partitions: e.PROJECTION_PARTITIONS,
       batch: e.PROJECTION_BATCH,
       pollMs: e.PROJECTION_POLL_MS,
+      intervalMs: e.PROJECTION_INTERVAL_MS,
       modules: (e.PROJECTION_MODULES ?? '').split(',').map((m) => m.trim()).filter(Boolean),
     },
   };

@@ -15,6 +15,7 @@ import { COUNTS, type CountDoc } from './helpers/projector.js';
 /** As many counters as `helpers/journal-child.ts` drives. */
 const COUNTERS = 50;
 import { http } from './helpers/http.js';
+import { waitForProjections } from './helpers/projections.js';
 import { DIST, removeDir, startPlatform } from './helpers/platform.js';
 
 const CHILD = join(DIST, 'test', 'helpers', 'journal-child.js');
@@ -116,8 +117,10 @@ t.test('a projection rebuilt from the journal equals the one built live (admin A
   const rebuilt = await admin('POST', '/test-counts/rebuild');
   t.equal(rebuilt.status, 202);
   t.match(rebuilt.body, { name: 'test-counts', epoch: 1, checkpoint: 0 });
-  const after = await admin('GET', '?wait=1&timeout_ms=30000');
+  await waitForProjections(p);
+  const after = await admin('GET', '');
   t.match(after.body, { caughtUp: true, projections: [{ epoch: 1 }] });
+  t.equal(after.body.projections[0].checkpoint, after.body.head);
   t.same(await read(), before, 'the same read model');
 
   const unknown = await admin('POST', '/no-such-model/rebuild');

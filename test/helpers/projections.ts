@@ -1,14 +1,17 @@
-import type { Platform } from './platform.js';
+/**
+ * Waiting for the projections: after a chat turn (or any committed step), a test that reads a projected read
+ * model (the Conversations API, say) first waits until every projector has applied everything committed so
+ * far. It asks the platform's admin API, so it works the same embedded and over NATS.
+ */
+import { http } from './http.js';
 
 /**
- * Waits until every projector has applied the whole journal (`GET /admin/v1/runtime/projections?wait=1`):
- * what a test calls before reading a read model (the Conversations API) right after the turns that feed it.
- * Fails the test if they did not catch up within `timeoutMs`.
+ * Waits until every projector's checkpoint has reached the journal's head as it was when called
+ * (`GET /admin/v1/runtime/projections?wait=1`); throws when they do not within `timeoutMs`.
  */
-export async function waitForProjections(p: Pick<Platform, 'edge' | 'operatorToken'>, timeoutMs = 20_000): Promise<void> {
-  const res = await fetch(new URL(`/admin/v1/runtime/projections?wait=1&timeout_ms=${timeoutMs}`, p.edge), {
+export async function waitForProjections(p: { edge: string; operatorToken: string }, timeoutMs = 20_000): Promise<void> {
+  const res = await http(p.edge, 'GET', `/admin/v1/runtime/projections?wait=1&timeout_ms=${timeoutMs}`, {
     headers: { authorization: `Bearer ${p.operatorToken}` },
   });
-  const body = (await res.json()) as { caughtUp?: boolean };
-  if (res.status !== 200 || body.caughtUp !== true) throw new Error(`projections did not catch up: ${res.status} ${JSON.stringify(body)}`);
+  if (res.status !== 200 || !res.body.caughtUp) throw new Error(`projections did not catch up: ${res.status} ${JSON.stringify(res.body)}`);
 }
