@@ -1,3 +1,4 @@
+import { conversationsProjector } from '../conversation/projectors/conversations.js';
 import type { Projector } from './types.js';
 import { sessionRecordsProjector } from '../session/mod.js';
 import { actorIndexProjector } from '../inspector/mod.js';
@@ -10,5 +11,6 @@ export function projectors(): Projector[] {
   return [
     sessionRecordsProjector,
     actorIndexProjector, // the inspector's actor index (actors/inspector/actor-index.ts)
+    conversationsProjector(),
   ];
 }
