@@ -16,7 +16,7 @@ export interface CallDeps {
   turnTaking: TurnTakingOptions;
   /** How long one turn's ask may take (retries over a worker failover included). */
   askTimeoutMs: number;
-  log: (level: 'info' | 'warn', msg: string, extra?: Record<string, unknown>) => void;
+  log: (level: 'debug' | 'info' | 'warn', msg: string, extra?: Record<string, unknown>) => void;
   /** End of caller speech → first agent audio packet, per answered turn (the benchmark reads it). */
   onResponseLatency?: (ms: number) => void;
 }
@@ -63,7 +63,9 @@ export class VoiceCall {
     const previousTap = s.rtp.onSent;
     s.rtp.onSent = (frame) => {
       if (this.awaitingFirstPacket !== null) {
-        d.onResponseLatency?.(Date.now() - this.awaitingFirstPacket);
+        const ms = Date.now() - this.awaitingFirstPacket;
+        d.onResponseLatency?.(ms);
+        d.log('debug', 'voice turn answered', { call_sid: s.callSid, response_latency_ms: ms });
         this.awaitingFirstPacket = null;
       }
       previousTap?.(frame);

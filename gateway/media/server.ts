@@ -42,7 +42,7 @@ export interface MediaGatewayOptions {
   conversationIdleMs: number;
   /** How long a turn's ask keeps retrying (a worker failover included). */
   askTimeoutMs: number;
-  log: (level: 'info' | 'warn', msg: string, extra?: Record<string, unknown>) => void;
+  log: (level: 'debug' | 'info' | 'warn', msg: string, extra?: Record<string, unknown>) => void;
 }
 
 /** Live counters: calls in progress and the latency samples of answered turns (benchmark, tests). */
