@@ -186,6 +186,8 @@ export class VoiceCall {
   private async hungUp(): Promise<void> {
     if (this.ended) return;
     this.finish('caller_hangup');
+    // A turn still in flight first: the machine takes CLOSE only between turns.
+    await this.chain.catch(() => {});
     await this.ask({ type: 'CLOSE', at: Date.now() }, `${this.s.callSid}:close`).catch((err) =>
       this.d.log('warn', 'could not close the conversation of a call', { call_sid: this.s.callSid, err: String(err) }),
     );
@@ -196,6 +198,7 @@ export class VoiceCall {
     if (this.ended) return;
     this.finish(reason);
     await this.s.dialog.bye().catch(() => {});
+    // Called at the end of a turn (its ask answered) or outside one: the conversation takes CLOSE now.
     await this.ask({ type: 'CLOSE', at: Date.now() }, `${this.s.callSid}:close`).catch(() => {});
   }
 
