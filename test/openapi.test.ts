@@ -105,11 +105,13 @@ t.test('every operation names its security scheme, and the schemes are the heade
     chatKey: { type: 'apiKey', in: 'header', name: 'X-API-KEY' },
     chatToken: { type: 'apiKey', in: 'header', name: 'X-TOKEN' },
     externalEventsKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key' },
+    outboundToken: { type: 'apiKey', in: 'header', name: 'X-Service-Auth-Token' },
   });
   const expected = (path: string): Array<Record<string, string[]>> =>
     path.startsWith('/admin/') ? [{ operatorToken: [] }]
     : path.startsWith('/v1/agents') ? [{ agentsKey: [] }]
     : path.includes('/chat/') ? [{ chatKey: [], chatToken: [] }]
+    : path.startsWith('/v1/outbound-calling') ? [{ outboundToken: [] }]
     : path.includes('/conversations') ? [{ conversationsKey: [] }]
     : [{ externalEventsKey: [] }];
   for (const { path, method, op } of operations()) {
@@ -138,7 +140,7 @@ t.test('real query parameters and response schemas (no bogus type/additionalProp
     }
     if (method === 'post' || method === 'put' || method === 'patch') {
       const hasBody = op.requestBody && Object.values(op.requestBody.content).some((c) => c.schema && Object.keys(c.schema).length > 0);
-      const bodiless = /\/(merge|promote|rollback)$|\/chat\/close$/.test(path) || op.requestBody !== undefined;
+      const bodiless = /\/(merge|promote|rollback|rebuild)$|\/chat\/close$/.test(path) || op.requestBody !== undefined;
       t.ok(hasBody || bodiless, `${method} ${path} documents its body`);
     }
   }
