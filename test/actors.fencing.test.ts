@@ -1,4 +1,5 @@
 import t from 'tap';
+import { waitForProjections } from './helpers/projections.js';
 import { natsAvailable } from './helpers/nats.js';
 import { eventually } from './actors.behaviour.js';
 import { startCluster } from './helpers/cluster.js';
@@ -18,6 +19,11 @@ t.test('a stalled worker (SIGSTOP past its lease) cannot overwrite the new owner
   for (let i = 0; i < 5; i++) await inc();
   const owner = (await cluster.ownerOf('counter', id))!;
   const fenceBefore = (await cluster.describe('counter', id)).fence;
+  // The stall must not land inside one of the worker's LMDB write transactions (its projection runner writes
+  // right after each step): on one host the processes share LMDB's single writer lock, and a process stopped
+  // while holding it stops every writer until it resumes (docs/runtime.md, "Stalls and the embedded store").
+  // What this test holds is the fencing once the stalled worker is idle.
+  await waitForProjections(cluster.edge as { edge: string; operatorToken: string });
 
   owner.child.kill('SIGSTOP');
   // these are served by the other worker once the stalled one's lease expires
