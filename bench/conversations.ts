@@ -1,7 +1,8 @@
 /**
  * Conversations API benchmark (issue: conversations read layer). Seeds BENCH_CONVERSATIONS (default
- * 200,000) conversations of 10 turns over one week into the store, through the conversation actor's own
- * projection (`conversationProjection`: record, search records, document), in batches of BENCH_BATCH
+ * 200,000) conversations of 10 turns over one week into the store, through the conversations projector
+ * (`conversationsProjector`: record, search records, document) applied to synthetic journal entries (one per
+ * conversation: started, ten turns, changed, ended; not appended to the journal), in batches of BENCH_BATCH
  * (default 1,000) that share group commits, not through HTTP. Then measures over HTTP against a started platform (embedded, one process),
  * one request at a time for BENCH_S seconds each (default 5):
  *
@@ -22,8 +23,8 @@ import { openStore } from '../store/mod.js';
 import { conversationRecords, type ConversationRecord } from '../actors/conversation/record.js';
 import { conversationSpans, conversationVectorBuckets } from '../actors/conversation/search.js';
 import { conversationDocuments } from '../actors/conversation/document.js';
-import { readModelsComplete } from '../actors/conversation/backfill.js';
-import { conversationProjection } from '../actors/conversation/projection.js';
+import { conversationsProjector } from '../actors/conversation/projectors/conversations.js';
+import { entryOfRecord } from '../test/helpers/journal-entries.js';
 import { createOfflineEmbedder } from '../actors/conversation/embedding.js';
 import type { TurnRecord } from '../machines/conversation.js';
 import { chatProject } from '../test/helpers/chat.js';
@@ -128,11 +129,11 @@ async function run(p: Awaited<ReturnType<typeof startPlatform>>, dataDir: string
     const c = await chatProject(p, { name: 'Bench Co' });
     m = { operatorToken, accountId: c.accountId, projectId: c.agentId, key: await conversationsKey(p, c), count: COUNT };
     const store = await openStore({ dataDir });
-    const project = conversationProjection(store, createOfflineEmbedder());
+    const projector = conversationsProjector({ embedder: createOfflineEmbedder() });
     const t0 = performance.now();
     for (let i = 0; i < COUNT; i += BATCH) {
       const batch = Array.from({ length: Math.min(BATCH, COUNT - i) }, (_, k) => synthetic(m.projectId, m.accountId, i + k));
-      await Promise.all(batch.map(({ id, record }) => project({ id, ...record } as ConversationRecord, 1)));
+      await projector.apply(batch.map(({ id, record }, k) => entryOfRecord({ id, ...record } as ConversationRecord, i + k + 1)), store);
       if ((i / BATCH) % 40 === 0) process.stdout.write(`seeded ${i + batch.length} (${fmt((performance.now() - t0) / 1000, 1)} s)\n`);
     }
     const seconds = (performance.now() - t0) / 1000;
@@ -207,12 +208,6 @@ async function run(p: Awaited<ReturnType<typeof startPlatform>>, dataDir: string
     await spans.find({ project_id: m.projectId });
     await conversationVectorBuckets(store).find({ project_id: m.projectId });
     process.stdout.write(`warmed the page cache: one pass over the week's records, documents and slots (${fmt((performance.now() - t0) / 1000, 1)} s)\n`);
-  }
-
-  // A store seeded by an earlier version is back-filled by the edge when it starts: measure after that.
-  for (const t0 = performance.now(); !(await readModelsComplete(store)); ) {
-    if (performance.now() - t0 > 1_800_000) throw new Error('the read models back-fill did not finish in 30 minutes');
-    await new Promise((r) => setTimeout(r, 1000));
   }
 
   const results = [];

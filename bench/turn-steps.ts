@@ -9,7 +9,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createActor } from 'xstate';
 import { encodeSnapshot } from '../actors/protocol.js';
-import { conversationRecords, toRecord, type ConversationRecord } from '../actors/conversation/record.js';
 import { createOfflineResponder } from '../actors/responder/offline.js';
 import { fromEffect } from '../actors/task.js';
 import { earliestDeadline, sleepUntil } from '../actors/timers.js';
@@ -66,7 +65,6 @@ async function main() {
   const responder = createOfflineResponder();
   const dir = mkdtempSync(join(tmpdir(), 'sb-steps-'));
   const store = await openLmdbStore({ dataDir: dir });
-  const records = conversationRecords(store);
   const start: ConversationStart = {
     accountId: 'acc_bench',
     projectId: 'agt_bench',
@@ -102,7 +100,11 @@ async function main() {
   let n = 0;
   for (let c = 0; n < TOTAL; c++) {
     const id = `conv-${c}`;
-    const actor = createActor(machine, { input: { id } }).start();
+    const actor = createActor(machine, { input: { id } });
+    // What the machine emits is the step's journal entry, committed with its snapshot (as the actor host does).
+    let emitted: Array<{ type: string; data: Record<string, unknown> }> = [];
+    actor.on('*', (e) => void emitted.push(e as never));
+    actor.start();
     actor.send({ type: 'START', start });
     await idle(actor);
     let version = 0;
@@ -119,13 +121,10 @@ async function main() {
         earliestDeadline(persisted);
         return encodeSnapshot({ s: persisted, a: [] });
       });
-      const snapshot = actor.getSnapshot();
-      const record = await time('record: toRecord', () => ({ id, ...toRecord(snapshot.context, snapshot.value), snapshot_version: version + 1 }) as ConversationRecord);
-      await time('store: record + snapshot, one durable commit', () =>
-        Promise.all([
-          records.putNewer(record, 'snapshot_version'),
-          store.snapshots.putMany([{ key: `conversation/${id}`, data, expectedVersion: version, fence: 1, shard: 0, deadline: null }]),
-        ]),
+      const events = emitted;
+      emitted = [];
+      await time('store: snapshot + journal entry, one durable commit', () =>
+        store.snapshots.putMany([{ key: `conversation/${id}`, data, expectedVersion: version, fence: 1, shard: 0, deadline: null, step: { value: actor.getSnapshot().value, events } }]),
       );
       version++;
     }

@@ -1,4 +1,4 @@
-import { assign, fromPromise, setup } from 'xstate';
+import { assign, emit, enqueueActions, fromPromise, setup } from 'xstate';
 
 /**
  * One conversation on any channel (chat, webchat, voice): started, then idle between turns, a turn in
@@ -13,6 +13,14 @@ import { assign, fromPromise, setup } from 'xstate';
  * function), then `delivering` (the said text pushed to a live channel; otherwise kept as `unread` and put
  * before the next turn's response). Bridge-ended (4.9) runs `bridge_ended` once, in `bridging`, from any
  * settled state after the start, and records it in `bridgeEnded`.
+ *
+ * What happened is emitted as domain events (`emit`), which the actor host commits with the snapshot as the
+ * step's journal entry (DESIGN.md, "Journal"): `conversation.started`, `conversation.turn` (one per exchange:
+ * the transcript lives in the journal, not in the snapshot), `conversation.changed` (the record's other
+ * fields as they now stand), `conversation.answered` (what the client is answered) and `conversation.ended`.
+ * The context keeps what the next turn needs: the last `RECENT_MESSAGES` messages for the responder, the
+ * conversation's variables and counters. States in which the conversation is still reacting to the last
+ * event carry the tag `busy`.
  */
 
 /** One exchange, as the conversation record (contract 2.5) stores it. */
@@ -127,7 +135,7 @@ export interface DeliverInput {
   askId: string;
 }
 
-/** The answer to the last event, which the host sends back to the asker. */
+/** The answer to an ask, which the kind derives from the step's events and state (`actors/conversation/kind.ts`). */
 export type Outcome =
   | { ok: true; response: string; end: boolean; handoff: Handoff | null }
   | { ok: false; error: 'not_started' | 'ended' | 'handed_off' | 'started' };
@@ -144,7 +152,10 @@ export interface ConversationContext {
   integrationAttributes: Record<string, unknown>;
   asrLangCode: string;
   ttsLangCode: string;
-  turns: TurnRecord[];
+  /** The last `RECENT_MESSAGES` messages (user and agent), oldest first: the responder's history. */
+  recent: HistoryMessage[];
+  /** Turns recorded so far (the turns themselves are `conversation.turn` journal events). */
+  numTurns: number;
   numOod: number;
   functionErrors: number;
   handoff: Handoff | null;
@@ -152,7 +163,6 @@ export interface ConversationContext {
   pending: { message: string; metadata: Record<string, unknown>; at: number } | null;
   idleDeadline: number | null;
   endReason: 'closed' | 'agent' | 'idle' | null;
-  outcome: Outcome | null;
   /** The external event the conversation waits for (absent in snapshots older than external events). */
   awaiting?: ExternalWait | null;
   /** The external event being handled (or the timeout of the wait). */
@@ -181,6 +191,19 @@ export type ConversationEvent =
   | { type: 'CLOSE'; at: number }
   | { type: 'EXTERNAL_EVENT'; event: ExternalEvent }
   | { type: 'BRIDGE_ENDED'; bridge: BridgeData; at: number };
+
+/** One message of the responder's history. */
+export interface HistoryMessage {
+  role: 'user' | 'agent';
+  text: string;
+}
+
+/**
+ * How many messages of history the snapshot keeps for the responder (a user and an agent message per
+ * exchange: the last ten exchanges). The snapshot's size then stays bounded however long the conversation;
+ * the whole transcript is in the journal (`conversation.turn` events) and the conversation record.
+ */
+export const RECENT_MESSAGES = 20;
 
 /** How many handled external event ids a conversation remembers. */
 export const REMEMBERED_EXTERNAL_EVENTS = 32;
@@ -218,7 +241,7 @@ export interface SideInput extends EndInput {
 
 /** What a turn effect needs: the conversation, its history and the new message. */
 export interface TurnInput extends EndInput {
-  history: Array<{ role: 'user' | 'agent'; text: string }>;
+  history: HistoryMessage[];
   message: string;
   metadata: Record<string, unknown>;
   at: number;
@@ -228,11 +251,118 @@ const notProvided = () => {
   throw new Error('provided by the actor host');
 };
 
-const history = (turns: TurnRecord[]) =>
-  turns.flatMap((t) => [
-    ...(t.user_input ? [{ role: 'user' as const, text: t.user_input }] : []),
-    ...(t.agent_response ? [{ role: 'agent' as const, text: t.agent_response }] : []),
-  ]);
+/** The recent history with `turns` added, cut to the last `RECENT_MESSAGES` messages. */
+const remember = (recent: HistoryMessage[], turns: TurnRecord[]): HistoryMessage[] => {
+  if (turns.length === 0) return recent;
+  const next = recent.slice();
+  for (const t of turns) {
+    if (t.user_input) next.push({ role: 'user', text: t.user_input });
+    if (t.agent_response) next.push({ role: 'agent', text: t.agent_response });
+  }
+  return next.length > RECENT_MESSAGES ? next.slice(next.length - RECENT_MESSAGES) : next;
+};
+
+/** Every domain event names its account and project (the journal contract). */
+const owner = (c: ConversationContext) => ({ account_id: c.start?.accountId ?? '', project_id: c.start?.projectId ?? '' });
+
+/** `conversation.started`: who, where, when. */
+export interface StartedData {
+  account_id: string;
+  project_id: string;
+  channel: string;
+  environment: string;
+  variant_id: string | null;
+  from_number: string;
+  to_number: string;
+  /** ISO 8601. */
+  started_at: string;
+}
+
+/** `conversation.turn`: one exchange, with its latency and the function errors of the step that recorded it. */
+export interface TurnData {
+  account_id: string;
+  project_id: string;
+  channel: string;
+  turn: TurnRecord;
+  latency_ms: number;
+  function_errors: number;
+}
+
+/** `conversation.changed`: the record's fields other than turns, as they stand after the step. */
+export interface ChangedData {
+  account_id: string;
+  project_id: string;
+  /** The conversation's variables (`conv.state`). */
+  state: Record<string, unknown>;
+  variant_id: string;
+  variant_name: string;
+  artifact_version: string;
+  handoff: Handoff | null;
+  num_ood: number;
+  function_errors: number;
+  integration_attributes: Record<string, unknown>;
+  asr_lang_code: string;
+  tts_lang_code: string;
+  end_reason: string;
+  awaiting_external_event: { event_id: string; deadline: string } | null;
+  bridge_ended: BridgeEnded | null;
+}
+
+/** `conversation.answered`: what the client that sent the event is answered. */
+export interface AnsweredData {
+  account_id: string;
+  project_id: string;
+  response: string;
+  end: boolean;
+  handoff: Handoff | null;
+}
+
+/** `conversation.ended`. */
+export interface EndedData {
+  account_id: string;
+  project_id: string;
+  channel: string;
+  /** ISO 8601. */
+  ended_at: string;
+  reason: string;
+  /** Ended by a failure of ours (the machine itself never is: failures end conversations elsewhere). */
+  crashed: boolean;
+}
+
+/** The events a conversation emits (`{type, data}`, as the journal stores them). */
+export type ConversationDomainEvent =
+  | { type: 'conversation.started'; data: StartedData }
+  | { type: 'conversation.turn'; data: TurnData }
+  | { type: 'conversation.changed'; data: ChangedData }
+  | { type: 'conversation.answered'; data: AnsweredData }
+  | { type: 'conversation.ended'; data: EndedData };
+
+const changedOf = (c: ConversationContext): ConversationDomainEvent => ({
+  type: 'conversation.changed',
+  data: {
+    ...owner(c),
+    state: c.state,
+    variant_id: c.variant?.id ?? '',
+    variant_name: c.variant?.name ?? '',
+    artifact_version: c.artifactVersion ?? '',
+    handoff: c.handoff,
+    num_ood: c.numOod,
+    function_errors: c.functionErrors,
+    integration_attributes: c.integrationAttributes,
+    asr_lang_code: c.asrLangCode,
+    tts_lang_code: c.ttsLangCode,
+    end_reason: c.endReason ?? '',
+    awaiting_external_event: c.awaiting ? { event_id: c.awaiting.eventId, deadline: new Date(c.awaiting.deadline).toISOString() } : null,
+    bridge_ended: c.bridgeEnded ?? null,
+  },
+});
+
+const turnsOf = (c: ConversationContext, turns: TurnRecord[], functionErrors: number): ConversationDomainEvent[] =>
+  turns.map((turn, i) => ({
+    type: 'conversation.turn',
+    // The step's function errors are counted once, on its first turn.
+    data: { ...owner(c), channel: c.start!.channel, turn, latency_ms: Math.round(turn.latency * 1000), function_errors: i === 0 ? functionErrors : 0 },
+  }));
 
 const endInput = (c: ConversationContext): EndInput => ({
   id: c.id,
@@ -264,15 +394,22 @@ const timedOut = (eventId: string): ExternalEvent => ({ id: eventId, content_typ
 const handled = (c: ConversationContext, eventId: string) => [...(c.handledEvents ?? []), eventId].slice(-REMEMBERED_EXTERNAL_EVENTS);
 
 /** After the start effect or a turn: to ending, handed off or idle, with the outcome applied. */
+const outputOf = ({ event }: { event: { output: TurnOutcome } }) => event.output;
+/** Applies an outcome, emits its events (the answer starts with what external events said meanwhile), then clears that. */
+const outcomeActions = [
+  { type: 'applyOutcome', params: outputOf },
+  { type: 'emitOutcome', params: outputOf },
+  'clearUnread',
+] as const;
 const afterOutcome = [
-  { guard: { type: 'ends', params: ({ event }: { event: { output: TurnOutcome } }) => event.output }, target: 'ending', actions: { type: 'applyOutcome', params: ({ event }: { event: { output: TurnOutcome } }) => event.output } },
-  { guard: { type: 'handsOff', params: ({ event }: { event: { output: TurnOutcome } }) => event.output }, target: 'handedOff', actions: { type: 'applyOutcome', params: ({ event }: { event: { output: TurnOutcome } }) => event.output } },
-  { guard: { type: 'awaits', params: ({ event }: { event: { output: TurnOutcome } }) => event.output }, target: 'waiting', actions: { type: 'applyOutcome', params: ({ event }: { event: { output: TurnOutcome } }) => event.output } },
-  { target: 'idle', actions: { type: 'applyOutcome', params: ({ event }: { event: { output: TurnOutcome } }) => event.output } },
+  { guard: { type: 'ends', params: outputOf }, target: 'ending', actions: outcomeActions },
+  { guard: { type: 'handsOff', params: outputOf }, target: 'handedOff', actions: outcomeActions },
+  { guard: { type: 'awaits', params: outputOf }, target: 'waiting', actions: outcomeActions },
+  { target: 'idle', actions: outcomeActions },
 ] as const;
 
 export const conversationMachine = setup({
-  types: {} as { context: ConversationContext; events: ConversationEvent; input: { id: string } },
+  types: {} as { context: ConversationContext; events: ConversationEvent; input: { id: string }; emitted: ConversationDomainEvent },
   actors: {
     startConversation: fromPromise<TurnOutcome, StartInput>(notProvided),
     takeTurn: fromPromise<TurnOutcome, TurnInput>(notProvided),
@@ -293,14 +430,12 @@ export const conversationMachine = setup({
         integrationAttributes: { ...context.integrationAttributes, ...event.integrationAttributes },
         asrLangCode: event.asrLangCode ?? context.asrLangCode,
         ttsLangCode: event.ttsLangCode ?? context.ttsLangCode,
-        outcome: null,
       };
     }),
     applyOutcome: assign(({ context }, out: TurnOutcome) => ({
-      // What external events said meanwhile comes first: the client sees it with this answer.
-      unread: [],
       awaiting: out.awaiting ?? (out.handoff || out.end ? null : (context.awaiting ?? null)),
-      turns: [...context.turns, ...out.turns],
+      recent: remember(context.recent, out.turns),
+      numTurns: context.numTurns + out.turns.length,
       state: out.state,
       numOod: context.numOod + out.oodTurns,
       functionErrors: context.functionErrors + out.functionErrors,
@@ -310,11 +445,25 @@ export const conversationMachine = setup({
       pending: null,
       idleDeadline: out.at + context.start!.idleTimeoutMs,
       endReason: out.end ? ('agent' as const) : context.endReason,
-      outcome: { ok: true as const, response: [...(context.unread ?? []), out.response].filter((x) => x !== '').join(' '), end: out.end, handoff: out.handoff },
     })),
+    /** A turn's (or the start's) events: its turns, the changed fields, and the answer (what external events said meanwhile first). */
+    emitOutcome: enqueueActions(({ context, enqueue }, out: TurnOutcome) => {
+      for (const e of turnsOf(context, out.turns, out.functionErrors)) enqueue.emit(e);
+      enqueue.emit(changedOf(context));
+      const response = [...(context.unread ?? []), out.response].filter((x) => x !== '').join(' ');
+      enqueue.emit({ type: 'conversation.answered', data: { ...owner(context), response, end: out.end, handoff: out.handoff } });
+    }),
+    /** The unread words went out with the answer. */
+    clearUnread: assign({ unread: [] }),
+    /** What an external_event or bridge_ended function recorded. */
+    emitSide: enqueueActions(({ context, enqueue }, out: SideOutcome) => {
+      for (const e of turnsOf(context, out.turns, out.functionErrors)) enqueue.emit(e);
+    }),
+    emitChanged: emit(({ context }) => changedOf(context)),
     /** What an external_event or bridge_ended function did; its words wait in `unread` until delivered. */
     applySide: assign(({ context }, out: SideOutcome) => ({
-      turns: [...context.turns, ...out.turns],
+      recent: remember(context.recent, out.turns),
+      numTurns: context.numTurns + out.turns.length,
       state: out.state,
       functionErrors: context.functionErrors + out.functionErrors,
       unread: [...(context.unread ?? []), ...out.said],
@@ -329,7 +478,6 @@ export const conversationMachine = setup({
             idleDeadline: out.at + context.start!.idleTimeoutMs,
           }),
     })),
-    refuse: assign((_, error: 'not_started' | 'ended' | 'handed_off' | 'started') => ({ outcome: { ok: false as const, error } })),
   },
   guards: {
     ends: (_, out: TurnOutcome) => out.end,
@@ -352,14 +500,14 @@ export const conversationMachine = setup({
     integrationAttributes: {},
     asrLangCode: '',
     ttsLangCode: '',
-    turns: [],
+    recent: [],
+    numTurns: 0,
     numOod: 0,
     functionErrors: 0,
     handoff: null,
     pending: null,
     idleDeadline: null,
     endReason: null,
-    outcome: null,
     awaiting: null,
     external: null,
     handledEvents: [],
@@ -373,21 +521,33 @@ export const conversationMachine = setup({
       on: {
         START: {
           target: 'starting',
-          actions: assign(({ event }) => ({
-            start: event.start,
-            startedAt: event.start.at,
-            integrationAttributes: event.start.integrationAttributes,
-            asrLangCode: event.start.asrLangCode,
-            ttsLangCode: event.start.ttsLangCode,
-            outcome: null,
-          })),
+          actions: [
+            assign(({ event }) => ({
+              start: event.start,
+              startedAt: event.start.at,
+              integrationAttributes: event.start.integrationAttributes,
+              asrLangCode: event.start.asrLangCode,
+              ttsLangCode: event.start.ttsLangCode,
+            })),
+            emit(({ context }) => ({
+              type: 'conversation.started' as const,
+              data: {
+                ...owner(context),
+                channel: context.start!.channel,
+                environment: context.start!.environment,
+                variant_id: context.start!.variantId,
+                from_number: context.start!.fromNumber,
+                to_number: context.start!.toNumber,
+                started_at: new Date(context.start!.at).toISOString(),
+              } satisfies StartedData,
+            })),
+          ],
         },
-        MESSAGE: { actions: { type: 'refuse', params: 'not_started' } },
-        CLOSE: { actions: { type: 'refuse', params: 'not_started' } },
-        BRIDGE_ENDED: { actions: { type: 'refuse', params: 'not_started' } },
+        // A message, close or bridge notification before the start changes nothing (the reply says not started).
       },
     },
     starting: {
+      tags: ['busy'],
       invoke: {
         id: 'start',
         src: 'startConversation',
@@ -398,12 +558,11 @@ export const conversationMachine = setup({
     idle: {
       invoke: { id: 'idleTimer', src: 'sleepUntil', input: ({ context }) => ({ until: context.idleDeadline! }), onDone: { target: 'ending', actions: assign({ endReason: 'idle' }) } },
       on: {
-        START: { actions: { type: 'refuse', params: 'started' } },
         MESSAGE: {
           target: 'responding',
           actions: 'takeMessage',
         },
-        CLOSE: { target: 'ending', actions: assign({ endReason: 'closed', outcome: { ok: true, response: '', end: true, handoff: null } }) },
+        CLOSE: { target: 'ending', actions: assign({ endReason: 'closed' }) },
         BRIDGE_ENDED: [
           { guard: ({ context }) => (context.bridgeEnded ?? null) !== null },
           { target: 'bridging', actions: assign(({ event }) => ({ bridge: { ...event.bridge, at: event.at } })) },
@@ -435,7 +594,6 @@ export const conversationMachine = setup({
         },
       ],
       on: {
-        START: { actions: { type: 'refuse', params: 'started' } },
         MESSAGE: {
           target: 'responding',
           actions: 'takeMessage',
@@ -445,7 +603,7 @@ export const conversationMachine = setup({
           target: 'externalResponding',
           actions: assign(({ context, event }) => ({ external: event.event, handledEvents: handled(context, event.event.id), awaiting: null })),
         },
-        CLOSE: { target: 'ending', actions: assign({ awaiting: null, endReason: 'closed', outcome: { ok: true, response: '', end: true, handoff: null } }) },
+        CLOSE: { target: 'ending', actions: assign({ awaiting: null, endReason: 'closed' }) },
         BRIDGE_ENDED: [
           { guard: ({ context }) => (context.bridgeEnded ?? null) !== null },
           { target: 'bridging', actions: assign(({ event }) => ({ bridge: { ...event.bridge, at: event.at } })) },
@@ -453,16 +611,21 @@ export const conversationMachine = setup({
       },
     },
     externalResponding: {
+      tags: ['busy'],
       invoke: {
         id: 'external',
         src: 'handleExternalEvent',
         input: ({ context }) => ({ ...endInput(context), external: context.external! }),
-        onDone: { target: 'delivering', actions: [{ type: 'applySide', params: ({ event }) => event.output }, assign({ external: null })] },
-        onError: { target: 'delivering', actions: assign({ external: null }) },
+        onDone: {
+          target: 'delivering',
+          actions: [{ type: 'applySide', params: ({ event }) => event.output }, { type: 'emitSide', params: ({ event }) => event.output }, assign({ external: null }), 'emitChanged'],
+        },
+        onError: { target: 'delivering', actions: [assign({ external: null }), 'emitChanged'] },
       },
     },
     /** Pushes what the function said to a live channel (webchat); otherwise it waits for the next turn. */
     delivering: {
+      tags: ['busy'],
       invoke: {
         id: 'deliver',
         src: 'deliverExternal',
@@ -471,7 +634,7 @@ export const conversationMachine = setup({
           channel: context.start!.channel,
           text: (context.unread ?? []).join(' '),
           end: context.endReason === 'agent',
-          askId: `${context.id}:external:${(context.handledEvents ?? []).length}:${context.turns.length}`,
+          askId: `${context.id}:external:${(context.handledEvents ?? []).length}:${context.numTurns}`,
         }),
         onDone: [
           { guard: ({ event }) => event.output, target: 'routing', actions: assign({ unread: [] }) },
@@ -481,8 +644,9 @@ export const conversationMachine = setup({
       },
     },
     /** Decides where the conversation goes after an external event or a bridge notification. */
-    routing: { always: resume },
+    routing: { tags: ['busy'], always: resume },
     bridging: {
+      tags: ['busy'],
       invoke: {
         id: 'bridge',
         src: 'handleBridgeEnded',
@@ -491,19 +655,22 @@ export const conversationMachine = setup({
           target: 'routing',
           actions: [
             { type: 'applySide', params: ({ event }) => event.output },
+            { type: 'emitSide', params: ({ event }) => event.output },
             assign(({ context }) => ({ bridgeEnded: bridgeRecord(context.bridge!), bridge: null })),
+            'emitChanged',
           ],
         },
-        onError: { target: 'routing', actions: assign(({ context }) => ({ bridgeEnded: bridgeRecord(context.bridge!), bridge: null })) },
+        onError: { target: 'routing', actions: [assign(({ context }) => ({ bridgeEnded: bridgeRecord(context.bridge!), bridge: null })), 'emitChanged'] },
       },
     },
     responding: {
+      tags: ['busy'],
       invoke: {
         id: 'turn',
         src: 'takeTurn',
         input: ({ context }) => ({
           ...endInput(context),
-          history: history(context.turns),
+          history: context.recent,
           message: context.pending!.message,
           metadata: context.pending!.metadata,
           at: context.pending!.at,
@@ -515,9 +682,7 @@ export const conversationMachine = setup({
       // Nobody may come back to a handed-off conversation: it also ends once idle.
       invoke: { id: 'idleTimer', src: 'sleepUntil', input: ({ context }) => ({ until: context.idleDeadline! }), onDone: { target: 'ending', actions: assign({ endReason: 'idle' }) } },
       on: {
-        START: { actions: { type: 'refuse', params: 'started' } },
-        MESSAGE: { actions: { type: 'refuse', params: 'handed_off' } },
-        CLOSE: { target: 'ending', actions: assign({ endReason: 'closed', outcome: { ok: true, response: '', end: true, handoff: null } }) },
+        CLOSE: { target: 'ending', actions: assign({ endReason: 'closed' }) },
         BRIDGE_ENDED: [
           { guard: ({ context }) => (context.bridgeEnded ?? null) !== null },
           { target: 'bridging', actions: assign(({ event }) => ({ bridge: { ...event.bridge, at: event.at } })) },
@@ -525,26 +690,37 @@ export const conversationMachine = setup({
       },
     },
     ending: {
+      tags: ['busy'],
       invoke: {
         id: 'end',
         src: 'endConversation',
         input: ({ context }) => endInput(context),
         onDone: {
           target: 'ended',
-          actions: assign(({ context, event }) => ({
-            endedAt: event.output.at,
-            state: event.output.state,
-            functionErrors: context.functionErrors + event.output.functionErrors,
-            idleDeadline: null,
-          })),
+          actions: [
+            assign(({ context, event }) => ({
+              endedAt: event.output.at,
+              state: event.output.state,
+              functionErrors: context.functionErrors + event.output.functionErrors,
+              idleDeadline: null,
+            })),
+            'emitChanged',
+            emit(({ context }) => ({
+              type: 'conversation.ended' as const,
+              data: {
+                ...owner(context),
+                channel: context.start!.channel,
+                ended_at: new Date(context.endedAt!).toISOString(),
+                reason: context.endReason ?? 'closed',
+                crashed: false,
+              } satisfies EndedData,
+            })),
+          ],
         },
       },
     },
     ended: {
       on: {
-        START: { actions: { type: 'refuse', params: 'started' } },
-        MESSAGE: { actions: { type: 'refuse', params: 'ended' } },
-        CLOSE: { actions: assign({ outcome: { ok: true, response: '', end: true, handoff: null } }) },
         BRIDGE_ENDED: [
           { guard: ({ context }) => (context.bridgeEnded ?? null) !== null },
           { target: 'bridging', actions: assign(({ event }) => ({ bridge: { ...event.bridge, at: event.at } })) },
@@ -554,5 +730,3 @@ export const conversationMachine = setup({
   },
 });
 
-/** States in which the conversation is still reacting to the last event. */
-export const BUSY_STATES = ['starting', 'responding', 'ending', 'externalResponding', 'delivering', 'routing', 'bridging'] as const;

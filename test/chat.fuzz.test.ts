@@ -9,6 +9,7 @@ import { openStore, type Store } from '../store/mod.js';
 import { conversationRecords } from '../actors/conversation/record.js';
 import { chatProject, type ChatProject } from './helpers/chat.js';
 import { http } from './helpers/http.js';
+import { waitForProjections } from './helpers/projections.js';
 import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
 
 let p: Platform;
@@ -31,7 +32,10 @@ const shaped = (status: number, body: any, allowed: number[]) => {
   if (status >= 400 && typeof body?.error_message !== 'string') throw new Error(`no error_message: ${JSON.stringify(body)}`);
   return true;
 };
-const count = async () => (await conversationRecords(store).find({})).length;
+const count = async () => {
+  await waitForProjections(p);
+  return (await conversationRecords(store).find({})).length;
+};
 
 t.test('respond and close: any JSON body is a 400 or 404, and nothing is recorded', async (t) => {
   const before = await count();

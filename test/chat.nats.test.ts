@@ -3,7 +3,8 @@ import { openStore } from '../store/mod.js';
 import { conversationRecords } from '../actors/conversation/record.js';
 import { chatProject } from './helpers/chat.js';
 import { startCluster } from './helpers/cluster.js';
-import { natsAvailable } from './helpers/nats.js';
+import { natsAvailable } from './helpers/nats.js';import { waitForProjections } from './helpers/projections.js';
+
 
 // Without nats-server this skips locally; with CI=true natsAvailable() throws, so it fails instead.
 const needsNats = natsAvailable() ? {} : { skip: 'nats-server is not installed' };
@@ -32,6 +33,7 @@ t.test('the Chat API over NATS: edge and workers in separate processes, and a wo
   t.not((await cluster.ownerOf('conversation', id))?.worker, owner.worker);
 
   t.same((await c.chat('close', { conversation_id: id })).body, { success: true });
+  await waitForProjections(cluster.edge);
   const rec = (await records.get(id))!;
   t.match(rec, { in_progress: false, num_turns: 4, channel: 'CHAT', environment: 'live' });
   t.same(rec.turns.map((x) => x.user_input), ['', 'When do you open?', 'count', 'count']);

@@ -4,6 +4,7 @@ import { conversationRecords } from '../actors/conversation/record.js';
 import { chatProject, type ChatProject } from './helpers/chat.js';
 import { eventually } from './actors.behaviour.js';
 import { admin } from './helpers/tenants.js';
+import { waitForProjections } from './helpers/projections.js';
 import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
 
 const FUNCTIONS = {
@@ -42,7 +43,11 @@ t.teardown(async () => {
   removeDir(p.dataDir);
 });
 
-const record = (id: string) => records.get(id);
+/** The conversation record, once the projections have caught up with the journal. */
+const record = async (id: string) => {
+  await waitForProjections(p);
+  return records.get(id);
+};
 
 t.test('a full chat: greeting, knowledge answers, out-of-domain, goodbye, and the record', async (t) => {
   const created = await c.chat('create', { integration_attributes: { customer: 'C-42' } });

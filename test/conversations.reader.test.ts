@@ -16,8 +16,8 @@ import { createOfflineEmbedder } from '../actors/conversation/embedding.js';
 import { isDocument, keysetRows, randomRows, type ReadSources, type Row } from '../gateway/edge/conversations/reader.js';
 import { Candidates, semanticRows, topK } from '../gateway/edge/conversations/semantic.js';
 import { conversationDocuments, documentOf, jsonOf, withoutTurns } from '../actors/conversation/document.js';
-import { backfillReadModels, readModelsComplete } from '../actors/conversation/backfill.js';
-import { conversationProjection } from '../actors/conversation/projection.js';
+import { conversationsProjector } from '../actors/conversation/projectors/conversations.js';
+import { entryOfRecord } from './helpers/journal-entries.js';
 import { conversationV3 } from '../actors/conversation/view.js';
 import { parseListQuery } from '../gateway/edge/conversations/query.js';
 import type { Position } from '../gateway/edge/conversations/cursor.js';
@@ -40,7 +40,7 @@ const src: ReadSources = {
   vectorBuckets: conversationVectorBuckets(store),
   embedder,
 };
-const project = conversationProjection(store, embedder);
+const projector = conversationsProjector({ embedder });
 const T0 = Date.parse('2026-03-02T00:00:00.000Z');
 const CHANNELS = ['CHAT', 'WEBCHAT', 'SMS'];
 const all: ConversationRecord[] = [];
@@ -59,11 +59,12 @@ for (let i = 0; i < 600; i++) {
     in_progress: i % 6 === 0, num_turns: 1, total_duration: 60, polyai_duration: 60, handoff: false, handoff_reason: '', handoff_destination: '',
     num_silences: 0, num_ood: 0, metrics: { CALL_DURATION: '60', CALL_TURN: [] }, state: {}, integration_attributes: {}, asr_lang_code: '', tts_lang_code: '',
     function_errors: 0, artifact_version: '', end_reason: '', updated_at: '', snapshot_version: 1,
-    turns: [{ user_input: topic, user_input_dtmf: '', user_input_datetime: '', barge_in: false, agent_response: i % 10 === 0 ? 'Parking is free' : 'We open at nine', agent_response_datetime: '', latency: 0, translated_user_input: '', english_agent_response: '', intents: [], entities: {}, is_ood: false, is_silence: false, metadata: {} }],
+    turns: [{ user_input: topic, user_input_dtmf: '', user_input_datetime: new Date(start).toISOString(), barge_in: false, agent_response: i % 10 === 0 ? 'Parking is free' : 'We open at nine', agent_response_datetime: new Date(start + 1000).toISOString(), latency: 0, translated_user_input: '', english_agent_response: '', intents: [], entities: {}, is_ood: false, is_silence: false, metadata: {} }],
   } as unknown as ConversationRecord;
   const id = `c${String(i).padStart(4, '0')}`;
-  await project({ ...record, id }, 1);
-  all.push({ ...record, id });
+  await projector.apply([entryOfRecord({ ...record, id }, i + 1)], store);
+  // The record as the projector folded it (durations, counts and metrics derived from the turns).
+  all.push((await src.records.get(id))!);
 }
 // Records of another project and environment never show.
 await src.records.insert({ ...all[0], id: 'other-project', project_id: 'other' });
@@ -226,42 +227,16 @@ t.test('semantic mode: packed slots rank exactly as slots written before packing
   t.ok(packed.every((ids) => ids.length > 0), 'every query finds conversations');
   t.notOk(packed[6].includes(first[0]), 'not found under the channel of its earlier entry');
   t.equal(packed[7].filter((id) => id === first[0]).length, 1, 'found once under the channel of its newest entry');
-  // The same slots as an earlier version stored them: NUL-joined strings with a base64 vector, no revision.
-  const b64 = (v: Int8Array) => Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64');
-  const legacy = await src.vectorBuckets.find({ project_id: 'proj' });
-  for (const b of legacy) {
-    const vectors = vectorEntries(b).map((e) => [e[0], String(e[1]), e[2], e[3], e[4], e[5], b64(e[6])].join(FIELD_END));
-    await src.vectorBuckets.update({ id: b.id }, { $set: { vectors }, $unset: { heads: '', block: '', rev: '' } });
-  }
-  t.same(await ranked(), packed, 'same pages from slots written before packing');
-  // The next write to a legacy slot converts it whole, keeping its entries.
-  const old = (await src.vectorBuckets.get(dup.id))!;
-  await vectorSlotWriter(src.vectorBuckets)(dup.id, { project_id: 'proj', environment: 'live', bucket: dup.bucket }, moved);
-  const converted = (await src.vectorBuckets.get(dup.id))!;
-  t.ok(converted.vectors === undefined && typeof converted.heads === 'string' && converted.rev === 1, 'converted to the packed form');
-  t.same(vectorEntries(converted), vectorEntries(old), 'with the same entries');
-  for (const b of legacy) if (b.id !== dup.id) await src.vectorBuckets.update({ id: b.id }, { $set: { heads: b.heads, block: b.block, rev: b.rev }, $unset: { vectors: '' } });
-  t.same(await ranked(), packed, 'same pages after the conversion');
 });
 
-t.test('span slots: packed and pre-packing slots give the same samples and entries; concurrent writers lose no entry', async (t) => {
+t.test('span slots: one packed entry per conversation; concurrent writers lose no entry', async (t) => {
   const slots = await src.spans.find({ project_id: 'proj' });
   t.ok(slots.every((s) => typeof s.entries === 'string' && s.spans === undefined), 'the indexer writes packed slots');
   const entries = new Map(slots.map((s) => [s.id, spanEntries(s)]));
   t.equal([...entries.values()].flat().length, all.length, 'one entry per conversation');
-  // Before packing, a conversation had an entry when it started and another when it ended.
-  for (const s of slots) {
-    const spans = entries.get(s.id)!.flatMap((e) => (e[2] === null ? [e] : [[...e.slice(0, 2), null, ...e.slice(3)], e]));
-    await src.spans.update({ id: s.id }, { $set: { spans }, $unset: { entries: '', rev: '' } });
-  }
-  const legacy = await src.spans.find({ project_id: 'proj' });
-  t.ok(legacy.every((s) => s.entries === undefined), 'written as before packing');
-  t.same(legacy.map((s) => spanEntries(s)), slots.map((s) => entries.get(s.id)), 'pre-packing slots read as one entry per conversation');
   const from = new Date(T0 + 5 * 3_600_000).toISOString();
   const to = new Date(T0 + 9 * 3_600_000).toISOString();
   const q = parseListQuery('v3', { sample: 'random', limit: '1000', start_time: from, end_time: to, in_progress: 'false' });
-  t.same(await collect((await randomRows(src, 'proj', q)).rows), all.filter((r) => within(r, from, to) && !r.in_progress).map((r) => r.id), 'a sample of everything, from legacy slots');
-  for (const s of slots) await src.spans.update({ id: s.id }, { $set: { entries: s.entries, rev: s.rev }, $unset: { spans: '' } });
   t.same(await collect((await randomRows(src, 'proj', q)).rows), all.filter((r) => within(r, from, to) && !r.in_progress).map((r) => r.id), 'and from packed slots');
 
   // Two writers (as two processes would be) adding to one slot at once: compare-and-set retries, no loss.
@@ -276,42 +251,4 @@ t.test('span slots: packed and pre-packing slots give the same samples and entri
   t.equal(got.length, 200, 'every entry stored once');
   t.equal(got.find((e) => e[0] === 'k1')![2], T0 + 6, 'an ended entry stays ended');
   t.ok(contended.rev! > 2 && contended.rev! < 200, `writes coalesced (${contended.rev} revisions for 201 entries)`);
-});
-
-// Last: it projects the records the setup inserted bare, which the tests above expect unindexed.
-t.test('read models: a store written before them is back-filled once, every record included', async (t) => {
-  // Records written before any read model (no document, hour count, posting or slot), with ids outside the hex ranges.
-  const template = all.find((r) => !r.in_progress)!;
-  const legacy = [
-    { ...template, id: 'Zlegacy1', project_id: 'legacy-project', turns: [{ ...template.turns[0], user_input: 'my parking permit expired' }] },
-    { ...template, id: 'Zlegacy2', project_id: 'legacy-project', in_progress: true, started_at: new Date(Date.parse(template.started_at) + 1000).toISOString() },
-  ];
-  for (const r of legacy) await src.records.insert(r);
-  const before = await src.documents.find({ project_id: 'proj' });
-  t.notOk(await readModelsComplete(store), 'not marked complete');
-  await src.documents.delete({ project_id: 'proj' });
-  const ended = await src.records.find({ in_progress: false });
-  const done = await backfillReadModels(store, embedder);
-  t.equal(done.documents, ended.length, 'every ended conversation gets its document (other projects and environments too)');
-  t.equal(done.indexed, 2 + 2, 'records without search records are projected (the two legacy ones, and the two the setup inserted bare)');
-  t.ok(await readModelsComplete(store), 'then marked complete');
-  t.same((await src.documents.find({ project_id: 'proj', environment: 'live' })).map((d) => [d.id, jsonOf(d).toString()]).sort(), before.map((d) => [d.id, jsonOf(d).toString()]).sort(), 'the same documents');
-  t.equal(jsonOf((await src.documents.get('Zlegacy1'))!).toString(), JSON.stringify(conversationV3(legacy[0], { version: 'v3', showTranscripts: true, includeLatency: false })), 'the legacy record too');
-  t.equal(await src.documents.get('Zlegacy2'), null, 'none for a conversation in progress');
-  const range = { start_time: new Date(T0 - 3_600_000).toISOString(), end_time: new Date(T0 + 31 * 3_600_000).toISOString() };
-  const found = async (query: Record<string, string>) => {
-    const q = parseListQuery('v3', { ...range, ...query });
-    const rows = q.mode === 'semantic' ? await semanticRows(src, 'legacy-project', q, null, true)
-      : q.mode === 'random' ? await randomRows(src, 'legacy-project', q, true)
-      : keysetRows(src, 'legacy-project', q, null, true);
-    return collect(rows.rows);
-  };
-  t.same(await found({ limit: '10' }), ['Zlegacy1', 'Zlegacy2'], 'listed, from its document and its record');
-  t.same(await found({ query_type: 'transcript', query: 'permit', limit: '10' }), ['Zlegacy1'], 'found by transcript search');
-  t.same(await found({ query_type: 'semantic', query: 'parking permit', limit: '10', in_progress: 'false' }), ['Zlegacy1'], 'found by semantic search');
-  t.same(await found({ sample: 'random', limit: '10' }), ['Zlegacy1', 'Zlegacy2'], 'sampled');
-  t.same(await backfillReadModels(store, embedder), { documents: 0, indexed: 0 }, 'a second run does nothing');
-  // Back to the state the projection wrote: the legacy project gone, no documents for the records inserted bare.
-  await src.records.delete({ project_id: 'legacy-project' });
-  await src.documents.delete({ id: { $nin: before.map((d) => d.id) } });
 });

@@ -12,6 +12,7 @@ import { JSON_MAX_DEPTH } from '../platform/config.js';
 import { jsonTooDeep } from '../platform/json-depth.js';
 import { chatProject, type ChatProject } from './helpers/chat.js';
 import { http } from './helpers/http.js';
+import { waitForProjections } from './helpers/projections.js';
 import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
 
 let p: Platform;
@@ -53,7 +54,10 @@ t.test('the scan agrees with the structure: exactly the documents deeper than th
   t.ok(jsonTooDeep('['.repeat(1_000_000)), 'a million levels: no stack overflow');
 });
 
-const conversations = async () => (await conversationRecords(store).find({})).length;
+const conversations = async () => {
+  await waitForProjections(p);
+  return (await conversationRecords(store).find({})).length;
+};
 
 t.test('Chat API: at or below the limit served, above it a 400 {error_message}', async (t) => {
   let created = 0;

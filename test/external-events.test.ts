@@ -13,6 +13,7 @@ import { chatProject, type ChatProject } from './helpers/chat.js';
 import { conversationsClient, conversationsKey, toQuery } from './helpers/conversations.js';
 import { http, type Res } from './helpers/http.js';
 import { connect, is, messagingProject, T, type MessagingProject } from './helpers/messaging.js';
+import { waitForProjections } from './helpers/projections.js';
 import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
 import { externalKey, FUNCTIONS, webhook, type Hook } from './helpers/external-events.js';
 
@@ -52,7 +53,10 @@ async function waiting(t: Test, eventId: string, timeoutMs?: number, proj = c): 
 }
 
 /** The stored record of a conversation (as the test reads it from the data dir). */
-const rec = async (id: string): Promise<any> => records.get(id);
+const rec = async (id: string): Promise<any> => {
+  await waitForProjections(p);
+  return records.get(id);
+};
 
 /** Polls the record until `pred` holds. */
 async function recordUntil(id: string, pred: (r: any) => boolean, what: string, ms = 15_000): Promise<any> {

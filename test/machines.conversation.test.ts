@@ -1,7 +1,8 @@
 import t, { type Test } from 'tap';
 import { createActor, fromPromise } from 'xstate';
 import { getShortestPaths, getSimplePaths } from 'xstate/graph';
-import { conversationMachine, type ConversationStart, type ExternalEvent, type SideOutcome, type TurnOutcome } from '../machines/conversation.js';
+import { conversationMachine, RECENT_MESSAGES, type ConversationStart, type ExternalEvent, type SideOutcome, type TurnOutcome, type TurnRecord } from '../machines/conversation.js';
+import { conversationReply } from '../actors/conversation/kind.js';
 
 const start: ConversationStart = {
   accountId: 'acc', projectId: 'p', environment: 'live', channel: 'CHAT', variantId: null, integrationAttributes: {},
@@ -57,7 +58,7 @@ const events = [
   { type: 'xstate.done.actor.bridge', output: side({ said: [] }) },
 ] as any[];
 const serializeState = (s: any) =>
-  JSON.stringify([s.value, s.context.outcome?.ok ?? null, s.context.endReason, !!s.context.awaiting, !!s.context.bridgeEnded, s.context.handledEvents?.length ?? 0]);
+  JSON.stringify([s.value, s.context.endReason, !!s.context.awaiting, !!s.context.bridgeEnded, s.context.handledEvents?.length ?? 0]);
 
 const replay = (t: Test, paths: Array<{ steps: Array<{ event: any }>; state: { value: unknown } }>) => {
   for (const path of paths) {
@@ -85,38 +86,113 @@ t.test('conversation: every state is reachable and every simple path replays on 
   replay(t, paths as any);
 });
 
-t.test('conversation: refusals and outcomes', async (t) => {
-  const actor = createActor(machine, { input: { id: 'c2' } });
+/** An actor with what it emits collected, and the answer the kind gives to each event sent (from the events since that send). */
+const driven = (id: string) => {
+  const actor = createActor(machine, { input: { id } });
+  let emitted: Array<{ type: string; data: any }> = [];
+  const all: Array<{ type: string; data: any }> = [];
+  actor.on('*', (e: any) => {
+    emitted.push(e);
+    all.push(e);
+  });
   actor.start();
-  actor.send({ type: 'MESSAGE', message: 'x', metadata: {}, integrationAttributes: {}, at: 1 });
-  t.same(actor.getSnapshot().context.outcome, { ok: false, error: 'not_started' }, 'a message before start is refused');
-  actor.send({ type: 'START', start });
-  actor.send({ type: 'xstate.done.actor.start', output: outcome({ response: 'Hello', turns: [{ user_input: '', agent_response: 'Hello' } as any] }) } as any);
-  t.equal(actor.getSnapshot().value, 'idle');
-  t.equal(actor.getSnapshot().context.idleDeadline, 2000 + 60_000, 'idle deadline from the effect time');
-  t.same(actor.getSnapshot().context.outcome, { ok: true, response: 'Hello', end: false, handoff: null });
-  actor.send({ type: 'START', start });
-  t.same(actor.getSnapshot().context.outcome, { ok: false, error: 'started' }, 'a second start is refused');
-  actor.send({ type: 'MESSAGE', message: 'q', metadata: { a: 1 }, integrationAttributes: { x: 1 }, at: 5 });
-  t.same(actor.getSnapshot().context.pending, { message: 'q', metadata: { a: 1 }, at: 5 });
-  t.same(actor.getSnapshot().context.integrationAttributes, { x: 1 }, 'later turns may add attributes');
-  actor.send({ type: 'xstate.done.actor.turn', output: outcome({ handoff: { destination: 'desk', reason: 'asked' }, oodTurns: 1 }) } as any);
-  t.equal(actor.getSnapshot().value, 'handedOff');
-  t.equal(actor.getSnapshot().context.numOod, 1);
-  actor.send({ type: 'MESSAGE', message: 'again', metadata: {}, integrationAttributes: {}, at: 6 });
-  t.same(actor.getSnapshot().context.outcome, { ok: false, error: 'handed_off' });
-  actor.send({ type: 'CLOSE', at: 7 });
-  actor.send({ type: 'xstate.done.actor.end', output: { at: 8, state: { done: true }, functionErrors: 1 } } as any);
-  t.equal(actor.getSnapshot().value, 'ended');
-  t.equal(actor.getSnapshot().context.endReason, 'closed');
-  t.equal(actor.getSnapshot().context.endedAt, 8);
-  actor.send({ type: 'MESSAGE', message: 'late', metadata: {}, integrationAttributes: {}, at: 9 });
-  t.same(actor.getSnapshot().context.outcome, { ok: false, error: 'ended' });
-  actor.stop();
+  let last: any = null;
+  return {
+    actor,
+    all,
+    snap: () => actor.getSnapshot(),
+    /** Sends an event; client events start a new step (what the host would commit as one entry). */
+    send(e: any) {
+      if (!e.type.startsWith('xstate.')) {
+        emitted = [];
+        last = e;
+      }
+      actor.send(e);
+    },
+    /** The answer to the last client event, from the events emitted since it (as the host commits a step). */
+    reply: () => conversationReply(actor.getSnapshot().value as string, actor.getSnapshot().context, last, emitted as any),
+    types: () => emitted.map((e) => e.type),
+  };
+};
+const turn = (user: string, agent: string, o: Partial<TurnRecord> = {}): TurnRecord => ({
+  user_input: user, user_input_dtmf: '', user_input_datetime: '2026-01-01T00:00:01.000Z', barge_in: false, agent_response: agent,
+  agent_response_datetime: '2026-01-01T00:00:02.000Z', latency: 1, translated_user_input: '', english_agent_response: '', intents: [], entities: {},
+  is_ood: false, is_silence: false, metadata: {}, ...o,
+});
+
+t.test('conversation: refusals and answers come from the step\'s events and state', async (t) => {
+  const c = driven('c2');
+  c.send({ type: 'MESSAGE', message: 'x', metadata: {}, integrationAttributes: {}, at: 1 });
+  t.match(c.reply(), { ok: false, error: 'not_started' }, 'a message before start is refused');
+  t.same(c.types(), [], 'and emits nothing');
+  c.send({ type: 'START', start });
+  c.send({ type: 'xstate.done.actor.start', output: outcome({ response: 'Hello', turns: [turn('', 'Hello')] }) } as any);
+  t.equal(c.snap().value, 'idle');
+  t.equal(c.snap().context.idleDeadline, 2000 + 60_000, 'idle deadline from the effect time');
+  t.same(c.types(), ['conversation.started', 'conversation.turn', 'conversation.changed', 'conversation.answered']);
+  t.match(c.reply(), { ok: true, response: 'Hello', end: false, handoff: null, state: 'idle' });
+  t.notOk('outcome' in c.snap().context, 'no reply slot in the context');
+  t.notOk('turns' in c.snap().context, 'no transcript in the context');
+  c.send({ type: 'START', start });
+  t.match(c.reply(), { ok: false, error: 'started' }, 'a second start is refused');
+  c.send({ type: 'MESSAGE', message: 'q', metadata: { a: 1 }, integrationAttributes: { x: 1 }, at: 5 });
+  t.same(c.snap().context.pending, { message: 'q', metadata: { a: 1 }, at: 5 });
+  t.same(c.snap().context.integrationAttributes, { x: 1 }, 'later turns may add attributes');
+  t.ok(c.snap().hasTag('busy'), 'responding is busy');
+  c.send({ type: 'xstate.done.actor.turn', output: outcome({ handoff: { destination: 'desk', reason: 'asked' }, oodTurns: 1, response: 'Passing you on', turns: [turn('q', 'Passing you on', { is_ood: true })] }) } as any);
+  t.equal(c.snap().value, 'handedOff');
+  t.notOk(c.snap().hasTag('busy'), 'handed off is settled');
+  t.equal(c.snap().context.numOod, 1);
+  t.match(c.reply(), { ok: true, response: 'Passing you on', handoff: { destination: 'desk', reason: 'asked' } });
+  const changed = c.all.filter((e) => e.type === 'conversation.changed').at(-1)!;
+  t.match(changed.data, { account_id: 'acc', project_id: 'p', handoff: { destination: 'desk', reason: 'asked' }, num_ood: 1, integration_attributes: { x: 1 }, artifact_version: 'a1' });
+  c.send({ type: 'MESSAGE', message: 'again', metadata: {}, integrationAttributes: {}, at: 6 });
+  t.match(c.reply(), { ok: false, error: 'handed_off' });
+  c.send({ type: 'CLOSE', at: 7 });
+  c.send({ type: 'xstate.done.actor.end', output: { at: 8, state: { done: true }, functionErrors: 1 } } as any);
+  t.equal(c.snap().value, 'ended');
+  t.equal(c.snap().context.endReason, 'closed');
+  t.equal(c.snap().context.endedAt, 8);
+  t.same(c.types(), ['conversation.changed', 'conversation.ended']);
+  t.match(c.all.at(-1)!.data, { account_id: 'acc', project_id: 'p', channel: 'CHAT', ended_at: new Date(8).toISOString(), reason: 'closed', crashed: false });
+  t.match(c.reply(), { ok: true, end: true });
+  c.send({ type: 'MESSAGE', message: 'late', metadata: {}, integrationAttributes: {}, at: 9 });
+  t.match(c.reply(), { ok: false, error: 'ended' });
+  const started = c.all.find((e) => e.type === 'conversation.started')!;
+  t.same(started.data, { account_id: 'acc', project_id: 'p', channel: 'CHAT', environment: 'live', variant_id: null, from_number: '', to_number: '', started_at: new Date(1000).toISOString() });
+  const turns = c.all.filter((e) => e.type === 'conversation.turn');
+  t.same(turns.map((e) => e.data.turn.agent_response), ['Hello', 'Passing you on'], 'every turn is an event');
+  t.same(turns.map((e) => e.data.latency_ms), [1000, 1000]);
+  c.actor.stop();
+});
+
+t.test('conversation: the snapshot keeps a bounded recent history, however long the conversation', async (t) => {
+  const c = driven('c5');
+  c.send({ type: 'START', start });
+  c.send({ type: 'xstate.done.actor.start', output: outcome({ turns: [turn('', 'Hello')] }) } as any);
+  const sizes: number[] = [];
+  let inputs: any[] = [];
+  for (let k = 1; k <= 200; k++) {
+    c.send({ type: 'MESSAGE', message: `question ${k}`, metadata: {}, integrationAttributes: {}, at: 2000 + k });
+    inputs = [(c.snap().children as any).turn?.getSnapshot?.()?.input].filter(Boolean);
+    c.send({ type: 'xstate.done.actor.turn', output: outcome({ response: `answer ${k}`, turns: [turn(`question ${k}`, `answer ${k}`)] }) } as any);
+    sizes.push(JSON.stringify(c.actor.getPersistedSnapshot()).length);
+  }
+  t.equal(c.snap().context.numTurns, 201, 'every turn counted');
+  t.equal(c.snap().context.recent.length, RECENT_MESSAGES, 'the last RECENT_MESSAGES messages');
+  t.same(c.snap().context.recent.at(-1), { role: 'agent', text: 'answer 200' });
+  t.same(c.snap().context.recent[0], { role: 'user', text: `question ${200 - RECENT_MESSAGES / 2 + 1}` });
+  t.equal(sizes[199], sizes[149], 'the snapshot is as large after 200 turns as after 150');
+  t.ok(sizes[199] < 4096, `and small (${sizes[199]} bytes)`);
+  if (inputs[0]) t.equal(inputs[0].history.length, RECENT_MESSAGES, 'the responder gets the recent history');
+  t.equal(c.all.filter((e) => e.type === 'conversation.turn').length, 201, 'the transcript is in the events');
+  c.actor.stop();
 });
 
 t.test('conversation: an external event resumes a waiting conversation once; the timeout too; bridge-ended runs once', async (t) => {
   const actor = createActor(machine, { input: { id: 'c3' } });
+  const answered: Array<{ type: string; data: any }> = [];
+  actor.on('conversation.answered', (e: any) => void answered.push(e));
   actor.start();
   const snap = () => actor.getSnapshot();
   actor.send({ type: 'START', start });
@@ -143,7 +219,7 @@ t.test('conversation: an external event resumes a waiting conversation once; the
   t.equal(snap().value, 'idle', 'a second delivery resumes nothing');
   actor.send({ type: 'MESSAGE', message: 'hi', metadata: {}, integrationAttributes: {}, at: 5000 });
   actor.send({ type: 'xstate.done.actor.turn', output: outcome({ response: 'Hello' }) } as any);
-  t.equal(snap().context.outcome?.ok && snap().context.outcome!.ok && (snap().context.outcome as any).response, 'paid Hello', 'the next response starts with them');
+  t.equal(answered.at(-1)?.data.response, 'paid Hello', 'the next response starts with them');
   t.same(snap().context.unread, []);
   // The timeout.
   actor.send({ type: 'MESSAGE', message: 'pay', metadata: {}, integrationAttributes: {}, at: 6000 });

@@ -4,6 +4,7 @@ import { conversationRecords } from '../actors/conversation/record.js';
 import { eventually } from './actors.behaviour.js';
 import { http } from './helpers/http.js';
 import { connect, desk, handshakeStatus, is, T, type Ev, type MessagingProject, messagingProject } from './helpers/messaging.js';
+import { waitForProjections } from './helpers/projections.js';
 import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
 
 let p: Platform;
@@ -82,6 +83,7 @@ t.test('the whole sequence: token, session, replay, join, user message, agent re
   // The conversation record: channel WEBCHAT, both turns, ended.
   const records = conversationRecords(store);
   const record = await eventually(async () => {
+    await waitForProjections(p);
     const r = await records.get(sessionId);
     return r && r.in_progress === false ? r : null;
   }, 10_000, 50);

@@ -6,6 +6,7 @@
 import t from 'tap';
 import { createOfflineResponder, withinOneEdit, type ResponderContext } from '../actors/responder/mod.js';
 import { chatProject } from './helpers/chat.js';
+import { waitForProjections } from './helpers/projections.js';
 import { removeDir, startPlatform } from './helpers/platform.js';
 import { openStore } from '../store/mod.js';
 import { conversationRecords } from '../actors/conversation/record.js';
@@ -91,6 +92,7 @@ t.test('through the Chat API: "Hi there" opens a chat without an out-of-domain t
   const bye = await c.chat('respond', { conversation_id: id, message: 'bye' });
   t.equal(bye.body.end_conversation, true);
   t.notMatch(bye.body.response, /calling/, 'a chat is not a call');
+  await waitForProjections(p);
   const store = await openStore({ dataDir: p.dataDir });
   const rec = (await conversationRecords(store).get(id))!;
   await store.close();

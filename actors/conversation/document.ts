@@ -1,5 +1,5 @@
 /**
- * Conversation documents: an ended conversation's v3 representation, rendered once by the projection and
+ * Conversation documents: an ended conversation's v3 representation, rendered once by the projector and
  * stored as UTF-8 JSON beside the record (`conversation_documents`), with the fields the Conversations API
  * filters on and the same time-ordered indexes as the records.
  *
@@ -12,8 +12,8 @@
  *
  * Written, and durable, before the record: a reader may see a document while the record still says the
  * conversation is in progress (readers then show the document), never an ended record without its document.
- * Stores written before documents existed are back-filled once (`backfill.ts`); until that is done
- * readers use the records.
+ * Written by the conversations projector (`projectors/conversations.ts`); a changed rendering is rebuilt from
+ * the journal (`switchboard rebuild conversations`). Readers take a document's bytes through `documentJson`.
  */
 import type { Collection, Doc, Store } from '../../store/mod.js';
 import type { ConversationRecord } from './record.js';
@@ -48,13 +48,11 @@ export const conversationDocuments = (store: Store): Collection<ConversationDocu
 
 /** The document of an ended conversation's record. */
 export function documentOf(record: ConversationRecord): ConversationDocument {
-  const view = conversationV3(record, { version: 'v3', showTranscripts: true, includeLatency: false });
-  const turns = JSON.stringify(view.turns);
-  const bare = JSON.stringify({ ...view, turns: [] });
-  // `turns` is the view's last field: the JSON ends with it.
-  const tail = '"turns":[]}';
-  if (!bare.endsWith(tail)) throw new Error('conversation view: turns must be the last field');
-  const head = bare.slice(0, -3);
+  const { turns: turnList, ...fields } = conversationV3(record, { version: 'v3', showTranscripts: true, includeLatency: false });
+  const turns = JSON.stringify(turnList);
+  // The turns are written last whatever the view's field order (the view puts them last too, so the bytes
+  // equal its JSON): the offsets below then bound them.
+  const head = `${JSON.stringify(fields).slice(0, -1)},"turns":`;
   const turnsAt = Buffer.byteLength(head);
   return {
     id: record.id,
@@ -76,6 +74,11 @@ export function documentOf(record: ConversationRecord): ConversationDocument {
 export function jsonOf(doc: ConversationDocument): Buffer {
   const bytes = doc.json instanceof Uint8Array ? doc.json : new Uint8Array(0);
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+/** A document's v3 JSON as byte chunks to send: whole, or with the turns array replaced by `[]` (transcripts hidden). */
+export function documentJson(doc: ConversationDocument, showTranscripts: boolean): Buffer[] {
+  return showTranscripts ? [jsonOf(doc)] : withoutTurns(doc);
 }
 
 /** The document's JSON with the turns array replaced by `[]` (transcripts hidden). */

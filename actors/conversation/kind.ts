@@ -1,14 +1,11 @@
 import type { Store } from '../../store/mod.js';
-import { BUSY_STATES, conversationMachine, type BridgeEnded, type ConversationEvent, type Outcome } from '../../machines/conversation.js';
+import { conversationMachine, type AnsweredData, type BridgeEnded, type ConversationEvent, type Outcome } from '../../machines/conversation.js';
 import type { ActorKind } from '../kinds.js';
 import { fromEffect } from '../task.js';
 import { sleepUntil } from '../timers.js';
 import { conversationEffects, type ConversationDeps } from './effects.js';
-import { toRecord, type ConversationRecord } from './record.js';
-import { createEmbedderFromEnv, type Embedder } from './embedding.js';
-import { conversationProjection } from './projection.js';
 import { externalWatch } from './external.js';
-import { sessionRecords } from '../session/record.js';
+import type { JournalEvent } from '../../store/mod.js';
 
 /** What an ask of a conversation answers: a turn's outcome, or what became of an external event or bridge notification. */
 export type ConversationReply =
@@ -17,15 +14,41 @@ export type ConversationReply =
   | { ok: true; bridge_ended: BridgeEnded; state: string }
   | { ok: false; error: 'ended' | 'not_started'; state: string };
 
+/** Why a message was refused, from the state it found the conversation in. */
+const refusal = (state: string): 'not_started' | 'handed_off' | 'ended' => (state === 'new' ? 'not_started' : state === 'handedOff' ? 'handed_off' : 'ended');
+
 /**
- * The `conversation` actor kind: the machine with its effects provided, asks that wait for the turn to
- * finish, and the conversation's read models (record, document, search records) written after every
- * durable snapshot (`projection.ts`).
+ * The answer to an ask, from the step's committed events and the state after it: a start or a message is
+ * answered with the step's `conversation.answered`; without one it was refused, and the state says why. A
+ * close is answered once the conversation has ended (or at once if it had).
  */
-export function conversationKind(deps: ConversationDeps & { store: Store; embedder?: Embedder }): ActorKind {
-  const sessions = sessionRecords(deps.store);
-  const effects = conversationEffects({ hasSession: async (id) => (await sessions.get(id)) !== null, ...deps });
-  const projection = conversationProjection(deps.store, deps.embedder ?? createEmbedderFromEnv(), (msg, err) => console.error(msg, err));
+export function conversationReply(state: string, context: { handledEvents?: string[]; bridgeEnded?: BridgeEnded | null; start: unknown }, event: ConversationEvent, emitted: JournalEvent[]): ConversationReply {
+  switch (event.type) {
+    // External events and bridge notifications answer with what became of them, not with the last turn.
+    case 'EXTERNAL_EVENT':
+      return { ok: true, handled: (context.handledEvents ?? []).includes(event.event.id), state };
+    case 'BRIDGE_ENDED': {
+      const done = context.bridgeEnded ?? null;
+      return done ? { ok: true, bridge_ended: done, state } : { ok: false, error: context.start ? 'ended' : 'not_started', state };
+    }
+    case 'CLOSE':
+      return state === 'new' ? { ok: false, error: 'not_started', state } : { ok: true, response: '', end: true, handoff: null, state };
+    default: {
+      const answered = emitted.find((e) => e.type === 'conversation.answered')?.data as AnsweredData | undefined;
+      if (answered) return { ok: true, response: answered.response, end: answered.end, handoff: answered.handoff, state };
+      if (event.type === 'START') return { ok: false, error: 'started', state };
+      return { ok: false, error: refusal(state), state };
+    }
+  }
+}
+
+/**
+ * The `conversation` actor kind: the machine with its effects provided, and asks that wait for the turn to
+ * finish (`busy` states) and are answered from the step's events. Nothing is projected on the reply path:
+ * the read models follow the journal (`projectors/`).
+ */
+export function conversationKind(deps: ConversationDeps & { store: Store }): ActorKind {
+  const effects = conversationEffects({ hasSession: async (id) => (await deps.store.journal.ofActor(`session/${id}`, { limit: 1 })).length > 0, ...deps });
   const machine = conversationMachine.provide({
     actors: {
       startConversation: fromEffect(effects.start),
@@ -42,21 +65,7 @@ export function conversationKind(deps: ConversationDeps & { store: Store; embedd
     name: 'conversation',
     machine,
     input: (id) => ({ id }),
-    settled: (s) => !(BUSY_STATES as readonly string[]).includes(s.value as string),
-    reply: (s, event): ConversationReply => {
-      const state = s.value as string;
-      const e = event as ConversationEvent;
-      // External events and bridge notifications answer with what became of them, not with the last turn.
-      if (e.type === 'EXTERNAL_EVENT') return { ok: true, handled: (s.context.handledEvents ?? []).includes(e.event.id), state };
-      if (e.type === 'BRIDGE_ENDED') {
-        const done = s.context.bridgeEnded ?? null;
-        return done ? { ok: true, bridge_ended: done, state } : { ok: false, error: s.context.start ? 'ended' : 'not_started', state };
-      }
-      return { ...(s.context.outcome ?? { ok: false, error: 'not_started' }), state };
-    },
-    project: async (s, id, version) => {
-      if (!s.context.start) return;
-      await projection({ id, ...toRecord(s.context, s.value), snapshot_version: version } as ConversationRecord, version);
-    },
+    settled: (s) => !s.hasTag('busy'),
+    reply: (s, event, emitted: JournalEvent[] = []) => conversationReply(s.value as string, s.context, event as ConversationEvent, emitted),
   };
 }

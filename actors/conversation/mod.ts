@@ -3,12 +3,14 @@
  * `platform/` and `bin/` import this file, never the files beside it (`test/architecture.test.ts` checks).
  *
  * - The kind, for the worker that hosts it: `conversationKind`.
- * - Before an ask: what a new conversation would run (`runningContent`, `pickVariant`).
- * - Read models written by the projection after every durable snapshot, and the queries over them:
- *   records, documents (ended conversations as JSON bytes), search (terms, vectors, hour counts) and the
- *   packed slots (spans, vector buckets) with the helpers that read a slot's entries in place.
+ * - Before an ask: what a new conversation would run (`runningContent`, `pickVariant`); whose a conversation
+ *   is (`conversationOwner`, from the journal).
+ * - The read models' projector (`conversationsProjector`, listed in `actors/projection/registry.ts`), and
+ *   the queries over what it writes:
+ *   records, documents (ended conversations as JSON bytes, `documentJson`), search (terms, vectors, hour
+ *   counts) and the packed slots (spans, vector buckets), read only through the queries of `slot-queries.ts`
+ *   (`eachSpan`, `scoreVectorSlot`): the packed format stays in this module.
  * - Rendering: the v3/v2 view of a record. Embeddings: `Embedder` and the one the environment asks for.
- * - Start-up: the one-off backfill of read models for stores written before them.
  *
  * @module
  */
@@ -23,8 +25,9 @@ export {
 } from './external.js';
 export { MAX_EXTERNAL_EVENT_ID } from './effects.js';
 export { pickVariant, runningContent, type Running } from './deployment.js';
+export { conversationOwner, type ConversationOwner } from './owner.js';
 export { conversationRecords, type ConversationRecord } from './record.js';
-export { conversationDocuments, jsonOf, withoutTurns, type ConversationDocument } from './document.js';
+export { conversationDocuments, documentJson, type ConversationDocument } from './document.js';
 export {
   conversationHours,
   conversationSpans,
@@ -38,20 +41,8 @@ export {
   type HourCount,
   type TermPosting,
 } from './search.js';
-export {
-  eachEntry,
-  field,
-  FIELD_END,
-  fieldIs,
-  fieldNumber,
-  HEAD,
-  packedSpans,
-  packedVectors,
-  readEntry,
-  SPAN,
-  type SpanSlot,
-  type VectorSlot,
-} from './slots.js';
+export { type SpanSlot, type VectorSlot } from './slots.js';
+export { Candidates, eachSpan, scoreVectorSlot, type SlotQuery, type SpanQuery } from './slot-queries.js';
 export { conversationV3, type ViewOptions } from './view.js';
 export { createEmbedderFromEnv, type Embedder } from './embedding.js';
-export { backfillReadModels, readModelsComplete, type Backfilled } from './backfill.js';
+export { conversationsProjector, type ConversationsProjectorOptions } from './projectors/conversations.js';

@@ -44,8 +44,6 @@ interface SlotDoc extends Doc {
 export interface SpanSlot extends SlotDoc {
   /** Packed span entries (see `SPAN`). */
   entries?: string;
-  /** Slots written before packing: arrays, one per start and one per end. Converted on the next write. */
-  spans?: Array<[string, number, number | null, ...string[]]>;
 }
 
 export interface VectorSlot extends SlotDoc {
@@ -55,8 +53,6 @@ export interface VectorSlot extends SlotDoc {
   block?: Uint8Array;
   /** The distinct models of the heads: a reader skips a slot without its model, and checks no head when it is the only one. */
   models?: string[];
-  /** Slots written before packing: strings (fields joined by NUL, base64 vector last) or arrays. */
-  vectors?: Array<string | [string, number, string, string, string, string, string]>;
 }
 
 const clean = (s: string) => (/[\u0000\u0001]/.test(s) ? s.replace(/[\u0000\u0001]/g, '') : s);
@@ -136,9 +132,6 @@ export function spanEntries(slot: SpanSlot): SpanEntry[] {
     const had = byId.get(e[0]);
     if (had === undefined || spanReplaces(had, e)) byId.set(e[0], e);
   };
-  for (const e of Array.isArray(slot.spans) ? slot.spans : []) {
-    put([String(e[0]), Number(e[1]), e[2] === null ? null : Number(e[2]), ...[3, 4, 5, 6, 7, 8].map((k) => String(e[k] ?? ''))] as SpanEntry);
-  }
   if (typeof slot.entries === 'string') {
     const text = slot.entries;
     eachEntry(text, SPAN.count, (at) => {
@@ -155,11 +148,6 @@ export function spanEntries(slot: SpanSlot): SpanEntry[] {
 /** The vector entries of a slot, one per conversation, the last written winning. */
 export function vectorEntries(slot: VectorSlot): VectorEntry[] {
   const byId = new Map<string, VectorEntry>();
-  for (const e of Array.isArray(slot.vectors) ? slot.vectors : []) {
-    const f = typeof e === 'string' ? e.split(FIELD_END) : e.map(String);
-    const bytes = Buffer.from(f[6] ?? '', 'base64');
-    byId.set(f[0], [f[0], Number(f[1]), f[2] ?? '', f[3] ?? '', f[4] ?? '', f[5] ?? '', new Int8Array(bytes.buffer, bytes.byteOffset, bytes.length)]);
-  }
   if (typeof slot.heads === 'string') {
     const heads = slot.heads;
     const block = blockOf(slot);
@@ -184,7 +172,7 @@ export interface SlotPlace {
   bucket: string;
 }
 
-/** The slot document holding `entries` (and nothing of the legacy fields). */
+/** The slot document holding `entries`. */
 export function spanSlotOf(id: string, place: SlotPlace, entries: SpanEntry[]): SpanSlot {
   return { id, ...place, entries: entries.map(packSpan).join(ENTRY_END) };
 }
@@ -203,16 +191,14 @@ export function blockOf(slot: VectorSlot): Int8Array {
   return new Int8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
-/** A span slot's packed entries; a slot written before packing is packed here (readers then need one path). */
+/** A span slot's packed entries. */
 export function packedSpans(slot: SpanSlot): string {
-  if (typeof slot.entries === 'string' && !Array.isArray(slot.spans)) return slot.entries;
-  return spanSlotOf(slot.id, slot, spanEntries(slot)).entries!;
+  return typeof slot.entries === 'string' ? slot.entries : '';
 }
 
-/** A vector slot's packed heads, block and models (null: not listed); a slot written before packing is packed here. */
+/** A vector slot's packed heads, block and models (null: not listed). */
 export function packedVectors(slot: VectorSlot): { heads: string; block: Int8Array; models: string[] | null } {
-  const packed = typeof slot.heads === 'string' && !Array.isArray(slot.vectors) ? slot : vectorSlotOf(slot.id, slot, vectorEntries(slot));
-  return { heads: packed.heads ?? '', block: blockOf(packed), models: Array.isArray(packed.models) ? packed.models : null };
+  return { heads: slot.heads ?? '', block: blockOf(slot), models: Array.isArray(slot.models) ? slot.models : null };
 }
 
 /** Gives up on a slot after this many lost compare-and-set rounds (other writers keep winning). */
@@ -248,18 +234,8 @@ export function slotWriter<S extends SlotDoc, E extends [string, ...unknown[]]>(
       }
       const place = current ? { project_id: current.project_id, environment: current.environment, bucket: current.bucket } : batch.place;
       const next = build(id, place, [...byId.values()]);
-      const rev = typeof current?.rev === 'number' ? current.rev : 0;
-      next.rev = rev + 1;
-      if (current && typeof current.rev !== 'number') {
-        // A slot written before revisions: replaced whole, once, on the condition it still has none.
-        const replaced = await slots.update(
-          { id, rev: { $exists: false } },
-          { $set: Object.fromEntries(Object.entries(next).filter(([k]) => k !== 'id')), $unset: { spans: '', vectors: '' } },
-        );
-        if (replaced) return;
-      } else if (await slots.putNewer(next, 'rev')) {
-        return;
-      }
+      next.rev = (current?.rev ?? 0) + 1;
+      if (await slots.putNewer(next, 'rev')) return;
     }
     throw new Error(`slot ${id}: gave up after ${MAX_ATTEMPTS} conflicting writes`);
   };

@@ -1,3 +1,4 @@
+import { conversationsProjector } from '../conversation/projectors/conversations.js';
 import type { Projector } from './types.js';
 
 /**
@@ -5,5 +6,7 @@ import type { Projector } from './types.js';
  * `PROJECTION_MODULES` setting adds projectors from other modules (the tests' own projector).
  */
 export function projectors(): Projector[] {
-  return [];
+  return [
+    conversationsProjector(),
+  ];
 }

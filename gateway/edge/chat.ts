@@ -3,7 +3,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { ActorAskError, type Runtime } from '../../actors/mod.js';
-import { conversationRecords, pickVariant, runningContent } from '../../actors/conversation/mod.js';
+import { conversationOwner, pickVariant, runningContent } from '../../actors/conversation/mod.js';
 import type { ConversationEvent, Outcome } from '../../machines/conversation.js';
 import type { Bucket } from '../../platform/config.js';
 import { CHAT, RateLimitedError } from '../../platform/errors.js';
@@ -54,7 +54,6 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
     app.addHook('onRequest', async (req) => void started.set(req, performance.now()));
     app.addHook('onResponse', async (req) => steps.since(`edge.request ${req.routeOptions.url?.split('/').pop()}`, started.get(req) ?? 0));
   }
-  const records = conversationRecords(services.store);
   const keyLimiter = new RateLimiter(perKey.rate, perKey.burst);
   const projectLimiter = new RateLimiter(perProject.rate, perProject.burst);
 
@@ -105,16 +104,17 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
   };
 
   /**
-   * Conversations known to belong to a project. A conversation's project never changes and its record is
-   * never deleted, so a positive answer stays true: later turns skip reading (and decoding, transcript and
-   * all) the record. Unknown and foreign ids are always looked up. Bounded; oldest out first.
+   * Conversations known to belong to a project. A conversation's project never changes and its journal is
+   * never deleted, so a positive answer stays true: later turns skip the journal read. Unknown and foreign
+   * ids are always looked up (in the journal: its `conversation.started` event; never in the record, a
+   * projection that may lag). Bounded; oldest out first.
    */
   const projectOf = new Map<string, string>();
   /** The conversation of this project, or 404. */
   const existing = async (projectId: string, conversationId: string): Promise<void> => {
     if (projectOf.get(conversationId) === projectId) return;
-    const record = await records.get(conversationId);
-    if (!record || record.project_id !== projectId) throw CHAT.CONVERSATION_NOT_FOUND();
+    const owner = await conversationOwner(services.store, conversationId);
+    if (!owner || owner.projectId !== projectId) throw CHAT.CONVERSATION_NOT_FOUND();
     projectOf.set(conversationId, projectId);
     if (projectOf.size > KNOWN_CONVERSATIONS) projectOf.delete(projectOf.keys().next().value!);
   };

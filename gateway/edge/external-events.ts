@@ -5,7 +5,7 @@ import secureJsonParse from 'secure-json-parse';
 import { z } from 'zod';
 import { ActorAskError, type Runtime } from '../../actors/mod.js';
 import {
-  conversationRecords,
+  conversationOwner,
   externalEventKey,
   externalEventOf,
   externalEventRecords,
@@ -345,7 +345,6 @@ const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typ
 /** `POST /internal/v1/agentic-dial/bridge-ended` (contract 4.9): 200 `{success: true, conversation_id, bridge_ended}`. */
 export const bridgeEndedPlugin: FastifyPluginAsync<BridgeOptions> = async (app, { services, runtime }) => {
   app.setErrorHandler((err, request, reply) => sendProblem(reply, 'error_message', toProblem(err, request)));
-  const records = conversationRecords(services.store);
 
   app.post('/internal/v1/agentic-dial/bridge-ended', {
     config: {
@@ -379,9 +378,9 @@ export const bridgeEndedPlugin: FastifyPluginAsync<BridgeOptions> = async (app, 
       if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) throw EXTERNAL_EVENTS.BRIDGE_FIELD_INVALID(f, 'a number of seconds, at least 0');
     }
     const bridge = { bridge_duration_seconds: body.bridge_duration_seconds as number, call_duration_seconds: body.call_duration_seconds as number };
-    const record = await transient(() => records.get(cid), req.log);
-    // Another project's conversation is as unknown as a missing one.
-    if (!record || record.project_id !== key.project_id || record.account_id !== key.account_id) throw EXTERNAL_EVENTS.BRIDGE_CONVERSATION_NOT_FOUND();
+    // From the journal (the record is a projection and may lag); another project's conversation is as unknown as a missing one.
+    const owner = await transient(() => conversationOwner(services.store, cid), req.log);
+    if (!owner || owner.projectId !== key.project_id || owner.accountId !== key.account_id) throw EXTERNAL_EVENTS.BRIDGE_CONVERSATION_NOT_FOUND();
     const r = await transient(
       () => runtime.client.ask<ConversationReply>('conversation', cid, { type: 'BRIDGE_ENDED', bridge, at: Date.now() } satisfies ConversationEvent),
       req.log,

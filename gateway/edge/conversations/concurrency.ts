@@ -5,7 +5,7 @@
  * conversation still in progress counts as going on until now.
  */
 import type { Collection } from '../../../store/mod.js';
-import { eachEntry, field, fieldIs, fieldNumber, hourOf, packedSpans, SPAN, type SpanSlot } from '../../../actors/conversation/mod.js';
+import { eachSpan, hourOf, type SpanQuery, type SpanSlot } from '../../../actors/conversation/mod.js';
 import { CONVERSATIONS } from '../../../platform/errors.js';
 import { oneOf, text, time, type RawQuery } from './params.js';
 import { ENVIRONMENTS } from './query.js';
@@ -114,31 +114,6 @@ export function sweepColumns(spanStarts: number[], spanEnds: number[], start: nu
   return out;
 }
 
-/**
- * Calls `visit` with the fields of each conversation of a span slot that passes the filters (end null while
- * in progress). Fields are read in place (`packedSpans` packs a slot written before packing): the variant
- * is cut out only when `wantVariant`, the language only when filtered on.
- */
-function eachSpan(
-  slot: SpanSlot,
-  q: ConcurrencyQuery,
-  wantVariant: boolean,
-  visit: (start: number, end: number | null, variantId: string, variantName: string) => void,
-): void {
-  const text = packedSpans(slot);
-  eachEntry(text, SPAN.count, (at) => {
-    if (q.variantId && !fieldIs(text, at, SPAN.variantId, q.variantId)) return;
-    if (q.variantName && !fieldIs(text, at, SPAN.variantName, q.variantName)) return;
-    if (q.language && !languageMatches(field(text, at, SPAN.language), q.language)) return;
-    if (q.phoneNumber && !fieldIs(text, at, SPAN.from, q.phoneNumber) && !fieldIs(text, at, SPAN.to, q.phoneNumber)) return;
-    const end = fieldNumber(text, at, SPAN.end);
-    visit(
-      fieldNumber(text, at, SPAN.start), Number.isNaN(end) ? null : end,
-      wantVariant ? field(text, at, SPAN.variantId) : '', wantVariant ? field(text, at, SPAN.variantName) : '',
-    );
-  });
-}
-
 /** The intervals of the response (one series per variant when sliced, interleaved in time order). */
 export async function concurrency(
   buckets: Collection<SpanSlot>,
@@ -152,9 +127,17 @@ export async function concurrency(
     bucket: { $gte: hourOf(new Date(q.start - LOOKBACK_MS).toISOString()), $lt: new Date(q.end).toISOString() },
   });
   const series = new Map<string, { id: string; name: string; starts: number[]; ends: number[] }>();
+  const spanQuery: SpanQuery = {
+    from: q.start - LOOKBACK_MS,
+    to: q.end,
+    channels: [],
+    variantId: q.variantId,
+    variantName: q.variantName,
+    language: q.language ? (code) => languageMatches(code, q.language!) : null,
+    phoneNumber: q.phoneNumber,
+  };
   for (const doc of docs) {
-    eachSpan(doc, q, q.sliceByVariant, (s, end, variantId, variantName) => {
-      if (s < q.start - LOOKBACK_MS || s >= q.end) return;
+    eachSpan(doc, spanQuery, { variant: q.sliceByVariant }, (_id, s, end, variantId, variantName) => {
       const e = end === null ? Math.max(now, s) : end;
       if (Math.max(e, s + 1) <= q.start) return;
       const key = q.sliceByVariant ? variantId : '';

@@ -11,7 +11,6 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import {
-  backfillReadModels,
   conversationDocuments,
   conversationHours,
   conversationRecords,
@@ -20,9 +19,7 @@ import {
   conversationVectorBuckets,
   conversationVectors,
   createEmbedderFromEnv,
-  jsonOf,
-  readModelsComplete,
-  withoutTurns,
+  documentJson,
   type ConversationRecord,
   type Embedder,
 } from '../../../actors/conversation/mod.js';
@@ -68,7 +65,6 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
     embedder: opts.embedder ?? createEmbedderFromEnv(),
   };
   const cursors = cursorCodec(opts.cursorSecret);
-  const documentsReady = readModelsFlag(services, src.embedder);
 
   /** The key, account and project of a request: 401, then 404, then 403. */
   const authorize = async (req: FastifyRequest, params: z.infer<typeof Params>, needsData: boolean) => {
@@ -103,7 +99,7 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
     const position = q.cursor !== null ? cursors.decode(filters, q.cursor) : null;
     if (position && (position.kind === 'rank') !== (q.mode === 'semantic')) throw malformedCursor();
     // Ended conversations are served from their stored v3 rendering where it is the answer: v2/v3, no latency.
-    const documents = version !== 'v1' && !q.includeLatency && documentsReady();
+    const documents = version !== 'v1' && !q.includeLatency;
     const rows: Rows =
       q.mode === 'semantic' ? await semanticRows(src, project.id, q, position, documents)
       : q.mode === 'random' ? await randomRows(src, project.id, q, documents)
@@ -160,7 +156,7 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
 
 /** A row's v2/v3 JSON: a document's stored bytes (turns spliced out when transcripts are hidden), else rendered. */
 function rowJson(row: Row, view: ViewOptions): Buffer[] {
-  if (isDocument(row)) return view.showTranscripts ? [jsonOf(row)] : withoutTurns(row);
+  if (isDocument(row)) return documentJson(row, view.showTranscripts);
   return [Buffer.from(JSON.stringify(conversationV3(row, view)))];
 }
 
@@ -181,30 +177,4 @@ async function* jsonBody(rows: Rows, json: (r: Row) => Buffer[], tail: () => obj
   }
   const rest = JSON.stringify(tail());
   yield Buffer.from(rest === '{}' ? ']}' : `],${rest.slice(1)}`);
-}
-
-/**
- * Whether the conversation read models are complete (every ended conversation has its document): true
- * once the back-fill (started here, in the background, for stores written before them) or another
- * process has finished it.
- */
-function readModelsFlag(services: Services, embedder: Embedder): () => boolean {
-  let ready = false;
-  let checkedAt = 0;
-  const check = () => {
-    checkedAt = Date.now();
-    void readModelsComplete(services.store).then((done) => {
-      ready ||= done;
-    }, () => undefined);
-  };
-  void backfillReadModels(services.store, embedder).then(
-    () => {
-      ready = true;
-    },
-    (err) => console.error('back-filling the conversation read models failed', err),
-  );
-  return () => {
-    if (!ready && Date.now() - checkedAt > 5_000) check();
-    return ready;
-  };
 }

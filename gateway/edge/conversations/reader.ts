@@ -15,15 +15,10 @@
  */
 import type { Collection, Filter } from '../../../store/mod.js';
 import {
-  eachEntry,
-  field,
-  fieldIs,
-  fieldNumber,
+  eachSpan,
   hourOf,
-  packedSpans,
   postingId,
   searchTerms,
-  SPAN,
   type ConversationDocument,
   type ConversationRecord,
   type ConversationVector,
@@ -258,31 +253,14 @@ export function bucketFilter(projectId: string, q: ListQuery): Filter {
   return { project_id: projectId, environment: q.environment, ...(range ? { bucket: range } : {}) };
 }
 
-/** The test of an entry's filter fields, compared in place (see `eachEntry`). */
-export function fieldFilter(q: ListQuery, k: { channel: number; variantId: number; variantName: number }): (text: string, at: Int32Array) => boolean {
-  const channels = q.channels.length > 0 ? q.channels : null;
-  return (text, at) =>
-    (channels === null || channels.some((c) => fieldIs(text, at, k.channel, c))) &&
-    (!q.variantId || fieldIs(text, at, k.variantId, q.variantId)) &&
-    (!q.variantName || fieldIs(text, at, k.variantName, q.variantName));
-}
-
-/**
- * Calls `visit(id, start, end)` for each conversation of a span slot that passes the request's filters (end
- * null while in progress); fields are compared in place, ids cut out only for those that pass.
- */
-function eachSpan(slot: SpanSlot, q: ListQuery, visit: (id: string, start: number, end: number | null) => void): void {
-  const from = q.start === null ? -Infinity : Date.parse(q.start);
-  const to = q.end === null ? Infinity : Date.parse(q.end);
-  const text = packedSpans(slot);
-  const passes = fieldFilter(q, SPAN);
-  eachEntry(text, SPAN.count, (at) => {
-    const start = fieldNumber(text, at, SPAN.start);
-    if (!(start >= from && start < to) || !passes(text, at)) return;
-    const end = fieldNumber(text, at, SPAN.end);
-    visit(field(text, at, SPAN.id), start, Number.isNaN(end) ? null : end);
-  });
-}
+/** A request's filters as a slot scan takes them (`eachSpan`, `scoreVectorSlot`). */
+export const slotQuery = (q: ListQuery) => ({
+  from: q.start === null ? -Infinity : Date.parse(q.start),
+  to: q.end === null ? Infinity : Date.parse(q.end),
+  channels: q.channels,
+  variantId: q.variantId,
+  variantName: q.variantName,
+});
 
 /** Loads rows by id, in the given order (ids whose record is gone are skipped); documents first when allowed. */
 export async function rowsInOrder(src: ReadSources, ids: string[], documents: boolean): Promise<Row[]> {
@@ -304,7 +282,7 @@ const byStart = (a: { start: number; id: string }, b: { start: number; id: strin
 export async function randomRows(src: ReadSources, projectId: string, q: ListQuery, documents = false): Promise<Rows> {
   const pool: Array<{ id: string; start: number }> = [];
   for (const doc of await src.spans.find(bucketFilter(projectId, q))) {
-    eachSpan(doc, q, (id, start, end) => {
+    eachSpan(doc, slotQuery(q), { id: true }, (id, start, end) => {
       if (q.inProgress === null || (end === null) === q.inProgress) pool.push({ id, start });
     });
   }

@@ -3,156 +3,13 @@
  * conversations (packed vector slots, scored in place) and the transcripts of those in progress (embedded
  * now), most similar first, paged by rank.
  */
-import {
-  FIELD_END,
-  fieldIs,
-  fieldNumber,
-  HEAD,
-  packedVectors,
-  readEntry,
-  searchTerms,
-  type ConversationRecord,
-  type Embedder,
-  type VectorSlot,
-} from '../../../actors/conversation/mod.js';
+import { Candidates, scoreVectorSlot, searchTerms, type ConversationRecord, type Embedder } from '../../../actors/conversation/mod.js';
 import type { Position } from './cursor.js';
 import type { ListQuery } from './query.js';
-import { bucketFilter, each, fieldFilter, HOUR, recordFilter, rowsInOrder, timeRange, type ReadSources, type Rows } from './reader.js';
+import { bucketFilter, each, recordFilter, rowsInOrder, slotQuery, timeRange, type ReadSources, type Rows } from './reader.js';
 
-/**
- * The scored conversations of a semantic search, as columns. A candidate is where its entry starts in a
- * packed text (a slot's heads: id, then start, ...); its id and start are read from there only for the
- * candidates that make the page (and for ties).
- */
-export class Candidates {
-  readonly scores: number[] = [];
-  /** How many conversations scored above 0 (kept or not). */
-  count = 0;
-  private readonly texts: string[] = [];
-  private readonly text: number[] = [];
-  private readonly at: number[] = [];
-  /** A min-heap of the best `want` scores so far: below its least, a candidate cannot make the page. */
-  private readonly best: Float64Array;
-  private size = 0;
-
-  /** `want`: how many of the best the caller will take (offset + limit). */
-  constructor(private readonly want: number) {
-    this.best = new Float64Array(Math.max(1, want));
-  }
-
-  /** Registers a packed text whose entries begin with id and start; returns its number. */
-  source(text: string): number {
-    this.texts.push(text);
-    return this.texts.length - 1;
-  }
-
-  /** The entry of `texts[source]` at `at`; non-positive scores are dropped. */
-  addAt(source: number, at: number, score: number): void {
-    if (!(score > 0)) return;
-    this.count++;
-    if (this.size === this.want && score < this.best[0]) return;
-    this.keepScore(score);
-    this.scores.push(score);
-    this.text.push(source);
-    this.at.push(at);
-  }
-
-  add(id: string, start: number, score: number): void {
-    this.addAt(this.source(`${id}${FIELD_END}${start}`), 0, score);
-  }
-
-  private keepScore(score: number): void {
-    const heap = this.best;
-    if (this.want === 0) return;
-    let i: number;
-    if (this.size < this.want) {
-      i = this.size++;
-      while (i > 0 && heap[(i - 1) >> 1] > score) {
-        heap[i] = heap[(i - 1) >> 1];
-        i = (i - 1) >> 1;
-      }
-      heap[i] = score;
-      return;
-    }
-    // Replace the least and sift down.
-    i = 0;
-    for (;;) {
-      const l = 2 * i + 1;
-      if (l >= this.size) break;
-      const c = l + 1 < this.size && heap[l + 1] < heap[l] ? l + 1 : l;
-      if (heap[c] >= score) break;
-      heap[i] = heap[c];
-      i = c;
-    }
-    heap[i] = score;
-  }
-
-  idOf = (i: number): string => {
-    const text = this.texts[this.text[i]];
-    const from = this.at[i];
-    return text.slice(from, text.indexOf(FIELD_END, from));
-  };
-
-  startOf = (i: number): number => {
-    const text = this.texts[this.text[i]];
-    const from = text.indexOf(FIELD_END, this.at[i]) + 1;
-    let to = text.indexOf(FIELD_END, from);
-    if (to < 0) to = text.length;
-    return Number(text.slice(from, to));
-  };
-}
-
-/** The dot product of `query` with `dims` int8 components of `block` from `at` (four lanes: fewer dependent adds). */
-function dot(query: Float64Array, block: Int8Array, at: number, dims: number): number {
-  let d0 = 0;
-  let d1 = 0;
-  let d2 = 0;
-  let d3 = 0;
-  let i = 0;
-  for (; i + 3 < dims; i += 4) {
-    d0 += query[i] * block[at + i];
-    d1 += query[i + 1] * block[at + i + 1];
-    d2 += query[i + 2] * block[at + i + 2];
-    d3 += query[i + 3] * block[at + i + 3];
-  }
-  for (; i < dims; i++) d0 += query[i] * block[at + i];
-  return d0 + d1 + d2 + d3;
-}
-
-/**
- * Scores the vectors of a slot against `query`: heads are scanned in place (no callback, no copy), vectors
- * read straight from the slot's binary block (`packedVectors` packs a slot written before packing).
- */
-function scoreSlot(slot: VectorSlot, model: string, q: ListQuery, query: Float64Array, out: Candidates): void {
-  const { heads, block, models } = packedVectors(slot);
-  if (models !== null && !models.includes(model)) return;
-  const oneModel = models !== null && models.length === 1;
-  const from = q.start === null ? -Infinity : Date.parse(q.start);
-  const to = q.end === null ? Infinity : Date.parse(q.end);
-  // A slot holds the conversations of one hour: inside the range, their starts need no check.
-  const hour = Date.parse(slot.bucket);
-  const wholeHour = hour >= from && hour + HOUR <= to;
-  const filtered = q.channels.length > 0 || q.variantId !== null || q.variantName !== null;
-  const passes = fieldFilter(q, HEAD);
-  const dimension = query.length;
-  const source = out.source(heads);
-  const at = new Int32Array(HEAD.count + 1);
-  let offset = 0;
-  for (let pos = 0; pos < heads.length; ) {
-    pos = readEntry(heads, pos, HEAD.count, at);
-    if (at[HEAD.count] < 0) continue;
-    const dims = fieldNumber(heads, at, HEAD.dims);
-    const here = offset;
-    offset += dims;
-    if (dims !== dimension || here + dims > block.length || (!oneModel && !fieldIs(heads, at, HEAD.model, model))) continue;
-    if (!wholeHour) {
-      const start = fieldNumber(heads, at, HEAD.start);
-      if (!(start >= from && start < to)) continue;
-    }
-    if (filtered && !passes(heads, at)) continue;
-    out.addAt(source, at[HEAD.id], dot(query, block, here, dims) / 127);
-  }
-}
+// The tests of the candidates' columns import them from here.
+export { Candidates };
 
 /** The most conversations in progress a semantic search embeds at query time (the earliest in the range). */
 export const MAX_LIVE_EMBEDDED = 500;
@@ -218,7 +75,7 @@ export async function semanticRows(src: ReadSources, projectId: string, q: ListQ
   if (q.inProgress !== true) {
     // Float64: the products then need no float32 to float64 conversion.
     const query64 = Float64Array.from(query);
-    for (const doc of await src.vectorBuckets.find(bucketFilter(projectId, q))) scoreSlot(doc, model, q, query64, found);
+    for (const doc of await src.vectorBuckets.find(bucketFilter(projectId, q))) scoreVectorSlot(doc, model, slotQuery(q), query64, found);
   }
   if (q.inProgress !== false) {
     // Conversations in progress have no final vector yet: they are embedded from their records now.

@@ -1,0 +1,89 @@
+/**
+ * The `conversations` projector: the conversation read models, built from the conversation actors' journal
+ * entries off the reply path (the projection runner calls `apply` with entries in seq order):
+ *
+ * - the record (`record.ts`), folded from the entries (`record-fold.ts`) and written whole, unless the
+ *   stored one is of this entry's version or newer;
+ * - once the conversation has ended, its rendered document (`document.ts`), before the record, so that no
+ *   reader sees an ended record without its document;
+ * - the search records (`search.ts`: postings, the summary with its vector, hour counts, the span and vector
+ *   slots), from the folded record, in the same batch as the record.
+ *
+ * A batch reads each conversation's record once, folds all its entries, and writes it once. Every write is
+ * idempotent (versioned records and documents, postings and slot entries keyed by conversation), so a batch
+ * applied again after a crash changes nothing. `switchboard rebuild conversations` resets and replays it.
+ */
+
+import { conversationDocuments, documentOf } from '../document.js';
+import { createEmbedderFromEnv, type Embedder } from '../embedding.js';
+import { conversationRecords, type ConversationRecord } from '../record.js';
+import { conversationHours, conversationSpans, conversationTerms, conversationVectorBuckets, conversationVectors, searchIndexer, type RecordFields, type SearchIndexer } from '../search.js';
+import type { JournalEntry, Store } from '../../../store/mod.js';
+import type { Projector } from '../../projection/types.js';
+import { foldRecord } from './record-fold.js';
+
+/** The events the record is folded from; a step that emitted none of them writes nothing. */
+const RECORD_EVENTS = new Set(['conversation.started', 'conversation.turn', 'conversation.changed', 'conversation.ended']);
+
+export interface ConversationsProjectorOptions {
+  /** Embeds ended conversations for semantic search (default: from the environment, as the edge's queries). */
+  embedder?: Embedder;
+  log?: (msg: string, err: unknown) => void;
+}
+
+export function conversationsProjector(opts: ConversationsProjectorOptions = {}): Projector {
+  const embedder = opts.embedder ?? createEmbedderFromEnv();
+  // One indexer per store: it caches live conversations' analysed terms.
+  const indexers = new WeakMap<Store, SearchIndexer>();
+  const indexer = (store: Store) => {
+    let i = indexers.get(store);
+    if (!i) indexers.set(store, (i = searchIndexer(store, embedder, opts.log)));
+    return i;
+  };
+
+  return {
+    name: 'conversations',
+    kinds: ['conversation'],
+    async apply(entries: JournalEntry[], store: Store): Promise<void> {
+      const byId = new Map<string, JournalEntry[]>();
+      for (const e of entries) {
+        if (e.kind !== 'conversation' || !e.events.some((ev) => RECORD_EVENTS.has(ev.type))) continue;
+        const list = byId.get(e.id);
+        if (list) list.push(e);
+        else byId.set(e.id, [e]);
+      }
+      if (byId.size === 0) return;
+      const records = conversationRecords(store);
+      const documents = conversationDocuments(store);
+      const search = indexer(store);
+      const stored = new Map((await records.find({ id: { $in: [...byId.keys()] } })).map((r) => [r.id, r]));
+      await Promise.all([...byId].map(async ([id, list]) => {
+        const before = stored.get(id) ?? null;
+        const from = before?.snapshot_version ?? 0;
+        let record: ConversationRecord | null = before;
+        for (const e of list) record = foldRecord(record, id, e);
+        if (!record || (record.snapshot_version ?? 0) <= from && before) return;
+        const version = record.snapshot_version ?? 0;
+        const indexing = search.project(id, record as unknown as RecordFields, version);
+        try {
+          if (!record.in_progress) await documents.putNewer(documentOf(record), 'snapshot_version');
+          await records.putNewer(record, 'snapshot_version');
+        } finally {
+          await indexing;
+        }
+      }));
+    },
+    async reset(store: Store): Promise<void> {
+      indexers.delete(store);
+      await Promise.all([
+        conversationRecords(store).delete({}),
+        conversationDocuments(store).delete({}),
+        conversationVectors(store).delete({}),
+        conversationTerms(store).delete({}),
+        conversationHours(store).delete({}),
+        conversationSpans(store).delete({}),
+        conversationVectorBuckets(store).delete({}),
+      ]);
+    },
+  };
+}
