@@ -24,6 +24,17 @@ const USAGE = `usage: switchboard [--url URL] [--token TOKEN] <command>
   runtime actor KIND ID             an actor's stored snapshot
   runtime projections               projections: checkpoints, journal head, lag
   rebuild MODEL                     rebuilds a projection (read model) from the journal
+  webhooks create --name NAME --webhook-url URL [--events alerts.triggered,alerts.resolved]
+              [--header 'Name: value']... [--timeout-ms MS] [--enabled true|false]
+  webhooks list [--enabled true|false]
+  webhooks get ENDPOINT_ID
+  webhooks update ENDPOINT_ID [--name NAME] [--webhook-url URL] [--events ...] [--header ...]... [--timeout-ms MS] [--enabled true|false]
+  webhooks delete ENDPOINT_ID
+  webhooks rotate-secret ENDPOINT_ID  a new signing secret, shown once
+  webhooks test ENDPOINT_ID         send a webhook.test event
+  deliveries list ENDPOINT_ID [--limit N] [--cursor CURSOR] [--event EVENT_ID]
+  deliveries get ENDPOINT_ID DELIVERY_ID
+  deliveries redeliver ENDPOINT_ID DELIVERY_ID
   help                              this text
 
 Key scopes: agents (Agents API), alerts (Alerts API), conversations (Conversations and Concurrency APIs),
@@ -31,12 +42,14 @@ chat (Chat API), external_events (External Events API and bridge-ended), live_ag
 of the Messaging API); conversations, chat and external_events keys need --project.
 
 --url defaults to $SWITCHBOARD_URL, else http://$HOST:$EDGE_PORT (127.0.0.1:8080);
---token defaults to $OPERATOR_TOKEN.`;
+--token defaults to $OPERATOR_TOKEN.
+webhooks and deliveries use the Alerts API with an alerts key: --key, else $SWITCHBOARD_ALERTS_KEY.`;
 
-type Request = { method: string; path: string; body?: unknown };
+/** `apiKey`: sent as `x-api-key` (the Alerts API) instead of the operator token. */
+type Request = { method: string; path: string; body?: unknown; apiKey?: boolean };
 
 /** Turns command-line arguments into one admin API request; throws a usage message when they do not fit. */
-function toRequest(argv: string[]): { request: Request; url?: string; token?: string } {
+function toRequest(argv: string[]): { request: Request; url?: string; token?: string; key?: string } {
   const { values: v, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -56,6 +69,15 @@ function toRequest(argv: string[]): { request: Request; url?: string; token?: st
       'show-transcripts': { type: 'string' },
       'chunked-streaming': { type: 'string' },
       'pii-redaction': { type: 'string' },
+      key: { type: 'string' },
+      'webhook-url': { type: 'string' },
+      events: { type: 'string' },
+      header: { type: 'string', multiple: true },
+      'timeout-ms': { type: 'string' },
+      enabled: { type: 'string' },
+      limit: { type: 'string' },
+      cursor: { type: 'string' },
+      event: { type: 'string' },
     },
   });
   const [noun, verb, target, extra] = positionals;
@@ -72,6 +94,15 @@ function toRequest(argv: string[]): { request: Request; url?: string; token?: st
     const model = need(verb, 'MODEL');
     return { request: { method: 'POST', path: `/admin/v1/runtime/projections/${encodeURIComponent(model)}/rebuild` }, url: v.url, token: v.token };
   }
+  const WEBHOOKS = '/v1/webhook-endpoints';
+  const endpoint = (id: string) => `${WEBHOOKS}/${encodeURIComponent(id)}`;
+  // The optional endpoint fields of create and update, from their flags.
+  const endpointFields = (o: typeof v) => ({
+    ...(o.events ? { event_types: o.events.split(',').map((e) => e.trim()).filter(Boolean) } : {}),
+    ...(o.header ? { headers: Object.fromEntries(o.header.map((h) => { const i = h.indexOf(':'); if (i < 1) throw new Error(`--header takes 'Name: value'`); return [h.slice(0, i).trim(), h.slice(i + 1).trim()]; })) } : {}),
+    ...(o['timeout-ms'] ? { timeout_ms: Number(o['timeout-ms']) } : {}),
+    ...(o.enabled !== undefined ? { enabled: bool(o.enabled, '--enabled') } : {}),
+  });
   const query = (account: string | undefined) => (account ? `?account_id=${encodeURIComponent(account)}` : '');
   const request = ((): Request => {
     switch (`${noun ?? ''} ${verb ?? ''}`) {
@@ -131,11 +162,33 @@ function toRequest(argv: string[]): { request: Request; url?: string; token?: st
         return { method: 'GET', path: '/admin/v1/runtime/projections' };
       case 'runtime actor':
         return { method: 'GET', path: `/admin/v1/runtime/actors/${encodeURIComponent(need(target, 'KIND'))}/${encodeURIComponent(need(extra, 'ID'))}` };
+      case 'webhooks create':
+        return { method: 'POST', path: WEBHOOKS, apiKey: true, body: { name: need(v.name, '--name'), url: need(v['webhook-url'], '--webhook-url'), event_types: ['alerts.triggered', 'alerts.resolved'], ...endpointFields(v) } };
+      case 'webhooks list':
+        return { method: 'GET', path: `${WEBHOOKS}${v.enabled ? `?enabled=${bool(v.enabled, '--enabled')}` : ''}`, apiKey: true };
+      case 'webhooks get':
+        return { method: 'GET', path: endpoint(need(target, 'ENDPOINT_ID')), apiKey: true };
+      case 'webhooks update':
+        return { method: 'PATCH', path: endpoint(need(target, 'ENDPOINT_ID')), apiKey: true, body: { ...(v.name ? { name: v.name } : {}), ...(v['webhook-url'] ? { url: v['webhook-url'] } : {}), ...endpointFields(v) } };
+      case 'webhooks delete':
+        return { method: 'DELETE', path: endpoint(need(target, 'ENDPOINT_ID')), apiKey: true };
+      case 'webhooks rotate-secret':
+        return { method: 'POST', path: `${endpoint(need(target, 'ENDPOINT_ID'))}/rotate-secret`, apiKey: true };
+      case 'webhooks test':
+        return { method: 'POST', path: `${endpoint(need(target, 'ENDPOINT_ID'))}/test`, apiKey: true };
+      case 'deliveries list': {
+        const q = new URLSearchParams(Object.entries({ limit: v.limit, cursor: v.cursor, event_id: v.event }).filter((e): e is [string, string] => e[1] !== undefined));
+        return { method: 'GET', path: `${endpoint(need(target, 'ENDPOINT_ID'))}/deliveries${q.size ? `?${q}` : ''}`, apiKey: true };
+      }
+      case 'deliveries get':
+        return { method: 'GET', path: `${endpoint(need(target, 'ENDPOINT_ID'))}/deliveries/${encodeURIComponent(need(extra, 'DELIVERY_ID'))}`, apiKey: true };
+      case 'deliveries redeliver':
+        return { method: 'POST', path: `${endpoint(need(target, 'ENDPOINT_ID'))}/deliveries/${encodeURIComponent(need(extra, 'DELIVERY_ID'))}/redeliver`, apiKey: true };
       default:
         throw new Error(USAGE);
     }
   })();
-  return { request, url: v.url, token: v.token };
+  return { request, url: v.url, token: v.token, key: v.key };
 }
 
 async function main(): Promise<number> {
@@ -152,15 +205,16 @@ async function main(): Promise<number> {
     return 2;
   }
   const base = parsed.url ?? process.env.SWITCHBOARD_URL ?? `http://${process.env.HOST || '127.0.0.1'}:${process.env.EDGE_PORT || '8080'}`;
+  const { request } = parsed;
   const token = parsed.token ?? process.env.OPERATOR_TOKEN;
-  if (!token) {
-    process.stderr.write('no operator token: pass --token or set OPERATOR_TOKEN\n');
+  const key = parsed.key ?? process.env.SWITCHBOARD_ALERTS_KEY;
+  if (request.apiKey ? !key : !token) {
+    process.stderr.write(request.apiKey ? 'no alerts key: pass --key or set SWITCHBOARD_ALERTS_KEY\n' : 'no operator token: pass --token or set OPERATOR_TOKEN\n');
     return 2;
   }
-  const { request } = parsed;
   const res = await fetch(new URL(request.path, base), {
     method: request.method,
-    headers: { authorization: `Bearer ${token}`, ...(request.body ? { 'content-type': 'application/json' } : {}) },
+    headers: { ...(request.apiKey ? { 'x-api-key': key! } : { authorization: `Bearer ${token}` }), ...(request.body ? { 'content-type': 'application/json' } : {}) },
     body: request.body ? JSON.stringify(request.body) : undefined,
   });
   const text = await res.text();

@@ -69,6 +69,17 @@ const EnvSchema = z.object({
   PROJECTION_BATCH: z.coerce.number().int().min(1).max(100_000).default(1000),
   PROJECTION_POLL_MS: z.coerce.number().int().min(10).max(600_000).default(1000),
   PROJECTION_MODULES: z.string().optional(),
+  WEBHOOK_RETRY_SCHEDULE_MS: z
+    .string()
+    .regex(/^\s*\d+(\s*,\s*\d+){0,19}\s*$/, 'WEBHOOK_RETRY_SCHEDULE_MS must be 1 to 20 comma-separated delays in ms')
+    .transform((v) => v.split(',').map((d) => Number(d.trim())))
+    .refine((d) => d.every((ms) => ms <= 7 * 86_400_000), 'WEBHOOK_RETRY_SCHEDULE_MS delays are at most 7 days')
+    .default([0, 60_000, 300_000, 900_000, 3_600_000, 14_400_000]),
+  WEBHOOK_ALLOW_PRIVATE_URLS: z.enum(['true', 'false']).default('false'),
+  WEBHOOK_SECRETS_KEY: z
+    .string()
+    .refine((v) => Buffer.from(v, 'base64').length === 32, 'WEBHOOK_SECRETS_KEY must be the base64 of 32 bytes')
+    .optional(),
 }).refine((e) => e.EDGE_HEADERS_TIMEOUT_MS <= e.EDGE_REQUEST_TIMEOUT_MS, {
   // Node refuses a server whose header deadline is later than its whole-request deadline.
   message: 'EDGE_HEADERS_TIMEOUT_MS must not exceed EDGE_REQUEST_TIMEOUT_MS',
@@ -95,6 +106,12 @@ export interface Config {
    * without `timeout_ms`, and the longest wait a function may ask for (longer ones are cut to it).
    */
   externalEvents: { maxBytes: number; defaultTimeoutMs: number; maxTimeoutMs: number };
+  /**
+   * Webhook deliveries: the delay before each attempt of a series (`WEBHOOK_RETRY_SCHEDULE_MS`), whether
+   * loopback and private destinations are allowed (`WEBHOOK_ALLOW_PRIVATE_URLS`), the key that encrypts
+   * signing secrets at rest (`WEBHOOK_SECRETS_KEY`; unset: a key file in the data dir).
+   */
+  webhooks: { retryScheduleMs: number[]; allowPrivateUrls: boolean; secretsKey: string | undefined };
   /** Shard lease lifetime: how long a dead worker's shards wait before others take them. */
   leaseTtlMs: number;
   /** Idle time after which a live actor is dropped from memory (its state is already stored). */
@@ -198,6 +215,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logFormat: e.LOG_FORMAT,
     shardCount: e.SHARDS,
     externalEvents: { maxBytes: e.EXTERNAL_EVENT_MAX_BYTES, defaultTimeoutMs: e.EXTERNAL_EVENT_TIMEOUT_MS, maxTimeoutMs: e.EXTERNAL_EVENT_MAX_TIMEOUT_MS },
+    webhooks: { retryScheduleMs: e.WEBHOOK_RETRY_SCHEDULE_MS, allowPrivateUrls: e.WEBHOOK_ALLOW_PRIVATE_URLS === 'true', secretsKey: e.WEBHOOK_SECRETS_KEY },
     leaseTtlMs: e.LEASE_TTL_MS,
     passivateAfterMs: e.PASSIVATE_AFTER_MS,
     askTimeoutMs: e.ASK_TIMEOUT_MS,

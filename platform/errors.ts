@@ -212,5 +212,19 @@ export const EXTERNAL_EVENTS = catalog('EXTERNAL_EVENTS', {
   BRIDGE_CONVERSATION_NOT_FOUND: [404, 'conversation not found'],
 });
 
+/** Webhook endpoints and their deliveries (`/v1/webhook-endpoints`, Alerts API keys; `actors/delivery/`). */
+export const WEBHOOKS = catalog('WEBHOOKS', {
+  ENDPOINT_NOT_FOUND: [404, 'webhook endpoint not found', 'id'],
+  ENDPOINT_LIMIT: [409, 'an account may have at most %s webhook endpoints', 'url', 'webhook endpoint limit reached'],
+  ENDPOINT_DISABLED: [409, 'the webhook endpoint is disabled', 'enabled'],
+  URL_INVALID: [400, 'url must be an absolute http or https URL of at most %s characters', 'url'],
+  URL_CREDENTIALS: [400, 'url must not carry a user name or password; send credentials in headers', 'url'],
+  URL_UNRESOLVABLE: [400, 'the host of url does not resolve', 'url'],
+  URL_PRIVATE: [400, 'url resolves to a loopback or private address', 'url'],
+  DELIVERY_NOT_FOUND: [404, 'delivery not found', 'delivery_id'],
+  DELIVERY_TIMEOUT: [503, 'the delivery did not answer in time; retry'],
+  CURSOR_MALFORMED: [400, 'malformed cursor', 'cursor'],
+});
+
 /** Every REST family's catalog, for the reference page and its test. */
-export const REST_CATALOGS = { EDGE, AGENTS, ADMIN, CHAT, CONVERSATIONS, EXTERNAL_EVENTS } as const;
+export const REST_CATALOGS = { EDGE, AGENTS, ADMIN, CHAT, CONVERSATIONS, EXTERNAL_EVENTS, WEBHOOKS } as const;

@@ -8,6 +8,7 @@ import { openStore } from '../store/mod.js';
 import { builtinKinds, startRuntime } from '../actors/mod.js';
 import { conversationKind } from '../actors/conversation/mod.js';
 import { sessionKind } from '../actors/session/mod.js';
+import { deliveryKind, SecretBox } from '../actors/delivery/mod.js';
 import type { Runtime } from '../actors/mod.js';
 import { createFunctionSandbox } from '../actors/functions/mod.js';
 import { createResponderFromEnv } from '../actors/responder/mod.js';
@@ -49,6 +50,8 @@ async function main(): Promise<void> {
     if (isolation.missing.length > 0) logger.warn({ isolation: isolation.layer, missing: isolation.missing }, 'function sandbox runs without some OS isolation');
     else logger.info({ isolation: isolation.layer }, 'function sandbox isolated');
   }
+  // Endpoints' signing secrets are sealed at rest: the edge seals them, a worker's deliveries open them.
+  const webhookSecrets = roles.has('edge') || roles.has('worker') ? await SecretBox.open(config.dataDir, config.webhooks.secretsKey) : null;
   // Session actors ask conversation actors and publish their events through the runtime started below.
   let runtimeStarted!: (r: Runtime) => void;
   const runtimeReady = new Promise<Runtime>((resolve) => (runtimeStarted = resolve));
@@ -64,6 +67,7 @@ async function main(): Promise<void> {
           client: async () => (await runtimeReady).client,
         }),
         sessionKind({ store, builder: services.builder, client: async () => (await runtimeReady).client, transport: async () => (await runtimeReady).transport, conversationIdleMs: config.conversationIdleMs }),
+        deliveryKind({ store, secrets: webhookSecrets!, allowPrivate: config.webhooks.allowPrivateUrls, schedule: config.webhooks.retryScheduleMs }),
       ]
     : [];
   const runtime = await startRuntime({
@@ -93,7 +97,7 @@ async function main(): Promise<void> {
   let serving = false;
   const isServing = () => serving;
 
-  const edge = roles.has('edge') ? await buildEdge({ services, runtime, operatorTokenHash: tokenHash, logger, requestLevel, isServing, conversationIdleMs: config.conversationIdleMs, limits: config.edge, externalEvents: config.externalEvents }) : null;
+  const edge = roles.has('edge') ? await buildEdge({ services, runtime, operatorTokenHash: tokenHash, logger, requestLevel, isServing, conversationIdleMs: config.conversationIdleMs, limits: config.edge, externalEvents: config.externalEvents, webhooks: { secrets: webhookSecrets!, allowPrivateUrls: config.webhooks.allowPrivateUrls } }) : null;
   if (edge) await edge.listen({ host: config.host, port: config.edgePort });
   const socket: SocketGateway | null = roles.has('socket')
     ? await startSocketGateway({ host: config.host, port: config.socketPort, logger, isServing, services, runtime, messaging: config.messaging })

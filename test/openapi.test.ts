@@ -18,6 +18,7 @@ import { operatorTokenHash } from '../platform/operator-token.js';
 import { createServices } from '../platform/services.js';
 import { openStore, type Store } from '../store/mod.js';
 import { removeDir } from './helpers/platform.js';
+import { SecretBox } from '../actors/delivery/mod.js';
 
 /** Routes the document leaves out on purpose: itself, the AsyncAPI document, Swagger UI, liveness. */
 const INTERNAL = [/^\/openapi\.json$/, /^\/asyncapi\.json$/, /^\/docs(\/|$)/, /^\/healthz$/];
@@ -58,6 +59,7 @@ t.before(async () => {
     conversationIdleMs: config.conversationIdleMs,
     limits: config.edge,
     externalEvents: config.externalEvents,
+    webhooks: { secrets: await SecretBox.open(dir), allowPrivateUrls: false },
     onRoute: (r) => {
       for (const method of [r.method].flat()) routes.push({ method: method.toLowerCase(), url: r.url });
     },
@@ -111,6 +113,7 @@ t.test('every operation names its security scheme, and the schemes are the heade
     : path.startsWith('/v1/agents') ? [{ agentsKey: [] }]
     : path.includes('/chat/') ? [{ chatKey: [], chatToken: [] }]
     : path.includes('/conversations') ? [{ conversationsKey: [] }]
+    : path.startsWith('/v1/webhook-endpoints') ? [{ alertsKey: [] }]
     : [{ externalEventsKey: [] }];
   for (const { path, method, op } of operations()) {
     t.same(op.security, expected(path), `${method} ${path}`);
@@ -138,7 +141,7 @@ t.test('real query parameters and response schemas (no bogus type/additionalProp
     }
     if (method === 'post' || method === 'put' || method === 'patch') {
       const hasBody = op.requestBody && Object.values(op.requestBody.content).some((c) => c.schema && Object.keys(c.schema).length > 0);
-      const bodiless = /\/(merge|promote|rollback|rebuild)$|\/chat\/close$/.test(path) || op.requestBody !== undefined;
+      const bodiless = /\/(merge|promote|rollback|rebuild|rotate-secret|redeliver)$|\/webhook-endpoints\/{id}\/test$|\/chat\/close$/.test(path) || op.requestBody !== undefined;
       t.ok(hasBody || bodiless, `${method} ${path} documents its body`);
     }
   }

@@ -19,6 +19,8 @@ import { bridgeEndedPlugin, externalEventsPlugin } from './external-events.js';
 import { jsonBodyParser } from './json-body.js';
 import { openapiTransform, SECURITY_SCHEMES } from './openapi.js';
 import { context, contextFromHeaders, markTraced, tracingStarted, SpanKind, SpanStatusCode, trace, tracer, type Context, type Span } from '../../platform/telemetry.js';
+import { webhookEndpointsPlugin } from './webhook-endpoints/plugin.js';
+import type { SecretBox } from '../../actors/delivery/mod.js';
 
 /** The span of each request (and its context) while tracing is on. */
 const requestSpans = new WeakMap<object, { span: Span; ctx: Context }>();
@@ -82,6 +84,8 @@ export interface EdgeOptions {
   externalEvents?: { maxBytes: number };
   /** Told of every route as it is registered (the OpenAPI coverage test lists them with it). */
   onRoute?: (route: { method: string | string[]; url: string }) => void;
+  /** Webhook endpoints (`/v1/webhook-endpoints`): the signing secrets' box and whether private URLs are allowed. */
+  webhooks?: { secrets: SecretBox; allowPrivateUrls: boolean };
 }
 
 /**
@@ -190,5 +194,8 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
   await app.register(bridgeEndedPlugin, { services: opts.services, runtime: opts.runtime });
   // Cursors are MAC'd with a deployment secret every edge shares: the operator token's hash.
   await app.register(conversationsPlugin, { services: opts.services, cursorSecret: `conversations-cursor:${opts.operatorTokenHash}` });
+  if (opts.webhooks) {
+    await app.register(webhookEndpointsPlugin, { prefix: '/v1/webhook-endpoints', keys: opts.services.keys, store: opts.services.store, runtime: opts.runtime, ...opts.webhooks });
+  }
   return app;
 }

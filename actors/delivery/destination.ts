@@ -1,0 +1,85 @@
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { isIP } from 'node:net';
+import { isBlockedAddress } from './address.js';
+
+/** Why a webhook URL was refused. */
+export type DestinationProblem = 'invalid' | 'scheme' | 'credentials' | 'private' | 'unresolvable';
+
+/** The longest URL an endpoint may have. */
+export const MAX_URL_LENGTH = 2048;
+
+/** A URL's destination refused by policy: the delivery is not attempted. */
+export class PrivateDestinationError extends Error {
+  readonly code = 'EPRIVATE';
+  constructor(readonly address: string) {
+    super(`destination address ${address} is loopback or private`);
+    this.name = 'PrivateDestinationError';
+  }
+}
+
+/**
+ * Parses an endpoint URL: http or https, no user name or password (headers carry credentials), at most
+ * `MAX_URL_LENGTH` characters. Returns the URL or the problem.
+ */
+export function parseWebhookUrl(raw: string): URL | DestinationProblem {
+  if (raw.length > MAX_URL_LENGTH) return 'invalid';
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return 'invalid';
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'scheme';
+  if (url.username || url.password) return 'credentials';
+  if (!url.hostname) return 'invalid';
+  return url;
+}
+
+/** The host of a parsed URL as an address or name (IPv6 brackets removed). */
+export function hostOf(url: URL): string {
+  return url.hostname.replace(/^\[|\]$/g, '');
+}
+
+/**
+ * Checks where a URL leads: every address its host resolves to must be public unless `allowPrivate`. Used when
+ * an endpoint is created or its URL changed; a delivery checks again at connect time (`guardedLookup`),
+ * since DNS answers change.
+ */
+export async function checkDestination(raw: string, allowPrivate: boolean): Promise<DestinationProblem | null> {
+  const url = parseWebhookUrl(raw);
+  if (typeof url === 'string') return url;
+  const host = hostOf(url);
+  if (isIP(host)) return !allowPrivate && isBlockedAddress(host) ? 'private' : null;
+  let addresses: LookupAddress[];
+  try {
+    addresses = await new Promise<LookupAddress[]>((resolve, reject) => dnsLookup(host, { all: true }, (err, a) => (err ? reject(err) : resolve(a))));
+  } catch {
+    return 'unresolvable';
+  }
+  if (addresses.length === 0) return 'unresolvable';
+  if (!allowPrivate && addresses.some((a) => isBlockedAddress(a.address))) return 'private';
+  return null;
+}
+
+type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+
+/**
+ * A `lookup` for `http.request` that resolves the name, refuses the connection when any answer is a blocked
+ * address (unless `allowPrivate`), and hands the socket exactly the addresses it checked: the connection
+ * goes where the check looked, so a DNS answer that changes between check and connect (rebinding) cannot
+ * reach a private address.
+ */
+export function guardedLookup(allowPrivate: boolean) {
+  return (hostname: string, options: { family?: number | string; all?: boolean }, callback: LookupCallback): void => {
+    dnsLookup(hostname, { all: true }, (err, addresses) => {
+      if (err) return callback(err, '');
+      const family = options.family === 'IPv4' ? 4 : options.family === 'IPv6' ? 6 : Number(options.family) || 0;
+      const usable = addresses.filter((a) => family === 0 || a.family === family);
+      const blocked = addresses.find((a) => isBlockedAddress(a.address));
+      if (blocked && !allowPrivate) return callback(new PrivateDestinationError(blocked.address), '');
+      if (usable.length === 0) return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), '');
+      if (options.all) return callback(null, usable);
+      callback(null, usable[0].address, usable[0].family);
+    });
+  };
+}
