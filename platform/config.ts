@@ -80,6 +80,8 @@ const EnvSchema = z.object({
     .string()
     .refine((v) => Buffer.from(v, 'base64').length === 32, 'WEBHOOK_SECRETS_KEY must be the base64 of 32 bytes')
     .optional(),
+  ALERTS_EVAL_INTERVAL_MS: z.coerce.number().int().min(50).max(86_400_000).default(60_000),
+  API_ERRORS_FLUSH_MS: z.coerce.number().int().min(50).max(60_000).default(2000),
 }).refine((e) => e.EDGE_HEADERS_TIMEOUT_MS <= e.EDGE_REQUEST_TIMEOUT_MS, {
   // Node refuses a server whose header deadline is later than its whole-request deadline.
   message: 'EDGE_HEADERS_TIMEOUT_MS must not exceed EDGE_REQUEST_TIMEOUT_MS',
@@ -112,6 +114,11 @@ export interface Config {
    * signing secrets at rest (`WEBHOOK_SECRETS_KEY`; unset: a key file in the data dir).
    */
   webhooks: { retryScheduleMs: number[]; allowPrivateUrls: boolean; secretsKey: string | undefined };
+  /**
+   * Alert rules: the time between evaluations (`ALERTS_EVAL_INTERVAL_MS`), and how often an edge appends its
+   * 5xx counts (the `api_errors` metric) to the journal (`API_ERRORS_FLUSH_MS`).
+   */
+  alerts: { evalIntervalMs: number; apiErrorsFlushMs: number };
   /** Shard lease lifetime: how long a dead worker's shards wait before others take them. */
   leaseTtlMs: number;
   /** Idle time after which a live actor is dropped from memory (its state is already stored). */
@@ -216,6 +223,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shardCount: e.SHARDS,
     externalEvents: { maxBytes: e.EXTERNAL_EVENT_MAX_BYTES, defaultTimeoutMs: e.EXTERNAL_EVENT_TIMEOUT_MS, maxTimeoutMs: e.EXTERNAL_EVENT_MAX_TIMEOUT_MS },
     webhooks: { retryScheduleMs: e.WEBHOOK_RETRY_SCHEDULE_MS, allowPrivateUrls: e.WEBHOOK_ALLOW_PRIVATE_URLS === 'true', secretsKey: e.WEBHOOK_SECRETS_KEY },
+    alerts: { evalIntervalMs: e.ALERTS_EVAL_INTERVAL_MS, apiErrorsFlushMs: e.API_ERRORS_FLUSH_MS },
     leaseTtlMs: e.LEASE_TTL_MS,
     passivateAfterMs: e.PASSIVATE_AFTER_MS,
     askTimeoutMs: e.ASK_TIMEOUT_MS,

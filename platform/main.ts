@@ -9,6 +9,7 @@ import { builtinKinds, startRuntime } from '../actors/mod.js';
 import { conversationKind } from '../actors/conversation/mod.js';
 import { sessionKind } from '../actors/session/mod.js';
 import { deliveryKind, SecretBox } from '../actors/delivery/mod.js';
+import { alertRuleKind } from '../actors/alert-rule/mod.js';
 import type { Runtime } from '../actors/mod.js';
 import { createFunctionSandbox } from '../actors/functions/mod.js';
 import { createResponderFromEnv } from '../actors/responder/mod.js';
@@ -68,6 +69,7 @@ async function main(): Promise<void> {
         }),
         sessionKind({ store, builder: services.builder, client: async () => (await runtimeReady).client, transport: async () => (await runtimeReady).transport, conversationIdleMs: config.conversationIdleMs }),
         deliveryKind({ store, secrets: webhookSecrets!, allowPrivate: config.webhooks.allowPrivateUrls, schedule: config.webhooks.retryScheduleMs }),
+        alertRuleKind({ store, client: async () => (await runtimeReady).client, intervalMs: config.alerts.evalIntervalMs }),
       ]
     : [];
   const runtime = await startRuntime({
@@ -97,7 +99,7 @@ async function main(): Promise<void> {
   let serving = false;
   const isServing = () => serving;
 
-  const edge = roles.has('edge') ? await buildEdge({ services, runtime, operatorTokenHash: tokenHash, logger, requestLevel, isServing, conversationIdleMs: config.conversationIdleMs, limits: config.edge, externalEvents: config.externalEvents, webhooks: { secrets: webhookSecrets!, allowPrivateUrls: config.webhooks.allowPrivateUrls } }) : null;
+  const edge = roles.has('edge') ? await buildEdge({ services, runtime, operatorTokenHash: tokenHash, logger, requestLevel, isServing, conversationIdleMs: config.conversationIdleMs, limits: config.edge, externalEvents: config.externalEvents, webhooks: { secrets: webhookSecrets!, allowPrivateUrls: config.webhooks.allowPrivateUrls }, apiErrorsFlushMs: config.alerts.apiErrorsFlushMs }) : null;
   if (edge) await edge.listen({ host: config.host, port: config.edgePort });
   const socket: SocketGateway | null = roles.has('socket')
     ? await startSocketGateway({ host: config.host, port: config.socketPort, logger, isServing, services, runtime, messaging: config.messaging })

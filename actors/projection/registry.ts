@@ -1,4 +1,5 @@
 import { conversationsProjector } from '../conversation/projectors/conversations.js';
+import { metricsProjector } from '../metrics/mod.js';
 import type { Projector } from './types.js';
 
 /**
@@ -8,5 +9,6 @@ import type { Projector } from './types.js';
 export function projectors(): Projector[] {
   return [
     conversationsProjector(),
+    metricsProjector(),
   ];
 }
