@@ -47,7 +47,8 @@ export function alertRuleKind(deps: AlertRuleKindDeps): ActorKind {
       const view = ruleViewOf(s.context as AlertRuleContext);
       if (!view) return;
       // Never inserts: the record exists from the create route on, and is gone once deleted.
-      await rules.update({ id, snapshot_version: { $lt: version } }, { $set: { ...view, snapshot_version: version } });
+      const { id: _id, ...fields } = view;
+      await rules.update({ id, snapshot_version: { $lt: version } }, { $set: { ...fields, snapshot_version: version } });
     },
   };
 }
