@@ -114,6 +114,7 @@ t.test('every operation names its security scheme, and the schemes are the heade
     : path.includes('/chat/') ? [{ chatKey: [], chatToken: [] }]
     : path.includes('/conversations') ? [{ conversationsKey: [] }]
     : path.startsWith('/v1/webhook-endpoints') ? [{ alertsKey: [] }]
+    : /^\/v1\/(alert-rules|alerts)(\/|$)/.test(path) ? [{ alertsKey: [] }]
     : [{ externalEventsKey: [] }];
   for (const { path, method, op } of operations()) {
     t.same(op.security, expected(path), `${method} ${path}`);

@@ -43,6 +43,7 @@ export const SECURITY_BY_TAG: Record<string, Array<Record<string, string[]>>> = 
   chat: [{ chatKey: [], chatToken: [] }],
   'external events': [{ externalEventsKey: [] }],
   webhooks: [{ alertsKey: [] }],
+  alerts: [{ alertsKey: [] }],
 };
 
 type TransformInput = Parameters<typeof jsonSchemaTransform>[0];
