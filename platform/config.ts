@@ -82,6 +82,7 @@ const EnvSchema = z.object({
     .optional(),
   ALERTS_EVAL_INTERVAL_MS: z.coerce.number().int().min(50).max(86_400_000).default(60_000),
   API_ERRORS_FLUSH_MS: z.coerce.number().int().min(50).max(60_000).default(2000),
+  METRICS_PORT: z.coerce.number().int().min(0).max(65_535).optional(),
 }).refine((e) => e.EDGE_HEADERS_TIMEOUT_MS <= e.EDGE_REQUEST_TIMEOUT_MS, {
   // Node refuses a server whose header deadline is later than its whole-request deadline.
   message: 'EDGE_HEADERS_TIMEOUT_MS must not exceed EDGE_REQUEST_TIMEOUT_MS',
@@ -119,6 +120,8 @@ export interface Config {
    * 5xx counts (the `api_errors` metric) to the journal (`API_ERRORS_FLUSH_MS`).
    */
   alerts: { evalIntervalMs: number; apiErrorsFlushMs: number };
+  /** Prometheus `GET /metrics` on this port too (processes without an edge port); unset: only on the edge. */
+  metricsPort: number | undefined;
   /** Shard lease lifetime: how long a dead worker's shards wait before others take them. */
   leaseTtlMs: number;
   /** Idle time after which a live actor is dropped from memory (its state is already stored). */
@@ -224,6 +227,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     externalEvents: { maxBytes: e.EXTERNAL_EVENT_MAX_BYTES, defaultTimeoutMs: e.EXTERNAL_EVENT_TIMEOUT_MS, maxTimeoutMs: e.EXTERNAL_EVENT_MAX_TIMEOUT_MS },
     webhooks: { retryScheduleMs: e.WEBHOOK_RETRY_SCHEDULE_MS, allowPrivateUrls: e.WEBHOOK_ALLOW_PRIVATE_URLS === 'true', secretsKey: e.WEBHOOK_SECRETS_KEY },
     alerts: { evalIntervalMs: e.ALERTS_EVAL_INTERVAL_MS, apiErrorsFlushMs: e.API_ERRORS_FLUSH_MS },
+    metricsPort: e.METRICS_PORT,
     leaseTtlMs: e.LEASE_TTL_MS,
     passivateAfterMs: e.PASSIVATE_AFTER_MS,
     askTimeoutMs: e.ASK_TIMEOUT_MS,

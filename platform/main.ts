@@ -10,6 +10,7 @@ import { conversationKind } from '../actors/conversation/mod.js';
 import { sessionKind } from '../actors/session/mod.js';
 import { deliveryKind, SecretBox } from '../actors/delivery/mod.js';
 import { alertRuleKind } from '../actors/alert-rule/mod.js';
+import { countLiveActors, sandboxCalls, serveMetrics } from './metrics.js';
 import type { Runtime } from '../actors/mod.js';
 import { createFunctionSandbox } from '../actors/functions/mod.js';
 import { createResponderFromEnv } from '../actors/responder/mod.js';
@@ -45,6 +46,15 @@ async function main(): Promise<void> {
   }
   // A worker hosts the conversation actors, whose effects run project functions and the responder.
   const sandbox = roles.has('worker') ? createFunctionSandbox({ timeoutMs: config.functionTimeoutMs, ...config.functions }) : null;
+  if (sandbox) {
+    // Prometheus: every function call by outcome (ok, or the error kind: error, timeout, ...).
+    const invoke = sandbox.invoke.bind(sandbox);
+    sandbox.invoke = async (request) => {
+      const result = await invoke(request);
+      sandboxCalls.inc({ outcome: result.ok ? 'ok' : result.error.kind });
+      return result;
+    };
+  }
   if (sandbox) {
     // Said once at start: what the OS gives the sandbox processes here, and what it does not.
     const isolation = await sandbox.start();
@@ -86,6 +96,9 @@ async function main(): Promise<void> {
     projections: { store: { dataDir: config.dataDir, mongodbUrl: config.mongodbUrl }, ...config.projections },
   });
   runtimeStarted(runtime);
+  const host = runtime.host;
+  if (host) countLiveActors(() => host.liveActorsByKind());
+  const metricsServer = config.metricsPort !== undefined ? await serveMetrics(config.host, config.metricsPort) : null;
   // Over NATS, an operator's write must reach the caches of the other processes too (platform/invalidation.ts).
   const bus = servesRequests && config.natsUrl
     ? await startInvalidationBus({
@@ -110,6 +123,7 @@ async function main(): Promise<void> {
     edge ? `edge http://${config.host}:${(edge.server.address() as { port: number }).port}` : null,
     socket ? `socket http://${config.host}:${socket.port}` : null,
     runtime.workerId ? `worker ${runtime.workerId}` : null,
+    metricsServer ? `metrics http://${config.host}:${(metricsServer.address() as { port: number }).port}/metrics` : null,
   ].filter(Boolean);
   process.stdout.write(`Switchboard ${config.region} serving: ${where.join(', ')} (store: ${store.backend}, data: ${config.dataDir}, transport: ${runtime.transport.kind})\n`);
   if (edge) process.stdout.write(`OpenAPI: http://${config.host}:${(edge.server.address() as { port: number }).port}/openapi.json, browsable at /docs\n`);
@@ -122,6 +136,7 @@ async function main(): Promise<void> {
     logger.info({ signal }, 'draining');
     await socket?.close();
     await edge?.close();
+    metricsServer?.close();
     await bus?.stop();
     await runtime.stop();
     await sandbox?.close();

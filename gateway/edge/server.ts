@@ -23,6 +23,7 @@ import { webhookEndpointsPlugin } from './webhook-endpoints/plugin.js';
 import type { SecretBox } from '../../actors/delivery/mod.js';
 import { alertsPlugin } from './alerts/plugin.js';
 import { countServerErrors } from './alerts/api-errors.js';
+import { scrape } from '../../platform/metrics.js';
 
 /** The span of each request (and its context) while tracing is on. */
 const requestSpans = new WeakMap<object, { span: Span; ctx: Context }>();
@@ -203,5 +204,10 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
     await app.register(webhookEndpointsPlugin, { prefix: '/v1/webhook-endpoints', keys: opts.services.keys, store: opts.services.store, runtime: opts.runtime, ...opts.webhooks });
   }
   await app.register(alertsPlugin, { prefix: '/v1', services: opts.services, runtime: opts.runtime });
+  // Prometheus exposition (platform/metrics.ts): no credentials, as scrapers expect; bind the edge accordingly.
+  app.get('/metrics', { schema: { hide: true } }, async (_req, reply) => {
+    const m = await scrape();
+    return reply.type(m.contentType).send(m.body);
+  });
   return app;
 }
