@@ -10,7 +10,7 @@ import { conversationKind } from '../actors/conversation/mod.js';
 import { sessionKind } from '../actors/session/mod.js';
 import { deliveryKind, SecretBox } from '../actors/delivery/mod.js';
 import { alertRuleKind } from '../actors/alert-rule/mod.js';
-import { countLiveActors, sandboxCalls, serveMetrics } from './metrics.js';
+import { countConnections, countLiveActors, sandboxCalls, serveMetrics } from './metrics.js';
 import type { Runtime } from '../actors/mod.js';
 import { createFunctionSandbox } from '../actors/functions/mod.js';
 import { createResponderFromEnv } from '../actors/responder/mod.js';
@@ -117,6 +117,7 @@ async function main(): Promise<void> {
   const socket: SocketGateway | null = roles.has('socket')
     ? await startSocketGateway({ host: config.host, port: config.socketPort, logger, isServing, services, runtime, messaging: config.messaging })
     : null;
+  if (socket) countConnections(() => ({ sessions: socket.sessions, sockets: socket.connections }));
   serving = true;
 
   const where = [

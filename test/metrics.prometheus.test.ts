@@ -39,7 +39,8 @@ t.test('the edge and METRICS_PORT serve the exposition after real traffic', asyn
   t.ok((value(text, 'switchboard_live_actors{kind="conversation"}') ?? 0) >= 1, 'live conversation actors');
   t.match(text, '# TYPE switchboard_webhook_attempts_total counter');
   t.ok((value(text, 'switchboard_sandbox_calls_total{outcome="ok"}') ?? 0) >= 1, 'sandbox calls by outcome');
-  t.match(text, '# TYPE switchboard_messaging_connections gauge');
+  t.equal(value(text, 'switchboard_messaging_connections{what="sockets"}'), 0, 'messaging sockets (none open)');
+  t.equal(value(text, 'switchboard_messaging_connections{what="sessions"}'), 0, 'messaging sessions with a socket');
   t.notOk(text.includes(id), 'no conversation id');
   t.notOk(text.includes(c.accountId), 'no account id');
   t.notOk(text.includes(c.agentId), 'no project id');
