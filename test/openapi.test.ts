@@ -21,7 +21,7 @@ import { removeDir } from './helpers/platform.js';
 import { SecretBox } from '../actors/delivery/mod.js';
 
 /** Routes the document leaves out on purpose: itself, the AsyncAPI document, Swagger UI, liveness. */
-const INTERNAL = [/^\/openapi\.json$/, /^\/asyncapi\.json$/, /^\/docs(\/|$)/, /^\/healthz$/];
+const INTERNAL = [/^\/openapi\.json$/, /^\/asyncapi\.json$/, /^\/docs(\/|$)/, /^\/healthz$/, /^\/metrics$/];
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'];
 const TOKEN = 'openapi-test-operator-token';
 
