@@ -108,8 +108,11 @@ t.test('a projection rebuilt from the journal equals the one built live (admin A
   const admin = (method: string, path: string) => http(p.edge, method, `/admin/v1/runtime/projections${path}`, { headers: { authorization: `Bearer ${p.operatorToken}` } });
   const live = await admin('GET', '?wait=1');
   t.equal(live.status, 200);
-  t.match(live.body, { caughtUp: true, partitions: 4, projections: [{ name: 'test-counts', kinds: ['counter'], epoch: 0 }] });
-  t.equal(live.body.projections[0].checkpoint, live.body.head, 'caught up with the head');
+  // The registry's own projectors are listed too: the test's is found by name.
+  const mine = (body: any) => body.projections.find((x: any) => x.name === 'test-counts');
+  t.match(live.body, { caughtUp: true, partitions: 4 });
+  t.match(mine(live.body), { name: 'test-counts', kinds: ['counter'], epoch: 0 });
+  t.equal(mine(live.body).checkpoint, live.body.head, 'caught up with the head');
   const read = () => withStore((store) => store.collection<CountDoc>({ name: COUNTS }).find({}, { sort: { id: 1 } }));
   const before = await read();
   t.equal(before.length, COUNTERS);
@@ -119,13 +122,14 @@ t.test('a projection rebuilt from the journal equals the one built live (admin A
   t.match(rebuilt.body, { name: 'test-counts', epoch: 1, checkpoint: 0 });
   await waitForProjections(p);
   const after = await admin('GET', '');
-  t.match(after.body, { caughtUp: true, projections: [{ epoch: 1 }] });
-  t.equal(after.body.projections[0].checkpoint, after.body.head);
+  t.match(after.body, { caughtUp: true });
+  t.match(mine(after.body), { epoch: 1 });
+  t.equal(mine(after.body).checkpoint, after.body.head);
   t.same(await read(), before, 'the same read model');
 
   const unknown = await admin('POST', '/no-such-model/rebuild');
   t.equal(unknown.status, 404);
   t.match(unknown.body, { message: 'projection not found' });
   const status = await admin('GET', '');
-  t.match(status.body.projections[0], { lag: { p50: Number, p99: Number, samples: Number } }, 'the runner reports its lag');
+  t.match(mine(status.body), { lag: { p50: Number, p99: Number, samples: Number } }, 'the runner reports its lag');
 });
