@@ -37,7 +37,8 @@ t.test('two worker processes split the partitions; each entry is applied once, b
   }));
   const token = (cluster.edge as { operatorToken: string }).operatorToken;
   const waited = await http(cluster.edge.edge, 'GET', '/admin/v1/runtime/projections?wait=1&timeout_ms=30000', { headers: { authorization: `Bearer ${token}` } });
-  t.match(waited.body, { caughtUp: true, partitions: PARTITIONS, projections: [{ name: 'test-counts' }] });
+  t.match(waited.body, { caughtUp: true, partitions: PARTITIONS });
+  t.ok(waited.body.projections.some((x: { name: string }) => x.name === 'test-counts'), 'the test projector is listed');
 
   const store = await openStore({ dataDir: cluster.dataDir });
   t.teardown(() => store.close());
