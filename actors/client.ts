@@ -3,7 +3,7 @@ import { shardKey, unownedReason, type RuntimeHealth } from './health.js';
 import { shardOf } from './placement/shard.js';
 import { decode, encode, shardSubject, type HostErrorCode, type Reply } from './protocol.js';
 import { TransportError, type Transport } from './transport/types.js';
-import { inSpan, SpanKind, traceHeaders } from '../platform/telemetry.js';
+import { inSpan, SpanKind, traceHeaders, tracingStarted } from '../platform/telemetry.js';
 
 export class ActorAskError extends Error {
   constructor(
@@ -47,12 +47,13 @@ export class ActorClient {
    * travels with every attempt in the message headers.
    */
   ask<T = unknown>(kind: string, id: string, event: { type: string } & Record<string, unknown>, options: AskOptions = {}): Promise<T> {
+    // Without a tracer provider a span is a no-op that still costs a context switch and allocations per ask.
+    if (!tracingStarted()) return this.attempt<T>(kind, id, event, options, undefined);
     const attributes = { 'actor.kind': kind, 'actor.id': id, 'actor.event': event.type, ...(kind === 'conversation' ? { 'conversation.id': id } : {}) };
-    return inSpan('actor.ask', { kind: SpanKind.CLIENT, attributes }, () => this.attempt<T>(kind, id, event, options));
+    return inSpan('actor.ask', { kind: SpanKind.CLIENT, attributes }, () => this.attempt<T>(kind, id, event, options, traceHeaders()));
   }
 
-  private async attempt<T>(kind: string, id: string, event: { type: string } & Record<string, unknown>, options: AskOptions): Promise<T> {
-    const headers = traceHeaders();
+  private async attempt<T>(kind: string, id: string, event: { type: string } & Record<string, unknown>, options: AskOptions, headers: Record<string, string> | undefined): Promise<T> {
     const deadline = Date.now() + (options.timeoutMs ?? this.o.timeoutMs);
     const eventId = options.eventId ?? randomUUID();
     const shard = shardOf(`${kind}/${id}`, this.o.shardCount);

@@ -89,7 +89,9 @@ async function main() {
   rows.push(['actor over NATS / bare NATS throughput', `${fmt(ratio * 100, 1)} % (target ≥ 50 %)`]);
   rows.push(['memory per live idle actor', `${fmt((live - base) / liveCount)} bytes over ${fmt(liveCount)} actors (target < 5 KB)`]);
   rows.push(['memory per passivated actor', `${fmt(Math.max(0, passivated - base) / IDLE_ACTORS, 1)} bytes (live after passivation: ${rt.host!.liveActors})`]);
-  rows.push(['snapshot writes with group commit', `${fmt(writes / (DURATION_MS / 1000))} /s in ${fmt(batches)} commits (${fmt(writes / Math.max(1, batches), 1)} writes per commit)`]);
+  rows.push(['snapshot writes with group commit', `${fmt(writes / (DURATION_MS / 1000))} /s in ${fmt(batches)} commits (${fmt(writes / Math.max(1, batches), 1)} writes per commit, one commit every ${fmt(DURATION_MS / Math.max(1, batches), 1)} ms)`]);
+  // A closed loop of durable asks runs at most concurrency / commit time: every ask waits for its commit.
+  rows.push(['ceiling of durable asks at this concurrency', `${fmt(CONCURRENCY / (DURATION_MS / Math.max(1, batches) / 1000))} /s (concurrency / time per commit)`]);
 
   console.log(`\nactor runtime benchmark — ${new Date().toISOString().slice(0, 10)}, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, node ${process.version}, concurrency ${CONCURRENCY}, ${DURATION_MS} ms per run`);
   const width = Math.max(...rows.map(([n]) => n.length));

@@ -7,7 +7,10 @@
  * - idle capacity: BENCH_IDLE_SESSIONS (20,000) sessions opened with a socket each, the time to open them, and
  *   the platform process's memory per session once their actors are passivated (VmRSS and anonymous RSS from
  *   /proc, heap used after a full GC through the inspector).
- * BENCH_MODES (`load,idle`) picks the parts; BENCH_CLIENTS (1) spreads the load sockets over processes.
+ * - open loop: BENCH_OPEN_SESSIONS (5,000) joined sessions, each sending one user message every
+ *   BENCH_OPEN_INTERVAL_MS (5,000) ms for BENCH_OPEN_S (30) seconds whatever the answers do; the user message
+ *   to agent message latency, timed from when each message was due (p50/p99, target p99 under 50 ms).
+ * BENCH_MODES (`load,open,idle`) picks the parts; BENCH_CLIENTS (1) spreads the load sockets over processes.
  * Run: `npm run build && node dist/bench/messaging.js`.
  */
 import { fork, type ChildProcess } from 'node:child_process';
@@ -29,7 +32,10 @@ const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 1000);
 const IDLE_SESSIONS = Number(process.env.BENCH_IDLE_SESSIONS ?? 20_000);
 const IDLE_JOIN = process.env.BENCH_IDLE_JOIN === '1';
 const CLIENTS = Math.max(1, Number(process.env.BENCH_CLIENTS ?? 1));
-const MODES = new Set((process.env.BENCH_MODES ?? 'load,idle').split(','));
+const MODES = new Set((process.env.BENCH_MODES ?? 'load,open,idle').split(','));
+const OPEN_SESSIONS = Number(process.env.BENCH_OPEN_SESSIONS ?? 5000);
+const OPEN_INTERVAL_MS = Number(process.env.BENCH_OPEN_INTERVAL_MS ?? 5000);
+const OPEN_S = Number(process.env.BENCH_OPEN_S ?? 30);
 const WITH_NATS = process.env.BENCH_NATS === '1';
 const PASSIVATE_AFTER_MS = Number(process.env.BENCH_PASSIVATE_AFTER_MS ?? 2000);
 /** Sessions each load-client process opens at once (token, session, socket) during the idle part. */
@@ -91,6 +97,7 @@ async function loadRow(
   open: (client: number, count: number) => LoadCommand,
   total: number,
   around: <T>(run: () => Promise<T>) => Promise<T> = (run) => run(),
+  schedule: { durationMs: number; intervalMs?: number } = { durationMs: DURATION_S * 1000 },
 ): Promise<Row> {
   const shares = split(total, clients.length);
   const t0 = performance.now();
@@ -98,7 +105,7 @@ async function loadRow(
   const setupMs = performance.now() - t0;
   const errorKinds: Record<string, number> = {};
   for (const o of opened) merge(errorKinds, o.errors);
-  const runs = await around(() => Promise.all(clients.map((c) => c.ask<RunReply>({ op: 'run', durationMs: DURATION_S * 1000 }))));
+  const runs = await around(() => Promise.all(clients.map((c) => c.ask<RunReply>({ op: 'run', ...schedule }))));
   const lat = latencyRecorder();
   let done = 0;
   for (const r of runs) {
@@ -265,12 +272,36 @@ async function load(): Promise<string[]> {
   const embeddedRow = rows[1];
   if (embeddedRow && embeddedRow.perSecond === 0) out.push('  target: no round trip completed on the Messaging API: no verdict');
   else if (embeddedRow) {
-    const rateMet = embeddedRow.perSecond >= base / 3;
-    const p99Met = embeddedRow.p99 < 25;
-    out.push(`  target: embedded ≥ 33.3 % of the bare echo (${rateMet ? 'met' : 'NOT met'}), p99 under 25 ms (${p99Met ? 'met' : 'NOT met'})`);
+    const rateMet = embeddedRow.perSecond >= base / 10;
+    out.push(`  target: embedded ≥ 10 % of the bare echo measured in this run (${rateMet ? 'met' : 'NOT met'})`);
   }
   out.push(...notes);
   return [`messaging load — ${SESSIONS} concurrent sessions, ${CLIENTS} load-client process(es), ${DURATION_S} s per run, ${FRAME.length}-byte user frames`, ...out];
+}
+
+/**
+ * The open loop: OPEN_SESSIONS joined sessions on the embedded platform, each sending a user message every
+ * OPEN_INTERVAL_MS; the latency from when a message was due to the agent's message.
+ */
+async function openLoop(): Promise<string[]> {
+  const p = await startPlatform({ env: PLATFORM_ENV });
+  try {
+    const { token } = await messagingProject(p, 'Messaging Open Loop');
+    const clients = Math.max(CLIENTS, Math.ceil(OPEN_SESSIONS / SOCKETS_PER_CLIENT));
+    const row = await withClients(clients, (cs) =>
+      loadRow('messaging, embedded, open loop', cs, messagingCommand(p.socket, token, true, 50), OPEN_SESSIONS, undefined, { durationMs: OPEN_S * 1000, intervalMs: OPEN_INTERVAL_MS }),
+    );
+    const offered = (OPEN_SESSIONS * 1000) / OPEN_INTERVAL_MS;
+    return [
+      `messaging open loop — ${fmt(row.opened)} sessions (opened in ${fmt(row.setupMs / 1000, 1)} s), one user message each every ${fmt(OPEN_INTERVAL_MS / 1000, 1)} s (${fmt(offered)} /s offered), ${OPEN_S} s`,
+      `  user message → agent message: ${fmt(row.perSecond)} /s answered, p50 ${fmt(row.p50, 2)} ms, p99 ${fmt(row.p99, 2)} ms${row.errors ? `, errors ${row.errors}: ${JSON.stringify(row.errorKinds)}` : ''}`,
+      `  target: p99 under 50 ms (${row.p99 < 50 && row.errors === 0 ? 'met' : 'NOT met'})`,
+      ...platformErrors(p),
+    ];
+  } finally {
+    await p.stop();
+    removeDir(p.dataDir);
+  }
 }
 
 /** The platform process's resident memory from /proc: total and anonymous (heap, buffers; not mapped files). */
@@ -442,6 +473,7 @@ async function idle(): Promise<string[]> {
 async function main() {
   console.log(`messaging benchmark — ${new Date().toISOString().slice(0, 10)}, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, node ${process.version}, bench process open-file limit ${openFileLimit('self')}`);
   if (MODES.has('load')) for (const l of await load()) console.log(l);
+  if (MODES.has('open')) for (const l of await openLoop()) console.log(l);
   if (MODES.has('idle')) for (const l of await idle()) console.log(l);
 }
 

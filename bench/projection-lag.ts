@@ -56,7 +56,7 @@ async function run(name: string, p: Platform, watch: boolean) {
 }
 
 async function main() {
-  const projector = fileURLToPath(new URL('./projector.js', import.meta.url));
+  const projector = process.env.BENCH_PROJECTOR ?? fileURLToPath(new URL('./projector.js', import.meta.url));
   const load0 = loadavg()[0];
   const plain = await startPlatform({ env: { LOG_LEVEL: 'error' } });
   const without = await run('journal only (no projector)', plain, false);

@@ -73,7 +73,12 @@ async function pool(total: number, concurrency: number, job: (i: number) => Prom
   }));
 }
 
-async function bare(port: number): Promise<number> {
+const cpuMicros = () => {
+  const u = process.cpuUsage();
+  return u.user + u.system;
+};
+
+async function bare(port: number): Promise<{ rate: number; cpuUs: number }> {
   const agent = new Agent({ keepAlive: true, maxSockets: 64 });
   const post = (i: number) =>
     new Promise<void>((resolve, reject) => {
@@ -85,15 +90,17 @@ async function bare(port: number): Promise<number> {
       req.on('error', reject);
       req.end(b);
     });
-  await pool(200, CONCURRENCY, post); // warm-up
+  await pool(1000, CONCURRENCY, post); // warm-up: connections open, the JIT warm
   const t0 = performance.now();
+  const c0 = cpuMicros();
   await pool(EVENTS, CONCURRENCY, post);
   const s = (performance.now() - t0) / 1000;
+  const cpuUs = (cpuMicros() - c0) / EVENTS;
   agent.destroy();
-  return EVENTS / s;
+  return { rate: EVENTS / s, cpuUs };
 }
 
-async function deliveries(port: number): Promise<{ rate: number; dispatchRate: number }> {
+async function deliveries(port: number): Promise<{ rate: number; dispatchRate: number; cpuUs: number }> {
   const dir = mkdtempSync(join(tmpdir(), 'sb-bench-webhooks-'));
   const store = await openStore({ dataDir: dir });
   const secrets = await SecretBox.open(dir);
@@ -133,6 +140,7 @@ async function deliveries(port: number): Promise<{ rate: number; dispatchRate: n
     await warm();
     const received = await expected(EVENTS * ENDPOINTS);
     const t0 = performance.now();
+    const c0 = cpuMicros();
     await pool(EVENTS, CONCURRENCY, dispatch('evt'));
     const dispatched = (performance.now() - t0) / 1000;
     await received();
@@ -143,7 +151,7 @@ async function deliveries(port: number): Promise<{ rate: number; dispatchRate: n
       await new Promise((r) => setTimeout(r, 10));
     }
     const s = (performance.now() - t0) / 1000;
-    return { rate: (EVENTS * ENDPOINTS) / s, dispatchRate: EVENTS / dispatched };
+    return { rate: (EVENTS * ENDPOINTS) / s, dispatchRate: EVENTS / dispatched, cpuUs: (cpuMicros() - c0) / (EVENTS * ENDPOINTS) };
   } finally {
     await runtime.stop();
     await store.close();
@@ -155,15 +163,17 @@ async function main(): Promise<void> {
   const { child, port } = await startReceiverProcess();
   try {
     const load = loadavg().map((l) => l.toFixed(2)).join(' ');
-    const bareRate = await bare(port);
+    const before = await bare(port);
     const d = await deliveries(port);
-    const bareAfter = await bare(port);
-    const baseline = (bareRate + bareAfter) / 2;
+    const after = await bare(port);
+    const baseline = (before.rate + after.rate) / 2;
     process.stdout.write(
       `${new Date().toISOString()} load ${load}; ${EVENTS} events × ${ENDPOINTS} endpoint(s), ${CONCURRENCY} in flight\n` +
-        `bare HTTP POST (same process, same receiver): ${bareRate.toFixed(0)} /s before, ${bareAfter.toFixed(0)} /s after\n` +
+        `bare HTTP POST (same process, same receiver): ${before.rate.toFixed(0)} /s before, ${after.rate.toFixed(0)} /s after; ` +
+        `${before.cpuUs.toFixed(0)} / ${after.cpuUs.toFixed(0)} µs CPU per POST\n` +
         `webhook deliveries (dispatch → signed POST received → log record succeeded): ${d.rate.toFixed(0)} /s ` +
-        `(${((d.rate / baseline) * 100).toFixed(1)} % of bare); dispatches accepted ${d.dispatchRate.toFixed(0)} /s\n`,
+        `(${((d.rate / baseline) * 100).toFixed(1)} % of bare); ${d.cpuUs.toFixed(0)} µs CPU per delivery (this process: runtime, store, HTTP); ` +
+        `dispatches accepted ${d.dispatchRate.toFixed(0)} /s\n`,
     );
   } finally {
     child.kill('SIGTERM');

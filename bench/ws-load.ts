@@ -8,6 +8,8 @@
  *   `/ws`, the history replay, the agent join and its greeting); a round trip is a user message out to the
  *   agent's message back.
  * - `run`: every open socket plays a closed loop of round trips for `durationMs`; answers the raw latencies.
+ *   With `intervalMs`, an open loop instead: each socket starts one round trip every `intervalMs` (from a
+ *   random offset), whether or not the previous one has finished, timed from when it was due.
  * - `count`: how many sockets are still open, and the close codes of those the server closed.
  * - `close`: closes everything and exits.
  */
@@ -16,7 +18,7 @@ import WebSocket from 'ws';
 export type LoadCommand =
   | { op: 'echo'; url: string; sockets: number; payload: string; localAddress: string }
   | { op: 'messaging'; localAddress: string; base: string; connectorToken: string; host: string; sessions: number; join: boolean; text: string; concurrency: number; lane: number }
-  | { op: 'run'; durationMs: number }
+  | { op: 'run'; durationMs: number; intervalMs?: number }
   | { op: 'count' }
   | { op: 'close' };
 
@@ -232,6 +234,34 @@ async function openLanes(count: number, concurrency: number, make: (i: number) =
   return { opened, ms: performance.now() - t0, errors, retried: retried.n };
 }
 
+/** The open loop: round trips started on a fixed schedule per lane, timed from when each was due. */
+async function runOpen(durationMs: number, intervalMs: number): Promise<RunReply> {
+  const latenciesUs: number[] = [];
+  const errors: Record<string, number> = {};
+  const started = performance.now();
+  const end = started + durationMs;
+  const inFlight: Promise<void>[] = [];
+  await Promise.all(
+    lanes.map(async (lane) => {
+      let due = started + Math.random() * intervalMs;
+      while (due < end && lane.open()) {
+        const wait = due - performance.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        const at = due;
+        inFlight.push(
+          lane.roundTrip().then(
+            () => void latenciesUs.push(Math.round((performance.now() - at) * 1000)),
+            (err) => void tally(errors, (err as Error).message),
+          ),
+        );
+        due += intervalMs;
+      }
+    }),
+  );
+  await Promise.all(inFlight);
+  return { latenciesUs, seconds: (performance.now() - started) / 1000, errors };
+}
+
 async function run(durationMs: number): Promise<RunReply> {
   const latenciesUs: number[] = [];
   const errors: Record<string, number> = {};
@@ -261,7 +291,7 @@ process.on('message', async (cmd: LoadCommand) => {
     case 'messaging':
       return process.send!(await openLanes(cmd.sessions, cmd.concurrency, (i) => messagingLane(cmd, `c${cmd.lane}s${i}`, retried), retried));
     case 'run':
-      return process.send!(await run(cmd.durationMs));
+      return process.send!(await (cmd.intervalMs ? runOpen(cmd.durationMs, cmd.intervalMs) : run(cmd.durationMs)));
     case 'count':
       return process.send!({ open: lanes.filter((l) => l.open()).length, closes });
     case 'close':

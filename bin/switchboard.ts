@@ -15,6 +15,7 @@ const USAGE = `usage: switchboard [--url URL] [--token TOKEN] <command>
   keys revoke KEY_ID
   connectors create --account ACCOUNT --project PROJECT --kind chat|messaging|outbound
               [--environment live|pre-release|sandbox] [--variant VARIANT_ID] [--host HOST]
+              [--telephony-connector TC_ID --from-number E164]   (outbound: the SIP trunk and caller id)
   connectors list [--account ACCOUNT]
   connectors delete CONNECTOR_ID
   settings get PROJECT
@@ -22,8 +23,6 @@ const USAGE = `usage: switchboard [--url URL] [--token TOKEN] <command>
   runtime show                      workers, their shards and live actors
   runtime cache                     this edge process's tenancy cache
   runtime actor KIND ID             an actor's stored snapshot
-  runtime projections               projections: checkpoints, journal head, lag
-  rebuild MODEL                     rebuilds a projection (read model) from the journal
   webhooks create --name NAME --webhook-url URL [--events alerts.triggered,alerts.resolved]
               [--header 'Name: value']... [--timeout-ms MS] [--enabled true|false]
   webhooks list [--enabled true|false]
@@ -35,6 +34,9 @@ const USAGE = `usage: switchboard [--url URL] [--token TOKEN] <command>
   deliveries list ENDPOINT_ID [--limit N] [--cursor CURSOR] [--event EVENT_ID]
   deliveries get ENDPOINT_ID DELIVERY_ID
   deliveries redeliver ENDPOINT_ID DELIVERY_ID
+  runtime projections               projections: checkpoints, journal head, lag
+  rebuild MODEL                     rebuilds a projection (read model) from the journal
+  charts --out DIR                  writes the statechart of every machine (DIR/<kind>.svg), no server needed
   alerts rules create --name NAME --metric METRIC --operator '>'|'<'|'>='|'<=' --threshold N --window 5m|10m|60m
               [--project PROJECT_ID] [--enabled true|false]
   alerts rules list [--enabled true|false] [--metric METRIC] [--project PROJECT_ID] [--state ok|alert|no_data|unknown]
@@ -73,6 +75,8 @@ function toRequest(argv: string[]): { request: Request; url?: string; token?: st
       environment: { type: 'string' },
       variant: { type: 'string' },
       host: { type: 'string' },
+      'telephony-connector': { type: 'string' },
+      'from-number': { type: 'string' },
       'show-transcripts': { type: 'string' },
       'chunked-streaming': { type: 'string' },
       'pii-redaction': { type: 'string' },
@@ -102,10 +106,6 @@ function toRequest(argv: string[]): { request: Request; url?: string; token?: st
     if (value !== 'true' && value !== 'false') throw new Error(`${flag} takes true or false`);
     return value === 'true';
   };
-  if (noun === 'rebuild') {
-    const model = need(verb, 'MODEL');
-    return { request: { method: 'POST', path: `/admin/v1/runtime/projections/${encodeURIComponent(model)}/rebuild` }, url: v.url, token: v.token };
-  }
   const WEBHOOKS = '/v1/webhook-endpoints';
   const endpoint = (id: string) => `${WEBHOOKS}/${encodeURIComponent(id)}`;
   // The optional endpoint fields of create and update, from their flags.
@@ -115,6 +115,10 @@ function toRequest(argv: string[]): { request: Request; url?: string; token?: st
     ...(o['timeout-ms'] ? { timeout_ms: Number(o['timeout-ms']) } : {}),
     ...(o.enabled !== undefined ? { enabled: bool(o.enabled, '--enabled') } : {}),
   });
+  if (noun === 'rebuild') {
+    const model = need(verb, 'MODEL');
+    return { request: { method: 'POST', path: `/admin/v1/runtime/projections/${encodeURIComponent(model)}/rebuild` }, url: v.url, token: v.token };
+  }
   const query = (account: string | undefined) => (account ? `?account_id=${encodeURIComponent(account)}` : '');
   const request = ((): Request => {
     switch (`${noun ?? ''} ${verb ?? ''}`) {
@@ -148,6 +152,8 @@ function toRequest(argv: string[]): { request: Request; url?: string; token?: st
             ...(v.environment ? { environment: v.environment } : {}),
             ...(v.variant ? { variant_id: v.variant } : {}),
             ...(v.host ? { host: v.host } : {}),
+            ...(v['telephony-connector'] ? { telephony_connector_id: v['telephony-connector'] } : {}),
+            ...(v['from-number'] ? { from_number: v['from-number'] } : {}),
           },
         };
       case 'connectors list':
@@ -243,12 +249,35 @@ function toRequest(argv: string[]): { request: Request; url?: string; token?: st
   }
 }
 
+/**
+ * `switchboard charts --out DIR`: renders the statechart of every machine of `machines/catalog.ts` to
+ * `DIR/<kind>.svg` from the definitions, locally (the same SVG as `/admin/v1/inspector/machines/<kind>.svg`).
+ */
+async function charts(argv: string[]): Promise<number> {
+  const { values } = parseArgs({ args: argv, options: { out: { type: 'string' } } });
+  if (!values.out) {
+    process.stderr.write(`missing --out\n\n${USAGE}\n`);
+    return 2;
+  }
+  const { mkdirSync, writeFileSync } = await import('node:fs');
+  const { join } = await import('node:path');
+  const { renderAll } = await import('../gateway/edge/inspector/charts.js');
+  mkdirSync(values.out, { recursive: true });
+  for (const [kind, svg] of await renderAll()) {
+    const file = join(values.out, `${kind}.svg`);
+    writeFileSync(file, svg);
+    process.stdout.write(`${file}\n`);
+  }
+  return 0;
+}
+
 async function main(): Promise<number> {
   const argv = process.argv.slice(2);
   if (argv.length === 0 || ['help', '--help', '-h'].includes(argv[0])) {
     process.stdout.write(`${USAGE}\n`);
     return argv.length === 0 ? 2 : 0;
   }
+  if (argv[0] === 'charts') return charts(argv.slice(1));
   let parsed;
   try {
     parsed = toRequest(argv);

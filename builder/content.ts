@@ -39,6 +39,14 @@ export interface Content {
   variants: Record<string, Variant>;
   /** Keyed by name (hooks `start`, `turn`, `end`; any other name is a tool). */
   functions: Record<string, ProjectFunction>;
+  /** How the agent sounds on a call (absent: the media gateway's defaults). */
+  voice?: VoiceConfig;
+}
+
+/** Voice settings of a branch, deployed with its artifact: the speech engine's voice name and words per minute. */
+export interface VoiceConfig {
+  voice: string;
+  rate: number;
 }
 
 export const emptyContent = (): Content => ({ behavior: '', topics: {}, attributes: {}, variants: {}, functions: {} });

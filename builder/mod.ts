@@ -8,9 +8,10 @@ import { Branches } from './branches.js';
 import { Deployments } from './deployments.js';
 import { RealtimeConfigs } from './realtime-configs.js';
 import { builderRecords } from './records.js';
+import { telephony, type Telephony } from './telephony.js';
 
 export { MAIN, type Caller } from './agents.js';
-export type { Attribute, Content, ProjectFunction, Topic, Variant } from './content.js';
+export type { Attribute, Content, ProjectFunction, Topic, Variant, VoiceConfig } from './content.js';
 export type { AgentRecord, BranchRecord, DeploymentRecord, RealtimeConfigRecord } from './records.js';
 export type { DeploymentResult } from './deployments.js';
 
@@ -19,6 +20,8 @@ export interface Builder {
   branches: Branches;
   deployments: Deployments;
   realtimeConfigs: RealtimeConfigs;
+  /** SIP trunks and phone numbers of agents (not branch-scoped). */
+  telephony: Telephony;
 }
 
 export function createBuilder(store: Store): Builder {
@@ -29,5 +32,18 @@ export function createBuilder(store: Store): Builder {
     branches,
     deployments: new Deployments(records, (agent) => branches.get(agent, MAIN)),
     realtimeConfigs: new RealtimeConfigs(records),
+    telephony: telephony(store),
   };
 }
+export {
+  SIP_TRANSPORTS,
+  telephony as telephonyOf,
+  viewPhoneNumber,
+  viewTelephonyConnector,
+  type PhoneNumberRecord,
+  type SipTransport,
+  type Telephony,
+  type TelephonyConnectorRecord,
+  type TelephonyScope,
+  type Trunk,
+} from './telephony.js';

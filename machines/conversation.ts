@@ -62,10 +62,21 @@ export interface ConversationStart {
   initialMessage: string | null;
   fromNumber: string;
   toNumber: string;
+  /** A call's SIP headers (`conv.sip_headers`): the INVITE's own, or an outbound call's metadata. */
+  sipHeaders?: Record<string, string>;
+  /** A call's sid (`IN-…` inbound, `OUT-…` outbound): the built-in state key `call_sid`. */
+  callSid?: string;
   /** When the client's request arrived (ms since epoch). */
   at: number;
   /** An idle conversation ends this long after its last turn. */
   idleTimeoutMs: number;
+}
+
+/** How a caller's turn on a call came: digits keyed, speech over the agent (barge-in), or nothing said in time. */
+export interface VoiceInput {
+  dtmf?: string;
+  bargeIn?: boolean;
+  silence?: boolean;
 }
 
 /** The outcome of running the start effect or one turn. */
@@ -160,21 +171,21 @@ export interface ConversationContext {
   functionErrors: number;
   handoff: Handoff | null;
   /** The user message of the turn in progress. */
-  pending: { message: string; metadata: Record<string, unknown>; at: number } | null;
+  pending: { message: string; metadata: Record<string, unknown>; at: number; voice?: VoiceInput } | null;
   idleDeadline: number | null;
   endReason: 'closed' | 'agent' | 'idle' | null;
-  /** The external event the conversation waits for (absent in snapshots older than external events). */
-  awaiting?: ExternalWait | null;
+  /** The external event the conversation waits for. */
+  awaiting: ExternalWait | null;
   /** The external event being handled (or the timeout of the wait). */
-  external?: ExternalEvent | null;
+  external: ExternalEvent | null;
   /** Ids of the external events already handled, newest last (a second delivery resumes nothing). */
-  handledEvents?: string[];
+  handledEvents: string[];
   /** What external-event and bridge functions said that no client has seen yet (the next response starts with it). */
-  unread?: string[];
+  unread: string[];
   /** The bridge-ended notification being handled, and when it arrived. */
-  bridge?: (BridgeData & { at: number }) | null;
+  bridge: (BridgeData & { at: number }) | null;
   /** Set once bridge_ended ran. */
-  bridgeEnded?: BridgeEnded | null;
+  bridgeEnded: BridgeEnded | null;
 }
 
 export type ConversationEvent =
@@ -186,6 +197,8 @@ export type ConversationEvent =
       integrationAttributes: Record<string, unknown>;
       asrLangCode?: string;
       ttsLangCode?: string;
+      /** Set by the media gateway on a call's turns. */
+      voice?: VoiceInput;
       at: number;
     }
   | { type: 'CLOSE'; at: number }
@@ -245,6 +258,7 @@ export interface TurnInput extends EndInput {
   message: string;
   metadata: Record<string, unknown>;
   at: number;
+  voice?: VoiceInput;
 }
 
 const notProvided = () => {
@@ -274,6 +288,8 @@ export interface StartedData {
   variant_id: string | null;
   from_number: string;
   to_number: string;
+  /** A voice call's sid (the built-in state key `call_sid`); absent on other channels. */
+  call_sid?: string;
   /** ISO 8601. */
   started_at: string;
 }
@@ -353,7 +369,7 @@ const changedOf = (c: ConversationContext): ConversationDomainEvent => ({
     tts_lang_code: c.ttsLangCode,
     end_reason: c.endReason ?? '',
     awaiting_external_event: c.awaiting ? { event_id: c.awaiting.eventId, deadline: new Date(c.awaiting.deadline).toISOString() } : null,
-    bridge_ended: c.bridgeEnded ?? null,
+    bridge_ended: c.bridgeEnded,
   },
 });
 
@@ -378,7 +394,7 @@ const resume = [
   { guard: ({ context }: { context: ConversationContext }) => context.endedAt !== null, target: 'ended' },
   { guard: ({ context }: { context: ConversationContext }) => context.endReason !== null, target: 'ending' },
   { guard: ({ context }: { context: ConversationContext }) => context.handoff !== null, target: 'handedOff' },
-  { guard: ({ context }: { context: ConversationContext }) => (context.awaiting ?? null) !== null, target: 'waiting' },
+  { guard: ({ context }: { context: ConversationContext }) => context.awaiting !== null, target: 'waiting' },
   { target: 'idle' },
 ] as const;
 
@@ -391,7 +407,7 @@ const bridgeRecord = (b: BridgeData & { at: number }): BridgeEnded => ({
 
 const timedOut = (eventId: string): ExternalEvent => ({ id: eventId, content_type: '', body: '', data: null, timed_out: true, received_at: null });
 
-const handled = (c: ConversationContext, eventId: string) => [...(c.handledEvents ?? []), eventId].slice(-REMEMBERED_EXTERNAL_EVENTS);
+const handled = (c: ConversationContext, eventId: string) => [...c.handledEvents, eventId].slice(-REMEMBERED_EXTERNAL_EVENTS);
 
 /** After the start effect or a turn: to ending, handed off or idle, with the outcome applied. */
 const outputOf = ({ event }: { event: { output: TurnOutcome } }) => event.output;
@@ -425,7 +441,7 @@ export const conversationMachine = setup({
     takeMessage: assign(({ context, event }) => {
       if (event.type !== 'MESSAGE') return {};
       return {
-        pending: { message: event.message, metadata: event.metadata, at: event.at },
+        pending: { message: event.message, metadata: event.metadata, at: event.at, ...(event.voice ? { voice: event.voice } : {}) },
         // Later turns may add integration attributes; earlier ones stay.
         integrationAttributes: { ...context.integrationAttributes, ...event.integrationAttributes },
         asrLangCode: event.asrLangCode ?? context.asrLangCode,
@@ -433,7 +449,7 @@ export const conversationMachine = setup({
       };
     }),
     applyOutcome: assign(({ context }, out: TurnOutcome) => ({
-      awaiting: out.awaiting ?? (out.handoff || out.end ? null : (context.awaiting ?? null)),
+      awaiting: out.awaiting ?? (out.handoff || out.end ? null : context.awaiting),
       recent: remember(context.recent, out.turns),
       numTurns: context.numTurns + out.turns.length,
       state: out.state,
@@ -450,7 +466,7 @@ export const conversationMachine = setup({
     emitOutcome: enqueueActions(({ context, enqueue }, out: TurnOutcome) => {
       for (const e of turnsOf(context, out.turns, out.functionErrors)) enqueue.emit(e);
       enqueue.emit(changedOf(context));
-      const response = [...(context.unread ?? []), out.response].filter((x) => x !== '').join(' ');
+      const response = [...context.unread, out.response].filter((x) => x !== '').join(' ');
       enqueue.emit({ type: 'conversation.answered', data: { ...owner(context), response, end: out.end, handoff: out.handoff } });
     }),
     /** The unread words went out with the answer. */
@@ -466,7 +482,7 @@ export const conversationMachine = setup({
       numTurns: context.numTurns + out.turns.length,
       state: out.state,
       functionErrors: context.functionErrors + out.functionErrors,
-      unread: [...(context.unread ?? []), ...out.said],
+      unread: [...context.unread, ...out.said],
       // A conversation that has ended stays as it ended.
       ...(context.endedAt !== null
         ? {}
@@ -485,7 +501,7 @@ export const conversationMachine = setup({
     awaits: ({ context }, out: TurnOutcome) => (out.awaiting ?? context.awaiting ?? null) !== null,
     /** An external event for the awaited id that was not handled before. */
     awaited: ({ context, event }) =>
-      event.type === 'EXTERNAL_EVENT' && (context.awaiting ?? null)?.eventId === event.event.id && !(context.handledEvents ?? []).includes(event.event.id),
+      event.type === 'EXTERNAL_EVENT' && context.awaiting?.eventId === event.event.id && !context.handledEvents.includes(event.event.id),
   },
 }).createMachine({
   id: 'conversation',
@@ -538,6 +554,7 @@ export const conversationMachine = setup({
                 variant_id: context.start!.variantId,
                 from_number: context.start!.fromNumber,
                 to_number: context.start!.toNumber,
+                ...(context.start!.callSid ? { call_sid: context.start!.callSid } : {}),
                 started_at: new Date(context.start!.at).toISOString(),
               } satisfies StartedData,
             })),
@@ -564,7 +581,7 @@ export const conversationMachine = setup({
         },
         CLOSE: { target: 'ending', actions: assign({ endReason: 'closed' }) },
         BRIDGE_ENDED: [
-          { guard: ({ context }) => (context.bridgeEnded ?? null) !== null },
+          { guard: ({ context }) => context.bridgeEnded !== null },
           { target: 'bridging', actions: assign(({ event }) => ({ bridge: { ...event.bridge, at: event.at } })) },
         ],
       },
@@ -587,7 +604,7 @@ export const conversationMachine = setup({
           src: 'watchExternalEvent',
           input: ({ context }) => ({ id: context.id, projectId: context.start!.projectId, wait: context.awaiting! }),
           onDone: {
-            guard: ({ context, event }) => event.output !== null && !(context.handledEvents ?? []).includes(event.output.id),
+            guard: ({ context, event }) => event.output !== null && !context.handledEvents.includes(event.output.id),
             target: 'externalResponding',
             actions: assign(({ context, event }) => ({ external: event.output, handledEvents: handled(context, event.output!.id), awaiting: null })),
           },
@@ -605,7 +622,7 @@ export const conversationMachine = setup({
         },
         CLOSE: { target: 'ending', actions: assign({ awaiting: null, endReason: 'closed' }) },
         BRIDGE_ENDED: [
-          { guard: ({ context }) => (context.bridgeEnded ?? null) !== null },
+          { guard: ({ context }) => context.bridgeEnded !== null },
           { target: 'bridging', actions: assign(({ event }) => ({ bridge: { ...event.bridge, at: event.at } })) },
         ],
       },
@@ -632,9 +649,9 @@ export const conversationMachine = setup({
         input: ({ context }) => ({
           id: context.id,
           channel: context.start!.channel,
-          text: (context.unread ?? []).join(' '),
+          text: context.unread.join(' '),
           end: context.endReason === 'agent',
-          askId: `${context.id}:external:${(context.handledEvents ?? []).length}:${context.numTurns}`,
+          askId: `${context.id}:external:${context.handledEvents.length}:${context.numTurns}`,
         }),
         onDone: [
           { guard: ({ event }) => event.output, target: 'routing', actions: assign({ unread: [] }) },
@@ -674,6 +691,7 @@ export const conversationMachine = setup({
           message: context.pending!.message,
           metadata: context.pending!.metadata,
           at: context.pending!.at,
+          ...(context.pending!.voice ? { voice: context.pending!.voice } : {}),
         }),
         onDone: afterOutcome,
       },
@@ -684,7 +702,7 @@ export const conversationMachine = setup({
       on: {
         CLOSE: { target: 'ending', actions: assign({ endReason: 'closed' }) },
         BRIDGE_ENDED: [
-          { guard: ({ context }) => (context.bridgeEnded ?? null) !== null },
+          { guard: ({ context }) => context.bridgeEnded !== null },
           { target: 'bridging', actions: assign(({ event }) => ({ bridge: { ...event.bridge, at: event.at } })) },
         ],
       },
@@ -722,7 +740,7 @@ export const conversationMachine = setup({
     ended: {
       on: {
         BRIDGE_ENDED: [
-          { guard: ({ context }) => (context.bridgeEnded ?? null) !== null },
+          { guard: ({ context }) => context.bridgeEnded !== null },
           { target: 'bridging', actions: assign(({ event }) => ({ bridge: { ...event.bridge, at: event.at } })) },
         ],
       },

@@ -10,9 +10,9 @@ import { assign, emit, fromPromise, setup } from 'xstate';
  * that is later, capped). `REDELIVER` starts a new series of attempts for the same event (same event id).
  *
  * States: `new` (nothing asked yet) → `scheduling` (transient: straight to `attempting` when the first
- * delay is 0) → `waiting` (tag `pending`: until `nextAt`) ⇄ `attempting` (tags `pending`, `attempting`) →
- * `delivered` or `failed` (tag `done`); `REDELIVER` from any state but `new` starts a new series through
- * `scheduling`.
+ * delay is 0) → `waiting` (tag `pending`: until `nextAt`) ⇄ `attempting` (tags `pending`, `attempting`; its
+ * child `watched` holds the attempt watchdog) → `delivered` or `failed` (tags `done` and their name);
+ * `REDELIVER` from any state but `new` starts a new series through `scheduling`.
  */
 
 /** Why an attempt got no HTTP answer, or was not made. */
@@ -74,6 +74,12 @@ export interface DeliveryInput {
   schedule: number[];
   /** The longest `Retry-After` honoured, in ms. */
   maxRetryAfterMs: number;
+  /**
+   * How long an attempt may be in flight before the watchdog wakes the actor (longer than any attempt can
+   * take: `timeout_ms` is at most 30 s). It matters only after a crash during an attempt: its deadline in the
+   * stored snapshot is what makes the host wake the actor on another worker and make the attempt again.
+   */
+  attemptWatchdogMs: number;
 }
 
 export interface DeliveryContext extends DeliveryInput {
@@ -87,6 +93,8 @@ export interface DeliveryContext extends DeliveryInput {
   attemptCount: number;
   /** When the next attempt is due (`waiting`), or null. */
   nextAt: number | null;
+  /** The attempt watchdog's deadline (`attempting`). */
+  watchdogAt: number | null;
 }
 
 /** The attempts a delivery's log keeps. */
@@ -212,7 +220,7 @@ export const deliveryMachine = setup({
   },
 }).createMachine({
   id: 'delivery',
-  context: ({ input }) => ({ ...input, delivery: null, series: 0, attempt: 0, attempts: [], attemptCount: 0, nextAt: null }),
+  context: ({ input }) => ({ ...input, delivery: null, series: 0, attempt: 0, attempts: [], attemptCount: 0, nextAt: null, watchdogAt: null }),
   initial: 'new',
   states: {
     new: {
@@ -239,7 +247,10 @@ export const deliveryMachine = setup({
     // A first attempt due at once (the schedule's first delay is 0) starts in the same step, without a timer:
     // one durable step fewer per delivery.
     scheduling: {
-      always: [{ guard: ({ context }) => context.schedule[0] === 0, target: 'attempting' }, { target: 'waiting' }],
+      always: [
+        { guard: ({ context }) => context.schedule[0] === 0, target: 'attempting', actions: assign({ watchdogAt: ({ context }) => context.nextAt! + context.attemptWatchdogMs }) },
+        { target: 'waiting' },
+      ],
     },
     waiting: {
       tags: ['pending'],
@@ -247,11 +258,26 @@ export const deliveryMachine = setup({
         id: 'backoff',
         src: 'sleepUntil',
         input: ({ context }) => ({ until: context.nextAt! }),
-        onDone: 'attempting',
+        // The timer's output is when it fired: the watchdog counts from then.
+        onDone: { target: 'attempting', actions: assign({ watchdogAt: ({ context, event }) => event.output + context.attemptWatchdogMs }) },
       },
     },
     attempting: {
       tags: ['pending', 'attempting'],
+      // A durable deadline while the attempt is in flight. Alive, it never fires (an attempt ends well before);
+      // after a crash it is the stored deadline that wakes the actor elsewhere, where the attempt is made again
+      // (an invoked effect restarts on restore), and it re-arms from the time it fired.
+      initial: 'watched',
+      states: {
+        watched: {
+          invoke: {
+            id: 'watchdog',
+            src: 'sleepUntil',
+            input: ({ context }) => ({ until: context.watchdogAt! }),
+            onDone: { target: 'watched', reenter: true, actions: assign({ watchdogAt: ({ context, event }) => event.output + context.attemptWatchdogMs }) },
+          },
+        },
+      },
       invoke: {
         id: 'attempt',
         src: 'attempt',
@@ -314,8 +340,8 @@ export const deliveryMachine = setup({
         ],
       },
     },
-    delivered: { tags: ['done'] },
-    failed: { tags: ['done'] },
+    delivered: { tags: ['done', 'delivered'] },
+    failed: { tags: ['done', 'failed'] },
   },
   on: {
     REDELIVER: {

@@ -1,16 +1,17 @@
-import { assign, fromPromise, setup } from 'xstate';
+import { assign, enqueueActions, fromPromise, setup } from 'xstate';
 
 /**
- * One Messaging API session (contract 2.9, 3.4, 4.7, 6.3; addendum "Messaging API"): the journal of its
- * events, the agent that joins on request and answers through the session's conversation, the live-agent
- * handoff (server- or client-managed), the sockets open on it across gateways, and idle expiry.
+ * One Messaging API session (contract 2.9, 3.4, 4.7, 6.3; addendum "Messaging API"): its events, the agent
+ * that joins on request and answers through the session's conversation, the live-agent handoff (server- or
+ * client-managed), the sockets open on it across gateways, and idle expiry.
  *
- * The machine is pure. Every event it produces goes into `outbox` with a running number `n` and, when it
- * is journaled, a `seq`; the actor host (`actors/session`) writes journaled events to the journal and
- * publishes every new one on the session's topic. The outbox keeps what was produced since the previous
- * external event: everything older has been persisted and flushed by then (the host handles one external
- * event at a time and persists after it). Effects (starting the agent, a turn, closing the conversation,
- * durable timers) are invoked actors named in `setup` and provided at run time.
+ * The machine is pure. It emits semantic events (`session.*`, see `SessionEmitted`); the actor host commits
+ * what a step emitted with its snapshot (the actor journal), and the session kind's wire module
+ * (`actors/session/wire.ts`) renders committed events to the Messaging API's frames, replies included.
+ * Events a client replays carry `seq`, their position in the session's sequence; the others (thinking,
+ * typing, errors, refusals) carry none. Effects (starting the agent, a turn, closing the conversation,
+ * durable timers) are invoked actors named in `setup` and provided at run time. Times come in events and
+ * in effects' results.
  */
 
 /** The five client event kinds (addendum): join, user message, typing, end session, heartbeat. */
@@ -39,25 +40,14 @@ export interface SessionInfo {
   queueStatusMs: number;
 }
 
-/** An event the session produced, before the wire format (id, timestamp, prefix) is applied. */
-export interface OutEvent {
-  /** Running number of the session's events (journaled and transient). */
-  n: number;
-  /** Position in the journal; null for transient events (thinking, typing, system messages). */
-  seq: number | null;
-  /** Without the `EVENT_TYPE_` prefix. */
-  type: string;
-  payload: Record<string, unknown>;
-  at: number;
-  /** The client's `metadata.custom` of the event this answers. */
-  custom: Record<string, unknown> | null;
-}
+/** Why the agent could not answer (the wire module picks the contract 7.4 message from it). */
+export type AgentFailure = 'overload' | 'start' | 'respond' | 'stream';
 
 /** What the agent effects answer: a reply, or why there is none. */
 export interface AgentReply {
   at: number;
-  /** Set when the agent could not answer (contract 7.4 messages are chosen from it). */
-  failure: 'overload' | 'start' | 'respond' | 'stream' | null;
+  /** Set when the agent could not answer. */
+  failure: AgentFailure | null;
   text: string;
   suggestions: string[];
   end: boolean;
@@ -76,15 +66,74 @@ export interface LiveAgent {
   avatar_url: string;
 }
 
-/** The answer to the last external event, which the host sends back to the asker. */
-export type SessionReply =
-  | { ok: true; duplicateOf?: number }
-  | { ok: false; error: 'not_found' | 'limit' | 'exists' | 'not_waiting' | 'not_live' | 'not_agent'; message?: string };
+/**
+ * Why an external event was refused. The session kind's reply says it to the asker (`ok: false`), with the
+ * contract's wording where a client sees it.
+ */
+export type Refusal =
+  | 'not_found'
+  | 'session_not_found'
+  | 'conversation_not_found'
+  | 'conversation_id_not_found'
+  | 'forward'
+  | 'limit'
+  | 'exists'
+  | 'not_waiting'
+  | 'not_live'
+  | 'not_agent';
+
+/** Errors the session reports to the user (transient): an agent failure, or a handoff that cannot happen. */
+export type SessionFailure = AgentFailure | 'handoff_connect' | 'handoff_init';
+
+type Custom = Record<string, unknown> | null;
+
+/**
+ * The semantic events a session emits. Every one carries the session's `account_id` and `project_id`
+ * (null before creation). Those with `seq` are replayed to clients; `session.agent_message` occupies
+ * `parts` positions from `seq` (a streamed reply is sent as that many chunks).
+ */
+export type SessionEmitted = { account_id: string | null; project_id: string | null } & (
+  | {
+      type: 'session.started';
+      seq: number;
+      connector_id: string;
+      environment: string;
+      variant_id: string | null;
+      streaming: boolean;
+      platform: string;
+      user_agent: string;
+      created_at: number;
+    }
+  | { type: 'session.join_requested'; seq: number; custom: Custom }
+  | { type: 'session.heartbeat'; seq: number; custom: Custom }
+  | { type: 'session.user_message'; seq: number; text: string; custom: Custom }
+  | { type: 'session.user_ended'; seq: number; custom: Custom }
+  | { type: 'session.typing'; state: string }
+  | { type: 'session.language_changed'; seq: number; language: string; custom: Custom }
+  | { type: 'session.agent_joined'; seq: number; agent_name: string; agent_avatar_url: string; custom: Custom }
+  | { type: 'session.thinking'; custom: Custom }
+  | { type: 'session.agent_message'; seq: number; parts: number; streamed: boolean; text: string; suggestions: string[]; custom: Custom }
+  | { type: 'session.failure'; reason: SessionFailure; custom: Custom }
+  | { type: 'session.handoff_triggered'; seq: number; destination: string; reason: string; mode: 'server' | 'client' | 'failed'; at: number }
+  | { type: 'session.agent_left'; seq: number }
+  | { type: 'session.handoff_accepted'; seq: number }
+  | { type: 'session.client_handoff_required'; seq: number; reason: string; destination: string }
+  | { type: 'session.handoff_failed'; seq: number }
+  | { type: 'session.queue_status'; seq: number; destination: string; position: number | null }
+  | { type: 'session.handoff_timeout'; seq: number }
+  | { type: 'session.live_agent_joined'; seq: number; agent: LiveAgent }
+  | { type: 'session.live_agent_typing'; agent_id: string; state: string }
+  | { type: 'session.live_agent_message'; seq: number; agent_id: string; text: string }
+  | { type: 'session.live_agent_left'; seq: number }
+  | { type: 'session.ended'; seq: number; reason: string; at: number; custom: Custom }
+  | { type: 'session.refused'; reason: Refusal }
+  | { type: 'session.duplicate'; of: number }
+);
 
 /** A user message waiting for the agent. */
 interface PendingMessage {
   text: string;
-  custom: Record<string, unknown> | null;
+  custom: Custom;
   at: number;
   /** Idempotency key of the conversation ask (stable across restarts). */
   askId: string;
@@ -93,11 +142,8 @@ interface PendingMessage {
 export interface SessionContext {
   id: string;
   info: SessionInfo | null;
-  n: number;
+  /** The next position in the session's sequence. */
   nextSeq: number;
-  outbox: OutEvent[];
-  /** `n` when the previous external event arrived: outbox entries up to it are flushed. */
-  mark: number;
   /**
    * Open connections: id → gateway and the time it stops counting unless its gateway is alive (gateways
    * keep a heartbeat, and CONNECT carries the live ones).
@@ -105,23 +151,19 @@ export interface SessionContext {
   connections: Record<string, { gateway: string; until: number }>;
   /** Recent client_event_ids with the sequence of their echo, oldest first. */
   seen: Array<[string, number]>;
-  joined: boolean;
   joinFailed: boolean;
-  joinCustom: Record<string, unknown> | null;
+  joinCustom: Custom;
   joinAt: number | null;
   language: string;
   queue: PendingMessage[];
   current: PendingMessage | null;
   handoff: { destination: string; reason: string; mode: string; queuePosition: number | null; queuedAt: number | null } | null;
   liveAgent: LiveAgent | null;
-  userTyping: string;
   idleDeadline: number;
   handoffDeadline: number | null;
   /** When the place in the live-agent queue is looked at next. */
   queueCheckAt: number | null;
-  endReason: string | null;
   endedAt: number | null;
-  reply: SessionReply | null;
 }
 
 /**
@@ -142,7 +184,7 @@ export type SessionEvent =
       text?: string;
       typing?: string;
       language?: string;
-      custom: Record<string, unknown> | null;
+      custom: Custom;
       clientEventId: string | null;
       at: number;
     }
@@ -172,97 +214,65 @@ export interface CloseInput {
   sessionId: string;
   askId: string;
   at: number;
+  /** Whether the agent was ever asked to join (only then is there a conversation to close). */
+  started: boolean;
 }
-
-/** Capabilities announced in SESSION_START (addendum). */
-export const MAX_MESSAGE_BYTES = 131_072;
-export const capabilities = (streaming: boolean) => ({
-  streaming,
-  max_message_size_bytes: MAX_MESSAGE_BYTES,
-  max_reconnect_attempts: 5,
-  heartbeat_interval_seconds: 30,
-});
 
 /** How many client_event_ids a session remembers for de-duplication. */
 export const REMEMBERED_CLIENT_EVENTS = 100;
-/** Streamed replies are cut into at most this many chunks. */
+/** A streamed reply is sent in at most this many parts. */
 export const MAX_CHUNKS = 32;
 
-/** The messages of contract 7.4 that the session itself raises. */
-export const SESSION_ERRORS = {
-  overload: 'Our system is experiencing high load. Please try again in a moment.',
-  start: "Sorry, I'm unable to start a conversation right now. Please try again later.",
-  respond: "Sorry, I'm having trouble responding right now. Please try again.",
-  stream: 'Sorry, I encountered an error. Please try again.',
-  sessionNotFound: 'Error: Session not found',
-  conversationNotFound: 'Error: Conversation not found',
-  conversationIdNotFound: 'Error: Conversation ID not found in session',
-  handoffConnect: 'Sorry, we could not connect you to an agent. Please try again.',
-  forward: 'Failed to forward message to live agent',
-  handoffInit: 'Sorry, handoff could not be initiated.',
-} as const;
-
-/** Event types that never come from a client (answered with "Event type not allowed"). */
-export const SERVER_EVENT_TYPES = [
-  'SESSION_START', 'EVENT_BATCH', 'SERVICE_AGENT_JOINED', 'SERVICE_AGENT_THINKING', 'SERVICE_AGENT_MESSAGE',
-  'SERVICE_AGENT_MESSAGE_CHUNK', 'SERVICE_AGENT_LEFT', 'SERVICE_AGENT_TRIGGERED_HANDOFF', 'HANDOFF_ACCEPTED',
-  'HANDOFF_FAILED', 'HANDOFF_TIMEOUT', 'HANDOFF_QUEUE_STATUS', 'CLIENT_HANDOFF_REQUIRED', 'LIVE_AGENT_JOINED',
-  'LIVE_AGENT_TYPING', 'LIVE_AGENT_MESSAGE', 'LIVE_AGENT_LEFT', 'LANGUAGE_CHANGED', 'SYSTEM_MESSAGE', 'SESSION_END',
-] as const;
-
-type Draft = Omit<OutEvent, 'n' | 'seq' | 'at'> & { journaled: boolean };
-
-/** Appends events to the outbox, numbering them and giving journaled ones the next sequences. */
-function emit(c: SessionContext, at: number, drafts: Draft[]): Pick<SessionContext, 'n' | 'nextSeq' | 'outbox'> {
-  let { n, nextSeq } = c;
-  const out = [...c.outbox];
-  for (const d of drafts) {
-    n++;
-    out.push({ n, seq: d.journaled ? nextSeq++ : null, type: d.type, payload: d.payload, at, custom: d.custom });
-  }
-  return { n, nextSeq, outbox: out };
+/**
+ * How many parts a streamed reply of `text` is sent in: one per word, at most MAX_CHUNKS (one for a text
+ * without words). Each part takes a position in the session's sequence, so the machine reserves them.
+ */
+export function streamedParts(text: string): number {
+  let words = 0;
+  for (const _ of text.matchAll(/\S+/g)) if (++words >= MAX_CHUNKS) break;
+  return Math.max(1, words);
 }
 
-const ev = (type: string, payload: Record<string, unknown> = {}, custom: Record<string, unknown> | null = null, journaled = true): Draft => ({
-  type,
-  payload,
-  custom,
-  journaled,
-});
-const system = (level: 'INFO' | 'WARNING' | 'ERROR', message: string, custom: Record<string, unknown> | null = null) =>
-  ev('SYSTEM_MESSAGE', { level: `SYSTEM_MESSAGE_LEVEL_${level}`, message }, custom, false);
+/** What a step emits before `seq`, `account_id` and `project_id` are filled in. */
+type Draft = { type: string; journaled?: boolean; parts?: number; [k: string]: unknown };
+/** What a step does: context changes and events, in order. */
+type Step = { set?: Partial<SessionContext>; out?: Draft[] };
 
-/** Cuts a reply into chunks of whole words (with their trailing spaces), at most MAX_CHUNKS. */
-export function chunkText(text: string): string[] {
-  const words = text.match(/\S+\s*/g) ?? [];
-  if (!words.length) return [text];
-  const per = Math.max(1, Math.ceil(words.length / MAX_CHUNKS));
-  const chunks: string[] = [];
-  for (let i = 0; i < words.length; i += per) chunks.push(words.slice(i, i + per).join(''));
-  // Leading spaces belong to the first chunk so that the chunks concatenate to the text exactly.
-  const lead = /^\s*/.exec(text)![0];
-  chunks[0] = lead + chunks[0];
-  return chunks;
+const j = (type: string, fields: Record<string, unknown> = {}): Draft => ({ type, journaled: true, ...fields });
+const transient = (type: string, fields: Record<string, unknown> = {}): Draft => ({ type, journaled: false, ...fields });
+const refused = (reason: Refusal): Step => ({ out: [transient('session.refused', { reason })] });
+
+/**
+ * Applies a step: journaled events get the next positions of the sequence (an agent message as many as its
+ * parts), every event the session's account and project.
+ */
+function apply(context: SessionContext, s: Step): { set: Partial<SessionContext>; emitted: SessionEmitted[] } {
+  let nextSeq = s.set?.nextSeq ?? context.nextSeq;
+  const info = s.set?.info ?? context.info;
+  const emitted = (s.out ?? []).map(({ journaled, ...d }) => {
+    const e = { ...d, account_id: info?.accountId ?? null, project_id: info?.projectId ?? null } as Record<string, unknown>;
+    if (journaled) {
+      e.seq = nextSeq;
+      nextSeq += typeof d.parts === 'number' ? d.parts : 1;
+    }
+    return e as SessionEmitted;
+  });
+  return { set: { ...s.set, nextSeq }, emitted };
 }
 
-/** The agent's reply as one message or, on streaming sessions, as chunks sharing one message_id. */
-function agentMessage(c: SessionContext, r: AgentReply, custom: Record<string, unknown> | null, type = 'SERVICE_AGENT'): Draft[] {
-  const messageId = `msg_${c.id}_${c.n + 1}`;
-  const base = { message_id: messageId, attachments: [], response_suggestions: r.suggestions.map((s) => ({ message_text: s })) };
-  if (!c.info!.streaming) return [ev(`${type}_MESSAGE`, { ...base, text: r.text }, custom)];
-  const parts = chunkText(r.text);
-  return parts.map((text, i) =>
-    ev(`${type}_MESSAGE_CHUNK`, {
-      message_id: messageId,
-      text,
-      // Suggestions become known with the whole reply: they ride on the last chunk.
-      attachments: [],
-      response_suggestions: i === parts.length - 1 ? base.response_suggestions : [],
-      chunk_index: i + 1,
-      is_complete: i === parts.length - 1,
-    }, custom),
-  );
-}
+/** An action from a step function: one assign, then the step's events. */
+const step = <P = undefined>(f: (context: SessionContext, event: any, params: P) => Step) =>
+  enqueueActions(({ context, event, enqueue }, params: P) => {
+    const { set, emitted } = apply(context as SessionContext, f(context as SessionContext, event, params));
+    enqueue.assign(set);
+    for (const e of emitted) enqueue.emit(e as never);
+  }) as any; // typed by `setup` where it is used (the generic action type does not narrow to this machine's)
+
+/** The agent's reply as one message (streamed: in parts sharing one message). */
+const agentMessage = (c: SessionContext, text: string, suggestions: string[], custom: Custom): Draft => {
+  const streamed = c.info!.streaming;
+  return j('session.agent_message', { parts: streamed ? streamedParts(text) : 1, streamed, text, suggestions, custom });
+};
 
 const CLIENT_HANDOFF_REASONS = ['COMPLEX_QUERY', 'AGENT_DECISION', 'POLICY'];
 const clientHandoffReason = (reason: string) => {
@@ -275,10 +285,19 @@ const clientHandoffReason = (reason: string) => {
  * parallel state both regions would otherwise select a transition for the same event.
  */
 const deskRefused = {
-  DESK_ACCEPT: { actions: { type: 'deskRefuse', params: 'not_waiting' } },
-  DESK_TYPING: { actions: { type: 'deskRefuse', params: 'not_live' } },
-  DESK_MESSAGE: { actions: { type: 'deskRefuse', params: 'not_live' } },
-  DESK_LEAVE: { actions: { type: 'deskRefuse', params: 'not_live' } },
+  DESK_ACCEPT: { actions: { type: 'refuse', params: 'not_waiting' } },
+  DESK_TYPING: { actions: { type: 'refuse', params: 'not_live' } },
+  DESK_MESSAGE: { actions: { type: 'refuse', params: 'not_live' } },
+  DESK_LEAVE: { actions: { type: 'refuse', params: 'not_live' } },
+} as const;
+
+/** What a session that is over (or not yet created) answers. */
+const closedRefusals = {
+  CONNECT: { actions: { type: 'refuse', params: 'not_found' } },
+  CLIENT: { actions: { type: 'refuse', params: 'session_not_found' } },
+  CREATE: { actions: { type: 'refuse', params: 'exists' } },
+  AGENT_PUSH: { actions: { type: 'refuse', params: 'not_found' } },
+  ...deskRefused,
 } as const;
 
 const notProvided = () => {
@@ -290,25 +309,26 @@ const isClient = (kind: ClientKind) => ({ event }: Ctx) => event.type === 'CLIEN
 const duplicate = ({ context, event }: Ctx) => event.clientEventId != null && context.seen.some(([id]) => id === event.clientEventId);
 const freshClient = (kind: ClientKind) => (a: Ctx) => isClient(kind)(a) && !duplicate(a);
 
-/** Trims the outbox to what arrived since the previous external event, and notes this one's start. */
-const trimmed = (c: SessionContext) => ({ outbox: c.outbox.filter((e) => e.n > c.mark), mark: c.n });
-
-/** Bookkeeping of every external event: outbox trimmed, reply cleared. */
-const external = (c: SessionContext, reply: SessionReply = { ok: true }) => ({ ...trimmed(c), reply });
-
-/** A client event's echo (journaled), remembering its client_event_id. */
-const echo = (c: SessionContext, e: any, type: string, payload: Record<string, unknown> = {}) => {
-  const base = { ...c, ...external(c) };
-  const out = emit(base, e.at, [ev(type, payload, e.custom)]);
-  const seen = e.clientEventId ? [...c.seen, [e.clientEventId, out.nextSeq - 1] as [string, number]].slice(-REMEMBERED_CLIENT_EVENTS) : c.seen;
-  return { ...external(c), ...out, seen, idleDeadline: e.at + c.info!.idleMs };
+/** A client event's echo (journaled), remembering its client_event_id; activity moves the idle deadline. */
+const echo = (c: SessionContext, e: any, type: string, fields: Record<string, unknown> = {}): Step => {
+  const seq = c.nextSeq;
+  const seen = e.clientEventId ? [...c.seen, [e.clientEventId, seq] as [string, number]].slice(-REMEMBERED_CLIENT_EVENTS) : c.seen;
+  return { set: { seen, idleDeadline: e.at + c.info!.idleMs }, out: [j(type, { ...fields, custom: e.custom })] };
 };
 
-/** Refuses a client event with an error the gateway sends to that socket only. */
-const refuseClient = (message: string) => ({ type: 'refuse', params: message }) as const;
+/** Steps one after the other in one action (their journaled events take consecutive positions). */
+const seqSteps = (...steps: Step[]): Step => ({
+  set: Object.assign({}, ...steps.map((s) => s.set ?? {})),
+  out: steps.flatMap((s) => s.out ?? []),
+});
+
+const ended = (reason: string, at: number, custom: Custom = null): Step => ({
+  set: { endedAt: at },
+  out: [j('session.ended', { reason, at, custom })],
+});
 
 export const sessionMachine = setup({
-  types: {} as { context: SessionContext; events: SessionEvent; input: { id: string } },
+  types: {} as { context: SessionContext; events: SessionEvent; input: { id: string }; emitted: SessionEmitted },
   actors: {
     startAgent: fromPromise<AgentReply, StartAgentInput>(notProvided),
     converse: fromPromise<AgentReply, ConverseInput>(notProvided),
@@ -340,173 +360,138 @@ export const sessionMachine = setup({
     },
   },
   actions: {
-    refuse: assign(({ context }, message: string) => external(context, { ok: false, error: 'not_found', message })),
-    deskRefuse: assign(({ context }, error: 'not_waiting' | 'not_live') => external(context, { ok: false, error })),
-    replyDuplicate: assign(({ context, event }) => {
-      const seq = context.seen.find(([id]) => id === (event as any).clientEventId)![1];
-      return external(context, { ok: true, duplicateOf: seq });
+    refuse: step<Refusal>((_c, _e, reason) => refused(reason)),
+    replyDuplicate: step((c, e) => ({ out: [transient('session.duplicate', { of: c.seen.find(([id]) => id === e.clientEventId)![1] })] })),
+    echoHeartbeat: step((c, e) => echo(c, e, 'session.heartbeat')),
+    echoJoin: step((c, e) => echo(c, e, 'session.join_requested')),
+    typing: step((c, e) => ({ set: { idleDeadline: e.at + c.info!.idleMs }, out: [transient('session.typing', { state: e.typing ?? '' })] })),
+    endByUser: step((c, e) => seqSteps(echo(c, e, 'session.user_ended'), ended('REASON_USER_END', e.at, e.custom))),
+    /** A user message: echoed, and the language switched when it names a new one. */
+    acceptMessage: step((c, e) => {
+      const language = e.language && e.language !== c.language ? e.language : null;
+      const askId = `${c.id}:m${c.nextSeq}`;
+      return seqSteps(
+        echo(c, e, 'session.user_message', { text: e.text }),
+        language ? { set: { language }, out: [j('session.language_changed', { language, custom: e.custom })] } : {},
+        { set: { queue: [...c.queue, { text: e.text, custom: e.custom, at: e.at, askId }] } },
+      );
     }),
-    echoHeartbeat: assign(({ context, event }) => echo(context, event, 'HEARTBEAT')),
-    typing: assign(({ context, event }) => ({
-      ...external(context),
-      userTyping: (event as any).typing ?? '',
-      idleDeadline: (event as any).at + context.info!.idleMs,
-    })),
-    endByUser: assign(({ context, event }) => {
-      const e = event as any;
-      const echoed = echo(context, e, 'USER_END_SESSION');
-      const after = { ...context, ...echoed };
-      return { ...echoed, ...emit(after, e.at, [ev('SESSION_END', { reason: 'REASON_USER_END' }, e.custom)]), endReason: 'REASON_USER_END', endedAt: e.at };
+    /** A user message while a live agent has (or will have) the session: journaled for them. */
+    forwardMessage: step((c, e) => echo(c, e, 'session.user_message', { text: e.text })),
+    takeNext: step((c) => {
+      const [next, ...rest] = c.queue;
+      return { set: { current: next, queue: rest }, out: [transient('session.thinking', { custom: next.custom })] };
     }),
-    /** A user message: echoed with its message_id, and the language switched when it names a new one. */
-    acceptMessage: assign(({ context, event }) => {
-      const e = event as any;
-      const echoed = echo(context, e, 'USER_MESSAGE', { text: e.text, message_id: `msg_${context.id}_${context.n + 1}` });
-      const language = e.language && e.language !== context.language ? e.language : null;
-      const after = { ...context, ...echoed };
-      const switched = language ? emit(after, e.at, [ev('LANGUAGE_CHANGED', { language_code: language }, e.custom)]) : {};
-      const askId = `${context.id}:m${context.n + 1}`;
-      return { ...echoed, ...switched, language: language ?? context.language, queue: [...context.queue, { text: e.text, custom: e.custom, at: e.at, askId }] };
-    }),
-    takeNext: assign(({ context }) => {
-      const [next, ...rest] = context.queue;
-      return { current: next, queue: rest, ...emit(context, next.at, [ev('SERVICE_AGENT_THINKING', {}, next.custom, false)]) };
-    }),
-    answer: assign(({ context, event }) => {
-      const r = (event as any).output as AgentReply;
-      const custom = context.current?.custom ?? null;
-      return { ...emit(context, r.at, agentMessage(context, r, custom)), current: null, idleDeadline: Math.max(context.idleDeadline, r.at + context.info!.idleMs) };
-    }),
-    agentFailure: assign(({ context, event }) => {
-      const r = (event as any).output as AgentReply;
-      return { ...emit(context, r.at, [system('ERROR', SESSION_ERRORS[r.failure!], context.current?.custom ?? null)]), current: null };
-    }),
-    joined: assign(({ context, event }) => {
-      const r = (event as any).output as AgentReply;
-      const custom = context.joinCustom;
-      const events = [
-        ev('SERVICE_AGENT_JOINED', { agent_name: r.agentName, agent_avatar_url: r.agentAvatarUrl }, custom),
-        ev('SERVICE_AGENT_THINKING', {}, custom, false),
-      ];
-      const after = { ...context, ...emit(context, r.at, events) };
-      return { ...after, ...emit(after, r.at, agentMessage(after, r, custom)), joined: true, joinFailed: false };
-    }),
-    joinFailure: assign(({ context, event }) => {
-      const r = (event as any).output as AgentReply;
-      return { ...emit(context, r.at, [system('ERROR', SESSION_ERRORS[r.failure === 'overload' ? 'overload' : 'start'], context.joinCustom)]), joinFailed: true };
-    }),
-    naturalEnd: assign(({ context, event }) => {
-      const at = (event as any).output ?? (event as any).at ?? Date.now();
-      const t = typeof at === 'number' ? at : (at as AgentReply).at;
-      return { ...emit(context, t, [ev('SESSION_END', { reason: 'REASON_NATURAL_END' })]), endReason: 'REASON_NATURAL_END', endedAt: t };
-    }),
-    abandoned: assign(({ context, event }) => {
-      const at = (event as any).output as number;
-      return { ...emit(context, at, [ev('SESSION_END', { reason: 'REASON_USER_ABANDONED' })]), endReason: 'REASON_USER_ABANDONED', endedAt: at };
-    }),
-    handoffServer: assign(({ context, event }) => {
-      const r = (event as any).output as AgentReply;
-      const h = r.handoff!;
-      const queue = { queue_name: h.destination, ...(r.queuePosition !== null ? { position_in_queue: r.queuePosition } : {}) };
+    answer: step((c, e) => {
+      const r = e.output as AgentReply;
       return {
-        ...emit(context, r.at, [
-          ev('SERVICE_AGENT_TRIGGERED_HANDOFF'),
-          ev('SERVICE_AGENT_LEFT'),
-          ev('HANDOFF_ACCEPTED'),
-          ev('HANDOFF_QUEUE_STATUS', queue),
-        ]),
-        handoff: { ...h, mode: 'server', queuePosition: r.queuePosition, queuedAt: r.at },
-        handoffDeadline: r.at + context.info!.handoffTimeoutMs,
-        queueCheckAt: r.at + context.info!.queueStatusMs,
+        set: { current: null, idleDeadline: Math.max(c.idleDeadline, r.at + c.info!.idleMs) },
+        out: [agentMessage(c, r.text, r.suggestions, c.current?.custom ?? null)],
       };
     }),
-    handoffClient: assign(({ context, event }) => {
-      const r = (event as any).output as AgentReply;
+    agentFailure: step((c, e) => {
+      const r = e.output as AgentReply;
+      return { set: { current: null }, out: [transient('session.failure', { reason: r.failure, custom: c.current?.custom ?? null })] };
+    }),
+    turnError: step((c) => ({ set: { current: null }, out: [transient('session.failure', { reason: 'respond', custom: c.current?.custom ?? null })] })),
+    joined: step((c, e) => {
+      const r = e.output as AgentReply;
+      const custom = c.joinCustom;
+      return {
+        set: { joinFailed: false },
+        out: [
+          j('session.agent_joined', { agent_name: r.agentName, agent_avatar_url: r.agentAvatarUrl, custom }),
+          transient('session.thinking', { custom }),
+          agentMessage(c, r.text, r.suggestions, custom),
+        ],
+      };
+    }),
+    joinFailure: step((c, e) => {
+      const r = e.output as AgentReply;
+      return { set: { joinFailed: true }, out: [transient('session.failure', { reason: r.failure === 'overload' ? 'overload' : 'start', custom: c.joinCustom })] };
+    }),
+    joinError: step((c) => ({ set: { joinFailed: true }, out: [transient('session.failure', { reason: 'start', custom: c.joinCustom })] })),
+    naturalEnd: step((_c, e) => {
+      const at = typeof e.output === 'object' && e.output !== null ? (e.output as AgentReply).at : (e.at as number);
+      return ended('REASON_NATURAL_END', at);
+    }),
+    abandoned: step((_c, e) => ended('REASON_USER_ABANDONED', e.output as number)),
+    handoffServer: step((c, e) => {
+      const r = e.output as AgentReply;
       const h = r.handoff!;
       return {
-        ...emit(context, r.at, [
-          ev('SERVICE_AGENT_TRIGGERED_HANDOFF'),
-          ev('CLIENT_HANDOFF_REQUIRED', { reason: clientHandoffReason(h.reason), queue_name: h.destination }),
-          ev('SERVICE_AGENT_LEFT'),
-        ]),
-        handoff: { ...h, mode: 'client', queuePosition: null, queuedAt: null },
+        set: {
+          handoff: { ...h, mode: 'server', queuePosition: r.queuePosition, queuedAt: r.at },
+          handoffDeadline: r.at + c.info!.handoffTimeoutMs,
+          queueCheckAt: r.at + c.info!.queueStatusMs,
+        },
+        out: [
+          j('session.handoff_triggered', { destination: h.destination, reason: h.reason, mode: 'server', at: r.at }),
+          j('session.agent_left'),
+          j('session.handoff_accepted'),
+          j('session.queue_status', { destination: h.destination, position: r.queuePosition }),
+        ],
       };
     }),
-    handoffFailed: assign(({ context, event }) => {
-      const r = (event as any).output as AgentReply;
+    handoffClient: step((_c, e) => {
+      const r = e.output as AgentReply;
+      const h = r.handoff!;
       return {
-        ...emit(context, r.at, [ev('SERVICE_AGENT_TRIGGERED_HANDOFF'), ev('HANDOFF_FAILED'), system('ERROR', SESSION_ERRORS.handoffConnect)]),
-        handoff: { ...r.handoff!, mode: 'failed', queuePosition: null, queuedAt: null },
+        set: { handoff: { ...h, mode: 'client', queuePosition: null, queuedAt: null } },
+        out: [
+          j('session.handoff_triggered', { destination: h.destination, reason: h.reason, mode: 'client', at: r.at }),
+          j('session.client_handoff_required', { reason: clientHandoffReason(h.reason), destination: h.destination }),
+          j('session.agent_left'),
+        ],
       };
     }),
-    handoffInvalid: assign(({ context, event }) => {
-      const r = (event as any).output as AgentReply;
+    handoffFailed: step((_c, e) => {
+      const r = e.output as AgentReply;
       return {
-        ...emit(context, r.at, [ev('SERVICE_AGENT_TRIGGERED_HANDOFF'), ev('HANDOFF_FAILED'), system('ERROR', SESSION_ERRORS.handoffInit)]),
-        handoff: { ...r.handoff!, mode: 'failed', queuePosition: null, queuedAt: null },
+        set: { handoff: { ...r.handoff!, mode: 'failed', queuePosition: null, queuedAt: null } },
+        out: [
+          j('session.handoff_triggered', { destination: r.handoff!.destination, reason: r.handoff!.reason, mode: 'failed', at: r.at }),
+          j('session.handoff_failed'),
+          transient('session.failure', { reason: r.handoffMode === 'invalid' ? 'handoff_init' : 'handoff_connect', custom: null }),
+        ],
       };
     }),
-    handoffTimeout: assign(({ context, event }) => {
-      const at = (event as any).output as number;
-      const after = { ...context, ...emit(context, at, [ev('HANDOFF_TIMEOUT')]) };
-      return { ...after, ...emit(after, at, [ev('SESSION_END', { reason: 'REASON_NATURAL_END' })]), endReason: 'REASON_NATURAL_END', endedAt: at };
+    handoffTimeout: step((_c, e) => {
+      const at = e.output as number;
+      return seqSteps({ out: [j('session.handoff_timeout')] }, ended('REASON_NATURAL_END', at));
     }),
     /** A new place in the queue is announced; the same one is not repeated. */
-    queueStatus: assign(({ context, event }) => {
-      const { at, position } = (event as any).output as { at: number; position: number };
-      const h = context.handoff!;
-      const next = { queueCheckAt: at + context.info!.queueStatusMs };
-      if (position === h.queuePosition) return next;
-      return {
-        ...next,
-        ...emit(context, at, [ev('HANDOFF_QUEUE_STATUS', { queue_name: h.destination, position_in_queue: position })]),
-        handoff: { ...h, queuePosition: position },
-      };
+    queueStatus: step((c, e) => {
+      const { at, position } = e.output as { at: number; position: number };
+      const h = c.handoff!;
+      const next = { queueCheckAt: at + c.info!.queueStatusMs };
+      if (position === h.queuePosition) return { set: next };
+      return { set: { ...next, handoff: { ...h, queuePosition: position } }, out: [j('session.queue_status', { destination: h.destination, position })] };
     }),
     /** What the agent said outside a turn (an external event's function), as an agent message. */
-    agentPush: assign(({ context, event }) => {
-      const e = event as Extract<SessionEvent, { type: 'AGENT_PUSH' }>;
-      const base = { ...context, ...trimmed(context) };
-      const reply: AgentReply = {
-        at: e.at, failure: null, text: e.text, suggestions: [], end: e.end, handoff: null, handoffMode: 'server', queuePosition: null, agentName: '', agentAvatarUrl: '',
-      };
-      const said = e.text === '' ? {} : emit(base, e.at, agentMessage(base, reply, null));
-      return { ...external(context), ...said, idleDeadline: Math.max(context.idleDeadline, e.at + context.info!.idleMs) };
-    }),
-    liveJoined: assign(({ context, event }) => {
-      const e = event as any;
-      return { ...external(context), ...emit({ ...context, ...trimmed(context) }, e.at, [ev('LIVE_AGENT_JOINED', { agent: e.agent })]), liveAgent: e.agent, handoffDeadline: null, idleDeadline: e.at + context.info!.idleMs };
-    }),
-    liveTyping: assign(({ context, event }) => {
-      const e = event as any;
-      return { ...external(context), ...emit({ ...context, ...trimmed(context) }, e.at, [ev('LIVE_AGENT_TYPING', { state: e.state, agent_id: e.agentId }, null, false)]) };
-    }),
-    liveMessage: assign(({ context, event }) => {
-      const e = event as any;
-      const base = { ...context, ...trimmed(context) };
-      const messageId = `msg_${context.id}_${base.n + 1}`;
-      const payload = { message_id: messageId, text: e.text, attachments: [], response_suggestions: [], agent_id: e.agentId };
-      return { ...external(context), ...emit(base, e.at, [ev('LIVE_AGENT_MESSAGE', payload)]), idleDeadline: e.at + context.info!.idleMs };
-    }),
-    liveLeft: assign(({ context, event }) => {
-      const e = event as any;
-      const base = { ...context, ...trimmed(context) };
-      const after = { ...base, ...emit(base, e.at, [ev('LIVE_AGENT_LEFT')]) };
-      return { ...external(context), ...emit(after, e.at, [ev('SESSION_END', { reason: 'REASON_NATURAL_END' })]), endReason: 'REASON_NATURAL_END', endedAt: e.at };
-    }),
+    agentPush: step((c, e) => ({
+      set: { idleDeadline: Math.max(c.idleDeadline, e.at + c.info!.idleMs) },
+      out: e.text === '' ? [] : [agentMessage(c, e.text, [], null)],
+    })),
+    liveJoined: step((c, e) => ({
+      set: { liveAgent: e.agent, handoffDeadline: null, idleDeadline: e.at + c.info!.idleMs },
+      out: [j('session.live_agent_joined', { agent: e.agent })],
+    })),
+    liveTyping: step((_c, e) => ({ out: [transient('session.live_agent_typing', { agent_id: e.agentId, state: e.state })] })),
+    liveMessage: step((c, e) => ({
+      set: { idleDeadline: e.at + c.info!.idleMs },
+      out: [j('session.live_agent_message', { agent_id: e.agentId, text: e.text })],
+    })),
+    liveLeft: step((_c, e) => seqSteps({ out: [j('session.live_agent_left')] }, ended('REASON_NATURAL_END', e.at))),
   },
 }).createMachine({
   id: 'session',
   context: ({ input }) => ({
     id: input.id,
     info: null,
-    n: 0,
     nextSeq: 1,
-    outbox: [],
-    mark: 0,
     connections: {},
     seen: [],
-    joined: false,
     joinFailed: false,
     joinCustom: null,
     joinAt: null,
@@ -515,13 +500,10 @@ export const sessionMachine = setup({
     current: null,
     handoff: null,
     liveAgent: null,
-    userTyping: '',
     idleDeadline: 0,
     handoffDeadline: null,
     queueCheckAt: null,
-    endReason: null,
     endedAt: null,
-    reply: null,
   }),
   initial: 'new',
   // Connections come and go in every state after creation.
@@ -529,37 +511,44 @@ export const sessionMachine = setup({
     DISCONNECT: {
       actions: assign(({ context, event }) => {
         const { [event.connectionId]: _gone, ...rest } = context.connections;
-        return { ...external(context), connections: rest };
+        return { connections: rest };
       }),
     },
   },
   states: {
     new: {
       on: {
+        ...closedRefusals,
         CREATE: {
           target: 'active',
-          actions: assign(({ context, event }) => {
-            const info = event.info;
-            const base = { ...context, info, ...external(context) };
-            return { ...base, ...emit(base, info.createdAt, [ev('SESSION_START', { capabilities: capabilities(info.streaming) })]), idleDeadline: info.createdAt + info.idleMs };
+          actions: step((_c, e) => {
+            const info = e.info as SessionInfo;
+            return {
+              set: { info, idleDeadline: info.createdAt + info.idleMs },
+              out: [
+                j('session.started', {
+                  connector_id: info.connectorId,
+                  environment: info.environment,
+                  variant_id: info.variantId,
+                  streaming: info.streaming,
+                  platform: info.platform,
+                  user_agent: info.userAgent,
+                  created_at: info.createdAt,
+                }),
+              ],
+            };
           }),
         },
-        CONNECT: { actions: assign(({ context }) => external(context, { ok: false, error: 'not_found' })) },
-        CLIENT: { actions: refuseClient(SESSION_ERRORS.sessionNotFound) },
-        ...deskRefused,
-        DISCONNECT: { actions: assign(({ context }) => external(context)) },
-        AGENT_PUSH: { actions: assign(({ context }) => external(context, { ok: false, error: 'not_found' })) },
       },
     },
     active: {
       type: 'parallel',
       on: {
-        CREATE: { actions: assign(({ context }) => external(context, { ok: false, error: 'exists' })) },
+        CREATE: { actions: { type: 'refuse', params: 'exists' } },
         CONNECT: [
           {
             guard: 'connectionAllowed',
             actions: assign(({ context, event }) => ({
-              ...external(context),
               connections: {
                 ...Object.fromEntries(Object.entries(context.connections).filter(([, c]) => counts(c, event))),
                 [event.connectionId]: { gateway: event.gateway, until: event.at + context.info!.connectionTtlMs },
@@ -567,7 +556,7 @@ export const sessionMachine = setup({
               idleDeadline: Math.max(context.idleDeadline, event.at + context.info!.idleMs),
             })),
           },
-          { actions: assign(({ context }) => external(context, { ok: false, error: 'limit' })) },
+          { actions: { type: 'refuse', params: 'limit' } },
         ],
       },
       states: {
@@ -599,8 +588,8 @@ export const sessionMachine = setup({
               { guard: 'isHeartbeat', actions: 'echoHeartbeat' },
               { guard: 'isTyping', actions: 'typing' },
               // A join after the agent joined (or while it joins): echoed, nothing more.
-              { guard: 'isJoin', actions: assign(({ context, event }) => echo(context, event, 'REQUEST_SERVICE_AGENT_JOIN')) },
-              { guard: 'isMessage', actions: refuseClient(SESSION_ERRORS.forward) },
+              { guard: 'isJoin', actions: 'echoJoin' },
+              { guard: 'isMessage', actions: { type: 'refuse', params: 'forward' } },
             ],
             AGENT_PUSH: [
               { guard: ({ event }) => event.end, target: '#session.ending', actions: ['agentPush', 'naturalEnd'] },
@@ -614,10 +603,10 @@ export const sessionMachine = setup({
                   {
                     guard: 'isJoin',
                     target: 'joining',
-                    actions: assign(({ context, event }) => ({ ...echo(context, event, 'REQUEST_SERVICE_AGENT_JOIN'), joinCustom: event.custom, joinAt: event.at })),
+                    actions: ['echoJoin', assign(({ event }) => ({ joinCustom: event.custom, joinAt: event.at }))],
                   },
-                  { guard: ({ context, event }) => freshClient('MESSAGE')({ context, event }) && context.joinFailed, actions: refuseClient(SESSION_ERRORS.conversationIdNotFound) },
-                  { guard: 'isMessage', actions: refuseClient(SESSION_ERRORS.conversationNotFound) },
+                  { guard: ({ context, event }) => freshClient('MESSAGE')({ context, event }) && context.joinFailed, actions: { type: 'refuse', params: 'conversation_id_not_found' } },
+                  { guard: 'isMessage', actions: { type: 'refuse', params: 'conversation_not_found' } },
                 ],
               },
             },
@@ -630,11 +619,11 @@ export const sessionMachine = setup({
                   { guard: 'agentFailed', target: 'absent', actions: 'joinFailure' },
                   { target: 'answered', actions: 'joined' },
                 ],
-                onError: { target: 'absent', actions: assign(({ context }) => ({ ...emit(context, Date.now(), [system('ERROR', SESSION_ERRORS.start, context.joinCustom)]), joinFailed: true })) },
+                onError: { target: 'absent', actions: 'joinError' },
               },
               on: { CLIENT: { guard: 'isMessage', actions: 'acceptMessage' } },
             },
-            /** Decides what follows an answer: the end, a handoff, the next queued message, or waiting. */
+            /** Decides what follows an answer: the next queued message, or waiting. */
             answered: {
               always: [{ guard: 'queued', target: 'responding', actions: 'takeNext' }, { target: 'ready' }],
             },
@@ -659,18 +648,16 @@ export const sessionMachine = setup({
                   { guard: 'serverHandoff', target: 'queuedForLive', actions: ['answer', 'handoffServer'] },
                   { guard: 'clientHandoff', target: 'clientHandoff', actions: ['answer', 'handoffClient'] },
                   { guard: 'failedHandoff', target: 'handoffFailed', actions: ['answer', 'handoffFailed'] },
-                  { guard: 'invalidHandoff', target: 'handoffFailed', actions: ['answer', 'handoffInvalid'] },
+                  { guard: 'invalidHandoff', target: 'handoffFailed', actions: ['answer', 'handoffFailed'] },
                   { target: 'answered', actions: 'answer' },
                 ],
-                onError: {
-                  target: 'answered',
-                  actions: assign(({ context }) => ({ ...emit(context, Date.now(), [system('ERROR', SESSION_ERRORS.respond, context.current?.custom ?? null)]), current: null })),
-                },
+                onError: { target: 'answered', actions: 'turnError' },
               },
               on: { CLIENT: { guard: 'isMessage', actions: 'acceptMessage' } },
             },
             /** Server-managed handoff: waiting on the live-agent desk. Messages are journaled for the agent who accepts. */
             queuedForLive: {
+              tags: ['waiting'],
               invoke: {
                 id: 'handoffTimer',
                 src: 'sleepUntil',
@@ -688,22 +675,24 @@ export const sessionMachine = setup({
                     src: 'queuePosition',
                     input: ({ context }) => ({ sessionId: context.id, accountId: context.info!.accountId, queuedAt: context.handoff!.queuedAt! }),
                     onDone: { target: 'waiting', actions: 'queueStatus' },
-                    onError: { target: 'waiting', actions: assign(({ context }) => ({ queueCheckAt: Date.now() + context.info!.queueStatusMs })) },
+                    // No clock here: the next look is one period after the one that failed was due.
+                    onError: { target: 'waiting', actions: assign(({ context }) => ({ queueCheckAt: context.queueCheckAt! + context.info!.queueStatusMs })) },
                   },
                 },
               },
               on: {
-                CLIENT: { guard: 'isMessage', actions: assign(({ context, event }) => ({ ...echo(context, event, 'USER_MESSAGE', { text: event.text, message_id: `msg_${context.id}_${context.n + 1}` }) })) },
+                CLIENT: { guard: 'isMessage', actions: 'forwardMessage' },
                 DESK_ACCEPT: { target: 'live', actions: 'liveJoined' },
               },
             },
             live: {
+              tags: ['live'],
               on: {
-                CLIENT: { guard: 'isMessage', actions: assign(({ context, event }) => ({ ...echo(context, event, 'USER_MESSAGE', { text: event.text, message_id: `msg_${context.id}_${context.n + 1}` }) })) },
-                DESK_ACCEPT: { actions: assign(({ context }) => external(context, { ok: false, error: 'not_waiting' })) },
-                DESK_TYPING: [{ guard: 'isLiveAgent', actions: 'liveTyping' }, { actions: assign(({ context }) => external(context, { ok: false, error: 'not_agent' })) }],
-                DESK_MESSAGE: [{ guard: 'isLiveAgent', actions: 'liveMessage' }, { actions: assign(({ context }) => external(context, { ok: false, error: 'not_agent' })) }],
-                DESK_LEAVE: [{ guard: 'isLiveAgent', target: '#session.ending', actions: 'liveLeft' }, { actions: assign(({ context }) => external(context, { ok: false, error: 'not_agent' })) }],
+                CLIENT: { guard: 'isMessage', actions: 'forwardMessage' },
+                DESK_ACCEPT: { actions: { type: 'refuse', params: 'not_waiting' } },
+                DESK_TYPING: [{ guard: 'isLiveAgent', actions: 'liveTyping' }, { actions: { type: 'refuse', params: 'not_agent' } }],
+                DESK_MESSAGE: [{ guard: 'isLiveAgent', actions: 'liveMessage' }, { actions: { type: 'refuse', params: 'not_agent' } }],
+                DESK_LEAVE: [{ guard: 'isLiveAgent', target: '#session.ending', actions: 'liveLeft' }, { actions: { type: 'refuse', params: 'not_agent' } }],
               },
             },
             /** Client-managed handoff: the client routes the user elsewhere; nothing here forwards messages. */
@@ -714,39 +703,19 @@ export const sessionMachine = setup({
       },
     },
     ending: {
+      tags: ['ended'],
       invoke: {
         id: 'close',
         src: 'closeConversation',
-        input: ({ context }) => ({ sessionId: context.id, askId: `${context.id}:close`, at: context.endedAt ?? Date.now() }),
+        input: ({ context }) => ({ sessionId: context.id, askId: `${context.id}:close`, at: context.endedAt!, started: context.joinAt !== null }),
         onDone: 'ended',
         onError: 'ended',
       },
-      on: {
-        CONNECT: { actions: assign(({ context }) => external(context, { ok: false, error: 'not_found' })) },
-        CLIENT: { actions: refuseClient(SESSION_ERRORS.sessionNotFound) },
-        CREATE: { actions: assign(({ context }) => external(context, { ok: false, error: 'exists' })) },
-        AGENT_PUSH: { actions: assign(({ context }) => external(context, { ok: false, error: 'not_found' })) },
-        ...deskRefused,
-      },
+      on: closedRefusals,
     },
     ended: {
-      on: {
-        CONNECT: { actions: assign(({ context }) => external(context, { ok: false, error: 'not_found' })) },
-        CLIENT: { actions: refuseClient(SESSION_ERRORS.sessionNotFound) },
-        CREATE: { actions: assign(({ context }) => external(context, { ok: false, error: 'exists' })) },
-        AGENT_PUSH: { actions: assign(({ context }) => external(context, { ok: false, error: 'not_found' })) },
-        ...deskRefused,
-      },
+      tags: ['ended'],
+      on: closedRefusals,
     },
   },
 });
-
-/** The session's status as the records and the desk show it. */
-export function sessionStatus(value: unknown): 'active' | 'waiting' | 'live' | 'ended' {
-  if (value === 'ended' || value === 'ending') return 'ended';
-  const region = (value as { active?: { agent?: string | Record<string, unknown> } })?.active?.agent;
-  const agent = typeof region === 'string' ? region : region ? Object.keys(region)[0] : undefined;
-  if (agent === 'queuedForLive') return 'waiting';
-  if (agent === 'live') return 'live';
-  return 'active';
-}

@@ -19,6 +19,17 @@ const EnvSchema = z.object({
   EDGE_PORT: port.default(8080),
   SOCKET_PORT: port.default(8081),
   HOST: z.string().min(1).default('127.0.0.1'),
+  SIP_PORT: port.default(5060),
+  SIP_TLS_PORT: z.union([z.literal('off'), port]).default(5061),
+  SIP_TLS_CERT: z.string().min(1).optional(),
+  SIP_TLS_KEY: z.string().min(1).optional(),
+  SIP_TLS_VERIFY: z.enum(['true', 'false']).default('true'),
+  RTP_PORT_MIN: port.default(10000),
+  RTP_PORT_MAX: port.default(20000),
+  VOICE_SPEECH_LEVEL: z.coerce.number().int().min(1).max(32767).default(600),
+  VOICE_END_SILENCE_MS: z.coerce.number().int().min(100).max(10_000).default(700),
+  VOICE_NO_INPUT_MS: z.coerce.number().int().min(500).max(600_000).default(8000),
+  VOICE_INTER_DIGIT_MS: z.coerce.number().int().min(100).max(60_000).default(1500),
   DATA_DIR: z.string().min(1).default('./data'),
   OPERATOR_TOKEN: z.string().min(16, 'OPERATOR_TOKEN must be at least 16 characters').optional(),
   REGION: z.enum(REGIONS).default('us-1'),
@@ -63,12 +74,12 @@ const EnvSchema = z.object({
   EXTERNAL_EVENT_MAX_BYTES: z.coerce.number().int().min(1024).max(16 * 1024 * 1024).default(256 * 1024),
   EXTERNAL_EVENT_TIMEOUT_MS: z.coerce.number().int().min(1000).max(30 * 86_400_000).default(3_600_000),
   EXTERNAL_EVENT_MAX_TIMEOUT_MS: z.coerce.number().int().min(1000).max(30 * 86_400_000).default(7 * 86_400_000),
+  OUTBOUND_TRUNK_CONCURRENCY: z.coerce.number().int().min(1).max(100_000).default(10),
+  OUTBOUND_QUEUE_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
+  OUTBOUND_RING_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
+  OUTBOUND_STATUS_RETENTION_MS: z.coerce.number().int().min(100).max(7 * 86_400_000).default(2 * 3_600_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
-  PROJECTION_PARTITIONS: z.coerce.number().int().min(1).max(4096).default(16),
-  PROJECTION_BATCH: z.coerce.number().int().min(1).max(100_000).default(1000),
-  PROJECTION_POLL_MS: z.coerce.number().int().min(10).max(600_000).default(1000),
-  PROJECTION_MODULES: z.string().optional(),
   WEBHOOK_RETRY_SCHEDULE_MS: z
     .string()
     .regex(/^\s*\d+(\s*,\s*\d+){0,19}\s*$/, 'WEBHOOK_RETRY_SCHEDULE_MS must be 1 to 20 comma-separated delays in ms')
@@ -83,6 +94,11 @@ const EnvSchema = z.object({
   ALERTS_EVAL_INTERVAL_MS: z.coerce.number().int().min(50).max(86_400_000).default(60_000),
   API_ERRORS_FLUSH_MS: z.coerce.number().int().min(50).max(60_000).default(2000),
   METRICS_PORT: z.coerce.number().int().min(0).max(65_535).optional(),
+  PROJECTION_PARTITIONS: z.coerce.number().int().min(1).max(4096).default(16),
+  PROJECTION_BATCH: z.coerce.number().int().min(1).max(100_000).default(1000),
+  PROJECTION_POLL_MS: z.coerce.number().int().min(10).max(600_000).default(1000),
+  PROJECTION_INTERVAL_MS: z.coerce.number().int().min(0).max(10_000).default(20),
+  PROJECTION_MODULES: z.string().optional(),
 }).refine((e) => e.EDGE_HEADERS_TIMEOUT_MS <= e.EDGE_REQUEST_TIMEOUT_MS, {
   // Node refuses a server whose header deadline is later than its whole-request deadline.
   message: 'EDGE_HEADERS_TIMEOUT_MS must not exceed EDGE_REQUEST_TIMEOUT_MS',
@@ -94,6 +110,8 @@ export interface Config {
   edgePort: number;
   socketPort: number;
   host: string;
+  /** The media gateway (SIP and RTP on HOST, turn-taking): `gateway/media`. */
+  media: MediaConfig;
   dataDir: string;
   operatorToken: string | undefined;
   region: (typeof REGIONS)[number];
@@ -148,7 +166,38 @@ export interface Config {
    * The projection runner: journal partitions (at most `shardCount` are used), entries per read, the
    * fallback poll interval, and extra projector modules (paths, comma-separated in `PROJECTION_MODULES`).
    */
-  projections: { partitions: number; batch: number; pollMs: number; modules: string[] };
+  projections: { partitions: number; batch: number; pollMs: number; intervalMs: number; modules: string[] };
+  /** Outbound calls (the call actor): per-trunk concurrency, queueing and ringing limits, status retention. */
+  outbound: OutboundConfig;
+}
+
+export interface OutboundConfig {
+  /** Calls one SIP trunk carries at once unless its telephony connector sets `max_concurrent_calls`. */
+  trunkConcurrency: number;
+  /** How long a call waits for a free trunk slot before it fails (`queue timeout`). */
+  queueTimeoutMs: number;
+  /** How long the far end may ring before the call fails as unanswered. */
+  ringTimeoutMs: number;
+  /** How long after a call ends its status is kept (then 404). */
+  statusRetentionMs: number;
+}
+
+/** What the media gateway reads from the environment (docs/voice.md). */
+export interface MediaConfig {
+  /** SIP over UDP and TCP (0: any free port). */
+  sipPort: number;
+  /** SIP over TLS (0: any free port; null: `SIP_TLS_PORT=off`). */
+  tlsPort: number | null;
+  /** PEM files of the TLS certificate; unset: a self-signed one generated into `DATA_DIR/sip-tls/`. */
+  tlsCertFile?: string;
+  tlsKeyFile?: string;
+  /** Whether a trunk's TLS certificate is verified when the gateway dials out. */
+  tlsVerify: boolean;
+  /** RTP ports (0 and 0: any free port). */
+  rtpPortMin: number;
+  rtpPortMax: number;
+  /** Energy level of speech, end-of-speech silence, no-input timeout, digit collection. */
+  turnTaking: { speechLevel: number; speechStartMs: number; endSilenceMs: number; noInputMs: number; interDigitMs: number; maxUtteranceMs: number };
 }
 
 /** A token bucket: `rate` tokens a second, holding at most `burst`. */
@@ -216,6 +265,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     edgePort: e.EDGE_PORT,
     socketPort: e.SOCKET_PORT,
     host: e.HOST,
+    media: {
+      sipPort: e.SIP_PORT,
+      tlsPort: e.SIP_TLS_PORT === 'off' ? null : e.SIP_TLS_PORT,
+      tlsCertFile: e.SIP_TLS_CERT,
+      tlsKeyFile: e.SIP_TLS_KEY,
+      tlsVerify: e.SIP_TLS_VERIFY === 'true',
+      rtpPortMin: Math.min(e.RTP_PORT_MIN, e.RTP_PORT_MAX),
+      rtpPortMax: Math.max(e.RTP_PORT_MIN, e.RTP_PORT_MAX),
+      turnTaking: { speechLevel: e.VOICE_SPEECH_LEVEL, speechStartMs: 60, endSilenceMs: e.VOICE_END_SILENCE_MS, noInputMs: e.VOICE_NO_INPUT_MS, interDigitMs: e.VOICE_INTER_DIGIT_MS, maxUtteranceMs: 15_000 },
+    },
     dataDir: e.DATA_DIR,
     operatorToken: e.OPERATOR_TOKEN,
     region: e.REGION,
@@ -266,10 +325,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       keepAliveTimeoutMs: e.EDGE_KEEP_ALIVE_TIMEOUT_MS,
       maxConnections: e.EDGE_MAX_CONNECTIONS,
     },
+    outbound: {
+      trunkConcurrency: e.OUTBOUND_TRUNK_CONCURRENCY,
+      queueTimeoutMs: e.OUTBOUND_QUEUE_TIMEOUT_MS,
+      ringTimeoutMs: e.OUTBOUND_RING_TIMEOUT_MS,
+      statusRetentionMs: e.OUTBOUND_STATUS_RETENTION_MS,
+    },
     projections: {
       partitions: e.PROJECTION_PARTITIONS,
       batch: e.PROJECTION_BATCH,
       pollMs: e.PROJECTION_POLL_MS,
+      intervalMs: e.PROJECTION_INTERVAL_MS,
       modules: (e.PROJECTION_MODULES ?? '').split(',').map((m) => m.trim()).filter(Boolean),
     },
   };

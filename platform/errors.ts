@@ -121,6 +121,13 @@ export const AGENTS = catalog('AGENTS', {
   DEPLOYMENT_NOT_FOUND: [404, 'deployment not found', 'deploymentId'],
   DEPLOYMENT_LIVE: [409, 'the deployment is already live; there is no environment to promote to', 'deploymentId', 'already in the last environment'],
   PROMOTE_BACKWARDS: [400, 'promote moves forward from %s', 'targetEnvironment'],
+  TELEPHONY_CONNECTOR_NOT_FOUND: [404, 'telephony connector not found', 'connectorId'],
+  TELEPHONY_CONNECTOR_UNKNOWN: [400, 'no telephony connector of this agent has this id', 'connector_id'],
+  TELEPHONY_CONNECTOR_IN_USE: [409, 'phone numbers are bound to this connector; delete them first', 'connectorId'],
+  TELEPHONY_NUMBER_NOT_FOUND: [404, 'phone number not found', 'phoneNumberId'],
+  TELEPHONY_NUMBER_INVALID: [400, 'number must be a phone number in E.164 format, such as +14155550123', 'number'],
+  TELEPHONY_NUMBER_EXISTS: [409, 'this number is already bound', 'number'],
+  TELEPHONY_VARIANT_UNKNOWN: [400, 'no variant of this agent has this id', 'variant_id'],
 });
 
 /** The operator's admin API (`/admin/v1`): accounts, keys, connectors, settings, runtime introspection. */
@@ -134,6 +141,11 @@ export const ADMIN = catalog('ADMIN', {
   HOST_REQUIRED: [400, 'host is required for messaging connectors', 'host'],
   CONNECTOR_NOT_FOUND: [404, 'connector not found', 'id'],
   ACTOR_NOT_FOUND: [404, 'actor not found', 'id'],
+  MACHINE_NOT_FOUND: [404, 'no machine of that kind in the catalog', 'kind'],
+  CURSOR_MALFORMED: [400, 'malformed cursor', 'cursor'],
+  OUTBOUND_FIELDS_KIND: [400, 'telephony_connector_id and from_number apply to outbound connectors only', '%s'],
+  TELEPHONY_CONNECTOR_NOT_FOUND: [404, 'telephony connector not found for this project', 'telephony_connector_id'],
+  FROM_NUMBER_INVALID: [400, 'from_number must be a phone number in E.164 format, such as +14155550123', 'from_number'],
   PROJECTION_NOT_FOUND: [404, 'projection not found', 'name'],
 });
 
@@ -212,6 +224,27 @@ export const EXTERNAL_EVENTS = catalog('EXTERNAL_EVENTS', {
   BRIDGE_CONVERSATION_NOT_FOUND: [404, 'conversation not found'],
 });
 
+/** Outbound calling (`/v1/outbound-calling`, contract 4.5 and 7.3), answered as `{error_message}`. */
+export const OUTBOUND = catalog('OUTBOUND', {
+  TOKEN_MISSING: [401, 'missing X-Service-Auth-Token header'],
+  TOKEN_INVALID: [401, 'invalid X-Service-Auth-Token'],
+  NOT_OUTBOUND: [401, 'the connector of this token is not configured for outbound calling'],
+  BODY_INVALID: [400, 'body must be a JSON object'],
+  TO_NUMBER_REQUIRED: [400, 'to_number is required'],
+  TO_NUMBER_INVALID: [400, 'to_number must be an E.164 number, or a national number with country_code'],
+  COUNTRY_CODE_INVALID: [400, 'country_code must be an ISO 3166-1 alpha-2 code'],
+  METADATA_NOT_OBJECT: [400, 'metadata must be an object of string values'],
+  METADATA_NOT_STRING: [400, 'metadata value of %s must be a string'],
+  METADATA_KEY_INVALID: [400, 'metadata key %s is not a valid SIP header name'],
+  METADATA_VALUE_INVALID: [400, 'metadata value of %s must not contain line breaks or control characters'],
+  METADATA_TOO_LARGE: [400, 'metadata in base64 must be under %s bytes'],
+  ENCRYPTION_INVALID: [400, 'encryption must be one of %s'],
+  PLACE_FAILED: [500, 'failed to place the call; retry with exponential backoff'],
+  CALL_SID_INVALID: [400, 'invalid call sid format'],
+  CALL_NOT_FOUND: [404, 'call sid unknown, or its status is no longer kept'],
+  STATUS_FAILED: [500, 'retrieval failed; retry with exponential backoff'],
+});
+
 /** Webhook endpoints and their deliveries (`/v1/webhook-endpoints`, Alerts API keys; `actors/delivery/`). */
 export const WEBHOOKS = catalog('WEBHOOKS', {
   ENDPOINT_NOT_FOUND: [404, 'webhook endpoint not found', 'id'],
@@ -235,4 +268,4 @@ export const ALERTS = catalog('ALERTS', {
 });
 
 /** Every REST family's catalog, for the reference page and its test. */
-export const REST_CATALOGS = { EDGE, AGENTS, ADMIN, CHAT, CONVERSATIONS, EXTERNAL_EVENTS, WEBHOOKS, ALERTS } as const;
+export const REST_CATALOGS = { EDGE, AGENTS, ADMIN, CHAT, CONVERSATIONS, EXTERNAL_EVENTS, OUTBOUND, WEBHOOKS, ALERTS } as const;

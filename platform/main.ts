@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * Starts the platform. `node dist/platform/main.js [role...]` with roles `edge`, `socket` and `worker` (the
+ * Starts the platform. `node dist/platform/main.js [role...]` with roles `edge`, `socket`, `worker` and `media` (the
  * Procfile's processes, which need `NATS_URL` to reach each other); no role (what `npm start` does) runs
  * every role in one process on the embedded defaults.
  */
@@ -8,6 +8,7 @@ import { openStore } from '../store/mod.js';
 import { builtinKinds, startRuntime } from '../actors/mod.js';
 import { conversationKind } from '../actors/conversation/mod.js';
 import { sessionKind } from '../actors/session/mod.js';
+import { callKind } from '../actors/call/mod.js';
 import { deliveryKind, SecretBox } from '../actors/delivery/mod.js';
 import { alertRuleKind } from '../actors/alert-rule/mod.js';
 import { countConnections, countLiveActors, sandboxCalls, serveMetrics } from './metrics.js';
@@ -16,6 +17,9 @@ import { createFunctionSandbox } from '../actors/functions/mod.js';
 import { createResponderFromEnv } from '../actors/responder/mod.js';
 import { buildEdge } from '../gateway/edge/server.js';
 import { startSocketGateway, type SocketGateway } from '../gateway/socket/server.js';
+import { startMediaGateway, type MediaGateway } from '../gateway/media/server.js';
+import { answerDialRequests } from '../gateway/media/dial.js';
+import { speechFromEnv } from '../gateway/media/speech/from-env.js';
 import { loadConfig } from './config.js';
 import { createLogger } from './logger.js';
 import { operatorTokenHash } from './operator-token.js';
@@ -23,7 +27,7 @@ import { createServices } from './services.js';
 import { startInvalidationBus } from './invalidation.js';
 import { startTelemetry } from './telemetry.js';
 
-const ROLES = ['edge', 'socket', 'worker'] as const;
+const ROLES = ['edge', 'socket', 'worker', 'media'] as const;
 type Role = (typeof ROLES)[number];
 
 async function main(): Promise<void> {
@@ -78,6 +82,7 @@ async function main(): Promise<void> {
           client: async () => (await runtimeReady).client,
         }),
         sessionKind({ store, builder: services.builder, client: async () => (await runtimeReady).client, transport: async () => (await runtimeReady).transport, conversationIdleMs: config.conversationIdleMs }),
+        callKind({ store, transport: async () => (await runtimeReady).transport, ...config.outbound }),
         deliveryKind({ store, secrets: webhookSecrets!, allowPrivate: config.webhooks.allowPrivateUrls, schedule: config.webhooks.retryScheduleMs }),
         alertRuleKind({ store, client: async () => (await runtimeReady).client, intervalMs: config.alerts.evalIntervalMs }),
       ]
@@ -117,6 +122,22 @@ async function main(): Promise<void> {
   const socket: SocketGateway | null = roles.has('socket')
     ? await startSocketGateway({ host: config.host, port: config.socketPort, logger, isServing, services, runtime, messaging: config.messaging })
     : null;
+  // The media gateway: SIP and RTP on HOST; inbound calls to bound numbers, and the call actor's dial requests.
+  const media: MediaGateway | null = roles.has('media')
+    ? await startMediaGateway({
+        host: config.host,
+        settings: config.media,
+        dataDir: config.dataDir,
+        builder: services.builder,
+        telephony: services.builder.telephony,
+        runtime,
+        ...speechFromEnv(),
+        conversationIdleMs: config.conversationIdleMs,
+        askTimeoutMs: Math.max(config.askTimeoutMs, 4 * config.leaseTtlMs),
+        log: (level, msg, extra) => logger[level](extra ?? {}, msg),
+      })
+    : null;
+  const dialing = media ? answerDialRequests(media, runtime) : null;
   if (socket) countConnections(() => ({ sessions: socket.sessions, sockets: socket.connections }));
   serving = true;
 
@@ -125,6 +146,7 @@ async function main(): Promise<void> {
     socket ? `socket http://${config.host}:${socket.port}` : null,
     runtime.workerId ? `worker ${runtime.workerId}` : null,
     metricsServer ? `metrics http://${config.host}:${(metricsServer.address() as { port: number }).port}/metrics` : null,
+    media ? `media sip:${config.host}:${media.ua.o.port} (udp, tcp)${media.ua.o.tlsPort ? `, sips ${media.ua.o.tlsPort} (tls)` : ''}` : null,
   ].filter(Boolean);
   process.stdout.write(`Switchboard ${config.region} serving: ${where.join(', ')} (store: ${store.backend}, data: ${config.dataDir}, transport: ${runtime.transport.kind})\n`);
   if (edge) process.stdout.write(`OpenAPI: http://${config.host}:${(edge.server.address() as { port: number }).port}/openapi.json, browsable at /docs\n`);
@@ -136,6 +158,8 @@ async function main(): Promise<void> {
     serving = false;
     logger.info({ signal }, 'draining');
     await socket?.close();
+    dialing?.unsubscribe();
+    await media?.close();
     await edge?.close();
     metricsServer?.close();
     await bus?.stop();

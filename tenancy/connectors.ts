@@ -16,6 +16,10 @@ export interface ConnectorFields {
   environment: Environment;
   variant_id: string | null;
   host: string | null;
+  /** Outbound connectors: the telephony connector (SIP trunk, `tc_…`) its calls go through. */
+  telephony_connector_id?: string | null;
+  /** Outbound connectors: the E.164 number its calls come from. */
+  from_number?: string | null;
 }
 
 /** The public view of a connector (no token, no hash). */
@@ -48,6 +52,8 @@ export function viewConnector(c: Connector): ConnectorView {
     environment: c.environment,
     variant_id: c.variant_id,
     host: c.host,
+    // Only outbound connectors carry these (operator.md's other responses stay exactly as they were).
+    ...(c.kind === 'outbound' ? { telephony_connector_id: c.telephony_connector_id ?? null, from_number: c.from_number ?? null } : {}),
     created_at: c.created_at,
   };
 }

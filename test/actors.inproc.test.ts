@@ -88,3 +88,11 @@ t.test('the reply is derived from the committed events, and published hears of e
   const stored = await store.journal.ofActor(`echo/${id}`);
   t.same(mine.map((p) => p.entry), stored, 'exactly the journaled entries (seq, time, value, events)');
 });
+
+t.test('an emitted event is journaled as {type, data}', async (t) => {
+  const { journalEvent } = await import('../actors/activation.js');
+  t.same(journalEvent({ type: 'a', data: { x: 1 } }), { type: 'a', data: { x: 1 } }, 'its data as given');
+  t.same(journalEvent({ type: 'b', x: 1, y: 'z' }), { type: 'b', data: { x: 1, y: 'z' } }, 'flat fields become its data');
+  t.same(journalEvent({ type: 'c', data: 5, n: 2 }), { type: 'c', data: { data: 5, n: 2 } }, 'a data field beside others is one of its fields');
+  t.same(journalEvent({ type: 'd' }), { type: 'd', data: {} });
+});

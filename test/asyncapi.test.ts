@@ -6,7 +6,7 @@
  */
 import t from 'tap';
 import { Parser } from '@asyncapi/parser';
-import { SERVER_EVENT_TYPES } from '../machines/session.js';
+import { SERVER_EVENT_TYPES } from '../actors/session/mod.js';
 import { http } from './helpers/http.js';
 import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
 

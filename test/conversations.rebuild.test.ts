@@ -29,13 +29,19 @@ t.test('conversations: a projection rebuilt from the journal gives the same Conv
     for (const m of messages.slice(0, 1 + (i % messages.length))) t.equal((await c.chat('respond', { conversation_id: id, message: m })).status, 200);
     if (i % 3 !== 2) await c.chat('close', { conversation_id: id });
   }
+  const ok = async (r: Promise<{ status: number; text: string; body: any }>) => {
+    const res = await r;
+    if (res.status !== 200) throw new Error(`${res.status} ${res.text}`);
+    return res.body;
+  };
+  const range = { start_time: since, end_time: until };
   const answers = async () => ({
-    v3: (await get({ start_time: since })).body,
-    v1: (await get({ start_time: since, limit: '100' }, { version: 'v1' })).body,
-    latency: (await get({ start_time: since, include_latency: 'true' })).body,
-    transcript: (await get({ start_time: since, query_type: 'transcript', query: 'park' })).body,
-    semantic: (await get({ start_time: since, query_type: 'semantic', query: 'parking the car' })).body,
-    concurrency: (await get({ start_time: since, end_time: until }, { version: 'v1', path: '/concurrency' })).body,
+    v3: await ok(get(range)),
+    v1: await ok(get({ ...range, limit: '100' }, { version: 'v1' })),
+    latency: await ok(get({ ...range, include_latency: 'true' })),
+    transcript: await ok(get({ ...range, query_type: 'transcript', query: 'park' })),
+    semantic: await ok(get({ ...range, query_type: 'semantic', query: 'parking the car' })),
+    concurrency: await ok(get(range, { version: 'v1', path: '/concurrency' })),
   });
   const live = await answers();
   t.equal(live.v3.conversations.length, 6, 'every conversation listed');

@@ -9,7 +9,9 @@ const never = <T>() => new Promise<T>(() => undefined);
 const machine = deliveryMachine.provide({
   actors: { attempt: fromPromise(() => never<AttemptResult>()), sleepUntil: fromPromise(() => never<number>()) },
 });
-const input = { id: 'whd_1', schedule: [0, 100, 500], maxRetryAfterMs: 10_000 };
+const input = { id: 'whd_1', schedule: [0, 100, 500], maxRetryAfterMs: 10_000, attemptWatchdogMs: 60_000 };
+/** A state value's top-level name (`attempting` holds its watchdog's child state). */
+const top = (v: unknown): string => (typeof v === 'string' ? v : Object.keys(v as object)[0]);
 // Two attempts per series keep the simple paths few while every transition stays reachable.
 const pathInput = { ...input, schedule: [0, 100] };
 // A schedule whose first attempt waits too: the other way out of `scheduling`.
@@ -27,6 +29,7 @@ const events = [
   done({ status: null, error: 'timeout' }),
   done({ status: null, error: 'private_address' }),
   { type: 'xstate.error.actor.attempt', error: new Error('bug') },
+  { type: 'xstate.done.actor.watchdog', output: 70_000 },
 ] as any[];
 // Paths are over the state value, whether this is a redelivery and how far into it the delivery is.
 const serializeState = (s: any) => JSON.stringify([s.value, Math.min(s.context.series, 2), s.context.attempt]);
@@ -43,7 +46,7 @@ const replay = (t: Test, paths: Array<{ steps: Array<{ event: any }>; state: { v
 
 t.test('delivery: every state is reachable and every shortest and simple path replays on a real actor', async (t) => {
   const shortest = getShortestPaths(machine, { events, serializeState, input: pathInput } as any);
-  t.same([...new Set(shortest.map((p) => p.state.value))].sort(), ['attempting', 'delivered', 'failed', 'new', 'waiting']);
+  t.same([...new Set(shortest.map((p) => top(p.state.value)))].sort(), ['attempting', 'delivered', 'failed', 'new', 'waiting']);
   replay(t, shortest as any);
   const delayed = getShortestPaths(machine, { events, serializeState, input: delayedInput } as any);
   for (const path of delayed) {
@@ -65,12 +68,12 @@ t.test('delivery: every transition of the machine is taken by some path', async 
     let actor = createActor(machine, { input: p.i });
     actor.start();
     for (const step of p.steps) {
-      const before = JSON.stringify(actor.getSnapshot().value);
+      const before = JSON.stringify(top(actor.getSnapshot().value));
       actor.send(step.event);
-      const after = JSON.stringify(actor.getSnapshot().value);
+      const after = JSON.stringify(top(actor.getSnapshot().value));
       const ev = step.event as any;
       const label = ev.type === 'xstate.done.actor.attempt' ? `done:${ev.output.status ?? ev.output.error}` : ev.type;
-      if (before !== after || ev.type === 'REDELIVER') taken.add(`${before} -${label}-> ${after}`);
+      if (before !== after || ev.type === 'REDELIVER' || ev.type === 'xstate.done.actor.watchdog') taken.add(`${before} -${label}-> ${after}`);
     }
     actor.stop();
     actor = null as never;
@@ -94,6 +97,7 @@ t.test('delivery: every transition of the machine is taken by some path', async 
     '"failed" -REDELIVER-> "waiting"',
   ];
   for (const e of expected) t.ok(taken.has(e), e);
+  // The watchdog's self-transition (attempting.watched, re-entered) leads to no new path state: its own test below takes it.
   // The last attempt of a series fails for good, whatever the answer.
   t.ok([...taken].some((e) => e.startsWith('"attempting" -done:500-> "failed"')), 'a retryable failure on the last attempt ends the series');
   t.ok([...taken].some((e) => e.startsWith('"attempting" -xstate.error.actor.attempt-> "failed"')), 'an effect failure on the last attempt ends the series');
@@ -122,8 +126,8 @@ t.test('delivery: the schedule, Retry-After (capped), the emitted events and the
   actor.on('*', (e) => emitted.push(e as DeliveryEmitted));
   actor.start();
   actor.send(deliver as any);
-  t.equal(actor.getSnapshot().value, 'attempting', 'the first attempt starts at once (first delay 0), no timer');
-  t.equal(earliestDeadline(actor.getPersistedSnapshot()), null);
+  t.ok(actor.getSnapshot().matches('attempting'), 'the first attempt starts at once (first delay 0), no backoff timer');
+  t.equal(earliestDeadline(actor.getPersistedSnapshot()), 61_000, 'only the attempt watchdog, from when the attempt was due');
   actor.send(done({ status: 503, endedAt: 2000 }) as any);
   t.equal(actor.getSnapshot().context.nextAt, 2100, 'second attempt: the schedule delay after the failure ended');
   t.equal(earliestDeadline(actor.getPersistedSnapshot()), 2100, 'the deadline is in the persisted snapshot');
@@ -138,7 +142,7 @@ t.test('delivery: the schedule, Retry-After (capped), the emitted events and the
   t.same(emitted[0].data, { account_id: 'acc', project_id: 'p', delivery_id: 'whd_1', endpoint_id: 'whe_1', event_id: 'evt_1', event_type: 'alerts.triggered', series: 1, attempt: 1, status: 503, error: null, duration_ms: 1000, next_attempt_at: 2100 });
 
   actor.send({ type: 'REDELIVER', at: 9000 });
-  t.equal(actor.getSnapshot().value, 'attempting', 'a redelivery starts at once');
+  t.ok(actor.getSnapshot().matches('attempting'), 'a redelivery starts at once');
   t.equal(actor.getSnapshot().context.series, 2);
   actor.send(done({ status: 429, endedAt: 9100, retryAfterMs: 10_000_000 }) as any);
   t.equal(actor.getSnapshot().context.nextAt, 19_100, 'Retry-After is capped at maxRetryAfterMs');
@@ -180,5 +184,32 @@ t.test('delivery: a first delay above 0 waits on the durable timer, for the firs
   actor.send({ type: 'REDELIVER', at: 5000 });
   t.equal(actor.getSnapshot().value, 'waiting');
   t.equal(earliestDeadline(actor.getPersistedSnapshot()), 5200);
+  actor.stop();
+});
+
+t.test('delivery: the attempt watchdog is a durable deadline that re-arms from when it fired, without touching the attempt', async (t) => {
+  const started: number[] = [];
+  const m = deliveryMachine.provide({
+    actors: {
+      attempt: fromPromise(() => {
+        started.push(1);
+        return never<AttemptResult>();
+      }),
+      sleepUntil: fromPromise(() => never<number>()),
+    },
+  });
+  const actor = createActor(m, { input: delayedInput });
+  actor.start();
+  actor.send(deliver as any);
+  actor.send({ type: 'xstate.done.actor.backoff', output: 1300 } as any);
+  t.ok(actor.getSnapshot().matches({ attempting: 'watched' }));
+  t.equal(earliestDeadline(actor.getPersistedSnapshot()), 61_300, 'the watchdog counts from when the backoff fired');
+  t.equal(started.length, 1);
+  actor.send({ type: 'xstate.done.actor.watchdog', output: 70_000 } as any);
+  t.equal(earliestDeadline(actor.getPersistedSnapshot()), 130_000, 're-armed from when it fired');
+  t.equal(started.length, 1, 'the attempt in flight is not restarted');
+  actor.send(done({ status: 200 }) as any);
+  t.equal(actor.getSnapshot().value, 'delivered');
+  t.equal(earliestDeadline(actor.getPersistedSnapshot()), null, 'nothing pending once delivered');
   actor.stop();
 });

@@ -2,7 +2,8 @@ import t from 'tap';
 import fc from 'fast-check';
 import { createActor, fromPromise } from 'xstate';
 import { getShortestPaths } from 'xstate/graph';
-import { chunkText, MAX_CHUNKS, sessionMachine, sessionStatus, type AgentReply, type SessionInfo } from '../machines/session.js';
+import { MAX_CHUNKS, sessionMachine, streamedParts, type AgentReply, type SessionEmitted, type SessionInfo } from '../machines/session.js';
+import { chunkText, renderStep, replyOf } from '../actors/session/wire.js';
 
 const info: SessionInfo = {
   accountId: 'acc', projectId: 'p', connectorId: 'con', environment: 'live', variantId: null, streaming: false, platform: 'web',
@@ -26,13 +27,30 @@ const client = (kind: string, o: Record<string, unknown> = {}) => ({ type: 'CLIE
 const done = (id: string, output: unknown) => ({ type: `xstate.done.actor.${id}`, output }) as any;
 const handoff = { destination: 'desk', reason: 'asked' };
 
+/** A started, created session with what it emitted, all of it and that of the last `send`. */
 const start = (i: Partial<SessionInfo> = {}) => {
   const actor = createActor(machine, { input: { id: 's1' } });
+  const all: SessionEmitted[] = [];
+  let last: SessionEmitted[] = [];
+  actor.on('*', (e) => {
+    all.push(e as SessionEmitted);
+    last.push(e as SessionEmitted);
+  });
   actor.start();
-  actor.send({ type: 'CREATE', info: { ...info, ...i } });
-  return actor;
+  const raw = actor.send.bind(actor);
+  const send = (e: any) => {
+    last = [];
+    raw(e);
+    return last;
+  };
+  send({ type: 'CREATE', info: { ...info, ...i } });
+  return Object.assign(actor, { all, step: send, get last() { return last; }, reply: () => replyOf(last) });
 };
-const types = (actor: ReturnType<typeof start>) => actor.getSnapshot().context.outbox.map((e) => e.type);
+const types = (a: ReturnType<typeof start>) => a.all.map((e) => e.type);
+const status = (a: { getSnapshot(): any }) => {
+  const s = a.getSnapshot();
+  return s.hasTag('ended') ? 'ended' : s.hasTag('waiting') ? 'waiting' : s.hasTag('live') ? 'live' : 'active';
+};
 
 t.test('session: every agent state is reachable, and each shortest path replays on a real actor', async (t) => {
   const events = [
@@ -63,62 +81,76 @@ t.test('session: every agent state is reachable, and each shortest path replays 
   }
 });
 
+const seqs = (es: SessionEmitted[]) => es.map((e) => ('seq' in e ? e.seq : null));
+
 t.test('session: an agent push (an external event\'s function spoke) is an agent message; with end, the session ends', async (t) => {
   const a = start();
-  a.send({ type: 'AGENT_PUSH', text: 'early', end: false, at: 1100 } as any);
-  t.same(a.getSnapshot().context.reply, { ok: true }, 'taken before the join too');
-  a.send(client('JOIN'));
-  a.send(done('start', reply({ text: 'Hi!' })));
-  a.send({ type: 'AGENT_PUSH', text: 'Your payment arrived', end: false, at: 3500 } as any);
-  const last = a.getSnapshot().context.outbox.at(-1)!;
-  t.equal(last.type, 'SERVICE_AGENT_MESSAGE');
-  t.equal(last.payload.text, 'Your payment arrived');
-  t.type(last.seq, 'number', 'journaled');
+  a.step({ type: 'AGENT_PUSH', text: 'early', end: false, at: 1100 });
+  t.same(a.reply(), { ok: true }, 'taken before the join too');
+  a.step(client('JOIN'));
+  a.step(done('start', reply({ text: 'Hi!' })));
+  const pushed = a.step({ type: 'AGENT_PUSH', text: 'Your payment arrived', end: false, at: 3500 });
+  t.match(pushed, [{ type: 'session.agent_message', text: 'Your payment arrived', seq: Number, account_id: 'acc', project_id: 'p' }], 'journaled');
   t.equal(a.getSnapshot().context.idleDeadline >= 3500 + info.idleMs, true, 'activity moves the idle deadline');
-  a.send({ type: 'AGENT_PUSH', text: '', end: true, at: 3600 } as any);
-  t.same(types(a).slice(-1), ['SESSION_END'], 'no empty message; the session ends');
+  t.same(a.step({ type: 'AGENT_PUSH', text: '', end: true, at: 3600 }).map((e) => e.type), ['session.ended'], 'no empty message; the session ends');
   t.equal(a.getSnapshot().value, 'ending');
-  a.send({ type: 'AGENT_PUSH', text: 'late', end: false, at: 3700 } as any);
-  t.same(a.getSnapshot().context.reply, { ok: false, error: 'not_found' }, 'refused once ending');
+  a.step({ type: 'AGENT_PUSH', text: 'late', end: false, at: 3700 });
+  t.same(a.reply(), { ok: false, error: 'not_found' }, 'refused once ending');
   a.stop();
 });
 
-t.test('session: journal sequences, transient events and the outbox window', async (t) => {
+t.test('session: sequences of journaled events, none on transient ones; the context holds no events', async (t) => {
   const a = start();
-  t.same(types(a), ['SESSION_START']);
-  t.equal(a.getSnapshot().context.outbox[0].seq, 1);
-  a.send(client('JOIN', { custom: { k: 1 } }));
-  t.same(types(a), ['SESSION_START', 'REQUEST_SERVICE_AGENT_JOIN'], 'the outbox keeps what followed the previous external event');
-  a.send(done('start', reply({ text: 'Hi!' })));
-  t.same(types(a), ['SESSION_START', 'REQUEST_SERVICE_AGENT_JOIN', 'SERVICE_AGENT_JOINED', 'SERVICE_AGENT_THINKING', 'SERVICE_AGENT_MESSAGE']);
-  t.same(a.getSnapshot().context.outbox.map((e) => e.seq), [1, 2, 3, null, 4], 'thinking has no sequence');
-  t.same(a.getSnapshot().context.outbox.slice(1).map((e) => e.custom), [{ k: 1 }, { k: 1 }, { k: 1 }, { k: 1 }], 'the join custom rides on its answers');
-  a.send(client('HEARTBEAT'));
-  t.same(types(a), ['REQUEST_SERVICE_AGENT_JOIN', 'SERVICE_AGENT_JOINED', 'SERVICE_AGENT_THINKING', 'SERVICE_AGENT_MESSAGE', 'HEARTBEAT'], 'trimmed to events since the join');
-  a.send(client('HEARTBEAT'));
-  t.same(types(a), ['HEARTBEAT', 'HEARTBEAT']);
+  t.same(types(a), ['session.started']);
+  t.same(seqs(a.all), [1]);
+  a.step(client('JOIN', { custom: { k: 1 } }));
+  a.step(done('start', reply({ text: 'Hi!' })));
+  t.same(types(a), ['session.started', 'session.join_requested', 'session.agent_joined', 'session.thinking', 'session.agent_message']);
+  t.same(seqs(a.all), [1, 2, 3, null, 4], 'thinking has no sequence');
+  t.same(a.all.slice(1).map((e) => (e as any).custom), [{ k: 1 }, { k: 1 }, { k: 1 }, { k: 1 }], 'the join custom rides on its answers');
+  t.same(seqs(a.step(client('HEARTBEAT'))), [5]);
+  t.same(seqs(a.step(client('TYPING', { typing: 'TYPING_STATE_STARTED' }))), [null], 'typing is transient');
+  const keys = Object.keys(a.getSnapshot().context).sort();
+  for (const k of ['outbox', 'mark', 'reply', 'n']) t.notOk(keys.includes(k), `no ${k} in the context`);
+  a.stop();
+});
+
+t.test('session: a streamed reply takes one position per part; the wire module renders the parts', async (t) => {
+  const a = start({ streaming: true });
+  a.step(client('JOIN'));
+  const text = 'one two three four five';
+  const out = a.step(done('start', reply({ text, suggestions: ['ok'] })));
+  const msg = out.find((e) => e.type === 'session.agent_message') as any;
+  t.match(msg, { seq: 4, parts: 5, streamed: true, text });
+  t.equal(a.getSnapshot().context.nextSeq, 9, 'five positions reserved');
+  const frames = renderStep('s1', { version: 3, at: 2000, events: out.map(({ type, ...data }) => ({ type, data })) }).map((f) => JSON.parse(f.j));
+  const chunks = frames.filter((f) => f.type === 'EVENT_TYPE_SERVICE_AGENT_MESSAGE_CHUNK');
+  t.same(chunks.map((c) => c.sequence), [4, 5, 6, 7, 8]);
+  t.equal(chunks.map((c) => c.payload.text).join(''), text);
+  t.same(chunks.at(-1).payload.response_suggestions, [{ message_text: 'ok' }], 'suggestions on the last chunk');
+  t.same(new Set(chunks.map((c) => c.payload.message_id)).size, 1, 'one message');
   a.stop();
 });
 
 t.test('session: user messages queue while the agent answers, each answered in order', async (t) => {
   const a = start();
-  a.send(client('JOIN'));
-  a.send(client('MESSAGE', { text: 'early', custom: { n: 0 } }));
+  a.step(client('JOIN'));
+  a.step(client('MESSAGE', { text: 'early', custom: { n: 0 } }));
   t.same(a.getSnapshot().context.queue.map((q) => q.text), ['early'], 'a message during the join waits');
-  a.send(done('start', reply()));
+  a.step(done('start', reply()));
   t.equal((a.getSnapshot().value as any).active.agent, 'responding');
   t.equal(a.getSnapshot().context.current?.text, 'early');
-  a.send(client('MESSAGE', { text: 'second', custom: { n: 2 } }));
-  a.send(done('turn', reply({ text: 'answer one' })));
+  a.step(client('MESSAGE', { text: 'second', custom: { n: 2 } }));
+  a.step(done('turn', reply({ text: 'answer one' })));
   t.equal(a.getSnapshot().context.current?.text, 'second', 'the next one is taken at once');
-  a.send(done('turn', reply({ text: 'answer two' })));
-  const messages = a.getSnapshot().context.outbox.filter((e) => e.type === 'SERVICE_AGENT_MESSAGE');
-  t.same(messages.map((e) => [e.payload.text, e.custom]), [['Hello there friend', null], ['answer one', { n: 0 }], ['answer two', { n: 2 }]]);
+  a.step(done('turn', reply({ text: 'answer two' })));
+  const messages = a.all.filter((e) => e.type === 'session.agent_message') as any[];
+  t.same(messages.map((e) => [e.text, e.custom]), [['Hello there friend', null], ['answer one', { n: 0 }], ['answer two', { n: 2 }]]);
   t.equal((a.getSnapshot().value as any).active.agent, 'ready');
   a.stop();
 });
 
-t.test('session: failures become the contract messages', async (t) => {
+t.test('session: failures are semantic; the wire module says the contract messages', async (t) => {
   const cases: Array<[Partial<AgentReply>, string]> = [
     [{ failure: 'overload' }, 'Our system is experiencing high load. Please try again in a moment.'],
     [{ failure: 'respond' }, "Sorry, I'm having trouble responding right now. Please try again."],
@@ -126,55 +158,55 @@ t.test('session: failures become the contract messages', async (t) => {
   ];
   for (const [r, message] of cases) {
     const a = start();
-    a.send(client('JOIN'));
-    a.send(done('start', reply()));
-    a.send(client('MESSAGE', { text: 'x', custom: { c: 1 } }));
-    a.send(done('turn', reply(r)));
-    const err = a.getSnapshot().context.outbox.at(-1)!;
-    t.match(err, { type: 'SYSTEM_MESSAGE', seq: null, payload: { level: 'SYSTEM_MESSAGE_LEVEL_ERROR', message }, custom: { c: 1 } });
+    a.step(client('JOIN'));
+    a.step(done('start', reply()));
+    a.step(client('MESSAGE', { text: 'x', custom: { c: 1 } }));
+    const out = a.step(done('turn', reply(r)));
+    t.match(out.at(-1), { type: 'session.failure', reason: r.failure, custom: { c: 1 } });
+    t.notOk('seq' in out.at(-1)!, 'transient');
+    const [frame] = renderStep('s1', { version: 9, at: 2000, events: out.map(({ type, ...data }) => ({ type, data })) }).map((f) => JSON.parse(f.j));
+    t.match(frame, { type: 'EVENT_TYPE_SYSTEM_MESSAGE', sequence: null, payload: { level: 'SYSTEM_MESSAGE_LEVEL_ERROR', message }, metadata: { custom: { c: 1 } } });
     t.equal((a.getSnapshot().value as any).active.agent, 'ready', 'the session carries on');
     a.stop();
   }
   const a = start();
-  a.send(client('JOIN'));
-  a.send(done('start', reply({ failure: 'start' })));
-  t.equal(a.getSnapshot().context.outbox.at(-1)!.payload.message, "Sorry, I'm unable to start a conversation right now. Please try again later.");
-  a.send(client('MESSAGE', { text: 'x' }));
-  t.same(a.getSnapshot().context.reply, { ok: false, error: 'not_found', message: 'Error: Conversation ID not found in session' }, 'after a failed join');
+  a.step(client('JOIN'));
+  t.match(a.step(done('start', reply({ failure: 'start' }))).at(-1), { type: 'session.failure', reason: 'start' });
+  a.step(client('MESSAGE', { text: 'x' }));
+  t.same(a.reply(), { ok: false, error: 'not_found', message: 'Error: Conversation ID not found in session' }, 'after a failed join');
   a.stop();
   const b = start();
-  b.send(client('MESSAGE', { text: 'x' }));
-  t.same(b.getSnapshot().context.reply, { ok: false, error: 'not_found', message: 'Error: Conversation not found' }, 'before any join');
+  b.step(client('MESSAGE', { text: 'x' }));
+  t.same(b.reply(), { ok: false, error: 'not_found', message: 'Error: Conversation not found' }, 'before any join');
   b.stop();
 });
 
 t.test('session: client_event_id de-duplication answers with the original sequence', async (t) => {
   const a = start();
-  a.send(client('JOIN', { clientEventId: 'j' }));
-  a.send(done('start', reply()));
-  a.send(client('MESSAGE', { text: 'x', clientEventId: 'm1' }));
-  const seq = a.getSnapshot().context.outbox.find((e) => e.type === 'USER_MESSAGE')!.seq;
-  a.send(done('turn', reply()));
+  a.step(client('JOIN', { clientEventId: 'j' }));
+  a.step(done('start', reply()));
+  const seq = (a.step(client('MESSAGE', { text: 'x', clientEventId: 'm1' })).find((e) => e.type === 'session.user_message') as any).seq;
+  a.step(done('turn', reply()));
   const before = a.getSnapshot().context.nextSeq;
-  a.send(client('MESSAGE', { text: 'x', clientEventId: 'm1' }));
-  t.same(a.getSnapshot().context.reply, { ok: true, duplicateOf: seq });
+  a.step(client('MESSAGE', { text: 'x', clientEventId: 'm1' }));
+  t.same(a.reply(), { ok: true, duplicateOf: seq });
   t.equal(a.getSnapshot().context.nextSeq, before, 'nothing journaled');
   t.equal((a.getSnapshot().value as any).active.agent, 'ready', 'no second turn');
-  a.send(client('JOIN', { clientEventId: 'j' }));
-  t.same(a.getSnapshot().context.reply, { ok: true, duplicateOf: 2 });
+  a.step(client('JOIN', { clientEventId: 'j' }));
+  t.same(a.reply(), { ok: true, duplicateOf: 2 });
   a.stop();
 });
 
 t.test('session: connections count until closed, or past their TTL once their gateway is not live', async (t) => {
   const a = start({ maxConnections: 2, connectionTtlMs: 1000 });
   const connect = (id: string, gateway: string, at: number, liveGateways?: string[]) => {
-    a.send({ type: 'CONNECT', connectionId: id, gateway, at, liveGateways });
-    return a.getSnapshot().context.reply;
+    a.step({ type: 'CONNECT', connectionId: id, gateway, at, liveGateways });
+    return a.reply();
   };
   t.same(connect('c1', 'g1', 1000, ['g1']), { ok: true });
   t.same(connect('c2', 'g2', 1000, ['g1', 'g2']), { ok: true });
   t.same(connect('c3', 'g1', 1100, ['g1', 'g2']), { ok: false, error: 'limit' }, 'a third is refused');
-  a.send({ type: 'DISCONNECT', connectionId: 'c1', at: 1200 });
+  a.step({ type: 'DISCONNECT', connectionId: 'c1', at: 1200 });
   t.same(connect('c3', 'g1', 1200, ['g1', 'g2']), { ok: true }, 'a closed one frees its place');
   t.same(connect('c4', 'g1', 2100, ['g1', 'g2']), { ok: false, error: 'limit' }, 'past the TTL, connections of live gateways still count');
   t.same(connect('c4', 'g1', 2100, ['g1']), { ok: true }, "g2 is no longer live: past the TTL its connection c2 no longer counts");
@@ -182,72 +214,70 @@ t.test('session: connections count until closed, or past their TTL once their ga
   t.same(connect('c5', 'g3', 2150, ['g1']), { ok: false, error: 'limit' }, 'c3 and c4 (gateway g1 live) count');
   a.stop();
   const b = start({ maxConnections: 1, connectionTtlMs: 1000 });
-  b.send({ type: 'CONNECT', connectionId: 'n1', gateway: 'new', at: 1000, liveGateways: [] });
-  b.send({ type: 'CONNECT', connectionId: 'n2', gateway: 'other', at: 1500, liveGateways: ['other'] });
-  t.same(b.getSnapshot().context.reply, { ok: false, error: 'limit' }, "a gateway too new to be listed: its connection counts within the TTL");
+  b.step({ type: 'CONNECT', connectionId: 'n1', gateway: 'new', at: 1000, liveGateways: [] });
+  b.step({ type: 'CONNECT', connectionId: 'n2', gateway: 'other', at: 1500, liveGateways: ['other'] });
+  t.same(b.reply(), { ok: false, error: 'limit' }, "a gateway too new to be listed: its connection counts within the TTL");
   b.stop();
 });
 
 t.test('session: idle expiry sleeps again when activity moved the deadline', async (t) => {
   const a = start({ idleMs: 10_000 });
-  a.send(client('HEARTBEAT', { at: 5000 }));
+  a.step(client('HEARTBEAT', { at: 5000 }));
   t.equal(a.getSnapshot().context.idleDeadline, 15_000);
-  a.send(done('idleTimer', 11_000));
-  t.equal(sessionStatus(a.getSnapshot().value), 'active', 'woken at the old deadline: not idle yet');
-  a.send(done('idleTimer', 15_000));
+  a.step(done('idleTimer', 11_000));
+  t.equal(status(a), 'active', 'woken at the old deadline: not idle yet');
+  t.match(a.step(done('idleTimer', 15_000)).at(-1), { type: 'session.ended', reason: 'REASON_USER_ABANDONED', at: 15_000 });
   t.equal(a.getSnapshot().value, 'ending');
-  t.match(a.getSnapshot().context.outbox.at(-1), { type: 'SESSION_END', payload: { reason: 'REASON_USER_ABANDONED' } });
-  a.send(client('HEARTBEAT'));
-  t.same(a.getSnapshot().context.reply, { ok: false, error: 'not_found', message: 'Error: Session not found' });
-  a.send({ type: 'CONNECT', connectionId: 'c', gateway: 'g', at: 16_000 });
-  t.same(a.getSnapshot().context.reply, { ok: false, error: 'not_found' });
+  t.equal(status(a), 'ended', 'tagged ended');
+  a.step(client('HEARTBEAT'));
+  t.same(a.reply(), { ok: false, error: 'not_found', message: 'Error: Session not found' });
+  a.step({ type: 'CONNECT', connectionId: 'c', gateway: 'g', at: 16_000 });
+  t.same(a.reply(), { ok: false, error: 'not_found' });
   a.stop();
 });
 
 t.test('session: while waiting, a changed place in the queue is announced', async (t) => {
   const a = start();
-  a.send(client('JOIN'));
-  a.send(done('start', reply()));
-  a.send(client('MESSAGE', { text: 'person please' }));
-  a.send(done('turn', reply({ handoff, queuePosition: 3, at: 2000 })));
+  a.step(client('JOIN'));
+  a.step(done('start', reply()));
+  a.step(client('MESSAGE', { text: 'person please' }));
+  const out = a.step(done('turn', reply({ handoff, queuePosition: 3, at: 2000 })));
+  t.same(out.map((e) => e.type), ['session.agent_message', 'session.handoff_triggered', 'session.agent_left', 'session.handoff_accepted', 'session.queue_status']);
+  t.match(out[1], { destination: 'desk', reason: 'asked', mode: 'server', at: 2000 });
   t.equal(a.getSnapshot().context.queueCheckAt, 2000 + 15_000);
-  a.send(done('queueTimer', 17_000));
+  a.step(done('queueTimer', 17_000));
   t.same(a.getSnapshot().value, { active: { idle: 'armed', agent: { queuedForLive: 'checking' } } });
-  a.send(done('queue', { at: 17_001, position: 3 }));
-  t.equal(a.getSnapshot().context.outbox.filter((e) => e.type === 'HANDOFF_QUEUE_STATUS').length, 1, 'the same place is not repeated');
-  a.send(done('queueTimer', 32_001));
-  a.send(done('queue', { at: 32_002, position: 1 }));
-  const statuses = a.getSnapshot().context.outbox.filter((e) => e.type === 'HANDOFF_QUEUE_STATUS');
-  t.same(statuses.map((e) => e.payload), [{ queue_name: 'desk', position_in_queue: 3 }, { queue_name: 'desk', position_in_queue: 1 }]);
+  t.same(a.step(done('queue', { at: 17_001, position: 3 })), [], 'the same place is not repeated');
+  a.step(done('queueTimer', 32_001));
+  t.match(a.step(done('queue', { at: 32_002, position: 1 })), [{ type: 'session.queue_status', destination: 'desk', position: 1 }]);
   t.equal(a.getSnapshot().context.queueCheckAt, 32_002 + 15_000);
   a.stop();
 });
 
 t.test('session: live agents only act on the session they accepted', async (t) => {
   const a = start();
-  a.send(client('JOIN'));
-  a.send(done('start', reply()));
-  a.send(client('MESSAGE', { text: 'person please' }));
-  a.send(done('turn', reply({ handoff })));
-  t.equal(sessionStatus(a.getSnapshot().value), 'waiting');
-  a.send({ type: 'DESK_MESSAGE', agentId: 'k1', text: 'hi', at: 3000 });
-  t.same(a.getSnapshot().context.reply, { ok: false, error: 'not_live' });
-  a.send({ type: 'DESK_ACCEPT', agent: { id: 'k1', name: 'Sam', avatar_url: '' }, at: 3000 });
-  t.equal(sessionStatus(a.getSnapshot().value), 'live');
-  a.send({ type: 'DESK_ACCEPT', agent: { id: 'k2', name: 'Kim', avatar_url: '' }, at: 3001 });
-  t.same(a.getSnapshot().context.reply, { ok: false, error: 'not_waiting' });
-  a.send({ type: 'DESK_MESSAGE', agentId: 'k2', text: 'mine now', at: 3002 });
-  t.same(a.getSnapshot().context.reply, { ok: false, error: 'not_agent' });
-  a.send({ type: 'DESK_MESSAGE', agentId: 'k1', text: 'hello', at: 3003 });
-  t.match(a.getSnapshot().context.outbox.at(-1), { type: 'LIVE_AGENT_MESSAGE', payload: { text: 'hello', agent_id: 'k1' } });
+  a.step(client('JOIN'));
+  a.step(done('start', reply()));
+  a.step(client('MESSAGE', { text: 'person please' }));
+  a.step(done('turn', reply({ handoff })));
+  t.equal(status(a), 'waiting');
+  a.step({ type: 'DESK_MESSAGE', agentId: 'k1', text: 'hi', at: 3000 });
+  t.same(a.reply(), { ok: false, error: 'not_live' });
+  a.step({ type: 'DESK_ACCEPT', agent: { id: 'k1', name: 'Sam', avatar_url: '' }, at: 3000 });
+  t.equal(status(a), 'live');
+  a.step({ type: 'DESK_ACCEPT', agent: { id: 'k2', name: 'Kim', avatar_url: '' }, at: 3001 });
+  t.same(a.reply(), { ok: false, error: 'not_waiting' });
+  a.step({ type: 'DESK_MESSAGE', agentId: 'k2', text: 'mine now', at: 3002 });
+  t.same(a.reply(), { ok: false, error: 'not_agent' });
+  t.match(a.step({ type: 'DESK_MESSAGE', agentId: 'k1', text: 'hello', at: 3003 }), [{ type: 'session.live_agent_message', text: 'hello', agent_id: 'k1', seq: Number }]);
   a.stop();
 });
 
-t.test('chunks concatenate to the text, at most MAX_CHUNKS of them', async (t) => {
+t.test('chunks concatenate to the text, as many as the positions the machine reserves, at most MAX_CHUNKS', async (t) => {
   fc.assert(
     fc.property(fc.string({ maxLength: 2000 }), (text) => {
       const chunks = chunkText(text);
-      return chunks.join('') === text && chunks.length >= 1 && chunks.length <= MAX_CHUNKS;
+      return chunks.join('') === text && chunks.length === streamedParts(text) && chunks.length >= 1 && chunks.length <= MAX_CHUNKS;
     }),
   );
   t.same(chunkText('one two three'), ['one ', 'two ', 'three']);

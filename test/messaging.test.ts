@@ -411,6 +411,8 @@ t.test('sessions waiting for a live agent hear their place in the queue change',
   const second = await joinedSession(q);
   first.c.send(T('USER_MESSAGE'), { text: 'I want to speak to a person' });
   t.equal((await first.c.waitFor(is('HANDOFF_QUEUE_STATUS'))).payload.position_in_queue, 1);
+  // Places in the queue are counted on the session records, a read model that follows the journal.
+  await waitForProjections(p);
   second.c.send(T('USER_MESSAGE'), { text: 'I want to speak to a person' });
   t.equal((await second.c.waitFor(is('HANDOFF_QUEUE_STATUS'))).payload.position_in_queue, 2, 'behind the first');
   t.same((await d('GET', '/sessions')).body.data.map((x: any) => x.session_id), [first.sessionId, second.sessionId]);
@@ -453,4 +455,24 @@ t.test('handoff without live agents fails; a bad handoff configuration cannot be
   s2.c.send(T('USER_MESSAGE'), { text: 'I want to speak to a person' });
   t.equal((await s2.c.waitFor(is('SYSTEM_MESSAGE'), 'error', f2)).payload.message, 'Sorry, handoff could not be initiated.');
   await s2.c.close();
+});
+
+t.test('the Messaging API answers from the session actor and its journal, never from the session records (a projection)', async (t) => {
+  const key = await m.liveAgentKey();
+  const { sessionId, accessToken } = await m.session();
+  await desk(p, key)('GET', '/sessions?status=active');
+  // The read model loses the session: nothing the Messaging API answers depends on it.
+  t.equal(await store.collection({ name: 'messaging_sessions' }).delete({ id: sessionId }), 1, 'the record was projected, and is gone');
+  const c = await connect(p.socket, { session_id: sessionId, access_token: accessToken });
+  t.same((await c.waitFor(is('EVENT_BATCH'))).payload.events.map((e: Ev) => e.type), [T('SESSION_START')], 'handshake and replay from the journal');
+  c.send(T('REQUEST_SERVICE_AGENT_JOIN'));
+  await c.waitFor(is('SERVICE_AGENT_MESSAGE'), 'greeting');
+  c.send(T('USER_MESSAGE'), { text: 'When are you open on Monday?' }, { client_event_id: 'np-1' });
+  const reply = await c.waitFor((e) => is('SERVICE_AGENT_MESSAGE')(e) && e.metadata.custom?.client_event_id === 'np-1', 'reply');
+  t.equal(reply.payload.text, 'We are open from 9am to 5pm, Monday to Friday.');
+  const before = c.flat().length;
+  c.send(T('USER_MESSAGE'), { text: 'When are you open on Monday?' }, { client_event_id: 'np-1' });
+  t.equal((await c.waitFor(is('USER_MESSAGE'), 'the original echo again', before)).sequence, reply.sequence! - 1, 'a duplicate is answered from the journal');
+  t.equal((await desk(p, key)('GET', `/sessions/${sessionId}`)).status, 404, 'only the desk reads the records');
+  await c.close();
 });

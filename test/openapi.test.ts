@@ -20,8 +20,8 @@ import { openStore, type Store } from '../store/mod.js';
 import { removeDir } from './helpers/platform.js';
 import { SecretBox } from '../actors/delivery/mod.js';
 
-/** Routes the document leaves out on purpose: itself, the AsyncAPI document, Swagger UI, liveness. */
-const INTERNAL = [/^\/openapi\.json$/, /^\/asyncapi\.json$/, /^\/docs(\/|$)/, /^\/healthz$/, /^\/metrics$/];
+/** Routes the document leaves out on purpose: itself, the AsyncAPI document, Swagger UI, liveness, the inspector page, Prometheus. */
+const INTERNAL = [/^\/openapi\.json$/, /^\/asyncapi\.json$/, /^\/docs(\/|$)/, /^\/healthz$/, /^\/inspector(\/|$)/, /^\/metrics$/];
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'];
 const TOKEN = 'openapi-test-operator-token';
 
@@ -107,11 +107,13 @@ t.test('every operation names its security scheme, and the schemes are the heade
     chatKey: { type: 'apiKey', in: 'header', name: 'X-API-KEY' },
     chatToken: { type: 'apiKey', in: 'header', name: 'X-TOKEN' },
     externalEventsKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key' },
+    outboundToken: { type: 'apiKey', in: 'header', name: 'X-Service-Auth-Token' },
   });
   const expected = (path: string): Array<Record<string, string[]>> =>
     path.startsWith('/admin/') ? [{ operatorToken: [] }]
     : path.startsWith('/v1/agents') ? [{ agentsKey: [] }]
     : path.includes('/chat/') ? [{ chatKey: [], chatToken: [] }]
+    : path.startsWith('/v1/outbound-calling') ? [{ outboundToken: [] }]
     : path.includes('/conversations') ? [{ conversationsKey: [] }]
     : path.startsWith('/v1/webhook-endpoints') ? [{ alertsKey: [] }]
     : /^\/v1\/(alert-rules|alerts)(\/|$)/.test(path) ? [{ alertsKey: [] }]

@@ -109,10 +109,10 @@ t.test('a projection rebuilt from the journal equals the one built live (admin A
   const live = await admin('GET', '?wait=1');
   t.equal(live.status, 200);
   // The registry's own projectors are listed too: the test's is found by name.
-  const mine = (body: any) => body.projections.find((x: any) => x.name === 'test-counts');
+  const counts = (body: any) => body.projections.find((x: any) => x.name === 'test-counts');
   t.match(live.body, { caughtUp: true, partitions: 4 });
-  t.match(mine(live.body), { name: 'test-counts', kinds: ['counter'], epoch: 0 });
-  t.equal(mine(live.body).checkpoint, live.body.head, 'caught up with the head');
+  t.match(counts(live.body), { name: 'test-counts', kinds: ['counter'], epoch: 0 });
+  t.equal(counts(live.body).checkpoint, live.body.head, 'caught up with the head');
   const read = () => withStore((store) => store.collection<CountDoc>({ name: COUNTS }).find({}, { sort: { id: 1 } }));
   const before = await read();
   t.equal(before.length, COUNTERS);
@@ -123,13 +123,13 @@ t.test('a projection rebuilt from the journal equals the one built live (admin A
   await waitForProjections(p);
   const after = await admin('GET', '');
   t.match(after.body, { caughtUp: true });
-  t.match(mine(after.body), { epoch: 1 });
-  t.equal(mine(after.body).checkpoint, after.body.head);
+  t.match(counts(after.body), { epoch: 1 });
+  t.equal(counts(after.body).checkpoint, after.body.head);
   t.same(await read(), before, 'the same read model');
 
   const unknown = await admin('POST', '/no-such-model/rebuild');
   t.equal(unknown.status, 404);
   t.match(unknown.body, { message: 'projection not found' });
   const status = await admin('GET', '');
-  t.match(mine(status.body), { lag: { p50: Number, p99: Number, samples: Number } }, 'the runner reports its lag');
+  t.match(counts(status.body), { lag: { p50: Number, p99: Number, samples: Number } }, 'the runner reports its lag');
 });

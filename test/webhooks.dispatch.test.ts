@@ -85,6 +85,13 @@ t.test('dispatch: each subscribed, enabled endpoint of the account gets the even
   t.equal(b.received.length, 1, 'endpoint b: once');
   t.equal(resolvedOnly.received.length + disabled.received.length + otherAccount.received.length, 0, 'not subscribed, disabled, other account: nothing');
 
+  // Each step's emitted events are journaled with it, every one naming account and project.
+  const entries = await store.journal.ofActor(`delivery/${first[0].delivery_id}`);
+  const events = entries.flatMap((e) => e.events);
+  t.same(events.map((e) => e.type), ['delivery.attempted', 'delivery.succeeded']);
+  for (const e of events) t.match(e.data, { account_id: 'acc_1', project_id: 'proj_1', event_id: 'evt_alert_1', delivery_id: first[0].delivery_id });
+  t.match(events[0].data, { attempt: 1, status: 200, error: null });
+
   const resolved = await dispatchWebhookEvent(deps, alert('evt_alert_2', 'alerts.resolved'));
   t.equal(resolved.length, 2, 'alerts.resolved: endpoints a and resolved-only');
   await resolvedOnly.waitFor(1);
@@ -132,4 +139,34 @@ t.test('the connect-time lookup refuses a name with any blocked answer and hands
   t.ok(Array.isArray(all.address) && (all.address as Array<{ address: string }>).every((a) => ['127.0.0.1', '::1'].includes(a.address)));
   const missing = await lookup(true, 'no-such-host.invalid', {});
   t.ok(missing.err && !(missing.err instanceof PrivateDestinationError), 'an unknown name is a network error');
+});
+
+t.test('a runtime that stops during an attempt: the next one wakes the delivery by its watchdog and makes the attempt again', async (t) => {
+  const dir2 = mkdtempSync(join(tmpdir(), 'sb-dispatch-crash-'));
+  const store2 = await openStore({ dataDir: dir2 });
+  const secrets2 = await SecretBox.open(dir2);
+  const r = await startReceiver({ script: [{ delayMs: 4000, status: 200 }] });
+  const start = () =>
+    startRuntime({ store: store2, kinds: builtinKinds([deliveryKind({ store: store2, secrets: secrets2, allowPrivate: true, schedule: [0, 50], attemptWatchdogMs: 1000 })]), worker: true, shardCount: 8, leaseTtlMs: 3000, passivateAfterMs: 60_000, askTimeoutMs: 5000 });
+  let rt = await start();
+  t.teardown(async () => {
+    await r.close();
+    await rt.stop();
+    await store2.close();
+    removeDir(dir2);
+  });
+  const now = new Date().toISOString();
+  await webhookEndpoints(store2).insert({ id: 'whe_crash', account_id: 'acc_c', slot: 0, name: 'c', url: r.url, event_types: ['alerts.triggered'], headers: {}, timeout_ms: 30_000, enabled: true, secret: secrets2.seal(newSigningSecret()), created_at: now, updated_at: now });
+  const [d] = await dispatchWebhookEvent({ store: store2, client: rt.client }, alert('evt_crash', 'alerts.triggered', 'acc_c'));
+  await r.waitFor(1);
+  await rt.stop(); // the attempt is in flight: its answer never reaches this runtime
+  t.equal((await webhookDeliveries(store2).get(d.delivery_id))?.status, 'delivering', 'stored while the attempt was in flight');
+  rt = await start();
+  const got = await r.waitFor(2, 20_000);
+  t.equal(got[1].headers['x-service-event-id'], 'evt_crash', 'the attempt is made again, same event id');
+  const rec = await eventually(async () => {
+    const x = await webhookDeliveries(store2).get(d.delivery_id);
+    return x?.status === 'succeeded' ? x : undefined;
+  });
+  t.same(rec.attempts.map((a) => a.response_status), [200]);
 });

@@ -117,3 +117,18 @@ t.test('Retry-After: seconds or an HTTP date', async (t) => {
   t.equal(retryAfter('soon'), null);
   t.equal(retryAfter(['2', '5']), 2000);
 });
+
+t.test('settings: WEBHOOK_RETRY_SCHEDULE_MS, WEBHOOK_ALLOW_PRIVATE_URLS, WEBHOOK_SECRETS_KEY', async (t) => {
+  const { loadConfig } = await import('../platform/config.js');
+  t.same(loadConfig({}).webhooks, { retryScheduleMs: [0, 60_000, 300_000, 900_000, 3_600_000, 14_400_000], allowPrivateUrls: false, secretsKey: undefined }, 'the addendum schedule by default; private URLs refused');
+  t.same(loadConfig({ WEBHOOK_RETRY_SCHEDULE_MS: ' 0, 50 ,100' }).webhooks.retryScheduleMs, [0, 50, 100]);
+  t.equal(loadConfig({ WEBHOOK_ALLOW_PRIVATE_URLS: 'true' }).webhooks.allowPrivateUrls, true);
+  const key = Buffer.alloc(32, 1).toString('base64');
+  t.equal(loadConfig({ WEBHOOK_SECRETS_KEY: key }).webhooks.secretsKey, key);
+  for (const [name, value] of [
+    ['WEBHOOK_RETRY_SCHEDULE_MS', 'a,b'], ['WEBHOOK_RETRY_SCHEDULE_MS', '-1,5'], ['WEBHOOK_RETRY_SCHEDULE_MS', '0,'], ['WEBHOOK_RETRY_SCHEDULE_MS', Array(21).fill('1').join(',')],
+    ['WEBHOOK_RETRY_SCHEDULE_MS', `0,${8 * 86_400_000}`], ['WEBHOOK_ALLOW_PRIVATE_URLS', 'yes'], ['WEBHOOK_SECRETS_KEY', Buffer.alloc(16).toString('base64')],
+  ]) {
+    t.throws(() => loadConfig({ [name]: value }), new RegExp(name), `${name}=${value.slice(0, 30)} stops the start naming it`);
+  }
+});

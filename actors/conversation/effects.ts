@@ -1,5 +1,5 @@
 import type { Builder, Content } from '../../builder/mod.js';
-import type { ConversationStart, DeliverInput, EndInput, ExternalWait, Handoff, SideInput, SideOutcome, StartInput, TurnInput, TurnOutcome, TurnRecord } from '../../machines/conversation.js';
+import type { ConversationStart, DeliverInput, EndInput, ExternalWait, Handoff, SideInput, SideOutcome, StartInput, TurnInput, TurnOutcome, TurnRecord, VoiceInput } from '../../machines/conversation.js';
 import type { ActorClient } from '../client.js';
 import type { Environment } from '../../tenancy/connectors.js';
 import type { ConvInput, FunctionSandbox } from '../functions/types.js';
@@ -29,6 +29,10 @@ export const MAX_EXTERNAL_EVENT_ID = 256;
 const TROUBLE = "Sorry, I'm having trouble responding right now. Please try again.";
 
 const iso = (ms: number) => new Date(ms).toISOString();
+
+/** A call's turn as the record keeps it: keyed digits apart from words, barge-in, silence. */
+const withVoice = (r: TurnRecord, v: VoiceInput | undefined): TurnRecord =>
+  v ? { ...r, user_input: v.dtmf && r.user_input === v.dtmf ? '' : r.user_input, user_input_dtmf: v.dtmf ?? '', barge_in: v.bargeIn === true, is_silence: v.silence === true } : r;
 
 /** The mutable part of a conversation while an effect runs. */
 interface Working {
@@ -94,7 +98,7 @@ export function conversationEffects(deps: ConversationDeps) {
     state: w.state,
     integration_attributes: attributes,
     metadata,
-    sip_headers: {},
+    sip_headers: start.sipHeaders ?? {},
     variables,
   });
 
@@ -287,8 +291,8 @@ export function conversationEffects(deps: ConversationDeps) {
     async takeTurn(input: TurnInput): Promise<TurnOutcome> {
       const loaded = await load(input.start, input.artifactVersion);
       const w: Working = { state: { ...input.state }, functionErrors: 0, handoff: null, end: false, awaiting: null };
-      const record = await turn(input.id, input.start, input.variant, loaded, w, input.integrationAttributes, input.history, input.message, input.metadata, input.at);
-      return outcome(w, [record], input.variant, loaded.artifactVersion);
+      const record = await turn(input.id, input.start, input.variant, loaded, w, input.integrationAttributes, input.history, input.message || input.voice?.dtmf || '', input.metadata, input.at);
+      return outcome(w, [withVoice(record, input.voice)], input.variant, loaded.artifactVersion);
     },
 
     /** The project's `external_event(conv, event)`, with the event (or the timed-out wait). */

@@ -131,6 +131,8 @@ const CACHE_SIZE = 4096;
 export interface SearchIndexer {
   /** Writes the derived records of a conversation record of snapshot `version`. Idempotent. */
   project(id: string, record: RecordFields, version: number): Promise<void>;
+  /** Drops what is cached of a conversation (its record is new: the read models were reset, maybe by another thread). */
+  forget(id: string): void;
 }
 
 export function searchIndexer(store: Store, embedder: Embedder, log: (msg: string, err: unknown) => void = () => undefined): SearchIndexer {
@@ -243,6 +245,9 @@ export function searchIndexer(store: Store, embedder: Embedder, log: (msg: strin
   };
 
   return {
+    forget(id) {
+      cache.delete(id);
+    },
     async project(id, record, version) {
       const { analysed, fresh, known } = analyse(id, record);
       const writes: Array<Promise<void>> = [];

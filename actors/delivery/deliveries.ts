@@ -49,11 +49,10 @@ export function webhookDeliveries(store: Store): Collection<DeliveryRecord> {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** The log record of a delivery actor's state (`value`: the machine's state value). */
-export function toDeliveryRecord(id: string, value: unknown, c: DeliveryContext, version: number, updatedAt: number): DeliveryRecord | null {
+/** The log record of a delivery actor's state (`status` from the machine's state tags). */
+export function toDeliveryRecord(id: string, status: DeliveryStatus, c: DeliveryContext, version: number, updatedAt: number): DeliveryRecord | null {
   const d = c.delivery;
   if (!d) return null;
-  const status: DeliveryStatus = value === 'delivered' ? 'succeeded' : value === 'failed' ? 'failed' : value === 'attempting' ? 'delivering' : 'pending';
   return {
     id,
     account_id: d.accountId,
@@ -64,7 +63,7 @@ export function toDeliveryRecord(id: string, value: unknown, c: DeliveryContext,
     status,
     created_at: iso(d.createdAt),
     updated_at: iso(updatedAt),
-    next_attempt_at: value === 'waiting' && c.nextAt !== null ? iso(c.nextAt) : null,
+    next_attempt_at: status === 'pending' && c.nextAt !== null ? iso(c.nextAt) : null,
     attempt_count: c.attemptCount,
     attempts: c.attempts.map((a) => ({
       series: a.series,

@@ -50,11 +50,18 @@ export class Checkpoints {
    * Moves the given partitions' checkpoints (and records the runner's lag) if the record is still at
    * `epoch`; false when a rebuild moved it on meanwhile (nothing is written).
    */
-  async save(name: string, epoch: number, partitions: Map<number, number>, runner?: { id: string; lag: RunnerLag }): Promise<boolean> {
+  async save(name: string, epoch: number, partitions: Map<number, number>, runner?: { id: string; lag: RunnerLag }, stale: string[] = []): Promise<boolean> {
     const set: Record<string, unknown> = { updated_at: Date.now() };
     for (const [p, seq] of partitions) set[`partitions.${p}`] = seq;
     if (runner) set[`runners.${runner.id}`] = runner.lag;
-    return (await this.records.update({ id: name, epoch }, { $set: set })) !== null;
+    const update: Record<string, unknown> = { $set: set };
+    if (stale.length) update.$unset = Object.fromEntries(stale.map((id) => [`runners.${id}`, '']));
+    return (await this.records.update({ id: name, epoch }, update)) !== null;
+  }
+
+  /** Runners that have not reported for ten minutes (stopped processes): dropped at the next save. */
+  static stale(doc: CheckpointDoc, now: number): string[] {
+    return Object.entries(doc.runners ?? {}).filter(([, r]) => now - r.at > 600_000).map(([id]) => id);
   }
 
   /** Starts a projector over: every partition back to 0, in a new epoch. */

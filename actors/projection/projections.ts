@@ -15,6 +15,8 @@ export interface ProjectionOptions {
   batch: number;
   /** The runner's fallback poll interval (it is woken after each local commit). */
   pollMs: number;
+  /** The least time between two cycles that applied entries (so commits are grouped under load). */
+  intervalMs: number;
 }
 
 /**
@@ -49,6 +51,7 @@ export class Projections {
       owned,
       batch: this.o.batch,
       pollMs: this.o.pollMs,
+      intervalMs: this.o.intervalMs,
       runnerId: runnerId.replace(/[^A-Za-z0-9_-]/g, '_'),
       log,
     });

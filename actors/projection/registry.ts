@@ -1,6 +1,8 @@
 import { conversationsProjector } from '../conversation/projectors/conversations.js';
 import { metricsProjector } from '../metrics/mod.js';
 import type { Projector } from './types.js';
+import { sessionRecordsProjector } from '../session/mod.js';
+import { actorIndexProjector } from '../inspector/mod.js';
 
 /**
  * Every read model projected from the journal. A branch that adds a projector adds one line here. The
@@ -8,6 +10,8 @@ import type { Projector } from './types.js';
  */
 export function projectors(): Projector[] {
   return [
+    sessionRecordsProjector,
+    actorIndexProjector, // the inspector's actor index (actors/inspector/actor-index.ts)
     conversationsProjector(),
     metricsProjector(),
   ];

@@ -19,6 +19,12 @@ export interface RunnerOptions {
   waitForWork: (ms: number) => Promise<void>;
   /** The fallback poll interval: the longest the runner sleeps without a wake-up. */
   pollMs: number;
+  /**
+   * After a cycle that applied something, wait this long before the next (unless the batch was full): under
+   * load the entries of several commits are applied in one cycle, so the runner's own commits take the
+   * store's single writer lock (and its flush) a bounded number of times a second.
+   */
+  intervalMs?: number;
   log?: (msg: string, extra?: object) => void;
 }
 
@@ -65,7 +71,10 @@ export class ProjectionRunner {
         this.o.log?.('projection cycle failed; retrying', { err: String(err instanceof Error ? err.stack ?? err : err) });
       }
       // A full batch means more is waiting: go on at once. Else sleep until a commit (or the poll) wakes us.
-      if (read < this.o.batch && !this.stopped) await this.o.waitForWork(this.o.pollMs);
+      if (read < this.o.batch && !this.stopped) {
+        if (read > 0 && this.o.intervalMs) await new Promise((r) => setTimeout(r, this.o.intervalMs));
+        await this.o.waitForWork(this.o.pollMs);
+      }
     }
   }
 
@@ -93,7 +102,7 @@ export class ProjectionRunner {
         const now = Date.now();
         for (const e of mine) window.add(Math.max(0, now - e.at));
         const summary = window.summary();
-        const saved = await this.checkpoints.save(projector.name, doc.epoch, moved, summary ? { id: this.o.runnerId, lag: { ...summary, at: now } } : undefined);
+        const saved = await this.checkpoints.save(projector.name, doc.epoch, moved, summary ? { id: this.o.runnerId, lag: { ...summary, at: now } } : undefined, Checkpoints.stale(doc, now));
         // A rebuild started meanwhile: its new epoch starts over from 0 at the next cycle.
         if (!saved) this.lag.set(projector.name, new LagWindow());
       }),

@@ -9,6 +9,7 @@ export interface ThreadOptions {
   owned: number[];
   batch: number;
   pollMs: number;
+  intervalMs: number;
   runnerId: string;
   log?: (msg: string, extra?: object) => void;
 }

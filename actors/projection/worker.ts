@@ -17,6 +17,7 @@ export interface ThreadData {
   owned: number[];
   batch: number;
   pollMs: number;
+  intervalMs: number;
   runnerId: string;
   /** An Int32Array's buffer: [0] counts wake-ups. */
   signal: SharedArrayBuffer;
@@ -42,6 +43,7 @@ async function main(): Promise<void> {
     owned: () => owned,
     batch: data.batch,
     pollMs: data.pollMs,
+    intervalMs: data.intervalMs,
     runnerId: data.runnerId,
     log: (msg, extra) => post({ type: 'log', msg, extra }),
     waitForWork: async (ms) => {

@@ -5,7 +5,6 @@ import type { Store } from '../../store/mod.js';
 import type { Environment } from '../../tenancy/connectors.js';
 import { ActorAskError, type ActorClient } from '../client.js';
 import { ApiKeys } from '../../tenancy/keys.js';
-import { conversationRecords } from '../conversation/record.js';
 import { sessionRecords } from './record.js';
 
 /** What the session effects run with. `client` resolves once the runtime (built after its kinds) is up. */
@@ -30,7 +29,6 @@ const HANDOFF_MODES = new Set(['server', 'client']);
 export function sessionEffects(deps: SessionDeps) {
   const records = sessionRecords(deps.store);
   const keys = new ApiKeys(deps.store);
-  const conversations = conversationRecords(deps.store);
 
   const empty = (at: number): AgentReply => ({
     at,
@@ -130,7 +128,7 @@ export function sessionEffects(deps: SessionDeps) {
 
     async closeConversation(input: CloseInput): Promise<number> {
       // Only a conversation that was started has anything to close (asking would create an empty actor).
-      if (await conversations.get(input.sessionId)) {
+      if (input.started) {
         await ask(input.sessionId, { type: 'CLOSE', at: input.at }, input.askId);
       }
       return Date.now();

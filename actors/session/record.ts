@@ -1,9 +1,10 @@
 import type { Collection, Doc, Store } from '../../store/mod.js';
 
 /**
- * What the gateways and the live-agent desk read of a session without asking its actor: who it belongs
- * to, its status (`active`, `waiting` for a live agent, `live`, `ended`) and its handoff. Written by the
- * session actor with its snapshots (tagged with the snapshot version, so an older one never wins).
+ * The read model of a session for the live-agent desk and the Conversations API: who it belongs to, its
+ * status (`active`, `waiting` for a live agent, `live`, `ended`) and its handoff. Projected from the session
+ * actors' journal (`projector.ts`), behind the steps it shows; `snapshot_version` is the version of the
+ * last step applied. The Messaging API's own answers never read it.
  */
 export interface SessionRecord extends Doc {
   account_id: string;

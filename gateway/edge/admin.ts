@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { ADMIN } from '../../platform/errors.js';
 import type { Services } from '../../platform/services.js';
 import { SLUG_PATTERN } from '../../platform/slug.js';
+import { toE164 } from '../../platform/phone-numbers.js';
 import { CONNECTOR_KINDS, ENVIRONMENTS, viewConnector } from '../../tenancy/connectors.js';
 import { KEY_PERMISSIONS, KEY_SCOPES, PROJECT_SCOPES, viewKey } from '../../tenancy/keys.js';
 import { operatorAuth } from './auth.js';
@@ -27,6 +28,8 @@ const ConnectorView = z.object({
   environment: z.enum(ENVIRONMENTS),
   variant_id: z.string().nullable(),
   host: z.string().nullable(),
+  telephony_connector_id: z.string().nullable().optional(),
+  from_number: z.string().nullable().optional(),
   created_at: z.string(),
 });
 const Settings = z.object({ show_transcripts: z.boolean(), chunked_streaming: z.boolean(), pii_redaction: z.boolean() });
@@ -51,6 +54,22 @@ export const adminPlugin: FastifyPluginAsync<AdminOptions> = async (root, { serv
     const agent = await builder.agents.access({ accountId, projectId: null, keyId: 'operator' }, projectId).catch(() => null);
     if (!agent) throw ADMIN.PROJECT_NOT_FOUND();
     return agent;
+  };
+
+  /** The outbound fields of a connector, checked: the trunk must be the project's, the number E.164. */
+  const outboundFields = async (accountId: string, agentId: string, b: { telephony_connector_id?: string; from_number?: string }) => {
+    const out: { telephony_connector_id: string | null; from_number: string | null } = { telephony_connector_id: null, from_number: null };
+    if (b.telephony_connector_id !== undefined) {
+      await builder.telephony.getConnector({ account_id: accountId, agent_id: agentId }, b.telephony_connector_id).catch(() => {
+        throw ADMIN.TELEPHONY_CONNECTOR_NOT_FOUND();
+      });
+      out.telephony_connector_id = b.telephony_connector_id;
+    }
+    if (b.from_number !== undefined) {
+      out.from_number = toE164(b.from_number);
+      if (!out.from_number) throw ADMIN.FROM_NUMBER_INVALID();
+    }
+    return out;
   };
 
   app.post('/accounts', {
@@ -120,14 +139,18 @@ export const adminPlugin: FastifyPluginAsync<AdminOptions> = async (root, { serv
         environment: z.enum(ENVIRONMENTS).default('live'),
         variant_id: z.string().min(1).max(128).optional(),
         host: z.string().regex(HOST, 'host must be a domain name or app namespace, without scheme or path').optional(),
+        telephony_connector_id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/).optional(),
+        from_number: z.string().min(1).max(32).optional(),
       }),
       response: { 201: ConnectorView.omit({ created_at: true }).extend({ token: z.string() }), ...errors },
     },
   }, async (req, reply) => {
     const b = req.body;
     if (b.kind === 'messaging' && !b.host) throw ADMIN.HOST_REQUIRED();
+    for (const field of ['telephony_connector_id', 'from_number'] as const) if (b.kind !== 'outbound' && b[field] !== undefined) throw ADMIN.OUTBOUND_FIELDS_KIND(field);
     const account = await accounts.require(b.account_id);
     const agent = await project(account.id, b.project_id);
+    const outbound = b.kind === 'outbound' ? await outboundFields(account.id, agent.id, b) : {};
     const { record, secret: token } = await connectors.issue({
       kind: b.kind,
       account_id: account.id,
@@ -135,6 +158,7 @@ export const adminPlugin: FastifyPluginAsync<AdminOptions> = async (root, { serv
       environment: b.environment,
       variant_id: b.variant_id ?? null,
       host: b.host ? b.host.toLowerCase() : null,
+      ...outbound,
     });
     const { created_at: _c, ...view } = viewConnector(record);
     return reply.code(201).send({ ...view, token });

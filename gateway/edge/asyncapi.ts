@@ -5,7 +5,7 @@
  * five client events and the server events of `SERVER_EVENT_TYPES`, each a whole frame with its payload.
  */
 import { z } from 'zod';
-import { MAX_MESSAGE_BYTES, SERVER_EVENT_TYPES } from '../../machines/session.js';
+import { MAX_MESSAGE_BYTES, SERVER_EVENT_TYPES } from '../../actors/session/mod.js';
 
 type ServerType = (typeof SERVER_EVENT_TYPES)[number];
 

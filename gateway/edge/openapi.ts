@@ -31,6 +31,7 @@ export const SECURITY_SCHEMES = {
   chatKey: { type: 'apiKey', in: 'header', name: 'X-API-KEY', description: 'Chat API: a key of scope `chat` for the project' },
   chatToken: { type: 'apiKey', in: 'header', name: 'X-TOKEN', description: 'Chat API: the token of a `chat` connector of the project' },
   externalEventsKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key', description: 'External Events API and bridge-ended: a key of scope `external_events` for the project' },
+  outboundToken: { type: 'apiKey', in: 'header', name: 'X-Service-Auth-Token', description: 'Outbound calling: the token of an `outbound` connector (with a telephony connector and a from number)' },
   alertsKey: { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'Alerts API (alert rules, alerts, webhook endpoints): a key of scope `alerts` for the account' },
 } as const;
 
@@ -42,6 +43,7 @@ export const SECURITY_BY_TAG: Record<string, Array<Record<string, string[]>>> = 
   concurrency: [{ conversationsKey: [] }],
   chat: [{ chatKey: [], chatToken: [] }],
   'external events': [{ externalEventsKey: [] }],
+  outbound: [{ outboundToken: [] }],
   webhooks: [{ alertsKey: [] }],
   alerts: [{ alertsKey: [] }],
 };

@@ -155,7 +155,7 @@ export const projectionsPlugin: FastifyPluginAsync<{ services: Services; runtime
     schema: {
       tags: ['admin'],
       summary: "Rebuilds a projection from the journal: drops its read model and replays every entry (live projection goes on)",
-      params: z.object({ name: z.string().min(1).max(128) }),
+      params: z.object({ name: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,127}$/, 'name must be a projector name (lowercase letters, digits, dots, dashes)') }),
       response: { 202: Projection, ...fieldErrorResponses },
     },
   }, async (req, reply) => {

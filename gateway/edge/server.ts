@@ -12,12 +12,16 @@ import { asyncapiDocument } from './asyncapi.js';
 import { projectionsPlugin, runtimePlugin } from './runtime.js';
 import { agentsPlugin } from './agents/plugin.js';
 import { chatPlugin } from './chat.js';
+import { outboundPlugin } from './outbound.js';
 import { conversationsPlugin } from './conversations/plugin.js';
 import { routeNotFound, sendProblem, shapeForPath, toProblem } from './errors.js';
 import { healthPlugin } from './health.js';
 import { bridgeEndedPlugin, externalEventsPlugin } from './external-events.js';
 import { jsonBodyParser } from './json-body.js';
 import { openapiTransform, SECURITY_SCHEMES } from './openapi.js';
+import { inspectorPlugin } from './inspector/plugin.js';
+import { inspectorPagePlugin } from './inspector/page.js';
+import { inspectorFeed } from './inspector/feed.js';
 import { context, contextFromHeaders, markTraced, tracingStarted, SpanKind, SpanStatusCode, trace, tracer, type Context, type Span } from '../../platform/telemetry.js';
 import { webhookEndpointsPlugin } from './webhook-endpoints/plugin.js';
 import type { SecretBox } from '../../actors/delivery/mod.js';
@@ -198,8 +202,13 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
   });
   await app.register(externalEventsPlugin, { services: opts.services, runtime: opts.runtime, maxBytes: opts.externalEvents?.maxBytes ?? 256 * 1024 });
   await app.register(bridgeEndedPlugin, { services: opts.services, runtime: opts.runtime });
+  await app.register(outboundPlugin, { services: opts.services, runtime: opts.runtime });
   // Cursors are MAC'd with a deployment secret every edge shares: the operator token's hash.
   await app.register(conversationsPlugin, { services: opts.services, cursorSecret: `conversations-cursor:${opts.operatorTokenHash}` });
+  // The inspector (docs/inspector.md): its admin API, its page, its @statelyai/inspect WebSocket feed.
+  await app.register(inspectorPlugin, { prefix: '/admin/v1/inspector', services: opts.services, runtime: opts.runtime, operatorTokenHash: opts.operatorTokenHash });
+  await app.register(inspectorPagePlugin);
+  inspectorFeed(app, { services: opts.services, operatorTokenHash: opts.operatorTokenHash });
   if (opts.webhooks) {
     await app.register(webhookEndpointsPlugin, { prefix: '/v1/webhook-endpoints', keys: opts.services.keys, store: opts.services.store, runtime: opts.runtime, ...opts.webhooks });
   }

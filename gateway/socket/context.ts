@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Runtime } from '../../actors/mod.js';
-import { Journal, sessionRecords } from '../../actors/session/mod.js';
+import { sessionHistory, sessionRecords, type SessionHistory } from '../../actors/session/mod.js';
 import type { MessagingConfig } from '../../platform/config.js';
 import type { Services } from '../../platform/services.js';
 import type { Connector } from '../../tenancy/connectors.js';
@@ -18,7 +18,9 @@ export interface MessagingContext {
   logger: Logger;
   /** This gateway process, as connections are registered with their session. */
   gatewayId: string;
-  journal: Journal;
+  /** Sessions' frames and owners, read from the actor journal (the Messaging API's own answers). */
+  history: SessionHistory;
+  /** The session records (a projection, behind the journal): the desk's lists only. */
   records: ReturnType<typeof sessionRecords>;
   /** HTTP requests per connector and client address (token step) or per access token (sessions step). */
   httpLimiter: RateLimiter;
@@ -37,14 +39,14 @@ export interface MessagingContext {
   route: typeof route;
 }
 
-export function messagingContext(o: Omit<MessagingContext, 'journal' | 'records' | 'httpLimiter' | 'addressLimiter' | 'connectorOf' | 'limitHttp' | 'limitAddress' | 'route'>): MessagingContext {
+export function messagingContext(o: Omit<MessagingContext, 'history' | 'records' | 'httpLimiter' | 'addressLimiter' | 'connectorOf' | 'limitHttp' | 'limitAddress' | 'route'>): MessagingContext {
   const perMinute = o.config.httpRatePerMinute;
   const httpLimiter = new RateLimiter(perMinute / 60, Math.max(1, perMinute));
   const perAddress = o.config.addressRatePerMinute;
   const addressLimiter = new RateLimiter(perAddress / 60, Math.max(1, perAddress));
   return {
     ...o,
-    journal: new Journal(o.services.store),
+    history: sessionHistory(o.services.store),
     records: sessionRecords(o.services.store),
     httpLimiter,
     addressLimiter,

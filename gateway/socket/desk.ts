@@ -1,6 +1,6 @@
 import type { TemplatedApp } from '@trufflesuite/uws-js-unofficial';
-import type { SessionEvent, SessionReply } from '../../machines/session.js';
-import type { SessionRecord } from '../../actors/session/mod.js';
+import type { SessionEvent } from '../../machines/session.js';
+import type { SessionRecord, SessionReply } from '../../actors/session/mod.js';
 import type { MessagingContext } from './context.js';
 import { HTTP_ERRORS } from './errors.js';
 import { HttpFailure, jsonObject, ok } from './http.js';
@@ -78,8 +78,8 @@ export function mountDesk(app: TemplatedApp, ctx: MessagingContext): void {
     const r = await sessionOf(key, params[0]);
     const after = Number(new URLSearchParams(query).get('after') ?? '0');
     if (!Number.isInteger(after) || after < 0) throw new HttpFailure(HTTP_ERRORS.badRequest, {}, 'after must be a sequence number');
-    const entries = await ctx.journal.after(r.id, after, 1000);
-    return ok({ events: entries.map((e) => JSON.parse(e.event)), last_sequence: entries.length ? entries[entries.length - 1].sequence : after });
+    const frames = await ctx.history.after(r.id, after, 1000);
+    return ok({ events: frames.map((f) => JSON.parse(f.j)), last_sequence: frames.length ? frames[frames.length - 1].s : after });
   }, { body: false }));
 
   app.post('/api/v1/desk/sessions/:id/accept', ctx.route(['x-api-key'], 1, async ({ headers, params, body: raw }) => {

@@ -5,7 +5,7 @@
  * hosted service's error shape, whose `error` and `error_message` both carry the table's message.
  * The reference page `docs/errors.md` lists every code (a test keeps the two in step).
  */
-import { SESSION_ERRORS } from '../../machines/session.js';
+import { SESSION_ERRORS } from '../../actors/session/mod.js';
 
 export interface MessagingHttpError {
   status: number;

@@ -1,6 +1,7 @@
 import type { TemplatedApp } from '@trufflesuite/uws-js-unofficial';
 import { createHash } from 'node:crypto';
-import type { SessionInfo, SessionReply } from '../../machines/session.js';
+import type { SessionReply } from '../../actors/session/mod.js';
+import type { SessionInfo } from '../../machines/session.js';
 import { newId } from '../../platform/secrets.js';
 import type { MessagingContext } from './context.js';
 import { HTTP_ERRORS } from './errors.js';
@@ -20,8 +21,8 @@ export async function bearer(ctx: MessagingContext, authorization: string) {
 }
 
 /**
- * `POST /api/v1/sessions` (contract 4.7): creates a session actor (`session/<id>`), which journals
- * SESSION_START and writes the session record before this answers.
+ * `POST /api/v1/sessions` (contract 4.7): creates a session actor (`session/<id>`); its first step, durable
+ * before this answers, commits `session.started` (SESSION_START, and who the session belongs to).
  */
 export function mountSessions(app: TemplatedApp, ctx: MessagingContext): void {
   app.post('/api/v1/sessions', ctx.route(['authorization', 'user-agent'], 0, async ({ headers, body, remote }) => {

@@ -1,8 +1,18 @@
 import type { HttpRequest, HttpResponse, TemplatedApp, us_socket_context_t, WebSocket } from '@trufflesuite/uws-js-unofficial';
 import { randomUUID } from 'node:crypto';
 import { decode, type Subscription } from '../../actors/mod.js';
-import { EVENT_PREFIX, gatewayEvent, sessionTopic, systemMessage, type Published, type WireEvent } from '../../actors/session/mod.js';
-import { MAX_MESSAGE_BYTES, SERVER_EVENT_TYPES, type ClientKind, type SessionEvent, type SessionReply } from '../../machines/session.js';
+import {
+  EVENT_PREFIX,
+  gatewayEvent,
+  MAX_MESSAGE_BYTES,
+  SERVER_EVENT_TYPES,
+  sessionTopic,
+  systemMessage,
+  type Published,
+  type SessionReply,
+  type WireEvent,
+} from '../../actors/session/mod.js';
+import type { ClientKind, SessionEvent } from '../../machines/session.js';
 import { jsonTooDeep } from '../../platform/json-depth.js';
 import type { MessagingContext } from './context.js';
 import type { GatewayDirectory } from './gateways.js';
@@ -171,13 +181,15 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
   };
 
   const replay = async (ws: Socket, d: SocketData) => {
-    const entries = await ctx.journal.after(d.sessionId, d.cursor);
+    // Read after the subscription is in place: whatever was committed before is in the journal, whatever
+    // is committed after is published to this gateway; overlaps are dropped by sequence.
+    const frames = await ctx.history.after(d.sessionId, d.cursor);
     if (d.closed) return;
     const batch = gatewayEvent('EVENT_BATCH', {}, null);
     const head = JSON.stringify({ ...batch, payload: undefined }).slice(0, -1);
-    // The journal holds wire JSON: the batch is assembled without parsing it again.
-    const text = `${head},"payload":{"events":[${entries.map((e) => e.event).join(',')}]}}`;
-    d.lastSeq = Math.max(d.cursor, entries.length ? entries[entries.length - 1].sequence : 0);
+    // Frames are wire JSON already: the batch is assembled without parsing them again.
+    const text = `${head},"payload":{"events":[${frames.map((f) => f.j).join(',')}]}}`;
+    d.lastSeq = Math.max(d.cursor, frames.length ? frames[frames.length - 1].s! : 0);
     const pending = d.pending ?? [];
     d.pending = null;
     ws.cork(() => send(ws, d, text));
@@ -185,8 +197,8 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
   };
 
   const answerDuplicate = async (ws: Socket, d: SocketData, seq: number) => {
-    const entry = await ctx.journal.at(d.sessionId, seq);
-    if (entry) send(ws, d, entry.event);
+    const frame = await ctx.history.at(d.sessionId, seq);
+    if (frame) send(ws, d, frame);
   };
 
   const onMessage = async (ws: Socket, d: SocketData, text: string | null) => {
@@ -238,9 +250,11 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
       if (!sessionId || !accessToken) return refuse(res, isAborted, HTTP_ERRORS.invalidConnectionParameters);
       const claims = await ctx.tokens.verify(accessToken);
       if (!claims || !(await ctx.connectorOf(claims))) return refuse(res, isAborted, HTTP_ERRORS.authenticationFailed);
-      const record = SESSION_ID.test(sessionId) ? await ctx.records.get(sessionId) : null;
-      if (!record || record.status === 'ended') return refuse(res, isAborted, HTTP_ERRORS.sessionNotFound);
-      if (record.connector_id !== claims.connector_id || record.account_id !== claims.account_id) return refuse(res, isAborted, HTTP_ERRORS.authenticationFailed);
+      // Who the session belongs to comes from its creation in the journal (no projection is read); whether
+      // it is still open, from its actor's answer to CONNECT.
+      const owner = SESSION_ID.test(sessionId) ? await ctx.history.owner(sessionId) : null;
+      if (!owner) return refuse(res, isAborted, HTTP_ERRORS.sessionNotFound);
+      if (owner.connector_id !== claims.connector_id || owner.account_id !== claims.account_id) return refuse(res, isAborted, HTTP_ERRORS.authenticationFailed);
       const { cursor, valid } = parseCursor(rawCursor);
       if (!valid) ctx.logger.info({ session: sessionId, cursor: rawCursor }, 'invalid cursor read as seq:0');
       const connectionId = randomUUID();

@@ -20,6 +20,13 @@ export interface Env {
    * that throws (a duplicate, a failed check) rolls back alone. Resolves after the commit.
    */
   batch<T>(write: () => T): Promise<T>;
+  /**
+   * The next journal seq, inside a `batch` write only. The counter (`meta` key `journal.seq`) is read once per
+   * group commit, inside its write transaction (under the writer lock, so across threads and processes seqs
+   * follow commit order), counted up in memory and written back once before the commit. A write that rolls
+   * back leaves a gap, which the journal allows.
+   */
+  nextSeq(): number;
   /** [collection, id] -> record. */
   records: Database<Doc, Key>;
   /** [collection, indexName, ...values, id] -> true. */
@@ -42,9 +49,12 @@ export interface Env {
 export function openEnv(dataDir: string): Env {
   fs.mkdirSync(dataDir, { recursive: true });
   const root = open({ path: path.join(dataDir, 'store.mdb') });
+  const meta = root.openDB<number, string>({ name: 'meta' });
+  const seqs = new SeqCounter(meta);
   return {
     root,
-    batch: groupCommit(root),
+    batch: groupCommit(root, seqs),
+    nextSeq: () => seqs.next(),
     records: root.openDB<Doc, Key>({ name: 'records' }),
     indexes: root.openDB<true, Key>({ name: 'indexes' }),
     catalog: root.openDB<string[], string>({ name: 'catalog' }),
@@ -52,8 +62,42 @@ export function openEnv(dataDir: string): Env {
     deadlines: root.openDB<true, Key>({ name: 'deadlines' }),
     journal: root.openDB<StoredEntry, number>({ name: 'journal' }),
     journalByActor: root.openDB<true, Key>({ name: 'journal-by-actor' }),
-    meta: root.openDB<number, string>({ name: 'meta' }),
+    meta,
   };
+}
+
+/** The meta key holding the last journal seq assigned. */
+export const SEQ_KEY = 'journal.seq';
+
+/** The journal's seq counter during one group commit (see `Env.nextSeq`). */
+class SeqCounter {
+  private last: number | null = null;
+  private inBatch = false;
+
+  constructor(private readonly meta: Database<number, string>) {}
+
+  begin(): void {
+    this.inBatch = true;
+    this.last = null;
+  }
+
+  next(): number {
+    if (!this.inBatch) throw new Error('journal seqs are assigned inside a group commit only');
+    this.last = (this.last ?? this.meta.get(SEQ_KEY) ?? 0) + 1;
+    return this.last;
+  }
+
+  /** Writes the counter back (inside the batch's transaction, after its writes). */
+  end(): void {
+    if (this.last !== null) this.meta.putSync(SEQ_KEY, this.last);
+    this.inBatch = false;
+    this.last = null;
+  }
+
+  abort(): void {
+    this.inBatch = false;
+    this.last = null;
+  }
 }
 
 interface Queued {
@@ -63,7 +107,7 @@ interface Queued {
 }
 
 /** The group-commit queue of an environment (see `Env.batch`). */
-function groupCommit(root: RootDatabase): <T>(write: () => T) => Promise<T> {
+function groupCommit(root: RootDatabase, seqs: SeqCounter): <T>(write: () => T) => Promise<T> {
   let queue: Queued[] = [];
   let queuedAt = 0;
   const flush = () => {
@@ -77,6 +121,7 @@ function groupCommit(root: RootDatabase): <T>(write: () => T) => Promise<T> {
     const outcomes: Array<{ ok: true; value: unknown } | { ok: false; err: unknown }> = [];
     try {
       root.transactionSync(() => {
+        seqs.begin();
         for (const q of batch) {
           try {
             // Nested in a write transaction, lmdb-js runs this as a child transaction: a throw aborts it alone.
@@ -85,8 +130,10 @@ function groupCommit(root: RootDatabase): <T>(write: () => T) => Promise<T> {
             outcomes.push({ ok: false, err });
           }
         }
+        seqs.end();
       });
     } catch (err) {
+      seqs.abort();
       for (const q of batch) q.reject(err);
       return;
     }

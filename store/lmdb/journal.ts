@@ -1,22 +1,18 @@
 import type { JournalEntry, JournalEvent, JournalStore } from '../types.js';
-import type { Env } from './env.js';
+import { SEQ_KEY, type Env } from './env.js';
 import { END, isKeyString, key } from './keys.js';
 
 /** A journal entry as stored under its seq. */
 export type StoredEntry = Omit<JournalEntry, 'seq'>;
 
-/** The meta key holding the last journal seq assigned. */
-const SEQ = 'journal.seq';
-
 /**
- * Appends one entry inside the caller's write transaction (the snapshot's, for an actor step) and returns
- * its seq. The seq comes from a counter read and written in that transaction: LMDB has one writer at a time
- * (across threads and processes), so seqs increase in commit order and a reader never sees a later seq
- * committed before an earlier one. The entry is encoded once, by this put.
+ * Appends one entry inside the caller's group-commit write (the snapshot's, for an actor step) and returns
+ * its seq (`Env.nextSeq`: LMDB has one writer at a time across threads and processes, so seqs increase in
+ * commit order and a reader never sees a later seq committed before an earlier one). The entry is encoded
+ * once, by this put.
  */
 export function appendInTransaction(env: Env, entry: StoredEntry): number {
-  const seq = (env.meta.get(SEQ) ?? 0) + 1;
-  env.meta.putSync(SEQ, seq);
+  const seq = env.nextSeq();
   env.journal.putSync(seq, entry);
   env.journalByActor.putSync(key(entry.key, entry.version, seq), true);
   return seq;
@@ -68,7 +64,7 @@ export class LmdbJournal implements JournalStore {
   }
 
   async head(): Promise<number> {
-    return this.env.meta.get(SEQ) ?? 0;
+    return this.env.meta.get(SEQ_KEY) ?? 0;
   }
 }
 

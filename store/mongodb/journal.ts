@@ -56,7 +56,7 @@ export class MongoJournal implements JournalStore {
     return (await cursor.toArray()).map(toEntry);
   }
 
-  append(entry: Omit<JournalEntry, 'seq' | 'at'> & { at?: number }): Promise<number> {
+  async append(entry: Omit<JournalEntry, 'seq' | 'at'> & { at?: number }): Promise<number> {
     const stored: Omit<JournalEntry, 'seq'> = {
       key: entry.key,
       kind: entry.kind,
@@ -67,7 +67,13 @@ export class MongoJournal implements JournalStore {
       value: entry.value ?? null,
       events: entry.events,
     };
-    return this.withSession((session) => this.appendIn(session, stored));
+    let seq = 0;
+    await this.withSession((session) =>
+      session.withTransaction(async () => {
+        seq = await this.appendIn(session, stored);
+      }),
+    );
+    return seq;
   }
 
   async head(): Promise<number> {

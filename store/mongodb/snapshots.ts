@@ -75,10 +75,11 @@ export class MongoSnapshots implements SnapshotStore {
           events: step.events,
         };
         // The callback may run again on a transient error (a write conflict), so it does everything anew.
-        const seq = await this.withSession((session) =>
+        let seq = 0;
+        await this.withSession((session) =>
           session.withTransaction(async () => {
             if (!(await write(session))) throw new Lost();
-            return this.journal.appendIn(session, entry);
+            seq = await this.journal.appendIn(session, entry);
           }),
         );
         return { ok: true, version, seq, at };

@@ -3,6 +3,7 @@ import { http, type Res } from './http.js';
 import type { Platform } from './platform.js';
 import { chatProject, type ChatProject } from './chat.js';
 import { admin } from './tenants.js';
+import { waitForProjections } from './projections.js';
 
 /** A published agent with a messaging connector registered for `example.com`. */
 export interface MessagingProject extends ChatProject {
@@ -129,8 +130,10 @@ export async function handshakeStatus(socket: string, q: Record<string, string |
 export const T = (t: string) => `EVENT_TYPE_${t}`;
 export const is = (t: string) => (e: Ev) => e.type === T(t);
 
-/** Desk calls with a live_agent key. */
+/** Desk calls with a live_agent key, each once the desk's read model has caught up with the journal. */
 export function desk(p: Platform, key: string) {
-  return (method: string, path: string, body?: unknown): Promise<Res<any>> =>
-    http(p.socket, method, `/api/v1/desk${path}`, { body, headers: { 'x-api-key': key } });
+  return async (method: string, path: string, body?: unknown): Promise<Res<any>> => {
+    await waitForProjections(p);
+    return http(p.socket, method, `/api/v1/desk${path}`, { body, headers: { 'x-api-key': key } });
+  };
 }

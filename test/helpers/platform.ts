@@ -47,6 +47,11 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
       ...process.env,
       EDGE_PORT: '0',
       SOCKET_PORT: '0',
+      // The media role (part of every all-roles process): SIP, TLS and RTP on free ports too.
+      SIP_PORT: '0',
+      SIP_TLS_PORT: '0',
+      RTP_PORT_MIN: '0',
+      RTP_PORT_MAX: '0',
       HOST: '127.0.0.1',
       DATA_DIR: dataDir,
       LOG_LEVEL: 'warn',

@@ -25,6 +25,9 @@ import { foldRecord } from './record-fold.js';
 /** The events the record is folded from; a step that emitted none of them writes nothing. */
 const RECORD_EVENTS = new Set(['conversation.started', 'conversation.turn', 'conversation.changed', 'conversation.ended']);
 
+/** Live conversations whose folded record the projector keeps in memory (beyond it, the oldest is dropped). */
+const LIVE_RECORDS = 4096;
+
 export interface ConversationsProjectorOptions {
   /** Embeds ended conversations for semantic search (default: from the environment, as the edge's queries). */
   embedder?: Embedder;
@@ -39,6 +42,20 @@ export function conversationsProjector(opts: ConversationsProjectorOptions = {})
     let i = indexers.get(store);
     if (!i) indexers.set(store, (i = searchIndexer(store, embedder, opts.log)));
     return i;
+  };
+
+  /**
+   * The records of live conversations as this projector last wrote them, so that the next entry of one is
+   * folded without reading and decoding its record (transcript and all) again. Used only for the entry that
+   * directly follows (version + 1): anything else (an entry seen again after a crash, a rebuild's replay from
+   * version 1, entries another runner applied meanwhile, a step that recorded nothing) reads the store.
+   */
+  const live = new Map<string, ConversationRecord>();
+  const remember = (r: ConversationRecord) => {
+    live.delete(r.id);
+    if (!r.in_progress) return;
+    live.set(r.id, r);
+    if (live.size > LIVE_RECORDS) live.delete(live.keys().next().value as string);
   };
 
   return {
@@ -56,18 +73,30 @@ export function conversationsProjector(opts: ConversationsProjectorOptions = {})
       const records = conversationRecords(store);
       const documents = conversationDocuments(store);
       const search = indexer(store);
-      const stored = new Map((await records.find({ id: { $in: [...byId.keys()] } })).map((r) => [r.id, r]));
+      const stored = new Map<string, ConversationRecord>();
+      const unknown: string[] = [];
+      for (const [id, list] of byId) {
+        const cached = live.get(id);
+        live.delete(id);
+        if (cached && cached.snapshot_version === list[0].version - 1) stored.set(id, cached);
+        else unknown.push(id);
+      }
+      if (unknown.length > 0) for (const r of await records.find({ id: { $in: unknown } })) stored.set(r.id, r);
       await Promise.all([...byId].map(async ([id, list]) => {
         const before = stored.get(id) ?? null;
         const from = before?.snapshot_version ?? 0;
         let record: ConversationRecord | null = before;
         for (const e of list) record = foldRecord(record, id, e);
         if (!record || (record.snapshot_version ?? 0) <= from && before) return;
+        // A record folded from nothing: whatever the indexer remembers of it predates a reset (which may have
+        // run in another thread: the admin API's rebuild).
+        if (!before) search.forget(id);
         const version = record.snapshot_version ?? 0;
         const indexing = search.project(id, record as unknown as RecordFields, version);
         try {
           if (!record.in_progress) await documents.putNewer(documentOf(record), 'snapshot_version');
-          await records.putNewer(record, 'snapshot_version');
+          // Refused: a newer record is stored (another runner got further); it is not remembered then.
+          if (await records.putNewer(record, 'snapshot_version')) remember(record);
         } finally {
           await indexing;
         }
@@ -75,6 +104,7 @@ export function conversationsProjector(opts: ConversationsProjectorOptions = {})
     },
     async reset(store: Store): Promise<void> {
       indexers.delete(store);
+      live.clear();
       await Promise.all([
         conversationRecords(store).delete({}),
         conversationDocuments(store).delete({}),

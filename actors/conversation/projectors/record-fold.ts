@@ -36,7 +36,7 @@ function started(id: string, d: StartedData, at: string): ConversationRecord {
     num_silences: 0,
     num_ood: 0,
     metrics: { CALL_DURATION: '0', CALL_TURN: [] },
-    state: builtins(id, d.from_number, d.to_number),
+    state: builtins(id, d.from_number, d.to_number, d.call_sid),
     turns: [],
     integration_attributes: {},
     asr_lang_code: '',
@@ -49,7 +49,9 @@ function started(id: string, d: StartedData, at: string): ConversationRecord {
   };
 }
 
-const builtins = (id: string, from: string, to: string) => ({ from_: from, to, conversation_id: id });
+const builtins = (id: string, from: string, to: string, callSid?: string) => ({ from_: from, to, ...(callSid ? { call_sid: callSid } : {}), conversation_id: id });
+/** The call sid the record was started with (kept in its state's built-in keys). */
+const callSidOf = (r: ConversationRecord): string | undefined => (typeof r.state.call_sid === 'string' ? r.state.call_sid : undefined);
 
 /** Sets what `conversation.changed` carries. */
 function changed(r: ConversationRecord, d: ChangedData): void {
@@ -68,7 +70,7 @@ function changed(r: ConversationRecord, d: ChangedData): void {
   // Built-in keys first, so a function's own variables of the same name win; what the platform knows of
   // outside systems last: these are its own.
   r.state = {
-    ...builtins(r.id, r.from_number, r.to_number),
+    ...builtins(r.id, r.from_number, r.to_number, callSidOf(r)),
     ...d.state,
     ...(d.awaiting_external_event ? { awaiting_external_event: d.awaiting_external_event } : {}),
     ...(d.bridge_ended ? { bridge_ended: d.bridge_ended } : {}),

@@ -8,6 +8,7 @@ import { branchRoutes } from './branch-routes.js';
 import { deploymentRoutes } from './deployment-routes.js';
 import { functionRoutes } from './function-routes.js';
 import { realtimeConfigRoutes } from './realtime-config-routes.js';
+import { telephonyRoutes } from './telephony-routes.js';
 import { variantRoutes } from './variant-routes.js';
 
 /** The Agents API (contract 4.1), mounted at `/v1`: every route needs an `x-api-key` of scope `agents`. */
@@ -15,5 +16,5 @@ export const agentsPlugin: FastifyPluginAsync<{ services: Services }> = async (r
   const app = root.withTypeProvider<ZodTypeProvider>();
   useErrorShape(app, 'fields');
   app.addHook('onRequest', apiKeyAuth(services.keys, ['agents']));
-  for (const group of [agentRoutes, branchRoutes, variantRoutes, functionRoutes, deploymentRoutes, realtimeConfigRoutes]) group(app, services);
+  for (const group of [agentRoutes, branchRoutes, variantRoutes, functionRoutes, deploymentRoutes, realtimeConfigRoutes, telephonyRoutes]) group(app, services);
 };

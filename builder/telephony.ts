@@ -1,0 +1,235 @@
+/**
+ * Telephony resources of an agent (contract 2.1: not branch-scoped): SIP trunks (`telephony_connectors`,
+ * ids `tc_…`) and the E.164 numbers bound to them (`telephony_phone_numbers`, ids `pn_…`). Store-backed and
+ * free of HTTP: the Agents API routes (`gateway/edge/agents/telephony-routes.ts`) call these, and so do the
+ * media gateway (which trunk to dial through, which agent an INVITE's number belongs to) and the call actor.
+ *
+ * Every query that serves a caller is scoped to the account and agent (the agent id is the project id);
+ * `numberByE164` and `trunk` are the platform's own lookups by globally unique keys.
+ */
+import { StoreDuplicateError, type Collection, type Doc, type Store } from '../store/mod.js';
+import { nowIso } from '../platform/clock.js';
+import { AGENTS } from '../platform/errors.js';
+import { newId } from '../platform/secrets.js';
+
+export const SIP_TRANSPORTS = ['udp', 'tcp', 'tls'] as const;
+export type SipTransport = (typeof SIP_TRANSPORTS)[number];
+
+/** The account and agent (= project) a telephony resource belongs to. */
+export interface TelephonyScope {
+  account_id: string;
+  agent_id: string;
+}
+
+/**
+ * A SIP trunk. `password` is stored as given, not hashed: SIP digest authentication (RFC 8760 / 2617)
+ * computes `MD5(username:realm:password)` with the realm the far end names in its challenge, so the platform
+ * must be able to recover the password itself. It lives only in the platform's own store (the data directory
+ * or MongoDB, both access-controlled by the operator) and is never returned by any read: `viewConnector`
+ * leaves it out and says only whether one is set.
+ */
+export interface TelephonyConnectorRecord extends Doc {
+  account_id: string;
+  agent_id: string;
+  name: string;
+  host: string;
+  port: number;
+  transport: SipTransport;
+  username: string | null;
+  password: string | null;
+  /** Calls this trunk carries at once; null: the platform's `OUTBOUND_TRUNK_CONCURRENCY`. */
+  max_concurrent_calls: number | null;
+  created_at: string;
+}
+
+export interface PhoneNumberRecord extends Doc {
+  account_id: string;
+  agent_id: string;
+  /** E.164, unique across the platform: an INVITE to it must name one agent. */
+  number: string;
+  connector_id: string;
+  variant_id: string | null;
+  created_at: string;
+}
+
+/** What a connector shows: everything but the password. */
+export interface TelephonyConnectorView {
+  id: string;
+  name: string;
+  host: string;
+  port: number;
+  transport: SipTransport;
+  username: string | null;
+  has_password: boolean;
+  max_concurrent_calls: number | null;
+  created_at: string;
+}
+
+export interface PhoneNumberView {
+  id: string;
+  number: string;
+  connector_id: string;
+  variant_id: string | null;
+  created_at: string;
+}
+
+/** Where and how to reach a trunk: what the media gateway needs to send an INVITE through it. */
+export interface Trunk {
+  host: string;
+  port: number;
+  transport: SipTransport;
+  username?: string;
+  password?: string;
+  /** Connector's own concurrency limit, when it sets one. */
+  max_concurrent_calls?: number;
+}
+
+export interface ConnectorInput {
+  name: string;
+  host: string;
+  port: number;
+  transport: SipTransport;
+  username?: string | null;
+  password?: string | null;
+  max_concurrent_calls?: number | null;
+}
+
+export interface NumberInput {
+  /** Already normalised to E.164 by the caller. */
+  number: string;
+  connector_id: string;
+  variant_id?: string | null;
+}
+
+export interface Telephony {
+  createConnector(scope: TelephonyScope, input: ConnectorInput): Promise<TelephonyConnectorRecord>;
+  listConnectors(scope: TelephonyScope): Promise<TelephonyConnectorRecord[]>;
+  /** Throws `AGENTS.TELEPHONY_CONNECTOR_NOT_FOUND` when it is not this agent's. */
+  getConnector(scope: TelephonyScope, id: string): Promise<TelephonyConnectorRecord>;
+  /** Refused (`AGENTS.TELEPHONY_CONNECTOR_IN_USE`, 409) while numbers are bound to it. */
+  deleteConnector(scope: TelephonyScope, id: string): Promise<void>;
+  /** Throws `AGENTS.TELEPHONY_NUMBER_EXISTS` (409) when the number is bound anywhere already. */
+  createNumber(scope: TelephonyScope, input: NumberInput): Promise<PhoneNumberRecord>;
+  listNumbers(scope: TelephonyScope): Promise<PhoneNumberRecord[]>;
+  getNumber(scope: TelephonyScope, id: string): Promise<PhoneNumberRecord>;
+  deleteNumber(scope: TelephonyScope, id: string): Promise<void>;
+  /** The binding of an E.164 number (the platform's inbound lookup), or null. */
+  numberByE164(e164: string): Promise<PhoneNumberRecord | null>;
+  /** How to reach a connector's trunk, or null when it does not exist. */
+  trunk(connectorId: string): Promise<Trunk | null>;
+  /** The connector record by id alone (platform-internal; never rendered with its password). */
+  connectorById(connectorId: string): Promise<TelephonyConnectorRecord | null>;
+}
+
+export function telephonyCollections(store: Store): {
+  connectors: Collection<TelephonyConnectorRecord>;
+  numbers: Collection<PhoneNumberRecord>;
+} {
+  return {
+    connectors: store.collection<TelephonyConnectorRecord>({
+      name: 'telephony_connectors',
+      indexes: [{ fields: ['account_id', 'agent_id', 'created_at'] }],
+    }),
+    numbers: store.collection<PhoneNumberRecord>({
+      name: 'telephony_phone_numbers',
+      indexes: [{ fields: ['number'], unique: true }, { fields: ['account_id', 'agent_id', 'created_at'] }, { fields: ['connector_id'] }],
+    }),
+  };
+}
+
+/** The telephony resources over a store. */
+export function telephony(store: Store): Telephony {
+  const { connectors, numbers } = telephonyCollections(store);
+  const scoped = (scope: TelephonyScope) => ({ account_id: scope.account_id, agent_id: scope.agent_id });
+
+  const getConnector = async (scope: TelephonyScope, id: string): Promise<TelephonyConnectorRecord> => {
+    const c = await connectors.findOne({ id, ...scoped(scope) });
+    if (!c) throw AGENTS.TELEPHONY_CONNECTOR_NOT_FOUND();
+    return c;
+  };
+  const getNumber = async (scope: TelephonyScope, id: string): Promise<PhoneNumberRecord> => {
+    const n = await numbers.findOne({ id, ...scoped(scope) });
+    if (!n) throw AGENTS.TELEPHONY_NUMBER_NOT_FOUND();
+    return n;
+  };
+
+  return {
+    async createConnector(scope, input) {
+      return connectors.insert({
+        id: newId('tc'),
+        ...scoped(scope),
+        name: input.name,
+        host: input.host,
+        port: input.port,
+        transport: input.transport,
+        username: input.username ?? null,
+        password: input.password ?? null,
+        max_concurrent_calls: input.max_concurrent_calls ?? null,
+        created_at: nowIso(),
+      });
+    },
+    listConnectors: (scope) => connectors.find(scoped(scope), { sort: { created_at: 1 } }),
+    getConnector,
+    async deleteConnector(scope, id) {
+      await getConnector(scope, id);
+      // Refused rather than cascading: deleting a trunk silently unbinding live numbers would make inbound
+      // calls to them fail with no trace of why. Delete the numbers first.
+      if ((await numbers.count({ connector_id: id })) > 0) throw AGENTS.TELEPHONY_CONNECTOR_IN_USE();
+      await connectors.delete({ id, ...scoped(scope) });
+    },
+    async createNumber(scope, input) {
+      if (!(await connectors.findOne({ id: input.connector_id, ...scoped(scope) }))) throw AGENTS.TELEPHONY_CONNECTOR_UNKNOWN();
+      try {
+        return await numbers.insert({
+          id: newId('pn'),
+          ...scoped(scope),
+          number: input.number,
+          connector_id: input.connector_id,
+          variant_id: input.variant_id ?? null,
+          created_at: nowIso(),
+        });
+      } catch (err) {
+        if (err instanceof StoreDuplicateError) throw AGENTS.TELEPHONY_NUMBER_EXISTS();
+        throw err;
+      }
+    },
+    listNumbers: (scope) => numbers.find(scoped(scope), { sort: { created_at: 1 } }),
+    getNumber,
+    async deleteNumber(scope, id) {
+      await getNumber(scope, id);
+      await numbers.delete({ id, ...scoped(scope) });
+    },
+    numberByE164: (e164) => numbers.findOne({ number: e164 }),
+    async trunk(connectorId) {
+      const c = await connectors.get(connectorId);
+      if (!c) return null;
+      return {
+        host: c.host,
+        port: c.port,
+        transport: c.transport,
+        ...(c.username !== null ? { username: c.username } : {}),
+        ...(c.password !== null ? { password: c.password } : {}),
+        ...(c.max_concurrent_calls !== null ? { max_concurrent_calls: c.max_concurrent_calls } : {}),
+      };
+    },
+    connectorById: (connectorId) => connectors.get(connectorId),
+  };
+}
+
+export function viewTelephonyConnector(c: TelephonyConnectorRecord): TelephonyConnectorView {
+  return {
+    id: c.id,
+    name: c.name,
+    host: c.host,
+    port: c.port,
+    transport: c.transport,
+    username: c.username,
+    has_password: c.password !== null,
+    max_concurrent_calls: c.max_concurrent_calls,
+    created_at: c.created_at,
+  };
+}
+
+export function viewPhoneNumber(n: PhoneNumberRecord): PhoneNumberView {
+  return { id: n.id, number: n.number, connector_id: n.connector_id, variant_id: n.variant_id, created_at: n.created_at };
+}

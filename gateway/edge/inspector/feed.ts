@@ -1,0 +1,91 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import type { AnyStateMachine } from 'xstate';
+import { secretMatches } from '../../../platform/secrets.js';
+import type { Services } from '../../../platform/services.js';
+import { machineOf } from './charts.js';
+import { maybeMask } from './mask.js';
+import { currentSnapshot, tailSteps } from './steps.js';
+import { acceptUpgrade, refuseUpgrade, type FeedSocket } from './websocket.js';
+
+/**
+ * The `@statelyai/inspect` feed of one actor, a WebSocket on the edge port at
+ * `/admin/v1/inspector/actors/{kind}/{id}/inspect` (operator token as `Authorization: Bearer`, or `?token=`
+ * for clients that cannot set headers). Messages are JSON text in that protocol's shapes: first
+ * `@xstate.actor` (the machine's definition as JSON, the current snapshot), then per committed step one
+ * `@xstate.event` per domain event it emitted and an `@xstate.snapshot` with the state after it. Context and
+ * event data are masked like the page (`?unmasked=true` to see them).
+ */
+
+const PATH = /^\/admin\/v1\/inspector\/actors\/([a-z][a-z0-9-]{0,31})\/([A-Za-z0-9_.-]{1,128})\/inspect$/;
+/** The protocol version of `@statelyai/inspect` events these follow. */
+export const STATELY_PROTOCOL_VERSION = '0.4.0';
+
+/** A machine definition as `@statelyai/inspect` sends it: its config as JSON, functions by name. */
+export function definitionJson(machine: AnyStateMachine): string {
+  return JSON.stringify(machine.config, (_key, value) => (typeof value === 'function' ? { type: value.name || 'anonymous' } : value));
+}
+
+export function inspectorFeed(app: FastifyInstance, o: { services: Services; operatorTokenHash: string; tailIntervalMs?: number }): void {
+  const open = new Set<FeedSocket>();
+  app.addHook('preClose', async () => {
+    for (const s of open) s.close(1001);
+  });
+  app.server.on('upgrade', (req, socket, head) => {
+    const url = new URL(req.url ?? '/', 'http://edge');
+    const m = PATH.exec(url.pathname);
+    if (!m) return refuseUpgrade(socket, 404, 'Not Found', { message: 'no WebSocket here', errors: [] });
+    const bearer = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '')?.[1] ?? url.searchParams.get('token');
+    if (!bearer || !secretMatches(bearer, o.operatorTokenHash)) {
+      return refuseUpgrade(socket, 401, 'Unauthorized', { message: 'missing or invalid operator token', errors: [] });
+    }
+    const [, kind, id] = m;
+    const key = `${kind}/${id}`;
+    const unmasked = url.searchParams.get('unmasked') === 'true';
+    void (async () => {
+      const d = await currentSnapshot(o.services.store, key);
+      if (!d) return refuseUpgrade(socket, 404, 'Not Found', { message: 'actor not found', errors: [{ field: 'id', message: 'actor not found' }] });
+      const ws = acceptUpgrade(req, socket, head);
+      if (!ws) return;
+      open.add(ws);
+      const machine = machineOf(kind);
+      const base = () => ({ sessionId: key, rootId: key, createdAt: Date.now().toString(), id: randomUUID(), _version: STATELY_PROTOCOL_VERSION });
+      const snap = (x: { status: string; value: unknown; context: unknown }) => ({ status: x.status, value: x.value, context: maybeMask(x.context, unmasked) });
+      ws.send(JSON.stringify({
+        type: '@xstate.actor',
+        name: machine?.id ?? kind,
+        parentId: undefined,
+        definition: machine ? definitionJson(machine) : JSON.stringify({ id: kind }),
+        snapshot: snap(d),
+        ...base(),
+      }));
+      const stop = tailSteps({
+        store: o.services.store,
+        key,
+        afterVersion: d.version,
+        intervalMs: o.tailIntervalMs ?? 100,
+        onSteps: (steps, now) => {
+          steps.forEach((s, i) => {
+            const events = s.events.map((e) => ({ ...(maybeMask(e.data, unmasked) as object), type: e.type }));
+            for (const event of events) ws.send(JSON.stringify({ type: '@xstate.event', event, sourceId: key, ...base() }));
+            const last = i === steps.length - 1 && now;
+            ws.send(JSON.stringify({
+              type: '@xstate.snapshot',
+              event: events[0] ?? { type: 'xstate.step' },
+              snapshot: last ? snap(now) : { status: 'active', value: s.value },
+              ...base(),
+            }));
+          });
+        },
+        onError: (err) => app.log.warn({ err, key }, 'inspector feed: reading the journal failed'),
+      });
+      ws.onClose(() => {
+        stop();
+        open.delete(ws);
+      });
+    })().catch((err) => {
+      app.log.warn({ err, key }, 'inspector feed failed');
+      socket.destroy();
+    });
+  });
+}

@@ -1,0 +1,124 @@
+/**
+ * What the inspector hides of an actor's context and events unless the operator asks for it
+ * (`?unmasked=true`). The rule (docs/inspector.md, Masking):
+ *
+ * 1. Fields that hold what a person typed or said, or identifies them, are masked whole at any depth, by
+ *    name (case-insensitive): the user's words (`user_input`, `translated_user_input`, `user_input_dtmf`,
+ *    `message`, `text`, `initialMessage`, `userTyping`, `history`), phone numbers (`fromNumber`,
+ *    `toNumber`, `from_number`, `to_number`, `phone`, `caller`, `callee`), e-mail (`email`), and the
+ *    free-form bags a client or a tenant's functions fill (`metadata`, `integrationAttributes`,
+ *    `integration_attributes`, `sip_headers`, `custom`, `joinCustom`, `payload`, `body`, `data`, `state`
+ *    (conversation variables), `userAgent`). Inside a masked field objects and arrays keep their shape
+ *    (keys, lengths); strings become `•••` with their length, numbers become `•••`; booleans and null stay.
+ * 2. Every other string is kept, but e-mail addresses and phone numbers in it are replaced (`•••@•••`,
+ *    `•••` plus the last two digits): an agent's answer that repeats a caller's address shows none of it.
+ *
+ * Ids, states, timestamps, counters, reasons and flags stay readable: they are what an engineer debugging
+ * a machine needs. The rule is applied to contexts, journal events and the `@statelyai/inspect` feed alike.
+ */
+
+const MASKED_KEYS = new Set(
+  [
+    'user_input', 'translated_user_input', 'user_input_dtmf', 'message', 'text', 'initialMessage', 'userTyping', 'history',
+    'fromNumber', 'toNumber', 'from_number', 'to_number', 'phone', 'caller', 'callee', 'email',
+    'metadata', 'integrationAttributes', 'integration_attributes', 'sip_headers', 'custom', 'joinCustom', 'payload', 'body', 'data', 'state', 'userAgent',
+  ].map((k) => k.toLowerCase()),
+);
+
+/** Whether a field of this name is masked whole. */
+export const maskedKey = (key: string): boolean => MASKED_KEYS.has(key.toLowerCase());
+
+// Both scans below are written out by hand, not as backtracking regular expressions: linear in the text,
+// since masking runs over whatever people typed (test/regex.test.ts holds the platform's patterns to that).
+const isLocal = (c: string) => /[A-Za-z0-9._%+-]/.test(c);
+const isDomain = (c: string) => /[A-Za-z0-9.-]/.test(c);
+const isLetter = (c: string) => /[A-Za-z]/.test(c);
+const isDigit = (c: string) => c >= '0' && c <= '9';
+const isPhoneChar = (c: string) => isDigit(c) || c === ' ' || c === '(' || c === ')' || c === '.' || c === '-';
+/** Characters that make a number part of something else (an id, a UUID, a timestamp) when they touch it. */
+const joinsBefore = (c: string | undefined) => c !== undefined && /[\w.:-]/.test(c);
+const joinsAfter = (c: string | undefined) => c !== undefined && /[\w:-]/.test(c);
+const DATE = /^\d{4}-\d{2}-\d{2}$/;
+/** A phone number is at most this long as written (digits and separators). */
+const PHONE_MAX = 30;
+
+/** [start, end) of every e-mail address in `s`. */
+function emails(s: string): Array<[number, number]> {
+  const found: Array<[number, number]> = [];
+  let from = 0;
+  for (let at = s.indexOf('@'); at >= 0; at = s.indexOf('@', at + 1)) {
+    let start = at;
+    while (start > from && isLocal(s[start - 1])) start--;
+    let end = at + 1;
+    while (end < s.length && isDomain(s[end])) end++;
+    while (end > at + 1 && (s[end - 1] === '.' || s[end - 1] === '-')) end--;
+    const domain = s.slice(at + 1, end);
+    const dot = domain.lastIndexOf('.');
+    const tld = dot > 0 ? domain.slice(dot + 1) : '';
+    if (start < at && dot > 0 && tld.length >= 2 && [...tld].every(isLetter)) {
+      found.push([start, end]);
+      from = end;
+    }
+  }
+  return found;
+}
+
+/**
+ * A string with the e-mail addresses and phone numbers in it replaced. A phone number: 7 or more digits,
+ * optionally with a leading + and separators between groups, standing alone (not part of an id, a UUID
+ * or a timestamp), not a date.
+ */
+export function scrubText(text: string): string {
+  let s = text;
+  if (s.includes('@')) {
+    let out = '';
+    let last = 0;
+    for (const [start, end] of emails(s)) {
+      out += `${s.slice(last, start)}•••@•••`;
+      last = end;
+    }
+    s = out + s.slice(last);
+  }
+  let out = '';
+  let i = 0;
+  while (i < s.length) {
+    const c = s[i];
+    const starts = (isDigit(c) || (c === '+' && isDigit(s[i + 1] ?? ''))) && !joinsBefore(s[i - 1]);
+    if (starts) {
+      let end = i + 1;
+      while (end < s.length && end - i < PHONE_MAX && isPhoneChar(s[end])) end++;
+      while (end > i && !isDigit(s[end - 1])) end--;
+      const run = s.slice(i, end);
+      const digits = run.replace(/\D/g, '');
+      if (digits.length >= 7 && !joinsAfter(s[end]) && !DATE.test(run)) {
+        out += `•••${digits.slice(-2)}`;
+        i = end;
+        continue;
+      }
+    }
+    out += c;
+    i++;
+  }
+  return out;
+}
+
+const hideLeaves = (v: unknown): unknown => {
+  if (typeof v === 'string') return v === '' ? '' : `•••(${v.length})`;
+  if (typeof v === 'number') return '•••';
+  if (Array.isArray(v)) return v.map(hideLeaves);
+  if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, hideLeaves(x)]));
+  return v;
+};
+
+/** A copy of `value` with personal data masked by the rule above. */
+export function mask(value: unknown): unknown {
+  if (typeof value === 'string') return scrubText(value);
+  if (Array.isArray(value)) return value.map(mask);
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, maskedKey(k) ? hideLeaves(v) : mask(v)]));
+  }
+  return value;
+}
+
+/** `mask(value)`, or `value` itself when the operator asked for it unmasked. */
+export const maybeMask = (value: unknown, unmasked: boolean): unknown => (unmasked ? value : mask(value));

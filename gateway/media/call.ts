@@ -1,0 +1,214 @@
+import type { ActorClient } from '../../actors/mod.js';
+import type { ConversationEvent, ConversationStart, Outcome } from '../../machines/conversation.js';
+import type { Dialog } from './dialog.js';
+import { packetize } from './rtp/packetizer.js';
+import type { Codec } from './rtp/codec.js';
+import type { RtpSession } from './rtp/session.js';
+import type { SpeechHints, SpeechToText, TextToSpeech, VoiceSettings } from './speech/types.js';
+import { TurnTaking, type CallerTurn, type TurnTakingOptions } from './turn-taking.js';
+
+type Reply = Outcome & { state?: string };
+
+export interface CallDeps {
+  client: ActorClient;
+  tts: TextToSpeech;
+  stt: SpeechToText;
+  turnTaking: TurnTakingOptions;
+  /** How long one turn's ask may take (retries over a worker failover included). */
+  askTimeoutMs: number;
+  log: (level: 'info' | 'warn', msg: string, extra?: Record<string, unknown>) => void;
+  /** End of caller speech → first agent audio packet, per answered turn (the benchmark reads it). */
+  onResponseLatency?: (ms: number) => void;
+}
+
+export interface CallSetup {
+  conversationId: string;
+  callSid: string;
+  start: ConversationStart;
+  codec: Codec;
+  voice: VoiceSettings;
+  hints: SpeechHints;
+  dialog: Dialog;
+  rtp: RtpSession;
+  /** Called once when the call is over (either side hung up, or the agent ended or transferred it). */
+  onEnded: (how: CallEnd) => void;
+}
+
+export interface CallEnd {
+  reason: 'caller_hangup' | 'agent_end' | 'handoff' | 'failed';
+  at: number;
+}
+
+/**
+ * One call on the media gateway: the bridge between a SIP dialog with its RTP stream and the conversation
+ * actor, which holds every bit of state. The call starts the conversation, then turns each caller turn
+ * (speech, digits, silence) into one ask and speaks the answer. Each ask carries an event id fixed by the
+ * turn's number, so an ask retried across a worker failover is applied once; the caller hears nothing of
+ * the failover but a longer pause.
+ */
+export class VoiceCall {
+  private readonly turns: TurnTaking;
+  private turnNo = 0;
+  private chain: Promise<void> = Promise.resolve();
+  private ended = false;
+  private closing = false;
+  /** When the caller's last turn ended, until the first packet of the answer goes out. */
+  private awaitingFirstPacket: number | null = null;
+
+  constructor(private readonly d: CallDeps, private readonly s: CallSetup) {
+    this.turns = new TurnTaking(d.turnTaking, () => s.rtp.playing, () => s.rtp.stopPlayback(), (t) => this.enqueue(t));
+    s.rtp.onDrained = () => {
+      if (!this.closing) this.turns.agentDone();
+    };
+    const previousTap = s.rtp.onSent;
+    s.rtp.onSent = (frame) => {
+      if (this.awaitingFirstPacket !== null) {
+        d.onResponseLatency?.(Date.now() - this.awaitingFirstPacket);
+        this.awaitingFirstPacket = null;
+      }
+      previousTap?.(frame);
+    };
+    s.dialog.onBye = () => void this.hungUp();
+  }
+
+  /** Feeds the caller's audio and digits from the RTP session. */
+  audio(pcm: Int16Array): void {
+    this.turns.audio(pcm);
+  }
+  digit(d: string): void {
+    this.turns.digit(d);
+  }
+
+  private ask(event: ConversationEvent, eventId: string): Promise<Reply> {
+    return this.d.client.ask<Reply>('conversation', this.s.conversationId, event as ConversationEvent & Record<string, unknown>, { eventId, timeoutMs: this.d.askTimeoutMs });
+  }
+
+  /** Starts the conversation (after the call is connected: the start function runs now) and speaks its opening. */
+  async start(): Promise<void> {
+    try {
+      const reply = await this.ask({ type: 'START', start: this.s.start }, `${this.s.callSid}:start`);
+      if (!reply.ok) throw new Error(`conversation refused the start: ${reply.error}`);
+      await this.answer(reply);
+    } catch (err) {
+      this.d.log('warn', 'call could not start its conversation', { call_sid: this.s.callSid, err: String(err) });
+      await this.hangUp('failed');
+    }
+  }
+
+  private enqueue(t: CallerTurn): void {
+    if (this.ended || this.closing) return;
+    this.turns.agentBusy();
+    this.chain = this.chain.then(() => this.turn(t)).catch((err) => {
+      this.d.log('warn', 'call turn failed', { call_sid: this.s.callSid, err: String(err) });
+      this.turns.agentDone();
+    });
+  }
+
+  private async turn(t: CallerTurn): Promise<void> {
+    if (this.ended || this.closing) return;
+    const n = ++this.turnNo;
+    let message = '';
+    let voice: { dtmf?: string; bargeIn?: boolean; silence?: boolean };
+    if (t.kind === 'speech') {
+      message = await this.d.stt.transcribe(t.pcm, this.s.hints).catch((err) => {
+        this.d.log('warn', 'speech recognition failed', { call_sid: this.s.callSid, err: String(err) });
+        return '';
+      });
+      // Heard something but recognised nothing: a turn all the same (the agent asks again).
+      voice = { bargeIn: t.bargeIn };
+    } else if (t.kind === 'dtmf') {
+      voice = { dtmf: t.digits, bargeIn: t.bargeIn };
+    } else {
+      voice = { silence: true };
+    }
+    if (this.ended) return;
+    this.awaitingFirstPacket = t.endedAt;
+    const reply = await this.ask(
+      { type: 'MESSAGE', message, metadata: {}, integrationAttributes: {}, voice, at: Date.now() },
+      `${this.s.callSid}:turn:${n}`,
+    );
+    if (!reply.ok) {
+      // Ended or handed off meanwhile (a CLOSE from elsewhere): the call is over.
+      await this.hangUp('agent_end');
+      return;
+    }
+    await this.answer(reply);
+  }
+
+  /** Speaks an answer; then hangs up, transfers, or waits for the caller. */
+  private async answer(reply: Extract<Reply, { ok: true }>): Promise<void> {
+    if (reply.response) {
+      const pcm = await this.d.tts.synthesize(reply.response, this.s.voice).catch((err) => {
+        this.d.log('warn', 'speech synthesis failed', { call_sid: this.s.callSid, err: String(err) });
+        return null;
+      });
+      if (pcm && !this.ended) this.s.rtp.play(packetize(this.s.codec, pcm));
+    }
+    if (reply.handoff) return this.transfer(reply.handoff.destination);
+    if (reply.end) return this.finishAfterPlayback('agent_end');
+    if (!this.s.rtp.playing) this.turns.agentDone();
+  }
+
+  private async waitForPlayback(): Promise<void> {
+    while (this.s.rtp.playing && !this.ended) await new Promise((r) => setTimeout(r, 40));
+  }
+
+  private async finishAfterPlayback(reason: CallEnd['reason']): Promise<void> {
+    this.closing = true;
+    await this.waitForPlayback();
+    await this.hangUp(reason);
+  }
+
+  /**
+   * Handoff: after the goodbye line, a blind transfer (REFER) to the destination when it is a SIP URI or a
+   * number; the call leaves the platform once the far end accepted it. A far end that refuses the REFER
+   * (or a destination that is only a queue name) gets a BYE: the handoff is recorded all the same.
+   */
+  private async transfer(destination: string): Promise<void> {
+    this.closing = true;
+    await this.waitForPlayback();
+    if (this.ended) return;
+    const target = referTarget(destination);
+    if (target) {
+      const status = await this.s.dialog.refer(target);
+      this.d.log('info', 'call transferred', { call_sid: this.s.callSid, destination: target, status });
+      if (status >= 200 && status < 300) {
+        // The far end now calls the target and hangs up on us (RFC 5589); if it does not, we do.
+        await new Promise((r) => setTimeout(r, 2000));
+      }
+    }
+    await this.hangUp('handoff');
+  }
+
+  /** The caller hung up: the conversation is closed. */
+  private async hungUp(): Promise<void> {
+    if (this.ended) return;
+    this.finish('caller_hangup');
+    await this.ask({ type: 'CLOSE', at: Date.now() }, `${this.s.callSid}:close`).catch((err) =>
+      this.d.log('warn', 'could not close the conversation of a call', { call_sid: this.s.callSid, err: String(err) }),
+    );
+  }
+
+  /** We hang up (agent ended, transfer done, failure); the conversation is closed if it is not already. */
+  async hangUp(reason: CallEnd['reason']): Promise<void> {
+    if (this.ended) return;
+    this.finish(reason);
+    await this.s.dialog.bye().catch(() => {});
+    await this.ask({ type: 'CLOSE', at: Date.now() }, `${this.s.callSid}:close`).catch(() => {});
+  }
+
+  private finish(reason: CallEnd['reason']): void {
+    this.ended = true;
+    this.turns.close();
+    this.s.rtp.close();
+    this.s.onEnded({ reason, at: Date.now() });
+  }
+}
+
+/** A handoff destination as a REFER target: a SIP URI as it is, a phone number as `tel:`; else none. */
+export function referTarget(destination: string): string | null {
+  const d = destination.trim();
+  if (/^sips?:[^\s<>]+$/i.test(d)) return d;
+  if (/^\+?[0-9]{3,15}$/.test(d)) return `tel:${d}`;
+  return null;
+}

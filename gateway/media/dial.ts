@@ -1,0 +1,114 @@
+import { randomUUID } from 'node:crypto';
+import { decode, encode, type Runtime, type Subscription } from '../../actors/mod.js';
+import { callEndedEvent, CALL_KIND, MEDIA_DIAL_QUEUE, MEDIA_DIAL_SUBJECT, type DialRequest, type DialResult } from '../../actors/call/mod.js';
+import type { SipTransport } from './dialog.js';
+import { choose, offerOf, openLeg, readSdp, sessionOf } from './media.js';
+import type { MediaGateway } from './server.js';
+
+/** How long a placed call's result is remembered for a repeated request of the same call_sid. */
+const REMEMBER_MS = 10 * 60_000;
+
+/** The DialResult of a SIP final status that is not a 2xx. */
+export function outcomeOf(status: number, reason: string, rang: boolean, gaveUp: boolean): DialResult {
+  const r = (outcome: DialResult['outcome'], sip: number | null = status): DialResult => ({ outcome, sip_status: sip, reason: sip ? `${status} ${reason}`.trim() : reason, conversation_id: null });
+  if (gaveUp) return rang ? r('no_answer', status || 487) : r('unreachable', null);
+  if (status === 486 || status === 600) return r('busy');
+  if (status === 403 || status === 603) return r('rejected');
+  if (status === 480 || status === 487) return r('no_answer');
+  if (status === 408 || status === 404 || status === 410 || status === 484 || status >= 502) return r('unreachable');
+  return r('rejected');
+}
+
+/**
+ * Answers dial requests of the call actor (`MEDIA_DIAL_SUBJECT`, queue group `media`: one gateway takes
+ * each): an INVITE through the request's trunk with its headers as SIP headers, CANCELled when nobody
+ * answers within the ring timeout; on 200 OK the conversation starts (its start function runs once the
+ * call is connected) and the result goes back; the call then runs like an inbound one, and its end is told
+ * to the call actor. Idempotent by call_sid: a repeated request joins the attempt in progress or gets the
+ * remembered result, and never dials twice.
+ */
+export function answerDialRequests(gw: MediaGateway, runtime: Runtime): Subscription {
+  const attempts = new Map<string, Promise<DialResult>>();
+  const sub = runtime.transport.subscribe(
+    MEDIA_DIAL_SUBJECT,
+    (data, respond) => {
+      let req: DialRequest;
+      try {
+        req = decode<DialRequest>(data);
+      } catch {
+        respond?.(encode({ outcome: 'error', sip_status: null, reason: 'malformed dial request', conversation_id: null } satisfies DialResult));
+        return;
+      }
+      let attempt = attempts.get(req.call_sid);
+      if (!attempt) {
+        attempt = dial(gw, runtime, req).catch((err): DialResult => {
+          gw.o.log('warn', 'dial failed', { call_sid: req.call_sid, err: String(err) });
+          return { outcome: 'error', sip_status: null, reason: String(err instanceof Error ? err.message : err), conversation_id: null };
+        });
+        attempts.set(req.call_sid, attempt);
+        void attempt.then(() => setTimeout(() => attempts.delete(req.call_sid), REMEMBER_MS).unref());
+      }
+      void attempt.then((result) => respond?.(encode(result)));
+    },
+    { queue: MEDIA_DIAL_QUEUE },
+  );
+  return sub;
+}
+
+async function dial(gw: MediaGateway, runtime: Runtime, req: DialRequest): Promise<DialResult> {
+  const secure = req.encryption.endsWith('/SRTP');
+  // The trunk's configured transport carries the signalling (a trunk listens on one); the encryption's
+  // media part decides SRTP. TLS/* on a trunk that is not `tls` is logged: its SDES keys travel in clear SIP.
+  const transport: SipTransport = req.trunk.transport;
+  if (req.encryption.startsWith('TLS/') && transport !== 'tls') gw.o.log('info', 'TLS asked for a call through a trunk without TLS: signalling goes over its own transport', { call_sid: req.call_sid, transport });
+  const speech = await gw.agentSpeech(req.project_id, req.environment);
+  if (!speech) return { outcome: 'error', sip_status: null, reason: 'the agent has nothing deployed to run', conversation_id: null };
+  const leg = await openLeg(gw.ports, secure);
+  let rang = false;
+  let gaveUp = false;
+  const invite = gw.ua.invite({
+    target: { host: req.trunk.host, port: req.trunk.port, transport },
+    to: req.to,
+    from: req.from,
+    headers: req.headers,
+    sdp: offerOf(leg, gw.mediaAddress),
+    credentials: req.trunk.username && req.trunk.password ? { user: req.trunk.username, password: req.trunk.password } : undefined,
+    onProgress: () => void (rang = true),
+  });
+  const ring = setTimeout(() => {
+    gaveUp = true;
+    invite.cancel();
+  }, req.ring_timeout_ms);
+  const outcome = await invite.outcome;
+  clearTimeout(ring);
+  if (!outcome.ok) {
+    leg.socket.close();
+    return outcomeOf(outcome.status, outcome.reason, rang, gaveUp);
+  }
+  const answer = readSdp(outcome.sdp);
+  const chosen = choose(answer);
+  if ('error' in chosen || (secure && !answer!.srtp)) {
+    await outcome.dialog.bye();
+    leg.socket.close();
+    return { outcome: 'error', sip_status: 488, reason: `answered with unusable media: ${'error' in chosen ? chosen.error : 'no SRTP key'}`, conversation_id: null };
+  }
+  const sink = { audio: (_: Int16Array) => {}, digit: (_: string) => {} };
+  const rtp = sessionOf(leg, answer!, chosen.codec, chosen.dtmf, gw.pacer, { audio: (p) => sink.audio(p), digit: (d) => sink.digit(d) });
+  const conversationId = randomUUID();
+  const call = gw.callOf(
+    { conversationId, callSid: req.call_sid, accountId: req.account_id, projectId: req.project_id, environment: req.environment, variantId: req.variant_id, fromNumber: req.from, toNumber: req.to, sipHeaders: req.headers },
+    chosen.codec,
+    speech,
+    outcome.dialog,
+    rtp,
+    (end) =>
+      void runtime.client.ask(CALL_KIND, req.call_sid, callEndedEvent(end.at), { eventId: `${req.call_sid}:ended` }).catch((err) =>
+        gw.o.log('warn', 'could not tell the call actor that a call ended', { call_sid: req.call_sid, err: String(err) }),
+      ),
+  );
+  sink.audio = (p) => call.audio(p);
+  sink.digit = (d) => call.digit(d);
+  // Connected: the conversation starts now, so its start function runs after connect.
+  await call.start();
+  return { outcome: 'answered', sip_status: 200, reason: '', conversation_id: conversationId };
+}

@@ -1,0 +1,513 @@
+import { randomBytes } from 'node:crypto';
+import sip, { type Aor, type Remote, type SipMessage, type Stack } from 'sip';
+import digest from 'sip/digest.js';
+
+/**
+ * The SIP dialog layer of the media gateway, in one place (RFC 3261): a user agent over the `sip` package's
+ * transaction and transport layers (UDP, TCP, TLS) that
+ * - as UAS takes INVITEs (100 Trying, 180, 200 with the answer retransmitted until the ACK, or a final
+ *   error), CANCEL (200, then 487 to the INVITE), and in-dialog BYE, re-INVITE, NOTIFY, OPTIONS and INFO;
+ * - as UAC sends INVITEs (answering one 401/407 challenge with digest credentials), ACKs a 2xx, CANCELs
+ *   a ringing INVITE, and sends BYE and REFER inside a dialog.
+ * Everything about audio lives elsewhere: this file moves SDP bodies, it does not read them.
+ */
+
+export type SipTransport = 'udp' | 'tcp' | 'tls';
+
+/** Where a request goes: a trunk, a softphone, another gateway. */
+export interface SipTarget {
+  host: string;
+  port: number;
+  transport: SipTransport;
+}
+
+export interface SipEndpointOptions {
+  /** The address the UA listens on and names in Via and Contact (HOST). */
+  host: string;
+  /** UDP and TCP. */
+  port: number;
+  /** TLS, when `tls` is given. */
+  tlsPort?: number;
+  tls?: { key: string | Buffer; cert: string | Buffer; verifyPeer: boolean };
+  log?: (msg: string, extra?: Record<string, unknown>) => void;
+}
+
+const tag = () => randomBytes(6).toString('hex');
+/** A number or name as a SIP URI's user part: `+` and the other unreserved characters stay as they are (RFC 3261 25.1). */
+const userPart = (s: string) => s.replace(/[^A-Za-z0-9\-_.!~*'()&=+$,;?/]/g, (c) => encodeURIComponent(c));
+/** How long a 200 OK is retransmitted while no ACK comes (64·T1, RFC 3261 13.3.1.4). */
+const ACK_WAIT_MS = 32_000;
+
+/** Headers the platform reads or writes itself; the others of an INVITE are the call's SIP headers. */
+const CORE_HEADERS = new Set([
+  'via', 'to', 'from', 'call-id', 'cseq', 'contact', 'content-type', 'content-length', 'max-forwards', 'record-route', 'route',
+  'allow', 'supported', 'user-agent', 'authorization', 'proxy-authorization', 'www-authenticate', 'proxy-authenticate',
+  'expires', 'session-expires', 'min-se', 'require', 'accept', 'content-disposition', 'server', 'subject', 'organization', 'prack',
+]);
+
+/** The user part of a To/From header (the dialled or calling number), or ''. */
+export function userOf(h: Aor | undefined): string {
+  if (!h) return '';
+  try {
+    return decodeURIComponent(sip.parseUri(h.uri).user ?? '');
+  } catch {
+    return '';
+  }
+}
+
+/** The headers of a request the platform does not interpret, as name → value (names lower-case). */
+export function extraHeaders(m: SipMessage): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(m.headers)) {
+    if (CORE_HEADERS.has(name) || typeof value !== 'string') continue;
+    out[name] = value;
+  }
+  return out;
+}
+
+/** An INVITE that came in, not yet answered. */
+export class IncomingInvite {
+  readonly localTag = tag();
+  /** Set when the caller CANCELled before an answer. */
+  cancelled = false;
+  onCancel: (() => void) | null = null;
+  private answered = false;
+
+  constructor(private readonly ua: SipEndpoint, readonly request: SipMessage, readonly remote: Remote) {}
+
+  get callId(): string {
+    return this.request.headers['call-id'];
+  }
+  get sdp(): string {
+    return this.request.content ?? '';
+  }
+  get fromUser(): string {
+    return userOf(this.request.headers.from);
+  }
+  get toUser(): string {
+    return userOf(this.request.headers.to);
+  }
+  get transport(): SipTransport {
+    return this.remote.protocol.toLowerCase() as SipTransport;
+  }
+
+  private response(status: number, reason: string, content?: string): SipMessage {
+    const rs = sip.makeResponse(this.request, status, reason);
+    rs.headers.to = { ...this.request.headers.to, params: { ...this.request.headers.to.params, ...(status > 100 ? { tag: this.localTag } : {}) } };
+    if (status > 100 && status < 300) rs.headers.contact = [{ uri: this.ua.contactUri(this.transport), params: {} }];
+    if (this.request.headers['record-route']) rs.headers['record-route'] = this.request.headers['record-route'];
+    if (content) {
+      rs.headers['content-type'] = 'application/sdp';
+      rs.content = content;
+    }
+    return rs;
+  }
+
+  /** 180 Ringing (or another provisional answer). */
+  progress(status = 180, reason = 'Ringing'): void {
+    if (!this.answered && !this.cancelled) this.ua.stack.send(this.response(status, reason));
+  }
+
+  /** 200 OK with our SDP: the dialog starts (its `confirmed` resolves at the ACK). */
+  accept(sdp: string): Dialog {
+    this.answered = true;
+    const rs = this.response(200, 'OK', sdp);
+    const h = this.request.headers;
+    const dialog = new Dialog(this.ua, {
+      callId: this.callId,
+      localTag: this.localTag,
+      remoteTag: h.from.params?.tag ?? '',
+      localAor: h.to,
+      remoteAor: h.from,
+      remoteTarget: h.contact?.[0]?.uri ?? h.from.uri,
+      routeSet: h['record-route'] ?? [],
+      transport: this.transport,
+      localSeq: 0,
+      remoteSeq: h.cseq.seq,
+    });
+    this.ua.stack.send(rs);
+    dialog.awaitAck(rs);
+    return dialog;
+  }
+
+  /** A final error answer (486 Busy Here, 603 Decline, 404, 488 ...). */
+  reject(status: number, reason: string): void {
+    if (this.answered) return;
+    this.answered = true;
+    this.ua.stack.send(this.response(status, reason));
+  }
+
+  /** The caller's CANCEL: 487 to the INVITE. */
+  cancel(): void {
+    if (this.answered) return;
+    this.cancelled = true;
+    this.reject(487, 'Request Terminated');
+    this.onCancel?.();
+  }
+}
+
+interface DialogState {
+  callId: string;
+  localTag: string;
+  remoteTag: string;
+  localAor: Aor;
+  remoteAor: Aor;
+  remoteTarget: string | object;
+  routeSet: Aor[];
+  transport: SipTransport;
+  localSeq: number;
+  remoteSeq: number;
+}
+
+/** An established call's dialog: in-dialog requests both ways. */
+export class Dialog {
+  /** The far end hung up (BYE), or we did. */
+  ended = false;
+  onBye: (() => void) | null = null;
+  /** A re-INVITE's offer; answer with our SDP (null: refuse with 488). */
+  onReinvite: ((sdp: string) => string | null) | null = null;
+  /** A NOTIFY's sipfrag status line of a REFER we sent (e.g. 200 when the transfer target answered). */
+  onReferProgress: ((status: number) => void) | null = null;
+  private ackTimer: NodeJS.Timeout | null = null;
+  private ackDeadline: NodeJS.Timeout | null = null;
+  private ackWaiters: Array<(acked: boolean) => void> = [];
+  acked = false;
+
+  constructor(private readonly ua: SipEndpoint, private readonly s: DialogState) {
+    ua.dialogs.set(this.key, this);
+  }
+
+  get key(): string {
+    return `${this.s.callId}:${this.s.localTag}`;
+  }
+  get callId(): string {
+    return this.s.callId;
+  }
+
+  /** Resolves true at the ACK of our 2xx, false when none came in time. */
+  confirmed(): Promise<boolean> {
+    if (this.acked || !this.ackTimer) return Promise.resolve(this.acked || !this.ackDeadline);
+    return new Promise((resolve) => this.ackWaiters.push(resolve));
+  }
+
+  /** Retransmits our 2xx (over UDP) until the ACK comes. */
+  awaitAck(rs: SipMessage): void {
+    const reliable = this.s.transport !== 'udp';
+    let interval = 500;
+    const resend = () => {
+      this.ua.stack.send(rs);
+      interval = Math.min(interval * 2, 4000);
+      this.ackTimer = setTimeout(resend, interval);
+    };
+    this.ackTimer = reliable ? setTimeout(() => {}, ACK_WAIT_MS) : setTimeout(resend, interval);
+    this.ackDeadline = setTimeout(() => this.ackDone(false), ACK_WAIT_MS);
+  }
+
+  private ackDone(acked: boolean): void {
+    if (this.ackTimer) clearTimeout(this.ackTimer);
+    if (this.ackDeadline) clearTimeout(this.ackDeadline);
+    this.ackTimer = null;
+    this.ackDeadline = null;
+    this.acked = acked;
+    for (const w of this.ackWaiters.splice(0)) w(acked);
+    // No ACK: the far end never saw our answer; the call is over (RFC 3261 13.3.1.4).
+    if (!acked && !this.ended) void this.bye();
+  }
+
+  /** Builds an in-dialog request (RFC 3261 12.2.1.1). */
+  request(method: string, headers: Record<string, unknown> = {}, content?: string): SipMessage {
+    let uri = sip.parseUri(this.s.remoteTarget as string);
+    if (this.s.transport !== 'udp' && !uri.params.transport) uri = { ...uri, params: { ...uri.params, transport: this.s.transport } };
+    return {
+      method,
+      uri,
+      headers: {
+        to: { ...this.s.remoteAor, params: { ...this.s.remoteAor.params, tag: this.s.remoteTag } },
+        from: { ...this.s.localAor, params: { ...this.s.localAor.params, tag: this.s.localTag } },
+        'call-id': this.s.callId,
+        cseq: { method, seq: ++this.s.localSeq },
+        contact: [{ uri: this.ua.contactUri(this.s.transport), params: {} }],
+        'max-forwards': 70,
+        ...(this.s.routeSet.length ? { route: this.s.routeSet.map((r) => ({ ...r })) } : {}),
+        ...headers,
+      },
+      ...(content ? { content } : {}),
+    };
+  }
+
+  /** Sends an in-dialog request; resolves with the final status (408 when nothing answered). */
+  send(m: SipMessage): Promise<number> {
+    return new Promise((resolve) => this.ua.stack.send(m, (rs) => (rs.status ?? 0) >= 200 && resolve(rs.status!)));
+  }
+
+  /** Hangs up. */
+  async bye(): Promise<void> {
+    if (this.ended) return;
+    this.end();
+    await this.send(this.request('BYE'));
+  }
+
+  /** Asks the far end to call `target` (a SIP URI) instead: blind transfer (RFC 3515). */
+  refer(target: string): Promise<number> {
+    return this.send(this.request('REFER', { 'refer-to': { uri: target, params: {} }, 'referred-by': `<${this.ua.contactUri(this.s.transport)}>` }));
+  }
+
+  end(): void {
+    this.ended = true;
+    if (this.ackTimer || this.ackDeadline) {
+      if (this.ackTimer) clearTimeout(this.ackTimer);
+      if (this.ackDeadline) clearTimeout(this.ackDeadline);
+      this.ackTimer = null;
+      this.ackDeadline = null;
+      for (const w of this.ackWaiters.splice(0)) w(false);
+    }
+    this.ua.dialogs.delete(this.key);
+  }
+
+  /** An in-dialog request from the far end. */
+  handle(rq: SipMessage): void {
+    const ok = (extension?: { headers?: Record<string, unknown>; content?: string }) => this.ua.stack.send(sip.makeResponse(rq, 200, 'OK', extension));
+    switch (rq.method) {
+      case 'ACK':
+        if (!this.acked) this.ackDone(true);
+        return;
+      case 'BYE':
+        ok();
+        if (!this.ended) {
+          this.end();
+          this.onBye?.();
+        }
+        return;
+      case 'INVITE': {
+        const answer = this.onReinvite?.(rq.content ?? '') ?? null;
+        if (answer === null) {
+          this.ua.stack.send(sip.makeResponse(rq, 488, 'Not Acceptable Here'));
+          return;
+        }
+        const rs = sip.makeResponse(rq, 200, 'OK', { headers: { contact: [{ uri: this.ua.contactUri(this.s.transport), params: {} }], 'content-type': 'application/sdp' }, content: answer });
+        this.acked = false;
+        this.ua.stack.send(rs);
+        this.awaitAck(rs);
+        return;
+      }
+      case 'NOTIFY': {
+        ok();
+        const m = /^SIP\/2\.0\s+(\d{3})/m.exec(rq.content ?? '');
+        if (m) this.onReferProgress?.(Number(m[1]));
+        return;
+      }
+      default:
+        ok();
+    }
+  }
+}
+
+/** What became of an INVITE we sent. */
+export type InviteOutcome =
+  | { ok: true; dialog: Dialog; sdp: string; response: SipMessage }
+  | { ok: false; status: number; reason: string };
+
+export interface InviteOptions {
+  target: SipTarget;
+  /** The dialled number or user (the Request-URI's and To's user part). */
+  to: string;
+  /** The calling number (From's user part). */
+  from: string;
+  /** Extra headers sent as they are (the call's metadata). */
+  headers?: Record<string, string>;
+  sdp: string;
+  credentials?: { user: string; password: string };
+  /** Each provisional answer (180, 183). */
+  onProgress?: (status: number) => void;
+}
+
+/** An INVITE in flight: its outcome, and a way to CANCEL it. */
+export interface OutgoingInvite {
+  outcome: Promise<InviteOutcome>;
+  /** CANCELs the INVITE (at once if it is ringing, else as soon as a provisional answer comes). */
+  cancel(): void;
+}
+
+/** The user agent: the `sip` stack started on HOST, with the dialogs it holds. */
+export class SipEndpoint {
+  stack!: Stack;
+  readonly dialogs = new Map<string, Dialog>();
+  private readonly pending = new Map<string, IncomingInvite>();
+  onInvite: ((invite: IncomingInvite) => void) | null = null;
+
+  constructor(readonly o: SipEndpointOptions) {}
+
+  start(): void {
+    this.stack = sip.create(
+      {
+        address: this.o.host,
+        port: this.o.port,
+        ...(this.o.tls ? { tls: { key: this.o.tls.key, cert: this.o.tls.cert, rejectUnauthorized: this.o.tls.verifyPeer }, tls_port: this.o.tlsPort } : {}),
+        logger: { error: (e) => this.o.log?.('sip stack error', { err: String(e) }) },
+      },
+      (rq, remote) => this.onRequest(rq, remote),
+    );
+  }
+
+  stop(): void {
+    for (const d of [...this.dialogs.values()]) d.end();
+    this.stack?.destroy();
+  }
+
+  /** Our Contact for a transport. */
+  contactUri(transport: SipTransport): string {
+    const host = this.o.host.includes(':') ? `[${this.o.host}]` : this.o.host;
+    if (transport === 'tls') return `sip:switchboard@${host}:${this.o.tlsPort};transport=tls`;
+    return `sip:switchboard@${host}:${this.o.port}${transport === 'tcp' ? ';transport=tcp' : ''}`;
+  }
+
+  private onRequest(rq: SipMessage, remote: Remote): void {
+    const toTag = rq.headers.to?.params?.tag;
+    if (toTag) {
+      const d = this.dialogs.get(`${rq.headers['call-id']}:${toTag}`);
+      if (d) d.handle(rq);
+      else if (rq.method !== 'ACK') this.stack.send(sip.makeResponse(rq, 481, 'Call/Transaction Does Not Exist'));
+      return;
+    }
+    const key = `${rq.headers['call-id']}:${rq.headers.via?.[0]?.params?.branch ?? ''}`;
+    switch (rq.method) {
+      case 'INVITE': {
+        const invite = new IncomingInvite(this, rq, remote);
+        this.pending.set(key, invite);
+        setTimeout(() => this.pending.delete(key), ACK_WAIT_MS).unref();
+        this.stack.send(sip.makeResponse(rq, 100, 'Trying'));
+        if (this.onInvite) this.onInvite(invite);
+        else invite.reject(503, 'Service Unavailable');
+        return;
+      }
+      case 'CANCEL': {
+        const invite = this.pending.get(key);
+        this.stack.send(sip.makeResponse(rq, invite ? 200 : 481, invite ? 'OK' : 'Call/Transaction Does Not Exist'));
+        invite?.cancel();
+        return;
+      }
+      case 'ACK':
+        return;
+      case 'OPTIONS':
+        this.stack.send(sip.makeResponse(rq, 200, 'OK', { headers: { allow: 'INVITE, ACK, BYE, CANCEL, OPTIONS, REFER, NOTIFY, INFO' } }));
+        return;
+      default:
+        this.stack.send(sip.makeResponse(rq, 405, 'Method Not Allowed'));
+    }
+  }
+
+  /** Sends an INVITE; one digest challenge is answered with `credentials`. */
+  invite(o: InviteOptions): OutgoingInvite {
+    if (o.target.transport === 'tls' && !this.o.tls) {
+      return { outcome: Promise.resolve({ ok: false, status: 503, reason: 'SIP over TLS is off on this media gateway' }), cancel: () => {} };
+    }
+    const host = o.target.host.includes(':') ? `[${o.target.host}]` : o.target.host;
+    const transportParam = o.target.transport === 'udp' ? '' : `;transport=${o.target.transport}`;
+    const uri = `sip:${userPart(o.to)}@${host}:${o.target.port}${transportParam}`;
+    const callId = `${randomBytes(12).toString('hex')}@switchboard`;
+    const fromAor: Aor = { uri: `sip:${userPart(o.from)}@${this.o.host.includes(':') ? `[${this.o.host}]` : this.o.host}`, params: { tag: tag() } };
+    let seq = 1;
+    const build = (): SipMessage => ({
+      method: 'INVITE',
+      uri,
+      headers: {
+        to: { uri: `sip:${userPart(o.to)}@${host}`, params: {} },
+        from: fromAor,
+        'call-id': callId,
+        cseq: { method: 'INVITE', seq },
+        contact: [{ uri: this.contactUri(o.target.transport), params: {} }],
+        'max-forwards': 70,
+        'content-type': 'application/sdp',
+        ...(o.headers ?? {}),
+      },
+      content: o.sdp,
+    });
+    let current = build();
+    let ringing = false;
+    let cancelAsked = false;
+    let cancelled = false;
+    let settled = false;
+    let authTried = false;
+    let resolve!: (x: InviteOutcome) => void;
+    const outcome = new Promise<InviteOutcome>((r) => (resolve = r));
+    const settle = (x: InviteOutcome) => {
+      if (settled) return;
+      settled = true;
+      resolve(x);
+    };
+    const sendCancel = () => {
+      if (cancelled) return;
+      cancelled = true;
+      this.stack.send({
+        method: 'CANCEL',
+        uri: current.uri,
+        headers: { to: current.headers.to, from: current.headers.from, 'call-id': callId, cseq: { method: 'CANCEL', seq }, via: [current.headers.via[0]], 'max-forwards': 70 },
+      });
+    };
+    const onResponse = (rs: SipMessage) => {
+      const status = rs.status ?? 0;
+      if (status < 200) {
+        ringing = true;
+        if (cancelAsked) sendCancel();
+        else o.onProgress?.(status);
+        return;
+      }
+      if (status < 300) {
+        const dialog = new Dialog(this, {
+          callId,
+          localTag: fromAor.params.tag as string,
+          remoteTag: rs.headers.to?.params?.tag ?? '',
+          localAor: { uri: fromAor.uri, params: {} },
+          remoteAor: { uri: rs.headers.to.uri, params: {} },
+          remoteTarget: rs.headers.contact?.[0]?.uri ?? current.uri,
+          routeSet: [...(rs.headers['record-route'] ?? [])].reverse(),
+          transport: o.target.transport,
+          localSeq: seq,
+          remoteSeq: 0,
+        });
+        dialog.acked = true;
+        // The ACK of a 2xx is its own transaction-less request (RFC 3261 13.2.2.4).
+        const ack = dialog.request('ACK');
+        ack.headers.cseq = { method: 'ACK', seq };
+        ack.headers.via = [];
+        this.stack.send(ack);
+        if (settled || cancelAsked) {
+          // Answered while we were giving up: hang up at once.
+          void dialog.bye();
+          settle({ ok: false, status: 487, reason: 'Request Terminated' });
+          return;
+        }
+        settle({ ok: true, dialog, sdp: rs.content ?? '', response: rs });
+        return;
+      }
+      if ((status === 401 || status === 407) && o.credentials && !authTried) {
+        authTried = true;
+        const next = build();
+        seq++;
+        next.headers.cseq = { method: 'INVITE', seq };
+        digest.signRequest(null, next, rs, o.credentials);
+        current = next;
+        this.stack.send(current, onResponse);
+        return;
+      }
+      settle({ ok: false, status, reason: rs.reason ?? '' });
+    };
+    try {
+      this.stack.send(current, onResponse);
+    } catch (err) {
+      settle({ ok: false, status: 503, reason: `could not send: ${err instanceof Error ? err.message : String(err)}` });
+    }
+    return {
+      outcome,
+      cancel: () => {
+        if (settled || cancelAsked) return;
+        cancelAsked = true;
+        if (ringing) sendCancel();
+        else {
+          // Nothing answered yet: a CANCEL may not be sent (RFC 3261 9.1); give up on it now.
+          settle({ ok: false, status: 408, reason: 'Request Timeout' });
+        }
+      },
+    };
+  }
+}

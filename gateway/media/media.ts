@@ -1,0 +1,57 @@
+import { newSrtpKey, type SrtpKey } from './rtp/srtp.js';
+import type { Codec } from './rtp/codec.js';
+import type { RtpPorts } from './rtp/ports.js';
+import type { Pacer } from './rtp/pacer.js';
+import { RtpSession } from './rtp/session.js';
+import { readSdp, writeSdp, type MediaDescription } from './sdp.js';
+import type dgram from 'node:dgram';
+
+/** Our side of a call's audio before the far end's SDP is known (an offer) or after (an answer). */
+export interface MediaLeg {
+  socket: dgram.Socket;
+  localKey: SrtpKey | null;
+  sessionId: number;
+}
+
+export const DEFAULT_DTMF_PT = 101;
+
+/** Binds a port and, for SRTP, makes our key. */
+export async function openLeg(ports: RtpPorts, srtp: boolean): Promise<MediaLeg> {
+  return { socket: await ports.bind(), localKey: srtp ? newSrtpKey() : null, sessionId: Math.floor(Math.random() * 1e9) };
+}
+
+/** Our offer: both G.711 codecs (µ-law first) and telephone-event. */
+export function offerOf(leg: MediaLeg, address: string): string {
+  return writeSdp({ address, port: leg.socket.address().port, codecs: ['PCMU', 'PCMA'], dtmfPayloadType: DEFAULT_DTMF_PT, srtp: leg.localKey, version: 1, sessionId: leg.sessionId });
+}
+
+/** What we do with an offer: the codec we take (the first of theirs we have), or why we cannot. */
+export function choose(offer: MediaDescription | null): { codec: Codec; dtmf: number | null } | { error: string } {
+  if (!offer) return { error: 'no audio stream in the SDP' };
+  if (offer.srtpUnusable) return { error: 'SRTP without a key of a supported suite' };
+  const codec = offer.codecs[0];
+  if (!codec) return { error: 'no G.711 codec offered' };
+  return { codec, dtmf: offer.dtmfPayloadType };
+}
+
+/** Our answer to an offer. */
+export function answerOf(leg: MediaLeg, address: string, codec: Codec, dtmf: number | null, version = 1): string {
+  return writeSdp({ address, port: leg.socket.address().port, codecs: [codec], dtmfPayloadType: dtmf ?? DEFAULT_DTMF_PT, srtp: leg.localKey, version, sessionId: leg.sessionId });
+}
+
+/** The RTP session of a leg once both SDPs are known. */
+export function sessionOf(leg: MediaLeg, remote: MediaDescription, codec: Codec, dtmf: number | null, pacer: Pacer, sink: { audio(p: Int16Array): void; digit(d: string): void }): RtpSession {
+  const rtp = new RtpSession({
+    socket: leg.socket,
+    codec,
+    dtmfPayloadType: dtmf,
+    srtp: leg.localKey && remote.srtp ? { local: leg.localKey, remote: remote.srtp } : null,
+    pacer,
+    onAudio: (pcm) => sink.audio(pcm),
+    onDigit: (d) => sink.digit(d),
+  });
+  if (remote.address && remote.address !== '0.0.0.0' && remote.port > 0) rtp.setPeer({ address: remote.address, port: remote.port });
+  return rtp;
+}
+
+export { readSdp };

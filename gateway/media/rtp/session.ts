@@ -1,0 +1,151 @@
+import type dgram from 'node:dgram';
+import { randomInt } from 'node:crypto';
+import { decode, FRAME_SAMPLES, PAYLOAD_TYPE, type Codec } from './codec.js';
+import { DtmfReceiver, writeDtmf } from './dtmf.js';
+import { JitterBuffer } from './jitter.js';
+import { readRtp, writeRtp } from './packet.js';
+import type { Pacer } from './pacer.js';
+import { SrtpContext, type SrtpKey } from './srtp.js';
+
+export interface RtpPeer {
+  address: string;
+  port: number;
+}
+
+export interface RtpSessionOptions {
+  socket: dgram.Socket;
+  codec: Codec;
+  /** The payload type the far end uses for telephone-event (null: none negotiated). */
+  dtmfPayloadType: number | null;
+  /** Keys for SRTP: ours (what we send with) and theirs; null for plain RTP. */
+  srtp: { local: SrtpKey; remote: SrtpKey } | null;
+  pacer: Pacer;
+  /** 20 ms of the caller's audio, decoded, in order. */
+  onAudio: (pcm: Int16Array) => void;
+  onDigit: (digit: string) => void;
+}
+
+/**
+ * One call's RTP stream: receives (SRTP unprotect, reorder, decode, DTMF) and sends the agent's frames at
+ * 20 ms pace through the process's `Pacer`. While nothing is queued it sends nothing (no comfort noise);
+ * the timestamp still advances with the clock, so the far end's playout stays aligned after a pause.
+ */
+export class RtpSession {
+  readonly localPort: number;
+  private peer: RtpPeer | null = null;
+  private readonly ssrc = randomInt(0, 0xffffffff);
+  private seq = randomInt(0, 0xffff);
+  private ts = randomInt(0, 0x7fffffff);
+  private readonly queue: Buffer[] = [];
+  private marker = true;
+  private readonly jitter = new JitterBuffer();
+  private readonly dtmf: DtmfReceiver;
+  private readonly send?: SrtpContext;
+  private readonly receive?: SrtpContext;
+  private stopPacing: () => void;
+  private closed = false;
+  /** Called when a queued utterance has been sent entirely. */
+  onDrained: (() => void) | null = null;
+  /** Called with every frame sent (for per-direction taps, e.g. recordings). */
+  onSent: ((payload: Buffer) => void) | null = null;
+  /** Counts for tests and the benchmark. */
+  readonly stats = { received: 0, sent: 0, rejected: 0 };
+
+  constructor(private readonly o: RtpSessionOptions) {
+    this.localPort = o.socket.address().port;
+    this.dtmf = new DtmfReceiver(o.onDigit);
+    if (o.srtp) {
+      this.send = new SrtpContext(o.srtp.local);
+      this.receive = new SrtpContext(o.srtp.remote);
+    }
+    o.socket.on('message', (msg, rinfo) => this.onPacket(msg, rinfo));
+    o.socket.on('error', () => {});
+    this.stopPacing = o.pacer.add(() => this.tick());
+  }
+
+  /** Where to send: the address and port of the far end's SDP (updated by a re-INVITE). */
+  setPeer(peer: RtpPeer): void {
+    this.peer = peer;
+  }
+
+  /** Queues G.711 frames (already encoded for this call's codec) to be sent one per 20 ms. */
+  play(frames: Buffer[]): void {
+    if (this.queue.length === 0) this.marker = true;
+    this.queue.push(...frames);
+  }
+
+  /** Drops what is still queued (barge-in). */
+  stopPlayback(): void {
+    this.queue.length = 0;
+  }
+
+  get playing(): boolean {
+    return this.queue.length > 0;
+  }
+
+  /** Sends a digit as RFC 4733 events (start, updates, three end packets) out of the audio pacing. */
+  sendDigit(digit: string, durationMs = 100): void {
+    if (this.o.dtmfPayloadType === null) return;
+    const pt = this.o.dtmfPayloadType;
+    const ts = this.ts;
+    const samples = (durationMs * 8) | 0;
+    const steps = Math.max(1, Math.round(durationMs / 20));
+    for (let i = 1; i <= steps + 2; i++) {
+      const end = i > steps;
+      const payload = writeDtmf({ digit, end, volume: 10, duration: Math.min(samples, i * FRAME_SAMPLES) });
+      this.sendPacket({ payloadType: pt, marker: i === 1, sequence: this.seq++ & 0xffff, timestamp: ts, ssrc: this.ssrc, payload });
+    }
+  }
+
+  private tick(): void {
+    const frame = this.queue.shift();
+    if (frame) {
+      this.sendPacket({ payloadType: PAYLOAD_TYPE[this.o.codec], marker: this.marker, sequence: this.seq++ & 0xffff, timestamp: this.ts, ssrc: this.ssrc, payload: frame });
+      this.marker = false;
+      this.onSent?.(frame);
+      if (this.queue.length === 0) this.onDrained?.();
+    }
+    this.ts = (this.ts + FRAME_SAMPLES) >>> 0;
+  }
+
+  private sendPacket(p: Parameters<typeof writeRtp>[0]): void {
+    if (!this.peer || this.closed) return;
+    const raw = writeRtp(p);
+    const out = this.send ? this.send.protect(raw) : raw;
+    this.o.socket.send(out, this.peer.port, this.peer.address);
+    this.stats.sent++;
+  }
+
+  private onPacket(msg: Buffer, rinfo: dgram.RemoteInfo): void {
+    const plain = this.receive ? this.receive.unprotect(msg) : msg;
+    if (!plain) {
+      this.stats.rejected++;
+      return;
+    }
+    const p = readRtp(plain);
+    if (!p) return;
+    // Symmetric RTP: answer where the audio comes from when the SDP named no usable address.
+    if (!this.peer) this.peer = { address: rinfo.address, port: rinfo.port };
+    this.stats.received++;
+    if (this.o.dtmfPayloadType !== null && p.payloadType === this.o.dtmfPayloadType) {
+      this.dtmf.receive(p.timestamp, p.payload);
+      return;
+    }
+    for (const q of this.jitter.push(p)) {
+      if (q.payloadType === PAYLOAD_TYPE.PCMU) this.o.onAudio(decode('PCMU', q.payload));
+      else if (q.payloadType === PAYLOAD_TYPE.PCMA) this.o.onAudio(decode('PCMA', q.payload));
+    }
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.stopPacing();
+    this.queue.length = 0;
+    try {
+      this.o.socket.close();
+    } catch {
+      // already closed
+    }
+  }
+}

@@ -1,0 +1,109 @@
+import { createCipheriv, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { rtpHeaderLength } from './packet.js';
+
+/** The one SRTP suite the gateway offers and accepts (RFC 4568 name). */
+export const SRTP_SUITE = 'AES_CM_128_HMAC_SHA1_80';
+const TAG = 10;
+
+/** A master key and salt (16 + 14 bytes), as an SDES `inline:` value carries them in base64. */
+export interface SrtpKey {
+  key: Buffer;
+  salt: Buffer;
+}
+
+export const newSrtpKey = (): SrtpKey => ({ key: randomBytes(16), salt: randomBytes(14) });
+export const inlineOf = (k: SrtpKey) => Buffer.concat([k.key, k.salt]).toString('base64');
+/** The key of an `a=crypto` line's `inline:` parameter (lifetime and MKI parts ignored), or null. */
+export function keyOfInline(config: string): SrtpKey | null {
+  const m = /^inline:([A-Za-z0-9+/=]+)/.exec(config.trim());
+  if (!m) return null;
+  const raw = Buffer.from(m[1], 'base64');
+  return raw.length === 30 ? { key: raw.subarray(0, 16), salt: raw.subarray(16) } : null;
+}
+
+/** The AES-CM key derivation of RFC 3711 4.3 (key derivation rate 0). */
+function derive(master: SrtpKey, label: number, length: number): Buffer {
+  const iv = Buffer.alloc(16);
+  master.salt.copy(iv, 0);
+  iv[7] ^= label;
+  const c = createCipheriv('aes-128-ctr', master.key, iv);
+  return c.update(Buffer.alloc(length));
+}
+
+/**
+ * One direction of an SRTP stream (RFC 3711) with AES_CM_128_HMAC_SHA1_80: RTP packets in, SRTP packets
+ * out (`protect`), or the reverse (`unprotect`, null for a packet that fails authentication or replays
+ * nothing new). The rollover counter is kept per direction; one SSRC per direction, as a call has.
+ */
+export class SrtpContext {
+  private readonly encKey: Buffer;
+  private readonly authKey: Buffer;
+  private readonly salt: Buffer;
+  private roc = 0;
+  private lastSeq = -1;
+
+  constructor(master: SrtpKey) {
+    this.encKey = derive(master, 0, 16);
+    this.authKey = derive(master, 1, 20);
+    this.salt = derive(master, 2, 14);
+  }
+
+  private iv(ssrc: number, index: number): Buffer {
+    const iv = Buffer.alloc(16);
+    this.salt.copy(iv, 0);
+    iv[4] ^= (ssrc >>> 24) & 0xff;
+    iv[5] ^= (ssrc >>> 16) & 0xff;
+    iv[6] ^= (ssrc >>> 8) & 0xff;
+    iv[7] ^= ssrc & 0xff;
+    // The 48-bit packet index sits in bytes 8..13.
+    const hi = Math.floor(index / 0x100000000);
+    const lo = index >>> 0;
+    iv[8] ^= (hi >>> 8) & 0xff;
+    iv[9] ^= hi & 0xff;
+    iv[10] ^= (lo >>> 24) & 0xff;
+    iv[11] ^= (lo >>> 16) & 0xff;
+    iv[12] ^= (lo >>> 8) & 0xff;
+    iv[13] ^= lo & 0xff;
+    return iv;
+  }
+
+  private tag(authenticated: Buffer, roc: number): Buffer {
+    const r = Buffer.alloc(4);
+    r.writeUInt32BE(roc >>> 0);
+    return createHmac('sha1', this.authKey).update(authenticated).update(r).digest().subarray(0, TAG);
+  }
+
+  protect(rtp: Buffer): Buffer {
+    const h = rtpHeaderLength(rtp);
+    const seq = rtp.readUInt16BE(2);
+    if (this.lastSeq >= 0 && seq < this.lastSeq && this.lastSeq - seq > 0x8000) this.roc++;
+    this.lastSeq = seq;
+    const index = this.roc * 0x10000 + seq;
+    const c = createCipheriv('aes-128-ctr', this.encKey, this.iv(rtp.readUInt32BE(8), index));
+    const body = Buffer.concat([rtp.subarray(0, h), c.update(rtp.subarray(h))]);
+    return Buffer.concat([body, this.tag(body, this.roc)]);
+  }
+
+  unprotect(srtp: Buffer): Buffer | null {
+    const h = rtpHeaderLength(srtp);
+    if (h < 0 || srtp.length < h + TAG) return null;
+    const seq = srtp.readUInt16BE(2);
+    // RFC 3711 appendix A: guess the rollover counter from the highest sequence number seen.
+    let roc = this.roc;
+    if (this.lastSeq >= 0) {
+      if (this.lastSeq < 0x8000) {
+        if (seq - this.lastSeq > 0x8000) roc = this.roc - 1;
+      } else if (this.lastSeq - 0x8000 > seq) roc = this.roc + 1;
+    }
+    if (roc < 0) return null;
+    const body = srtp.subarray(0, srtp.length - TAG);
+    const expected = this.tag(body, roc);
+    if (!timingSafeEqual(expected, srtp.subarray(srtp.length - TAG))) return null;
+    if (roc > this.roc || this.lastSeq < 0 || (roc === this.roc && seq > this.lastSeq)) {
+      this.roc = roc;
+      this.lastSeq = seq;
+    }
+    const c = createCipheriv('aes-128-ctr', this.encKey, this.iv(srtp.readUInt32BE(8), roc * 0x10000 + seq));
+    return Buffer.concat([body.subarray(0, h), c.update(body.subarray(h))]);
+  }
+}

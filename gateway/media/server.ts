@@ -1,0 +1,260 @@
+import { randomUUID } from 'node:crypto';
+import { runningContent } from '../../actors/conversation/mod.js';
+import type { Runtime } from '../../actors/mod.js';
+import type { Builder } from '../../builder/mod.js';
+import type { ConversationStart } from '../../machines/conversation.js';
+import { VoiceCall, type CallEnd } from './call.js';
+import { extraHeaders, SipEndpoint, type IncomingInvite } from './dialog.js';
+import { hintsOf } from './hints.js';
+import { answerOf, choose, openLeg, readSdp, sessionOf } from './media.js';
+import { Pacer } from './rtp/pacer.js';
+import { RtpPorts } from './rtp/ports.js';
+import { DEFAULT_VOICE, type SpeechToText, type TextToSpeech, type VoiceSettings } from './speech/types.js';
+import type { TurnTakingOptions } from './turn-taking.js';
+
+/** The phone-number binding an INVITE's number resolves to (builder/telephony.ts). */
+export interface NumberBinding {
+  account_id: string;
+  agent_id: string;
+  number: string;
+  variant_id: string | null;
+}
+
+/** The telephony lookups the media gateway needs. */
+export interface TelephonyLookup {
+  numberByE164(e164: string): Promise<NumberBinding | null>;
+}
+
+export interface MediaGatewayOptions {
+  /** The address SIP and RTP listen on and that SDP and Contact name (HOST). */
+  host: string;
+  sipPort: number;
+  /** TLS listener (SIP over TLS) with its certificate; null: no TLS. */
+  tls: { port: number; key: string | Buffer; cert: string | Buffer; verifyPeer: boolean } | null;
+  rtpPortMin: number;
+  rtpPortMax: number;
+  builder: Builder;
+  telephony: TelephonyLookup;
+  runtime: Runtime;
+  tts: TextToSpeech;
+  stt: SpeechToText;
+  turnTaking: TurnTakingOptions;
+  conversationIdleMs: number;
+  /** How long a turn's ask keeps retrying (a worker failover included). */
+  askTimeoutMs: number;
+  log: (level: 'info' | 'warn', msg: string, extra?: Record<string, unknown>) => void;
+}
+
+/** Live counters: calls in progress and the latency samples of answered turns (benchmark, tests). */
+export interface MediaStats {
+  calls: number;
+  callsTotal: number;
+  responseLatencyMs: number[];
+}
+
+/** What starting a call needs besides the dialog and the media. */
+export interface CallStartParams {
+  conversationId: string;
+  callSid: string;
+  accountId: string;
+  projectId: string;
+  environment: string;
+  variantId: string | null;
+  fromNumber: string;
+  toNumber: string;
+  sipHeaders: Record<string, string>;
+}
+
+/** A number as E.164 candidates: as dialled, and with a leading `+` when it has none. */
+const e164Candidates = (user: string) => {
+  const u = user.trim().replace(/^tel:/i, '');
+  return u.startsWith('+') ? [u] : [`+${u}`, u];
+};
+
+/**
+ * The media gateway (`gateway/media`): the voice counterpart of `gateway/socket`. A SIP user agent and RTP
+ * on HOST that turns calls into conversation actor asks; it holds no conversation state. An INVITE to a
+ * number bound to an agent (`builder/telephony.ts`) starts a `VOICE-SIP` conversation of that agent in the
+ * live environment; outbound calls come in as dial requests (`dial.ts`).
+ */
+export class MediaGateway {
+  readonly ua: SipEndpoint;
+  readonly pacer = new Pacer();
+  readonly ports: RtpPorts;
+  readonly stats: MediaStats = { calls: 0, callsTotal: 0, responseLatencyMs: [] };
+  private readonly live = new Set<VoiceCall>();
+
+  constructor(readonly o: MediaGatewayOptions) {
+    this.ports = new RtpPorts(o.host, o.rtpPortMin, o.rtpPortMax);
+    this.ua = new SipEndpoint({
+      host: o.host,
+      port: o.sipPort,
+      ...(o.tls ? { tlsPort: o.tls.port, tls: { key: o.tls.key, cert: o.tls.cert, verifyPeer: o.tls.verifyPeer } } : {}),
+      log: (msg, extra) => o.log('warn', msg, extra),
+    });
+    this.ua.onInvite = (invite) =>
+      void this.inbound(invite).catch((err) => {
+        o.log('warn', 'inbound call failed', { err: String(err) });
+        invite.reject(500, 'Server Internal Error');
+      });
+  }
+
+  start(): void {
+    this.ua.start();
+  }
+
+  /** The address SDP names for our audio. */
+  get mediaAddress(): string {
+    return this.o.host === '0.0.0.0' || this.o.host === '::' ? '127.0.0.1' : this.o.host;
+  }
+
+  /** What the agent runs in an environment: the speech hints and voice of its deployed content. */
+  async agentSpeech(projectId: string, environment: string, language?: string) {
+    const running = await runningContent(this.o.builder, projectId, environment);
+    if (!running) return null;
+    const voice: VoiceSettings = { ...DEFAULT_VOICE, ...(running.content.voice ?? {}) };
+    return { hints: hintsOf(projectId, running.content, running.artifactVersion, language), voice };
+  }
+
+  private async inbound(invite: IncomingInvite): Promise<void> {
+    let binding: NumberBinding | null = null;
+    for (const n of e164Candidates(invite.toUser)) {
+      binding = await this.o.telephony.numberByE164(n);
+      if (binding) break;
+    }
+    if (!binding) return invite.reject(404, 'Not Found');
+    const offer = readSdp(invite.sdp);
+    const chosen = choose(offer);
+    if ('error' in chosen) return invite.reject(488, 'Not Acceptable Here');
+    const speech = await this.agentSpeech(binding.agent_id, 'live');
+    if (!speech) return invite.reject(480, 'Temporarily Unavailable');
+    if (invite.cancelled) return;
+    invite.progress(180, 'Ringing');
+    const leg = await openLeg(this.ports, offer!.srtp !== null);
+    if (invite.cancelled) {
+      leg.socket.close();
+      return;
+    }
+    const sink = { audio: (_: Int16Array) => {}, digit: (_: string) => {} };
+    const rtp = sessionOf(leg, offer!, chosen.codec, chosen.dtmf, this.pacer, { audio: (p) => sink.audio(p), digit: (d) => sink.digit(d) });
+    const dialog = invite.accept(answerOf(leg, this.mediaAddress, chosen.codec, chosen.dtmf));
+    dialog.onReinvite = (sdp) => {
+      const again = readSdp(sdp);
+      if (!again || !again.codecs.includes(chosen.codec)) return null;
+      if (again.address && again.port) rtp.setPeer({ address: again.address, port: again.port });
+      return answerOf(leg, this.mediaAddress, chosen.codec, chosen.dtmf, 2);
+    };
+    if (!(await dialog.confirmed())) {
+      rtp.close();
+      return;
+    }
+    const callSid = `IN-${randomUUID()}`;
+    const call = this.callOf(
+      { conversationId: randomUUID(), callSid, accountId: binding.account_id, projectId: binding.agent_id, environment: 'live', variantId: binding.variant_id, fromNumber: invite.fromUser, toNumber: binding.number, sipHeaders: extraHeaders(invite.request) },
+      chosen.codec, speech, dialog, rtp, () => {},
+    );
+    sink.audio = (p) => call.audio(p);
+    sink.digit = (d) => call.digit(d);
+    await call.start();
+  }
+
+  /** A call over an established dialog and RTP session (inbound or outbound). */
+  callOf(
+    p: CallStartParams,
+    codec: import('./rtp/codec.js').Codec,
+    speech: { hints: import('./speech/types.js').SpeechHints; voice: VoiceSettings },
+    dialog: import('./dialog.js').Dialog,
+    rtp: import('./rtp/session.js').RtpSession,
+    onEnded: (how: CallEnd) => void,
+  ): VoiceCall {
+    const start: ConversationStart = {
+      accountId: p.accountId,
+      projectId: p.projectId,
+      environment: p.environment,
+      channel: 'VOICE-SIP',
+      variantId: p.variantId,
+      integrationAttributes: {},
+      asrLangCode: '',
+      ttsLangCode: '',
+      initialMessage: null,
+      fromNumber: p.fromNumber,
+      toNumber: p.toNumber,
+      sipHeaders: p.sipHeaders,
+      callSid: p.callSid,
+      at: Date.now(),
+      idleTimeoutMs: this.o.conversationIdleMs,
+    };
+    this.stats.calls++;
+    this.stats.callsTotal++;
+    const call: VoiceCall = new VoiceCall(
+      {
+        client: this.o.runtime.client,
+        tts: this.o.tts,
+        stt: this.o.stt,
+        turnTaking: this.o.turnTaking,
+        askTimeoutMs: this.o.askTimeoutMs,
+        log: this.o.log,
+        onResponseLatency: (ms) => {
+          this.stats.responseLatencyMs.push(ms);
+          if (this.stats.responseLatencyMs.length > 100_000) this.stats.responseLatencyMs.splice(0, 50_000);
+        },
+      },
+      {
+        conversationId: p.conversationId,
+        callSid: p.callSid,
+        start,
+        codec,
+        voice: speech.voice,
+        hints: speech.hints,
+        dialog,
+        rtp,
+        onEnded: (how) => {
+          this.stats.calls--;
+          this.live.delete(call);
+          this.o.log('info', 'call ended', { call_sid: p.callSid, conversation_id: p.conversationId, reason: how.reason });
+          onEnded(how);
+        },
+      },
+    );
+    this.live.add(call);
+    return call;
+  }
+
+  /** Hangs up every call (each conversation is closed) and stops listening. */
+  async close(): Promise<void> {
+    await Promise.all([...this.live].map((c) => c.hangUp('failed')));
+    this.ua.stop();
+  }
+}
+
+/** Settings of the media role (platform/config.ts `media`). */
+export interface MediaSettings {
+  sipPort: number;
+  tlsPort: number | null;
+  tlsCertFile?: string;
+  tlsKeyFile?: string;
+  tlsVerify: boolean;
+  rtpPortMin: number;
+  rtpPortMax: number;
+  turnTaking: TurnTakingOptions;
+}
+
+/**
+ * Starts the media role: resolves port 0 to free ports, loads (or generates) the TLS certificate, and
+ * starts the user agent.
+ */
+export async function startMediaGateway(o: Omit<MediaGatewayOptions, 'sipPort' | 'tls' | 'rtpPortMin' | 'rtpPortMax' | 'turnTaking'> & { settings: MediaSettings; dataDir: string }): Promise<MediaGateway> {
+  const { freeSipPort } = await import('./ports.js');
+  const { sipTlsCredentials } = await import('./tls.js');
+  const s = o.settings;
+  const sipPort = s.sipPort || (await freeSipPort(o.host));
+  let tls: MediaGatewayOptions['tls'] = null;
+  if (s.tlsPort !== null) {
+    const creds = await sipTlsCredentials({ dataDir: o.dataDir, certFile: s.tlsCertFile, keyFile: s.tlsKeyFile, host: o.host });
+    if (creds.generated) o.log('info', 'generated a self-signed SIP TLS certificate', { file: creds.generated });
+    tls = { port: s.tlsPort || (await freeSipPort(o.host)), cert: creds.cert, key: creds.key, verifyPeer: s.tlsVerify };
+  }
+  const gw = new MediaGateway({ ...o, sipPort, tls, rtpPortMin: s.rtpPortMin, rtpPortMax: s.rtpPortMax, turnTaking: s.turnTaking });
+  gw.start();
+  return gw;
+}

@@ -1,0 +1,69 @@
+/** The parts of the `sip` package (pure JS, no types of its own) that `dialog.ts` uses. */
+declare module 'sip' {
+  export interface SipUri {
+    schema: string;
+    user?: string;
+    password?: string;
+    host: string;
+    port?: number;
+    params: Record<string, string | null>;
+    headers?: Record<string, string>;
+  }
+  export interface Aor {
+    name?: string;
+    uri: string | SipUri;
+    params: Record<string, string | null | undefined>;
+  }
+  export interface SipMessage {
+    method?: string;
+    uri?: string | SipUri;
+    status?: number;
+    reason?: string;
+    version?: string;
+    headers: Record<string, any>;
+    content?: string;
+  }
+  export interface Remote {
+    protocol: string;
+    address: string;
+    port: number;
+    local?: { address: string; port: number };
+  }
+  export interface Stack {
+    send(m: SipMessage, callback?: (rs: SipMessage) => void): void;
+    hostname(): string;
+    destroy(): void;
+  }
+  export interface StackOptions {
+    address?: string;
+    hostname?: string;
+    publicAddress?: string;
+    port?: number;
+    udp?: boolean;
+    tcp?: boolean;
+    tls?: { key: string | Buffer; cert: string | Buffer; rejectUnauthorized?: boolean };
+    tls_port?: number;
+    rport?: boolean;
+    logger?: { send?: (m: SipMessage, target: unknown) => void; recv?: (m: SipMessage, remote: Remote) => void; error?: (e: unknown) => void };
+  }
+  export function create(options: StackOptions, onRequest: (rq: SipMessage, remote: Remote) => void): Stack;
+  export function makeResponse(rq: SipMessage, status: number, reason?: string, extension?: { headers?: Record<string, unknown>; content?: string }): SipMessage;
+  export function parseUri(s: string | SipUri): SipUri;
+  export function stringifyUri(u: string | SipUri): string;
+  export function generateBranch(): string;
+  const sip: {
+    create: typeof create;
+    makeResponse: typeof makeResponse;
+    parseUri: typeof parseUri;
+    stringifyUri: typeof stringifyUri;
+    generateBranch: typeof generateBranch;
+  };
+  export default sip;
+}
+
+declare module 'sip/digest.js' {
+  import type { SipMessage } from 'sip';
+  export function signRequest(ctx: object | null, rq: SipMessage, rs: SipMessage, creds: { user: string; password: string }): object | null;
+  const digest: { signRequest: typeof signRequest };
+  export default digest;
+}

@@ -1,0 +1,19 @@
+import { espeakTts } from './espeak.js';
+import { openAiStt, openAiTts } from './openai.js';
+import { pocketsphinxStt } from './pocketsphinx.js';
+import type { SpeechToText, TextToSpeech } from './types.js';
+
+/**
+ * The speech engines a media gateway uses, from the environment: `TTS_BASE_URL` / `STT_BASE_URL` (with
+ * `TTS_API_KEY`/`STT_API_KEY`, falling back to `OPENAI_API_KEY`, and `TTS_MODEL`/`STT_MODEL`) switch to an
+ * OpenAI-compatible service; otherwise espeak-ng and pocketsphinx run on this machine.
+ */
+export function speechFromEnv(env: Record<string, string | undefined> = process.env): { tts: TextToSpeech; stt: SpeechToText } {
+  const tts = env.TTS_BASE_URL
+    ? openAiTts({ baseUrl: env.TTS_BASE_URL, apiKey: env.TTS_API_KEY ?? env.OPENAI_API_KEY, model: env.TTS_MODEL ?? 'tts-1', defaultVoice: env.TTS_VOICE })
+    : espeakTts();
+  const stt = env.STT_BASE_URL
+    ? openAiStt({ baseUrl: env.STT_BASE_URL, apiKey: env.STT_API_KEY ?? env.OPENAI_API_KEY, model: env.STT_MODEL ?? 'whisper-1' })
+    : pocketsphinxStt();
+  return { tts, stt };
+}

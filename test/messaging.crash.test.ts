@@ -1,0 +1,47 @@
+import t from 'tap';
+import { startCluster } from './helpers/cluster.js';
+import { connect, is, T, messagingProject, type Ev } from './helpers/messaging.js';
+import { natsAvailable } from './helpers/nats.js';
+
+// Without nats-server this skips locally; with CI=true natsAvailable() throws, so it fails instead.
+const needsNats = natsAvailable() ? {} : { skip: 'nats-server is not installed' };
+
+const MARKER = 'This message crashes the worker after its commit';
+
+t.test('a worker killed between a step\'s commit and its publication loses no event: the replay has it, equal to what went out live', needsNats, async (t) => {
+  // Every worker dies (SIGKILL, from inside) right after committing a step that holds the marker message, before
+  // publishing it: the socket never sees that step live.
+  const cluster = await startCluster({ workers: 2, sockets: 1, leaseTtlMs: 1500, env: { SESSION_FAULT_KILL_BEFORE_PUBLISH: MARKER }, socketEnv: { ASK_TIMEOUT_MS: '15000' } });
+  t.teardown(() => cluster.stop());
+  const [gateway] = cluster.sockets.map((s) => s.socket);
+  const m = await messagingProject(cluster.edge);
+  const { sessionId, accessToken } = await m.session({}, gateway);
+  const c = await connect(gateway, { session_id: sessionId, access_token: accessToken });
+  await c.waitFor(is('EVENT_BATCH'));
+  c.send(T('REQUEST_SERVICE_AGENT_JOIN'));
+  await c.waitFor(is('SERVICE_AGENT_MESSAGE'), 'greeting');
+  const owner = (await cluster.ownerOf('session', sessionId))!;
+  const before = c.flat().length;
+  c.send(T('USER_MESSAGE'), { text: MARKER }, { client_event_id: 'crash-1' });
+  // The owner dies; the gateway's ask is retried on the other worker, which answers it from the actor's
+  // snapshot (the event was applied) and runs the turn the snapshot was waiting for.
+  const reply = await c.waitFor(is('SERVICE_AGENT_MESSAGE'), 'the reply, from the surviving worker', before);
+  const exited = owner.child.exitCode !== null || owner.child.signalCode !== null ? owner.child.signalCode : await new Promise((r) => owner.child.once('exit', (_code, signal) => r(signal)));
+  t.equal(exited, 'SIGKILL', 'the owner was killed after the commit');
+  const live = c.flat();
+  t.notOk(live.slice(before).some((e) => is('USER_MESSAGE')(e) && e.payload.text === MARKER), 'the echo of the marker never went out live');
+  const echoSeq = reply.sequence! - 1;
+
+  // A reconnect from before the crash replays the step nobody saw.
+  const again = await connect(gateway, { session_id: sessionId, access_token: accessToken, cursor: String(echoSeq - 1) });
+  const replay: Ev[] = (await again.waitFor(is('EVENT_BATCH'))).payload.events;
+  t.match(replay[0], { type: T('USER_MESSAGE'), sequence: echoSeq, payload: { text: MARKER }, metadata: { custom: { client_event_id: 'crash-1' } } }, 'the committed, unpublished echo is replayed');
+
+  // The whole replay is the journaled events that went out live, frame for frame, plus the lost one.
+  const all = await connect(gateway, { session_id: sessionId, access_token: accessToken });
+  const history: Ev[] = (await all.waitFor(is('EVENT_BATCH'))).payload.events;
+  const seen = live.filter((e) => e.sequence !== null);
+  t.same(history.filter((e) => e.sequence !== echoSeq), seen, 'journal replay equals the live events');
+  t.same(history.map((e) => e.sequence), history.map((_, i) => i + 1), 'no sequence missing');
+  for (const x of [c, again, all]) await x.close();
+});

@@ -1,0 +1,187 @@
+/**
+ * Telephony resources of the Agents API (contract 2.1): SIP trunks and E.164 phone numbers, with the Agents
+ * API's keys and error shape; and the admin API's outbound connector fields that name them.
+ */
+import t from 'tap';
+import fc from 'fast-check';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { client } from './helpers/http.js';
+import { CLI, removeDir, startPlatform, type Platform } from './helpers/platform.js';
+import { admin, tenant } from './helpers/tenants.js';
+
+let p: Platform;
+let api: ReturnType<typeof client>;
+let other: ReturnType<typeof client>;
+let accountId: string;
+
+t.before(async () => {
+  p = await startPlatform();
+  const a = await tenant(p, 'Acme');
+  accountId = a.accountId;
+  api = client(p.edge, { 'x-api-key': a.key });
+  const b = await tenant(p, 'Globex');
+  other = client(p.edge, { 'x-api-key': b.key });
+});
+t.teardown(async () => {
+  await p.stop();
+  removeDir(p.dataDir);
+});
+
+const isFieldError = (t: any, body: any, field?: string) => {
+  t.type(body.message, 'string', 'error has message');
+  t.ok(Array.isArray(body.errors), 'error has errors[]');
+  if (field) t.ok(body.errors.some((e: any) => e.field === field), `names field ${field}`);
+};
+
+async function newAgent(name = 'Phones') {
+  const r = await api('POST', '/v1/agents', { name });
+  if (r.status !== 201) throw new Error(r.text);
+  return r.body.agentId as string;
+}
+
+const trunk = { name: 'Carrier', host: 'sip.example.net', port: 5061, transport: 'tls', username: 'acme', password: 's3cret-pass' };
+
+t.test('connectors: create shows no password, ever; list, read, delete', async (t) => {
+  const agent = await newAgent();
+  const base = `/v1/agents/${agent}/telephony/connectors`;
+  const created = await api('POST', base, trunk);
+  t.equal(created.status, 201);
+  t.match(created.body, { name: 'Carrier', host: 'sip.example.net', port: 5061, transport: 'tls', username: 'acme', has_password: true, max_concurrent_calls: null });
+  t.match(created.body.id, /^tc_[A-Za-z0-9]{16}$/);
+  t.notOk('password' in created.body, 'create does not echo the password');
+  t.notOk(created.text.includes('s3cret-pass'));
+
+  const list = await api('GET', base);
+  t.equal(list.status, 200);
+  t.same(list.body.connectors.map((c: any) => c.id), [created.body.id]);
+  t.notOk(list.text.includes('s3cret-pass'), 'list shows no password');
+  const one = await api('GET', `${base}/${created.body.id}`);
+  t.equal(one.status, 200);
+  t.same(one.body, created.body);
+  t.notOk(one.text.includes('s3cret-pass'), 'read shows no password');
+
+  const bare = await api('POST', base, { name: 'Open', host: '10.0.0.5', port: 5060, transport: 'udp' });
+  t.equal(bare.status, 201);
+  t.match(bare.body, { username: null, has_password: false });
+
+  t.equal((await api('DELETE', `${base}/${created.body.id}`)).status, 204);
+  const gone = await api('GET', `${base}/${created.body.id}`);
+  t.equal(gone.status, 404);
+  isFieldError(t, gone.body, 'connectorId');
+  t.equal((await api('DELETE', `${base}/${created.body.id}`)).status, 404, 'deleting twice is 404');
+});
+
+t.test('connectors: bad bodies are 400 in the Agents shape, malformed ids 422, other accounts 403, no key 401', async (t) => {
+  const agent = await newAgent();
+  const base = `/v1/agents/${agent}/telephony/connectors`;
+  for (const bad of [
+    {},
+    { ...trunk, transport: 'sctp' },
+    { ...trunk, port: 0 },
+    { ...trunk, port: 70000 },
+    { ...trunk, port: '5060' },
+    { ...trunk, host: 'sip://x' },
+    { ...trunk, name: '' },
+    { ...trunk, extra: 1 },
+  ]) {
+    const r = await api('POST', base, bad);
+    t.equal(r.status, 400, JSON.stringify(bad));
+    isFieldError(t, r.body);
+  }
+  t.equal((await api('GET', `${base}/bad%20id`)).status, 422);
+  t.equal((await other('GET', base)).status, 403, 'another account’s key');
+  t.equal((await client(p.edge, {})('GET', base)).status, 401);
+  t.equal((await api('GET', `/v1/agents/nope/telephony/connectors`)).status, 404);
+});
+
+t.test('phone numbers: E.164 validated, bound once platform-wide, connector must be the agent’s; delete with numbers is 409', async (t) => {
+  const agent = await newAgent();
+  const tc = (await api('POST', `/v1/agents/${agent}/telephony/connectors`, trunk)).body.id;
+  const base = `/v1/agents/${agent}/telephony/phone-numbers`;
+  const created = await api('POST', base, { number: '+14155550123', connector_id: tc });
+  t.equal(created.status, 201);
+  t.match(created.body, { number: '+14155550123', connector_id: tc, variant_id: null });
+  t.match(created.body.id, /^pn_[A-Za-z0-9]{16}$/);
+  t.same((await api('GET', base)).body.phoneNumbers.map((n: any) => n.id), [created.body.id]);
+  t.same((await api('GET', `${base}/${created.body.id}`)).body, created.body);
+
+  const again = await api('POST', base, { number: '+14155550123', connector_id: tc });
+  t.equal(again.status, 409, 'a number bound twice');
+  isFieldError(t, again.body, 'number');
+  const agent2 = await newAgent('Other');
+  const tc2 = (await api('POST', `/v1/agents/${agent2}/telephony/connectors`, trunk)).body.id;
+  t.equal((await api('POST', `/v1/agents/${agent2}/telephony/phone-numbers`, { number: '+14155550123', connector_id: tc2 })).status, 409, 'bound to another agent too');
+  const foreign = await api('POST', base, { number: '+14155550124', connector_id: tc2 });
+  t.equal(foreign.status, 400, 'another agent’s connector');
+  isFieldError(t, foreign.body, 'connector_id');
+  const variant = await api('POST', base, { number: '+14155550125', connector_id: tc, variant_id: 'no-such-variant' });
+  t.equal(variant.status, 400);
+  isFieldError(t, variant.body, 'variant_id');
+
+  const inUse = await api('DELETE', `/v1/agents/${agent}/telephony/connectors/${tc}`);
+  t.equal(inUse.status, 409, 'a connector with numbers bound is not deleted');
+  isFieldError(t, inUse.body, 'connectorId');
+  t.equal((await api('DELETE', `${base}/${created.body.id}`)).status, 204);
+  t.equal((await api('GET', `${base}/${created.body.id}`)).status, 404);
+  t.equal((await api('DELETE', `/v1/agents/${agent}/telephony/connectors/${tc}`)).status, 204, 'deletable once no number is bound');
+  t.equal((await other('GET', base)).status, 403);
+});
+
+t.test('phone numbers: anything but a valid E.164 number is 400 (fast-check)', async (t) => {
+  const agent = await newAgent();
+  const tc = (await api('POST', `/v1/agents/${agent}/telephony/connectors`, trunk)).body.id;
+  const base = `/v1/agents/${agent}/telephony/phone-numbers`;
+  for (const bad of ['14155550123', '+1415', '+999123456789', '(415) 555-0123', '+1 415 555 0123', 'phone', '+44 20 7946 0018x']) {
+    const r = await api('POST', base, { number: bad, connector_id: tc });
+    t.equal(r.status, 400, bad);
+    isFieldError(t, r.body, 'number');
+  }
+  await fc.assert(
+    fc.asyncProperty(fc.string({ maxLength: 40 }), async (s) => {
+      const r = await api('POST', base, { number: s, connector_id: tc });
+      // Whatever comes, never a 5xx; only strict E.164 strings may bind.
+      if (r.status === 201) return /^\+[1-9]\d{6,14}$/.test(s);
+      return r.status === 400 || r.status === 409;
+    }),
+    { numRuns: 150 },
+  );
+});
+
+t.test('admin: outbound connectors name a telephony connector and a from number; other kinds may not', async (t) => {
+  const a = admin(p);
+  const agent = await newAgent();
+  const tc = (await api('POST', `/v1/agents/${agent}/telephony/connectors`, trunk)).body.id;
+  const ok = await a('POST', '/connectors', { account_id: accountId, project_id: agent, kind: 'outbound', telephony_connector_id: tc, from_number: '+14155550100' });
+  t.equal(ok.status, 201);
+  t.match(ok.body, { kind: 'outbound', telephony_connector_id: tc, from_number: '+14155550100' });
+  const chat = await a('POST', '/connectors', { account_id: accountId, project_id: agent, kind: 'chat' });
+  t.equal(chat.status, 201);
+  t.same(Object.keys(chat.body).sort(), ['account_id', 'environment', 'host', 'id', 'kind', 'project_id', 'token', 'variant_id'], 'other kinds answer exactly as operator.md says');
+  const wrongKind = await a('POST', '/connectors', { account_id: accountId, project_id: agent, kind: 'chat', from_number: '+14155550100' });
+  t.equal(wrongKind.status, 400);
+  isFieldError(t, wrongKind.body, 'from_number');
+  const badNumber = await a('POST', '/connectors', { account_id: accountId, project_id: agent, kind: 'outbound', telephony_connector_id: tc, from_number: '555' });
+  t.equal(badNumber.status, 400);
+  isFieldError(t, badNumber.body, 'from_number');
+  const agent2 = await newAgent('Elsewhere');
+  const foreign = await a('POST', '/connectors', { account_id: accountId, project_id: agent2, kind: 'outbound', telephony_connector_id: tc, from_number: '+14155550100' });
+  t.equal(foreign.status, 404, 'a telephony connector of another project');
+  isFieldError(t, foreign.body, 'telephony_connector_id');
+  const listed = (await a('GET', `/connectors?account_id=${accountId}`)).body.data.find((c: any) => c.id === ok.body.id);
+  t.match(listed, { telephony_connector_id: tc, from_number: '+14155550100' });
+});
+
+t.test('CLI: connectors create --kind outbound --telephony-connector ID --from-number N', async (t) => {
+  const agent = await newAgent('Dialer');
+  const tc = (await api('POST', `/v1/agents/${agent}/telephony/connectors`, trunk)).body.id;
+  const { stdout } = await promisify(execFile)(process.execPath, [
+    CLI, '--url', p.edge, '--token', p.operatorToken,
+    'connectors', 'create', '--account', accountId, '--project', agent, '--kind', 'outbound', '--telephony-connector', tc, '--from-number', '+14155550100',
+  ]);
+  const out = JSON.parse(stdout);
+  t.match(out, { kind: 'outbound', telephony_connector_id: tc, from_number: '+14155550100' });
+  t.match(out.token, /^sbc_/);
+  const help = await promisify(execFile)(process.execPath, [CLI, 'help']);
+  t.match(help.stdout, /--telephony-connector TC_ID --from-number E164/);
+});

@@ -1,0 +1,173 @@
+import t from 'tap';
+import dgram from 'node:dgram';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import alawmulaw from 'alawmulaw';
+import { startPlatform, removeDir, type Platform } from './helpers/platform.js';
+import { chatProject, type ChatProject } from './helpers/chat.js';
+import { conversationsClient, conversationsKey } from './helpers/conversations.js';
+import { freePort } from './helpers/nats.js';
+import { bindNumber, MEDIA_ENV, mediaPorts, rtpPcap, runSipp, scenario, SIPP_PCAPS, speak, voiceTools } from './helpers/voice.js';
+
+// Without sipp, espeak-ng or pocketsphinx these skip locally; with CI=true voiceTools() throws instead.
+const needsTools = voiceTools() ? {} : { skip: 'sipp, espeak-ng or pocketsphinx is not installed' };
+const NUMBER = '+442079460123';
+const GREETING = 'Hello, you are through to the Acme dental practice. We can help with appointments, opening hours, parking and prices. How can I help you today?';
+
+/** A UDP socket on 127.0.0.2 that stands for the caller's audio port: counts the agent's RTP and its loudness. */
+async function audioSink() {
+  const socket = dgram.createSocket('udp4');
+  await new Promise<void>((r) => socket.bind(0, '127.0.0.2', () => r()));
+  // firstRun: packets of the first unbroken stretch of agent audio (a pause of 200 ms or more ends it).
+  const got = { packets: 0, voiced: 0, payloadTypes: new Set<number>(), firstRun: 0, last: 0, broken: false };
+  socket.on('message', (m) => {
+    got.packets++;
+    const now = performance.now();
+    if (got.last && now - got.last > 200) got.broken = true;
+    if (!got.broken) got.firstRun++;
+    got.last = now;
+    got.payloadTypes.add(m[1] & 0x7f);
+    const pcm = alawmulaw.mulaw.decode(m.subarray(12));
+    let sum = 0;
+    for (const s of pcm) sum += s * s;
+    if (Math.sqrt(sum / pcm.length) > 300) got.voiced++;
+  });
+  return { port: socket.address().port, got, close: () => socket.close() };
+}
+
+let p: Platform;
+let sip: number;
+let dir: string;
+t.before(async () => {
+  if (!voiceTools()) return;
+  dir = mkdtempSync(join(tmpdir(), 'sb-voice-'));
+  p = await startPlatform({ env: { ...MEDIA_ENV, VOICE_NO_INPUT_MS: '3000', VOICE_END_SILENCE_MS: '600' } });
+  sip = mediaPorts(p.stdout()).sip;
+});
+t.teardown(async () => {
+  if (!p) return;
+  await p.stop();
+  removeDir(p.dataDir);
+  if (!process.env.KEEP) rmSync(dir, { recursive: true, force: true });
+});
+
+/** The ended VOICE-SIP conversations of a project, once there are `n`. */
+async function endedCalls(project: ChatProject, n = 1): Promise<any[]> {
+  const read = conversationsClient(p, project, await conversationsKey(p, project));
+  return waitFor(async () => {
+    const done = ((await read({ channel: 'VOICE-SIP' })).body.conversations ?? []).filter((c: any) => c.in_progress === false);
+    return done.length >= n ? done : null;
+  });
+}
+
+t.test('an inbound call: spoken question and DTMF become turns of a VOICE-SIP conversation, the answers are spoken', needsTools, async (t) => {
+  const project = await chatProject(p, {
+    name: 'Voice Co',
+    topics: [['Opening hours', 'We are open from 9am to 5pm, Monday to Friday.'], ['Parking', 'Free parking is available behind the building.']],
+    functions: { start: 'function start(conv) { conv.say("Hello, you are through to Acme. " + conv.sip_headers.get("x-customer-tier") + " line."); }' },
+  });
+  const sippPort = await freePort();
+  await bindNumber(project.api, project.agentId, NUMBER, { host: '127.0.0.2', port: sippPort });
+
+  const sink = await audioSink();
+  t.teardown(() => sink.close());
+  const question = join(dir, 'question.pcap');
+  rtpPcap(speak('what are your opening hours', dir), question);
+  const file = scenario('inbound-call.xml', dir, {
+    NUMBER,
+    AUDIO_IP: '127.0.0.2',
+    AUDIO_PORT: sink.port,
+    GREETING_MS: 4000,
+    SPEECH_PCAP: question,
+    ANSWER_MS: 6000,
+    DIGIT_1: join(SIPP_PCAPS, 'dtmf_2833_4.pcap'),
+    DIGIT_2: join(SIPP_PCAPS, 'dtmf_2833_2.pcap'),
+    END_MS: 5000,
+  });
+  const run = await runSipp({ scenario: file, target: `127.0.0.1:${sip}`, port: sippPort, mediaPort: await freePort(), dir });
+  t.equal(run.code, 0, 'sipp completed the call', { out: run.out.slice(-3000) });
+
+  t.ok(sink.got.packets > 50, `the agent's speech reached the caller as RTP (${sink.got.packets} packets)`);
+  t.ok(sink.got.voiced > 20, 'and it is sound, not silence');
+  t.same([...sink.got.payloadTypes], [0], 'as PCMU, the codec the caller offered');
+
+  const rows = await endedCalls(project);
+  t.equal(rows.length, 1, 'one VOICE-SIP conversation');
+  const c = rows[0];
+  t.equal(c.channel, 'VOICE-SIP');
+  t.equal(c.from_number, '+15550001111', 'from the caller');
+  t.equal(c.to_number, NUMBER, 'to the bound number');
+  t.equal(c.state.from_, '+15550001111', 'built-in state from_');
+  t.equal(c.state.to, NUMBER, 'built-in state to');
+  t.match(c.state.call_sid, /^IN-/, 'built-in state call_sid');
+  t.match(c.turns[0].agent_response, /gold line/, 'the start function read the SIP header through conv.sip_headers');
+  const spoken = c.turns.find((x: any) => x.user_input !== '');
+  t.ok(spoken, 'a spoken turn');
+  t.match(spoken.user_input, /opening/, `the question was recognised (${spoken?.user_input})`);
+  t.match(spoken.agent_response, /9am to 5pm/, 'and answered from the topic');
+  const keyed = c.turns.find((x: any) => x.user_input_dtmf !== '');
+  t.ok(keyed, 'a DTMF turn');
+  t.equal(keyed.user_input_dtmf, '42', 'the digits, in order');
+  t.equal(keyed.user_input, '', 'with no words');
+  t.ok(c.total_duration > 10, 'the call lasted as long as sipp held it');
+  t.equal(c.metrics.CALL_DURATION, String(c.total_duration));
+});
+
+t.test('barge-in: the caller speaks over the greeting, the greeting stops; then silence turns', needsTools, async (t) => {
+  const number = '+442079460124';
+  const project = await chatProject(p, { name: 'Barge Co', functions: { start: `function start(conv) { conv.say(${JSON.stringify(GREETING)}); }` } });
+  const sippPort = await freePort();
+  await bindNumber(project.api, project.agentId, number, { host: '127.0.0.2', port: sippPort });
+  const sink = await audioSink();
+  t.teardown(() => sink.close());
+  const question = join(dir, 'barge.pcap');
+  rtpPcap(speak('what are your opening hours', dir), question);
+  // Long enough for the no-input timeout (VOICE_NO_INPUT_MS of this platform) after the answer.
+  const file = scenario('inbound-barge-in.xml', dir, { NUMBER: number, AUDIO_IP: '127.0.0.2', AUDIO_PORT: sink.port, GREETING_MS: 1500, SPEECH_PCAP: question, END_MS: 14000 });
+  const run = await runSipp({ scenario: file, target: `127.0.0.1:${sip}`, port: sippPort, mediaPort: await freePort(), dir });
+  t.equal(run.code, 0, 'sipp completed the call', { out: run.out.slice(-3000) });
+  const [c] = await endedCalls(project);
+  const spoken = c.turns.slice(1).find((x: any) => !x.is_silence);
+  t.ok(spoken, 'a spoken turn');
+  t.equal(spoken.barge_in, true, 'marked barge_in: the caller spoke while the agent was speaking');
+  // The whole greeting, as the platform's voice speaks it, is many more 20 ms frames than were sent before the caller cut in.
+  const greetingFrames = Math.ceil(speak(GREETING, dir, { voice: 'en', rate: 160 }).length / 160);
+  t.ok(sink.got.firstRun < greetingFrames * 0.8, `the greeting stopped (${sink.got.firstRun} of its ${greetingFrames} frames sent)`);
+  t.same(c.turns.filter((x: any) => x.is_silence).length > 0, true, 'the quiet caller gave silence turns');
+  t.equal(c.num_silences, c.turns.filter((x: any) => x.is_silence).length, 'num_silences counts them');
+});
+
+t.test('handoff on a call: a REFER to the destination, then BYE; the record has the handoff', needsTools, async (t) => {
+  const number = '+442079460125';
+  const sippPort = await freePort();
+  const destination = 'sip:desk@127.0.0.2:5999';
+  const project = await chatProject(p, {
+    name: 'Handoff Co',
+    functions: {
+      start: 'function start(conv) { conv.say("Press zero for the front desk."); }',
+      turn: `function turn(conv, message) { conv.handoff(${JSON.stringify(destination)}, 'caller_pressed_zero'); return 'Transferring you now.'; }`,
+    },
+  });
+  await bindNumber(project.api, project.agentId, number, { host: '127.0.0.2', port: sippPort });
+  const sink = await audioSink();
+  t.teardown(() => sink.close());
+  const file = scenario('inbound-handoff.xml', dir, { NUMBER: number, AUDIO_IP: '127.0.0.2', AUDIO_PORT: sink.port, GREETING_MS: 2500, DIGIT: join(SIPP_PCAPS, 'dtmf_2833_0.pcap'), DESTINATION: destination });
+  const run = await runSipp({ scenario: file, target: `127.0.0.1:${sip}`, port: sippPort, mediaPort: await freePort(), dir, extra: process.env.KEEP ? ['-trace_msg', '-trace_err'] : [] });
+  t.equal(run.code, 0, 'sipp got the REFER to the destination and then the BYE', { out: run.out.slice(-3000) });
+  const [c] = await endedCalls(project);
+  t.equal(c.handoff, true);
+  t.equal(c.handoff_destination, destination);
+  t.equal(c.handoff_reason, 'caller_pressed_zero');
+  t.equal(c.turns[c.turns.length - 1].user_input_dtmf, '0');
+});
+
+async function waitFor<T>(f: () => Promise<T | null>, ms = 20_000): Promise<T> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const v = await f();
+    if (v) return v;
+    if (Date.now() > until) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
