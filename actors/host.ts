@@ -55,6 +55,16 @@ export class Host {
     return this.activations.size;
   }
 
+  /** Live actors now, by kind (the Prometheus gauge). */
+  liveActorsByKind(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const key of this.activations.keys()) {
+      const kind = key.slice(0, key.indexOf('/'));
+      out[kind] = (out[kind] ?? 0) + 1;
+    }
+    return out;
+  }
+
   /** The shards this host serves now (held, and not being released). */
   servedShards(): number[] {
     return [...this.subscriptions.keys()].filter((s) => this.o.placement.fenceOf(s) !== null).sort((a, b) => a - b);

@@ -37,6 +37,13 @@ const USAGE = `usage: switchboard [--url URL] [--token TOKEN] <command>
   runtime projections               projections: checkpoints, journal head, lag
   rebuild MODEL                     rebuilds a projection (read model) from the journal
   charts --out DIR                  writes the statechart of every machine (DIR/<kind>.svg), no server needed
+  alerts rules create --name NAME --metric METRIC --operator '>'|'<'|'>='|'<=' --threshold N --window 5m|10m|60m
+              [--project PROJECT_ID] [--enabled true|false]
+  alerts rules list [--enabled true|false] [--metric METRIC] [--project PROJECT_ID] [--state ok|alert|no_data|unknown]
+  alerts rules get RULE_ID
+  alerts rules update RULE_ID [--name NAME] [--metric ...] [--operator ...] [--threshold N] [--window ...] [--project ID|null] [--enabled true|false]
+  alerts rules delete RULE_ID
+  alerts active [--project PROJECT_ID] [--metric METRIC]   the rules now firing
   help                              this text
 
 Key scopes: agents (Agents API), alerts (Alerts API), conversations (Conversations and Concurrency APIs),
@@ -45,7 +52,7 @@ of the Messaging API); conversations, chat and external_events keys need --proje
 
 --url defaults to $SWITCHBOARD_URL, else http://$HOST:$EDGE_PORT (127.0.0.1:8080);
 --token defaults to $OPERATOR_TOKEN.
-webhooks and deliveries use the Alerts API with an alerts key: --key, else $SWITCHBOARD_ALERTS_KEY.`;
+webhooks, deliveries and alerts use the Alerts API with an alerts key: --key, else $SWITCHBOARD_ALERTS_KEY.`;
 
 /** `apiKey`: sent as `x-api-key` (the Alerts API) instead of the operator token. */
 type Request = { method: string; path: string; body?: unknown; apiKey?: boolean };
@@ -82,6 +89,11 @@ function toRequest(argv: string[]): { request: Request; url?: string; token?: st
       limit: { type: 'string' },
       cursor: { type: 'string' },
       event: { type: 'string' },
+      metric: { type: 'string' },
+      operator: { type: 'string' },
+      threshold: { type: 'string' },
+      window: { type: 'string' },
+      state: { type: 'string' },
     },
   });
   const [noun, verb, target, extra] = positionals;
@@ -190,11 +202,51 @@ function toRequest(argv: string[]): { request: Request; url?: string; token?: st
         return { method: 'GET', path: `${endpoint(need(target, 'ENDPOINT_ID'))}/deliveries/${encodeURIComponent(need(extra, 'DELIVERY_ID'))}`, apiKey: true };
       case 'deliveries redeliver':
         return { method: 'POST', path: `${endpoint(need(target, 'ENDPOINT_ID'))}/deliveries/${encodeURIComponent(need(extra, 'DELIVERY_ID'))}/redeliver`, apiKey: true };
+      case 'alerts rules':
+      case 'alerts active':
+        return alertsRequest(verb, target, extra);
       default:
         throw new Error(USAGE);
     }
   })();
   return { request, url: v.url, token: v.token, key: v.key };
+
+  /** `alerts rules ...` and `alerts active`: the Alerts API's rules with an alerts key. */
+  function alertsRequest(what: string, op: string | undefined, id: string | undefined): Request {
+    const RULES = '/v1/alert-rules';
+    const rule = () => `${RULES}/${encodeURIComponent(need(id, 'RULE_ID'))}`;
+    const q = (o: Record<string, string | undefined>) => {
+      const p = new URLSearchParams(Object.entries(o).filter((e): e is [string, string] => e[1] !== undefined));
+      return p.size ? `?${p}` : '';
+    };
+    // Numbers stay numbers only when they are numbers: anything else is sent as given, for the API to refuse.
+    const num = (x: string) => (/^-?\d+(\.\d+)?$/.test(x) ? Number(x) : x);
+    const fields = () => ({
+      ...(v.name !== undefined ? { name: v.name } : {}),
+      ...(v.metric !== undefined ? { metric: v.metric } : {}),
+      ...(v.operator !== undefined ? { operator: v.operator } : {}),
+      ...(v.threshold !== undefined ? { threshold_value: num(v.threshold) } : {}),
+      ...(v.window !== undefined ? { window_duration: v.window } : {}),
+      ...(v.project !== undefined ? { project_id: v.project === 'null' ? null : v.project } : {}),
+      ...(v.enabled !== undefined ? { enabled: bool(v.enabled, '--enabled') } : {}),
+    });
+    if (what === 'active') return { method: 'GET', path: `/v1/alerts${q({ project_id: v.project, metric: v.metric })}`, apiKey: true };
+    switch (op) {
+      case 'create':
+        need(v.name, '--name'); need(v.metric, '--metric'); need(v.operator, '--operator'); need(v.threshold, '--threshold'); need(v.window, '--window');
+        return { method: 'POST', path: RULES, apiKey: true, body: fields() };
+      case 'list':
+        return { method: 'GET', path: `${RULES}${q({ enabled: v.enabled, metric: v.metric, project_id: v.project, state: v.state })}`, apiKey: true };
+      case 'get':
+        return { method: 'GET', path: rule(), apiKey: true };
+      case 'update':
+        return { method: 'PATCH', path: rule(), apiKey: true, body: fields() };
+      case 'delete':
+        return { method: 'DELETE', path: rule(), apiKey: true };
+      default:
+        throw new Error(USAGE);
+    }
+  }
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { AnyStateMachine } from 'xstate';
+import { alertRuleMachine } from './alert-rule.js';
 import { callMachine } from './call.js';
 import { conversationMachine } from './conversation.js';
 import { counterMachine } from './counter.js';
@@ -17,6 +18,7 @@ export const MACHINES: Readonly<Record<string, AnyStateMachine>> = {
   session: sessionMachine,
   call: callMachine,
   delivery: deliveryMachine,
+  'alert-rule': alertRuleMachine,
 };
 
 /** The kinds of the catalog, sorted. */

@@ -91,6 +91,9 @@ const EnvSchema = z.object({
     .string()
     .refine((v) => Buffer.from(v, 'base64').length === 32, 'WEBHOOK_SECRETS_KEY must be the base64 of 32 bytes')
     .optional(),
+  ALERTS_EVAL_INTERVAL_MS: z.coerce.number().int().min(50).max(86_400_000).default(60_000),
+  API_ERRORS_FLUSH_MS: z.coerce.number().int().min(50).max(60_000).default(2000),
+  METRICS_PORT: z.coerce.number().int().min(0).max(65_535).optional(),
   PROJECTION_PARTITIONS: z.coerce.number().int().min(1).max(4096).default(16),
   PROJECTION_BATCH: z.coerce.number().int().min(1).max(100_000).default(1000),
   PROJECTION_POLL_MS: z.coerce.number().int().min(10).max(600_000).default(1000),
@@ -130,6 +133,13 @@ export interface Config {
    * signing secrets at rest (`WEBHOOK_SECRETS_KEY`; unset: a key file in the data dir).
    */
   webhooks: { retryScheduleMs: number[]; allowPrivateUrls: boolean; secretsKey: string | undefined };
+  /**
+   * Alert rules: the time between evaluations (`ALERTS_EVAL_INTERVAL_MS`), and how often an edge appends its
+   * 5xx counts (the `api_errors` metric) to the journal (`API_ERRORS_FLUSH_MS`).
+   */
+  alerts: { evalIntervalMs: number; apiErrorsFlushMs: number };
+  /** Prometheus `GET /metrics` on this port too (processes without an edge port); unset: only on the edge. */
+  metricsPort: number | undefined;
   /** Shard lease lifetime: how long a dead worker's shards wait before others take them. */
   leaseTtlMs: number;
   /** Idle time after which a live actor is dropped from memory (its state is already stored). */
@@ -275,6 +285,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shardCount: e.SHARDS,
     externalEvents: { maxBytes: e.EXTERNAL_EVENT_MAX_BYTES, defaultTimeoutMs: e.EXTERNAL_EVENT_TIMEOUT_MS, maxTimeoutMs: e.EXTERNAL_EVENT_MAX_TIMEOUT_MS },
     webhooks: { retryScheduleMs: e.WEBHOOK_RETRY_SCHEDULE_MS, allowPrivateUrls: e.WEBHOOK_ALLOW_PRIVATE_URLS === 'true', secretsKey: e.WEBHOOK_SECRETS_KEY },
+    alerts: { evalIntervalMs: e.ALERTS_EVAL_INTERVAL_MS, apiErrorsFlushMs: e.API_ERRORS_FLUSH_MS },
+    metricsPort: e.METRICS_PORT,
     leaseTtlMs: e.LEASE_TTL_MS,
     passivateAfterMs: e.PASSIVATE_AFTER_MS,
     askTimeoutMs: e.ASK_TIMEOUT_MS,

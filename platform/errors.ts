@@ -259,5 +259,13 @@ export const WEBHOOKS = catalog('WEBHOOKS', {
   CURSOR_MALFORMED: [400, 'malformed cursor', 'cursor'],
 });
 
+/** Alert rules and active alerts (`/v1/alert-rules`, `/v1/alerts`, Alerts API keys; `actors/alert-rule/`). */
+export const ALERTS = catalog('ALERTS', {
+  RULE_NOT_FOUND: [404, 'alert rule not found', 'id'],
+  RULE_LIMIT: [409, 'an account may have at most %s alert rules', 'alert_rules', 'alert rule limit reached'],
+  PROJECT_UNKNOWN: [422, 'project_id must be null or the id of a project of the account', 'project_id'],
+  MONITORING_UNAVAILABLE: [502, 'the rule could not be synced with the monitoring backend; retry'],
+});
+
 /** Every REST family's catalog, for the reference page and its test. */
-export const REST_CATALOGS = { EDGE, AGENTS, ADMIN, CHAT, CONVERSATIONS, EXTERNAL_EVENTS, OUTBOUND, WEBHOOKS } as const;
+export const REST_CATALOGS = { EDGE, AGENTS, ADMIN, CHAT, CONVERSATIONS, EXTERNAL_EVENTS, OUTBOUND, WEBHOOKS, ALERTS } as const;

@@ -10,6 +10,8 @@ import { conversationKind } from '../actors/conversation/mod.js';
 import { sessionKind } from '../actors/session/mod.js';
 import { callKind } from '../actors/call/mod.js';
 import { deliveryKind, SecretBox } from '../actors/delivery/mod.js';
+import { alertRuleKind } from '../actors/alert-rule/mod.js';
+import { countConnections, countLiveActors, sandboxCalls, serveMetrics } from './metrics.js';
 import type { Runtime } from '../actors/mod.js';
 import { createFunctionSandbox } from '../actors/functions/mod.js';
 import { createResponderFromEnv } from '../actors/responder/mod.js';
@@ -49,6 +51,15 @@ async function main(): Promise<void> {
   // A worker hosts the conversation actors, whose effects run project functions and the responder.
   const sandbox = roles.has('worker') ? createFunctionSandbox({ timeoutMs: config.functionTimeoutMs, ...config.functions }) : null;
   if (sandbox) {
+    // Prometheus: every function call by outcome (ok, or the error kind: error, timeout, ...).
+    const invoke = sandbox.invoke.bind(sandbox);
+    sandbox.invoke = async (request) => {
+      const result = await invoke(request);
+      sandboxCalls.inc({ outcome: result.ok ? 'ok' : result.error.kind });
+      return result;
+    };
+  }
+  if (sandbox) {
     // Said once at start: what the OS gives the sandbox processes here, and what it does not.
     const isolation = await sandbox.start();
     if (isolation.missing.length > 0) logger.warn({ isolation: isolation.layer, missing: isolation.missing }, 'function sandbox runs without some OS isolation');
@@ -73,6 +84,7 @@ async function main(): Promise<void> {
         sessionKind({ store, builder: services.builder, client: async () => (await runtimeReady).client, transport: async () => (await runtimeReady).transport, conversationIdleMs: config.conversationIdleMs }),
         callKind({ store, transport: async () => (await runtimeReady).transport, ...config.outbound }),
         deliveryKind({ store, secrets: webhookSecrets!, allowPrivate: config.webhooks.allowPrivateUrls, schedule: config.webhooks.retryScheduleMs }),
+        alertRuleKind({ store, client: async () => (await runtimeReady).client, intervalMs: config.alerts.evalIntervalMs }),
       ]
     : [];
   const runtime = await startRuntime({
@@ -89,6 +101,9 @@ async function main(): Promise<void> {
     projections: { store: { dataDir: config.dataDir, mongodbUrl: config.mongodbUrl }, ...config.projections },
   });
   runtimeStarted(runtime);
+  const host = runtime.host;
+  if (host) countLiveActors(() => host.liveActorsByKind());
+  const metricsServer = config.metricsPort !== undefined ? await serveMetrics(config.host, config.metricsPort) : null;
   // Over NATS, an operator's write must reach the caches of the other processes too (platform/invalidation.ts).
   const bus = servesRequests && config.natsUrl
     ? await startInvalidationBus({
@@ -102,7 +117,7 @@ async function main(): Promise<void> {
   let serving = false;
   const isServing = () => serving;
 
-  const edge = roles.has('edge') ? await buildEdge({ services, runtime, operatorTokenHash: tokenHash, logger, requestLevel, isServing, conversationIdleMs: config.conversationIdleMs, limits: config.edge, externalEvents: config.externalEvents, webhooks: { secrets: webhookSecrets!, allowPrivateUrls: config.webhooks.allowPrivateUrls } }) : null;
+  const edge = roles.has('edge') ? await buildEdge({ services, runtime, operatorTokenHash: tokenHash, logger, requestLevel, isServing, conversationIdleMs: config.conversationIdleMs, limits: config.edge, externalEvents: config.externalEvents, webhooks: { secrets: webhookSecrets!, allowPrivateUrls: config.webhooks.allowPrivateUrls }, apiErrorsFlushMs: config.alerts.apiErrorsFlushMs }) : null;
   if (edge) await edge.listen({ host: config.host, port: config.edgePort });
   const socket: SocketGateway | null = roles.has('socket')
     ? await startSocketGateway({ host: config.host, port: config.socketPort, logger, isServing, services, runtime, messaging: config.messaging })
@@ -123,12 +138,14 @@ async function main(): Promise<void> {
       })
     : null;
   const dialing = media ? answerDialRequests(media, runtime) : null;
+  if (socket) countConnections(() => ({ sessions: socket.sessions, sockets: socket.connections }));
   serving = true;
 
   const where = [
     edge ? `edge http://${config.host}:${(edge.server.address() as { port: number }).port}` : null,
     socket ? `socket http://${config.host}:${socket.port}` : null,
     runtime.workerId ? `worker ${runtime.workerId}` : null,
+    metricsServer ? `metrics http://${config.host}:${(metricsServer.address() as { port: number }).port}/metrics` : null,
     media ? `media sip:${config.host}:${media.ua.o.port} (udp, tcp)${media.ua.o.tlsPort ? `, sips ${media.ua.o.tlsPort} (tls)` : ''}` : null,
   ].filter(Boolean);
   process.stdout.write(`Switchboard ${config.region} serving: ${where.join(', ')} (store: ${store.backend}, data: ${config.dataDir}, transport: ${runtime.transport.kind})\n`);
@@ -144,6 +161,7 @@ async function main(): Promise<void> {
     dialing?.unsubscribe();
     await media?.close();
     await edge?.close();
+    metricsServer?.close();
     await bus?.stop();
     await runtime.stop();
     await sandbox?.close();

@@ -20,8 +20,8 @@ import { openStore, type Store } from '../store/mod.js';
 import { removeDir } from './helpers/platform.js';
 import { SecretBox } from '../actors/delivery/mod.js';
 
-/** Routes the document leaves out on purpose: itself, the AsyncAPI document, Swagger UI, liveness, the inspector page. */
-const INTERNAL = [/^\/openapi\.json$/, /^\/asyncapi\.json$/, /^\/docs(\/|$)/, /^\/healthz$/, /^\/inspector(\/|$)/];
+/** Routes the document leaves out on purpose: itself, the AsyncAPI document, Swagger UI, liveness, the inspector page, Prometheus. */
+const INTERNAL = [/^\/openapi\.json$/, /^\/asyncapi\.json$/, /^\/docs(\/|$)/, /^\/healthz$/, /^\/inspector(\/|$)/, /^\/metrics$/];
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'];
 const TOKEN = 'openapi-test-operator-token';
 
@@ -116,6 +116,7 @@ t.test('every operation names its security scheme, and the schemes are the heade
     : path.startsWith('/v1/outbound-calling') ? [{ outboundToken: [] }]
     : path.includes('/conversations') ? [{ conversationsKey: [] }]
     : path.startsWith('/v1/webhook-endpoints') ? [{ alertsKey: [] }]
+    : /^\/v1\/(alert-rules|alerts)(\/|$)/.test(path) ? [{ alertsKey: [] }]
     : [{ externalEventsKey: [] }];
   for (const { path, method, op } of operations()) {
     t.same(op.security, expected(path), `${method} ${path}`);

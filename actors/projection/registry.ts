@@ -1,4 +1,5 @@
 import { conversationsProjector } from '../conversation/projectors/conversations.js';
+import { metricsProjector } from '../metrics/mod.js';
 import type { Projector } from './types.js';
 import { sessionRecordsProjector } from '../session/mod.js';
 import { actorIndexProjector } from '../inspector/mod.js';
@@ -12,5 +13,6 @@ export function projectors(): Projector[] {
     sessionRecordsProjector,
     actorIndexProjector, // the inspector's actor index (actors/inspector/actor-index.ts)
     conversationsProjector(),
+    metricsProjector(),
   ];
 }

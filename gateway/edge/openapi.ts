@@ -45,6 +45,7 @@ export const SECURITY_BY_TAG: Record<string, Array<Record<string, string[]>>> = 
   'external events': [{ externalEventsKey: [] }],
   outbound: [{ outboundToken: [] }],
   webhooks: [{ alertsKey: [] }],
+  alerts: [{ alertsKey: [] }],
 };
 
 type TransformInput = Parameters<typeof jsonSchemaTransform>[0];

@@ -25,6 +25,9 @@ import { inspectorFeed } from './inspector/feed.js';
 import { context, contextFromHeaders, markTraced, tracingStarted, SpanKind, SpanStatusCode, trace, tracer, type Context, type Span } from '../../platform/telemetry.js';
 import { webhookEndpointsPlugin } from './webhook-endpoints/plugin.js';
 import type { SecretBox } from '../../actors/delivery/mod.js';
+import { alertsPlugin } from './alerts/plugin.js';
+import { countServerErrors } from './alerts/api-errors.js';
+import { scrape } from '../../platform/metrics.js';
 
 /** The span of each request (and its context) while tracing is on. */
 const requestSpans = new WeakMap<object, { span: Span; ctx: Context }>();
@@ -90,6 +93,8 @@ export interface EdgeOptions {
   onRoute?: (route: { method: string | string[]; url: string }) => void;
   /** Webhook endpoints (`/v1/webhook-endpoints`): the signing secrets' box and whether private URLs are allowed. */
   webhooks?: { secrets: SecretBox; allowPrivateUrls: boolean };
+  /** How often the edge appends its 5xx counts to the journal (the `api_errors` metric), ms. */
+  apiErrorsFlushMs?: number;
 }
 
 /**
@@ -160,6 +165,7 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
       else request.log.debug(line, 'request completed');
     });
   }
+  countServerErrors(app, opts.services.store.journal, opts.apiErrorsFlushMs);
   app.setErrorHandler((err, request, reply) => sendProblem(reply, shapeForPath(request.url), toProblem(err, request)));
   app.setNotFoundHandler((request, reply) => sendProblem(reply, shapeForPath(request.url), routeNotFound(request)));
 
@@ -206,5 +212,11 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
   if (opts.webhooks) {
     await app.register(webhookEndpointsPlugin, { prefix: '/v1/webhook-endpoints', keys: opts.services.keys, store: opts.services.store, runtime: opts.runtime, ...opts.webhooks });
   }
+  await app.register(alertsPlugin, { prefix: '/v1', services: opts.services, runtime: opts.runtime });
+  // Prometheus exposition (platform/metrics.ts): no credentials, as scrapers expect; bind the edge accordingly.
+  app.get('/metrics', { schema: { hide: true } }, async (_req, reply) => {
+    const m = await scrape();
+    return reply.type(m.contentType).send(m.body);
+  });
   return app;
 }

@@ -18,6 +18,8 @@ export interface SocketGateway {
   port: number;
   /** Sockets open now. */
   readonly connections: number;
+  /** Sessions with a socket open now. */
+  readonly sessions: number;
   /** Stops listening and closes every socket (deregistering them from their sessions). */
   close(): Promise<void>;
 }
@@ -82,6 +84,9 @@ export async function startSocketGateway(opts: SocketGatewayOptions): Promise<So
     port: uws.us_socket_local_port(socket as never),
     get connections() {
       return sockets.connections;
+    },
+    get sessions() {
+      return sockets.sessions;
     },
     close: async () => {
       uws.us_listen_socket_close(socket as never);

@@ -308,6 +308,12 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
   });
 
   return {
+    /** Sessions with at least one socket on this gateway now. */
+    get sessions(): number {
+      let n = 0;
+      for (const set of sockets.values()) if (set.size > 0) n++;
+      return n;
+    },
     /** Sockets open on this gateway now. */
     get connections(): number {
       let n = 0;

@@ -1,0 +1,77 @@
+import type { Collection, Doc, Store } from '../../store/mod.js';
+import { mergeInto, quantile, type Histogram } from './histogram.js';
+
+/** The counted metrics a bucket holds. */
+export const COUNTS = ['api_errors', 'function_errors', 'call_crashes', 'call_volume', 'turns'] as const;
+export type Count = (typeof COUNTS)[number];
+
+/**
+ * One minute of one scope's metrics, from one lane of the journal (`metric_buckets`). A scope is a project
+ * (`p:<project_id>`) or an account (`a:<account_id>`, every project of it). A lane is an actor shard or an
+ * edge process: the projection runner applies each lane's entries in seq order, so `last_seq` makes
+ * re-applying an entry (after a crash) a no-op, while lanes in other partitions write their own documents.
+ */
+export interface MetricBucket extends Doc {
+  id: string;
+  scope: string;
+  /** Minutes since the epoch. */
+  minute: number;
+  lane: string;
+  last_seq: number;
+  counts: Record<Count, number>;
+  /** Turn latency histogram (`histogram.ts`). */
+  latency: Histogram;
+}
+
+export const projectScope = (projectId: string) => `p:${projectId}`;
+export const accountScope = (accountId: string) => `a:${accountId}`;
+export const minuteOf = (ms: number) => Math.floor(ms / 60_000);
+
+/** The `metric_buckets` collection. */
+export function metricBuckets(store: Store): Collection<MetricBucket> {
+  return store.collection<MetricBucket>({ name: 'metric_buckets', indexes: [{ fields: ['scope', 'minute'] }] });
+}
+
+/** A window's metrics summed over its minutes and lanes. */
+export interface WindowSums {
+  /** Whether any bucket was written in the window (any traffic or error of the scope). */
+  hasData: boolean;
+  counts: Record<Count, number>;
+  latency: Histogram;
+}
+
+export const emptyCounts = (): Record<Count, number> => ({ api_errors: 0, function_errors: 0, call_crashes: 0, call_volume: 0, turns: 0 });
+
+/** Sums the scope's buckets of the `minutes` minutes ending with the one holding `at`. */
+export async function readWindow(store: Store, scope: string, at: number, minutes: number): Promise<WindowSums> {
+  const last = minuteOf(at);
+  const docs = await metricBuckets(store).find({ scope, minute: { $gt: last - minutes, $lte: last } });
+  return sumBuckets(docs);
+}
+
+/** Adds buckets up. */
+export function sumBuckets(docs: MetricBucket[]): WindowSums {
+  const counts = emptyCounts();
+  const latency: Histogram = {};
+  for (const d of docs) {
+    for (const c of COUNTS) counts[c] += d.counts[c] ?? 0;
+    mergeInto(latency, d.latency);
+  }
+  return { hasData: docs.length > 0, counts, latency };
+}
+
+/** The metrics of the alert rules (contract 2.3). */
+export type MetricName = 'turn_latency_p50' | 'turn_latency_p95' | 'api_errors' | 'function_errors' | 'call_crashes' | 'call_volume';
+
+/**
+ * A metric's value over a window, or null when the window has no data: no bucket at all, or for the
+ * latency percentiles no turn.
+ */
+export function metricValue(sums: WindowSums, metric: MetricName): number | null {
+  if (!sums.hasData) return null;
+  switch (metric) {
+    case 'turn_latency_p50': return quantile(sums.latency, 0.5);
+    case 'turn_latency_p95': return quantile(sums.latency, 0.95);
+    default: return sums.counts[metric];
+  }
+}

@@ -1,0 +1,100 @@
+import { createServer, type Server } from 'node:http';
+import client from 'prom-client';
+
+/**
+ * The process's Prometheus metrics (`prom-client`), served at `GET /metrics` on the edge port, and on
+ * `METRICS_PORT` by processes without one (a worker alone). Labels are families, statuses, kinds and outcomes:
+ * never a conversation, session or account id, so the series stay few.
+ */
+export const registry = new client.Registry();
+client.collectDefaultMetrics({ register: registry, prefix: 'switchboard_' });
+
+/** HTTP answers of the edge by interface family and status. */
+export const httpResponses = new client.Counter({
+  name: 'switchboard_http_responses_total',
+  help: 'HTTP answers of the edge, by interface family and status',
+  labelNames: ['family', 'status'] as const,
+  registers: [registry],
+});
+
+/** Chat turns as the edge answered them (request to answer), seconds. */
+export const turnLatency = new client.Histogram({
+  name: 'switchboard_turn_latency_seconds',
+  help: 'Turn latency as answered by the edge (Chat API respond), seconds',
+  labelNames: ['channel'] as const,
+  buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+  registers: [registry],
+});
+
+/** Webhook delivery attempts by outcome (`delivered`, `retry`, `failed`): the delivery effect increments it. */
+export const webhookAttempts = new client.Counter({
+  name: 'switchboard_webhook_attempts_total',
+  help: 'Webhook delivery attempts, by outcome',
+  labelNames: ['outcome'] as const,
+  registers: [registry],
+});
+
+/** Function sandbox calls by outcome (`ok`, `error`, `timeout`). */
+export const sandboxCalls = new client.Counter({
+  name: 'switchboard_sandbox_calls_total',
+  help: 'Project function calls in the sandbox, by outcome',
+  labelNames: ['outcome'] as const,
+  registers: [registry],
+});
+
+const liveActorSources: Array<() => Record<string, number>> = [];
+new client.Gauge({
+  name: 'switchboard_live_actors',
+  help: 'Live (activated) actors of this process, by kind',
+  labelNames: ['kind'] as const,
+  registers: [registry],
+  collect() {
+    this.reset();
+    for (const source of liveActorSources) for (const [kind, n] of Object.entries(source())) this.inc({ kind }, n);
+  },
+});
+/** Adds a source of live actors per kind (a worker's host). */
+export function countLiveActors(source: () => Record<string, number>): void {
+  liveActorSources.push(source);
+}
+
+const connectionSources: Array<() => { sessions: number; sockets: number }> = [];
+new client.Gauge({
+  name: 'switchboard_messaging_connections',
+  help: 'Messaging sessions with a socket and open sockets of this process',
+  labelNames: ['what'] as const,
+  registers: [registry],
+  collect() {
+    this.reset();
+    for (const source of connectionSources) {
+      const c = source();
+      this.inc({ what: 'sessions' }, c.sessions);
+      this.inc({ what: 'sockets' }, c.sockets);
+    }
+  },
+});
+/** Adds a source of messaging sessions and sockets (a socket gateway). */
+export function countConnections(source: () => { sessions: number; sockets: number }): void {
+  connectionSources.push(source);
+}
+
+/** The exposition text and its content type. */
+export async function scrape(): Promise<{ contentType: string; body: string }> {
+  return { contentType: registry.contentType, body: await registry.metrics() };
+}
+
+/** Serves `GET /metrics` on its own port (processes without an edge: `METRICS_PORT`). */
+export async function serveMetrics(host: string, port: number): Promise<Server> {
+  const server = createServer((req, res) => {
+    if (req.method !== 'GET' || req.url?.split('?')[0] !== '/metrics') {
+      res.writeHead(404).end();
+      return;
+    }
+    scrape().then(
+      (m) => res.writeHead(200, { 'content-type': m.contentType }).end(m.body),
+      () => res.writeHead(500).end(),
+    );
+  });
+  await new Promise<void>((resolve) => server.listen(port, host, resolve));
+  return server;
+}

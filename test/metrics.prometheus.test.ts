@@ -1,0 +1,54 @@
+/**
+ * Prometheus metrics (`platform/metrics.ts`) scraped from a started platform: `GET /metrics` on the edge port
+ * and on `METRICS_PORT`; HTTP answers by family and status, the chat turn latency histogram, live actors per
+ * kind, the webhook and sandbox counters; no conversation or account id in any label.
+ */
+import t from 'tap';
+import { startPlatform, removeDir, type Platform } from './helpers/platform.js';
+import { chatProject } from './helpers/chat.js';
+import { eventually } from './helpers/webhooks.js';
+
+let p: Platform;
+t.before(async () => {
+  p = await startPlatform({ env: { METRICS_PORT: '0' } });
+});
+t.teardown(async () => {
+  await p.stop();
+  removeDir(p.dataDir);
+});
+
+const value = (text: string, series: string): number | null => {
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line ? Number(line.slice(series.length + 1)) : null;
+};
+
+t.test('the edge and METRICS_PORT serve the exposition after real traffic', async (t) => {
+  const c = await chatProject(p, { name: 'Metered Co', functions: { turn: 'function turn(conv, m) { return "ok"; }' } });
+  const id = (await c.chat('create', {})).body.conversation_id;
+  t.equal((await c.chat('respond', { conversation_id: id, message: 'hello' })).status, 200);
+  const res = await eventually(async () => {
+    const r = await fetch(new URL('/metrics', p.edge));
+    const text = await r.text();
+    return (value(text, 'switchboard_turn_latency_seconds_count{channel="chat"}') ?? 0) >= 1 ? { r, text } : undefined;
+  }, 10_000, 'the turn to be counted');
+  t.equal(res.r.status, 200);
+  t.match(res.r.headers.get('content-type'), /^text\/plain/);
+  const text = res.text;
+  t.ok((value(text, 'switchboard_http_responses_total{family="chat",status="200"}') ?? 0) >= 2, 'chat answers by family and status');
+  t.ok((value(text, 'switchboard_http_responses_total{family="agents",status="201"}') ?? 0) >= 1, 'agents answers');
+  t.ok((value(text, 'switchboard_live_actors{kind="conversation"}') ?? 0) >= 1, 'live conversation actors');
+  t.match(text, '# TYPE switchboard_webhook_attempts_total counter');
+  t.ok((value(text, 'switchboard_sandbox_calls_total{outcome="ok"}') ?? 0) >= 1, 'sandbox calls by outcome');
+  t.equal(value(text, 'switchboard_messaging_connections{what="sockets"}'), 0, 'messaging sockets (none open)');
+  t.equal(value(text, 'switchboard_messaging_connections{what="sessions"}'), 0, 'messaging sessions with a socket');
+  t.notOk(text.includes(id), 'no conversation id');
+  t.notOk(text.includes(c.accountId), 'no account id');
+  t.notOk(text.includes(c.agentId), 'no project id');
+
+  const port = /metrics http:\/\/[0-9.]+:(\d+)\/metrics/.exec(p.stdout())?.[1];
+  t.ok(port, 'the process says where METRICS_PORT serves');
+  const own = await fetch(`http://127.0.0.1:${port}/metrics`);
+  t.equal(own.status, 200);
+  t.match(await own.text(), 'switchboard_live_actors');
+  t.equal((await fetch(`http://127.0.0.1:${port}/other`)).status, 404);
+});
