@@ -11,7 +11,7 @@ import { sessionKind } from '../actors/session/mod.js';
 import { callKind } from '../actors/call/mod.js';
 import { deliveryKind, SecretBox } from '../actors/delivery/mod.js';
 import { alertRuleKind } from '../actors/alert-rule/mod.js';
-import { countConnections, countLiveActors, sandboxCalls, serveMetrics } from './metrics.js';
+import { countConnections, countLiveActors, sandboxCalls, serveMetrics, webhookAttempts } from './metrics.js';
 import type { Runtime } from '../actors/mod.js';
 import { createFunctionSandbox } from '../actors/functions/mod.js';
 import { createResponderFromEnv } from '../actors/responder/mod.js';
@@ -83,7 +83,14 @@ async function main(): Promise<void> {
         }),
         sessionKind({ store, builder: services.builder, client: async () => (await runtimeReady).client, transport: async () => (await runtimeReady).transport, conversationIdleMs: config.conversationIdleMs }),
         callKind({ store, transport: async () => (await runtimeReady).transport, ...config.outbound }),
-        deliveryKind({ store, secrets: webhookSecrets!, allowPrivate: config.webhooks.allowPrivateUrls, schedule: config.webhooks.retryScheduleMs }),
+        deliveryKind({
+          store,
+          secrets: webhookSecrets!,
+          allowPrivate: config.webhooks.allowPrivateUrls,
+          schedule: config.webhooks.retryScheduleMs,
+          // Whether the attempt will be retried is the machine's call; the counter tells answers from failures.
+          onAttempt: (r) => webhookAttempts.inc({ outcome: r.status !== null && r.status >= 200 && r.status < 300 ? 'delivered' : r.status !== null ? `http_${Math.floor(r.status / 100)}xx` : (r.error ?? 'error') }),
+        }),
         alertRuleKind({ store, client: async () => (await runtimeReady).client, intervalMs: config.alerts.evalIntervalMs }),
       ]
     : [];

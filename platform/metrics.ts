@@ -26,7 +26,7 @@ export const turnLatency = new client.Histogram({
   registers: [registry],
 });
 
-/** Webhook delivery attempts by outcome (`delivered`, `retry`, `failed`): the delivery effect increments it. */
+/** Webhook delivery attempts by outcome (`delivered`, `http_4xx`, `http_5xx`, or the error kind such as `timeout`): the delivery effect's `onAttempt`. */
 export const webhookAttempts = new client.Counter({
   name: 'switchboard_webhook_attempts_total',
   help: 'Webhook delivery attempts, by outcome',

@@ -6,11 +6,11 @@
 import t from 'tap';
 import { startPlatform, removeDir, type Platform } from './helpers/platform.js';
 import { chatProject } from './helpers/chat.js';
-import { eventually } from './helpers/webhooks.js';
+import { alertsTenant, eventually, startReceiver } from './helpers/webhooks.js';
 
 let p: Platform;
 t.before(async () => {
-  p = await startPlatform({ env: { METRICS_PORT: '0' } });
+  p = await startPlatform({ env: { METRICS_PORT: '0', WEBHOOK_ALLOW_PRIVATE_URLS: 'true' } });
 });
 t.teardown(async () => {
   await p.stop();
@@ -51,4 +51,20 @@ t.test('the edge and METRICS_PORT serve the exposition after real traffic', asyn
   t.equal(own.status, 200);
   t.match(await own.text(), 'switchboard_live_actors');
   t.equal((await fetch(`http://127.0.0.1:${port}/other`)).status, 404);
+});
+
+t.test('webhook attempts are counted by outcome', async (t) => {
+  const receiver = await startReceiver({ script: [{ status: 503 }], fallback: { status: 204 } });
+  t.teardown(() => receiver.close());
+  const { api } = await alertsTenant(p, 'Hooked Co');
+  const created = await api('POST', '/v1/webhook-endpoints', { name: 'ops', url: receiver.url, event_types: ['alerts.triggered'] });
+  t.equal(created.status, 201);
+  t.equal((await api('POST', `/v1/webhook-endpoints/${created.body.id}/test`)).status, 202);
+  // The first attempt is answered 503 (its retry waits a minute on the default schedule).
+  await receiver.waitFor(1, 20_000);
+  const text = await eventually(async () => {
+    const body = await (await fetch(new URL('/metrics', p.edge))).text();
+    return (value(body, 'switchboard_webhook_attempts_total{outcome="http_5xx"}') ?? 0) >= 1 ? body : undefined;
+  }, 20_000, 'the failed attempt to be counted');
+  t.ok((value(text, 'switchboard_webhook_attempts_total{outcome="http_5xx"}') ?? 0) >= 1, 'a 5xx answer');
 });
