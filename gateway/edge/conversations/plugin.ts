@@ -32,6 +32,7 @@ import { header, resolvePathProject } from '../auth.js';
 import { useErrorShape } from '../errors.js';
 import { PathId } from '../schemas.js';
 import { concurrency, parseConcurrencyQuery } from './concurrency.js';
+import { serveAudio } from './audio.js';
 import { ConcurrencyQueryDoc, ConversationsQueryDoc, ConversationsResponseDoc } from './docs.js';
 import { cursorCodec, malformedCursor, type Position } from './cursor.js';
 import type { RawQuery } from './params.js';
@@ -80,7 +81,7 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
     if (key.scope !== 'conversations') throw EDGE.API_KEY_SCOPE(key.scope);
     if (key.account_id !== account.id || key.project_id !== project.id) throw CONVERSATIONS.KEY_OTHER_PROJECT();
     if (needsData && !key.permissions.includes('conversations_data')) throw CONVERSATIONS.KEY_NO_DATA_PERMISSION();
-    return { account, project };
+    return { account, project, key };
   };
 
   app.get('/:version/:account_id/:project_id/conversations', {
@@ -127,6 +128,20 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
     const chunks: Buffer[] = [];
     for await (const chunk of body) chunks.push(chunk);
     return reply.type('application/json').send(Buffer.concat(chunks));
+  });
+
+  app.get('/:version/:account_id/:project_id/conversations/:conversation_id/audio', {
+    schema: {
+      tags: ['conversations'],
+      summary: 'A call\'s recording as WAV (direction combined, user or agent; redacted; Range)',
+      params: Params.extend({ conversation_id: PathId }),
+      querystring: Query,
+      response: { 200: z.any(), 206: z.any(), ...errors, 416: ErrorBody },
+    },
+  }, async (req, reply) => {
+    if (req.params.version !== 'v3') throw CONVERSATIONS.VERSION_NOT_FOUND(req.params.version);
+    const { account, project, key } = await authorize(req, req.params, false);
+    return serveAudio(services, req, reply, req.params.conversation_id, { account, project, permissions: key.permissions });
   });
 
   app.get('/:version/:account_id/:project_id/conversations/concurrency', {
