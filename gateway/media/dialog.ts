@@ -183,6 +183,9 @@ export class Dialog {
   get callId(): string {
     return this.s.callId;
   }
+  get transport(): SipTransport {
+    return this.s.transport;
+  }
 
   /** Resolves true at the ACK of our 2xx, false when none came in time. */
   confirmed(): Promise<boolean> {

@@ -8,6 +8,7 @@ import type { SpeechHints } from './speech/types.js';
  */
 export const GOODBYE_PHRASES = ['goodbye', 'bye', 'bye bye', "that's all", 'that is all', 'nothing else', 'no thanks', 'thank you bye'];
 export const HANDOFF_PHRASES = ['talk to a human', 'speak to a human', 'talk to a person', 'speak to an agent', 'talk to an agent', 'i want a human', 'real person', 'customer service', 'live agent', 'an operator'];
+const QUESTION_FRAMES = ['%', 'what are your %', 'what is your %', 'what are the %', 'tell me about %', 'i have a question about %', 'is there %'];
 const SMALL_WORDS = ['yes', 'no', 'hello', 'hi', 'please', 'thanks', 'thank', 'you', 'i', 'want', 'need', 'what', 'when', 'where', 'how', 'is', 'are', 'the', 'a', 'my', 'your', 'can', 'do', 'to', 'about', 'help', 'me'];
 /** A grammar's vocabulary stays small enough to keep the recogniser fast and its choices sharp. */
 const MAX_WORDS = 1500;
@@ -24,7 +25,8 @@ export function hintsOf(projectId: string, content: Content, artifactVersion: st
   }
   return {
     key: `${projectId}:${artifactVersion ?? contentHash(content)}`,
-    phrases: [...GOODBYE_PHRASES, ...HANDOFF_PHRASES, ...topics.map((t) => t.name)],
+    // A topic is asked about by name, or in a few common question frames.
+    phrases: [...GOODBYE_PHRASES, ...HANDOFF_PHRASES, ...topics.flatMap((t) => QUESTION_FRAMES.map((f) => f.replace('%', t.name.toLowerCase())))],
     words: [...words],
     language,
   };

@@ -214,7 +214,17 @@ export class MediaGateway {
         onEnded: (how) => {
           this.stats.calls--;
           this.live.delete(call);
-          this.o.log('info', 'call ended', { call_sid: p.callSid, conversation_id: p.conversationId, reason: how.reason });
+          this.o.log('info', 'call ended', {
+            call_sid: p.callSid,
+            conversation_id: p.conversationId,
+            reason: how.reason,
+            codec,
+            srtp: rtp.secure,
+            sip_transport: dialog.transport,
+            rtp_received: rtp.stats.received,
+            rtp_sent: rtp.stats.sent,
+            rtp_rejected: rtp.stats.rejected,
+          });
           void recording?.end(how.at);
           onEnded(how);
         },

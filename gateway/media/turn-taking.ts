@@ -42,6 +42,7 @@ export class TurnTaking {
   private digits = '';
   private digitTimer: NodeJS.Timeout | null = null;
   private noInputTimer: NodeJS.Timeout | null = null;
+  private gapTimer: NodeJS.Timeout | null = null;
   private closed = false;
 
   constructor(
@@ -95,12 +96,32 @@ export class TurnTaking {
         this.preroll = [];
         this.agentBusy();
         this.noteBargeIn();
+        this.armGap();
       }
       return;
     }
     this.frames.push(pcm);
     this.silentRun = voiced ? 0 : this.silentRun + 1;
-    if (this.silentRun * FRAME_MS >= this.o.endSilenceMs || this.frames.length * FRAME_MS >= this.o.maxUtteranceMs) {
+    if (this.silentRun * FRAME_MS >= this.o.endSilenceMs || this.frames.length * FRAME_MS >= this.o.maxUtteranceMs) this.endUtterance(this.silentRun * FRAME_MS);
+    else this.armGap();
+  }
+
+  /**
+   * A far end with silence suppression sends nothing while its caller is quiet: no audio at all for
+   * `endSilenceMs` in the middle of an utterance ends it like that much silence would.
+   */
+  private armGap(): void {
+    if (this.gapTimer) clearTimeout(this.gapTimer);
+    this.gapTimer = setTimeout(() => {
+      this.gapTimer = null;
+      if (this.inSpeech && !this.closed) this.endUtterance(this.o.endSilenceMs);
+    }, this.o.endSilenceMs);
+  }
+
+  private endUtterance(silentMs: number): void {
+    if (this.gapTimer) clearTimeout(this.gapTimer);
+    this.gapTimer = null;
+    {
       const n = this.frames.reduce((a, f) => a + f.length, 0);
       const all = new Int16Array(n);
       let off = 0;
@@ -114,7 +135,7 @@ export class TurnTaking {
       this.voicedRun = 0;
       this.bargeIn = false;
       // The end of speech was the first silent frame of the run.
-      this.onTurn({ kind: 'speech', pcm: all, bargeIn, endedAt: this.clock() - this.silentRun * FRAME_MS });
+      this.onTurn({ kind: 'speech', pcm: all, bargeIn, endedAt: this.clock() - silentMs });
     }
   }
 
@@ -142,5 +163,6 @@ export class TurnTaking {
     this.closed = true;
     if (this.digitTimer) clearTimeout(this.digitTimer);
     if (this.noInputTimer) clearTimeout(this.noInputTimer);
+    if (this.gapTimer) clearTimeout(this.gapTimer);
   }
 }

@@ -7,6 +7,9 @@ import { readRtp, writeRtp } from './packet.js';
 import type { Pacer } from './pacer.js';
 import { SrtpContext, type SrtpKey } from './srtp.js';
 
+/** 20 ms of silence in each codec. */
+const SILENCE: Record<Codec, Buffer> = { PCMU: Buffer.alloc(FRAME_SAMPLES, 0xff), PCMA: Buffer.alloc(FRAME_SAMPLES, 0xd5) };
+
 export interface RtpPeer {
   address: string;
   port: number;
@@ -27,8 +30,8 @@ export interface RtpSessionOptions {
 
 /**
  * One call's RTP stream: receives (SRTP unprotect, reorder, decode, DTMF) and sends the agent's frames at
- * 20 ms pace through the process's `Pacer`. While nothing is queued it sends nothing (no comfort noise);
- * the timestamp still advances with the clock, so the far end's playout stays aligned after a pause.
+ * 20 ms pace through the process's `Pacer`. While nothing is queued it sends silence frames, so the stream
+ * is continuous; each answer starts with the marker bit.
  */
 export class RtpSession {
   readonly localPort: number;
@@ -51,8 +54,12 @@ export class RtpSession {
   /** Counts for tests and the benchmark. */
   readonly stats = { received: 0, sent: 0, rejected: 0 };
 
+  /** Whether the stream is SRTP. */
+  readonly secure: boolean;
+
   constructor(private readonly o: RtpSessionOptions) {
     this.localPort = o.socket.address().port;
+    this.secure = o.srtp !== null;
     this.dtmf = new DtmfReceiver(o.onDigit);
     if (o.srtp) {
       this.send = new SrtpContext(o.srtp.local);
@@ -104,6 +111,11 @@ export class RtpSession {
       this.marker = false;
       this.onSent?.(frame);
       if (this.queue.length === 0) this.onDrained?.();
+    } else {
+      // A continuous stream: silence between answers, as a phone sends it (keeps NAT bindings open and lets
+      // the far end's end-of-speech detection see quiet rather than nothing).
+      this.sendPacket({ payloadType: PAYLOAD_TYPE[this.o.codec], marker: false, sequence: this.seq++ & 0xffff, timestamp: this.ts, ssrc: this.ssrc, payload: SILENCE[this.o.codec] });
+      this.marker = true;
     }
     this.ts = (this.ts + FRAME_SAMPLES) >>> 0;
   }

@@ -35,7 +35,8 @@ export function espeakTts(binary = 'espeak-ng'): TextToSpeech {
         cache.set(key, hit);
         return hit;
       }
-      const args = ['--stdout', '-s', String(Math.round(voice.rate)), ...(voice.voice ? ['-v', voice.voice] : []), '--stdin'];
+      // US English by default: the offline recogniser's model is US English, and it hears this voice best.
+      const args = ['--stdout', '-s', String(Math.round(voice.rate)), '-v', voice.voice || 'en-us', '--stdin'];
       const made = run(binary, args, Buffer.from(text, 'utf8')).then((wav) => {
         const { rate, samples } = readWav(wav);
         return resample(samples, rate, 8000);

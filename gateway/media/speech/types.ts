@@ -12,7 +12,7 @@ export interface VoiceSettings {
   rate: number;
 }
 
-export const DEFAULT_VOICE: VoiceSettings = { voice: '', rate: 160 };
+export const DEFAULT_VOICE: VoiceSettings = { voice: '', rate: 150 };
 
 export interface TextToSpeech {
   readonly name: string;
