@@ -1,5 +1,5 @@
 import { createActor, type AnyActorRef } from 'xstate';
-import type { SnapshotStore } from '../store/mod.js';
+import type { JournalEntry, JournalEvent, SnapshotStore } from '../store/mod.js';
 import type { CommitQueue } from './commit.js';
 import type { ActorKind } from './kinds.js';
 import { decode, encodeSnapshot, type Envelope, type HostErrorCode, type Reply } from './protocol.js';
@@ -32,6 +32,20 @@ export interface ActivationContext {
   fenceOf: (shard: number) => number | null;
   /** Called once when an activation ends (passivated, stale or failed), to drop it from the catalog. */
   ended: (a: Activation) => void;
+  log?: (msg: string, extra?: object) => void;
+}
+
+/**
+ * A machine's emitted event as journaled: `{type, data}`. An event shaped `{type, data: {...}}` keeps its
+ * `data`; any other event's fields besides `type` become its `data`.
+ */
+export function journalEvent(emitted: { type: string } & Record<string, unknown>): JournalEvent {
+  const { type, ...rest } = emitted;
+  const data = rest.data;
+  if (data !== null && typeof data === 'object' && !Array.isArray(data) && Object.keys(rest).length === 1) {
+    return { type, data: data as Record<string, unknown> };
+  }
+  return { type, data: rest };
 }
 
 class HostFailure extends Error {
@@ -46,8 +60,10 @@ class HostFailure extends Error {
 
 /**
  * One live actor: a mailbox that runs one job at a time, the XState actor, and the version of its stored
- * snapshot. An event's reply is sent only after the snapshot it produced is durable. Transitions that
- * happen later (a timer fired, an invoked promise settled) are persisted through the same mailbox.
+ * snapshot. Each step (an event and what it set off until the kind calls it settled, or a later transition:
+ * a timer fired, an invoked promise settled) is committed as one write: the snapshot and the events the
+ * machine emitted during it (`emit`), as one journal entry. An event's reply is sent only after that commit
+ * is durable, and the kind's `published` hook hears of the entry then.
  */
 export class Activation {
   lastActive = Date.now();
@@ -60,6 +76,8 @@ export class Activation {
   private inEvent = false;
   private persistQueued = false;
   private ended = false;
+  /** What the machine emitted since the last commit: the next commit's journal events. */
+  private emitted: JournalEvent[] = [];
 
   constructor(
     private readonly ctx: ActivationContext,
@@ -179,7 +197,8 @@ export class Activation {
       this.end();
       return;
     }
-    const reply = this.kind.reply ? this.kind.reply(snapshot, envelope.event) : { value: snapshot.value, context: snapshot.context };
+    // The reply is derived from the events this step commits (it is stored with the snapshot for retries).
+    const reply = this.kind.reply ? this.kind.reply(snapshot, envelope.event, this.emitted.slice()) : { value: snapshot.value, context: snapshot.context };
     this.remember(envelope.eventId, reply);
     await this.persist();
     respond({ ok: true, reply });
@@ -222,6 +241,10 @@ export class Activation {
       this.version = 0;
       actor = createActor(machine, { input: input?.(this.id) });
     }
+    // Registered before start: what an entry action emits belongs to the first commit too.
+    actor.on('*', (event: { type: string } & Record<string, unknown>) => {
+      if (!this.ended) this.emitted.push(journalEvent(event));
+    });
     actor.subscribe({
       next: () => {
         // Changes inside an event are persisted by the event itself; later ones (timers, promises) here.
@@ -256,6 +279,9 @@ export class Activation {
       this.kind.project && (!this.kind.settled || this.kind.settled(snapshot)) ? this.kind.project(snapshot, this.id, this.version + 1) : null;
     if (timings) timings.add('actor.project (call)', performance.now() - t1);
     const t2 = timings ? performance.now() : 0;
+    const events = this.emitted;
+    this.emitted = [];
+    const step = { value: snapshot.value, events };
     const result = await this.ctx.commit.put({
       key: this.key,
       data,
@@ -263,6 +289,7 @@ export class Activation {
       fence,
       shard: this.shard,
       deadline: earliestDeadline(persisted),
+      step,
     });
     if (!result.ok) {
       await projecting?.catch(() => undefined);
@@ -272,8 +299,19 @@ export class Activation {
     }
     this.version = result.version;
     timings?.since('actor.snapshot commit wait', t2);
+    if (this.kind.published) this.publish(result.seq ?? 0, result.at ?? Date.now(), step);
     await projecting;
     timings?.since('actor.persist', t0);
+  }
+
+  /** Tells the kind of a durable commit. Its failure is the publisher's, not the actor's: logged, not thrown. */
+  private publish(seq: number, at: number, step: { value: unknown; events: JournalEvent[] }): void {
+    const entry: JournalEntry = { seq, key: this.key, kind: this.kind.name, id: this.id, shard: this.shard, version: this.version, at, value: step.value, events: step.events };
+    try {
+      this.kind.published!(this.id, entry);
+    } catch (err) {
+      this.ctx.log?.('publishing a committed step failed', { key: this.key, version: this.version, err: String(err) });
+    }
   }
 
   private remember(eventId: string, reply: unknown): void {

@@ -21,7 +21,14 @@ export class CommitQueue {
   /** Batches written and writes in them, for the runtime's figures. */
   readonly stats = { batches: 0, writes: 0 };
 
-  constructor(private readonly snapshots: SnapshotStore) {}
+  /**
+   * `committed` is told after each batch that appended journal entries is durable (the projection runner's
+   * wake-up).
+   */
+  constructor(
+    private readonly snapshots: SnapshotStore,
+    private readonly committed?: () => void,
+  ) {}
 
   put(write: SnapshotWrite): Promise<SnapshotPutResult> {
     return new Promise((resolve, reject) => {
@@ -39,7 +46,10 @@ export class CommitQueue {
     this.stats.batches++;
     this.stats.writes += batch.length;
     this.snapshots.putMany(batch.map((p) => p.write)).then(
-      (results) => batch.forEach((p, i) => p.resolve(results[i])),
+      (results) => {
+        batch.forEach((p, i) => p.resolve(results[i]));
+        if (this.committed && results.some((r) => r.ok && r.seq !== undefined)) this.committed();
+      },
       (err) => batch.forEach((p) => p.reject(err)),
     );
   }

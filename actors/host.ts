@@ -15,6 +15,10 @@ export interface HostOptions {
   passivateAfterMs: number;
   /** How often the scheduler looks for due durable timers. */
   timerTickMs?: number;
+  /** Told after each group commit that appended journal entries is durable (wakes the projection runner). */
+  committed?: () => void;
+  /** Told when this host starts or stops serving a shard (the projection runner's partitions follow). */
+  shardsChanged?: () => void;
   log?: (msg: string, extra?: object) => void;
 }
 
@@ -34,7 +38,7 @@ export class Host {
   private readonly context: ActivationContext;
 
   constructor(private readonly o: HostOptions) {
-    this.commit = new CommitQueue(o.snapshots);
+    this.commit = new CommitQueue(o.snapshots, o.committed);
     this.context = {
       snapshots: o.snapshots,
       commit: this.commit,
@@ -42,6 +46,7 @@ export class Host {
       ended: (a) => {
         if (this.activations.get(a.key) === a) this.activations.delete(a.key);
       },
+      log: o.log,
     };
   }
 
@@ -50,16 +55,34 @@ export class Host {
     return this.activations.size;
   }
 
+  /** The shards this host serves now (held, and not being released). */
+  servedShards(): number[] {
+    return [...this.subscriptions.keys()].filter((s) => this.o.placement.fenceOf(s) !== null).sort((a, b) => a - b);
+  }
+
   /** Group-commit figures: batches written and writes in them. */
   get commitStats(): { batches: number; writes: number } {
     return { ...this.commit.stats };
   }
 
   async start(): Promise<void> {
+    const changed = () => this.o.shardsChanged?.();
     await this.o.placement.start({
-      acquired: (shard) => this.serve(shard),
-      releasing: (shard) => this.release(shard),
-      lost: (shard) => this.drop(shard),
+      acquired: (shard) => {
+        this.serve(shard);
+        changed();
+      },
+      releasing: async (shard) => {
+        // `release` stops serving at once (then passivates): the runner drops the partition before the
+        // shard goes to its next owner.
+        const released = this.release(shard);
+        changed();
+        await released;
+      },
+      lost: (shard) => {
+        this.drop(shard);
+        changed();
+      },
     });
     const sweepEvery = Math.max(50, Math.min(1000, Math.floor(this.o.passivateAfterMs / 2)));
     this.sweeper = setInterval(() => this.sweep(), sweepEvery);

@@ -1,4 +1,5 @@
 import type { AnyStateMachine, SnapshotFrom } from 'xstate';
+import type { JournalEntry, JournalEvent } from '../store/mod.js';
 import { counterMachine } from '../machines/counter.js';
 import { sleepUntil } from './timers.js';
 
@@ -11,8 +12,16 @@ export interface ActorKind<M extends AnyStateMachine = AnyStateMachine> {
   machine: M;
   /** Input of a new actor with this id. */
   input?: (id: string) => unknown;
-  /** The answer to an ask, from the snapshot after the event. Defaults to `{value, context}`. */
-  reply?: (snapshot: SnapshotFrom<M>, event: { type: string }) => unknown;
+  /**
+   * The answer to an ask, from the snapshot after the event and the events the step emitted (committed with
+   * that snapshot), so a machine needs no reply slot in its context. Defaults to `{value, context}`.
+   */
+  reply?: (snapshot: SnapshotFrom<M>, event: { type: string }, emitted: JournalEvent[]) => unknown;
+  /**
+   * Called with each committed step's journal entry once the commit is durable (in commit order per actor),
+   * e.g. to publish the step's events to subscribers. Must not throw or block; it runs on the actor's path.
+   */
+  published?: (id: string, entry: JournalEntry) => void;
   /**
    * Whether the actor has finished reacting to an event. An ask waits (the mailbox holding later events)
    * until this holds, so that a turn whose effects are asynchronous answers with their outcome. Default:

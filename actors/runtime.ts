@@ -7,6 +7,7 @@ import { Host } from './host.js';
 import { builtinKinds, type ActorKind } from './kinds.js';
 import { createLocalPlacement, createNatsPlacement, createNatsWorkerDirectory } from './placement/mod.js';
 import type { WorkerDirectory, WorkerInfo } from './placement/types.js';
+import { Projections, type ProjectionOptions } from './projection/projections.js';
 import { connectNatsTransport, createInprocTransport } from './transport/mod.js';
 import type { Transport } from './transport/types.js';
 
@@ -24,6 +25,11 @@ export interface RuntimeOptions {
   log?: (msg: string, extra?: object) => void;
   /** Where degradation causes are logged (warn when one appears, info when it clears). */
   healthLog?: HealthLog;
+  /**
+   * The projections: every process can report their status; a worker runs the runner (in a thread) for
+   * the partitions of the shards it holds. Unset: no projections (the runtime's own tests).
+   */
+  projections?: ProjectionOptions;
 }
 
 /** The actor runtime of one process: how it reaches actors, and the host when it is a worker. */
@@ -39,6 +45,8 @@ export interface Runtime {
   kinds: Map<string, ActorKind>;
   /** What keeps this process from reaching actors now (no live worker, unowned shards): `/healthz`, admin. */
   health: RuntimeHealth;
+  /** The projections' status (and in a worker their runner); null without `RuntimeOptions.projections`. */
+  projections: Projections | null;
   /** Stops hosting (handing shards over), then closes the transport. */
   stop(): Promise<void>;
 }
@@ -51,12 +59,34 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
   const workerId = o.worker ? `w-${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}` : null;
   let host: Host | null = null;
   let directory: WorkerDirectory;
+  const projections = o.projections ? await Projections.open(o.store, o.projections, o.shardCount) : null;
+  let stopOwnership = () => {};
+  let ownershipChanged = () => {};
   if (workerId) {
     const placement = nats
       ? createNatsPlacement({ connection: nats.connection, workerId, shardCount: o.shardCount, leaseTtlMs: o.leaseTtlMs, log: o.log })
       : createLocalPlacement({ workerId, shardCount: o.shardCount });
-    host = new Host({ transport, placement, snapshots: o.store.snapshots, kinds, passivateAfterMs: o.passivateAfterMs, log: o.log });
+    host = new Host({
+      transport,
+      placement,
+      snapshots: o.store.snapshots,
+      kinds,
+      passivateAfterMs: o.passivateAfterMs,
+      log: o.log,
+      committed: projections ? () => projections.wake() : undefined,
+      shardsChanged: () => ownershipChanged(),
+    });
     await host.start();
+    if (projections) {
+      // Partition p is applied by the worker holding shard p's lease: adding workers spreads the partitions.
+      const served = host;
+      const owned = () => served.servedShards().filter((s) => s < projections.partitions);
+      await projections.startRunner(owned(), workerId, o.log);
+      ownershipChanged = () => projections.setOwned(owned());
+      const timer = setInterval(() => projections.setOwned(owned()), Math.max(100, Math.floor(o.leaseTtlMs / 3)));
+      timer.unref();
+      stopOwnership = () => clearInterval(timer);
+    }
     const started = new Date().toISOString();
     const local = host;
     directory = nats
@@ -81,9 +111,12 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
     shardCount: o.shardCount,
     kinds,
     health,
+    projections,
     stop: async () => {
       stopWatch();
+      stopOwnership();
       await host?.stop();
+      await projections?.stop();
       await transport.close();
     },
   };

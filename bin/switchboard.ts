@@ -23,6 +23,8 @@ const USAGE = `usage: switchboard [--url URL] [--token TOKEN] <command>
   runtime show                      workers, their shards and live actors
   runtime cache                     this edge process's tenancy cache
   runtime actor KIND ID             an actor's stored snapshot
+  runtime projections               projections: checkpoints, journal head, lag
+  rebuild MODEL                     rebuilds a projection (read model) from the journal
   help                              this text
 
 Key scopes: agents (Agents API), alerts (Alerts API), conversations (Conversations and Concurrency APIs),
@@ -69,6 +71,10 @@ function toRequest(argv: string[]): { request: Request; url?: string; token?: st
     if (value !== 'true' && value !== 'false') throw new Error(`${flag} takes true or false`);
     return value === 'true';
   };
+  if (noun === 'rebuild') {
+    const model = need(verb, 'MODEL');
+    return { request: { method: 'POST', path: `/admin/v1/runtime/projections/${encodeURIComponent(model)}/rebuild` }, url: v.url, token: v.token };
+  }
   const query = (account: string | undefined) => (account ? `?account_id=${encodeURIComponent(account)}` : '');
   const request = ((): Request => {
     switch (`${noun ?? ''} ${verb ?? ''}`) {
@@ -126,6 +132,8 @@ function toRequest(argv: string[]): { request: Request; url?: string; token?: st
         return { method: 'GET', path: '/admin/v1/runtime' };
       case 'runtime cache':
         return { method: 'GET', path: '/admin/v1/runtime/tenancy-cache' };
+      case 'runtime projections':
+        return { method: 'GET', path: '/admin/v1/runtime/projections' };
       case 'runtime actor':
         return { method: 'GET', path: `/admin/v1/runtime/actors/${encodeURIComponent(need(target, 'KIND'))}/${encodeURIComponent(need(extra, 'ID'))}` };
       default:

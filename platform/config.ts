@@ -82,6 +82,11 @@ const EnvSchema = z.object({
   OUTBOUND_STATUS_RETENTION_MS: z.coerce.number().int().min(100).max(7 * 86_400_000).default(2 * 3_600_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
+  PROJECTION_PARTITIONS: z.coerce.number().int().min(1).max(4096).default(16),
+  PROJECTION_BATCH: z.coerce.number().int().min(1).max(100_000).default(1000),
+  PROJECTION_POLL_MS: z.coerce.number().int().min(10).max(600_000).default(1000),
+  PROJECTION_INTERVAL_MS: z.coerce.number().int().min(0).max(10_000).default(20),
+  PROJECTION_MODULES: z.string().optional(),
 }).refine((e) => e.EDGE_HEADERS_TIMEOUT_MS <= e.EDGE_REQUEST_TIMEOUT_MS, {
   // Node refuses a server whose header deadline is later than its whole-request deadline.
   message: 'EDGE_HEADERS_TIMEOUT_MS must not exceed EDGE_REQUEST_TIMEOUT_MS',
@@ -134,6 +139,11 @@ export interface Config {
   messaging: MessagingConfig;
   /** The Fastify edge's limits against floods and slow clients. */
   edge: EdgeConfig;
+  /**
+   * The projection runner: journal partitions (at most `shardCount` are used), entries per read, the
+   * fallback poll interval, and extra projector modules (paths, comma-separated in `PROJECTION_MODULES`).
+   */
+  projections: { partitions: number; batch: number; pollMs: number; intervalMs: number; modules: string[] };
   /** Outbound calls (the call actor): per-trunk concurrency, queueing and ringing limits, status retention. */
   outbound: OutboundConfig;
 }
@@ -295,6 +305,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       queueTimeoutMs: e.OUTBOUND_QUEUE_TIMEOUT_MS,
       ringTimeoutMs: e.OUTBOUND_RING_TIMEOUT_MS,
       statusRetentionMs: e.OUTBOUND_STATUS_RETENTION_MS,
+    },
+    projections: {
+      partitions: e.PROJECTION_PARTITIONS,
+      batch: e.PROJECTION_BATCH,
+      pollMs: e.PROJECTION_POLL_MS,
+      intervalMs: e.PROJECTION_INTERVAL_MS,
+      modules: (e.PROJECTION_MODULES ?? '').split(',').map((m) => m.trim()).filter(Boolean),
     },
   };
 }

@@ -85,6 +85,7 @@ async function main(): Promise<void> {
     askTimeoutMs: config.askTimeoutMs,
     log: (msg, extra) => logger.warn(extra ?? {}, msg),
     healthLog: (level, msg, extra) => logger[level](extra ?? {}, msg),
+    projections: { store: { dataDir: config.dataDir, mongodbUrl: config.mongodbUrl }, ...config.projections },
   });
   runtimeStarted(runtime);
   // Over NATS, an operator's write must reach the caches of the other processes too (platform/invalidation.ts).

@@ -121,10 +121,17 @@ export interface SnapshotPut {
 export interface SnapshotWrite extends SnapshotPut {
   key: string;
   data: Uint8Array;
+  /**
+   * The actor step this snapshot commits. When present and the compare-and-set succeeds, its journal entry
+   * (`key`, the new version, `value`, `events`) is committed in the same transaction as the snapshot; when
+   * the compare-and-set is refused nothing is appended. The key must be `kind/id`.
+   */
+  step?: { value: unknown; events: JournalEvent[] };
 }
 
 export type SnapshotPutResult =
-  | { ok: true; version: number }
+  /** `seq` and `at`: the journal entry committed with it, when the write carried a `step`. */
+  | { ok: true; version: number; seq?: number; at?: number }
   | { ok: false; reason: 'version' | 'fence'; current: { version: number; fence: number } };
 
 export interface SnapshotStore {
@@ -142,11 +149,52 @@ export interface SnapshotStore {
   delete(key: string): Promise<void>;
 }
 
-/** A backend: named collections plus the snapshot store. */
+/** One domain event an actor step emitted (XState `emit`), as stored. */
+export interface JournalEvent {
+  type: string;
+  data: Record<string, unknown>;
+}
+
+/** One committed actor step (or one non-actor record such as an edge's error counts). */
+export interface JournalEntry {
+  /** Global, strictly increasing in commit order (gaps allowed). */
+  seq: number;
+  /** `kind/id`, e.g. `conversation/abc` (`edge/<process>` for non-actor entries). */
+  key: string;
+  kind: string;
+  id: string;
+  /** The actor's shard (-1 for non-actor entries). */
+  shard: number;
+  /** The snapshot version this step committed (0 for non-actor entries). */
+  version: number;
+  /** Commit time, ms since epoch. */
+  at: number;
+  /** The machine's state value after the step (null for non-actor entries). */
+  value: unknown;
+  events: JournalEvent[];
+}
+
+/**
+ * The journal: every committed actor step with the events it emitted, under one global sequence. It is the
+ * source of truth the read models are projected from (`actors/projection/`).
+ */
+export interface JournalStore {
+  /** Entries with seq > after, in seq order, at most limit. */
+  read(after: number, limit: number): Promise<JournalEntry[]>;
+  /** One actor's entries in version order; `last: n` gives its newest n (still oldest first). */
+  ofActor(key: string, opts?: { afterVersion?: number; limit?: number; last?: number }): Promise<JournalEntry[]>;
+  /** Appends a non-actor entry (kind/id/shard -1/version 0), e.g. an edge's per-minute 5xx counts. */
+  append(entry: Omit<JournalEntry, 'seq' | 'at'> & { at?: number }): Promise<number>;
+  /** The highest seq committed (0 when empty). */
+  head(): Promise<number>;
+}
+
+/** A backend: named collections, the snapshot store and the journal. */
 export interface Store {
   /** `lmdb` or `mongodb`. */
   readonly backend: string;
   collection<T extends Doc = Doc>(spec: CollectionSpec): Collection<T>;
   readonly snapshots: SnapshotStore;
+  readonly journal: JournalStore;
   close(): Promise<void>;
 }

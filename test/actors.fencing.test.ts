@@ -2,6 +2,7 @@ import t from 'tap';
 import { natsAvailable } from './helpers/nats.js';
 import { eventually } from './actors.behaviour.js';
 import { startCluster } from './helpers/cluster.js';
+import { openStore } from '../store/mod.js';
 
 // Without nats-server these skip locally; with CI=true natsAvailable() throws, so they fail instead.
 const needsNats = natsAvailable() ? {} : { skip: 'nats-server is not installed' };
@@ -31,6 +32,12 @@ t.test('a stalled worker (SIGSTOP past its lease) cannot overwrite the new owner
   const after = await cluster.describe('counter', id);
   t.equal(after.context.count, 20, 'the stored state is the newest');
   t.equal(after.version, 20, 'one write per event, none overwritten');
+  // The stalled worker's refused writes appended nothing: the journal has exactly one entry per version.
+  const store = await openStore({ dataDir: cluster.dataDir });
+  const entries = await store.journal.ofActor(`counter/${id}`);
+  await store.close();
+  t.same(entries.map((e) => e.version), Array.from({ length: 20 }, (_, i) => i + 1), 'one journal entry per snapshot version');
+  t.same(entries.map((e) => e.events[0]?.data.count), Array.from({ length: 20 }, (_, i) => i + 1), 'each with the event its step emitted');
 
   const settled = await eventually(async () => {
     const r = await cluster.runtime();

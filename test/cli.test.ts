@@ -23,7 +23,8 @@ const COMMANDS = [
   'keys create', 'keys list', 'keys revoke',
   'connectors create', 'connectors list', 'connectors delete',
   'settings get', 'settings set',
-  'runtime show', 'runtime cache', 'runtime actor',
+  'runtime show', 'runtime cache', 'runtime actor', 'runtime projections',
+  'rebuild',
   'help',
 ];
 
@@ -71,6 +72,10 @@ t.test('every command reaches the admin API, from another directory', async (t) 
   t.match(await cli('connectors', 'list'), { data: [] });
   t.match(await cli('runtime', 'show'), { shardCount: Number, workers: Array });
   t.match(await cli('runtime', 'cache'), { caches: { keys: Object } });
+  t.match(await cli('runtime', 'projections'), { head: Number, caughtUp: Boolean, projections: Array });
+  const model = await run(CLI, ['rebuild', 'no-such-model'], { cwd: elsewhere, env }).catch((e) => e);
+  t.equal(model.code, 1, 'rebuild of an unknown model fails');
+  t.match(JSON.parse(model.stderr), { message: 'projection not found' });
   const missing = await run(CLI, ['runtime', 'actor', 'conversation', 'nope'], { cwd: elsewhere, env }).catch((e) => e);
   t.equal(missing.code, 1);
   t.match(JSON.parse(missing.stderr), { message: String });

@@ -648,6 +648,78 @@ export async function storeContract(t: Test, makeStore: MakeStore, reopen?: Reop
     t.same(await snaps.due([7], 100, 10), [{ key: 'g2', deadline: 50 }, { key: 'g4', deadline: 60 }]);
   });
 
+  t.test('journal: a step commits with its snapshot, a refused one appends nothing', async (t) => {
+    const store = await open(t);
+    const { snapshots, journal } = store;
+    t.equal(await journal.head(), 0, 'an empty journal');
+    t.same(await journal.read(0, 10), []);
+    const w = (key: string, expectedVersion: number, fence: number, events: Array<{ type: string; data: Record<string, unknown> }> = []) => ({
+      key, data: new Uint8Array([expectedVersion]), expectedVersion, fence, shard: 3, deadline: null,
+      step: { value: { active: 'talking' }, events },
+    });
+    const first = await snapshots.putMany([w('counter/a', 0, 1, [{ type: 'counter.incremented', data: { count: 1 } }]), w('counter/b', 0, 1)]);
+    t.match(first, [{ ok: true, version: 1, seq: Number }, { ok: true, version: 1, seq: Number }]);
+    const [sa, sb] = first.map((r) => (r as { seq: number }).seq);
+    t.ok(sb > sa, 'seqs increase in the order of the batch');
+    const refused = await snapshots.putMany([w('counter/a', 0, 1, [{ type: 'lost', data: {} }]), w('counter/b', 1, 0)]);
+    t.match(refused, [{ ok: false, reason: 'version' }, { ok: false, reason: 'fence' }]);
+    t.equal(await journal.head(), sb, 'refused writes append nothing');
+    const second = await snapshots.put('counter/a', new Uint8Array([9]), { expectedVersion: 1, fence: 1, shard: 3, deadline: null });
+    t.same(second, { ok: true, version: 2 }, 'a write without a step appends nothing');
+    const third = await snapshots.putMany([w('counter/a', 2, 1, [{ type: 'x', data: { n: 1 } }, { type: 'y', data: { nested: { deep: [1, 'two'] } } }])]);
+    const entries = await journal.read(0, 10);
+    t.same(entries.map((e) => [e.key, e.version]), [['counter/a', 1], ['counter/b', 1], ['counter/a', 3]]);
+    const a3 = entries[2];
+    t.match(a3, { seq: (third[0] as { seq: number }).seq, kind: 'counter', id: 'a', shard: 3, version: 3, value: { active: 'talking' } });
+    t.same(a3.events, [{ type: 'x', data: { n: 1 } }, { type: 'y', data: { nested: { deep: [1, 'two'] } } }]);
+    t.ok(a3.at > 0 && a3.at === (third[0] as { at: number }).at, 'the commit time is the one the write reported');
+    t.same(entries[1].events, [], 'a step that emitted nothing still has its entry');
+    t.same((await journal.read(entries[0].seq, 1)).map((e) => e.seq), [entries[1].seq], 'read after a seq, limited');
+    t.equal(await journal.head(), entries[2].seq);
+  });
+
+  t.test('journal: one actor\'s entries, non-actor entries', async (t) => {
+    const store = await open(t);
+    const { snapshots, journal } = store;
+    for (let v = 0; v < 6; v++) {
+      await snapshots.putMany([
+        { key: 'k/one', data: new Uint8Array([v]), expectedVersion: v, fence: 1, shard: 0, deadline: null, step: { value: 'v', events: [{ type: 'e', data: { v } }] } },
+        { key: 'k/one2', data: new Uint8Array([v]), expectedVersion: v, fence: 1, shard: 0, deadline: null, step: { value: 'v', events: [] } },
+      ]);
+    }
+    const versions = async (opts?: { afterVersion?: number; limit?: number; last?: number }) => (await journal.ofActor('k/one', opts)).map((e) => e.version);
+    t.same(await versions(), [1, 2, 3, 4, 5, 6], 'every version, in order, not another actor sharing a prefix');
+    t.same(await versions({ afterVersion: 4 }), [5, 6]);
+    t.same(await versions({ limit: 2 }), [1, 2]);
+    t.same(await versions({ afterVersion: 1, limit: 2 }), [2, 3]);
+    t.same(await versions({ last: 2 }), [5, 6], 'the newest, oldest first');
+    t.same(await versions({ last: 0 }), []);
+    t.same((await journal.ofActor('k/one', { last: 1 }))[0].events, [{ type: 'e', data: { v: 5 } }]);
+    t.same(await journal.ofActor('k/none'), []);
+    const head = await journal.head();
+    const seq = await journal.append({ key: 'edge/p1', kind: 'edge', id: 'p1', shard: -1, version: 0, value: null, events: [{ type: 'http.errors', data: { count: 2 } }] });
+    const seq2 = await journal.append({ key: 'edge/p1', kind: 'edge', id: 'p1', shard: -1, version: 0, value: null, events: [], at: 1234 });
+    t.ok(seq > head && seq2 > seq, 'appended after the head');
+    t.equal(await journal.head(), seq2);
+    const [e1, e2] = await journal.read(head, 10);
+    t.match(e1, { seq, key: 'edge/p1', kind: 'edge', shard: -1, version: 0, value: null, events: [{ type: 'http.errors', data: { count: 2 } }] });
+    t.equal(e2.at, 1234, 'a given time is kept');
+    t.same((await journal.ofActor('edge/p1')).map((e) => e.seq), [seq, seq2], 'non-actor entries in seq order');
+  });
+
+  t.test('journal: concurrent batches get distinct, increasing seqs', async (t) => {
+    const store = await open(t);
+    const writes = Array.from({ length: 40 }, (_, i) =>
+      store.snapshots.put(`c/${i}`, new Uint8Array([1]), { expectedVersion: 0, fence: 1, shard: i % 4, deadline: null }).then(() =>
+        store.snapshots.putMany([{ key: `c/${i}`, data: new Uint8Array([2]), expectedVersion: 1, fence: 1, shard: i % 4, deadline: null, step: { value: null, events: [] } }]),
+      ),
+    );
+    const seqs = (await Promise.all(writes)).map(([r]) => (r as { seq: number }).seq);
+    t.equal(new Set(seqs).size, 40, 'distinct');
+    const read = (await store.journal.read(0, 100)).map((e) => e.seq);
+    t.same(read, [...seqs].sort((a, b) => a - b), 'read in seq order');
+  });
+
   t.test('collections are isolated from each other', async (t) => {
     const store = await open(t);
     const a = store.collection({ name: 'a', indexes: [{ fields: ['k'], unique: true }] });

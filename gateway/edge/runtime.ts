@@ -16,6 +16,17 @@ const Worker = z.object({
   seenAt: z.string(),
 });
 
+const Projection = z.object({
+  name: z.string(),
+  kinds: z.array(z.string()).nullable(),
+  checkpoint: z.number().int(),
+  partitions: z.array(z.number().int()),
+  head: z.number().int(),
+  behind: z.number().int(),
+  epoch: z.number().int(),
+  lag: z.object({ p50: z.number(), p99: z.number(), samples: z.number().int() }).nullable(),
+});
+
 const Actor = z.object({
   key: z.string(),
   shard: z.number().int(),
@@ -102,5 +113,56 @@ export const runtimePlugin: FastifyPluginAsync<{ services: Services; runtime: Ru
     const record = await services.store.snapshots.get(`${req.params.kind}/${req.params.id}`);
     if (!record) throw ADMIN.ACTOR_NOT_FOUND();
     return describeSnapshot(record);
+  });
+};
+
+/**
+ * The projections (admin token): each projector's checkpoint, the journal's head and the commit-to-applied
+ * lag; `?wait=1` first waits (up to `timeout_ms`, default 10 s) until every projector has applied everything
+ * committed before the request (what tests call after a chat turn before reading a projection).
+ * `POST /projections/{name}/rebuild` drops the projector's read model and replays the journal into it.
+ */
+export const projectionsPlugin: FastifyPluginAsync<{ services: Services; runtime: Runtime; operatorTokenHash: string }> = async (
+  root,
+  { services, runtime, operatorTokenHash },
+) => {
+  const app = root.withTypeProvider<ZodTypeProvider>();
+  useErrorShape(app, 'fields');
+  app.addHook('onRequest', operatorAuth(operatorTokenHash));
+  const projections = runtime.projections;
+
+  app.get('/', {
+    schema: {
+      tags: ['admin'],
+      summary: 'Projections: checkpoints, journal head, lag; ?wait=1 waits until they reach the head',
+      querystring: z.object({
+        wait: z.enum(['0', '1', 'true', 'false']).optional(),
+        timeout_ms: z.coerce.number().int().min(0).max(120_000).optional(),
+      }),
+      response: {
+        200: z.object({ head: z.number().int(), partitions: z.number().int(), caughtUp: z.boolean(), projections: z.array(Projection) }),
+        ...fieldErrorResponses,
+      },
+    },
+  }, async (req) => {
+    if (!projections) return { head: await services.store.journal.head(), partitions: 0, caughtUp: true, projections: [] };
+    const wait = req.query.wait === '1' || req.query.wait === 'true';
+    const { caughtUp, projections: list } = await projections.status.waitForHead(wait ? req.query.timeout_ms ?? 10_000 : 0, () => projections.wake());
+    return { head: list[0]?.head ?? (await services.store.journal.head()), partitions: projections.partitions, caughtUp, projections: list };
+  });
+
+  app.post('/:name/rebuild', {
+    schema: {
+      tags: ['admin'],
+      summary: "Rebuilds a projection from the journal: drops its read model and replays every entry (live projection goes on)",
+      params: z.object({ name: z.string().min(1).max(128) }),
+      response: { 202: Projection, ...fieldErrorResponses },
+    },
+  }, async (req, reply) => {
+    const projector = projections?.status.find(req.params.name);
+    if (!projections || !projector) throw ADMIN.PROJECTION_NOT_FOUND();
+    const status = await projections.status.rebuild(projector);
+    projections.wake();
+    return reply.code(202).send(status);
   });
 };

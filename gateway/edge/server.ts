@@ -9,7 +9,7 @@ import type { Services } from '../../platform/services.js';
 import type { Runtime } from '../../actors/mod.js';
 import { adminPlugin } from './admin.js';
 import { asyncapiDocument } from './asyncapi.js';
-import { runtimePlugin } from './runtime.js';
+import { projectionsPlugin, runtimePlugin } from './runtime.js';
 import { agentsPlugin } from './agents/plugin.js';
 import { chatPlugin } from './chat.js';
 import { outboundPlugin } from './outbound.js';
@@ -178,6 +178,7 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
   await app.register(healthPlugin, { isServing: opts.isServing, degraded: () => opts.runtime.health.degraded() });
   await app.register(adminPlugin, { prefix: '/admin/v1', services: opts.services, operatorTokenHash: opts.operatorTokenHash });
   await app.register(runtimePlugin, { prefix: '/admin/v1/runtime', services: opts.services, runtime: opts.runtime, operatorTokenHash: opts.operatorTokenHash });
+  await app.register(projectionsPlugin, { prefix: '/admin/v1/runtime/projections', services: opts.services, runtime: opts.runtime, operatorTokenHash: opts.operatorTokenHash });
   await app.register(agentsPlugin, { prefix: '/v1', services: opts.services });
   await app.register(chatPlugin, {
     services: opts.services,

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { open, type Database, type Key, type RootDatabase } from 'lmdb';
 import { timings } from '../../platform/timings.js';
 import type { Doc } from '../types.js';
+import type { StoredEntry } from './journal.js';
 import type { StoredSnapshot } from './snapshots.js';
 
 export interface Env {
@@ -19,6 +20,13 @@ export interface Env {
    * that throws (a duplicate, a failed check) rolls back alone. Resolves after the commit.
    */
   batch<T>(write: () => T): Promise<T>;
+  /**
+   * The next journal seq, inside a `batch` write only. The counter (`meta` key `journal.seq`) is read once per
+   * group commit, inside its write transaction (under the writer lock, so across threads and processes seqs
+   * follow commit order), counted up in memory and written back once before the commit. A write that rolls
+   * back leaves a gap, which the journal allows.
+   */
+  nextSeq(): number;
   /** [collection, id] -> record. */
   records: Database<Doc, Key>;
   /** [collection, indexName, ...values, id] -> true. */
@@ -29,21 +37,67 @@ export interface Env {
   snapshots: Database<StoredSnapshot, string>;
   /** [shard, deadline, snapshot key] -> true, for `due`. */
   deadlines: Database<true, Key>;
+  /** seq -> journal entry (without its seq). */
+  journal: Database<StoredEntry, number>;
+  /** [entry key, version, seq] -> true, for `journal.ofActor`. */
+  journalByActor: Database<true, Key>;
+  /** Counters: `journal.seq` is the last journal seq assigned. */
+  meta: Database<number, string>;
 }
 
 /** Opens (creating when missing) the environment in `dataDir`. */
 export function openEnv(dataDir: string): Env {
   fs.mkdirSync(dataDir, { recursive: true });
   const root = open({ path: path.join(dataDir, 'store.mdb') });
+  const meta = root.openDB<number, string>({ name: 'meta' });
+  const seqs = new SeqCounter(meta);
   return {
     root,
-    batch: groupCommit(root),
+    batch: groupCommit(root, seqs),
+    nextSeq: () => seqs.next(),
     records: root.openDB<Doc, Key>({ name: 'records' }),
     indexes: root.openDB<true, Key>({ name: 'indexes' }),
     catalog: root.openDB<string[], string>({ name: 'catalog' }),
     snapshots: root.openDB<StoredSnapshot, string>({ name: 'snapshots' }),
     deadlines: root.openDB<true, Key>({ name: 'deadlines' }),
+    journal: root.openDB<StoredEntry, number>({ name: 'journal' }),
+    journalByActor: root.openDB<true, Key>({ name: 'journal-by-actor' }),
+    meta,
   };
+}
+
+/** The meta key holding the last journal seq assigned. */
+export const SEQ_KEY = 'journal.seq';
+
+/** The journal's seq counter during one group commit (see `Env.nextSeq`). */
+class SeqCounter {
+  private last: number | null = null;
+  private inBatch = false;
+
+  constructor(private readonly meta: Database<number, string>) {}
+
+  begin(): void {
+    this.inBatch = true;
+    this.last = null;
+  }
+
+  next(): number {
+    if (!this.inBatch) throw new Error('journal seqs are assigned inside a group commit only');
+    this.last = (this.last ?? this.meta.get(SEQ_KEY) ?? 0) + 1;
+    return this.last;
+  }
+
+  /** Writes the counter back (inside the batch's transaction, after its writes). */
+  end(): void {
+    if (this.last !== null) this.meta.putSync(SEQ_KEY, this.last);
+    this.inBatch = false;
+    this.last = null;
+  }
+
+  abort(): void {
+    this.inBatch = false;
+    this.last = null;
+  }
 }
 
 interface Queued {
@@ -53,7 +107,7 @@ interface Queued {
 }
 
 /** The group-commit queue of an environment (see `Env.batch`). */
-function groupCommit(root: RootDatabase): <T>(write: () => T) => Promise<T> {
+function groupCommit(root: RootDatabase, seqs: SeqCounter): <T>(write: () => T) => Promise<T> {
   let queue: Queued[] = [];
   let queuedAt = 0;
   const flush = () => {
@@ -67,6 +121,7 @@ function groupCommit(root: RootDatabase): <T>(write: () => T) => Promise<T> {
     const outcomes: Array<{ ok: true; value: unknown } | { ok: false; err: unknown }> = [];
     try {
       root.transactionSync(() => {
+        seqs.begin();
         for (const q of batch) {
           try {
             // Nested in a write transaction, lmdb-js runs this as a child transaction: a throw aborts it alone.
@@ -75,8 +130,10 @@ function groupCommit(root: RootDatabase): <T>(write: () => T) => Promise<T> {
             outcomes.push({ ok: false, err });
           }
         }
+        seqs.end();
       });
     } catch (err) {
+      seqs.abort();
       for (const q of batch) q.reject(err);
       return;
     }

@@ -9,6 +9,9 @@
  * - catalog:   collection -> names of the indexes built for it
  * - snapshots: key
  * - deadlines: [shard, deadline, key]
+ * - journal: seq -> entry
+ * - journal-by-actor: [entry key, version, seq]
+ * - meta: name -> number (`journal.seq`: the last journal seq assigned)
  */
 import type { Key } from 'lmdb';
 

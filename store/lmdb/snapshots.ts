@@ -1,5 +1,6 @@
 import type { SnapshotPut, SnapshotPutResult, SnapshotRecord, SnapshotStore, SnapshotWrite } from '../types.js';
 import type { Env } from './env.js';
+import { appendInTransaction, stepEntry } from './journal.js';
 import { END, idOf, isKeyString, key } from './keys.js';
 
 /** A snapshot as stored under its key. */
@@ -8,7 +9,8 @@ export type StoredSnapshot = Omit<SnapshotRecord, 'key'>;
 /**
  * Snapshots of the embedded store. Each stored deadline has a `[shard, deadline, key]` entry in the
  * `deadlines` sub-database, written and removed in the same transaction as the snapshot, so `due` is a
- * range read per shard.
+ * range read per shard. A write that carries a `step` appends its journal entry in that same transaction,
+ * after its compare-and-set succeeded, so a snapshot version and its entry are durable together or not at all.
  */
 export class LmdbSnapshots implements SnapshotStore {
   constructor(private readonly env: Env) {}
@@ -46,9 +48,12 @@ export class LmdbSnapshots implements SnapshotStore {
     if (current.version !== w.expectedVersion) return { ok: false, reason: 'version', current };
     if (stored && stored.deadline !== null) deadlines.removeSync(key(stored.shard, stored.deadline, w.key));
     const version = w.expectedVersion + 1;
-    snapshots.putSync(w.key, { version, fence: w.fence, shard, deadline, data: w.data, updated_at: Date.now() });
+    const at = Date.now();
+    snapshots.putSync(w.key, { version, fence: w.fence, shard, deadline, data: w.data, updated_at: at });
     if (deadline !== null) deadlines.putSync(key(shard, deadline, w.key), true);
-    return { ok: true, version };
+    if (!w.step) return { ok: true, version };
+    const seq = appendInTransaction(this.env, stepEntry(w.key, shard, version, at, w.step));
+    return { ok: true, version, seq, at };
   }
 
   async due(shards: number[], before: number, limit: number): Promise<Array<{ key: string; deadline: number }>> {

@@ -2,6 +2,7 @@ import type { Collection, CollectionSpec, Doc, Store } from '../types.js';
 import { LmdbCollection } from './collection.js';
 import { openEnv } from './env.js';
 import { ensureIndexes, indexDef } from './indexes.js';
+import { LmdbJournal } from './journal.js';
 import { isKeyString } from './keys.js';
 import { LmdbSnapshots } from './snapshots.js';
 
@@ -20,6 +21,7 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
   return {
     backend: 'lmdb',
     snapshots: new LmdbSnapshots(env),
+    journal: new LmdbJournal(env),
     collection<T extends Doc = Doc>(spec: CollectionSpec): Collection<T> {
       if (!isKeyString(spec.name)) throw new TypeError(`invalid collection name ${JSON.stringify(spec.name)}`);
       const defs = (spec.indexes ?? []).map(indexDef);

@@ -1,6 +1,7 @@
-import { Binary, type Collection as MongoCollectionHandle } from 'mongodb';
-import type { SnapshotPut, SnapshotPutResult, SnapshotRecord, SnapshotStore, SnapshotWrite } from '../types.js';
+import { Binary, type ClientSession, type Collection as MongoCollectionHandle } from 'mongodb';
+import type { JournalEvent, SnapshotPut, SnapshotPutResult, SnapshotRecord, SnapshotStore, SnapshotWrite } from '../types.js';
 import { isDuplicateKey } from './collection.js';
+import type { MongoJournal } from './journal.js';
 
 /** A snapshot document: the snapshot key is `_id`. */
 export interface SnapshotDoc {
@@ -13,12 +14,20 @@ export interface SnapshotDoc {
   updated_at: number;
 }
 
+/** Thrown inside a transaction to abort it when the compare-and-set did not match. */
+class Lost extends Error {}
+
 /**
  * Snapshots in one MongoDB collection. The compare-and-set is a single conditional write (an insert for
- * version 0, else an update matching version and fence), so it is atomic on the server.
+ * version 0, else an update matching version and fence), so it is atomic on the server. A write with a
+ * `step` runs in a transaction with its journal entry (`journal.ts`): both commit or neither.
  */
 export class MongoSnapshots implements SnapshotStore {
-  constructor(private readonly handle: MongoCollectionHandle<SnapshotDoc>) {}
+  constructor(
+    private readonly handle: MongoCollectionHandle<SnapshotDoc>,
+    private readonly journal: MongoJournal,
+    private readonly withSession: <T>(work: (session: ClientSession) => Promise<T>) => Promise<T>,
+  ) {}
 
   async get(key: string): Promise<SnapshotRecord | null> {
     const doc = await this.handle.findOne({ _id: key });
@@ -27,28 +36,56 @@ export class MongoSnapshots implements SnapshotStore {
     return { key: _id, ...rest, data: data.value() };
   }
 
-  async put(key: string, data: Uint8Array, put: SnapshotPut): Promise<SnapshotPutResult> {
+  async put(key: string, data: Uint8Array, put: SnapshotPut, step?: { value: unknown; events: JournalEvent[] }): Promise<SnapshotPutResult> {
     const version = put.expectedVersion + 1;
+    const at = Date.now();
     const fields = {
       version,
       fence: put.fence,
       shard: put.shard,
       deadline: put.deadline,
       data: new Binary(data),
-      updated_at: Date.now(),
+      updated_at: at,
     };
-    try {
+    const write = async (session?: ClientSession): Promise<boolean> => {
       if (put.expectedVersion === 0) {
-        await this.handle.insertOne({ _id: key, ...fields });
-        return { ok: true, version };
+        await this.handle.insertOne({ _id: key, ...fields }, { session });
+        return true;
       }
       const result = await this.handle.updateOne(
         { _id: key, version: put.expectedVersion, fence: { $lte: put.fence } },
         { $set: fields },
+        { session },
       );
-      if (result.matchedCount === 1) return { ok: true, version };
+      return result.matchedCount === 1;
+    };
+    try {
+      if (!step) {
+        if (await write()) return { ok: true, version };
+      } else {
+        const slash = key.indexOf('/');
+        const entry = {
+          key,
+          kind: slash < 0 ? key : key.slice(0, slash),
+          id: slash < 0 ? '' : key.slice(slash + 1),
+          shard: put.shard,
+          version,
+          at,
+          value: step.value ?? null,
+          events: step.events,
+        };
+        // The callback may run again on a transient error (a write conflict), so it does everything anew.
+        let seq = 0;
+        await this.withSession((session) =>
+          session.withTransaction(async () => {
+            if (!(await write(session))) throw new Lost();
+            seq = await this.journal.appendIn(session, entry);
+          }),
+        );
+        return { ok: true, version, seq, at };
+      }
     } catch (error) {
-      if (!isDuplicateKey(error)) throw error;
+      if (!(error instanceof Lost) && !isDuplicateKey(error)) throw error;
     }
     // The write lost; report why from the snapshot as it is now (fence first, as the embedded store does).
     const stored = await this.handle.findOne({ _id: key }, { projection: { version: 1, fence: 1 } });
@@ -58,7 +95,7 @@ export class MongoSnapshots implements SnapshotStore {
 
   /** MongoDB has no cheap multi-document compare-and-set; the writes go one by one, concurrently. */
   putMany(writes: SnapshotWrite[]): Promise<SnapshotPutResult[]> {
-    return Promise.all(writes.map(({ key, data, ...put }) => this.put(key, data, put)));
+    return Promise.all(writes.map(({ key, data, step, ...put }) => this.put(key, data, put, step)));
   }
 
   async due(shards: number[], before: number, limit: number): Promise<Array<{ key: string; deadline: number }>> {

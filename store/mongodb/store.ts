@@ -1,6 +1,7 @@
 import { MongoClient } from 'mongodb';
 import type { Collection, CollectionSpec, Doc, IndexSpec, Store } from '../types.js';
 import { MongoCollection, type StoredRecord } from './collection.js';
+import { MongoJournal, type CounterDoc, type EntryDoc } from './journal.js';
 import { MongoSnapshots, type SnapshotDoc } from './snapshots.js';
 
 export interface MongoStoreOptions {
@@ -12,7 +13,9 @@ export interface MongoStoreOptions {
 
 /**
  * Opens the MongoDB store: a thin pass-through of the store interface to the official driver. Snapshots
- * live in the `snapshots` collection, so no record collection may take that name.
+ * live in the `snapshots` collection and the journal in `journal` and `journal_counters`, so no record
+ * collection may take those names. A snapshot and its journal entry are written in one transaction, which
+ * needs a replica set (a single-node replica set will do); a standalone server refuses transactions.
  */
 export async function openMongoStore(options: MongoStoreOptions): Promise<Store> {
   // Binary fields come back as Buffers, as the embedded backend returns them (not the driver's `Binary`).
@@ -21,11 +24,23 @@ export async function openMongoStore(options: MongoStoreOptions): Promise<Store>
   const db = client.db(options.dbName ?? databaseInUrl(options.url) ?? 'switchboard');
   const snapshotsHandle = db.collection<SnapshotDoc>('snapshots');
   await snapshotsHandle.createIndex({ shard: 1, deadline: 1, _id: 1 });
-  const snapshots = new MongoSnapshots(snapshotsHandle);
+  const entries = db.collection<EntryDoc>('journal');
+  await entries.createIndex({ key: 1, version: 1, _id: 1 });
+  const withSession = async <T>(work: (session: import('mongodb').ClientSession) => Promise<T>): Promise<T> => {
+    const session = client.startSession();
+    try {
+      return await work(session);
+    } finally {
+      await session.endSession();
+    }
+  };
+  const journal = new MongoJournal(entries, db.collection<CounterDoc>('journal_counters'), withSession);
+  const snapshots = new MongoSnapshots(snapshotsHandle, journal, withSession);
   const collections = new Map<string, MongoCollection>();
   return {
     backend: 'mongodb',
     snapshots,
+    journal,
     collection<T extends Doc = Doc>(spec: CollectionSpec): Collection<T> {
       const indexes = spec.indexes ?? [];
       let collection = collections.get(spec.name);

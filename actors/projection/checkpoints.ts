@@ -1,0 +1,72 @@
+import { StoreDuplicateError, type Collection, type Doc, type Store } from '../../store/mod.js';
+
+/** A runner's recent commit-to-applied lag, as it last reported it. */
+export interface RunnerLag {
+  p50: number;
+  p99: number;
+  samples: number;
+  /** When it was reported (ms since epoch). */
+  at: number;
+}
+
+/**
+ * One projector's checkpoint record (collection `projection_checkpoints`, id = the projector's name):
+ * for each partition, the seq up to which every entry of that partition is applied. `epoch` grows with
+ * each rebuild; a runner saves only under the epoch it read, so a rebuild's reset cannot be overwritten by
+ * a runner that was half-way through a batch.
+ */
+export interface CheckpointDoc extends Doc {
+  epoch: number;
+  /** Partition number (as a string key) -> seq. A missing partition is at 0. */
+  partitions: Record<string, number>;
+  /** Runner id -> its lag figures. */
+  runners: Record<string, RunnerLag>;
+  updated_at: number;
+}
+
+/** The checkpoints of every projector. */
+export class Checkpoints {
+  readonly records: Collection<CheckpointDoc>;
+
+  constructor(store: Store) {
+    this.records = store.collection<CheckpointDoc>({ name: 'projection_checkpoints' });
+  }
+
+  /** The projector's checkpoint record, created at epoch 0 when it has none yet. */
+  async load(name: string): Promise<CheckpointDoc> {
+    const stored = await this.records.get(name);
+    if (stored) return stored;
+    const fresh: CheckpointDoc = { id: name, epoch: 0, partitions: {}, runners: {}, updated_at: Date.now() };
+    try {
+      return await this.records.insert(fresh);
+    } catch (err) {
+      // Another runner created it at the same moment.
+      if (err instanceof StoreDuplicateError) return (await this.records.get(name))!;
+      throw err;
+    }
+  }
+
+  /**
+   * Moves the given partitions' checkpoints (and records the runner's lag) if the record is still at
+   * `epoch`; false when a rebuild moved it on meanwhile (nothing is written).
+   */
+  async save(name: string, epoch: number, partitions: Map<number, number>, runner?: { id: string; lag: RunnerLag }, stale: string[] = []): Promise<boolean> {
+    const set: Record<string, unknown> = { updated_at: Date.now() };
+    for (const [p, seq] of partitions) set[`partitions.${p}`] = seq;
+    if (runner) set[`runners.${runner.id}`] = runner.lag;
+    const update: Record<string, unknown> = { $set: set };
+    if (stale.length) update.$unset = Object.fromEntries(stale.map((id) => [`runners.${id}`, '']));
+    return (await this.records.update({ id: name, epoch }, update)) !== null;
+  }
+
+  /** Runners that have not reported for ten minutes (stopped processes): dropped at the next save. */
+  static stale(doc: CheckpointDoc, now: number): string[] {
+    return Object.entries(doc.runners ?? {}).filter(([, r]) => now - r.at > 600_000).map(([id]) => id);
+  }
+
+  /** Starts a projector over: every partition back to 0, in a new epoch. */
+  async restart(name: string): Promise<number> {
+    const doc = await this.records.update({ id: name }, { $set: { partitions: {}, runners: {}, updated_at: Date.now() }, $inc: { epoch: 1 } }, { upsert: true });
+    return doc!.epoch;
+  }
+}

@@ -1,0 +1,9 @@
+import type { Projector } from './types.js';
+
+/**
+ * Every read model projected from the journal. A branch that adds a projector adds one line here. The
+ * `PROJECTION_MODULES` setting adds projectors from other modules (the tests' own projector).
+ */
+export function projectors(): Projector[] {
+  return [];
+}

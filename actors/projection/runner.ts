@@ -1,0 +1,112 @@
+import type { JournalEntry, Store } from '../../store/mod.js';
+import { shardOf } from '../placement/shard.js';
+import { Checkpoints } from './checkpoints.js';
+import { LagWindow } from './lag.js';
+import type { Projector } from './types.js';
+
+export interface RunnerOptions {
+  store: Store;
+  projectors: Projector[];
+  /** How many partitions the journal is split into (the same in every process of a deployment). */
+  partitions: number;
+  /** The partitions this runner applies now (all of them embedded; those of its shard leases over NATS). */
+  owned: () => number[];
+  /** Entries read per journal read. */
+  batch: number;
+  /** Names this runner's lag figures in the checkpoint records (no dots). */
+  runnerId: string;
+  /** Resolves when there may be new entries (a commit happened) or after `ms`, whichever is first. */
+  waitForWork: (ms: number) => Promise<void>;
+  /** The fallback poll interval: the longest the runner sleeps without a wake-up. */
+  pollMs: number;
+  /**
+   * After a cycle that applied something, wait this long before the next (unless the batch was full): under
+   * load the entries of several commits are applied in one cycle, so the runner's own commits take the
+   * store's single writer lock (and its flush) a bounded number of times a second.
+   */
+  intervalMs?: number;
+  log?: (msg: string, extra?: object) => void;
+}
+
+/** The partition of an entry: its shard's, or for a non-actor entry (shard -1) a hash of its key. */
+export function partitionOf(entry: Pick<JournalEntry, 'shard' | 'key'>, partitions: number): number {
+  return entry.shard >= 0 ? entry.shard % partitions : shardOf(entry.key, partitions);
+}
+
+/**
+ * Follows the journal for a set of projectors. Each cycle reads the checkpoint records, reads the journal
+ * from the lowest checkpoint of the partitions it owns, hands each projector the entries of its kinds and
+ * partitions it has not applied yet, then stores the checkpoints (the batch's last seq for every owned
+ * partition). A checkpoint is stored only after its entries are applied, so a crash between the two means
+ * those entries are applied again: projectors are idempotent. Each partition has its own checkpoint, so
+ * several runners (worker processes) split the journal between them by partition.
+ */
+export class ProjectionRunner {
+  private readonly checkpoints: Checkpoints;
+  private readonly lag = new Map<string, LagWindow>();
+  private stopped = false;
+  private loop: Promise<void> | null = null;
+
+  constructor(private readonly o: RunnerOptions) {
+    this.checkpoints = new Checkpoints(o.store);
+    for (const p of o.projectors) this.lag.set(p.name, new LagWindow());
+  }
+
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  /** Finishes the cycle under way, then stops. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.loop;
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      let read = 0;
+      try {
+        read = await this.cycle();
+      } catch (err) {
+        this.o.log?.('projection cycle failed; retrying', { err: String(err instanceof Error ? err.stack ?? err : err) });
+      }
+      // A full batch means more is waiting: go on at once. Else sleep until a commit (or the poll) wakes us.
+      if (read < this.o.batch && !this.stopped) {
+        if (read > 0 && this.o.intervalMs) await new Promise((r) => setTimeout(r, this.o.intervalMs));
+        await this.o.waitForWork(this.o.pollMs);
+      }
+    }
+  }
+
+  /** One read-apply-checkpoint cycle; returns how many entries it read. */
+  async cycle(): Promise<number> {
+    const { store, projectors, partitions, batch } = this.o;
+    const owned = new Set(this.o.owned().filter((p) => p >= 0 && p < partitions));
+    if (owned.size === 0 || projectors.length === 0) return 0;
+    const docs = await Promise.all(projectors.map((p) => this.checkpoints.load(p.name)));
+    let from = Infinity;
+    for (const doc of docs) for (const p of owned) from = Math.min(from, doc.partitions[p] ?? 0);
+    const entries = await store.journal.read(from, batch);
+    if (entries.length === 0) return 0;
+    const last = entries[entries.length - 1].seq;
+    const parts = entries.map((e) => partitionOf(e, partitions));
+    await Promise.all(
+      projectors.map(async (projector, i) => {
+        const doc = docs[i];
+        const kinds = projector.kinds ? new Set(projector.kinds) : null;
+        const mine = entries.filter((e, j) => owned.has(parts[j]) && e.seq > (doc.partitions[parts[j]] ?? 0) && (!kinds || kinds.has(e.kind)));
+        if (mine.length) await projector.apply(mine, store);
+        const moved = new Map<number, number>();
+        for (const p of owned) if ((doc.partitions[p] ?? 0) < last) moved.set(p, last);
+        const window = this.lag.get(projector.name)!;
+        const now = Date.now();
+        for (const e of mine) window.add(Math.max(0, now - e.at));
+        const summary = window.summary();
+        const saved = await this.checkpoints.save(projector.name, doc.epoch, moved, summary ? { id: this.o.runnerId, lag: { ...summary, at: now } } : undefined, Checkpoints.stale(doc, now));
+        // A rebuild started meanwhile: its new epoch starts over from 0 at the next cycle.
+        if (!saved) this.lag.set(projector.name, new LagWindow());
+      }),
+    );
+    return entries.length;
+  }
+}

@@ -1,0 +1,36 @@
+import type { JournalEntry, Store } from '../../store/mod.js';
+
+/**
+ * A read model built from the journal. The runner (`runner.ts`) hands it the entries it reads, in seq order,
+ * off the reply path; its checkpoint is stored after each batch is applied, so after a crash a batch may be
+ * applied again: `apply` must be idempotent (e.g. `putNewer` keyed by the entry's version, or writes keyed
+ * by the entry's seq).
+ */
+export interface Projector {
+  /** Stable name: its checkpoint id and the argument of `switchboard rebuild <name>`. */
+  name: string;
+  /** Entry kinds it reads ('conversation', 'session', 'call', 'edge', ...); all when absent. */
+  kinds?: string[];
+  /** Applies entries in seq order. Idempotent: after a crash it may see an entry again. */
+  apply(entries: JournalEntry[], store: Store): Promise<void>;
+  /** Drops everything it wrote (before a rebuild from seq 0). */
+  reset(store: Store): Promise<void>;
+}
+
+/** How far one projector has got, as `GET /admin/v1/runtime/projections` shows it. */
+export interface ProjectorStatus {
+  name: string;
+  kinds: string[] | null;
+  /** The lowest checkpoint over its partitions: every entry up to this seq is applied. */
+  checkpoint: number;
+  /** Each partition's checkpoint. */
+  partitions: number[];
+  /** The journal's head when this was read. */
+  head: number;
+  /** Entries between the checkpoint and the head (counting those of other kinds it skips). */
+  behind: number;
+  /** Incremented by each rebuild. */
+  epoch: number;
+  /** Commit-to-applied lag over the runners' recent entries (ms), null before any was applied. */
+  lag: { p50: number; p99: number; samples: number } | null;
+}

@@ -1,0 +1,100 @@
+/**
+ * The projection runner in-process, one cycle at a time: it applies only the partitions it owns and the
+ * kinds a projector reads, moves only its own partitions' checkpoints, cannot save over a rebuild that
+ * started during its batch, and drops the lag figures of runners long gone.
+ */
+import t from 'tap';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openStore, type JournalEntry, type Store } from '../store/mod.js';
+import { ProjectionStatus, partitionOf, type Projector } from '../actors/mod.js';
+import { ProjectionRunner } from '../actors/projection/runner.js';
+import { Checkpoints } from '../actors/projection/checkpoints.js';
+import { removeDir } from './helpers/platform.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'sb-runner-'));
+let store: Store;
+t.before(async () => {
+  store = await openStore({ dataDir: dir });
+});
+t.teardown(async () => {
+  await store.close();
+  removeDir(dir);
+});
+
+/** A projector that records what it was handed. */
+function recorder(name: string, kinds?: string[], during?: () => Promise<void>): Projector & { seen: JournalEntry[] } {
+  const seen: JournalEntry[] = [];
+  return {
+    name,
+    kinds,
+    seen,
+    async apply(entries) {
+      seen.push(...entries);
+      await during?.();
+    },
+    async reset() {
+      seen.length = 0;
+    },
+  };
+}
+
+const runner = (projectors: Projector[], owned: number[], runnerId = 'r1') =>
+  new ProjectionRunner({ store, projectors, partitions: 4, owned: () => owned, batch: 1000, runnerId, pollMs: 1000, waitForWork: async () => undefined });
+
+async function step(key: string, shard: number, version: number): Promise<void> {
+  await store.snapshots.putMany([{ key, data: new Uint8Array([version]), expectedVersion: version - 1, fence: 1, shard, deadline: null, step: { value: 'v', events: [] } }]);
+}
+
+t.test('a runner applies its partitions and its projector\'s kinds, and moves only its checkpoints', async (t) => {
+  for (let shard = 0; shard < 8; shard++) {
+    await step(`counter/s${shard}`, shard, 1);
+    await step(`other/s${shard}`, shard, 1);
+  }
+  await store.journal.append({ key: 'edge/p1', kind: 'edge', id: 'p1', shard: -1, version: 0, value: null, events: [] });
+  const head = await store.journal.head();
+  const counters = recorder('runner-counters', ['counter']);
+  const all = recorder('runner-all');
+  t.equal(await runner([counters, all], [0, 1]).cycle(), 17, 'read the whole journal');
+  t.same(counters.seen.map((e) => e.key).sort(), ['counter/s0', 'counter/s1', 'counter/s4', 'counter/s5'], 'its kind, shards of partitions 0 and 1');
+  const mine = (e: JournalEntry) => [0, 1].includes(partitionOf(e, 4));
+  t.ok(all.seen.every(mine) && all.seen.length === (await store.journal.read(0, 100)).filter(mine).length, 'every kind when it names none');
+  const doc = await new Checkpoints(store).load('runner-counters');
+  t.same(doc.partitions, { 0: head, 1: head }, 'partitions 2 and 3 are left to their owner');
+  t.match(doc.runners.r1, { p50: Number, p99: Number, samples: 4 });
+
+  const other = recorder('runner-counters', ['counter']);
+  await runner([other], [2, 3], 'r2').cycle();
+  t.same(other.seen.map((e) => e.key).sort(), ['counter/s2', 'counter/s3', 'counter/s6', 'counter/s7'], 'the other partitions, by their owner');
+  t.equal(await runner([other], [2, 3], 'r2').cycle(), 0, 'nothing more');
+  const status = await new ProjectionStatus(store, [counters], 4).all();
+  t.match(status, [{ name: 'runner-counters', checkpoint: head, head, behind: 0, epoch: 0, kinds: ['counter'] }]);
+});
+
+t.test('a rebuild during a batch wins: the runner cannot save over it, and replays from 0', async (t) => {
+  const status = new ProjectionStatus(store, [], 4);
+  let rebuilt = false;
+  const p: Projector & { seen: JournalEntry[] } = recorder('runner-rebuilt', ['counter'], async () => {
+    if (rebuilt) return;
+    rebuilt = true;
+    await status.rebuild(p);
+  });
+  const r = runner([p], [0, 1, 2, 3]);
+  await r.cycle();
+  const doc = await new Checkpoints(store).load('runner-rebuilt');
+  t.equal(doc.epoch, 1);
+  t.same(doc.partitions, {}, 'the half-done batch did not move the new epoch\'s checkpoints');
+  await r.cycle();
+  t.equal(p.seen.length, 8, 'replayed from 0 after the reset');
+  t.equal(Math.min(...Object.values((await new Checkpoints(store).load('runner-rebuilt')).partitions)), await store.journal.head());
+});
+
+t.test('lag figures of runners gone for ten minutes are dropped', async (t) => {
+  const checkpoints = new Checkpoints(store);
+  const doc = await checkpoints.load('runner-stale');
+  await checkpoints.save('runner-stale', doc.epoch, new Map(), { id: 'gone', lag: { p50: 1, p99: 2, samples: 3, at: Date.now() - 700_000 } });
+  await step('counter/late', 0, 1);
+  await runner([recorder('runner-stale', ['counter'])], [0, 1, 2, 3], 'r3').cycle();
+  t.same(Object.keys((await checkpoints.load('runner-stale')).runners), ['r3']);
+});
