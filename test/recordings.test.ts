@@ -146,7 +146,8 @@ t.before(async () => {
 t.teardown(async () => {
   if (!p) return;
   await p.stop();
-  removeDir(p.dataDir);
+  if (!process.env.KEEP) removeDir(p.dataDir);
+  else console.error("KEPT", p.dataDir);
   if (!process.env.KEEP) rmSync(dir, { recursive: true, force: true });
 });
 
@@ -169,6 +170,10 @@ t.test('a call is recorded per direction; the card number keyed over the caller\
   const read = conversationsClient(p, project, dataKey);
   const c = await waitFor(async () => ((await read({ channel: 'VOICE-SIP' })).body.conversations ?? []).find((x: any) => x.in_progress === false) ?? null);
   t.ok(c.turns.some((x: any) => x.user_input_dtmf === CARD), 'the card number reached the conversation as one DTMF turn');
+  t.equal(c.audio?.available, true, 'the v3 row says the call has audio');
+  // The recordings projector renders the redacted audio once the call has ended, before anyone asks for it.
+  const listed = await waitFor(async () => ((await read({ channel: 'VOICE-SIP' })).body.conversations ?? []).find((x: any) => x.id === c.id && x.audio?.redactions)?.audio.redactions ?? null);
+  t.same(listed.map((s: any) => [s.kind, s.source]), [['card_number', 'dtmf']], 'the row lists what was muted: the keyed card number');
 
   const get = (key: string, q = '', h: Record<string, string> = {}) => audio(p, project, key, c.id, q, h);
   const raw = { user: await get(piiKey, 'direction=user'), agent: await get(piiKey, 'direction=agent'), combined: await get(piiKey) };
@@ -206,6 +211,7 @@ t.test('a call is recorded per direction; the card number keyed over the caller\
   const spans = JSON.parse(red.headers.get('x-audio-redactions') ?? '[]');
   t.same(spans.map((s: any) => [s.kind, s.source]), [['card_number', 'dtmf']], 'one span muted: the keyed card number (kind and offsets, never the value)');
   t.notOk(JSON.stringify(spans).includes(CARD), 'the value is not listed');
+  t.same(spans, listed, 'the same spans as the row lists');
   const redacted = samplesOf(t, red.bytes, 'redacted');
   const spanFrames = userVoiced.filter((f) => inSpans(f * 160, spans));
   t.ok(spanFrames.length > 5, `the caller was speaking while keying: raw has sound over the card number's span (${spanFrames.length} voiced frames)`);

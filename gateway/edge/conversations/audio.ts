@@ -10,9 +10,7 @@ import { conversationRecords } from '../../../actors/conversation/mod.js';
 import { CONVERSATIONS } from '../../../platform/errors.js';
 import type { Services } from '../../../platform/services.js';
 import type { BlobStore } from '../../../store/blobs/mod.js';
-import { RECORDING_RATE, recordingPrefix, type RecordingMeta, type Redaction } from '../../media/recordings/layout.js';
-import { renderRedacted } from '../../media/recordings/redact.js';
-import { mix, wavHeader } from '../../media/recordings/wav.js';
+import { mix, RECORDING_RATE, recordingPrefix, renderRedacted, wavHeader, type RecordingMeta, type Redaction } from '../../../actors/recording/mod.js';
 import { bool, oneOf, type RawQuery } from './params.js';
 
 export const DIRECTIONS = ['combined', 'user', 'agent'] as const;

@@ -33,6 +33,7 @@ import { useErrorShape } from '../errors.js';
 import { PathId } from '../schemas.js';
 import { concurrency, parseConcurrencyQuery } from './concurrency.js';
 import { serveAudio } from './audio.js';
+import { audioOf, type AudioInfo } from '../../../actors/recording/mod.js';
 import { ConcurrencyQueryDoc, ConversationsQueryDoc, ConversationsResponseDoc } from './docs.js';
 import { cursorCodec, malformedCursor, type Position } from './cursor.js';
 import type { RawQuery } from './params.js';
@@ -97,7 +98,7 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
   }, async (req, reply) => {
     const version = req.params.version as Version;
     if (!(VERSIONS as readonly string[]).includes(version)) throw CONVERSATIONS.VERSION_NOT_FOUND(req.params.version);
-    const { project } = await authorize(req, req.params, true);
+    const { account, project } = await authorize(req, req.params, true);
     const q = parseListQuery(version, req.query as RawQuery);
     const settings = await services.settings.get(project.id);
     const filters = filterKey(project.id, q);
@@ -123,7 +124,11 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
       for await (const r of rows.rows) conversations.push(conversationV1(r as ConversationRecord, view));
       return reply.type('application/json').send(JSON.stringify({ conversations, descriptions: { conversations: V1_DESCRIPTIONS }, ...tail() }));
     }
-    const body = jsonBody(rows, (r) => rowJson(r, view), tail);
+    // v3 rows say whether the call has audio (and, once rendered, what its redacted rendering muted).
+    const json = version === 'v3'
+      ? async (r: Row) => withAudio(rowJson(r, view), r.channel === 'VOICE-SIP' ? await audioOf(services.blobs, account.id, project.id, r.id) : NO_AUDIO)
+      : async (r: Row) => rowJson(r, view);
+    const body = jsonBody(rows, json, tail);
     if (settings.chunked_streaming) return reply.type('application/json').send(Readable.from(body, { objectMode: false }));
     const chunks: Buffer[] = [];
     for await (const chunk of body) chunks.push(chunk);
@@ -179,6 +184,14 @@ function rowJson(row: Row, view: ViewOptions): Buffer[] {
   return [Buffer.from(JSON.stringify(conversationV3(row, view)))];
 }
 
+const NO_AUDIO: AudioInfo = { available: false, redactions: null };
+
+/** A row's JSON chunks with `"audio": {...}` added as its last field (the row is an object: it ends in `}`). */
+function withAudio(parts: Buffer[], audio: AudioInfo): Buffer[] {
+  const last = parts[parts.length - 1];
+  return [...parts.slice(0, -1), last.subarray(0, last.length - 1), Buffer.from(`,"audio":${JSON.stringify(audio)}}`)];
+}
+
 const OPEN = Buffer.from('{"conversations":[');
 const COMMA = Buffer.from(',');
 
@@ -186,12 +199,12 @@ const COMMA = Buffer.from(',');
  * `{"conversations": [...], <tail>}` as byte chunks, each row as soon as it is read (what chunked
  * streaming sends); the tail (next_offset, cursor) is known once the rows are.
  */
-async function* jsonBody(rows: Rows, json: (r: Row) => Buffer[], tail: () => object): AsyncGenerator<Buffer> {
+async function* jsonBody(rows: Rows, json: (r: Row) => Promise<Buffer[]>, tail: () => object): AsyncGenerator<Buffer> {
   yield OPEN;
   let first = true;
   for await (const r of rows.rows) {
     if (!first) yield COMMA;
-    yield* json(r);
+    yield* await json(r);
     first = false;
   }
   const rest = JSON.stringify(tail());

@@ -1,6 +1,6 @@
 import { FRAME_SAMPLES, decode, type Codec } from '../rtp/codec.js';
 import type { BlobStore } from '../../../store/blobs/mod.js';
-import { RECORDING_RATE, recordingPrefix, type RecordingEvent, type RecordingMeta } from './layout.js';
+import { RECORDING_RATE, recordingPrefix, type RecordingEvent, type RecordingMeta } from '../../../actors/recording/mod.js';
 
 type Direction = 'caller' | 'agent';
 

@@ -3,7 +3,7 @@ import type { VoiceCall } from '../call.js';
 import type { Codec } from '../rtp/codec.js';
 import type { RtpSession } from '../rtp/session.js';
 import { CallRecorder } from './recorder.js';
-import type { RecordingMeta } from './layout.js';
+import type { RecordingMeta } from '../../../actors/recording/mod.js';
 
 export interface RecordingsOptions {
   /** Days a recording is kept after its call started (RECORDING_RETENTION_DAYS); 0 records nothing. */

@@ -1,6 +1,4 @@
-import type { BlobStore } from '../../../store/blobs/mod.js';
-import { FRAME_SAMPLES } from '../rtp/codec.js';
-import { DEFAULT_TURN_TAKING } from '../turn-taking.js';
+import type { BlobStore } from '../../store/blobs/mod.js';
 import { RECORDING_RATE, type RecordingEvent, type Redaction } from './layout.js';
 import { digitsKind, textKinds } from './pii.js';
 
@@ -11,7 +9,12 @@ export interface TurnText {
   is_silence: boolean;
 }
 
-/** Keys of one call's digits: a pause longer than this starts a new entry (the turn-taking default). */
+/**
+ * The media gateway's turn-taking defaults (gateway/media/turn-taking.ts, VOICE_* settings): a pause
+ * between digits longer than `interDigitMs` starts a new entry; utterances by the same energy detector.
+ */
+const DEFAULT_TURN_TAKING = { speechLevel: 600, speechStartMs: 60, endSilenceMs: 700, interDigitMs: 1500 };
+const FRAME_SAMPLES = 160;
 const DIGIT_GAP_MS = DEFAULT_TURN_TAKING.interDigitMs;
 /** Around a keyed run: the first tone starts a little before its event, the last lasts after it. */
 const DTMF_BEFORE_MS = 100;
