@@ -167,9 +167,12 @@ t.test('a call is recorded per direction; the card number keyed over the caller\
 
   const dataKey = await conversationsKey(p, project, ['conversations_data']);
   const piiKey = await conversationsKey(p, project, ['conversations_data', 'pii']);
-  const read = conversationsClient(p, project, dataKey);
+  const read = conversationsClient(p, project, piiKey);
   const c = await waitFor(async () => ((await read({ channel: 'VOICE-SIP' })).body.conversations ?? []).find((x: any) => x.in_progress === false) ?? null);
-  t.ok(c.turns.some((x: any) => x.user_input_dtmf === CARD), 'the card number reached the conversation as one DTMF turn');
+  t.ok(c.turns.some((x: any) => x.user_input_dtmf === CARD), 'the card number reached the conversation as one DTMF turn (read with pii)');
+  const masked = (await conversationsClient(p, project, dataKey)({ channel: 'VOICE-SIP' })).body.conversations[0];
+  t.ok(masked.turns.some((x: any) => x.user_input_dtmf === '[redacted]'), 'a key without pii reads the transcript with the card number masked (pii_redaction on)');
+  t.notOk(JSON.stringify(masked.turns).includes(CARD), 'nowhere in its turns', { row: JSON.stringify(masked).slice(0, 4000) });
   t.equal(c.audio?.available, true, 'the v3 row says the call has audio');
   // The recordings projector renders the redacted audio once the call has ended, before anyone asks for it.
   const listed = await waitFor(async () => ((await read({ channel: 'VOICE-SIP' })).body.conversations ?? []).find((x: any) => x.id === c.id && x.audio?.redactions)?.audio.redactions ?? null);

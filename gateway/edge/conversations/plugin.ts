@@ -33,7 +33,7 @@ import { useErrorShape } from '../errors.js';
 import { PathId } from '../schemas.js';
 import { concurrency, parseConcurrencyQuery } from './concurrency.js';
 import { serveAudio } from './audio.js';
-import { audioOf, type AudioInfo } from '../../../actors/recording/mod.js';
+import { audioOf, digitsKind, maskText, type AudioInfo } from '../../../actors/recording/mod.js';
 import { ConcurrencyQueryDoc, ConversationsQueryDoc, ConversationsResponseDoc } from './docs.js';
 import { cursorCodec, malformedCursor, type Position } from './cursor.js';
 import type { RawQuery } from './params.js';
@@ -98,7 +98,7 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
   }, async (req, reply) => {
     const version = req.params.version as Version;
     if (!(VERSIONS as readonly string[]).includes(version)) throw CONVERSATIONS.VERSION_NOT_FOUND(req.params.version);
-    const { account, project } = await authorize(req, req.params, true);
+    const { account, project, key } = await authorize(req, req.params, true);
     const q = parseListQuery(version, req.query as RawQuery);
     const settings = await services.settings.get(project.id);
     const filters = filterKey(project.id, q);
@@ -111,6 +111,8 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
       : q.mode === 'random' ? await randomRows(src, project.id, q, documents)
       : keysetRows(src, project.id, q, position, documents);
     const view: ViewOptions = { version, showTranscripts: settings.show_transcripts, includeLatency: q.includeLatency };
+    // With the project's pii_redaction on, a key without the pii permission reads transcripts with personal data masked.
+    const mask = settings.pii_redaction && !key.permissions.includes('pii');
     const tail = () => {
       const next = rows.next();
       if (version === 'v1') return { next_offset: next.nextOffset };
@@ -121,13 +123,17 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
     };
     if (version === 'v1') {
       const conversations: unknown[] = [];
-      for await (const r of rows.rows) conversations.push(conversationV1(r as ConversationRecord, view));
+      for await (const r of rows.rows) {
+        const row = conversationV1(r as ConversationRecord, view);
+        conversations.push(mask ? JSON.parse(maskedRow([Buffer.from(JSON.stringify(row))])[0].toString()) : row);
+      }
       return reply.type('application/json').send(JSON.stringify({ conversations, descriptions: { conversations: V1_DESCRIPTIONS }, ...tail() }));
     }
     // v3 rows say whether the call has audio (and, once rendered, what its redacted rendering muted).
+    const rendered = (r: Row) => (mask ? maskedRow(rowJson(r, view)) : rowJson(r, view));
     const json = version === 'v3'
-      ? async (r: Row) => withAudio(rowJson(r, view), r.channel === 'VOICE-SIP' ? await audioOf(services.blobs, account.id, project.id, r.id) : NO_AUDIO)
-      : async (r: Row) => rowJson(r, view);
+      ? async (r: Row) => withAudio(rendered(r), r.channel === 'VOICE-SIP' ? await audioOf(services.blobs, account.id, project.id, r.id) : NO_AUDIO)
+      : async (r: Row) => rendered(r);
     const body = jsonBody(rows, json, tail);
     if (settings.chunked_streaming) return reply.type('application/json').send(Readable.from(body, { objectMode: false }));
     const chunks: Buffer[] = [];
@@ -182,6 +188,36 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
 function rowJson(row: Row, view: ViewOptions): Buffer[] {
   if (isDocument(row)) return view.showTranscripts ? [jsonOf(row)] : withoutTurns(row);
   return [Buffer.from(JSON.stringify(conversationV3(row, view)))];
+}
+
+/** A row's JSON with each turn's personal data masked (docs/recordings.md: the same rules as the audio's). */
+function maskedRow(parts: Buffer[]): Buffer[] {
+  const row = JSON.parse(Buffer.concat(parts).toString()) as { turns?: Array<Record<string, unknown>> };
+  if (!Array.isArray(row.turns)) return parts;
+  let changed = false;
+  for (const t of row.turns) {
+    for (const field of ['user_input', 'translated_user_input'] as const) {
+      if (typeof t[field] === 'string' && t[field] !== maskText(t[field] as string)) {
+        t[field] = maskText(t[field] as string);
+        changed = true;
+      }
+    }
+    if (typeof t.user_input_dtmf === 'string' && digitsKind(t.user_input_dtmf.replace(/[^0-9]/g, ''))) {
+      t.user_input_dtmf = '[redacted]';
+      changed = true;
+    }
+    // Entities extracted from the caller's words carry the same values.
+    const entities = t.entities;
+    if (entities && typeof entities === 'object' && !Array.isArray(entities)) {
+      for (const [k, v] of Object.entries(entities as Record<string, unknown>)) {
+        if (typeof v === 'string' && (maskText(v) !== v || digitsKind(v.replace(/[^0-9]/g, '')) === 'card_number')) {
+          (entities as Record<string, unknown>)[k] = '[redacted]';
+          changed = true;
+        }
+      }
+    }
+  }
+  return changed ? [Buffer.from(JSON.stringify(row))] : parts;
 }
 
 const NO_AUDIO: AudioInfo = { available: false, redactions: null };
