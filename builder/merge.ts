@@ -33,6 +33,9 @@ export function threeWayMerge(base: Content, ours: Content, theirs: Content): Me
   };
 
   content.behavior = pick('behavior', base.behavior, ours.behavior, theirs.behavior) as string;
+  const voice = pick('voice', base.voice, ours.voice, theirs.voice) as Content['voice'];
+  if (voice === undefined) delete content.voice;
+  else content.voice = voice;
 
   for (const kind of KEYED) {
     const ids = new Set([...Object.keys(base[kind] ?? {}), ...Object.keys(ours[kind] ?? {}), ...Object.keys(theirs[kind] ?? {})]);

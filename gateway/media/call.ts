@@ -16,7 +16,7 @@ export interface CallDeps {
   turnTaking: TurnTakingOptions;
   /** How long one turn's ask may take (retries over a worker failover included). */
   askTimeoutMs: number;
-  log: (level: 'info' | 'warn', msg: string, extra?: Record<string, unknown>) => void;
+  log: (level: 'debug' | 'info' | 'warn', msg: string, extra?: Record<string, unknown>) => void;
   /** End of caller speech → first agent audio packet, per answered turn (the benchmark reads it). */
   onResponseLatency?: (ms: number) => void;
 }
@@ -63,7 +63,9 @@ export class VoiceCall {
     const previousTap = s.rtp.onSent;
     s.rtp.onSent = (frame) => {
       if (this.awaitingFirstPacket !== null) {
-        d.onResponseLatency?.(Date.now() - this.awaitingFirstPacket);
+        const ms = Date.now() - this.awaitingFirstPacket;
+        d.onResponseLatency?.(ms);
+        d.log('debug', 'voice turn answered', { call_sid: s.callSid, response_latency_ms: ms });
         this.awaitingFirstPacket = null;
       }
       previousTap?.(frame);
@@ -184,6 +186,8 @@ export class VoiceCall {
   private async hungUp(): Promise<void> {
     if (this.ended) return;
     this.finish('caller_hangup');
+    // A turn still in flight first: the machine takes CLOSE only between turns.
+    await this.chain.catch(() => {});
     await this.ask({ type: 'CLOSE', at: Date.now() }, `${this.s.callSid}:close`).catch((err) =>
       this.d.log('warn', 'could not close the conversation of a call', { call_sid: this.s.callSid, err: String(err) }),
     );
@@ -194,6 +198,7 @@ export class VoiceCall {
     if (this.ended) return;
     this.finish(reason);
     await this.s.dialog.bye().catch(() => {});
+    // Called at the end of a turn (its ask answered) or outside one: the conversation takes CLOSE now.
     await this.ask({ type: 'CLOSE', at: Date.now() }, `${this.s.callSid}:close`).catch(() => {});
   }
 

@@ -43,7 +43,7 @@ export interface MediaGatewayOptions {
   conversationIdleMs: number;
   /** How long a turn's ask keeps retrying (a worker failover included). */
   askTimeoutMs: number;
-  log: (level: 'info' | 'warn', msg: string, extra?: Record<string, unknown>) => void;
+  log: (level: 'debug' | 'info' | 'warn', msg: string, extra?: Record<string, unknown>) => void;
   /** Records every call per direction (gateway/media/recordings); absent: nothing is recorded. */
   recordings?: Recordings | null;
 }
@@ -259,15 +259,25 @@ export interface MediaSettings {
  * starts the user agent.
  */
 export async function startMediaGateway(o: Omit<MediaGatewayOptions, 'sipPort' | 'tls' | 'rtpPortMin' | 'rtpPortMax' | 'turnTaking'> & { settings: MediaSettings; dataDir: string }): Promise<MediaGateway> {
-  const { freeSipPort } = await import('./ports.js');
+  const { freeSipPort, sipPortFree } = await import('./ports.js');
   const { sipTlsCredentials } = await import('./tls.js');
   const s = o.settings;
+  // The `sip` package would crash the process on a taken port; say which setting instead.
+  if (s.sipPort && !(await sipPortFree(o.host, s.sipPort, true))) throw new Error(`SIP_PORT ${s.sipPort} is in use on ${o.host} (UDP or TCP); set SIP_PORT to a free port, or 0 for any`);
+  if (s.tlsPort && !(await sipPortFree(o.host, s.tlsPort, false))) throw new Error(`SIP_TLS_PORT ${s.tlsPort} is in use on ${o.host}; set SIP_TLS_PORT to a free port, 0 for any, or off`);
   const sipPort = s.sipPort || (await freeSipPort(o.host));
   let tls: MediaGatewayOptions['tls'] = null;
   if (s.tlsPort !== null) {
-    const creds = await sipTlsCredentials({ dataDir: o.dataDir, certFile: s.tlsCertFile, keyFile: s.tlsKeyFile, host: o.host });
-    if (creds.generated) o.log('info', 'generated a self-signed SIP TLS certificate', { file: creds.generated });
-    tls = { port: s.tlsPort || (await freeSipPort(o.host)), cert: creds.cert, key: creds.key, verifyPeer: s.tlsVerify };
+    try {
+      const creds = await sipTlsCredentials({ dataDir: o.dataDir, certFile: s.tlsCertFile, keyFile: s.tlsKeyFile, host: o.host });
+      if (creds.generated) o.log('info', 'generated a self-signed SIP TLS certificate', { file: creds.generated });
+      tls = { port: s.tlsPort || (await freeSipPort(o.host)), cert: creds.cert, key: creds.key, verifyPeer: s.tlsVerify };
+    } catch (err) {
+      // Named files that cannot be read are a configuration error; a certificate that cannot be generated
+      // (no openssl) leaves SIP over UDP and TCP working.
+      if (s.tlsCertFile || s.tlsKeyFile) throw err;
+      o.log('warn', 'SIP over TLS is off: no certificate could be generated (set SIP_TLS_CERT and SIP_TLS_KEY)', { err: String(err) });
+    }
   }
   const gw = new MediaGateway({ ...o, sipPort, tls, rtpPortMin: s.rtpPortMin, rtpPortMax: s.rtpPortMax, turnTaking: s.turnTaking });
   gw.start();

@@ -6,6 +6,9 @@ import type { RtpPacket } from './packet.js';
  * `depth` packets is skipped. Audio here feeds a recogniser, not a loudspeaker, so the buffer only has to
  * restore order, not to smooth playout timing.
  */
+/** How far behind the playout point a packet may be and still count as merely late (RFC 3550 A.1). */
+const MAX_MISORDER = 100;
+
 export class JitterBuffer {
   private readonly held = new Map<number, RtpPacket>();
   private next = -1;
@@ -15,7 +18,13 @@ export class JitterBuffer {
   push(p: RtpPacket): RtpPacket[] {
     if (this.next < 0) this.next = p.sequence;
     const behind = (this.next - p.sequence) & 0xffff;
-    if (behind !== 0 && behind < 0x8000) return [];
+    if (behind !== 0 && behind < 0x8000) {
+      // Far behind is not a late packet but a restarted stream (a new source, a sender replaying from an
+      // earlier number, as RFC 3550 A.1 reads a jump beyond its misorder window): start again from it.
+      if (behind <= MAX_MISORDER) return [];
+      this.held.clear();
+      this.next = p.sequence;
+    }
     this.held.set(p.sequence, p);
     const out: RtpPacket[] = [];
     for (;;) {

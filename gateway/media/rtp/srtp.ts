@@ -30,6 +30,11 @@ function derive(master: SrtpKey, label: number, length: number): Buffer {
   return c.update(Buffer.alloc(length));
 }
 
+/** The session keys of a master key (RFC 3711 4.3): cipher key, authentication key, cipher salt. */
+export function srtpSessionKeys(master: SrtpKey): { encKey: Buffer; authKey: Buffer; salt: Buffer } {
+  return { encKey: derive(master, 0, 16), authKey: derive(master, 1, 20), salt: derive(master, 2, 14) };
+}
+
 /**
  * One direction of an SRTP stream (RFC 3711) with AES_CM_128_HMAC_SHA1_80: RTP packets in, SRTP packets
  * out (`protect`), or the reverse (`unprotect`, null for a packet that fails authentication or replays
@@ -43,9 +48,7 @@ export class SrtpContext {
   private lastSeq = -1;
 
   constructor(master: SrtpKey) {
-    this.encKey = derive(master, 0, 16);
-    this.authKey = derive(master, 1, 20);
-    this.salt = derive(master, 2, 14);
+    ({ encKey: this.encKey, authKey: this.authKey, salt: this.salt } = srtpSessionKeys(master));
   }
 
   private iv(ssrc: number, index: number): Buffer {

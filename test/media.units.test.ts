@@ -1,0 +1,167 @@
+/**
+ * The media gateway's parts without a network: SRTP (RFC 3711's key derivation vector, round trips across
+ * the rollover, forgeries refused), RFC 4733 digits, the reordering buffer, SDP offer/answer, turn-taking,
+ * the SIP outcome of a dial, REFER targets, and the conversation machine carrying a call's turn fields.
+ */
+import t from 'tap';
+import fc from 'fast-check';
+import { createActor, fromPromise, waitFor } from 'xstate';
+import { SrtpContext, srtpSessionKeys, newSrtpKey, inlineOf, keyOfInline } from '../gateway/media/rtp/srtp.js';
+import { readRtp, writeRtp } from '../gateway/media/rtp/packet.js';
+import { DtmfReceiver, readDtmf, writeDtmf } from '../gateway/media/rtp/dtmf.js';
+import { JitterBuffer } from '../gateway/media/rtp/jitter.js';
+import { readSdp, writeSdp } from '../gateway/media/sdp.js';
+import { choose } from '../gateway/media/media.js';
+import { TurnTaking, type CallerTurn } from '../gateway/media/turn-taking.js';
+import { outcomeOf } from '../gateway/media/dial.js';
+import { referTarget } from '../gateway/media/call.js';
+import { packetize } from '../gateway/media/rtp/packetizer.js';
+import { decode } from '../gateway/media/rtp/codec.js';
+import { conversationMachine, type TurnInput, type TurnOutcome } from '../machines/conversation.js';
+
+const hex = (s: string) => Buffer.from(s, 'hex');
+
+t.test('SRTP key derivation: RFC 3711 appendix B.3', async (t) => {
+  const k = srtpSessionKeys({ key: hex('E1F97A0D3E018BE0D64FA32C06DE4139'), salt: hex('0EC675AD498AFEEBB6960B3AABE6') });
+  t.equal(k.encKey.toString('hex').toUpperCase(), 'C61E7A93744F39EE10734AFE3FF7A087');
+  t.equal(k.salt.toString('hex').toUpperCase(), '30CBBC08863D8C85D49DB34A9AE1');
+  t.equal(k.authKey.toString('hex').toUpperCase(), 'CEBE321F6FF7716B6FD4AB49AF256A156D38BAA4');
+});
+
+t.test('SRTP: what one side protects the other unprotects, across the rollover; a changed byte is refused', async (t) => {
+  await fc.assert(
+    fc.asyncProperty(fc.integer({ min: 0, max: 0xffff }), fc.uint8Array({ minLength: 1, maxLength: 200 }), async (start, payload) => {
+      const key = newSrtpKey();
+      const tx = new SrtpContext(key);
+      const rx = new SrtpContext(key);
+      for (let i = 0; i < 4; i++) {
+        const rtp = writeRtp({ payloadType: 0, marker: false, sequence: (start + i) & 0xffff, timestamp: i * 160, ssrc: 42, payload: Buffer.from(payload) });
+        const srtp = tx.protect(rtp);
+        if (srtp.subarray(12, 12 + payload.length).equals(Buffer.from(payload)) && payload.length > 4) return false;
+        const forged = Buffer.from(srtp);
+        forged[forged.length - 11] ^= 1;
+        if (rx.unprotect(forged) !== null) return false;
+        const back = rx.unprotect(srtp);
+        if (!back || !back.equals(rtp)) return false;
+      }
+      return true;
+    }),
+    { numRuns: 60 },
+  );
+  const k = newSrtpKey();
+  t.same(keyOfInline(`inline:${inlineOf(k)}|2^20|1:32`), k, 'an SDES inline key reads back (lifetime and MKI ignored)');
+  t.equal(keyOfInline('inline:AAAA'), null, 'a short key is no key');
+});
+
+t.test('RFC 4733: digits encode and decode; a digit counts once however many packets carry it', async (t) => {
+  for (const d of '0123456789*#ABCD') t.equal(readDtmf(writeDtmf({ digit: d, end: true, volume: 10, duration: 800 }))?.digit, d);
+  const got: string[] = [];
+  const rx = new DtmfReceiver((d) => got.push(d));
+  for (const [ts, d, end] of [[100, '4', false], [100, '4', false], [100, '4', true], [100, '4', true], [900, '2', false], [900, '2', true]] as const) rx.receive(ts, writeDtmf({ digit: d, end, volume: 10, duration: 160 }));
+  t.same(got, ['4', '2']);
+});
+
+t.test('jitter buffer: reorders, skips a lost packet, restarts on a sequence far behind', async (t) => {
+  const p = (sequence: number) => ({ payloadType: 0, marker: false, sequence, timestamp: 0, ssrc: 1, payload: Buffer.alloc(1) });
+  const j = new JitterBuffer(3);
+  const out = [10, 12, 11, 13].flatMap((s) => j.push(p(s)).map((x) => x.sequence));
+  t.same(out, [10, 11, 12, 13], 'in order');
+  t.same(j.push(p(12)).map((x) => x.sequence), [], 'a late duplicate is dropped');
+  const lost = [15, 16, 17, 18].flatMap((s) => j.push(p(s)).map((x) => x.sequence));
+  t.same(lost, [15, 16, 17, 18], '14 never came: skipped');
+  t.same(j.push(p(65000)).map((x) => x.sequence), [65000], 'a replay from far earlier restarts the stream');
+  t.same(readRtp(writeRtp(p(65535)))?.sequence, 65535);
+});
+
+t.test('SDP: an offer reads back; the answer takes the first G.711 codec offered; SAVP needs a key', async (t) => {
+  const key = newSrtpKey();
+  const offer = writeSdp({ address: '127.0.0.1', port: 4000, codecs: ['PCMA', 'PCMU'], dtmfPayloadType: 96, srtp: key, version: 1, sessionId: 7 });
+  const read = readSdp(offer)!;
+  t.same(read.codecs, ['PCMA', 'PCMU']);
+  t.equal(read.dtmfPayloadType, 96);
+  t.same(read.srtp, key);
+  t.same(choose(read), { codec: 'PCMA', dtmf: 96 });
+  t.match(choose(readSdp(offer.replace(/^a=crypto.*\r\n/m, ''))), { error: /SRTP/ }, 'SAVP without a key');
+  t.match(choose(readSdp('v=0\r\no=- 1 1 IN IP4 1.2.3.4\r\ns=-\r\nc=IN IP4 1.2.3.4\r\nt=0 0\r\nm=audio 5 RTP/AVP 18\r\na=rtpmap:18 G729/8000\r\n')), { error: /G\.711/ });
+  t.match(choose(readSdp('not sdp')), { error: /no audio/ });
+});
+
+t.test('turn-taking: an utterance after speech and silence, barge-in while the agent speaks, digits, silence', async (t) => {
+  const frame = (level: number) => {
+    const f = new Int16Array(160);
+    for (let i = 0; i < 160; i++) f[i] = i % 2 ? level : -level;
+    return f;
+  };
+  const turns: CallerTurn[] = [];
+  let speaking = true;
+  let stopped = 0;
+  const tt = new TurnTaking({ speechLevel: 600, speechStartMs: 60, endSilenceMs: 200, noInputMs: 300, interDigitMs: 100, maxUtteranceMs: 5000 }, () => speaking, () => {
+    stopped++;
+    speaking = false;
+  }, (x) => turns.push(x));
+  for (let i = 0; i < 20; i++) tt.audio(frame(3000));
+  for (let i = 0; i < 10; i++) tt.audio(frame(0));
+  t.equal(turns.length, 1);
+  t.equal(turns[0].kind, 'speech');
+  t.equal((turns[0] as { bargeIn: boolean }).bargeIn, true, 'spoken over the agent');
+  t.equal(stopped, 1, 'the agent was stopped');
+  tt.digit('1');
+  tt.digit('2');
+  tt.digit('#');
+  t.same(turns[1], { ...turns[1], kind: 'dtmf', digits: '12', bargeIn: false }, '# ends the digits');
+  tt.agentDone();
+  await new Promise((r) => setTimeout(r, 400));
+  t.equal(turns[2]?.kind, 'silence', 'nothing heard after the agent finished');
+  for (let i = 0; i < 20; i++) tt.audio(frame(3000));
+  await new Promise((r) => setTimeout(r, 300));
+  t.equal(turns[3]?.kind, 'speech', 'an utterance whose audio just stops (silence suppression) ends too');
+  tt.close();
+});
+
+t.test('dial outcomes from SIP statuses', async (t) => {
+  t.equal(outcomeOf(486, 'Busy Here', true, false).outcome, 'busy');
+  t.equal(outcomeOf(600, 'Busy Everywhere', true, false).outcome, 'busy');
+  t.equal(outcomeOf(603, 'Decline', true, false).outcome, 'rejected');
+  t.equal(outcomeOf(403, 'Forbidden', false, false).outcome, 'rejected');
+  t.equal(outcomeOf(487, 'Request Terminated', true, true).outcome, 'no_answer', 'CANCELled while ringing');
+  t.same(outcomeOf(408, 'Request Timeout', false, true), { outcome: 'unreachable', sip_status: null, reason: 'Request Timeout', conversation_id: null }, 'nothing ever answered');
+  t.equal(outcomeOf(503, 'Service Unavailable', false, false).outcome, 'unreachable');
+  t.equal(outcomeOf(486, 'Busy Here', true, false).reason, '486 Busy Here');
+});
+
+t.test('handoff destinations as REFER targets', async (t) => {
+  t.equal(referTarget('sip:desk@pbx.example.com'), 'sip:desk@pbx.example.com');
+  t.equal(referTarget('+442079460000'), 'tel:+442079460000');
+  t.equal(referTarget('live_agent'), null, 'a queue name is no SIP target');
+  t.equal(referTarget('sip:bad target'), null);
+});
+
+t.test('packetizing: 20 ms G.711 frames, the last padded', async (t) => {
+  const pcm = new Int16Array(400).fill(1000);
+  const frames = packetize('PCMU', pcm);
+  t.equal(frames.length, 3);
+  t.ok(frames.every((f) => f.length === 160));
+  t.ok(Math.abs(decode('PCMU', frames[0])[0] - 1000) < 40, 'µ-law round trip');
+});
+
+t.test('conversation machine: a call turn carries its voice fields to the turn effect', async (t) => {
+  let seen: TurnInput | null = null;
+  const machine = conversationMachine.provide({
+    actors: {
+      startConversation: fromPromise(async (): Promise<TurnOutcome> => ({ at: 2, turns: [], response: 'hi', state: {}, handoff: null, end: false, oodTurns: 0, functionErrors: 0, variant: null, artifactVersion: null })),
+      takeTurn: fromPromise(async ({ input }: { input: TurnInput }): Promise<TurnOutcome> => {
+        seen = input;
+        return { at: 3, turns: [], response: 'ok', state: {}, handoff: null, end: false, oodTurns: 0, functionErrors: 0, variant: null, artifactVersion: null };
+      }),
+      sleepUntil: fromPromise(() => new Promise<number>(() => {})),
+    },
+  });
+  const a = createActor(machine, { input: { id: 'c' } }).start();
+  a.send({ type: 'START', start: { accountId: 'a', projectId: 'p', environment: 'live', channel: 'VOICE-SIP', variantId: null, integrationAttributes: {}, asrLangCode: '', ttsLangCode: '', initialMessage: null, fromNumber: '+1', toNumber: '+2', sipHeaders: { 'x-a': 'b' }, callSid: 'IN-1', at: 1, idleTimeoutMs: 60_000 } });
+  await waitFor(a, (s) => s.value === 'idle');
+  a.send({ type: 'MESSAGE', message: '', metadata: {}, integrationAttributes: {}, voice: { dtmf: '42', bargeIn: true }, at: 3 });
+  await waitFor(a, (s) => s.value === 'idle' && seen !== null);
+  t.same(seen!.voice, { dtmf: '42', bargeIn: true });
+  t.same(a.getSnapshot().context.start?.sipHeaders, { 'x-a': 'b' });
+  a.stop();
+});
