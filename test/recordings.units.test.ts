@@ -88,3 +88,37 @@ t.test('retention: the sweep deletes recordings past their expiry and keeps the 
   t.equal((await blobs.read('rec/a/p/new/caller'))!.length, 480, 'chunks read back in order, concatenated');
   await t.rejects(blobs.put('rec/../../etc', Buffer.from('x')), 'no path escapes the blob root');
 });
+
+t.test('the tap: a project\'s own retention wins, 0 records nothing; frames land on the timeline, digits with their times', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'sb-blobs-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const blobs = new FsBlobStore(dir);
+  const own: Record<string, number | undefined> = { none: 0, short: 2 };
+  const rec = new Recordings(blobs, { retentionDays: 30, chunkMs: 100_000, projectRetentionDays: async (p) => own[p], log: () => {} });
+  // The tap reaches only a call's audio/digit entry points and the RTP session's send hook.
+  const callOf = () => ({ heard: 0, audio(_: Int16Array) { this.heard++; }, digit(_: string) {} });
+  const tapped = async (project: string) => {
+    const call = callOf();
+    const rtp: { onSent: ((b: Buffer) => void) | null } = { onSent: null };
+    const h = rec.tap({ conversationId: `c-${project}`, callSid: 'IN-x', accountId: 'a', projectId: project }, 'PCMU', call as never, rtp as never)!;
+    call.audio(new Int16Array(160).fill(1000));
+    call.digit('5');
+    rtp.onSent!(Buffer.alloc(160, 0xff));
+    await h.end(Date.now());
+    return call;
+  };
+  const call = await tapped('short');
+  t.equal(call.heard, 1, 'the call still gets its audio');
+  const meta = JSON.parse((await blobs.read('rec/a/short/c-short/meta'))!.toString());
+  t.equal(meta.expires_at - meta.started_at, 2 * 86_400_000, 'the project\'s 2 days');
+  t.ok(meta.ended_at >= meta.started_at, 'the end is recorded');
+  const caller = (await blobs.read('rec/a/short/c-short/caller'))!;
+  t.ok(caller.length >= 320 && caller.readInt16LE(caller.length - 2) === 1000, 'the caller frame, at its place on the timeline');
+  t.equal((await blobs.read('rec/a/short/c-short/agent'))!.length % 320, 0, 'the agent frame, decoded to 16-bit');
+  t.match((await blobs.read('rec/a/short/c-short/events'))!.toString(), /"digit":"5"/);
+  await tapped('none');
+  t.same(await blobs.list('rec/a/none'), [], 'a project with 0 days: nothing written');
+  await tapped('other');
+  const other = JSON.parse((await blobs.read('rec/a/other/c-other/meta'))!.toString());
+  t.equal(other.expires_at - other.started_at, 30 * 86_400_000, 'no project setting: RECORDING_RETENTION_DAYS');
+});

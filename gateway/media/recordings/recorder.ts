@@ -24,16 +24,29 @@ export class CallRecorder {
   private writes: Promise<void> = Promise.resolve();
   private readonly timer: NodeJS.Timeout;
   private ended = false;
+  /** Set when the project's retention turns out to be 0: nothing is written. */
+  private off = false;
+  private meta: RecordingMeta | null = null;
   readonly prefix: string;
 
   constructor(
     private readonly blobs: BlobStore,
-    private readonly meta: RecordingMeta,
+    private readonly ids: Pick<RecordingMeta, 'conversation_id' | 'account_id' | 'project_id' | 'call_sid' | 'started_at'>,
+    /** The expiry (epoch ms), known once the project's settings are read; null: do not record. */
+    expiresAt: Promise<number | null>,
     private readonly chunkMs: number,
     private readonly log: (msg: string, extra: Record<string, unknown>) => void,
   ) {
-    this.prefix = recordingPrefix(meta.account_id, meta.project_id, meta.conversation_id);
-    this.queue(() => blobs.put(`${this.prefix}/meta`, Buffer.from(JSON.stringify(meta))));
+    this.prefix = recordingPrefix(ids.account_id, ids.project_id, ids.conversation_id);
+    this.queue(async () => {
+      const expires = await expiresAt;
+      if (expires === null) {
+        this.off = true;
+        return;
+      }
+      this.meta = { ...ids, ended_at: null, expires_at: expires };
+      await blobs.put(`${this.prefix}/meta`, Buffer.from(JSON.stringify(this.meta)));
+    });
     this.timer = setInterval(() => this.flush(), chunkMs);
     this.timer.unref();
   }
@@ -42,7 +55,7 @@ export class CallRecorder {
   frame(dir: Direction, pcm: Int16Array, at: number): void {
     if (this.ended) return;
     const t = this.tracks[dir];
-    const pos = Math.round(((at - this.meta.started_at) * RECORDING_RATE) / 1000) - pcm.length;
+    const pos = Math.round(((at - this.ids.started_at) * RECORDING_RATE) / 1000) - pcm.length;
     // Late by more than a frame: silence up to where this frame belongs. Early (a burst from the jitter
     // buffer): right after the previous frame, so nothing is ever dropped.
     if (pos - t.written > FRAME_SAMPLES) {
@@ -61,7 +74,7 @@ export class CallRecorder {
 
   digit(digit: string, at: number): void {
     if (this.ended) return;
-    this.events.push({ kind: 'dtmf', digit, at_ms: at - this.meta.started_at });
+    this.events.push({ kind: 'dtmf', digit, at_ms: at - this.ids.started_at });
   }
 
   private queue(f: () => Promise<void>): void {
@@ -75,13 +88,17 @@ export class CallRecorder {
       const samples = t.pending;
       t.pending = [];
       const index = t.chunk++;
-      this.queue(() => this.blobs.putChunk(`${this.prefix}/${dir}`, index, pcmBytes(samples)));
+      this.queue(async () => {
+        if (!this.off) await this.blobs.putChunk(`${this.prefix}/${dir}`, index, pcmBytes(samples));
+      });
     }
     if (this.events.length) {
       const lines = this.events.map((e) => `${JSON.stringify(e)}\n`).join('');
       this.events = [];
       const index = this.eventChunk++;
-      this.queue(() => this.blobs.putChunk(`${this.prefix}/events`, index, Buffer.from(lines)));
+      this.queue(async () => {
+        if (!this.off) await this.blobs.putChunk(`${this.prefix}/events`, index, Buffer.from(lines));
+      });
     }
   }
 
@@ -91,7 +108,9 @@ export class CallRecorder {
     clearInterval(this.timer);
     this.flush();
     this.ended = true;
-    this.queue(() => this.blobs.put(`${this.prefix}/meta`, Buffer.from(JSON.stringify({ ...this.meta, ended_at: at }))));
+    this.queue(async () => {
+      if (!this.off && this.meta) await this.blobs.put(`${this.prefix}/meta`, Buffer.from(JSON.stringify({ ...this.meta, ended_at: at })));
+    });
     return this.writes;
   }
 }

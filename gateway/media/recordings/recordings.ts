@@ -8,6 +8,8 @@ import type { RecordingMeta } from '../../../actors/recording/mod.js';
 export interface RecordingsOptions {
   /** Days a recording is kept after its call started (RECORDING_RETENTION_DAYS); 0 records nothing. */
   retentionDays: number;
+  /** A project's own retention (its `recording_retention_days` setting), when it has one. */
+  projectRetentionDays?: (projectId: string) => Promise<number | undefined>;
   /** How much audio one durable chunk holds (RECORDING_CHUNK_MS): what a crash can lose at most. */
   chunkMs: number;
   log: (level: 'info' | 'warn', msg: string, extra?: Record<string, unknown>) => void;
@@ -33,10 +35,15 @@ export class Recordings {
   constructor(readonly blobs: BlobStore, private readonly o: RecordingsOptions) {}
 
   tap(p: RecordedCall, codec: Codec, call: VoiceCall, rtp: RtpSession): { end(at: number): Promise<void> } | null {
-    if (this.o.retentionDays <= 0) return null;
     const now = Date.now();
-    const meta: RecordingMeta = { conversation_id: p.conversationId, account_id: p.accountId, project_id: p.projectId, call_sid: p.callSid, started_at: now, ended_at: null, expires_at: now + this.o.retentionDays * DAY };
-    const rec = new CallRecorder(this.blobs, meta, this.o.chunkMs, (msg, extra) => this.o.log('warn', msg, extra));
+    const own = this.o.projectRetentionDays?.(p.projectId).catch(() => undefined) ?? Promise.resolve(undefined);
+    // The project's setting, else the deployment's; 0 records nothing (what was buffered meanwhile is dropped).
+    const expires = own.then((d) => {
+      const days = d ?? this.o.retentionDays;
+      return days > 0 ? now + days * DAY : null;
+    });
+    const ids = { conversation_id: p.conversationId, account_id: p.accountId, project_id: p.projectId, call_sid: p.callSid, started_at: now };
+    const rec = new CallRecorder(this.blobs, ids, expires, this.o.chunkMs, (msg, extra) => this.o.log('warn', msg, extra));
     const audio = call.audio.bind(call);
     const digit = call.digit.bind(call);
     call.audio = (pcm) => {
