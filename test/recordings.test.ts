@@ -5,6 +5,7 @@ import alawmulaw from 'alawmulaw';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import wavefile from 'wavefile';
+import fc from 'fast-check';
 import { startPlatform, removeDir, type Platform } from './helpers/platform.js';
 import { chatProject, type ChatProject } from './helpers/chat.js';
 import { conversationsClient, conversationsKey } from './helpers/conversations.js';
@@ -263,6 +264,26 @@ t.test('a call is recorded per direction; the card number keyed over the caller\
   const unknown = await audio(p, project, piiKey, 'no-such-conversation');
   t.equal(unknown.status, 404);
   t.match(JSON.parse(unknown.bytes.toString()), { error_message: /not found/ });
+
+  // Any direction and redacted value: a WAV or a 400 in the family's shape, never a 500.
+  await fc.assert(
+    fc.asyncProperty(fc.option(fc.oneof(fc.constantFrom('combined', 'user', 'agent', 'true', 'false', '1', '0'), fc.string())), fc.option(fc.oneof(fc.constantFrom('true', 'false', '1', '0'), fc.string())), async (direction, redacted) => {
+      const qs = new URLSearchParams();
+      if (direction !== null) qs.set('direction', direction);
+      if (redacted !== null) qs.set('redacted', redacted);
+      const r = await get(dataKey, qs.toString());
+      if (r.status === 200) return r.bytes.subarray(0, 4).toString() === 'RIFF' && r.headers.get('x-audio-redacted') === 'true';
+      return r.status === 400 && typeof JSON.parse(r.bytes.toString()).error_message === 'string';
+    }),
+    { numRuns: 40 },
+  );
+
+  // A text conversation has no audio: 404.
+  const chat = await project.chat('create', {});
+  t.equal(chat.status, 200);
+  const none = await audio(p, project, piiKey, chat.body.conversation_id);
+  t.equal(none.status, 404, 'a chat conversation: 404');
+  t.match(JSON.parse(none.bytes.toString()), { error_message: /has no audio/ });
 
   // Tenant isolation: another project's key, and another project's path.
   const other = await chatProject(p, { name: 'Other Co' });
