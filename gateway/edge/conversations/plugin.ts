@@ -34,7 +34,7 @@ import { PathId } from '../schemas.js';
 import { concurrency, parseConcurrencyQuery } from './concurrency.js';
 import { serveAudio } from './audio.js';
 import { audioOf, digitsKind, maskText, type AudioInfo } from '../../../actors/recording/mod.js';
-import { ConcurrencyQueryDoc, ConversationsQueryDoc, ConversationsResponseDoc } from './docs.js';
+import { AudioQueryDoc, AudioResponseDoc, ConcurrencyQueryDoc, ConversationsQueryDoc, ConversationsResponseDoc } from './docs.js';
 import { cursorCodec, malformedCursor, type Position } from './cursor.js';
 import type { RawQuery } from './params.js';
 import { filterKey, parseListQuery, VERSIONS, type Version } from './query.js';
@@ -142,6 +142,7 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
   });
 
   app.get('/:version/:account_id/:project_id/conversations/:conversation_id/audio', {
+    config: { openapiQuery: AudioQueryDoc, openapiResponses: { 200: AudioResponseDoc, 206: AudioResponseDoc } },
     schema: {
       tags: ['conversations'],
       summary: 'A call\'s recording as WAV (direction combined, user or agent; redacted; Range)',
