@@ -41,6 +41,12 @@ export interface CallSettings {
   retentionMs: number;
   /** Grace beyond the ring timeout for a media gateway's answer before the dial counts as failed. */
   dialGraceMs: number;
+  /**
+   * While `queued` or `calling`, a durable timer wakes the call this often. Its effects (waiting for a slot,
+   * the dial) live in a worker's memory: when that worker dies, the shard's next owner activates the call at
+   * its next wake-up, which restarts them (the dial is idempotent by call_sid), instead of at its far deadline.
+   */
+  wakeMs: number;
 }
 
 export interface CallContext {
@@ -55,6 +61,8 @@ export interface CallContext {
   /** The SIP status of the final response (486, 603, ...), when there was one. */
   sipStatus: number | null;
   conversationId: string | null;
+  /** The next wake-up while queued or calling (see `CallSettings.wakeMs`). */
+  wakeAt: number | null;
 }
 
 export type CallEvent =
@@ -131,6 +139,7 @@ export const callMachine = setup({
     failure: null,
     sipStatus: null,
     conversationId: null,
+    wakeAt: null,
   }),
   initial: 'new',
   states: {
@@ -151,6 +160,20 @@ export const callMachine = setup({
     },
     queued: {
       tags: ['queued'],
+      entry: assign({ wakeAt: ({ context }) => context.queuedAt! + context.settings.wakeMs }),
+      initial: 'waiting',
+      states: {
+        // The wake-up (see `CallSettings.wakeMs`): a durable timer that re-enters itself with the next
+        // deadline when it fires; only the timer restarts, the state's effects keep running.
+        waiting: {
+          invoke: {
+            id: 'wake',
+            src: 'sleepUntil',
+            input: ({ context }) => ({ until: context.wakeAt! }),
+            onDone: { target: 'waiting', reenter: true, actions: assign({ wakeAt: ({ context, event }) => Math.max(event.output, context.wakeAt!) + context.settings.wakeMs }) },
+          },
+        },
+      },
       invoke: [
         {
           id: 'slot',
@@ -175,6 +198,25 @@ export const callMachine = setup({
     },
     calling: {
       tags: ['calling'],
+      entry: assign({ wakeAt: ({ context }) => context.callingAt! + context.settings.wakeMs }),
+      on: {
+        // Only an answered call hangs up: when the dial's answer was lost (its worker died and the call was
+        // not woken before the hang-up), the hang-up itself says the call was answered, and when it ended.
+        CALL_ENDED: { target: '#call.success.ended', actions: assign({ endedAt: ({ event }) => event.at, answeredAt: ({ context }) => context.callingAt }) },
+      },
+      initial: 'waiting',
+      states: {
+        // The wake-up (see `CallSettings.wakeMs`): a durable timer that re-enters itself with the next
+        // deadline when it fires; only the timer restarts, the state's effects keep running.
+        waiting: {
+          invoke: {
+            id: 'wake',
+            src: 'sleepUntil',
+            input: ({ context }) => ({ until: context.wakeAt! }),
+            onDone: { target: 'waiting', reenter: true, actions: assign({ wakeAt: ({ context, event }) => Math.max(event.output, context.wakeAt!) + context.settings.wakeMs }) },
+          },
+        },
+      },
       invoke: [
         {
           id: 'dial',

@@ -8,7 +8,7 @@ import { createActor, fromPromise } from 'xstate';
 import { getShortestPaths, getSimplePaths } from 'xstate/graph';
 import { callMachine, callStatus, type CallRequest, type DialOutput } from '../machines/call.js';
 
-const settings = { queueTimeoutMs: 1000, ringTimeoutMs: 2000, retentionMs: 7_200_000, dialGraceMs: 500 };
+const settings = { queueTimeoutMs: 1000, ringTimeoutMs: 2000, retentionMs: 7_200_000, dialGraceMs: 500, wakeMs: 250 };
 const request: CallRequest = {
   account_id: 'acc', project_id: 'p', environment: 'live', variant_id: null, connector_id: 'con', telephony_connector_id: 'tc',
   to: '+14155550123', from: '+14155550100', headers: { 'X-Ref': 'r1' }, encryption: 'TLS/SRTP',
@@ -45,6 +45,7 @@ const allEvents = [
   error('dial'),
   done('dialTimer', 4000),
   done('retention', 9_999_999),
+  done('wake', 1250),
   error('release'),
 ] as any[];
 // An effect's error event exists only while its effect runs (XState fails an actor on an unhandled one).
@@ -71,7 +72,7 @@ t.test('call: every state is reachable and each shortest path replays on a real 
   const paths = getShortestPaths(machine, { events, serializeState, input } as any);
   t.same(
     [...new Set(paths.map((p) => stateName(p.state.value)))].sort(),
-    ['"calling"', '"expired"', '"failure"', '"new"', '"queued"', '{"success":"connected"}', '{"success":"ended"}'].map((s) => s.replace(/^"|"$/g, '')).sort(),
+    ['{"calling":"waiting"}', 'expired', 'failure', 'new', '{"queued":"waiting"}', '{"success":"connected"}', '{"success":"ended"}'].sort(),
   );
   const failures = new Set(paths.filter((p) => p.state.value === 'failure').map((p) => (p.state.context as any).failure));
   t.same([...failures].sort(), ['busy', 'error', 'no_answer', 'queue_timeout', 'rejected', 'trunk_missing', 'unreachable'], 'every failure reason is reached');
@@ -141,13 +142,72 @@ t.test('call: durable timers have absolute deadlines from the events’ times', 
   actor.start();
   actor.send({ type: 'PLACE', request, at: 1000 });
   await new Promise((r) => setImmediate(r));
-  t.same(deadlines, [{ until: 1000 + settings.queueTimeoutMs }], 'queue timeout from the placing time');
+  t.same(deadlines.map((d) => d.until).sort(), [1000 + settings.queueTimeoutMs, 1000 + settings.wakeMs].sort(), 'queue timeout and first wake-up from the placing time');
+  deadlines.length = 0;
   actor.send(done('slot', 1500));
   await new Promise((r) => setImmediate(r));
-  t.same(deadlines[1], { until: 1500 + settings.ringTimeoutMs + settings.dialGraceMs }, 'dial guard from the calling time');
+  t.same(deadlines.map((d) => d.until).sort(), [1500 + settings.ringTimeoutMs + settings.dialGraceMs, 1500 + settings.wakeMs].sort(), 'dial guard and wake-up from the calling time');
+  deadlines.length = 0;
   actor.send(dialed('answered', 200));
   actor.send({ type: 'CALL_ENDED', at: 9000 });
   await new Promise((r) => setImmediate(r));
-  t.same(deadlines[2], { until: 9000 + settings.retentionMs }, 'retention from the end time');
+  t.same(deadlines, [{ until: 9000 + settings.retentionMs }], 'retention from the end time; no wake-ups once terminal');
+  actor.stop();
+});
+
+t.test('call: the paths cover every transition of the machine', async (t) => {
+  const paths = getSimplePaths(machine, { events, serializeState, input } as any);
+  const edges = new Set<string>();
+  for (const path of paths) {
+    const actor = createActor(machine, { input });
+    actor.start();
+    for (const step of path.steps) {
+      const before = stateName(actor.getSnapshot().value);
+      actor.send(step.event);
+      const after = stateName(actor.getSnapshot().value);
+      if (before !== after) edges.add(`${before} --${step.event.type.replace('xstate.', '')}--> ${after}`);
+    }
+    actor.stop();
+  }
+  t.same([...edges].sort(), [
+    'new --PLACE--> {"queued":"waiting"}',
+    '{"queued":"waiting"} --done.actor.slot--> {"calling":"waiting"}',
+    '{"queued":"waiting"} --error.actor.slot--> failure',
+    '{"queued":"waiting"} --done.actor.queueTimer--> failure',
+    '{"calling":"waiting"} --done.actor.dial--> {"success":"connected"}',
+    '{"calling":"waiting"} --done.actor.dial--> failure',
+    '{"calling":"waiting"} --error.actor.dial--> failure',
+    '{"calling":"waiting"} --done.actor.dialTimer--> failure',
+    '{"calling":"waiting"} --CALL_ENDED--> {"success":"ended"}',
+    '{"success":"connected"} --CALL_ENDED--> {"success":"ended"}',
+    '{"success":"ended"} --done.actor.retention--> expired',
+    'failure --done.actor.retention--> expired',
+  ].sort());
+});
+
+t.test('call: a wake-up re-arms itself and leaves the running effects alone', async (t) => {
+  const starts: string[] = [];
+  const wakes: number[] = [];
+  const m = callMachine.provide({
+    actors: {
+      acquireSlot: fromPromise(() => (starts.push('slot'), never<number>())),
+      releaseSlot: fromPromise<void, any>(async () => undefined),
+      dial: fromPromise(() => (starts.push('dial'), never<DialOutput>())),
+      sleepUntil: fromPromise(({ input }: { input: { until: number } }) => (wakes.push(input.until), never<number>())),
+    },
+  });
+  const actor = createActor(m, { input });
+  actor.start();
+  actor.send({ type: 'PLACE', request, at: 1000 });
+  actor.send(done('wake', 1250));
+  actor.send(done('wake', 1600));
+  await new Promise((r) => setImmediate(r));
+  t.same(starts, ['slot'], 'the slot wait runs on, not restarted');
+  t.equal(actor.getSnapshot().context.wakeAt, 1600 + settings.wakeMs, 'the next wake-up from when it fired');
+  actor.send(done('slot', 2000));
+  actor.send(done('wake', 2250));
+  await new Promise((r) => setImmediate(r));
+  t.same(starts, ['slot', 'dial'], 'the dial runs on, not restarted');
+  t.ok(wakes.includes(2250 + settings.wakeMs));
   actor.stop();
 });

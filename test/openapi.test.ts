@@ -105,11 +105,13 @@ t.test('every operation names its security scheme, and the schemes are the heade
     chatKey: { type: 'apiKey', in: 'header', name: 'X-API-KEY' },
     chatToken: { type: 'apiKey', in: 'header', name: 'X-TOKEN' },
     externalEventsKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key' },
+    outboundToken: { type: 'apiKey', in: 'header', name: 'X-Service-Auth-Token' },
   });
   const expected = (path: string): Array<Record<string, string[]>> =>
     path.startsWith('/admin/') ? [{ operatorToken: [] }]
     : path.startsWith('/v1/agents') ? [{ agentsKey: [] }]
     : path.includes('/chat/') ? [{ chatKey: [], chatToken: [] }]
+    : path.startsWith('/v1/outbound-calling') ? [{ outboundToken: [] }]
     : path.includes('/conversations') ? [{ conversationsKey: [] }]
     : [{ externalEventsKey: [] }];
   for (const { path, method, op } of operations()) {

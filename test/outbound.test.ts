@@ -2,17 +2,22 @@
  * Outbound calling through HTTP against a started platform (contract 4.5, 2.7, 3.3, 7.3): the
  * `X-Service-Auth-Token` of an outbound connector, every error row in `{error_message}`, the body's rules
  * (fast-check), the per-trunk queue limit with its queueing timeout, terminal statuses and the 404 after the
- * status retention. The calls here go to a trunk nobody answers on; answered, busy, rejected and unanswered
- * calls against sipp are in `outbound.sipp.test.ts`.
+ * status retention. The calls here go to a trunk that never answers; answered, busy, rejected and unanswered
+ * calls and the queue limit against sipp are in `outbound.sipp.test.ts`.
  */
 import t from 'tap';
+import { createSocket, type Socket } from 'node:dgram';
 import fc from 'fast-check';
 import { client, http } from './helpers/http.js';
 import { natsAvailable, startNats } from './helpers/nats.js';
 import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
+import { openStore } from '../store/mod.js';
+import { chatProject } from './helpers/chat.js';
 import { admin, tenant } from './helpers/tenants.js';
 
 const RETENTION_MS = 1500;
+/** The media gateway's SIP and RTP ports: any free ones, no TLS listener (tests run side by side). */
+const MEDIA_PORTS = { SIP_PORT: '0', SIP_TLS_PORT: 'off', RTP_PORT_MIN: '0', RTP_PORT_MAX: '0' };
 let p: Platform;
 let api: ReturnType<typeof client>;
 let accountId: string;
@@ -20,8 +25,12 @@ let agent: string;
 let tc: string;
 let token: string;
 
-/** A trunk on a loopback address and port where nothing listens: calls through it never connect. */
-const deadTrunk = { name: 'Nowhere', host: '127.0.0.3', port: 9, transport: 'udp' };
+/**
+ * A trunk that swallows every packet (a UDP socket of the test that never answers): a call through it stays
+ * `calling` until the ring timeout, then fails, whether a media gateway sends it INVITEs or none is there.
+ */
+let blackhole: Socket;
+let deadTrunk: { name: string; host: string; port: number; transport: string };
 
 async function outboundConnector(p: Platform, accountId: string, projectId: string, fields: Record<string, unknown>) {
   const r = await admin(p)('POST', '/connectors', { account_id: accountId, project_id: projectId, kind: 'outbound', ...fields });
@@ -30,22 +39,28 @@ async function outboundConnector(p: Platform, accountId: string, projectId: stri
 }
 
 t.before(async () => {
+  blackhole = createSocket('udp4');
+  await new Promise<void>((resolve) => blackhole.bind(0, '127.0.0.2', resolve));
+  deadTrunk = { name: 'Nowhere', host: '127.0.0.2', port: blackhole.address().port, transport: 'udp' };
   p = await startPlatform({
     env: {
       OUTBOUND_TRUNK_CONCURRENCY: '1',
       OUTBOUND_QUEUE_TIMEOUT_MS: '500',
       OUTBOUND_RING_TIMEOUT_MS: '4000',
       OUTBOUND_STATUS_RETENTION_MS: String(RETENTION_MS),
+      ...MEDIA_PORTS,
     },
   });
-  const a = await tenant(p, 'Acme');
-  accountId = a.accountId;
-  api = client(p.edge, { 'x-api-key': a.key });
-  agent = (await api('POST', '/v1/agents', { name: 'Caller' })).body.agentId;
+  // Deployed to live: a media gateway places calls only for an agent that has something to run.
+  const c = await chatProject(p, { name: 'Caller' });
+  accountId = c.accountId;
+  api = c.api;
+  agent = c.agentId;
   tc = (await api('POST', `/v1/agents/${agent}/telephony/connectors`, deadTrunk)).body.id;
   token = await outboundConnector(p, accountId, agent, { telephony_connector_id: tc, from_number: '+14155550100' });
 });
 t.teardown(async () => {
+  blackhole.close();
   await p.stop();
   removeDir(p.dataDir);
 });
@@ -73,7 +88,8 @@ const errorShaped = (t: any, r: { status: number; body: any }, status: number, m
 };
 
 t.test('trigger: a call_sid OUT-… at once, the status is queued or calling, and a failure keeps its reason', async (t) => {
-  const r = await trigger({ to_number: '+14155550123', metadata: { 'X-Ref': 'abc' } });
+  // UDP: the INVITEs go to the silent trunk (TLS, the default, would fail at once: nothing accepts there).
+  const r = await trigger({ to_number: '+14155550123', metadata: { 'X-Ref': 'abc' }, encryption: 'UDP/RTP' });
   t.equal(r.status, 200, r.text);
   t.match(r.body.call_sid, /^OUT-[A-Za-z0-9]{24}$/);
   const first = await status(r.body.call_sid);
@@ -85,6 +101,12 @@ t.test('trigger: a call_sid OUT-… at once, the status is queued or calling, an
   t.same(statuses.filter((s) => s !== 'queued'), ['calling', 'failure'], 'queued/calling, then failure: nothing answers on this trunk');
   const last = seen[seen.length - 1].body;
   t.not(last.reason, '', 'a failure has a reason');
+  // The call's steps are journaled with the contract's events (journal contract), in order.
+  const store = await openStore({ dataDir: p.dataDir });
+  t.teardown(() => store.close());
+  const events = (await store.journal.ofActor(`call/${r.body.call_sid}`)).flatMap((e) => e.events);
+  t.same(events.map((e) => e.type), ['call.queued', 'call.calling', 'call.failed']);
+  for (const e of events) t.match(e.data, { account_id: accountId, project_id: agent, call_sid: r.body.call_sid });
   // Terminal: it stays failure with the same reason until the retention ends, then 404.
   const after = await until(r.body.call_sid, (s) => s.status === 404);
   for (const s of after.slice(0, -1)) t.same(s.body, last, 'terminal status never changes');
@@ -92,7 +114,7 @@ t.test('trigger: a call_sid OUT-… at once, the status is queued or calling, an
 });
 
 t.test('queue: one call at a time on the trunk; the second fails with a queue timeout', async (t) => {
-  const a = await trigger({ to_number: '+14155550123' });
+  const a = await trigger({ to_number: '+14155550123', encryption: 'UDP/RTP' });
   await until(a.body.call_sid, (s) => s.body?.status === 'calling');
   const b = await trigger({ to_number: '+14155550124' });
   t.equal(b.status, 200);
@@ -101,7 +123,7 @@ t.test('queue: one call at a time on the trunk; the second fails with a queue ti
   t.match(seen[seen.length - 1].body.reason, /queue timeout/);
   // The first call frees its slot when it ends; a third call then gets to calling.
   await until(a.body.call_sid, (s) => s.body?.status === 'failure');
-  const c = await trigger({ to_number: '+14155550125' });
+  const c = await trigger({ to_number: '+14155550125', encryption: 'UDP/RTP' });
   const third = await until(c.body.call_sid, (s) => s.body?.status === 'calling' || s.body?.status === 'failure');
   t.equal(third[third.length - 1].body.status, 'calling', 'a freed slot is taken');
   await until(c.body.call_sid, (s) => s.body?.status === 'failure');
@@ -214,7 +236,7 @@ const needsNats = natsAvailable() ? {} : { skip: 'nats-server is not installed' 
 t.test('trigger: 500 when the call actor cannot be reached (an edge without workers)', needsNats, async (t) => {
   const nats = await startNats();
   t.teardown(() => nats.stop());
-  const edgeOnly = await startPlatform({ dataDir: undefined, roles: ['edge'], env: { NATS_URL: nats.url, ASK_TIMEOUT_MS: '300' } });
+  const edgeOnly = await startPlatform({ dataDir: undefined, roles: ['edge'], env: { NATS_URL: nats.url, ASK_TIMEOUT_MS: '300', ...MEDIA_PORTS } });
   t.teardown(async () => {
     await edgeOnly.stop();
     removeDir(edgeOnly.dataDir);

@@ -4,8 +4,10 @@
  */
 import t from 'tap';
 import fc from 'fast-check';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { client } from './helpers/http.js';
-import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
+import { CLI, removeDir, startPlatform, type Platform } from './helpers/platform.js';
 import { admin, tenant } from './helpers/tenants.js';
 
 let p: Platform;
@@ -168,4 +170,18 @@ t.test('admin: outbound connectors name a telephony connector and a from number;
   isFieldError(t, foreign.body, 'telephony_connector_id');
   const listed = (await a('GET', `/connectors?account_id=${accountId}`)).body.data.find((c: any) => c.id === ok.body.id);
   t.match(listed, { telephony_connector_id: tc, from_number: '+14155550100' });
+});
+
+t.test('CLI: connectors create --kind outbound --telephony-connector ID --from-number N', async (t) => {
+  const agent = await newAgent('Dialer');
+  const tc = (await api('POST', `/v1/agents/${agent}/telephony/connectors`, trunk)).body.id;
+  const { stdout } = await promisify(execFile)(process.execPath, [
+    CLI, '--url', p.edge, '--token', p.operatorToken,
+    'connectors', 'create', '--account', accountId, '--project', agent, '--kind', 'outbound', '--telephony-connector', tc, '--from-number', '+14155550100',
+  ]);
+  const out = JSON.parse(stdout);
+  t.match(out, { kind: 'outbound', telephony_connector_id: tc, from_number: '+14155550100' });
+  t.match(out.token, /^sbc_/);
+  const help = await promisify(execFile)(process.execPath, [CLI, 'help']);
+  t.match(help.stdout, /--telephony-connector TC_ID --from-number E164/);
 });

@@ -163,6 +163,19 @@ t.test('handoff on a call: a REFER to the destination, then BYE; the record has 
   t.equal(c.turns[c.turns.length - 1].user_input_dtmf, '0');
 });
 
+t.test('SIP over TCP: a call from sipp with -t t1 runs the same way', needsTools, async (t) => {
+  const number = '+442079460128';
+  const project = await chatProject(p, { name: 'Tcp Co', functions: { start: 'function start(conv) { conv.say("Key a digit."); }', turn: 'function turn(conv, message) { return "You pressed " + message + "."; }' } });
+  const sippPort = await freePort();
+  await bindNumber(project.api, project.agentId, number, { host: '127.0.0.2', port: sippPort, transport: 'tcp' });
+  const file = scenario('inbound-digits.xml', dir, { NUMBER: number, AUDIO_IP: '127.0.0.2', AUDIO_PORT: await freePort(), GREETING_MS: 1500, DIGIT_1: join(SIPP_PCAPS, 'dtmf_2833_7.pcap'), PAUSE_MS: 2500, DIGIT_2: join(SIPP_PCAPS, 'dtmf_2833_pound.pcap'), END_MS: 2500 });
+  const run = await runSipp({ scenario: file, target: `127.0.0.1:${sip}`, port: sippPort, mediaPort: await freePort(), transport: 't1', dir });
+  t.equal(run.code, 0, 'the call completed over TCP', { out: run.out.slice(-3000) });
+  const [c] = await endedCalls(project);
+  t.same(c.turns.filter((x: any) => x.user_input_dtmf).map((x: any) => x.user_input_dtmf), ['7', '#'], 'each key a turn (a # with nothing before it is a key of its own)');
+  t.equal(c.turns.find((x: any) => x.user_input_dtmf === '7')?.agent_response, 'You pressed 7.');
+});
+
 async function waitFor<T>(f: () => Promise<T | null>, ms = 20_000): Promise<T> {
   const until = Date.now() + ms;
   for (;;) {

@@ -25,6 +25,9 @@ export interface CallDeps {
 /** How long past the ring timeout a media gateway's answer may take (connecting, starting the conversation). */
 export const DIAL_GRACE_MS = 30_000;
 
+/** How often a queued or calling call wakes (a durable timer), so a failover resumes it within this. */
+export const WAKE_MS = 5000;
+
 /** The status endpoint's `reason` for each failure (contract 2.7: empty unless a failure has a reason). */
 const REASONS: Record<FailureCode, string> = {
   queue_timeout: 'queue timeout: no free line on the trunk in time',
@@ -64,6 +67,7 @@ export function callKind(deps: CallDeps): ActorKind {
     ringTimeoutMs: deps.ringTimeoutMs,
     retentionMs: deps.statusRetentionMs,
     dialGraceMs: DIAL_GRACE_MS,
+    wakeMs: WAKE_MS,
   };
 
   const limitOf = async (connectorId: string): Promise<number> => {

@@ -9,6 +9,7 @@ import { eachEntry, field, fieldIs, fieldNumber, hourOf, packedSpans, SPAN, type
 import { CONVERSATIONS } from '../../../platform/errors.js';
 import { oneOf, text, time, type RawQuery } from './params.js';
 import { ENVIRONMENTS } from './query.js';
+import { toE164 } from '../../../platform/phone-numbers.js';
 
 export const INTERVAL_MS = 5 * 60_000;
 export const MAX_RANGE_MS = 7 * 86_400_000;
@@ -54,9 +55,20 @@ export function parseConcurrencyQuery(q: RawQuery): ConcurrencyQuery {
     variantId,
     variantName,
     language,
-    phoneNumber: text(q, 'phone_number', 64) ?? null,
+    phoneNumber: phoneFilter(text(q, 'phone_number', 64)),
     sliceByVariant: slice === 'variant',
   };
+}
+
+/**
+ * The `phone_number` filter as calls record numbers (E.164). An unencoded `+` in a query string arrives as a
+ * space (`?phone_number=+1415…` reads ` 1415…`), and people write numbers with spaces and dashes: whatever
+ * parses as an international number is compared in its E.164 form; anything else exactly as given.
+ */
+function phoneFilter(raw: string | undefined): string | null {
+  if (raw === undefined) return null;
+  const international = /^\s\d/.test(raw) ? `+${raw.trimStart()}` : raw;
+  return toE164(international) ?? raw;
 }
 
 export interface Interval {
