@@ -199,6 +199,9 @@ t.test('a call is recorded per direction; the card number keyed over the caller\
   t.ok(greeting.every((f) => !userVoiced.includes(f)), 'user holds only the caller: silent under the greeting');
   const callerOnly = userVoiced.filter((f) => !agentVoiced.includes(f));
   t.ok(callerOnly.length > 20, 'agent holds only the agent: silent under (most of) the caller\'s speech');
+  // The agent answers the keyed digits while the caller still talks: both tracks keep that overlap.
+  const overlap = userVoiced.filter((f) => agentVoiced.includes(f));
+  t.ok(overlap.length > 5, `overlapping speech is kept on both tracks (${overlap.length} frames where both speak)`);
   let mixed = true;
   for (let i = 0; i < combined.length; i++) {
     const s = Math.max(-32768, Math.min(32767, (user[i] ?? 0) + (agent[i] ?? 0)));
