@@ -31,6 +31,8 @@ const EnvSchema = z.object({
   VOICE_NO_INPUT_MS: z.coerce.number().int().min(500).max(600_000).default(8000),
   VOICE_INTER_DIGIT_MS: z.coerce.number().int().min(100).max(60_000).default(1500),
   DATA_DIR: z.string().min(1).default('./data'),
+  RECORDING_RETENTION_DAYS: z.coerce.number().min(0).max(36_500).default(30),
+  RECORDING_CHUNK_MS: z.coerce.number().int().min(100).max(60_000).default(1000),
   OPERATOR_TOKEN: z.string().min(16, 'OPERATOR_TOKEN must be at least 16 characters').optional(),
   REGION: z.enum(REGIONS).default('us-1'),
   NATS_URL: z.string().min(1).optional(),
@@ -113,6 +115,8 @@ export interface Config {
   /** The media gateway (SIP and RTP on HOST, turn-taking): `gateway/media`. */
   media: MediaConfig;
   dataDir: string;
+  /** Call recordings (gateway/media/recordings, docs/recordings.md): days kept (0: none recorded), chunk length. */
+  recordings: { retentionDays: number; chunkMs: number };
   operatorToken: string | undefined;
   region: (typeof REGIONS)[number];
   natsUrl: string | undefined;
@@ -276,6 +280,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       turnTaking: { speechLevel: e.VOICE_SPEECH_LEVEL, speechStartMs: 60, endSilenceMs: e.VOICE_END_SILENCE_MS, noInputMs: e.VOICE_NO_INPUT_MS, interDigitMs: e.VOICE_INTER_DIGIT_MS, maxUtteranceMs: 15_000 },
     },
     dataDir: e.DATA_DIR,
+    recordings: { retentionDays: e.RECORDING_RETENTION_DAYS, chunkMs: e.RECORDING_CHUNK_MS },
     operatorToken: e.OPERATOR_TOKEN,
     region: e.REGION,
     natsUrl: e.NATS_URL,

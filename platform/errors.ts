@@ -199,6 +199,10 @@ export const CONVERSATIONS = catalog('CONVERSATIONS', {
   SLICE_RESERVED: [501, 'slice_by=%s is reserved and not implemented'],
   CURSOR_MALFORMED: [400, 'malformed cursor', 'cursor'],
   CURSOR_OTHER_FILTERS: [400, 'cursor was issued for other filters', 'cursor'],
+  CONVERSATION_NOT_FOUND: [404, 'conversation %s not found'],
+  AUDIO_NOT_FOUND: [404, 'conversation %s has no audio'],
+  AUDIO_NOT_READY: [404, 'the redacted audio of conversation %s is made when the call ends'],
+  RANGE_NOT_SATISFIABLE: [416, 'range not satisfiable: the audio is %s bytes', 'Range'],
 });
 
 /** The External Events API (`/v1/external-events/webhook`) and the bridge-ended notification (`/internal/v1/agentic-dial/bridge-ended`). */

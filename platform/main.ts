@@ -20,6 +20,8 @@ import { startSocketGateway, type SocketGateway } from '../gateway/socket/server
 import { startMediaGateway, type MediaGateway } from '../gateway/media/server.js';
 import { answerDialRequests } from '../gateway/media/dial.js';
 import { speechFromEnv } from '../gateway/media/speech/from-env.js';
+import { Recordings } from '../gateway/media/recordings/recordings.js';
+import { openBlobStore } from '../store/blobs/mod.js';
 import { loadConfig } from './config.js';
 import { createLogger } from './logger.js';
 import { operatorTokenHash } from './operator-token.js';
@@ -44,6 +46,7 @@ async function main(): Promise<void> {
   // Processes that serve requests read keys, connectors, accounts, projects and settings through a cache.
   const servesRequests = roles.has('edge') || roles.has('socket');
   const services = createServices(store, servesRequests ? config.tenancyCache : undefined);
+  services.blobs = await openBlobStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl });
   const tokenHash = await operatorTokenHash(config.dataDir, config.operatorToken, (line) => process.stdout.write(`${line}\n`));
   if (!config.natsUrl && !roles.has('worker')) {
     logger.warn('no NATS_URL and no worker role in this process: actors are unreachable from it');
@@ -142,8 +145,14 @@ async function main(): Promise<void> {
         conversationIdleMs: config.conversationIdleMs,
         askTimeoutMs: Math.max(config.askTimeoutMs, 4 * config.leaseTtlMs),
         log: (level, msg, extra) => logger[level](extra ?? {}, msg),
+        recordings: new Recordings(services.blobs, {
+          ...config.recordings,
+          projectRetentionDays: async (projectId) => (await services.settings.get(projectId)).recording_retention_days,
+          log: (level, msg, extra) => logger[level](extra ?? {}, msg),
+        }),
       })
     : null;
+  media?.o.recordings?.startSweeping();
   const dialing = media ? answerDialRequests(media, runtime) : null;
   if (socket) countConnections(() => ({ sessions: socket.sessions, sockets: socket.connections }));
   serving = true;
@@ -167,11 +176,13 @@ async function main(): Promise<void> {
     await socket?.close();
     dialing?.unsubscribe();
     await media?.close();
+    await media?.o.recordings?.close();
     await edge?.close();
     metricsServer?.close();
     await bus?.stop();
     await runtime.stop();
     await sandbox?.close();
+    await services.blobs?.close();
     await store.close();
     await telemetry?.shutdown();
     logger.info('drained');

@@ -1,4 +1,5 @@
 import type { Store } from '../store/mod.js';
+import type { BlobStore } from '../store/blobs/mod.js';
 import { type Builder, createBuilder } from '../builder/mod.js';
 import { Accounts } from '../tenancy/accounts.js';
 import { TenancyCache, type TenancyCacheOptions } from '../tenancy/cache.js';
@@ -16,6 +17,8 @@ export interface Services {
   builder: Builder;
   /** This process's cache of keys, connectors, accounts, projects and settings (`tenancy/cache.ts`). */
   tenancy: TenancyCache;
+  /** Call recordings' blobs (store/blobs); absent in tools and tests that do not set it: no audio. */
+  blobs?: BlobStore;
 }
 
 /** Without options (tools, tests) the caches are off: every read goes to the store. */

@@ -6,6 +6,8 @@ export interface ProjectSettings {
   show_transcripts: boolean;
   chunked_streaming: boolean;
   pii_redaction: boolean;
+  /** Days this project's call recordings are kept (docs/recordings.md); absent: RECORDING_RETENTION_DAYS. */
+  recording_retention_days?: number;
 }
 
 export const DEFAULT_SETTINGS: ProjectSettings = {
@@ -44,8 +46,10 @@ export class Settings {
 
 function pick(r: Partial<ProjectSettings>): Partial<ProjectSettings> {
   const out: Partial<ProjectSettings> = {};
-  for (const k of Object.keys(DEFAULT_SETTINGS) as Array<keyof ProjectSettings>) {
+  for (const k of ['show_transcripts', 'chunked_streaming', 'pii_redaction'] as const) {
     if (typeof r[k] === 'boolean') out[k] = r[k];
   }
+  const days = r.recording_retention_days;
+  if (typeof days === 'number' && Number.isInteger(days) && days >= 0 && days <= 36_500) out.recording_retention_days = days;
   return out;
 }

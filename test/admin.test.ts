@@ -118,6 +118,8 @@ t.test('project settings: defaults, patch, unknown project', async (t) => {
   t.equal(patched.status, 200);
   t.same(patched.body, { show_transcripts: false, chunked_streaming: true, pii_redaction: true });
   t.same((await a('PATCH', path, { pii_redaction: false })).body, { show_transcripts: false, chunked_streaming: true, pii_redaction: false });
+  t.same((await a('PATCH', path, { recording_retention_days: 7 })).body, { show_transcripts: false, chunked_streaming: true, pii_redaction: false, recording_retention_days: 7 }, 'recording retention per project (docs/recordings.md)');
+  t.equal((await a('PATCH', path, { recording_retention_days: -1 })).status, 400);
   t.equal((await a('PATCH', path, { show_transcripts: 'no' })).status, 400);
   t.equal((await a('PATCH', '/projects/agent-nope/settings', { show_transcripts: false })).status, 404);
 });

@@ -45,7 +45,8 @@ t.test('v3 lists the project conversations in ascending order, in the contract s
   t.equal(r.body.cursor, null, 'cursor null at the end');
   t.notOk('next_offset' in r.body, 'no next_offset without more results');
   const a = r.body.conversations[0];
-  t.same(Object.keys(a).sort(), [...v3Fields].sort());
+  t.same(Object.keys(a).sort(), [...v3Fields, 'audio'].sort(), 'v3 rows: the contract fields and audio (docs/recordings.md)');
+  t.same(a.audio, { available: false, redactions: null }, 'a text conversation has no audio');
   t.match(a, {
     account_id: c.accountId, project_id: c.agentId, variant_id: variants.London, variant_name: 'London', environment: 'live',
     channel: 'WEBCHAT', from_number: '', to_number: '', in_progress: false, num_turns: 2, handoff: false, handoff_reason: '', handoff_destination: '',

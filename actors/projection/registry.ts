@@ -3,6 +3,7 @@ import { metricsProjector } from '../metrics/mod.js';
 import type { Projector } from './types.js';
 import { sessionRecordsProjector } from '../session/mod.js';
 import { actorIndexProjector } from '../inspector/mod.js';
+import { recordingsProjector } from '../recording/projector.js';
 
 /**
  * Every read model projected from the journal. A branch that adds a projector adds one line here. The
@@ -14,5 +15,6 @@ export function projectors(): Projector[] {
     actorIndexProjector, // the inspector's actor index (actors/inspector/actor-index.ts)
     conversationsProjector(),
     metricsProjector(),
+    recordingsProjector(),
   ];
 }

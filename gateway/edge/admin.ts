@@ -32,7 +32,7 @@ const ConnectorView = z.object({
   from_number: z.string().nullable().optional(),
   created_at: z.string(),
 });
-const Settings = z.object({ show_transcripts: z.boolean(), chunked_streaming: z.boolean(), pii_redaction: z.boolean() });
+const Settings = z.object({ show_transcripts: z.boolean(), chunked_streaming: z.boolean(), pii_redaction: z.boolean(), recording_retention_days: z.number().int().min(0).max(36_500).optional() });
 const IdParam = z.object({ id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/) });
 const HOST = /^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$/;
 const errors = { 400: FieldErrorBody, 401: FieldErrorBody, 404: FieldErrorBody, 409: FieldErrorBody, 422: FieldErrorBody };

@@ -11,6 +11,7 @@ import { Pacer } from './rtp/pacer.js';
 import { RtpPorts } from './rtp/ports.js';
 import { DEFAULT_VOICE, type SpeechToText, type TextToSpeech, type VoiceSettings } from './speech/types.js';
 import type { TurnTakingOptions } from './turn-taking.js';
+import type { Recordings } from './recordings/recordings.js';
 
 /** The phone-number binding an INVITE's number resolves to (builder/telephony.ts). */
 export interface NumberBinding {
@@ -43,6 +44,8 @@ export interface MediaGatewayOptions {
   /** How long a turn's ask keeps retrying (a worker failover included). */
   askTimeoutMs: number;
   log: (level: 'debug' | 'info' | 'warn', msg: string, extra?: Record<string, unknown>) => void;
+  /** Records every call per direction (gateway/media/recordings); absent: nothing is recorded. */
+  recordings?: Recordings | null;
 }
 
 /** Live counters: calls in progress and the latency samples of answered turns (benchmark, tests). */
@@ -222,10 +225,12 @@ export class MediaGateway {
             rtp_sent: rtp.stats.sent,
             rtp_rejected: rtp.stats.rejected,
           });
+          void recording?.end(how.at);
           onEnded(how);
         },
       },
     );
+    const recording = this.o.recordings?.tap(p, codec, call, rtp) ?? null;
     this.live.add(call);
     return call;
   }

@@ -96,3 +96,12 @@ export const ConcurrencyQueryDoc = z.object({
   phone_number: z.string().max(64).describe('Phone number filter').optional(),
   slice_by: z.enum(['variant', 'language', 'phone_number']).describe('variant: one series per variant; language and phone_number are reserved (501)').optional(),
 });
+
+/** The audio endpoint's query (documentation; `audio.ts` reads the raw query). */
+export const AudioQueryDoc = z.object({
+  direction: z.enum(['combined', 'user', 'agent']).default('combined').describe('combined: both parties mixed; user: the caller only; agent: the agent only').optional(),
+  redacted: z.boolean().default(false).describe('true: personal data muted. A key without the pii permission always gets the redacted audio').optional(),
+});
+
+/** The audio endpoint's body: a WAV file (8 kHz, 16-bit, mono PCM), whole (200) or the asked range (206). */
+export const AudioResponseDoc = z.string().describe('audio/wav: RIFF/WAVE, PCM 8 kHz 16-bit mono; Range requests get 206 with Content-Range');

@@ -29,7 +29,9 @@ import { header, resolvePathProject } from '../auth.js';
 import { useErrorShape } from '../errors.js';
 import { PathId } from '../schemas.js';
 import { concurrency, parseConcurrencyQuery } from './concurrency.js';
-import { ConcurrencyQueryDoc, ConversationsQueryDoc, ConversationsResponseDoc } from './docs.js';
+import { serveAudio } from './audio.js';
+import { audioOf, digitsKind, maskText, type AudioInfo } from '../../../actors/recording/mod.js';
+import { AudioQueryDoc, AudioResponseDoc, ConcurrencyQueryDoc, ConversationsQueryDoc, ConversationsResponseDoc } from './docs.js';
 import { cursorCodec, malformedCursor, type Position } from './cursor.js';
 import type { RawQuery } from './params.js';
 import { filterKey, parseListQuery, VERSIONS, type Version } from './query.js';
@@ -76,7 +78,7 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
     if (key.scope !== 'conversations') throw EDGE.API_KEY_SCOPE(key.scope);
     if (key.account_id !== account.id || key.project_id !== project.id) throw CONVERSATIONS.KEY_OTHER_PROJECT();
     if (needsData && !key.permissions.includes('conversations_data')) throw CONVERSATIONS.KEY_NO_DATA_PERMISSION();
-    return { account, project };
+    return { account, project, key };
   };
 
   app.get('/:version/:account_id/:project_id/conversations', {
@@ -92,7 +94,7 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
   }, async (req, reply) => {
     const version = req.params.version as Version;
     if (!(VERSIONS as readonly string[]).includes(version)) throw CONVERSATIONS.VERSION_NOT_FOUND(req.params.version);
-    const { project } = await authorize(req, req.params, true);
+    const { account, project, key } = await authorize(req, req.params, true);
     const q = parseListQuery(version, req.query as RawQuery);
     const settings = await services.settings.get(project.id);
     const filters = filterKey(project.id, q);
@@ -105,6 +107,8 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
       : q.mode === 'random' ? await randomRows(src, project.id, q, documents)
       : keysetRows(src, project.id, q, position, documents);
     const view: ViewOptions = { version, showTranscripts: settings.show_transcripts, includeLatency: q.includeLatency };
+    // With the project's pii_redaction on, a key without the pii permission reads transcripts with personal data masked.
+    const mask = settings.pii_redaction && !key.permissions.includes('pii');
     const tail = () => {
       const next = rows.next();
       if (version === 'v1') return { next_offset: next.nextOffset };
@@ -115,14 +119,37 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
     };
     if (version === 'v1') {
       const conversations: unknown[] = [];
-      for await (const r of rows.rows) conversations.push(conversationV1(r as ConversationRecord, view));
+      for await (const r of rows.rows) {
+        const row = conversationV1(r as ConversationRecord, view);
+        conversations.push(mask ? JSON.parse(maskedRow([Buffer.from(JSON.stringify(row))])[0].toString()) : row);
+      }
       return reply.type('application/json').send(JSON.stringify({ conversations, descriptions: { conversations: V1_DESCRIPTIONS }, ...tail() }));
     }
-    const body = jsonBody(rows, (r) => rowJson(r, view), tail);
+    // v3 rows say whether the call has audio (and, once rendered, what its redacted rendering muted).
+    const rendered = (r: Row) => (mask ? maskedRow(rowJson(r, view)) : rowJson(r, view));
+    const json = version === 'v3'
+      ? async (r: Row) => withAudio(rendered(r), r.channel === 'VOICE-SIP' ? await audioOf(services.blobs, account.id, project.id, r.id) : NO_AUDIO)
+      : async (r: Row) => rendered(r);
+    const body = jsonBody(rows, json, tail);
     if (settings.chunked_streaming) return reply.type('application/json').send(Readable.from(body, { objectMode: false }));
     const chunks: Buffer[] = [];
     for await (const chunk of body) chunks.push(chunk);
     return reply.type('application/json').send(Buffer.concat(chunks));
+  });
+
+  app.get('/:version/:account_id/:project_id/conversations/:conversation_id/audio', {
+    config: { openapiQuery: AudioQueryDoc, openapiResponses: { 200: AudioResponseDoc, 206: AudioResponseDoc } },
+    schema: {
+      tags: ['conversations'],
+      summary: 'A call\'s recording as WAV (direction combined, user or agent; redacted; Range)',
+      params: Params.extend({ conversation_id: PathId }),
+      querystring: Query,
+      response: { 200: z.any(), 206: z.any(), ...errors, 416: ErrorBody },
+    },
+  }, async (req, reply) => {
+    if (req.params.version !== 'v3') throw CONVERSATIONS.VERSION_NOT_FOUND(req.params.version);
+    const { account, project, key } = await authorize(req, req.params, false);
+    return serveAudio(services, req, reply, req.params.conversation_id, { account, project, permissions: key.permissions });
   });
 
   app.get('/:version/:account_id/:project_id/conversations/concurrency', {
@@ -160,6 +187,44 @@ function rowJson(row: Row, view: ViewOptions): Buffer[] {
   return [Buffer.from(JSON.stringify(conversationV3(row, view)))];
 }
 
+/** A row's JSON with each turn's personal data masked (docs/recordings.md: the same rules as the audio's). */
+function maskedRow(parts: Buffer[]): Buffer[] {
+  const row = JSON.parse(Buffer.concat(parts).toString()) as { turns?: Array<Record<string, unknown>> };
+  if (!Array.isArray(row.turns)) return parts;
+  let changed = false;
+  for (const t of row.turns) {
+    for (const field of ['user_input', 'translated_user_input'] as const) {
+      if (typeof t[field] === 'string' && t[field] !== maskText(t[field] as string)) {
+        t[field] = maskText(t[field] as string);
+        changed = true;
+      }
+    }
+    if (typeof t.user_input_dtmf === 'string' && digitsKind(t.user_input_dtmf.replace(/[^0-9]/g, ''))) {
+      t.user_input_dtmf = '[redacted]';
+      changed = true;
+    }
+    // Entities extracted from the caller's words carry the same values.
+    const entities = t.entities;
+    if (entities && typeof entities === 'object' && !Array.isArray(entities)) {
+      for (const [k, v] of Object.entries(entities as Record<string, unknown>)) {
+        if (typeof v === 'string' && (maskText(v) !== v || digitsKind(v.replace(/[^0-9]/g, '')) === 'card_number')) {
+          (entities as Record<string, unknown>)[k] = '[redacted]';
+          changed = true;
+        }
+      }
+    }
+  }
+  return changed ? [Buffer.from(JSON.stringify(row))] : parts;
+}
+
+const NO_AUDIO: AudioInfo = { available: false, redactions: null };
+
+/** A row's JSON chunks with `"audio": {...}` added as its last field (the row is an object: it ends in `}`). */
+function withAudio(parts: Buffer[], audio: AudioInfo): Buffer[] {
+  const last = parts[parts.length - 1];
+  return [...parts.slice(0, -1), last.subarray(0, last.length - 1), Buffer.from(`,"audio":${JSON.stringify(audio)}}`)];
+}
+
 const OPEN = Buffer.from('{"conversations":[');
 const COMMA = Buffer.from(',');
 
@@ -167,12 +232,12 @@ const COMMA = Buffer.from(',');
  * `{"conversations": [...], <tail>}` as byte chunks, each row as soon as it is read (what chunked
  * streaming sends); the tail (next_offset, cursor) is known once the rows are.
  */
-async function* jsonBody(rows: Rows, json: (r: Row) => Buffer[], tail: () => object): AsyncGenerator<Buffer> {
+async function* jsonBody(rows: Rows, json: (r: Row) => Promise<Buffer[]>, tail: () => object): AsyncGenerator<Buffer> {
   yield OPEN;
   let first = true;
   for await (const r of rows.rows) {
     if (!first) yield COMMA;
-    yield* json(r);
+    yield* await json(r);
     first = false;
   }
   const rest = JSON.stringify(tail());

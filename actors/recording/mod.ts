@@ -1,0 +1,11 @@
+/**
+ * Call recordings' shared parts (docs/recordings.md): the blob layout of a recording, what counts as
+ * personal data, the redacted rendering, WAV, and the projector that renders each call's redacted audio
+ * once after it ends. The media gateway writes recordings (gateway/media/recordings), the edge serves them
+ * (gateway/edge/conversations/audio.ts).
+ */
+export { RECORDING_RATE, recordingPrefix, type RecordingEvent, type RecordingMeta, type Redaction } from './layout.js';
+export { digitsKind, digitRuns, luhn, maskText, textKinds } from './pii.js';
+export { muted, parseEvents, redactionSpans, renderRedacted, utterancesOf, type TurnText } from './redact.js';
+export { mix, wavHeader } from './wav.js';
+export { recordingsProjector, audioOf, type AudioInfo } from './projector.js';

@@ -1,0 +1,78 @@
+/**
+ * What counts as personal data in a caller's words or keys (docs/recordings.md): numbers that parse as a
+ * card number (13 to 19 digits passing Luhn) or a phone number (7 to 15 digits otherwise), e-mail
+ * addresses (written or spoken: "jane at example dot com"), dates of birth (a date said with "born" or
+ * "birth", or 8 keyed digits that form a past date), and values the agent's functions marked personal.
+ */
+import type { Redaction } from './layout.js';
+
+const WORD_DIGITS: Record<string, string> = { zero: '0', oh: '0', o: '0', one: '1', two: '2', three: '3', four: '4', five: '5', six: '6', seven: '7', eight: '8', nine: '9' };
+
+/** Luhn's check (card numbers). */
+export function luhn(digits: string): boolean {
+  let sum = 0;
+  for (let i = 0; i < digits.length; i++) {
+    let d = digits.charCodeAt(digits.length - 1 - i) - 48;
+    if (i % 2 === 1) {
+      d *= 2;
+      if (d > 9) d -= 9;
+    }
+    sum += d;
+  }
+  return sum % 10 === 0;
+}
+
+/** A keyed or spoken run of digits as a kind of personal data, or null. */
+export function digitsKind(digits: string): Redaction['kind'] | null {
+  if (digits.length >= 13 && digits.length <= 19 && luhn(digits)) return 'card_number';
+  if (digits.length === 8 && isPastDate(digits)) return 'date_of_birth';
+  if (digits.length >= 7 && digits.length <= 15) return 'phone_number';
+  return null;
+}
+
+function isPastDate(d: string): boolean {
+  const asDate = (y: number, m: number, day: number) => y >= 1900 && y <= new Date().getUTCFullYear() && m >= 1 && m <= 12 && day >= 1 && day <= 31;
+  const n = (a: number, b: number) => Number(d.slice(a, b));
+  return asDate(n(4, 8), n(2, 4), n(0, 2)) || asDate(n(4, 8), n(0, 2), n(2, 4)) || asDate(n(0, 4), n(4, 6), n(6, 8));
+}
+
+const EMAIL = /[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}/;
+const SPOKEN_EMAIL = /\b\w+ at \w+(?: \w+)? dot (?:com|org|net|co|uk|io|edu|gov)\b/i;
+const MONTHS = /\b(january|february|march|april|may|june|july|august|september|october|november|december|\d{1,2}[/.-]\d{1,2}[/.-]\d{2,4})\b/i;
+const BIRTH = /\b(born|birth|birthday|dob)\b/i;
+
+/** The kinds of personal data in a recognised utterance (its digits read word by word too). */
+export function textKinds(text: string, marked: string[] = []): Redaction['kind'][] {
+  const kinds = new Set<Redaction['kind']>();
+  for (const run of digitRuns(text)) {
+    const k = digitsKind(run);
+    if (k) kinds.add(k);
+  }
+  if (EMAIL.test(text) || SPOKEN_EMAIL.test(text)) kinds.add('email');
+  if (BIRTH.test(text) && (MONTHS.test(text) || /\d/.test(text))) kinds.add('date_of_birth');
+  const lower = text.toLowerCase();
+  if (marked.some((v) => v.trim() && lower.includes(v.trim().toLowerCase()))) kinds.add('marked');
+  return [...kinds];
+}
+
+/** Runs of digits in a text, written ("4111 1111") or spoken ("four one one one"), separators ignored. */
+export function digitRuns(text: string): string[] {
+  const runs: string[] = [];
+  let cur = '';
+  for (const tok of text.toLowerCase().split(/[\s,]+/)) {
+    if (!tok) continue;
+    if (/^[0-9-]+$/.test(tok)) cur += tok.replace(/-/g, '');
+    else if (WORD_DIGITS[tok] !== undefined) cur += WORD_DIGITS[tok];
+    else {
+      if (cur) runs.push(cur);
+      cur = '';
+    }
+  }
+  if (cur) runs.push(cur);
+  return runs;
+}
+
+/** A transcript line with its personal data masked (redacted views): the whole utterance when it holds any. */
+export function maskText(text: string, marked: string[] = []): string {
+  return text && textKinds(text, marked).length ? '[redacted]' : text;
+}

@@ -1,0 +1,69 @@
+import type { JournalEntry, Store } from '../../store/mod.js';
+import { openBlobStore, type BlobStore } from '../../store/blobs/mod.js';
+import type { Projector } from '../projection/types.js';
+import { conversationRecords } from '../conversation/mod.js';
+import { recordingPrefix, type RecordingMeta, type Redaction } from './layout.js';
+import { renderRedacted } from './redact.js';
+
+/** What a conversation row says of its audio (Conversations API v3 `audio`). */
+export interface AudioInfo {
+  /** Whether the call has a recording the audio endpoint serves. */
+  available: boolean;
+  /** The muted spans of the redacted rendering (offsets in ms and kind, never the value); null until rendered. */
+  redactions: Redaction[] | null;
+}
+
+/** A conversation's audio as its row shows it: one small read of the recording's meta (and spans). */
+export async function audioOf(blobs: BlobStore | undefined, accountId: string, projectId: string, conversationId: string, now = Date.now()): Promise<AudioInfo> {
+  if (!blobs) return { available: false, redactions: null };
+  const prefix = recordingPrefix(accountId, projectId, conversationId);
+  const meta = await blobs.read(`${prefix}/meta`).catch(() => null);
+  if (!meta || (JSON.parse(meta.toString()) as RecordingMeta).expires_at <= now) return { available: false, redactions: null };
+  const spans = await blobs.read(`${prefix}/redactions`).catch(() => null);
+  return { available: true, redactions: spans ? (JSON.parse(spans.toString()) as Redaction[]) : null };
+}
+
+const isEnd = (e: JournalEntry) => e.value === 'ended' || e.events.some((x) => x.type === 'conversation.ended');
+
+/**
+ * `recordings`: renders each ended call's redacted audio once (both tracks muted over the spans, and the
+ * spans listed), from the conversation's turns and the recording's digit times. Idempotent: an entry seen
+ * again finds the rendering done. It opens the deployment's blob store from the environment (DATA_DIR or
+ * MONGODB_URL, as the process that runs it is configured), since a projector is handed the record store only.
+ */
+export function recordingsProjector(blobsOf: () => Promise<BlobStore> = defaultBlobs): Projector {
+  return {
+    name: 'recordings',
+    kinds: ['conversation'],
+    async apply(entries: JournalEntry[], store: Store): Promise<void> {
+      const ended = [...new Set(entries.filter(isEnd).map((e) => e.id))];
+      if (ended.length === 0) return;
+      const blobs = await blobsOf();
+      const records = conversationRecords(store);
+      for (const id of ended) {
+        // The record is written just after the snapshot whose entry this is: wait for it to say so.
+        let r = await records.get(id);
+        for (let i = 0; i < 50 && r && r.in_progress; i++) {
+          await new Promise((res) => setTimeout(res, 100));
+          r = await records.get(id);
+        }
+        if (!r || r.channel !== 'VOICE-SIP' || r.in_progress) continue;
+        const prefix = recordingPrefix(r.account_id, r.project_id, r.id);
+        if (!(await blobs.read(`${prefix}/meta`)) || (await blobs.read(`${prefix}/redactions`))) continue;
+        await renderRedacted(blobs, prefix, r.turns);
+      }
+    },
+    async reset(): Promise<void> {
+      const blobs = await blobsOf();
+      for (const name of await blobs.list('rec')) {
+        if (/\/(redacted-caller|redacted-agent|redactions)$/.test(name)) await blobs.remove(name);
+      }
+    },
+  };
+}
+
+let shared: Promise<BlobStore> | null = null;
+function defaultBlobs(): Promise<BlobStore> {
+  shared ??= openBlobStore({ dataDir: process.env.DATA_DIR || './data', mongodbUrl: process.env.MONGODB_URL || undefined });
+  return shared;
+}

@@ -1,0 +1,96 @@
+/**
+ * `GET /v3/{account_id}/{project_id}/conversations/{conversation_id}/audio` (contract 4.3): a call's
+ * recording as a WAV file, `direction` combined (default, both parties mixed), `user` or `agent`, and
+ * `redacted`. A key without the `pii` permission always gets the redacted rendering; with it, raw audio
+ * unless it asks for redaction. Streamed, with single `Range` requests answered 206 (416 outside the file).
+ */
+import { Readable } from 'node:stream';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { conversationRecords } from '../../../actors/conversation/mod.js';
+import { CONVERSATIONS } from '../../../platform/errors.js';
+import type { Services } from '../../../platform/services.js';
+import type { BlobStore } from '../../../store/blobs/mod.js';
+import { mix, RECORDING_RATE, recordingPrefix, renderRedacted, wavHeader, type RecordingMeta, type Redaction } from '../../../actors/recording/mod.js';
+import { bool, oneOf, type RawQuery } from './params.js';
+
+export const DIRECTIONS = ['combined', 'user', 'agent'] as const;
+const PIECE = 64 * 1024;
+
+export interface AudioRequest {
+  account: { id: string };
+  project: { id: string };
+  permissions: readonly string[];
+}
+
+/** The WAV bytes of one rendering of a call: header then PCM, and the spans muted in it (redacted only). */
+async function wavOf(blobs: BlobStore, prefix: string, direction: (typeof DIRECTIONS)[number], redacted: boolean): Promise<Buffer | null> {
+  const name = (track: 'caller' | 'agent') => `${prefix}/${redacted ? `redacted-${track}` : track}`;
+  const [caller, agent] = await Promise.all([
+    direction === 'agent' ? null : blobs.read(name('caller')),
+    direction === 'user' ? null : blobs.read(name('agent')),
+  ]);
+  const pcm = direction === 'user' ? caller : direction === 'agent' ? agent : caller || agent ? mix(caller ?? Buffer.alloc(0), agent ?? Buffer.alloc(0)) : null;
+  if (!pcm) return null;
+  const even = pcm.subarray(0, pcm.length & ~1);
+  return Buffer.concat([wavHeader(even.length, RECORDING_RATE), even]);
+}
+
+/** `bytes=a-b`, `bytes=a-`, `bytes=-n` over a file of `size` bytes; null: serve it all; 'bad': 416. */
+export function parseRange(header: string | undefined, size: number): { start: number; end: number } | null | 'bad' {
+  if (!header) return null;
+  const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
+  // Several ranges or another unit: the whole file (RFC 9110 lets a server ignore Range).
+  if (!m || (m[1] === '' && m[2] === '')) return null;
+  if (m[1] === '') {
+    const n = Number(m[2]);
+    if (n === 0) return 'bad';
+    return { start: Math.max(0, size - n), end: size - 1 };
+  }
+  const start = Number(m[1]);
+  const end = m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1);
+  if (start >= size || end < start) return 'bad';
+  return { start, end };
+}
+
+export async function serveAudio(services: Services, req: FastifyRequest, reply: FastifyReply, conversationId: string, who: AudioRequest) {
+  const q = req.query as RawQuery;
+  const direction = oneOf(q, 'direction', DIRECTIONS) ?? 'combined';
+  const asked = bool(q, 'redacted') ?? false;
+  const redacted = asked || !who.permissions.includes('pii');
+  const record = await conversationRecords(services.store).get(conversationId);
+  if (!record || record.account_id !== who.account.id || record.project_id !== who.project.id) throw CONVERSATIONS.CONVERSATION_NOT_FOUND(conversationId);
+  const blobs = services.blobs;
+  if (!blobs) throw CONVERSATIONS.AUDIO_NOT_FOUND(conversationId);
+  const prefix = recordingPrefix(record.account_id, record.project_id, record.id);
+  const metaRaw = await blobs.read(`${prefix}/meta`);
+  const meta = metaRaw ? (JSON.parse(metaRaw.toString()) as RecordingMeta) : null;
+  if (!meta || meta.expires_at <= Date.now()) throw CONVERSATIONS.AUDIO_NOT_FOUND(conversationId);
+  let redactions: Redaction[] | null = null;
+  if (redacted) redactions = await ensureRedacted(blobs, prefix, record);
+  const wav = await wavOf(blobs, prefix, direction, redacted);
+  if (!wav) throw CONVERSATIONS.AUDIO_NOT_FOUND(conversationId);
+  const range = parseRange(req.headers.range, wav.length);
+  if (range === 'bad') {
+    reply.header('content-range', `bytes */${wav.length}`);
+    throw CONVERSATIONS.RANGE_NOT_SATISFIABLE(wav.length);
+  }
+  reply.header('accept-ranges', 'bytes').header('content-type', 'audio/wav').header('cache-control', 'private, no-store');
+  reply.header('x-audio-redacted', String(redacted));
+  if (redactions) reply.header('x-audio-redactions', JSON.stringify(redactions));
+  const { start, end } = range ?? { start: 0, end: wav.length - 1 };
+  if (range) reply.code(206).header('content-range', `bytes ${start}-${end}/${wav.length}`);
+  reply.header('content-length', end - start + 1);
+  return reply.send(Readable.from(pieces(wav, start, end + 1)));
+}
+
+function* pieces(b: Buffer, from: number, to: number): Generator<Buffer> {
+  for (let o = from; o < to; o += PIECE) yield b.subarray(o, Math.min(to, o + PIECE));
+}
+
+/** Renders the redacted audio once (the call is over), or reads the spans of an earlier rendering. */
+async function ensureRedacted(blobs: BlobStore, prefix: string, record: { id: string; in_progress: boolean; turns: Array<{ user_input: string; user_input_dtmf: string; is_silence: boolean }> }): Promise<Redaction[]> {
+  const done = await blobs.read(`${prefix}/redactions`);
+  if (done) return JSON.parse(done.toString()) as Redaction[];
+  if (record.in_progress) throw CONVERSATIONS.AUDIO_NOT_READY(record.id);
+  return renderRedacted(blobs, prefix, record.turns);
+}

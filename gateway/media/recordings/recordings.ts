@@ -1,0 +1,90 @@
+import type { BlobStore } from '../../../store/blobs/mod.js';
+import type { VoiceCall } from '../call.js';
+import type { Codec } from '../rtp/codec.js';
+import type { RtpSession } from '../rtp/session.js';
+import { CallRecorder } from './recorder.js';
+import type { RecordingMeta } from '../../../actors/recording/mod.js';
+
+export interface RecordingsOptions {
+  /** Days a recording is kept after its call started (RECORDING_RETENTION_DAYS); 0 records nothing. */
+  retentionDays: number;
+  /** A project's own retention (its `recording_retention_days` setting), when it has one. */
+  projectRetentionDays?: (projectId: string) => Promise<number | undefined>;
+  /** How much audio one durable chunk holds (RECORDING_CHUNK_MS): what a crash can lose at most. */
+  chunkMs: number;
+  log: (level: 'info' | 'warn', msg: string, extra?: Record<string, unknown>) => void;
+}
+
+/** What a call's recording tap needs to know of the call. */
+export interface RecordedCall {
+  conversationId: string;
+  callSid: string;
+  accountId: string;
+  projectId: string;
+}
+
+const DAY = 86_400_000;
+
+/**
+ * The media gateway's recordings: `tap` is the one hook in a call (gateway/media/server.ts `callOf`): it
+ * records the caller's frames as they reach turn-taking, the agent's as the RTP session sends them, and
+ * the caller's digits, with their times. `sweep` deletes recordings past their retention.
+ */
+export class Recordings {
+  private sweeper: NodeJS.Timeout | null = null;
+  constructor(readonly blobs: BlobStore, private readonly o: RecordingsOptions) {}
+
+  tap(p: RecordedCall, codec: Codec, call: VoiceCall, rtp: RtpSession): { end(at: number): Promise<void> } | null {
+    const now = Date.now();
+    const own = this.o.projectRetentionDays?.(p.projectId).catch(() => undefined) ?? Promise.resolve(undefined);
+    // The project's setting, else the deployment's; 0 records nothing (what was buffered meanwhile is dropped).
+    const expires = own.then((d) => {
+      const days = d ?? this.o.retentionDays;
+      return days > 0 ? now + days * DAY : null;
+    });
+    const ids = { conversation_id: p.conversationId, account_id: p.accountId, project_id: p.projectId, call_sid: p.callSid, started_at: now };
+    const rec = new CallRecorder(this.blobs, ids, expires, this.o.chunkMs, (msg, extra) => this.o.log('warn', msg, extra));
+    const audio = call.audio.bind(call);
+    const digit = call.digit.bind(call);
+    call.audio = (pcm) => {
+      rec.frame('caller', pcm, Date.now());
+      audio(pcm);
+    };
+    call.digit = (d) => {
+      rec.digit(d, Date.now());
+      digit(d);
+    };
+    const sent = rtp.onSent;
+    rtp.onSent = (payload) => {
+      rec.sent(codec, payload, Date.now());
+      sent?.(payload);
+    };
+    return { end: (at) => rec.end(at) };
+  }
+
+  /** Deletes the recordings whose retention is over; started hourly by `startSweeping`. */
+  async sweep(now = Date.now()): Promise<number> {
+    let removed = 0;
+    for (const name of await this.blobs.list('rec')) {
+      if (!name.endsWith('/meta')) continue;
+      const raw = await this.blobs.read(name);
+      const meta = raw ? (JSON.parse(raw.toString()) as RecordingMeta) : null;
+      if (meta && meta.expires_at <= now) {
+        await this.blobs.remove(name.slice(0, -'/meta'.length));
+        removed++;
+      }
+    }
+    return removed;
+  }
+
+  startSweeping(everyMs = 3_600_000): void {
+    const run = () => void this.sweep().catch((err) => this.o.log('warn', 'recording retention sweep failed', { err: String(err) }));
+    run();
+    this.sweeper = setInterval(run, everyMs);
+    this.sweeper.unref();
+  }
+
+  async close(): Promise<void> {
+    if (this.sweeper) clearInterval(this.sweeper);
+  }
+}

@@ -1,0 +1,337 @@
+import t from 'tap';
+import dgram from 'node:dgram';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import alawmulaw from 'alawmulaw';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import wavefile from 'wavefile';
+import fc from 'fast-check';
+import { startPlatform, removeDir, type Platform } from './helpers/platform.js';
+import { chatProject, type ChatProject } from './helpers/chat.js';
+import { conversationsClient, conversationsKey } from './helpers/conversations.js';
+import { freePort } from './helpers/nats.js';
+import { bindNumber, MEDIA_ENV, mediaPorts, rtpPcap, runSipp, scenario, speak, voiceTools } from './helpers/voice.js';
+
+// Without sipp, espeak-ng or pocketsphinx these skip locally; with CI=true voiceTools() throws instead.
+const needsTools = voiceTools() ? {} : { skip: 'sipp, espeak-ng or pocketsphinx is not installed' };
+const CARD = '4111111111111111';
+const RATE = 8000;
+
+/** A UDP socket on 127.0.0.2 standing for the caller's audio port (the agent's RTP goes there). */
+async function audioSink() {
+  const socket = dgram.createSocket('udp4');
+  await new Promise<void>((r) => socket.bind(0, '127.0.0.2', () => r()));
+  return { port: socket.address().port, close: () => socket.close() };
+}
+
+/**
+ * A pcap of a caller speaking and keying at once (sipp plays one pcap per call at a time): `pcm` as
+ * G.711 µ-law RTP every 20 ms, and from `firstDigitMs` on, `digits` as RFC 4733 events (PT 101, their
+ * own SSRC and sequence numbers) `gapMs` apart, each 100 ms long with its three end packets.
+ */
+function speechAndDigitsPcap(pcm: Int16Array, digits: string, firstDigitMs: number, gapMs: number, file: string): void {
+  type Pkt = { t: number; rtp: Buffer };
+  const pkts: Pkt[] = [];
+  const lead = 200;
+  const frames = Math.ceil(pcm.length / 160) + 60;
+  for (let i = 0; i < frames; i++) {
+    const frame = new Int16Array(160);
+    frame.set(pcm.subarray(i * 160, i * 160 + 160));
+    const payload = Buffer.from(alawmulaw.mulaw.encode(frame));
+    pkts.push({ t: lead + i * 20, rtp: rtpOf(0, i === 0, 1000 + i, 160_000 + i * 160, 0x1234abcd, payload) });
+  }
+  let seq = 5000;
+  [...digits].forEach((d, k) => {
+    const at = lead + firstDigitMs + k * gapMs;
+    const ts = 160_000 + Math.round((at - lead) * 8);
+    const code = '0123456789*#'.indexOf(d);
+    for (let j = 0; j < 8; j++) {
+      const end = j >= 5;
+      const payload = Buffer.from([code, (end ? 0x80 : 0) | 10, 0, 0]);
+      payload.writeUInt16BE(Math.min(5, j + 1) * 160, 2);
+      pkts.push({ t: at + Math.min(j, 5) * 20, rtp: rtpOf(101, j === 0, seq++, ts, 0x5678ef01, payload) });
+    }
+  });
+  pkts.sort((a, b) => a.t - b.t);
+  const header = Buffer.alloc(24);
+  header.writeUInt32LE(0xa1b2c3d4, 0);
+  header.writeUInt16LE(2, 4);
+  header.writeUInt16LE(4, 6);
+  header.writeUInt32LE(65535, 16);
+  header.writeUInt32LE(1, 20);
+  const chunks: Buffer[] = [header];
+  for (const { t, rtp } of pkts) {
+    const udp = Buffer.alloc(8);
+    udp.writeUInt16BE(6000, 0);
+    udp.writeUInt16BE(6002, 2);
+    udp.writeUInt16BE(8 + rtp.length, 4);
+    const ip = Buffer.alloc(20);
+    ip[0] = 0x45;
+    ip.writeUInt16BE(20 + 8 + rtp.length, 2);
+    ip[8] = 64;
+    ip[9] = 17;
+    Buffer.from([127, 0, 0, 2]).copy(ip, 12);
+    Buffer.from([127, 0, 0, 1]).copy(ip, 16);
+    const eth = Buffer.alloc(14);
+    eth.writeUInt16BE(0x0800, 12);
+    const pkt = Buffer.concat([eth, ip, udp, rtp]);
+    const rec = Buffer.alloc(16);
+    rec.writeUInt32LE(1_700_000_000 + Math.floor(t / 1000), 0);
+    rec.writeUInt32LE((t % 1000) * 1000, 4);
+    rec.writeUInt32LE(pkt.length, 8);
+    rec.writeUInt32LE(pkt.length, 12);
+    chunks.push(rec, pkt);
+  }
+  writeFileSync(file, Buffer.concat(chunks));
+}
+
+function rtpOf(pt: number, marker: boolean, seq: number, ts: number, ssrc: number, payload: Buffer): Buffer {
+  const rtp = Buffer.alloc(12 + payload.length);
+  rtp[0] = 0x80;
+  rtp[1] = (marker ? 0x80 : 0) | pt;
+  rtp.writeUInt16BE(seq & 0xffff, 2);
+  rtp.writeUInt32BE(ts >>> 0, 4);
+  rtp.writeUInt32BE(ssrc >>> 0, 8);
+  payload.copy(rtp, 12);
+  return rtp;
+}
+
+/** GET .../audio as bytes. */
+async function audio(p: Platform, project: ChatProject, key: string, conversationId: string, query = '', headers: Record<string, string> = {}, path?: { account?: string; project?: string }) {
+  const url = new URL(`/v3/${path?.account ?? project.accountId}/${path?.project ?? project.agentId}/conversations/${conversationId}/audio${query ? `?${query}` : ''}`, p.edge);
+  const res = await fetch(url, { headers: { 'x-api-key': key, ...headers } });
+  return { status: res.status, headers: res.headers, bytes: Buffer.from(await res.arrayBuffer()) };
+}
+
+/** A WAV as a player reads it: 8 kHz mono 16-bit, its samples. */
+function samplesOf(t: { same: (a: any, b: any, m: string) => unknown; equal: (a: any, b: any, m: string) => unknown }, bytes: Buffer, what: string): Int16Array {
+  const w = new wavefile.WaveFile(bytes);
+  const fmt = w.fmt as { sampleRate: number; numChannels: number; bitsPerSample: number };
+  t.same([fmt.sampleRate, fmt.numChannels, fmt.bitsPerSample], [RATE, 1, 16], `${what}: a WAV parser reads 8 kHz mono 16-bit`);
+  const data = (w as unknown as { data: { chunkSize: number } }).data;
+  t.equal(data.chunkSize, bytes.length - 44, `${what}: the data chunk's size is right`);
+  return Int16Array.from(w.getSamples(false, Int16Array) as unknown as ArrayLike<number>);
+}
+
+const voicedFrames = (s: Int16Array) => {
+  const out: number[] = [];
+  for (let f = 0; (f + 1) * 160 <= s.length; f++) {
+    let sum = 0;
+    for (let i = f * 160; i < (f + 1) * 160; i++) sum += s[i] * s[i];
+    if (Math.sqrt(sum / 160) > 300) out.push(f);
+  }
+  return out;
+};
+
+const inSpans = (i: number, spans: Array<{ start_ms: number; end_ms: number }>) => spans.some((s) => i >= Math.floor((s.start_ms * RATE) / 1000) && i < Math.ceil((s.end_ms * RATE) / 1000));
+
+async function waitFor<T>(f: () => Promise<T | null>, ms = 30_000): Promise<T> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const v = await f();
+    if (v) return v;
+    if (Date.now() > until) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+let p: Platform;
+let sip: number;
+let dir: string;
+t.before(async () => {
+  if (!voiceTools()) return;
+  dir = mkdtempSync(join(tmpdir(), 'sb-rec-'));
+  p = await startPlatform({ env: { ...MEDIA_ENV, VOICE_NO_INPUT_MS: '20000' } });
+  sip = mediaPorts(p.stdout()).sip;
+});
+t.teardown(async () => {
+  if (!p) return;
+  await p.stop();
+  if (!process.env.KEEP) removeDir(p.dataDir);
+  else console.error("KEPT", p.dataDir);
+  if (!process.env.KEEP) rmSync(dir, { recursive: true, force: true });
+});
+
+t.test('a call is recorded per direction; the card number keyed over the caller\'s speech is muted in the redacted rendering', needsTools, async (t) => {
+  const number = '+442079460150';
+  const project = await chatProject(p, { name: 'Rec Co', functions: { start: 'function start(conv) { conv.say("Hello, you are through to Acme payments. Please key your card number."); }' } });
+  const sippPort = await freePort();
+  await bindNumber(project.api, project.agentId, number, { host: '127.0.0.2', port: sippPort });
+  const sink = await audioSink();
+  t.teardown(() => sink.close());
+  const speech = join(dir, 'speech.pcap');
+  // The caller talks on while keying the card number (digits 300 ms apart from 800 ms into the speech).
+  speechAndDigitsPcap(speak('I am reading my card number to you now, please wait one moment while I find it, it is on the front of the card', dir), CARD, 800, 300, speech);
+  const file = scenario('recording-card.xml', dir, { NUMBER: number, AUDIO_IP: '127.0.0.2', AUDIO_PORT: sink.port, GREETING_MS: 5500, SPEECH_PCAP: speech, END_MS: 14000 });
+  const run = await runSipp({ scenario: file, target: `127.0.0.1:${sip}`, port: sippPort, mediaPort: await freePort(), dir });
+  t.equal(run.code, 0, 'sipp completed the call', { out: run.out.slice(-3000) });
+
+  const dataKey = await conversationsKey(p, project, ['conversations_data']);
+  const piiKey = await conversationsKey(p, project, ['conversations_data', 'pii']);
+  const read = conversationsClient(p, project, piiKey);
+  const c = await waitFor(async () => ((await read({ channel: 'VOICE-SIP' })).body.conversations ?? []).find((x: any) => x.in_progress === false) ?? null);
+  t.ok(c.turns.some((x: any) => x.user_input_dtmf === CARD), 'the card number reached the conversation as one DTMF turn (read with pii)');
+  const masked = (await conversationsClient(p, project, dataKey)({ channel: 'VOICE-SIP' })).body.conversations[0];
+  t.ok(masked.turns.some((x: any) => x.user_input_dtmf === '[redacted]'), 'a key without pii reads the transcript with the card number masked (pii_redaction on)');
+  t.notOk(JSON.stringify(masked.turns).includes(CARD), 'nowhere in its turns', { row: JSON.stringify(masked).slice(0, 4000) });
+  t.equal(c.audio?.available, true, 'the v3 row says the call has audio');
+  // The recordings projector renders the redacted audio once the call has ended, before anyone asks for it.
+  const listed = await waitFor(async () => ((await read({ channel: 'VOICE-SIP' })).body.conversations ?? []).find((x: any) => x.id === c.id && x.audio?.redactions)?.audio.redactions ?? null);
+  t.same(listed.map((s: any) => [s.kind, s.source]), [['card_number', 'dtmf']], 'the row lists what was muted: the keyed card number');
+
+  const get = (key: string, q = '', h: Record<string, string> = {}) => audio(p, project, key, c.id, q, h);
+  const raw = { user: await get(piiKey, 'direction=user'), agent: await get(piiKey, 'direction=agent'), combined: await get(piiKey) };
+  for (const [k, r] of Object.entries(raw)) {
+    t.equal(r.status, 200, `raw ${k}: 200`);
+    t.equal(r.headers.get('content-type'), 'audio/wav');
+    t.equal(r.headers.get('x-audio-redacted'), 'false', `raw ${k}: a key with pii gets raw audio`);
+  }
+  const user = samplesOf(t, raw.user.bytes, 'user');
+  const agent = samplesOf(t, raw.agent.bytes, 'agent');
+  const combined = samplesOf(t, raw.combined.bytes, 'combined');
+  const userVoiced = voicedFrames(user);
+  const agentVoiced = voicedFrames(agent);
+  t.ok(userVoiced.length > 50, `the caller's track has sound where the caller spoke (${userVoiced.length} voiced frames)`);
+  t.ok(agentVoiced.length > 50, `the agent's track has the agent's speech (${agentVoiced.length} voiced frames)`);
+  // Each party on its own track: the agent's greeting (before the caller says anything) is not on the caller's.
+  const greeting = agentVoiced.filter((f) => f < userVoiced[0]);
+  t.ok(greeting.length > 20, 'the agent spoke before the caller');
+  t.ok(greeting.every((f) => !userVoiced.includes(f)), 'user holds only the caller: silent under the greeting');
+  const callerOnly = userVoiced.filter((f) => !agentVoiced.includes(f));
+  t.ok(callerOnly.length > 20, 'agent holds only the agent: silent under (most of) the caller\'s speech');
+  // The agent answers the keyed digits while the caller still talks: both tracks keep that overlap.
+  const overlap = userVoiced.filter((f) => agentVoiced.includes(f));
+  t.ok(overlap.length > 5, `overlapping speech is kept on both tracks (${overlap.length} frames where both speak)`);
+  let mixed = true;
+  for (let i = 0; i < combined.length; i++) {
+    const s = Math.max(-32768, Math.min(32767, (user[i] ?? 0) + (agent[i] ?? 0)));
+    if (combined[i] !== s) {
+      mixed = false;
+      break;
+    }
+  }
+  t.ok(mixed, 'combined is both parties mixed, sample for sample');
+
+  const red = await get(piiKey, 'redacted=true');
+  t.equal(red.status, 200);
+  t.equal(red.headers.get('x-audio-redacted'), 'true');
+  const spans = JSON.parse(red.headers.get('x-audio-redactions') ?? '[]');
+  t.same(spans.map((s: any) => [s.kind, s.source]), [['card_number', 'dtmf']], 'one span muted: the keyed card number (kind and offsets, never the value)');
+  t.notOk(JSON.stringify(spans).includes(CARD), 'the value is not listed');
+  t.same(spans, listed, 'the same spans as the row lists');
+  const redacted = samplesOf(t, red.bytes, 'redacted');
+  const spanFrames = userVoiced.filter((f) => inSpans(f * 160, spans));
+  t.ok(spanFrames.length > 5, `the caller was speaking while keying: raw has sound over the card number's span (${spanFrames.length} voiced frames)`);
+  let silentInSpan = true;
+  let equalElsewhere = true;
+  for (let i = 0; i < combined.length; i++) {
+    if (inSpans(i, spans)) silentInSpan &&= redacted[i] === 0;
+    else equalElsewhere &&= redacted[i] === combined[i];
+  }
+  t.ok(silentInSpan, 'redacted: silent over the card number\'s span');
+  t.ok(equalElsewhere, 'redacted: equal to the raw recording elsewhere');
+  const redUser = samplesOf(t, (await get(piiKey, 'direction=user&redacted=true')).bytes, 'redacted user');
+  t.ok(redUser.every((s, i) => (inSpans(i, spans) ? s === 0 : s === user[i])), 'redacted user: muted over the span in the caller\'s direction too');
+
+  const noPii = await get(dataKey, 'redacted=false');
+  t.equal(noPii.status, 200);
+  t.ok(noPii.bytes.equals(red.bytes), 'a key without pii gets the redacted bytes even when asking redacted=false');
+  t.equal(noPii.headers.get('x-audio-redacted'), 'true');
+  const noPiiUser = await get(dataKey, 'direction=user');
+  t.ok(noPiiUser.bytes.equals((await get(piiKey, 'direction=user&redacted=true')).bytes), 'and per direction too');
+
+  // Range: a browser seeking.
+  const size = raw.combined.bytes.length;
+  t.equal(raw.combined.headers.get('accept-ranges'), 'bytes');
+  t.equal(Number(raw.combined.headers.get('content-length')), size);
+  const head = await get(piiKey, '', { range: 'bytes=0-43' });
+  t.equal(head.status, 206);
+  t.equal(head.headers.get('content-range'), `bytes 0-43/${size}`);
+  t.ok(head.bytes.equals(raw.combined.bytes.subarray(0, 44)), 'the header bytes');
+  const from = await get(piiKey, '', { range: 'bytes=1000-' });
+  t.equal(from.status, 206);
+  t.equal(from.headers.get('content-range'), `bytes 1000-${size - 1}/${size}`);
+  t.ok(from.bytes.equals(raw.combined.bytes.subarray(1000)), 'an open range: the rest');
+  const tail = await get(piiKey, '', { range: 'bytes=-100' });
+  t.ok(tail.status === 206 && tail.bytes.equals(raw.combined.bytes.subarray(size - 100)), 'a suffix range: the last bytes');
+  const past = await get(piiKey, '', { range: `bytes=${size}-` });
+  t.equal(past.status, 416, 'a range past the end: 416');
+  t.equal(past.headers.get('content-range'), `bytes */${size}`);
+  t.match(JSON.parse(past.bytes.toString()), { error_message: /range not satisfiable/ });
+
+  // Parameters and not-found, in the family's error shape.
+  const bad = await get(piiKey, 'direction=both');
+  t.equal(bad.status, 400);
+  t.match(JSON.parse(bad.bytes.toString()), { error_message: /direction must be one of combined, user, agent/ });
+  t.equal((await get(piiKey, 'redacted=maybe')).status, 400);
+  const unknown = await audio(p, project, piiKey, 'no-such-conversation');
+  t.equal(unknown.status, 404);
+  t.match(JSON.parse(unknown.bytes.toString()), { error_message: /not found/ });
+
+  // Any direction and redacted value: a WAV or a 400 in the family's shape, never a 500.
+  await fc.assert(
+    fc.asyncProperty(fc.option(fc.oneof(fc.constantFrom('combined', 'user', 'agent', 'true', 'false', '1', '0'), fc.string())), fc.option(fc.oneof(fc.constantFrom('true', 'false', '1', '0'), fc.string())), async (direction, redacted) => {
+      const qs = new URLSearchParams();
+      if (direction !== null) qs.set('direction', direction);
+      if (redacted !== null) qs.set('redacted', redacted);
+      const r = await get(dataKey, qs.toString());
+      if (r.status === 200) return r.bytes.subarray(0, 4).toString() === 'RIFF' && r.headers.get('x-audio-redacted') === 'true';
+      return r.status === 400 && typeof JSON.parse(r.bytes.toString()).error_message === 'string';
+    }),
+    { numRuns: 40 },
+  );
+
+  // A text conversation has no audio: 404.
+  const chat = await project.chat('create', {});
+  t.equal(chat.status, 200);
+  const none = await audio(p, project, piiKey, chat.body.conversation_id);
+  t.equal(none.status, 404, 'a chat conversation: 404');
+  t.match(JSON.parse(none.bytes.toString()), { error_message: /has no audio/ });
+
+  // Tenant isolation: another project's key, and another project's path.
+  const other = await chatProject(p, { name: 'Other Co' });
+  const otherKey = await conversationsKey(p, other, ['conversations_data', 'pii']);
+  t.equal((await audio(p, project, otherKey, c.id)).status, 403, 'a key of another project: 403 on this project\'s path');
+  t.equal((await audio(p, other, otherKey, c.id)).status, 404, 'this conversation under another project: 404');
+  t.equal((await audio(p, project, 'sk_nope', c.id)).status, 401, 'an unknown key: 401');
+});
+
+t.test('a gateway killed mid-call leaves a playable recording up to the crash', needsTools, async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'sb-rec-crash-'));
+  const token = `test-operator-crash-${Math.random().toString(36).slice(2)}`;
+  let q = await startPlatform({ dataDir, env: { ...MEDIA_ENV, OPERATOR_TOKEN: token, VOICE_NO_INPUT_MS: '20000' } });
+  t.teardown(async () => {
+    await q.stop();
+    removeDir(dataDir);
+  });
+  const number = '+442079460151';
+  const project = await chatProject(q, { name: 'Crash Co', functions: { start: 'function start(conv) { conv.say("Hello, you are through to Acme. Please hold the line while I look that up for you, it will take a moment."); }' } });
+  const sippPort = await freePort();
+  await bindNumber(project.api, project.agentId, number, { host: '127.0.0.2', port: sippPort });
+  const key = await conversationsKey(q, project, ['conversations_data', 'pii']);
+  const sink = await audioSink();
+  t.teardown(() => sink.close());
+  const speech = join(dir, 'crash-speech.pcap');
+  rtpPcap(speak('hello', dir), speech);
+  const file = scenario('recording-card.xml', dir, { NUMBER: number, AUDIO_IP: '127.0.0.2', AUDIO_PORT: sink.port, GREETING_MS: 20000, SPEECH_PCAP: speech, END_MS: 100 });
+  const run = runSipp({ scenario: file, target: `127.0.0.1:${mediaPorts(q.stdout()).sip}`, port: sippPort, mediaPort: await freePort(), dir, timeoutS: 40 });
+  const read = conversationsClient(q, project, key);
+  const c = await waitFor(async () => ((await read({ channel: 'VOICE-SIP' })).body.conversations ?? [])[0] ?? null);
+  // Wait until the greeting has been recorded for a few chunks, then SIGKILL the whole process mid-call.
+  await waitFor(async () => {
+    const r = await audio(q, project, key, c.id, 'direction=agent');
+    return r.status === 200 && r.bytes.length > 44 + 3 * 16000 ? true : null;
+  });
+  q.child.kill('SIGKILL');
+  await new Promise((r) => q.child.once('exit', r));
+  if (run.pid) process.kill(run.pid, 'SIGTERM');
+  await run;
+  q = await startPlatform({ dataDir, env: { ...MEDIA_ENV, OPERATOR_TOKEN: token } });
+  const after = await audio(q, project, key, c.id, 'direction=agent');
+  t.equal(after.status, 200, 'the recording is there after the crash');
+  const s = samplesOf(t, after.bytes, 'after the crash');
+  t.ok(s.length >= 3 * RATE, `it holds the call up to the crash (${(s.length / RATE).toFixed(1)} s)`);
+  t.ok(voicedFrames(s).length > 20, 'with the agent\'s speech in it');
+  const combined = await audio(q, project, key, c.id);
+  samplesOf(t, combined.bytes, 'combined after the crash');
+});

@@ -1,0 +1,124 @@
+import t from 'tap';
+import fc from 'fast-check';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { digitRuns, digitsKind, luhn, maskText, muted, redactionSpans, textKinds } from '../actors/recording/mod.js';
+import { parseRange } from '../gateway/edge/conversations/audio.js';
+import { FsBlobStore } from '../store/blobs/mod.js';
+import { Recordings } from '../gateway/media/recordings/recordings.js';
+
+/** The Luhn check digit of a body of digits. */
+const checkDigit = (body: string) => [...'0123456789'].find((d) => luhn(body + d))!;
+
+t.test('card numbers: any 12-18 digit body with its Luhn check digit is a card number; a wrong check digit is not', async (t) => {
+  fc.assert(fc.property(fc.stringMatching(/^[1-9][0-9]{11,17}$/), (body) => {
+    const card = body + checkDigit(body);
+    t.equal(digitsKind(card), 'card_number');
+    const wrong = body + String((Number(checkDigit(body)) + 1) % 10);
+    return digitsKind(wrong) !== 'card_number';
+  }));
+});
+
+t.test('personal data in words: spoken and written digits, e-mails, dates of birth, marked values; not ordinary talk', async (t) => {
+  t.same(digitRuns('my card is four one one one, 1111 1111 1111 1111 thanks'), ['41111111111111111111']);
+  t.same(textKinds('four one one one one one one one one one one one one one one one'), ['card_number']);
+  t.same(textKinds('call me on 07700 900123'), ['phone_number']);
+  t.same(textKinds('it is jane.doe@example.com'), ['email']);
+  t.same(textKinds('jane at example dot com'), ['email']);
+  t.same(textKinds('I was born on the fourth of July 1976'), ['date_of_birth']);
+  t.same(textKinds('my account code is bluebird', ['bluebird']), ['marked']);
+  for (const s of ['what are your opening hours', 'two tickets please', 'is parking free', '']) t.same(textKinds(s), [], s);
+  t.equal(maskText('what are your opening hours'), 'what are your opening hours');
+  t.equal(maskText('my email is a@b.io'), '[redacted]');
+  t.equal(digitsKind('12081976'), 'date_of_birth', 'eight keyed digits forming a past date');
+  t.equal(digitsKind('42'), null);
+});
+
+t.test('spans: a keyed card number from its digits\' times; the n-th caller utterance for the n-th spoken turn; muting', async (t) => {
+  const events = [...'4111111111111111'].map((digit, i) => ({ kind: 'dtmf' as const, digit, at_ms: 5000 + i * 300 }));
+  events.push({ kind: 'dtmf', digit: '4', at_ms: 15_000 }, { kind: 'dtmf', digit: '2', at_ms: 15_300 });
+  // One utterance on the caller's track, from 1 s to 2 s.
+  const track = Buffer.alloc(8000 * 2 * 4);
+  for (let i = 8000; i < 16000; i++) track.writeInt16LE(i % 16 < 8 ? 8000 : -8000, i * 2);
+  const turns = [
+    { user_input: '', user_input_dtmf: '', is_silence: false },
+    { user_input: 'my email is jane at example dot com', user_input_dtmf: '', is_silence: false },
+    { user_input: '', user_input_dtmf: '4111111111111111', is_silence: false },
+    { user_input: '', user_input_dtmf: '42', is_silence: false },
+  ];
+  const spans = redactionSpans(track, events, turns);
+  t.same(spans.map((s) => [s.kind, s.source]), [['email', 'speech'], ['card_number', 'dtmf']], 'the e-mail utterance and the card number; 42 is not personal');
+  t.ok(spans[0].start_ms <= 1000 && spans[0].end_ms >= 2000, 'the utterance is covered');
+  t.ok(spans[1].start_ms <= 5000 && spans[1].end_ms >= 9500, 'from the first digit to after the last');
+  const m = muted(track, spans);
+  t.ok(m.subarray(8000 * 2, 16000 * 2).every((b) => b === 0), 'muted over the span');
+  t.equal(m.length, track.length);
+});
+
+t.test('Range headers', async (t) => {
+  t.same(parseRange(undefined, 100), null);
+  t.same(parseRange('bytes=0-9', 100), { start: 0, end: 9 });
+  t.same(parseRange('bytes=90-', 100), { start: 90, end: 99 });
+  t.same(parseRange('bytes=-10', 100), { start: 90, end: 99 });
+  t.same(parseRange('bytes=50-500', 100), { start: 50, end: 99 }, 'an end past the file is cut to it');
+  t.equal(parseRange('bytes=100-', 100), 'bad');
+  t.equal(parseRange('bytes=9-3', 100), 'bad');
+  t.equal(parseRange('bytes=-0', 100), 'bad');
+  t.same(parseRange('bytes=0-1,5-6', 100), null, 'several ranges: the whole file');
+  fc.assert(fc.property(fc.string(), fc.nat(10_000), (h, size) => {
+    const r = parseRange(h, size);
+    return r === null || r === 'bad' || (r.start >= 0 && r.end < size && r.start <= r.end);
+  }));
+});
+
+t.test('retention: the sweep deletes recordings past their expiry and keeps the others', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'sb-blobs-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const blobs = new FsBlobStore(dir);
+  const meta = (id: string, expires: number) => Buffer.from(JSON.stringify({ conversation_id: id, account_id: 'a', project_id: 'p', call_sid: 'IN-1', started_at: 0, ended_at: 1, expires_at: expires }));
+  await blobs.put('rec/a/p/old/meta', meta('old', 1000));
+  await blobs.putChunk('rec/a/p/old/caller', 0, Buffer.alloc(320));
+  await blobs.put('rec/a/p/new/meta', meta('new', 5000));
+  await blobs.putChunk('rec/a/p/new/caller', 0, Buffer.alloc(320));
+  await blobs.putChunk('rec/a/p/new/caller', 1, Buffer.alloc(160, 1));
+  const rec = new Recordings(blobs, { retentionDays: 30, chunkMs: 1000, log: () => {} });
+  t.equal(await rec.sweep(2000), 1, 'one recording removed');
+  t.equal(await blobs.read('rec/a/p/old/caller'), null);
+  t.equal((await blobs.read('rec/a/p/new/caller'))!.length, 480, 'chunks read back in order, concatenated');
+  await t.rejects(blobs.put('rec/../../etc', Buffer.from('x')), 'no path escapes the blob root');
+});
+
+t.test('the tap: a project\'s own retention wins, 0 records nothing; frames land on the timeline, digits with their times', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'sb-blobs-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const blobs = new FsBlobStore(dir);
+  const own: Record<string, number | undefined> = { none: 0, short: 2 };
+  const rec = new Recordings(blobs, { retentionDays: 30, chunkMs: 100_000, projectRetentionDays: async (p) => own[p], log: () => {} });
+  // The tap reaches only a call's audio/digit entry points and the RTP session's send hook.
+  const callOf = () => ({ heard: 0, audio(_: Int16Array) { this.heard++; }, digit(_: string) {} });
+  const tapped = async (project: string) => {
+    const call = callOf();
+    const rtp: { onSent: ((b: Buffer) => void) | null } = { onSent: null };
+    const h = rec.tap({ conversationId: `c-${project}`, callSid: 'IN-x', accountId: 'a', projectId: project }, 'PCMU', call as never, rtp as never)!;
+    call.audio(new Int16Array(160).fill(1000));
+    call.digit('5');
+    rtp.onSent!(Buffer.alloc(160, 0xff));
+    await h.end(Date.now());
+    return call;
+  };
+  const call = await tapped('short');
+  t.equal(call.heard, 1, 'the call still gets its audio');
+  const meta = JSON.parse((await blobs.read('rec/a/short/c-short/meta'))!.toString());
+  t.equal(meta.expires_at - meta.started_at, 2 * 86_400_000, 'the project\'s 2 days');
+  t.ok(meta.ended_at >= meta.started_at, 'the end is recorded');
+  const caller = (await blobs.read('rec/a/short/c-short/caller'))!;
+  t.ok(caller.length >= 320 && caller.readInt16LE(caller.length - 2) === 1000, 'the caller frame, at its place on the timeline');
+  t.equal((await blobs.read('rec/a/short/c-short/agent'))!.length % 320, 0, 'the agent frame, decoded to 16-bit');
+  t.match((await blobs.read('rec/a/short/c-short/events'))!.toString(), /"digit":"5"/);
+  await tapped('none');
+  t.same(await blobs.list('rec/a/none'), [], 'a project with 0 days: nothing written');
+  await tapped('other');
+  const other = JSON.parse((await blobs.read('rec/a/other/c-other/meta'))!.toString());
+  t.equal(other.expires_at - other.started_at, 30 * 86_400_000, 'no project setting: RECORDING_RETENTION_DAYS');
+});
