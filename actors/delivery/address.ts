@@ -53,11 +53,12 @@ export function v6Groups(ip: string): number[] | null {
   if (zone >= 0) s = s.slice(0, zone);
   if (!isIPv6(s)) return null;
   // A trailing dotted quad stands for the last two groups.
-  const quad = /(\d+\.\d+\.\d+\.\d+)$/.exec(s);
-  if (quad) {
-    const n = v4ToInt(quad[1]);
+  // Found by position, not a regular expression: `isIPv6` passed, so a dot can only be in the last group.
+  const last = s.lastIndexOf(':') + 1;
+  if (s.includes('.', last)) {
+    const n = v4ToInt(s.slice(last));
     if (n === null) return null;
-    s = s.slice(0, quad.index) + `${(n >>> 16).toString(16)}:${(n & 0xffff).toString(16)}`;
+    s = s.slice(0, last) + `${(n >>> 16).toString(16)}:${(n & 0xffff).toString(16)}`;
   }
   const [head, tail] = s.includes('::') ? s.split('::') : [s, null];
   const h = head ? head.split(':') : [];
