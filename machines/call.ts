@@ -272,7 +272,9 @@ export const callMachine = setup({
     },
     failure: {
       tags: ['failure'],
-      entry: emit(({ context }) => ({ type: 'call.failed', data: { ...payload(context), reason: context.failure, sip_status: context.sipStatus } })),
+      // `crashed`: the call failed by a failure of ours (no media gateway answered the dial, or the dial failed
+      // inside the platform), not by the far end or the trunk: the Alerts API's `call_crashes`.
+      entry: emit(({ context }) => ({ type: 'call.failed', data: { ...payload(context), reason: context.failure, sip_status: context.sipStatus, crashed: context.failure === 'error' } })),
       invoke: [
         { id: 'release', src: 'releaseSlot', input: ({ context }) => slotOf(context), onError: { actions: [] } },
         { id: 'retention', src: 'sleepUntil', input: ({ context }) => ({ until: context.endedAt! + context.settings.retentionMs }), onDone: 'expired' },
