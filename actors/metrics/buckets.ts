@@ -25,7 +25,14 @@ export interface MetricBucket extends Doc {
 
 export const projectScope = (projectId: string) => `p:${projectId}`;
 export const accountScope = (accountId: string) => `a:${accountId}`;
-export const minuteOf = (ms: number) => Math.floor(ms / 60_000);
+/**
+ * The width of a bucket: a minute (`METRICS_BUCKET_MS`, default 60000). Read from the environment here, not
+ * passed in, because three places must agree on it and one of them is the projection runner's thread: the
+ * edges' error counts, the projector and the rules' windows (a `5m` window is 5 buckets). Operators keep the
+ * minute; tests shorten it so that a window can empty within a test.
+ */
+export const BUCKET_MS = ((v) => (Number.isInteger(v) && v >= 10 ? v : 60_000))(Number(process.env.METRICS_BUCKET_MS ?? 60_000));
+export const minuteOf = (ms: number) => Math.floor(ms / BUCKET_MS);
 
 /** The `metric_buckets` collection. */
 export function metricBuckets(store: Store): Collection<MetricBucket> {
