@@ -1,4 +1,5 @@
 import t from 'tap';
+import { waitForProjections } from './helpers/projections.js';
 import dgram from 'node:dgram';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import alawmulaw from 'alawmulaw';
@@ -284,6 +285,8 @@ t.test('a call is recorded per direction; the card number keyed over the caller\
   // A text conversation has no audio: 404.
   const chat = await project.chat('create', {});
   t.equal(chat.status, 200);
+  // Its record is a projection: once it is there, the endpoint knows the conversation and says it has no audio.
+  await waitForProjections(p);
   const none = await audio(p, project, piiKey, chat.body.conversation_id);
   t.equal(none.status, 404, 'a chat conversation: 404');
   t.match(JSON.parse(none.bytes.toString()), { error_message: /has no audio/ });

@@ -36,10 +36,34 @@ function isPastDate(d: string): boolean {
   return asDate(n(4, 8), n(2, 4), n(0, 2)) || asDate(n(4, 8), n(0, 2), n(2, 4)) || asDate(n(0, 4), n(4, 6), n(6, 8));
 }
 
-const EMAIL = /[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}/;
 const SPOKEN_EMAIL = /\b\w+ at \w+(?: \w+)? dot (?:com|org|net|co|uk|io|edu|gov)\b/i;
 const MONTHS = /\b(january|february|march|april|may|june|july|august|september|october|november|december|\d{1,2}[/.-]\d{1,2}[/.-]\d{2,4})\b/i;
 const BIRTH = /\b(born|birth|birthday|dob)\b/i;
+
+const LOCAL = /[A-Za-z0-9._%+-]/;
+const DOMAIN = /[A-Za-z0-9.-]/;
+const LETTER = /[A-Za-z]/;
+
+/**
+ * Whether the text holds an e-mail address (`local@domain.tld`, a TLD of two letters or more). Scanned by hand
+ * from each `@`, outwards, instead of an unanchored regular expression, which backtracks over every start
+ * position (quadratic in the text: `test/regex.test.ts`).
+ */
+export function hasEmail(text: string): boolean {
+  for (let at = text.indexOf('@'); at >= 0; at = text.indexOf('@', at + 1)) {
+    if (at === 0 || !LOCAL.test(text[at - 1])) continue;
+    let end = at + 1;
+    while (end < text.length && DOMAIN.test(text[end])) end++;
+    const domain = text.slice(at + 1, end);
+    const dot = domain.lastIndexOf('.');
+    // The TLD: letters after the last dot, at least two; a trailing dot (end of a sentence) is not part of it.
+    const from = (domain.endsWith('.') ? domain.lastIndexOf('.', domain.length - 2) : dot) + 1;
+    let letters = 0;
+    while (from + letters < domain.length && LETTER.test(domain[from + letters])) letters++;
+    if (from > 1 && letters >= 2) return true;
+  }
+  return false;
+}
 
 /** The kinds of personal data in a recognised utterance (its digits read word by word too). */
 export function textKinds(text: string, marked: string[] = []): Redaction['kind'][] {
@@ -48,7 +72,7 @@ export function textKinds(text: string, marked: string[] = []): Redaction['kind'
     const k = digitsKind(run);
     if (k) kinds.add(k);
   }
-  if (EMAIL.test(text) || SPOKEN_EMAIL.test(text)) kinds.add('email');
+  if (hasEmail(text) || SPOKEN_EMAIL.test(text)) kinds.add('email');
   if (BIRTH.test(text) && (MONTHS.test(text) || /\d/.test(text))) kinds.add('date_of_birth');
   const lower = text.toLowerCase();
   if (marked.some((v) => v.trim() && lower.includes(v.trim().toLowerCase()))) kinds.add('marked');
