@@ -95,6 +95,8 @@ export interface TurnOutcome {
   artifactVersion: string | null;
   /** Set when a function called `conv.await_external_event`: the id and the absolute deadline of the wait. */
   awaiting?: ExternalWait | null;
+  /** Values the functions marked personal (`conv.mark_pii`): journaled, never kept in the snapshot. */
+  pii?: string[];
 }
 
 /** An external event a conversation waits for: its id and when the wait times out (ms since epoch). */
@@ -351,7 +353,15 @@ export type ConversationDomainEvent =
   | { type: 'conversation.turn'; data: TurnData }
   | { type: 'conversation.changed'; data: ChangedData }
   | { type: 'conversation.answered'; data: AnsweredData }
-  | { type: 'conversation.ended'; data: EndedData };
+  | { type: 'conversation.ended'; data: EndedData }
+  | { type: 'conversation.pii_marked'; data: PiiMarkedData };
+
+/** `conversation.pii_marked`: values a function marked personal (`conv.mark_pii`), for redaction only. */
+export interface PiiMarkedData {
+  account_id: string;
+  project_id: string;
+  values: string[];
+}
 
 const changedOf = (c: ConversationContext): ConversationDomainEvent => ({
   type: 'conversation.changed',
@@ -465,6 +475,8 @@ export const conversationMachine = setup({
     /** A turn's (or the start's) events: its turns, the changed fields, and the answer (what external events said meanwhile first). */
     emitOutcome: enqueueActions(({ context, enqueue }, out: TurnOutcome) => {
       for (const e of turnsOf(context, out.turns, out.functionErrors)) enqueue.emit(e);
+      // Journal only: the recordings projector mutes them, the Conversations API masks them for keys without `pii`.
+      if (out.pii?.length) enqueue.emit({ type: 'conversation.pii_marked', data: { ...owner(context), values: out.pii } });
       enqueue.emit(changedOf(context));
       const response = [...context.unread, out.response].filter((x) => x !== '').join(' ');
       enqueue.emit({ type: 'conversation.answered', data: { ...owner(context), response, end: out.end, handoff: out.handoff } });

@@ -113,7 +113,7 @@ t.test('say, handoff and end are collected', async (t) => {
   t.equal(r.value, 'bye');
 
   const quiet = expectOk(t, await sandbox.invoke(call('g', 'function g() {}')), 'nothing done');
-  t.same(quiet.conv, { state: {}, said: [], handoff: null, ended: false, awaiting: null });
+  t.same(quiet.conv, { state: {}, said: [], handoff: null, ended: false, awaiting: null, pii: [] });
 });
 
 t.test('await_external_event is recorded as an effect, never a host call', async (t) => {
@@ -124,6 +124,17 @@ t.test('await_external_event is recorded as an effect, never a host call', async
   t.same(odd.conv.awaiting, { event_id: 'x', timeout_ms: null }, 'a timeout that is not a number means the default');
   const hostile = expectOk(t, await sandbox.invoke(call('h', `function h(conv) { conv.await_external_event('y', { get timeout_ms() { throw new Error('no'); } }); }`)), 'throwing getter');
   t.same(hostile.conv.awaiting, { event_id: 'y', timeout_ms: null });
+});
+
+t.test('mark_pii is recorded as an effect, bounded, never a host call', async (t) => {
+  const r = expectOk(t, await sandbox.invoke(call('f', `function f(conv) { conv.mark_pii('4111 1111'); conv.mark_pii(42); return typeof conv.mark_pii; }`)), 'call');
+  t.same(r.conv.pii, ['4111 1111', '42'], 'the values, as strings, in order');
+  t.equal(r.value, 'function');
+  const empty = await sandbox.invoke(call('g', `function g(conv) { conv.mark_pii(''); }`));
+  t.equal(empty.ok, false, 'an empty value is refused: the function throws');
+  const many = await sandbox.invoke(call('h', `function h(conv) { for (let i = 0; i < 40; i++) conv.mark_pii('v' + i); }`));
+  t.equal(many.ok, false, 'past 32 values a call: refused');
+  t.ok(many.conv.pii.length <= 32, 'and never more than 32 cross');
 });
 
 t.test('tool arguments and return values', async (t) => {
@@ -191,7 +202,7 @@ t.test('timeouts: synchronous loops, async loops, pending promises', async (t) =
   ];
   for (const [what, source] of cases) {
     const r = expectFail(t, await sandbox.invoke(call('f', source, { conv: conv({ state: { keep: 1 } }), timeoutMs: 150 })), 'timeout', what);
-    t.same(r.conv, { state: { keep: 1 }, said: [], handoff: null, ended: false, awaiting: null }, `${what}: input state unchanged, no effects`);
+    t.same(r.conv, { state: { keep: 1 }, said: [], handoff: null, ended: false, awaiting: null, pii: [] }, `${what}: input state unchanged, no effects`);
     expectOk(t, await sandbox.invoke(ping), `${what}: a normal call succeeds afterwards`);
   }
 });
@@ -205,7 +216,7 @@ t.test('a memory bomb kills only its worker', async (t) => {
   ];
   for (const source of bombs) {
     const r = expectFail(t, await small.invoke(call('f', source, { conv: conv({ state: { keep: 1 } }) })), 'memory', 'memory bomb');
-    t.same(r.conv, { state: { keep: 1 }, said: [], handoff: null, ended: false, awaiting: null }, 'input state unchanged');
+    t.same(r.conv, { state: { keep: 1 }, said: [], handoff: null, ended: false, awaiting: null, pii: [] }, 'input state unchanged');
     const after = expectOk(t, await small.invoke(ping), 'a normal call succeeds afterwards');
     t.equal(after.value, 42);
   }

@@ -41,6 +41,8 @@ interface Working {
   handoff: Handoff | null;
   end: boolean;
   awaiting: ExternalWait | null;
+  /** Values the functions marked personal (`conv.mark_pii`). */
+  pii?: string[];
 }
 
 /**
@@ -133,6 +135,7 @@ export function conversationEffects(deps: ConversationDeps) {
     if (r.conv.ended) w.end = true;
     const wait = waitOf(r.conv.awaiting ?? null);
     if (wait) w.awaiting = wait;
+    if (r.conv.pii?.length) (w.pii ??= []).push(...r.conv.pii);
     return { said: r.conv.said, value: r.value };
   };
 
@@ -232,6 +235,7 @@ export function conversationEffects(deps: ConversationDeps) {
     variant,
     artifactVersion,
     awaiting: w.awaiting,
+    ...(w.pii?.length ? { pii: w.pii } : {}),
   });
 
   /** Runs `external_event` or `bridge_ended`: its words become a turn of their own (no user input). */

@@ -23,6 +23,8 @@ export const BOOTSTRAP_SOURCE = String.raw`(function () {
   let conv = null, args = [], status = 'idle', value, message = '', inputState = '{}';
   const said = [];
   let handoff = null, ended = false, awaiting = null;
+  // Values the function marked as personal data (conv.mark_pii): bounded, so a loop cannot grow the output.
+  const marked = [];
   const isObject = (v) => v !== null && typeof v === 'object' && !isArray(v);
   const describe = (e) => {
     try {
@@ -69,6 +71,14 @@ export const BOOTSTRAP_SOURCE = String.raw`(function () {
         handoff = { destination: S(destination), reason: reason === undefined ? '' : S(reason) };
       });
       hidden(conv, 'end', function end() { ended = true; });
+      // Marks a value as personal data: recordings are muted where the caller said or keyed it, and redacted
+      // transcripts mask it (docs/recordings.md). Refused past 32 values a call or 256 characters a value.
+      hidden(conv, 'mark_pii', function mark_pii(value) {
+        const v = S(value);
+        if (v.length === 0 || v.length > 256) throw new TypeError('conv.mark_pii: the value must be 1 to 256 characters');
+        if (marked.length >= 32) throw new TypeError('conv.mark_pii: at most 32 values per call');
+        marked[marked.length] = v;
+      });
       // Asks the platform to hold the conversation until the external event with this id arrives (or the
       // timeout passes); the project's external_event(conv, event) function then runs. Recorded only: the
       // platform validates the id and bounds the timeout.
@@ -124,7 +134,9 @@ export const BOOTSTRAP_SOURCE = String.raw`(function () {
         : '{"destination":' + stringify(handoff.destination) + ',"reason":' + stringify(handoff.reason) + '}';
       const a = awaiting === null ? 'null'
         : '{"event_id":' + stringify(awaiting.event_id) + ',"timeout_ms":' + (awaiting.timeout_ms === null || !isFinite(awaiting.timeout_ms) ? 'null' : stringify(awaiting.timeout_ms)) + '}';
-      return '{"state":' + state + ',"said":[' + list + '],"handoff":' + h + ',"ended":' + (ended ? 'true' : 'false') + ',"awaiting":' + a + '}';
+      let pii = '';
+      for (let i = 0; i < marked.length; i++) pii += (i ? ',' : '') + stringify(marked[i]);
+      return '{"state":' + state + ',"said":[' + list + '],"handoff":' + h + ',"ended":' + (ended ? 'true' : 'false') + ',"awaiting":' + a + ',"pii":[' + pii + ']}';
     },
   });
 })()`;

@@ -64,7 +64,7 @@ function copyState(state: unknown): Record<string, unknown> {
 }
 
 function unchanged(state: Record<string, unknown>): ConvOutput {
-  return { state, said: [], handoff: null, ended: false, awaiting: null };
+  return { state, said: [], handoff: null, ended: false, awaiting: null, pii: [] };
 }
 
 /** Tenant-made JSON text, parsed as plain data (`__proto__` and `constructor.prototype` keys removed). */
@@ -90,7 +90,8 @@ function checkOutput(text: string | undefined, inputState: Record<string, unknow
     a && typeof a === 'object' && typeof a.event_id === 'string'
       ? { event_id: a.event_id, timeout_ms: typeof a.timeout_ms === 'number' && Number.isFinite(a.timeout_ms) ? a.timeout_ms : null }
       : null;
-  return { state, said, handoff, ended: conv.ended === true, awaiting };
+  const pii = Array.isArray(conv.pii) ? conv.pii.filter((s): s is string => typeof s === 'string' && s.length > 0 && s.length <= 256).slice(0, 32) : [];
+  return { state, said, handoff, ended: conv.ended === true, awaiting, pii };
 }
 
 /**

@@ -41,6 +41,8 @@ export interface ConvOutput {
   ended: boolean;
   /** Set by `conv.await_external_event(event_id, {timeout_ms})` (the last call wins). */
   awaiting: { event_id: string; timeout_ms: number | null } | null;
+  /** Values passed to `conv.mark_pii(value)`: personal data to mute in recordings and mask in redacted transcripts. */
+  pii: string[];
 }
 
 /**

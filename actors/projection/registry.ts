@@ -4,6 +4,7 @@ import type { Projector } from './types.js';
 import { sessionRecordsProjector } from '../session/mod.js';
 import { actorIndexProjector } from '../inspector/mod.js';
 import { recordingsProjector } from '../recording/projector.js';
+import { piiMarksProjector } from '../recording/marks.js';
 
 /**
  * Every read model projected from the journal. A branch that adds a projector adds one line here. The
@@ -16,5 +17,6 @@ export function projectors(): Projector[] {
     conversationsProjector(),
     metricsProjector(),
     recordingsProjector(),
+    piiMarksProjector,
   ];
 }

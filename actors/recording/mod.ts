@@ -9,3 +9,4 @@ export { digitsKind, digitRuns, luhn, maskText, textKinds } from './pii.js';
 export { muted, parseEvents, redactionSpans, renderRedacted, utterancesOf, type TurnText } from './redact.js';
 export { mix, wavHeader } from './wav.js';
 export { recordingsProjector, audioOf, type AudioInfo } from './projector.js';
+export { markedValues, piiMarksProjector, projectedMarks } from './marks.js';

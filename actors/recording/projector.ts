@@ -4,6 +4,7 @@ import type { Projector } from '../projection/types.js';
 import { conversationRecords } from '../conversation/mod.js';
 import { recordingPrefix, type RecordingMeta, type Redaction } from './layout.js';
 import { renderRedacted } from './redact.js';
+import { markedValues } from './marks.js';
 
 /** What a conversation row says of its audio (Conversations API v3 `audio`). */
 export interface AudioInfo {
@@ -50,7 +51,7 @@ export function recordingsProjector(blobsOf: () => Promise<BlobStore> = defaultB
         if (!r || r.channel !== 'VOICE-SIP' || r.in_progress) continue;
         const prefix = recordingPrefix(r.account_id, r.project_id, r.id);
         if (!(await blobs.read(`${prefix}/meta`)) || (await blobs.read(`${prefix}/redactions`))) continue;
-        await renderRedacted(blobs, prefix, r.turns);
+        await renderRedacted(blobs, prefix, r.turns, await markedValues(store, id));
       }
     },
     async reset(): Promise<void> {

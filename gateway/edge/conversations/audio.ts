@@ -10,7 +10,7 @@ import { conversationRecords } from '../../../actors/conversation/mod.js';
 import { CONVERSATIONS } from '../../../platform/errors.js';
 import type { Services } from '../../../platform/services.js';
 import type { BlobStore } from '../../../store/blobs/mod.js';
-import { mix, RECORDING_RATE, recordingPrefix, renderRedacted, wavHeader, type RecordingMeta, type Redaction } from '../../../actors/recording/mod.js';
+import { markedValues, mix, RECORDING_RATE, recordingPrefix, renderRedacted, wavHeader, type RecordingMeta, type Redaction } from '../../../actors/recording/mod.js';
 import { bool, oneOf, type RawQuery } from './params.js';
 
 export const DIRECTIONS = ['combined', 'user', 'agent'] as const;
@@ -66,7 +66,7 @@ export async function serveAudio(services: Services, req: FastifyRequest, reply:
   const meta = metaRaw ? (JSON.parse(metaRaw.toString()) as RecordingMeta) : null;
   if (!meta || meta.expires_at <= Date.now()) throw CONVERSATIONS.AUDIO_NOT_FOUND(conversationId);
   let redactions: Redaction[] | null = null;
-  if (redacted) redactions = await ensureRedacted(blobs, prefix, record);
+  if (redacted) redactions = await ensureRedacted(blobs, prefix, record, () => markedValues(services.store, record.id));
   const wav = await wavOf(blobs, prefix, direction, redacted);
   if (!wav) throw CONVERSATIONS.AUDIO_NOT_FOUND(conversationId);
   const range = parseRange(req.headers.range, wav.length);
@@ -88,9 +88,9 @@ function* pieces(b: Buffer, from: number, to: number): Generator<Buffer> {
 }
 
 /** Renders the redacted audio once (the call is over), or reads the spans of an earlier rendering. */
-async function ensureRedacted(blobs: BlobStore, prefix: string, record: { id: string; in_progress: boolean; turns: Array<{ user_input: string; user_input_dtmf: string; is_silence: boolean }> }): Promise<Redaction[]> {
+async function ensureRedacted(blobs: BlobStore, prefix: string, record: { id: string; in_progress: boolean; turns: Array<{ user_input: string; user_input_dtmf: string; is_silence: boolean }> }, marked: () => Promise<string[]>): Promise<Redaction[]> {
   const done = await blobs.read(`${prefix}/redactions`);
   if (done) return JSON.parse(done.toString()) as Redaction[];
   if (record.in_progress) throw CONVERSATIONS.AUDIO_NOT_READY(record.id);
-  return renderRedacted(blobs, prefix, record.turns);
+  return renderRedacted(blobs, prefix, record.turns, await marked());
 }

@@ -30,7 +30,7 @@ import { useErrorShape } from '../errors.js';
 import { PathId } from '../schemas.js';
 import { concurrency, parseConcurrencyQuery } from './concurrency.js';
 import { serveAudio } from './audio.js';
-import { audioOf, digitsKind, maskText, type AudioInfo } from '../../../actors/recording/mod.js';
+import { audioOf, digitsKind, maskText, projectedMarks, type AudioInfo } from '../../../actors/recording/mod.js';
 import { AudioQueryDoc, AudioResponseDoc, ConcurrencyQueryDoc, ConversationsQueryDoc, ConversationsResponseDoc } from './docs.js';
 import { cursorCodec, malformedCursor, type Position } from './cursor.js';
 import type { RawQuery } from './params.js';
@@ -121,14 +121,14 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
       const conversations: unknown[] = [];
       for await (const r of rows.rows) {
         const row = conversationV1(r as ConversationRecord, view);
-        conversations.push(mask ? JSON.parse(maskedRow([Buffer.from(JSON.stringify(row))])[0].toString()) : row);
+        conversations.push(mask ? JSON.parse(maskedRow([Buffer.from(JSON.stringify(row))], await projectedMarks(services.store, r.id))[0].toString()) : row);
       }
       return reply.type('application/json').send(JSON.stringify({ conversations, descriptions: { conversations: V1_DESCRIPTIONS }, ...tail() }));
     }
     // v3 rows say whether the call has audio (and, once rendered, what its redacted rendering muted).
-    const rendered = (r: Row) => (mask ? maskedRow(rowJson(r, view)) : rowJson(r, view));
+    const rendered = async (r: Row) => (mask ? maskedRow(rowJson(r, view), await projectedMarks(services.store, r.id)) : rowJson(r, view));
     const json = version === 'v3'
-      ? async (r: Row) => withAudio(rendered(r), r.channel === 'VOICE-SIP' ? await audioOf(services.blobs, account.id, project.id, r.id) : NO_AUDIO)
+      ? async (r: Row) => withAudio(await rendered(r), r.channel === 'VOICE-SIP' ? await audioOf(services.blobs, account.id, project.id, r.id) : NO_AUDIO)
       : async (r: Row) => rendered(r);
     const body = jsonBody(rows, json, tail);
     if (settings.chunked_streaming) return reply.type('application/json').send(Readable.from(body, { objectMode: false }));
@@ -188,18 +188,18 @@ function rowJson(row: Row, view: ViewOptions): Buffer[] {
 }
 
 /** A row's JSON with each turn's personal data masked (docs/recordings.md: the same rules as the audio's). */
-function maskedRow(parts: Buffer[]): Buffer[] {
+function maskedRow(parts: Buffer[], marked: string[] = []): Buffer[] {
   const row = JSON.parse(Buffer.concat(parts).toString()) as { turns?: Array<Record<string, unknown>> };
   if (!Array.isArray(row.turns)) return parts;
   let changed = false;
   for (const t of row.turns) {
     for (const field of ['user_input', 'translated_user_input'] as const) {
-      if (typeof t[field] === 'string' && t[field] !== maskText(t[field] as string)) {
-        t[field] = maskText(t[field] as string);
+      if (typeof t[field] === 'string' && t[field] !== maskText(t[field] as string, marked)) {
+        t[field] = maskText(t[field] as string, marked);
         changed = true;
       }
     }
-    if (typeof t.user_input_dtmf === 'string' && digitsKind(t.user_input_dtmf.replace(/[^0-9]/g, ''))) {
+    if (typeof t.user_input_dtmf === 'string' && (digitsKind(t.user_input_dtmf.replace(/[^0-9]/g, '')) || marked.includes(t.user_input_dtmf))) {
       t.user_input_dtmf = '[redacted]';
       changed = true;
     }
@@ -207,7 +207,7 @@ function maskedRow(parts: Buffer[]): Buffer[] {
     const entities = t.entities;
     if (entities && typeof entities === 'object' && !Array.isArray(entities)) {
       for (const [k, v] of Object.entries(entities as Record<string, unknown>)) {
-        if (typeof v === 'string' && (maskText(v) !== v || digitsKind(v.replace(/[^0-9]/g, '')) === 'card_number')) {
+        if (typeof v === 'string' && (maskText(v, marked) !== v || digitsKind(v.replace(/[^0-9]/g, '')) === 'card_number')) {
           (entities as Record<string, unknown>)[k] = '[redacted]';
           changed = true;
         }
