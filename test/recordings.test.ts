@@ -11,7 +11,7 @@ import { startPlatform, removeDir, type Platform } from './helpers/platform.js';
 import { chatProject, type ChatProject } from './helpers/chat.js';
 import { conversationsClient, conversationsKey } from './helpers/conversations.js';
 import { freePort } from './helpers/nats.js';
-import { bindNumber, MEDIA_ENV, mediaPorts, rtpPcap, runSipp, scenario, speak, voiceTools } from './helpers/voice.js';
+import { bindNumber, MEDIA_ENV, mediaPorts, rtpPcap, runSipp, scenario, speak, voiceTools, writePcap } from './helpers/voice.js';
 
 // Without sipp, espeak-ng or pocketsphinx these skip locally; with CI=true voiceTools() throws instead.
 const needsTools = voiceTools() ? {} : { skip: 'sipp, espeak-ng or pocketsphinx is not installed' };
@@ -54,36 +54,7 @@ function speechAndDigitsPcap(pcm: Int16Array, digits: string, firstDigitMs: numb
     }
   });
   pkts.sort((a, b) => a.t - b.t);
-  const header = Buffer.alloc(24);
-  header.writeUInt32LE(0xa1b2c3d4, 0);
-  header.writeUInt16LE(2, 4);
-  header.writeUInt16LE(4, 6);
-  header.writeUInt32LE(65535, 16);
-  header.writeUInt32LE(1, 20);
-  const chunks: Buffer[] = [header];
-  for (const { t, rtp } of pkts) {
-    const udp = Buffer.alloc(8);
-    udp.writeUInt16BE(6000, 0);
-    udp.writeUInt16BE(6002, 2);
-    udp.writeUInt16BE(8 + rtp.length, 4);
-    const ip = Buffer.alloc(20);
-    ip[0] = 0x45;
-    ip.writeUInt16BE(20 + 8 + rtp.length, 2);
-    ip[8] = 64;
-    ip[9] = 17;
-    Buffer.from([127, 0, 0, 2]).copy(ip, 12);
-    Buffer.from([127, 0, 0, 1]).copy(ip, 16);
-    const eth = Buffer.alloc(14);
-    eth.writeUInt16BE(0x0800, 12);
-    const pkt = Buffer.concat([eth, ip, udp, rtp]);
-    const rec = Buffer.alloc(16);
-    rec.writeUInt32LE(1_700_000_000 + Math.floor(t / 1000), 0);
-    rec.writeUInt32LE((t % 1000) * 1000, 4);
-    rec.writeUInt32LE(pkt.length, 8);
-    rec.writeUInt32LE(pkt.length, 12);
-    chunks.push(rec, pkt);
-  }
-  writeFileSync(file, Buffer.concat(chunks));
+  writePcap(file, pkts);
 }
 
 function rtpOf(pt: number, marker: boolean, seq: number, ts: number, ssrc: number, payload: Buffer): Buffer {

@@ -39,38 +39,18 @@ export function speak(text: string, dir: string, opts: { voice?: string; rate?: 
 }
 
 /**
- * A pcap of RTP packets (Ethernet/IPv4/UDP, 20 ms apart) carrying `pcm` as G.711 µ-law, preceded and
- * followed by silence: what sipp's `play_pcap_audio` sends.
+ * Writes RTP packets as a pcap file (Ethernet/IPv4/UDP from 127.0.0.2:6000 to 127.0.0.1:6002), each at its
+ * time `t` in ms from the start: what sipp's `play_pcap_audio` replays.
  */
-export function rtpPcap(pcm: Int16Array, file: string, opts: { leadMs?: number; tailMs?: number } = {}): void {
-  const lead = new Int16Array(((opts.leadMs ?? 200) * 8) | 0);
-  const tail = new Int16Array(((opts.tailMs ?? 1200) * 8) | 0);
-  const all = new Int16Array(lead.length + pcm.length + tail.length);
-  all.set(lead, 0);
-  all.set(pcm, lead.length);
-  const chunks: Buffer[] = [];
+export function writePcap(file: string, pkts: Array<{ t: number; rtp: Buffer }>): void {
   const header = Buffer.alloc(24);
   header.writeUInt32LE(0xa1b2c3d4, 0);
   header.writeUInt16LE(2, 4);
   header.writeUInt16LE(4, 6);
   header.writeUInt32LE(65535, 16);
   header.writeUInt32LE(1, 20);
-  chunks.push(header);
-  let seq = 1000;
-  let ts = 160_000;
-  let t = 0;
-  for (let i = 0; i < all.length; i += 160) {
-    const frame = new Int16Array(160);
-    frame.set(all.subarray(i, i + 160));
-    const payload = Buffer.from(alawmulaw.mulaw.encode(frame));
-    const rtp = Buffer.alloc(12 + payload.length);
-    rtp[0] = 0x80;
-    rtp[1] = i === 0 ? 0x80 : 0;
-    rtp.writeUInt16BE(seq++ & 0xffff, 2);
-    rtp.writeUInt32BE(ts, 4);
-    rtp.writeUInt32BE(0x1234abcd, 8);
-    payload.copy(rtp, 12);
-    ts += 160;
+  const chunks: Buffer[] = [header];
+  for (const { t, rtp } of pkts) {
     const udp = Buffer.alloc(8);
     udp.writeUInt16BE(6000, 0);
     udp.writeUInt16BE(6002, 2);
@@ -91,9 +71,40 @@ export function rtpPcap(pcm: Int16Array, file: string, opts: { leadMs?: number; 
     rec.writeUInt32LE(pkt.length, 8);
     rec.writeUInt32LE(pkt.length, 12);
     chunks.push(rec, pkt);
-    t += 20;
   }
   writeFileSync(file, Buffer.concat(chunks));
+}
+
+/**
+ * A pcap of RTP packets (Ethernet/IPv4/UDP, 20 ms apart) carrying `pcm` as G.711 µ-law, preceded and
+ * followed by silence: what sipp's `play_pcap_audio` sends.
+ */
+export function rtpPcap(pcm: Int16Array, file: string, opts: { leadMs?: number; tailMs?: number } = {}): void {
+  const lead = new Int16Array(((opts.leadMs ?? 200) * 8) | 0);
+  const tail = new Int16Array(((opts.tailMs ?? 1200) * 8) | 0);
+  const all = new Int16Array(lead.length + pcm.length + tail.length);
+  all.set(lead, 0);
+  all.set(pcm, lead.length);
+  const pkts: Array<{ t: number; rtp: Buffer }> = [];
+  let seq = 1000;
+  let ts = 160_000;
+  let t = 0;
+  for (let i = 0; i < all.length; i += 160) {
+    const frame = new Int16Array(160);
+    frame.set(all.subarray(i, i + 160));
+    const payload = Buffer.from(alawmulaw.mulaw.encode(frame));
+    const rtp = Buffer.alloc(12 + payload.length);
+    rtp[0] = 0x80;
+    rtp[1] = i === 0 ? 0x80 : 0;
+    rtp.writeUInt16BE(seq++ & 0xffff, 2);
+    rtp.writeUInt32BE(ts, 4);
+    rtp.writeUInt32BE(0x1234abcd, 8);
+    payload.copy(rtp, 12);
+    ts += 160;
+    pkts.push({ t, rtp });
+    t += 20;
+  }
+  writePcap(file, pkts);
 }
 
 /** A scenario from test/fixtures/sipp with its `{{NAME}}` placeholders filled, written into `dir`. */
