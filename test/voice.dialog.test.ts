@@ -29,8 +29,10 @@ let rtpPort: number;
 t.before(async () => {
   if (!tools()) return;
   dir = mkdtempSync(join(tmpdir(), 'sb-voice-dialog-'));
-  // One RTP port in the range: a port a cancelled call kept would make the next call fail.
-  rtpPort = (await freePort()) & ~1;
+  // One RTP port in the range: a port a cancelled call kept would make the next call fail. It is taken below
+  // the kernel's ephemeral range (32768 up): every other port the tests use comes from port 0, so a test running
+  // beside this one can never pick this port up while it is free between two calls.
+  rtpPort = await quietEvenPort();
   p = await startPlatform({ env: { ...MEDIA_ENV, RTP_PORT_MIN: String(rtpPort), RTP_PORT_MAX: String(rtpPort + 1), VOICE_NO_INPUT_MS: '60000', VOICE_INTER_DIGIT_MS: '800' } });
   sip = mediaPorts(p.stdout()).sip;
 });
@@ -40,6 +42,20 @@ t.teardown(async () => {
   removeDir(p.dataDir);
   if (!process.env.KEEP) rmSync(dir, { recursive: true, force: true });
 });
+
+/** An even UDP port below the ephemeral range, with the odd one above it, both free now. */
+async function quietEvenPort(): Promise<number> {
+  const bindable = (port: number) =>
+    new Promise<boolean>((resolve) => {
+      const s = dgram.createSocket('udp4');
+      s.once('error', () => resolve(false));
+      s.bind(port, '0.0.0.0', () => s.close(() => resolve(true)));
+    });
+  for (;;) {
+    const port = 20_000 + 2 * Math.floor(Math.random() * 6000);
+    if ((await bindable(port)) && (await bindable(port + 1))) return port;
+  }
+}
 
 /** A UDP socket on 127.0.0.2 counting RTP packets and the voiced ones among them. */
 async function audioSink(law: 'mulaw' | 'alaw' = 'mulaw') {
