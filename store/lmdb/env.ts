@@ -15,9 +15,10 @@ import type { StoredSnapshot } from './snapshots.js';
 export interface Env {
   root: RootDatabase;
   /**
-   * Runs `write` inside the next group commit: the writes queued in one event-loop turn share one
-   * synchronous write transaction (one durable commit), each in a child transaction of its own, so a write
-   * that throws (a duplicate, a failed check) rolls back alone. Resolves after the commit.
+   * Runs `write` inside the next group commit: the writes queued in one event-loop turn share one write
+   * transaction, each in a child transaction of its own, so a write that throws (a duplicate, a failed
+   * check) rolls back alone. `write` runs synchronously under the writer lock; the commit is made by
+   * lmdb-js's writer thread. Resolves once the commit is flushed to disk (durable).
    */
   batch<T>(write: () => T): Promise<T>;
   /**
@@ -100,6 +101,37 @@ class SeqCounter {
   }
 }
 
+/**
+ * Flushes committed transactions to disk on libuv's thread pool (`mdb_env_sync`), one flush at a time: the
+ * commits made while a flush runs wait for the next one, so a flush covers every commit before it (group
+ * flush). A caller is told only by a flush that started after its commit, so an answer never precedes the
+ * durability of its write. Recovery after a system crash sees a prefix of the commits (LMDB writes its meta
+ * page last), so a read model committed after a journal entry is never durable without it.
+ */
+class Flusher {
+  private running = false;
+  private waiting: Array<(err?: unknown) => void> = [];
+
+  constructor(private readonly root: RootDatabase) {}
+
+  after(done: (err?: unknown) => void): void {
+    this.waiting.push(done);
+    if (!this.running) this.start();
+  }
+
+  private start(): void {
+    this.running = true;
+    const these = this.waiting;
+    this.waiting = [];
+    // `sync(callback)` is lmdb-js's asynchronous `mdb_env_sync`; its typings do not declare it.
+    (this.root as unknown as { sync(cb: (err?: unknown) => void): void }).sync((err?: unknown) => {
+      this.running = false;
+      for (const done of these) done(err ?? undefined);
+      if (this.waiting.length > 0) this.start();
+    });
+  }
+}
+
 interface Queued {
   write: () => unknown;
   resolve: (value: any) => void;
@@ -108,6 +140,7 @@ interface Queued {
 
 /** The group-commit queue of an environment (see `Env.batch`). */
 function groupCommit(root: RootDatabase, seqs: SeqCounter): <T>(write: () => T) => Promise<T> {
+  const flushed = new Flusher(root);
   let queue: Queued[] = [];
   let queuedAt = 0;
   const flush = () => {
@@ -119,30 +152,42 @@ function groupCommit(root: RootDatabase, seqs: SeqCounter): <T>(write: () => T) 
       timings.add('store.batch size (count)', batch.length);
     }
     const outcomes: Array<{ ok: true; value: unknown } | { ok: false; err: unknown }> = [];
-    try {
-      root.transactionSync(() => {
-        seqs.begin();
-        for (const q of batch) {
-          try {
-            // Nested in a write transaction, lmdb-js runs this as a child transaction: a throw aborts it alone.
-            outcomes.push({ ok: true, value: root.transactionSync(q.write) });
-          } catch (err) {
-            outcomes.push({ ok: false, err });
-          }
+    const writeAll = () => {
+      seqs.begin();
+      for (const q of batch) {
+        try {
+          // Nested in a write transaction, lmdb-js runs this as a child transaction: a throw aborts it alone.
+          outcomes.push({ ok: true, value: root.transactionSync(q.write) });
+        } catch (err) {
+          outcomes.push({ ok: false, err });
         }
-        seqs.end();
+      }
+      seqs.end();
+    };
+    // lmdb-js's asynchronous transaction: its writer thread takes the write lock and begins the transaction,
+    // this thread runs `writeAll` in it, and the writer thread commits. The commit (page writes) and its
+    // flush run off the event loop, so the next batch's turns run while this one is written. As a child
+    // transaction, a throw outside the writes' own children (the seq counter's) rolls the whole batch back
+    // instead of committing entries whose seqs the counter does not record.
+    root.childTransaction(writeAll).then(
+      () => {
+        timings?.since('store.commit', t0);
+        flushed.after(done);
+      },
+      (err) => {
+        seqs.abort();
+        for (const q of batch) q.reject(err);
+      },
+    );
+    function done(err?: unknown) {
+      if (timings) timings.since('store.commit to flushed', t0);
+      batch.forEach((q, i) => {
+        const o = outcomes[i];
+        if (err) q.reject(err);
+        else if (o.ok) q.resolve(o.value);
+        else q.reject(o.err);
       });
-    } catch (err) {
-      seqs.abort();
-      for (const q of batch) q.reject(err);
-      return;
     }
-    timings?.since('store.commit (sync)', t0);
-    batch.forEach((q, i) => {
-      const o = outcomes[i];
-      if (o.ok) q.resolve(o.value);
-      else q.reject(o.err);
-    });
   };
   return <T>(write: () => T) =>
     new Promise<T>((resolve, reject) => {

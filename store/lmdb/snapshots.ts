@@ -31,9 +31,8 @@ export class LmdbSnapshots implements SnapshotStore {
       if (!isKeyString(w.key)) throw new TypeError(`invalid snapshot key ${JSON.stringify(w.key)}`);
       if (w.deadline !== null && !Number.isFinite(w.deadline)) throw new TypeError('a deadline must be finite or null');
     }
-    // One synchronous write transaction for the whole batch: the compare-and-sets run inside LMDB's write
-    // lock (atomic across processes too) and one flushed commit covers every write. Not lmdb-js's
-    // asynchronous transactions: each would add a hand-off to its writer thread and back to every batch.
+    // One write transaction for the whole batch (`Env.batch`): the compare-and-sets run inside LMDB's write
+    // lock (atomic across processes too) and one flushed commit covers every write.
     return this.env.batch(() => writes.map((w) => this.putInTransaction(w)));
   }
 
