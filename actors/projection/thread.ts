@@ -15,6 +15,13 @@ export interface ThreadOptions {
 }
 
 /**
+ * The thread's young generation, in MiB (the platform process gets `--max-semi-space-size=64` from `npm start`;
+ * a worker thread's heap is sized here): projectors allocate per entry, and a young generation this size lets
+ * those objects die young instead of being promoted and collected again.
+ */
+const YOUNG_GENERATION_MB = 96;
+
+/**
  * The main thread's handle on the projection thread (`worker.ts`). A thread that dies is started again
  * after a second (it resumes from its checkpoints).
  */
@@ -33,7 +40,7 @@ export class ProjectionThread {
   start(): Promise<void> {
     const data: ThreadData = { ...this.o, owned: this.owned, signal: this.signal.buffer as SharedArrayBuffer };
     delete (data as Partial<ThreadOptions>).log;
-    const worker = new Worker(new URL('./worker.js', import.meta.url), { workerData: data, name: 'projections' });
+    const worker = new Worker(new URL('./worker.js', import.meta.url), { workerData: data, name: 'projections', resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } });
     this.worker = worker;
     return new Promise((resolve) => {
       worker.on('message', (m: FromThread) => {

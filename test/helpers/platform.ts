@@ -9,6 +9,8 @@ import { randomBytes } from 'node:crypto';
 export const DIST = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const MAIN = join(DIST, 'platform', 'main.js');
 export const CLI = join(DIST, 'bin', 'switchboard.js');
+/** The node flags `npm start` and the Procfile give the platform. */
+export const NODE_FLAGS = ['--max-semi-space-size=64'];
 
 export interface Platform {
   edge: string;
@@ -37,7 +39,8 @@ export interface StartOptions {
 export async function startPlatform(opts: StartOptions = {}): Promise<Platform> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'sb-test-'));
   const operatorToken = opts.generateToken ? '' : opts.env?.OPERATOR_TOKEN ?? `test-operator-${randomBytes(12).toString('hex')}`;
-  const args = [MAIN, ...(opts.roles ?? [])];
+  // As `npm start` and the Procfile run it (docs/runtime.md, "Memory": the young generation's size).
+  const args = [...NODE_FLAGS, MAIN, ...(opts.roles ?? [])];
   // `exec` keeps the pid: signals sent to the child reach the platform, not a shell.
   const [command, argv] = opts.fdLimit
     ? ['/bin/sh', ['-c', `ulimit -n ${opts.fdLimit} && exec "$0" "$@"`, process.execPath, ...args]]
