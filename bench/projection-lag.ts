@@ -58,11 +58,11 @@ async function run(name: string, p: Platform, watch: boolean) {
 async function main() {
   const projector = process.env.BENCH_PROJECTOR ?? fileURLToPath(new URL('./projector.js', import.meta.url));
   const load0 = loadavg()[0];
-  const plain = await startPlatform({ env: { LOG_LEVEL: 'error' } });
+  const plain = await startPlatform({ env: { LOG_LEVEL: 'error', CHAT_RATE_PER_KEY: '1000000', CHAT_RATE_PER_PROJECT: '1000000' } });
   const without = await run('journal only (no projector)', plain, false);
   await plain.stop();
   removeDir(plain.dataDir);
-  const projecting = await startPlatform({ env: { LOG_LEVEL: 'error', PROJECTION_MODULES: projector } });
+  const projecting = await startPlatform({ env: { LOG_LEVEL: 'error', CHAT_RATE_PER_KEY: '1000000', CHAT_RATE_PER_PROJECT: '1000000', PROJECTION_MODULES: projector } });
   const withRunner = await run('with the runner (one projector)', projecting, true);
   await projecting.stop();
   removeDir(projecting.dataDir);

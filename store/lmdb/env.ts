@@ -34,8 +34,14 @@ export interface Env {
   indexes: Database<true, Key>;
   /** collection -> names of the indexes built for it, so that a newly declared index gets back-filled. */
   catalog: Database<string[], string>;
-  /** snapshot key -> snapshot. */
+  /** snapshot key -> the snapshot's header (version, fence, shard, deadline, time), without its data. */
   snapshots: Database<StoredSnapshot, string>;
+  /**
+   * snapshot key -> the snapshot's data, raw bytes (`encoding: 'binary'`). Apart from the header so that the
+   * compare-and-set of every step reads a few fields instead of decoding (and copying) the whole snapshot,
+   * and so that writing it is a copy, not a msgpack encoding of a byte string.
+   */
+  snapshotData: Database<Uint8Array, string>;
   /** [shard, deadline, snapshot key] -> true, for `due`. */
   deadlines: Database<true, Key>;
   /** seq -> journal entry (without its seq). */
@@ -60,6 +66,7 @@ export function openEnv(dataDir: string): Env {
     indexes: root.openDB<true, Key>({ name: 'indexes' }),
     catalog: root.openDB<string[], string>({ name: 'catalog' }),
     snapshots: root.openDB<StoredSnapshot, string>({ name: 'snapshots' }),
+    snapshotData: root.openDB<Uint8Array, string>({ name: 'snapshot-data', encoding: 'binary' }),
     deadlines: root.openDB<true, Key>({ name: 'deadlines' }),
     journal: root.openDB<StoredEntry, number>({ name: 'journal' }),
     journalByActor: root.openDB<true, Key>({ name: 'journal-by-actor' }),

@@ -3,8 +3,8 @@ import type { Env } from './env.js';
 import { appendInTransaction, stepEntry } from './journal.js';
 import { END, idOf, isKeyString, key } from './keys.js';
 
-/** A snapshot as stored under its key. */
-export type StoredSnapshot = Omit<SnapshotRecord, 'key'>;
+/** A snapshot's header as stored under its key (its data is stored apart: `Env.snapshotData`). */
+export type StoredSnapshot = Omit<SnapshotRecord, 'key' | 'data'>;
 
 /**
  * Snapshots of the embedded store. Each stored deadline has a `[shard, deadline, key]` entry in the
@@ -17,8 +17,12 @@ export class LmdbSnapshots implements SnapshotStore {
 
   async get(snapshotKey: string): Promise<SnapshotRecord | null> {
     if (!isKeyString(snapshotKey)) return null;
+    // Read back to back, in one synchronous run: lmdb-js reads both from the same read transaction, so the
+    // header and the data are of the same version (both are written in one write transaction).
     const stored = this.env.snapshots.get(snapshotKey);
-    return stored ? { key: snapshotKey, ...stored } : null;
+    if (!stored) return null;
+    const data = this.env.snapshotData.getBinary(snapshotKey); // a copy, the caller's to keep
+    return { key: snapshotKey, ...stored, data: data ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength) : new Uint8Array(0) };
   }
 
   async put(snapshotKey: string, data: Uint8Array, put: SnapshotPut): Promise<SnapshotPutResult> {
@@ -37,7 +41,7 @@ export class LmdbSnapshots implements SnapshotStore {
   }
 
   private putInTransaction(w: SnapshotWrite): SnapshotPutResult {
-    const { snapshots, deadlines } = this.env;
+    const { snapshots, snapshotData, deadlines } = this.env;
     const shard = positiveZero(w.shard);
     const deadline = w.deadline === null ? null : positiveZero(w.deadline);
     const stored = snapshots.get(w.key);
@@ -48,7 +52,8 @@ export class LmdbSnapshots implements SnapshotStore {
     if (stored && stored.deadline !== null) deadlines.removeSync(key(stored.shard, stored.deadline, w.key));
     const version = w.expectedVersion + 1;
     const at = Date.now();
-    snapshots.putSync(w.key, { version, fence: w.fence, shard, deadline, data: w.data, updated_at: at });
+    snapshots.putSync(w.key, { version, fence: w.fence, shard, deadline, updated_at: at });
+    snapshotData.putSync(w.key, w.data);
     if (deadline !== null) deadlines.putSync(key(shard, deadline, w.key), true);
     if (!w.step) return { ok: true, version };
     const seq = appendInTransaction(this.env, stepEntry(w.key, shard, version, at, w.step));
@@ -78,6 +83,7 @@ export class LmdbSnapshots implements SnapshotStore {
       if (!stored) return;
       if (stored.deadline !== null) this.env.deadlines.removeSync(key(stored.shard, stored.deadline, snapshotKey));
       this.env.snapshots.removeSync(snapshotKey);
+      this.env.snapshotData.removeSync(snapshotKey);
     });
   }
 }
