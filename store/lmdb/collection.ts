@@ -1,5 +1,6 @@
 import { update as applyUpdate } from 'mingo';
 import type { Modifier } from 'mingo/updater';
+import { applySimpleUpdate } from './simple-update.js';
 import { page, sortWithId } from '../cursor.js';
 import { StoreDuplicateError } from '../errors.js';
 import { namesId, versionOf } from '../update.js';
@@ -67,7 +68,7 @@ export class LmdbCollection<T extends Doc = Doc> implements Collection<T> {
       const current = this.first(filter, options.sort);
       if (current) {
         const next = structuredClone(current);
-        const changed = applyUpdate(next, modifier(update, false));
+        const changed = applySimpleUpdate(next, update) ?? applyUpdate(next, modifier(update, false));
         if (next.id !== current.id) throw new TypeError('an update must not change id');
         if (changed.length > 0) this.write(current, next);
         return next;
