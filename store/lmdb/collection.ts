@@ -68,7 +68,8 @@ export class LmdbCollection<T extends Doc = Doc> implements Collection<T> {
       const current = this.first(filter, options.sort);
       if (current) {
         const next = structuredClone(current);
-        const changed = applySimpleUpdate(next, update) ?? applyUpdate(next, modifier(update, false));
+        const apply = modifier<T>(update, false);
+        const changed = applySimpleUpdate(next, apply as Record<string, unknown>) ?? applyUpdate(next, apply);
         if (next.id !== current.id) throw new TypeError('an update must not change id');
         if (changed.length > 0) this.write(current, next);
         return next;
