@@ -261,12 +261,15 @@ export function searchIndexer(store: Store, embedder: Embedder, log: (msg: strin
       } else {
         // A remote embedder: the summary is written now without waiting for it (the turn's reply does not
         // wait for a remote call), the vector when it comes, unless a newer snapshot's summary is stored.
-        writes.push(writeSummary(id, record, version, null));
+        const summaryWritten = writeSummary(id, record, version, null);
+        writes.push(summaryWritten);
         if (record.in_progress) return void (await Promise.all(writes));
         const text = record.turns.map((t) => `${t.user_input}\n${t.agent_response}`).join('\n');
-        void embedder
-          .embed([text])
-          .then(async ([v]) => {
+        // The vector goes into the summary's slot, so it waits for the summary (and its slot) to be written:
+        // an embedder that answers before that commit would otherwise find no slot and the final vector
+        // would never reach it.
+        void Promise.all([embedder.embed([text]), summaryWritten])
+          .then(async ([[v]]) => {
             const stored = quantise(v);
             const current = await vectors.update({ id, snapshot_version: { $lte: version } }, { $set: { model: embedder.model, v: stored } });
             if (current?.slot && !record.in_progress) await writeFinalVector(id, record, current.slot, embedder.model, stored);
