@@ -65,6 +65,9 @@ class HostFailure extends Error {
  * machine emitted during it (`emit`), as one journal entry. An event's reply is sent only after that commit
  * is durable, and the kind's `published` hook hears of the entry then.
  */
+/** Errors of a machine surface through the step that ran it, not through its subscription. */
+const ignore = (): void => undefined;
+
 export class Activation {
   lastActive = Date.now();
   private actor: AnyActorRef | null = null;
@@ -144,6 +147,8 @@ export class Activation {
       }
     }
     this.running = false;
+    // A drained array keeps the backing store its pushes grew (about 17 slots); an idle actor holds none.
+    if (this.queue.length === 0) this.queue = [];
   }
 
   /**
@@ -252,7 +257,7 @@ export class Activation {
         this.persistQueued = true;
         this.push({ type: 'persist' });
       },
-      error: () => undefined,
+      error: ignore,
     });
     this.actor = actor;
     // Starting emits the current snapshot, which is already stored (or will be with the first event).
@@ -318,7 +323,6 @@ export class Activation {
     this.applied.push([eventId, reply]);
     if (this.applied.length > REMEMBERED_EVENTS) this.applied.shift();
   }
-
   private fail(err: HostFailure): void {
     for (const job of this.queue.splice(0)) {
       if (job.type === 'event') job.respond({ ok: false, code: err.code, message: err.message, retry: err.retry });
