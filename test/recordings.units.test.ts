@@ -124,12 +124,13 @@ t.test('the tap: a project\'s own retention wins, 0 records nothing; frames land
 });
 
 t.test('e-mail addresses are found by a scan from each @, as the pattern they replace found them', async (t) => {
-  for (const s of ['mail bob@example.com please', 'bob.smith+x@mail.example.co.uk', 'write to bob@example.com.', 'a@b.io']) t.ok(textKinds(s).includes('email'), s);
+  // '0@a.aa..' was a counterexample fast-check found (a scan that only read the last label missed it).
+  for (const s of ['mail bob@example.com please', 'bob.smith+x@mail.example.co.uk', 'write to bob@example.com.', 'a@b.io', '0@a.aa..', 'a@b.cd.e']) t.ok(textKinds(s).includes('email'), s);
   for (const s of ['a@b', '@example.com', 'x@y.c', 'at the shop', 'bob@ example.com', 'bob@.com']) t.notOk(textKinds(s).includes('email'), s);
   // The pattern it replaced, on short texts where its backtracking does not matter: the same answer.
   const pattern = /[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}/;
   fc.assert(
     fc.property(fc.stringMatching(/^[a-z.@ 0-9-]{0,24}$/), (s) => textKinds(s).includes('email') === pattern.test(s) || /\bat\b/.test(s)),
-    { numRuns: 2000 },
+    { numRuns: 5000 },
   );
 });

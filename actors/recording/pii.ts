@@ -54,13 +54,11 @@ export function hasEmail(text: string): boolean {
     if (at === 0 || !LOCAL.test(text[at - 1])) continue;
     let end = at + 1;
     while (end < text.length && DOMAIN.test(text[end])) end++;
-    const domain = text.slice(at + 1, end);
-    const dot = domain.lastIndexOf('.');
-    // The TLD: letters after the last dot, at least two; a trailing dot (end of a sentence) is not part of it.
-    const from = (domain.endsWith('.') ? domain.lastIndexOf('.', domain.length - 2) : dot) + 1;
-    let letters = 0;
-    while (from + letters < domain.length && LETTER.test(domain[from + letters])) letters++;
-    if (from > 1 && letters >= 2) return true;
+    // As the pattern `[domain chars]+\.[A-Za-z]{2,}` did: some dot after at least one domain character,
+    // followed by two letters (what comes after them does not matter, the pattern was not anchored).
+    for (let d = at + 2; d + 2 < end; d++) {
+      if (text[d] === '.' && LETTER.test(text[d + 1]) && LETTER.test(text[d + 2])) return true;
+    }
   }
   return false;
 }
