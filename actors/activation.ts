@@ -74,13 +74,14 @@ export class Activation {
   private version = 0;
   /** Recently applied event ids with their replies, oldest first (an array: smaller than a Map when idle). */
   private applied: Array<[string, unknown]> = [];
-  private queue: Job[] = [];
+  /** Jobs waiting their turn; null when none (an idle actor holds no array). */
+  private queue: Job[] | null = null;
   private running = false;
   private inEvent = false;
   private persistQueued = false;
   private ended = false;
-  /** What the machine emitted since the last commit: the next commit's journal events. */
-  private emitted: JournalEvent[] = [];
+  /** What the machine emitted since the last commit: the next commit's journal events (null: nothing). */
+  private emitted: JournalEvent[] | null = null;
 
   constructor(
     private readonly ctx: ActivationContext,
@@ -95,7 +96,7 @@ export class Activation {
   }
   /** Nothing queued or running: safe to passivate. */
   get idle(): boolean {
-    return !this.running && this.queue.length === 0;
+    return !this.running && !this.queue?.length;
   }
 
   /** Queues an event; `headers` carry the sender's trace context (the handling span continues it). */
@@ -130,13 +131,13 @@ export class Activation {
       if (job.type === 'stop') job.done();
       return;
     }
-    this.queue.push(job);
+    (this.queue ??= []).push(job);
     if (!this.running) void this.pump();
   }
 
   private async pump(): Promise<void> {
     this.running = true;
-    for (let job = this.queue.shift(); job && !this.ended; job = this.queue.shift()) {
+    for (let job = this.queue?.shift(); job && !this.ended; job = this.queue?.shift()) {
       this.lastActive = Date.now();
       try {
         await (job.type === 'event' ? this.traced(job) : this.run(job));
@@ -148,7 +149,7 @@ export class Activation {
     }
     this.running = false;
     // A drained array keeps the backing store its pushes grew (about 17 slots); an idle actor holds none.
-    if (this.queue.length === 0) this.queue = [];
+    if (!this.queue?.length) this.queue = null;
   }
 
   /**
@@ -203,7 +204,7 @@ export class Activation {
       return;
     }
     // The reply is derived from the events this step commits (it is stored with the snapshot for retries).
-    const reply = this.kind.reply ? this.kind.reply(snapshot, envelope.event, this.emitted.slice()) : { value: snapshot.value, context: snapshot.context };
+    const reply = this.kind.reply ? this.kind.reply(snapshot, envelope.event, this.emitted?.slice() ?? []) : { value: snapshot.value, context: snapshot.context };
     this.remember(envelope.eventId, reply);
     await this.persist();
     respond({ ok: true, reply });
@@ -248,7 +249,7 @@ export class Activation {
     }
     // Registered before start: what an entry action emits belongs to the first commit too.
     actor.on('*', (event: { type: string } & Record<string, unknown>) => {
-      if (!this.ended) this.emitted.push(journalEvent(event));
+      if (!this.ended) (this.emitted ??= []).push(journalEvent(event));
     });
     actor.subscribe({
       next: () => {
@@ -284,8 +285,8 @@ export class Activation {
       this.kind.project && (!this.kind.settled || this.kind.settled(snapshot)) ? this.kind.project(snapshot, this.id, this.version + 1) : null;
     if (timings) timings.add('actor.project (call)', performance.now() - t1);
     const t2 = timings ? performance.now() : 0;
-    const events = this.emitted;
-    this.emitted = [];
+    const events = this.emitted ?? [];
+    this.emitted = null;
     const step = { value: snapshot.value, events };
     const result = await this.ctx.commit.put({
       key: this.key,
@@ -324,7 +325,7 @@ export class Activation {
     if (this.applied.length > REMEMBERED_EVENTS) this.applied.shift();
   }
   private fail(err: HostFailure): void {
-    for (const job of this.queue.splice(0)) {
+    for (const job of this.queue?.splice(0) ?? []) {
       if (job.type === 'event') job.respond({ ok: false, code: err.code, message: err.message, retry: err.retry });
       if (job.type === 'stop') job.done();
     }
