@@ -13,10 +13,10 @@ import { createSocket } from 'node:dgram';
 import { chatProject } from './helpers/chat.js';
 import { startCluster } from './helpers/cluster.js';
 import { http } from './helpers/http.js';
-import { freePort, natsAvailable } from './helpers/nats.js';
+import { natsAvailable } from './helpers/nats.js';
 import { startPlatform } from './helpers/platform.js';
 import { admin } from './helpers/tenants.js';
-import { MEDIA_ENV, runSipp, scenario, toolAvailable } from './helpers/voice.js';
+import { MEDIA_ENV, runSipp, scenario, toolAvailable, quietPort } from './helpers/voice.js';
 
 const ready = natsAvailable() && toolAvailable('/usr/bin/sipp', 'sip-tester') && toolAvailable('/usr/bin/espeak-ng', 'espeak-ng');
 const needs = ready ? {} : { skip: 'nats-server, sipp or espeak-ng is not installed' };
@@ -36,7 +36,7 @@ t.test('SIGKILL the worker of a ringing outbound call: one INVITE, and the call 
   t.teardown(() => media.stop());
 
   const c = await chatProject(cluster.edge, { name: 'Failover Dialler' });
-  const port = await freePort();
+  const port = await quietPort();
   const tc = await c.api('POST', `/v1/agents/${c.agentId}/telephony/connectors`, { name: 'sipp', host: '127.0.0.2', port, transport: 'udp' });
   const con = await admin(cluster.edge)('POST', '/connectors', { account_id: c.accountId, project_id: c.agentId, kind: 'outbound', telephony_connector_id: tc.body.id, from_number: '+14155550100' });
   const token = con.body.token;
@@ -48,7 +48,7 @@ t.test('SIGKILL the worker of a ringing outbound call: one INVITE, and the call 
   const sipp = runSipp({
     scenario: scenario('outbound-answer.xml', dir, { HEADER: 'X-Order', VALUE: 'F-1', AUDIO_IP: '127.0.0.2', AUDIO_PORT: audio.address().port, RING_MS: 8000, HOLD_MS: 15000 }),
     port,
-    mediaPort: await freePort(),
+    mediaPort: await quietPort(),
     dir,
     timeoutS: 60,
   });

@@ -16,10 +16,9 @@ import alawmulaw from 'alawmulaw';
 import { chatProject, type ChatProject } from './helpers/chat.js';
 import { conversationsKey } from './helpers/conversations.js';
 import { http } from './helpers/http.js';
-import { freePort } from './helpers/nats.js';
 import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
 import { admin } from './helpers/tenants.js';
-import { runSipp, scenario, toolAvailable } from './helpers/voice.js';
+import { runSipp, scenario, toolAvailable, quietPort } from './helpers/voice.js';
 
 const needsSipp = toolAvailable('/usr/bin/sipp', 'sip-tester') && toolAvailable('/usr/bin/espeak-ng', 'espeak-ng') ? {} : { skip: 'sipp or espeak-ng is not installed' };
 
@@ -93,14 +92,14 @@ async function audioSink(): Promise<{ socket: Socket; port: number; packets: () 
 }
 
 t.test('answered: queued/calling then success, counted by Concurrent Calls and found by number, success after the hang-up, 404 after retention', needsSipp, async (t) => {
-  const port = await freePort();
+  const port = await quietPort();
   const token = await outboundTo(port);
   const audio = await audioSink();
   t.teardown(() => audio.socket.close());
   const sipp = runSipp({
     scenario: scenario('outbound-answer.xml', dir, { HEADER: 'X-Order-Ref', VALUE: 'A-1234', AUDIO_IP: '127.0.0.2', AUDIO_PORT: audio.port, RING_MS: 200, HOLD_MS: 4000 }),
     port,
-    mediaPort: await freePort(),
+    mediaPort: await quietPort(),
     dir,
     timeoutS: 30,
   });
@@ -137,9 +136,9 @@ t.test('answered: queued/calling then success, counted by Concurrent Calls and f
 });
 
 t.test('queue limit: a trunk of one line; a second call waits queued and fails with a queue timeout', needsSipp, async (t) => {
-  const port = await freePort();
+  const port = await quietPort();
   const token = await outboundTo(port, { max_concurrent_calls: 1 });
-  const sipp = runSipp({ scenario: scenario('outbound-no-answer.xml', dir), port, mediaPort: await freePort(), dir, timeoutS: 60 });
+  const sipp = runSipp({ scenario: scenario('outbound-no-answer.xml', dir), port, mediaPort: await quietPort(), dir, timeoutS: 60 });
   const first = await trigger(token, { to_number: '+14155550123' });
   await until(token, first.body.call_sid, (r) => r.body?.status === 'calling');
   const second = await trigger(token, { to_number: '+14155550124' });

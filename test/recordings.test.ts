@@ -10,8 +10,7 @@ import fc from 'fast-check';
 import { startPlatform, removeDir, type Platform } from './helpers/platform.js';
 import { chatProject, type ChatProject } from './helpers/chat.js';
 import { conversationsClient, conversationsKey } from './helpers/conversations.js';
-import { freePort } from './helpers/nats.js';
-import { bindNumber, MEDIA_ENV, mediaPorts, rtpPcap, runSipp, scenario, speak, voiceTools, writePcap } from './helpers/voice.js';
+import { bindNumber, MEDIA_ENV, mediaPorts, rtpPcap, runSipp, scenario, speak, voiceTools, writePcap, quietPort } from './helpers/voice.js';
 
 // Without sipp, espeak-ng or pocketsphinx these skip locally; with CI=true voiceTools() throws instead.
 const needsTools = voiceTools() ? {} : { skip: 'sipp, espeak-ng or pocketsphinx is not installed' };
@@ -127,7 +126,7 @@ t.teardown(async () => {
 t.test('a call is recorded per direction; the card number keyed over the caller\'s speech is muted in the redacted rendering', needsTools, async (t) => {
   const number = '+442079460150';
   const project = await chatProject(p, { name: 'Rec Co', functions: { start: 'function start(conv) { conv.say("Hello, you are through to Acme payments. Please key your card number."); }' } });
-  const sippPort = await freePort();
+  const sippPort = await quietPort();
   await bindNumber(project.api, project.agentId, number, { host: '127.0.0.2', port: sippPort });
   const sink = await audioSink();
   t.teardown(() => sink.close());
@@ -135,7 +134,7 @@ t.test('a call is recorded per direction; the card number keyed over the caller\
   // The caller talks on while keying the card number (digits 300 ms apart from 800 ms into the speech).
   speechAndDigitsPcap(speak('I am reading my card number to you now, please wait one moment while I find it, it is on the front of the card', dir), CARD, 800, 300, speech);
   const file = scenario('recording-card.xml', dir, { NUMBER: number, AUDIO_IP: '127.0.0.2', AUDIO_PORT: sink.port, GREETING_MS: 5500, SPEECH_PCAP: speech, END_MS: 14000 });
-  const run = await runSipp({ scenario: file, target: `127.0.0.1:${sip}`, port: sippPort, mediaPort: await freePort(), dir });
+  const run = await runSipp({ scenario: file, target: `127.0.0.1:${sip}`, port: sippPort, mediaPort: await quietPort(), dir });
   t.equal(run.code, 0, 'sipp completed the call', { out: run.out.slice(-3000) });
 
   const dataKey = await conversationsKey(p, project, ['conversations_data']);
@@ -280,7 +279,7 @@ t.test('a gateway killed mid-call leaves a playable recording up to the crash', 
   });
   const number = '+442079460151';
   const project = await chatProject(q, { name: 'Crash Co', functions: { start: 'function start(conv) { conv.say("Hello, you are through to Acme. Please hold the line while I look that up for you, it will take a moment."); }' } });
-  const sippPort = await freePort();
+  const sippPort = await quietPort();
   await bindNumber(project.api, project.agentId, number, { host: '127.0.0.2', port: sippPort });
   const key = await conversationsKey(q, project, ['conversations_data', 'pii']);
   const sink = await audioSink();
@@ -288,7 +287,7 @@ t.test('a gateway killed mid-call leaves a playable recording up to the crash', 
   const speech = join(dir, 'crash-speech.pcap');
   rtpPcap(speak('hello', dir), speech);
   const file = scenario('recording-card.xml', dir, { NUMBER: number, AUDIO_IP: '127.0.0.2', AUDIO_PORT: sink.port, GREETING_MS: 20000, SPEECH_PCAP: speech, END_MS: 100 });
-  const run = runSipp({ scenario: file, target: `127.0.0.1:${mediaPorts(q.stdout()).sip}`, port: sippPort, mediaPort: await freePort(), dir, timeoutS: 40 });
+  const run = runSipp({ scenario: file, target: `127.0.0.1:${mediaPorts(q.stdout()).sip}`, port: sippPort, mediaPort: await quietPort(), dir, timeoutS: 40 });
   const read = conversationsClient(q, project, key);
   const c = await waitFor(async () => ((await read({ channel: 'VOICE-SIP' })).body.conversations ?? [])[0] ?? null);
   // Wait until the greeting has been recorded for a few chunks, then SIGKILL the whole process mid-call.

@@ -11,12 +11,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import alawmulaw from 'alawmulaw';
 import { http } from './helpers/http.js';
-import { freePort } from './helpers/nats.js';
 import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
 import { chatProject, type ChatProject } from './helpers/chat.js';
 import { admin } from './helpers/tenants.js';
 import { conversationsClient, conversationsKey } from './helpers/conversations.js';
-import { bindNumber, MEDIA_ENV, mediaPorts, runSipp, scenario, SIPP_PCAPS, toolAvailable } from './helpers/voice.js';
+import { bindNumber, MEDIA_ENV, mediaPorts, runSipp, scenario, SIPP_PCAPS, toolAvailable, quietPort } from './helpers/voice.js';
 
 // sipp and espeak-ng (the agent's voice); missing, these skip locally and fail with CI=true.
 const tools = () => toolAvailable('/usr/bin/sipp', 'sip-tester') && toolAvailable('/usr/bin/espeak-ng', 'espeak-ng');
@@ -52,7 +51,8 @@ async function quietEvenPort(): Promise<number> {
       s.bind(port, '0.0.0.0', () => s.close(() => resolve(true)));
     });
   for (;;) {
-    const port = 20_000 + 2 * Math.floor(Math.random() * 6000);
+    // 20,000 to 25,998: sipp's ports (`quietPort`) come from above, so no sipp of a test beside takes it.
+    const port = 20_000 + 2 * Math.floor(Math.random() * 3000);
     if ((await bindable(port)) && (await bindable(port + 1))) return port;
   }
 }
@@ -92,10 +92,10 @@ const NUMBER = '+442079460140';
 
 t.test('inbound CANCEL right after the INVITE: a clean end either way, nothing in progress, the RTP port freed', needsTools, async (t) => {
   project = await chatProject(p, { name: 'Dialog Co', functions: { start: 'function start(conv) { conv.say("Key a digit."); }', turn: 'function turn(conv, message) { return "You pressed " + message + "."; }' } });
-  const sippPort = await freePort();
+  const sippPort = await quietPort();
   await bindNumber(project.api, project.agentId, NUMBER, { host: '127.0.0.2', port: sippPort });
-  const file = scenario('inbound-cancel.xml', dir, { NUMBER, AUDIO_IP: '127.0.0.2', AUDIO_PORT: await freePort() });
-  const run = await runSipp({ scenario: file, target: `127.0.0.1:${sip}`, port: sippPort, mediaPort: await freePort(), dir, timeoutS: 20, extra: process.env.KEEP ? ['-trace_msg'] : [] });
+  const file = scenario('inbound-cancel.xml', dir, { NUMBER, AUDIO_IP: '127.0.0.2', AUDIO_PORT: await quietPort() });
+  const run = await runSipp({ scenario: file, target: `127.0.0.1:${sip}`, port: sippPort, mediaPort: await quietPort(), dir, timeoutS: 20, extra: process.env.KEEP ? ['-trace_msg'] : [] });
   // A race the platform does not decide: the gateway answers as soon as the number is looked up, so the
   // CANCEL (sent right after the INVITE) usually arrives after the 200 and has no effect. What is
   // guaranteed: both ends see a well-formed outcome, nothing stays in progress, and the RTP port is freed
@@ -109,14 +109,14 @@ t.test('inbound CANCEL right after the INVITE: a clean end either way, nothing i
 });
 
 t.test('re-INVITE mid-call: 200 OK with SDP, the call goes on, the next answer reaches the new audio port', needsTools, async (t) => {
-  const sippPort = await freePort();
+  const sippPort = await quietPort();
   await bindNumber(project.api, project.agentId, '+442079460141', { host: '127.0.0.2', port: sippPort });
   const before = await audioSink();
   const after = await audioSink();
   t.teardown(() => (before.close(), after.close()));
   const file = scenario('inbound-reinvite.xml', dir, { NUMBER: '+442079460141', AUDIO_IP: '127.0.0.2', AUDIO_PORT: before.port, AUDIO_PORT_2: after.port, GREETING_MS: 2500, DIGIT_1: join(SIPP_PCAPS, 'dtmf_2833_7.pcap'), END_MS: 4000 });
   let atReinvite = -1;
-  const run = runSipp({ scenario: file, target: `127.0.0.1:${sip}`, port: sippPort, mediaPort: await freePort(), dir, timeoutS: 30 });
+  const run = runSipp({ scenario: file, target: `127.0.0.1:${sip}`, port: sippPort, mediaPort: await quietPort(), dir, timeoutS: 30 });
   // Packets at the first port stop once the re-INVITE moved the audio (read when the new port starts hearing).
   const watch = setInterval(() => {
     if (atReinvite < 0 && after.got.packets > 0) atReinvite = before.got.packets;
@@ -133,7 +133,7 @@ t.test('re-INVITE mid-call: 200 OK with SDP, the call goes on, the next answer r
 });
 
 t.test('outbound through a trunk with digest auth: 401 challenge, INVITE again with valid Authorization, success', needsTools, async (t) => {
-  const port = await freePort();
+  const port = await quietPort();
   const c = await project.api('POST', `/v1/agents/${project.agentId}/telephony/connectors`, { name: 'digest trunk', host: '127.0.0.2', port, transport: 'udp', username: 'acct7', password: 's3cret-pw' });
   t.equal(c.status, 201, c.text);
   t.notOk(JSON.stringify(c.body).includes('s3cret-pw'), 'the password is not shown back');
@@ -143,7 +143,7 @@ t.test('outbound through a trunk with digest auth: 401 challenge, INVITE again w
   const sink = await audioSink();
   t.teardown(() => sink.close());
   const file = scenario('outbound-digest.xml', dir, { USER: 'acct7', PASSWORD: 's3cret-pw', AUDIO_IP: '127.0.0.2', AUDIO_PORT: sink.port, HOLD_MS: 3000 });
-  const sipp = runSipp({ scenario: file, port, mediaPort: await freePort(), dir, timeoutS: 30 });
+  const sipp = runSipp({ scenario: file, port, mediaPort: await quietPort(), dir, timeoutS: 30 });
   await new Promise((r) => setTimeout(r, 300));
   const r = await http(p.edge, 'POST', '/v1/outbound-calling', { body: { to_number: '+14155550123', encryption: 'UDP/RTP' }, headers: { 'x-service-auth-token': token } });
   t.equal(r.status, 200, r.text);

@@ -7,12 +7,12 @@ import t from 'tap';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { natsAvailable, freePort } from './helpers/nats.js';
+import { natsAvailable } from './helpers/nats.js';
 import { startCluster } from './helpers/cluster.js';
 import { startPlatform } from './helpers/platform.js';
 import { chatProject } from './helpers/chat.js';
 import { conversationsClient, conversationsKey } from './helpers/conversations.js';
-import { bindNumber, MEDIA_ENV, mediaPorts, runSipp, scenario, SIPP_PCAPS, voiceTools } from './helpers/voice.js';
+import { bindNumber, MEDIA_ENV, mediaPorts, runSipp, scenario, SIPP_PCAPS, voiceTools, quietPort } from './helpers/voice.js';
 
 const ready = natsAvailable() && voiceTools();
 const needs = ready ? {} : { skip: 'nats-server, sipp, espeak-ng or pocketsphinx is not installed' };
@@ -38,19 +38,19 @@ t.test('SIGKILL the worker of a call in the middle: the call goes on, the next t
     },
   });
   const number = '+442079460126';
-  const sippPort = await freePort();
+  const sippPort = await quietPort();
   await bindNumber(project.api, project.agentId, number, { host: '127.0.0.2', port: sippPort });
   const file = scenario('inbound-digits.xml', dir, {
     NUMBER: number,
     AUDIO_IP: '127.0.0.2',
-    AUDIO_PORT: await freePort(),
+    AUDIO_PORT: await quietPort(),
     GREETING_MS: 2000,
     DIGIT_1: join(SIPP_PCAPS, 'dtmf_2833_4.pcap'),
     PAUSE_MS: 9000,
     DIGIT_2: join(SIPP_PCAPS, 'dtmf_2833_2.pcap'),
     END_MS: 6000,
   });
-  const call = runSipp({ scenario: file, target: `127.0.0.1:${sip}`, port: sippPort, mediaPort: await freePort(), dir });
+  const call = runSipp({ scenario: file, target: `127.0.0.1:${sip}`, port: sippPort, mediaPort: await quietPort(), dir });
 
   // After the first digit's turn: find the conversation and the worker that owns it, and kill that worker.
   const read = conversationsClient(cluster.edge, project, await conversationsKey(cluster.edge, project));

@@ -7,8 +7,7 @@ import alawmulaw from 'alawmulaw';
 import { startPlatform, removeDir, type Platform } from './helpers/platform.js';
 import { chatProject, type ChatProject } from './helpers/chat.js';
 import { conversationsClient, conversationsKey } from './helpers/conversations.js';
-import { freePort } from './helpers/nats.js';
-import { bindNumber, MEDIA_ENV, mediaPorts, rtpPcap, runSipp, scenario, SIPP_PCAPS, speak, voiceTools } from './helpers/voice.js';
+import { bindNumber, MEDIA_ENV, mediaPorts, rtpPcap, runSipp, scenario, SIPP_PCAPS, speak, voiceTools, quietPort } from './helpers/voice.js';
 
 // Without sipp, espeak-ng or pocketsphinx these skip locally; with CI=true voiceTools() throws instead.
 const needsTools = voiceTools() ? {} : { skip: 'sipp, espeak-ng or pocketsphinx is not installed' };
@@ -68,7 +67,7 @@ t.test('an inbound call: spoken question and DTMF become turns of a VOICE-SIP co
     topics: [['Opening hours', 'We are open from 9am to 5pm, Monday to Friday.'], ['Parking', 'Free parking is available behind the building.']],
     functions: { start: 'function start(conv) { conv.say("Hello, you are through to Acme. " + conv.sip_headers.get("x-customer-tier") + " line."); }' },
   });
-  const sippPort = await freePort();
+  const sippPort = await quietPort();
   await bindNumber(project.api, project.agentId, NUMBER, { host: '127.0.0.2', port: sippPort });
 
   const sink = await audioSink();
@@ -86,7 +85,7 @@ t.test('an inbound call: spoken question and DTMF become turns of a VOICE-SIP co
     DIGIT_2: join(SIPP_PCAPS, 'dtmf_2833_2.pcap'),
     END_MS: 5000,
   });
-  const run = await runSipp({ scenario: file, target: `127.0.0.1:${sip}`, port: sippPort, mediaPort: await freePort(), dir });
+  const run = await runSipp({ scenario: file, target: `127.0.0.1:${sip}`, port: sippPort, mediaPort: await quietPort(), dir });
   t.equal(run.code, 0, 'sipp completed the call', { out: run.out.slice(-3000) });
 
   t.ok(sink.got.packets > 50, `the agent's speech reached the caller as RTP (${sink.got.packets} packets)`);
@@ -118,7 +117,7 @@ t.test('an inbound call: spoken question and DTMF become turns of a VOICE-SIP co
 t.test('barge-in: the caller speaks over the greeting, the greeting stops; then silence turns', needsTools, async (t) => {
   const number = '+442079460124';
   const project = await chatProject(p, { name: 'Barge Co', functions: { start: `function start(conv) { conv.say(${JSON.stringify(GREETING)}); }` } });
-  const sippPort = await freePort();
+  const sippPort = await quietPort();
   await bindNumber(project.api, project.agentId, number, { host: '127.0.0.2', port: sippPort });
   const sink = await audioSink();
   t.teardown(() => sink.close());
@@ -126,7 +125,7 @@ t.test('barge-in: the caller speaks over the greeting, the greeting stops; then 
   rtpPcap(speak('what are your opening hours', dir), question);
   // Long enough for the no-input timeout (VOICE_NO_INPUT_MS of this platform) after the answer.
   const file = scenario('inbound-barge-in.xml', dir, { NUMBER: number, AUDIO_IP: '127.0.0.2', AUDIO_PORT: sink.port, GREETING_MS: 1500, SPEECH_PCAP: question, END_MS: 14000 });
-  const run = await runSipp({ scenario: file, target: `127.0.0.1:${sip}`, port: sippPort, mediaPort: await freePort(), dir });
+  const run = await runSipp({ scenario: file, target: `127.0.0.1:${sip}`, port: sippPort, mediaPort: await quietPort(), dir });
   t.equal(run.code, 0, 'sipp completed the call', { out: run.out.slice(-3000) });
   const [c] = await endedCalls(project);
   const spoken = c.turns.slice(1).find((x: any) => !x.is_silence);
@@ -141,7 +140,7 @@ t.test('barge-in: the caller speaks over the greeting, the greeting stops; then 
 
 t.test('handoff on a call: a REFER to the destination, then BYE; the record has the handoff', needsTools, async (t) => {
   const number = '+442079460125';
-  const sippPort = await freePort();
+  const sippPort = await quietPort();
   const destination = 'sip:desk@127.0.0.2:5999';
   const project = await chatProject(p, {
     name: 'Handoff Co',
@@ -154,7 +153,7 @@ t.test('handoff on a call: a REFER to the destination, then BYE; the record has 
   const sink = await audioSink();
   t.teardown(() => sink.close());
   const file = scenario('inbound-handoff.xml', dir, { NUMBER: number, AUDIO_IP: '127.0.0.2', AUDIO_PORT: sink.port, GREETING_MS: 2500, DIGIT: join(SIPP_PCAPS, 'dtmf_2833_0.pcap'), DESTINATION: destination });
-  const run = await runSipp({ scenario: file, target: `127.0.0.1:${sip}`, port: sippPort, mediaPort: await freePort(), dir, extra: process.env.KEEP ? ['-trace_msg', '-trace_err'] : [] });
+  const run = await runSipp({ scenario: file, target: `127.0.0.1:${sip}`, port: sippPort, mediaPort: await quietPort(), dir, extra: process.env.KEEP ? ['-trace_msg', '-trace_err'] : [] });
   t.equal(run.code, 0, 'sipp got the REFER to the destination and then the BYE', { out: run.out.slice(-3000) });
   const [c] = await endedCalls(project);
   t.equal(c.handoff, true);
@@ -166,10 +165,10 @@ t.test('handoff on a call: a REFER to the destination, then BYE; the record has 
 t.test('SIP over TCP: a call from sipp with -t t1 runs the same way', needsTools, async (t) => {
   const number = '+442079460128';
   const project = await chatProject(p, { name: 'Tcp Co', functions: { start: 'function start(conv) { conv.say("Key a digit."); }', turn: 'function turn(conv, message) { return "You pressed " + message + "."; }' } });
-  const sippPort = await freePort();
+  const sippPort = await quietPort();
   await bindNumber(project.api, project.agentId, number, { host: '127.0.0.2', port: sippPort, transport: 'tcp' });
-  const file = scenario('inbound-digits.xml', dir, { NUMBER: number, AUDIO_IP: '127.0.0.2', AUDIO_PORT: await freePort(), GREETING_MS: 1500, DIGIT_1: join(SIPP_PCAPS, 'dtmf_2833_7.pcap'), PAUSE_MS: 2500, DIGIT_2: join(SIPP_PCAPS, 'dtmf_2833_pound.pcap'), END_MS: 2500 });
-  const run = await runSipp({ scenario: file, target: `127.0.0.1:${sip}`, port: sippPort, mediaPort: await freePort(), transport: 't1', dir });
+  const file = scenario('inbound-digits.xml', dir, { NUMBER: number, AUDIO_IP: '127.0.0.2', AUDIO_PORT: await quietPort(), GREETING_MS: 1500, DIGIT_1: join(SIPP_PCAPS, 'dtmf_2833_7.pcap'), PAUSE_MS: 2500, DIGIT_2: join(SIPP_PCAPS, 'dtmf_2833_pound.pcap'), END_MS: 2500 });
+  const run = await runSipp({ scenario: file, target: `127.0.0.1:${sip}`, port: sippPort, mediaPort: await quietPort(), transport: 't1', dir });
   t.equal(run.code, 0, 'the call completed over TCP', { out: run.out.slice(-3000) });
   const [c] = await endedCalls(project);
   t.same(c.turns.filter((x: any) => x.user_input_dtmf).map((x: any) => x.user_input_dtmf), ['7', '#'], 'each key a turn (a # with nothing before it is a key of its own)');

@@ -10,12 +10,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import alawmulaw from 'alawmulaw';
 import { http } from './helpers/http.js';
-import { freePort } from './helpers/nats.js';
 import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
 import { chatProject, type ChatProject } from './helpers/chat.js';
 import { admin } from './helpers/tenants.js';
 import { conversationsClient, conversationsKey } from './helpers/conversations.js';
-import { runSipp, scenario, voiceTools } from './helpers/voice.js';
+import { runSipp, scenario, voiceTools, quietPort } from './helpers/voice.js';
 
 const needsTools = voiceTools() ? {} : { skip: 'sipp, espeak-ng or pocketsphinx is not installed' };
 
@@ -62,7 +61,7 @@ async function statusesUntil(token: string, sid: string, done: (b: any) => boole
 }
 
 t.test('an answered call: header at sipp, conversation after connect, agent speech as RTP, success', needsTools, async (t) => {
-  const port = await freePort();
+  const port = await quietPort();
   const token = await trunkTo(port);
   const sink = dgram.createSocket('udp4');
   await new Promise<void>((r) => sink.bind(0, '127.0.0.2', () => r()));
@@ -79,7 +78,7 @@ t.test('an answered call: header at sipp, conversation after connect, agent spee
     if (Math.sqrt(sum / pcm.length) > 300) voiced++;
   });
   const file = scenario('outbound-answer.xml', dir, { HEADER: 'X-Order', VALUE: 'A-1001', AUDIO_IP: '127.0.0.2', AUDIO_PORT: sink.address().port, RING_MS: 500, HOLD_MS: 5000 });
-  const sipp = runSipp({ scenario: file, port, mediaPort: await freePort(), dir });
+  const sipp = runSipp({ scenario: file, port, mediaPort: await quietPort(), dir });
   await new Promise((r) => setTimeout(r, 300));
   const r = await trigger(token, { to_number: '+14155550123', encryption: 'UDP/RTP', metadata: { 'X-Order': 'A-1001' } });
   t.equal(r.status, 200, r.text);
@@ -108,9 +107,9 @@ t.test('an answered call: header at sipp, conversation after connect, agent spee
 
 for (const [code, reason, expected] of [[486, 'Busy Here', /busy/], [603, 'Decline', /rejected/]] as const) {
   t.test(`a ${code} answer: failure, ${expected.source}`, needsTools, async (t) => {
-    const port = await freePort();
+    const port = await quietPort();
     const token = await trunkTo(port);
-    const sipp = runSipp({ scenario: scenario('outbound-reject.xml', dir, { STATUS: code, REASON: reason }), port, mediaPort: await freePort(), dir });
+    const sipp = runSipp({ scenario: scenario('outbound-reject.xml', dir, { STATUS: code, REASON: reason }), port, mediaPort: await quietPort(), dir });
     await new Promise((r) => setTimeout(r, 300));
     const r = await trigger(token, { to_number: '+14155550123', encryption: 'UDP/RTP' });
     const { last } = await statusesUntil(token, r.body.call_sid, (b) => b.status === 'failure' || b.status === 'success');
@@ -122,9 +121,9 @@ for (const [code, reason, expected] of [[486, 'Busy Here', /busy/], [603, 'Decli
 }
 
 t.test('nobody answers within the ring timeout: CANCEL, failure with no answer', needsTools, async (t) => {
-  const port = await freePort();
+  const port = await quietPort();
   const token = await trunkTo(port);
-  const sipp = runSipp({ scenario: scenario('outbound-no-answer.xml', dir), port, mediaPort: await freePort(), dir });
+  const sipp = runSipp({ scenario: scenario('outbound-no-answer.xml', dir), port, mediaPort: await quietPort(), dir });
   await new Promise((r) => setTimeout(r, 300));
   const r = await trigger(token, { to_number: '+14155550123', encryption: 'UDP/RTP' });
   const { last } = await statusesUntil(token, r.body.call_sid, (b) => b.status === 'failure' || b.status === 'success');

@@ -12,11 +12,10 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import alawmulaw from 'alawmulaw';
-import { freePort } from './helpers/nats.js';
 import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
 import { chatProject } from './helpers/chat.js';
 import { conversationsClient, conversationsKey } from './helpers/conversations.js';
-import { bindNumber, MEDIA_ENV, mediaPorts, rtpPcap, runSipp, scenario, SIPP_PCAPS, speak, toolAvailable } from './helpers/voice.js';
+import { bindNumber, MEDIA_ENV, mediaPorts, rtpPcap, runSipp, scenario, SIPP_PCAPS, speak, toolAvailable, quietPort } from './helpers/voice.js';
 
 const tools = () => toolAvailable('/usr/bin/sipp', 'sip-tester') && toolAvailable('/usr/bin/espeak-ng', 'espeak-ng');
 const needsTools = tools() ? {} : { skip: 'sipp or espeak-ng is not installed' };
@@ -74,7 +73,7 @@ t.test('an inbound call with both adapters set: the stand-in transcript is the t
   });
   const sip = mediaPorts(p.stdout()).sip;
   const project = await chatProject(p, { name: 'Adapter Co', topics: [['Opening hours', 'We are open from 9am to 5pm, Monday to Friday.']], functions: { start: 'function start(conv) { conv.say("Hello, you are through to Acme."); }' } });
-  const sippPort = await freePort();
+  const sippPort = await quietPort();
   const number = '+442079460150';
   await bindNumber(project.api, project.agentId, number, { host: '127.0.0.2', port: sippPort });
 
@@ -91,7 +90,7 @@ t.test('an inbound call with both adapters set: the stand-in transcript is the t
   const question = join(dir, 'question.pcap');
   rtpPcap(speak('what are your opening hours', dir), question);
   const file = scenario('inbound-call.xml', dir, { NUMBER: number, AUDIO_IP: '127.0.0.2', AUDIO_PORT: sink.address().port, GREETING_MS: 3000, SPEECH_PCAP: question, ANSWER_MS: 5000, DIGIT_1: join(SIPP_PCAPS, 'dtmf_2833_4.pcap'), DIGIT_2: join(SIPP_PCAPS, 'dtmf_2833_2.pcap'), END_MS: 3000 });
-  const run = await runSipp({ scenario: file, target: `127.0.0.1:${sip}`, port: sippPort, mediaPort: await freePort(), dir });
+  const run = await runSipp({ scenario: file, target: `127.0.0.1:${sip}`, port: sippPort, mediaPort: await quietPort(), dir });
   t.equal(run.code, 0, 'sipp completed the call', { out: run.out.slice(-3000) });
 
   t.same(model.seen.bad, [], 'every request to the stand-in had the expected shape');

@@ -1,4 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
+import dgram from 'node:dgram';
+import net from 'node:net';
 import { accessSync, constants, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import alawmulaw from 'alawmulaw';
@@ -174,4 +176,34 @@ export async function bindNumber(api: (m: string, p: string, b?: unknown) => Pro
   const n = await api('POST', `/v1/agents/${agentId}/telephony/phone-numbers`, { number, connector_id: c.body.id });
   if (n.status !== 201) throw new Error(`number: ${n.status} ${n.text}`);
   return { connectorId: c.body.id, numberId: n.body.id };
+}
+
+/** Whether `port` can be bound now: UDP on every address (what a platform's RTP socket takes), and TCP. */
+async function bindable(port: number): Promise<boolean> {
+  const udp = await new Promise<boolean>((resolve) => {
+    const u = dgram.createSocket('udp4');
+    u.once('error', () => resolve(false));
+    u.bind(port, '0.0.0.0', () => u.close(() => resolve(true)));
+  });
+  if (!udp) return false;
+  return new Promise<boolean>((resolve) => {
+    const s = net.createServer();
+    s.once('error', () => resolve(false));
+    s.listen(port, '0.0.0.0', () => s.close(() => resolve(true)));
+  });
+}
+
+/**
+ * An even port for sipp (its SIP socket, or its media sockets at the port and the port + 2) that no platform
+ * of a test running beside this one can be handed: below the kernel's ephemeral range (platforms take their
+ * SIP, RTP and HTTP ports from port 0, so from that range) and free now for UDP and TCP. `freePort()` checks
+ * TCP only, in the ephemeral range, and another test's platform held the same number for an RTP socket often
+ * enough to fail a CI run: sipp could not bind, or the platform's packets went elsewhere.
+ */
+export async function quietPort(): Promise<number> {
+  for (;;) {
+    // 26,000 to 31,998: below 26,000 is `voice.dialog`'s one-port RTP range, free between its calls.
+    const port = 26_000 + 2 * Math.floor(Math.random() * 3000);
+    if ((await bindable(port)) && (await bindable(port + 1)) && (await bindable(port + 2))) return port;
+  }
 }
