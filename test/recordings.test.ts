@@ -11,6 +11,7 @@ import { startPlatform, removeDir, type Platform } from './helpers/platform.js';
 import { chatProject, type ChatProject } from './helpers/chat.js';
 import { conversationsClient, conversationsKey } from './helpers/conversations.js';
 import { bindNumber, MEDIA_ENV, mediaPorts, rtpPcap, runSipp, scenario, speak, voiceTools, writePcap, quietPort } from './helpers/voice.js';
+import { waitFor } from './helpers/wait.js';
 
 // Without sipp, espeak-ng or pocketsphinx these skip locally; with CI=true voiceTools() throws instead.
 const needsTools = voiceTools() ? {} : { skip: 'sipp, espeak-ng or pocketsphinx is not installed' };
@@ -96,16 +97,6 @@ const voicedFrames = (s: Int16Array) => {
 
 const inSpans = (i: number, spans: Array<{ start_ms: number; end_ms: number }>) => spans.some((s) => i >= Math.floor((s.start_ms * RATE) / 1000) && i < Math.ceil((s.end_ms * RATE) / 1000));
 
-async function waitFor<T>(f: () => Promise<T | null>, ms = 30_000): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v) return v;
-    if (Date.now() > until) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
 let p: Platform;
 let sip: number;
 let dir: string;
@@ -140,14 +131,14 @@ t.test('a call is recorded per direction; the card number keyed over the caller\
   const dataKey = await conversationsKey(p, project, ['conversations_data']);
   const piiKey = await conversationsKey(p, project, ['conversations_data', 'pii']);
   const read = conversationsClient(p, project, piiKey);
-  const c = await waitFor(async () => ((await read({ channel: 'VOICE-SIP' })).body.conversations ?? []).find((x: any) => x.in_progress === false) ?? null);
+  const c = await waitFor(async () => ((await read({ channel: 'VOICE-SIP' })).body.conversations ?? []).find((x: any) => x.in_progress === false) ?? null, 30_000);
   t.ok(c.turns.some((x: any) => x.user_input_dtmf === CARD), 'the card number reached the conversation as one DTMF turn (read with pii)');
   const masked = (await conversationsClient(p, project, dataKey)({ channel: 'VOICE-SIP' })).body.conversations[0];
   t.ok(masked.turns.some((x: any) => x.user_input_dtmf === '[redacted]'), 'a key without pii reads the transcript with the card number masked (pii_redaction on)');
   t.notOk(JSON.stringify(masked.turns).includes(CARD), 'nowhere in its turns', { row: JSON.stringify(masked).slice(0, 4000) });
   t.equal(c.audio?.available, true, 'the v3 row says the call has audio');
   // The recordings projector renders the redacted audio once the call has ended, before anyone asks for it.
-  const listed = await waitFor(async () => ((await read({ channel: 'VOICE-SIP' })).body.conversations ?? []).find((x: any) => x.id === c.id && x.audio?.redactions)?.audio.redactions ?? null);
+  const listed = await waitFor(async () => ((await read({ channel: 'VOICE-SIP' })).body.conversations ?? []).find((x: any) => x.id === c.id && x.audio?.redactions)?.audio.redactions ?? null, 30_000);
   t.same(listed.map((s: any) => [s.kind, s.source]), [['card_number', 'dtmf']], 'the row lists what was muted: the keyed card number');
 
   const get = (key: string, q = '', h: Record<string, string> = {}) => audio(p, project, key, c.id, q, h);
@@ -289,12 +280,12 @@ t.test('a gateway killed mid-call leaves a playable recording up to the crash', 
   const file = scenario('recording-card.xml', dir, { NUMBER: number, AUDIO_IP: '127.0.0.2', AUDIO_PORT: sink.port, GREETING_MS: 20000, SPEECH_PCAP: speech, END_MS: 100 });
   const run = runSipp({ scenario: file, target: `127.0.0.1:${mediaPorts(q.stdout()).sip}`, port: sippPort, mediaPort: await quietPort(), dir, timeoutS: 40 });
   const read = conversationsClient(q, project, key);
-  const c = await waitFor(async () => ((await read({ channel: 'VOICE-SIP' })).body.conversations ?? [])[0] ?? null);
+  const c = await waitFor(async () => ((await read({ channel: 'VOICE-SIP' })).body.conversations ?? [])[0] ?? null, 30_000);
   // Wait until the greeting has been recorded for a few chunks, then SIGKILL the whole process mid-call.
   await waitFor(async () => {
     const r = await audio(q, project, key, c.id, 'direction=agent');
     return r.status === 200 && r.bytes.length > 44 + 3 * 16000 ? true : null;
-  });
+  }, 30_000);
   q.child.kill('SIGKILL');
   await new Promise((r) => q.child.once('exit', r));
   if (run.pid) process.kill(run.pid, 'SIGTERM');

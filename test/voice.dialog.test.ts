@@ -15,7 +15,8 @@ import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
 import { chatProject, type ChatProject } from './helpers/chat.js';
 import { admin } from './helpers/tenants.js';
 import { conversationsClient, conversationsKey } from './helpers/conversations.js';
-import { bindNumber, MEDIA_ENV, mediaPorts, runSipp, scenario, SIPP_PCAPS, toolAvailable, quietPort } from './helpers/voice.js';
+import { bindNumber, MEDIA_ENV, mediaPorts, runSipp, scenario, SIPP_PCAPS, toolAvailable, quietPort, RTP_PORTS } from './helpers/voice.js';
+import { waitFor } from './helpers/wait.js';
 
 // sipp and espeak-ng (the agent's voice); missing, these skip locally and fail with CI=true.
 const tools = () => toolAvailable('/usr/bin/sipp', 'sip-tester') && toolAvailable('/usr/bin/espeak-ng', 'espeak-ng');
@@ -28,10 +29,10 @@ let rtpPort: number;
 t.before(async () => {
   if (!tools()) return;
   dir = mkdtempSync(join(tmpdir(), 'sb-voice-dialog-'));
-  // One RTP port in the range: a port a cancelled call kept would make the next call fail. It is taken below
-  // the kernel's ephemeral range (32768 up): every other port the tests use comes from port 0, so a test running
-  // beside this one can never pick this port up while it is free between two calls.
-  rtpPort = await quietEvenPort();
+  // One RTP port in the range: a port a cancelled call kept would make the next call fail. It is taken from
+  // `RTP_PORTS`, below the kernel's ephemeral range and apart from sipp's ports: platforms take theirs from port
+  // 0 and sipp from `SIPP_PORTS`, so no test running beside this one picks it up while it is free between calls.
+  rtpPort = await quietPort(RTP_PORTS);
   p = await startPlatform({ env: { ...MEDIA_ENV, RTP_PORT_MIN: String(rtpPort), RTP_PORT_MAX: String(rtpPort + 1), VOICE_NO_INPUT_MS: '60000', VOICE_INTER_DIGIT_MS: '800' } });
   sip = mediaPorts(p.stdout()).sip;
 });
@@ -41,21 +42,6 @@ t.teardown(async () => {
   removeDir(p.dataDir);
   if (!process.env.KEEP) rmSync(dir, { recursive: true, force: true });
 });
-
-/** An even UDP port below the ephemeral range, with the odd one above it, both free now. */
-async function quietEvenPort(): Promise<number> {
-  const bindable = (port: number) =>
-    new Promise<boolean>((resolve) => {
-      const s = dgram.createSocket('udp4');
-      s.once('error', () => resolve(false));
-      s.bind(port, '0.0.0.0', () => s.close(() => resolve(true)));
-    });
-  for (;;) {
-    // 20,000 to 25,998: sipp's ports (`quietPort`) come from above, so no sipp of a test beside takes it.
-    const port = 20_000 + 2 * Math.floor(Math.random() * 3000);
-    if ((await bindable(port)) && (await bindable(port + 1))) return port;
-  }
-}
 
 /** A UDP socket on 127.0.0.2 counting RTP packets and the voiced ones among them. */
 async function audioSink(law: 'mulaw' | 'alaw' = 'mulaw') {
@@ -75,16 +61,6 @@ async function audioSink(law: 'mulaw' | 'alaw' = 'mulaw') {
 async function voiceCalls(project: ChatProject): Promise<any[]> {
   const read = conversationsClient(p, project, await conversationsKey(p, project));
   return (await read({ channel: 'VOICE-SIP' })).body.conversations ?? [];
-}
-
-async function waitFor<T>(f: () => Promise<T | null | undefined>, ms = 20_000): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v) return v;
-    if (Date.now() > until) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 200));
-  }
 }
 
 let project: ChatProject;

@@ -8,6 +8,7 @@ import { startPlatform, removeDir, type Platform } from './helpers/platform.js';
 import { chatProject, type ChatProject } from './helpers/chat.js';
 import { conversationsClient, conversationsKey } from './helpers/conversations.js';
 import { bindNumber, MEDIA_ENV, mediaPorts, rtpPcap, runSipp, scenario, SIPP_PCAPS, speak, voiceTools, quietPort } from './helpers/voice.js';
+import { waitFor } from './helpers/wait.js';
 
 // Without sipp, espeak-ng or pocketsphinx these skip locally; with CI=true voiceTools() throws instead.
 const needsTools = voiceTools() ? {} : { skip: 'sipp, espeak-ng or pocketsphinx is not installed' };
@@ -175,12 +176,3 @@ t.test('SIP over TCP: a call from sipp with -t t1 runs the same way', needsTools
   t.equal(c.turns.find((x: any) => x.user_input_dtmf === '7')?.agent_response, 'You pressed 7.');
 });
 
-async function waitFor<T>(f: () => Promise<T | null>, ms = 20_000): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v) return v;
-    if (Date.now() > until) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}

@@ -193,17 +193,22 @@ async function bindable(port: number): Promise<boolean> {
   });
 }
 
+/** Where `quietPort` looks by default: sipp's ports. */
+export const SIPP_PORTS = { from: 26_000, to: 32_000 };
+/** Below sipp's: a platform's fixed RTP range (`voice.dialog`'s one port, free between its calls). */
+export const RTP_PORTS = { from: 20_000, to: 26_000 };
+
 /**
- * An even port for sipp (its SIP socket, or its media sockets at the port and the port + 2) that no platform
- * of a test running beside this one can be handed: below the kernel's ephemeral range (platforms take their
- * SIP, RTP and HTTP ports from port 0, so from that range) and free now for UDP and TCP. `freePort()` checks
- * TCP only, in the ephemeral range, and another test's platform held the same number for an RTP socket often
- * enough to fail a CI run: sipp could not bind, or the platform's packets went elsewhere.
+ * An even port, with the next two, that no platform of a test running beside this one can be handed: below
+ * the kernel's ephemeral range (platforms take their SIP, RTP and HTTP ports from port 0, so from that range)
+ * and free now for UDP and TCP. For sipp (its SIP socket, or its media sockets at the port and the port + 2),
+ * or, in `RTP_PORTS`, a platform's RTP range. `freePort()` checks TCP only, in the ephemeral range, and another
+ * test's platform held the same number for an RTP socket often enough to fail a CI run: sipp could not bind,
+ * or the platform's packets went elsewhere.
  */
-export async function quietPort(): Promise<number> {
+export async function quietPort(range = SIPP_PORTS): Promise<number> {
   for (;;) {
-    // 26,000 to 31,998: below 26,000 is `voice.dialog`'s one-port RTP range, free between its calls.
-    const port = 26_000 + 2 * Math.floor(Math.random() * 3000);
+    const port = range.from + 2 * Math.floor((Math.random() * (range.to - range.from)) / 2);
     if ((await bindable(port)) && (await bindable(port + 1)) && (await bindable(port + 2))) return port;
   }
 }
