@@ -100,15 +100,9 @@ export interface DeliveryContext extends DeliveryInput {
 /** The attempts a delivery's log keeps. */
 export const MAX_KEPT_ATTEMPTS = 50;
 
-/** What the `attempt` effect is given. */
-export interface AttemptInput {
+/** What the `attempt` effect is given: the delivery as `DELIVER` fixed it, and which attempt this is. */
+export interface AttemptInput extends Omit<DeliverySpec, 'createdAt'> {
   deliveryId: string;
-  endpointId: string;
-  accountId: string;
-  projectId: string | null;
-  eventId: string;
-  eventType: string;
-  body: string;
   series: number;
   n: number;
 }

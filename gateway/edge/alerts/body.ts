@@ -68,16 +68,18 @@ export const RuleView = z.object({
   current_value: z.number().int().nullable(),
 });
 
-/** An active alert (addendum: `GET /v1/alerts`). */
+/** An active alert (addendum: `GET /v1/alerts`): its rule's fields, under `alert_rule_id`, in the rule's order. */
 export const ActiveAlertView = z.object({
   alert_rule_id: z.string(),
-  name: z.string(),
-  project_id: z.string().nullable(),
-  metric: z.enum(METRICS),
-  operator: z.enum(OPERATORS),
-  threshold_value: z.number().int(),
-  window_duration: z.enum(WINDOWS),
-  since: z.string().nullable(),
-  last_evaluated_at: z.string().nullable(),
-  current_value: z.number().int().nullable(),
+  ...RuleView.pick({
+    name: true,
+    project_id: true,
+    metric: true,
+    operator: true,
+    threshold_value: true,
+    window_duration: true,
+    since: true,
+    last_evaluated_at: true,
+    current_value: true,
+  }).shape,
 });
