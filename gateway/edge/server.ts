@@ -27,6 +27,7 @@ import { webhookEndpointsPlugin } from './webhook-endpoints/plugin.js';
 import type { SecretBox } from '../../actors/delivery/mod.js';
 import { alertsPlugin } from './alerts/plugin.js';
 import { countServerErrors } from './alerts/api-errors.js';
+import { lazyRequestLogger } from './request-logger.js';
 import { scrape } from '../../platform/metrics.js';
 
 /** The span of each request (and its context) while tracing is on. */
@@ -122,6 +123,7 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: opts.logger as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: opts.requestLevel === 'debug' }),
+    childLoggerFactory: lazyRequestLogger,
     requestIdHeader: 'x-request-id',
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
