@@ -421,12 +421,8 @@ const handled = (c: ConversationContext, eventId: string) => [...c.handledEvents
 
 /** After the start effect or a turn: to ending, handed off or idle, with the outcome applied. */
 const outputOf = ({ event }: { event: { output: TurnOutcome } }) => event.output;
-/** Applies an outcome, emits its events (the answer starts with what external events said meanwhile), then clears that. */
-const outcomeActions = [
-  { type: 'applyOutcome', params: outputOf },
-  { type: 'emitOutcome', params: outputOf },
-  'clearUnread',
-] as const;
+/** Applies an outcome and emits its events in one action (one context update per turn, see `settleOutcome`). */
+const outcomeActions = [{ type: 'settleOutcome', params: outputOf }] as const;
 const afterOutcome = [
   { guard: { type: 'ends', params: outputOf }, target: 'ending', actions: outcomeActions },
   { guard: { type: 'handsOff', params: outputOf }, target: 'handedOff', actions: outcomeActions },
@@ -458,31 +454,36 @@ export const conversationMachine = setup({
         ttsLangCode: event.ttsLangCode ?? context.ttsLangCode,
       };
     }),
-    applyOutcome: assign(({ context }, out: TurnOutcome) => ({
-      awaiting: out.awaiting ?? (out.handoff || out.end ? null : context.awaiting),
-      recent: remember(context.recent, out.turns),
-      numTurns: context.numTurns + out.turns.length,
-      state: out.state,
-      numOod: context.numOod + out.oodTurns,
-      functionErrors: context.functionErrors + out.functionErrors,
-      handoff: out.handoff ?? context.handoff,
-      variant: out.variant ?? context.variant,
-      artifactVersion: out.artifactVersion ?? context.artifactVersion,
-      pending: null,
-      idleDeadline: out.at + context.start!.idleTimeoutMs,
-      endReason: out.end ? ('agent' as const) : context.endReason,
-    })),
-    /** A turn's (or the start's) events: its turns, the changed fields, and the answer (what external events said meanwhile first). */
-    emitOutcome: enqueueActions(({ context, enqueue }, out: TurnOutcome) => {
-      for (const e of turnsOf(context, out.turns, out.functionErrors)) enqueue.emit(e);
+    /**
+     * A turn's (or the start's) outcome: the context it leaves, and its events (its turns, the changed
+     * fields, and the answer, which starts with what external events said meanwhile; those words are then
+     * read). One action with one assign: every context update copies the whole context.
+     */
+    settleOutcome: enqueueActions(({ context, enqueue }, out: TurnOutcome) => {
+      const update = {
+        awaiting: out.awaiting ?? (out.handoff || out.end ? null : context.awaiting),
+        recent: remember(context.recent, out.turns),
+        numTurns: context.numTurns + out.turns.length,
+        state: out.state,
+        numOod: context.numOod + out.oodTurns,
+        functionErrors: context.functionErrors + out.functionErrors,
+        handoff: out.handoff ?? context.handoff,
+        variant: out.variant ?? context.variant,
+        artifactVersion: out.artifactVersion ?? context.artifactVersion,
+        pending: null,
+        idleDeadline: out.at + context.start!.idleTimeoutMs,
+        endReason: out.end ? ('agent' as const) : context.endReason,
+        unread: [] as string[],
+      };
+      const next: ConversationContext = { ...context, ...update };
+      enqueue.assign(update);
+      for (const e of turnsOf(next, out.turns, out.functionErrors)) enqueue.emit(e);
       // Journal only: the recordings projector mutes them, the Conversations API masks them for keys without `pii`.
-      if (out.pii?.length) enqueue.emit({ type: 'conversation.pii_marked', data: { ...owner(context), values: out.pii } });
-      enqueue.emit(changedOf(context));
+      if (out.pii?.length) enqueue.emit({ type: 'conversation.pii_marked', data: { ...owner(next), values: out.pii } });
+      enqueue.emit(changedOf(next));
       const response = [...context.unread, out.response].filter((x) => x !== '').join(' ');
-      enqueue.emit({ type: 'conversation.answered', data: { ...owner(context), response, end: out.end, handoff: out.handoff } });
+      enqueue.emit({ type: 'conversation.answered', data: { ...owner(next), response, end: out.end, handoff: out.handoff } });
     }),
-    /** The unread words went out with the answer. */
-    clearUnread: assign({ unread: [] }),
     /** What an external_event or bridge_ended function recorded. */
     emitSide: enqueueActions(({ context, enqueue }, out: SideOutcome) => {
       for (const e of turnsOf(context, out.turns, out.functionErrors)) enqueue.emit(e);
