@@ -159,7 +159,13 @@ function groupCommit(root: RootDatabase, seqs: SeqCounter): <T>(write: () => T) 
       timings.add('store.batch size (count)', batch.length);
     }
     const outcomes: Array<{ ok: true; value: unknown } | { ok: false; err: unknown }> = [];
+    // Under SB_TIMINGS: when the writes began (the writer lock taken and this thread free to run them), then ended.
+    let tw = 0;
     const writeAll = () => {
+      if (timings) {
+        tw = performance.now();
+        timings.add('store.lock and turn wait', tw - t0);
+      }
       seqs.begin();
       for (const q of batch) {
         try {
@@ -170,6 +176,10 @@ function groupCommit(root: RootDatabase, seqs: SeqCounter): <T>(write: () => T) 
         }
       }
       seqs.end();
+      if (timings) {
+        timings.since('store.writes', tw);
+        tw = performance.now();
+      }
     };
     // lmdb-js's asynchronous transaction: its writer thread takes the write lock and begins the transaction,
     // this thread runs `writeAll` in it, and the writer thread commits. The commit (page writes) and its
@@ -179,6 +189,7 @@ function groupCommit(root: RootDatabase, seqs: SeqCounter): <T>(write: () => T) 
     root.childTransaction(writeAll).then(
       () => {
         timings?.since('store.commit', t0);
+        timings?.since('store.writes to committed', tw);
         flushed.after(done);
       },
       (err) => {
