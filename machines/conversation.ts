@@ -153,24 +153,29 @@ export type Outcome =
   | { ok: true; response: string; end: boolean; handoff: Handoff | null }
   | { ok: false; error: 'not_started' | 'ended' | 'handed_off' | 'started' };
 
+/**
+ * Keep this under 20 top-level fields (`test/machines.context-size.test.ts`): XState copies the context with
+ * `Object.assign({}, context, update)` on every assign, and V8 makes an object built that way with 20 or more
+ * properties a dictionary, which the next assign copies at more than ten times the cost.
+ */
 export interface ConversationContext {
   id: string;
   start: ConversationStart | null;
   variant: { id: string; name: string } | null;
   artifactVersion: string | null;
-  startedAt: number | null;
   endedAt: number | null;
   /** Conversation variables (`conv.state`), persisted across turns. */
   state: Record<string, unknown>;
   integrationAttributes: Record<string, unknown>;
-  asrLangCode: string;
-  ttsLangCode: string;
+  /** Speech recognition and synthesis languages (a call's; set by the start and by later messages). */
+  langCodes: { asr: string; tts: string };
   /** The last `RECENT_MESSAGES` messages (user and agent), oldest first: the responder's history. */
   recent: HistoryMessage[];
-  /** Turns recorded so far (the turns themselves are `conversation.turn` journal events). */
-  numTurns: number;
-  numOod: number;
-  functionErrors: number;
+  /**
+   * Turns recorded so far (the turns themselves are `conversation.turn` journal events), those out of the
+   * agent's domain, and the project functions that failed.
+   */
+  counts: { turns: number; ood: number; functionErrors: number };
   handoff: Handoff | null;
   /** The user message of the turn in progress. */
   pending: { message: string; metadata: Record<string, unknown>; at: number; voice?: VoiceInput } | null;
@@ -184,10 +189,12 @@ export interface ConversationContext {
   handledEvents: string[];
   /** What external-event and bridge functions said that no client has seen yet (the next response starts with it). */
   unread: string[];
-  /** The bridge-ended notification being handled, and when it arrived. */
-  bridge: (BridgeData & { at: number }) | null;
-  /** Set once bridge_ended ran. */
-  bridgeEnded: BridgeEnded | null;
+  bridge: {
+    /** The bridge-ended notification being handled, and when it arrived. */
+    pending: (BridgeData & { at: number }) | null;
+    /** Set once bridge_ended ran. */
+    ended: BridgeEnded | null;
+  };
 }
 
 export type ConversationEvent =
@@ -372,14 +379,14 @@ const changedOf = (c: ConversationContext): ConversationDomainEvent => ({
     variant_name: c.variant?.name ?? '',
     artifact_version: c.artifactVersion ?? '',
     handoff: c.handoff,
-    num_ood: c.numOod,
-    function_errors: c.functionErrors,
+    num_ood: c.counts.ood,
+    function_errors: c.counts.functionErrors,
     integration_attributes: c.integrationAttributes,
-    asr_lang_code: c.asrLangCode,
-    tts_lang_code: c.ttsLangCode,
+    asr_lang_code: c.langCodes.asr,
+    tts_lang_code: c.langCodes.tts,
     end_reason: c.endReason ?? '',
     awaiting_external_event: c.awaiting ? { event_id: c.awaiting.eventId, deadline: new Date(c.awaiting.deadline).toISOString() } : null,
-    bridge_ended: c.bridgeEnded,
+    bridge_ended: c.bridge.ended,
   },
 });
 
@@ -450,8 +457,7 @@ export const conversationMachine = setup({
         pending: { message: event.message, metadata: event.metadata, at: event.at, ...(event.voice ? { voice: event.voice } : {}) },
         // Later turns may add integration attributes; earlier ones stay.
         integrationAttributes: { ...context.integrationAttributes, ...event.integrationAttributes },
-        asrLangCode: event.asrLangCode ?? context.asrLangCode,
-        ttsLangCode: event.ttsLangCode ?? context.ttsLangCode,
+        langCodes: event.asrLangCode === undefined && event.ttsLangCode === undefined ? context.langCodes : { asr: event.asrLangCode ?? context.langCodes.asr, tts: event.ttsLangCode ?? context.langCodes.tts },
       };
     }),
     /**
@@ -463,10 +469,8 @@ export const conversationMachine = setup({
       const update = {
         awaiting: out.awaiting ?? (out.handoff || out.end ? null : context.awaiting),
         recent: remember(context.recent, out.turns),
-        numTurns: context.numTurns + out.turns.length,
+        counts: { turns: context.counts.turns + out.turns.length, ood: context.counts.ood + out.oodTurns, functionErrors: context.counts.functionErrors + out.functionErrors },
         state: out.state,
-        numOod: context.numOod + out.oodTurns,
-        functionErrors: context.functionErrors + out.functionErrors,
         handoff: out.handoff ?? context.handoff,
         variant: out.variant ?? context.variant,
         artifactVersion: out.artifactVersion ?? context.artifactVersion,
@@ -492,9 +496,8 @@ export const conversationMachine = setup({
     /** What an external_event or bridge_ended function did; its words wait in `unread` until delivered. */
     applySide: assign(({ context }, out: SideOutcome) => ({
       recent: remember(context.recent, out.turns),
-      numTurns: context.numTurns + out.turns.length,
+      counts: { ...context.counts, turns: context.counts.turns + out.turns.length, functionErrors: context.counts.functionErrors + out.functionErrors },
       state: out.state,
-      functionErrors: context.functionErrors + out.functionErrors,
       unread: [...context.unread, ...out.said],
       // A conversation that has ended stays as it ended.
       ...(context.endedAt !== null
@@ -523,16 +526,12 @@ export const conversationMachine = setup({
     start: null,
     variant: null,
     artifactVersion: null,
-    startedAt: null,
     endedAt: null,
     state: {},
     integrationAttributes: {},
-    asrLangCode: '',
-    ttsLangCode: '',
+    langCodes: { asr: '', tts: '' },
     recent: [],
-    numTurns: 0,
-    numOod: 0,
-    functionErrors: 0,
+    counts: { turns: 0, ood: 0, functionErrors: 0 },
     handoff: null,
     pending: null,
     idleDeadline: null,
@@ -541,8 +540,7 @@ export const conversationMachine = setup({
     external: null,
     handledEvents: [],
     unread: [],
-    bridge: null,
-    bridgeEnded: null,
+    bridge: { pending: null, ended: null },
   }),
   initial: 'new',
   states: {
@@ -553,10 +551,8 @@ export const conversationMachine = setup({
           actions: [
             assign(({ event }) => ({
               start: event.start,
-              startedAt: event.start.at,
               integrationAttributes: event.start.integrationAttributes,
-              asrLangCode: event.start.asrLangCode,
-              ttsLangCode: event.start.ttsLangCode,
+              langCodes: { asr: event.start.asrLangCode, tts: event.start.ttsLangCode },
             })),
             emit(({ context }) => ({
               type: 'conversation.started' as const,
@@ -594,8 +590,8 @@ export const conversationMachine = setup({
         },
         CLOSE: { target: 'ending', actions: assign({ endReason: 'closed' }) },
         BRIDGE_ENDED: [
-          { guard: ({ context }) => context.bridgeEnded !== null },
-          { target: 'bridging', actions: assign(({ event }) => ({ bridge: { ...event.bridge, at: event.at } })) },
+          { guard: ({ context }) => context.bridge.ended !== null },
+          { target: 'bridging', actions: assign(({ event }) => ({ bridge: { pending: { ...event.bridge, at: event.at }, ended: null } })) },
         ],
       },
     },
@@ -635,8 +631,8 @@ export const conversationMachine = setup({
         },
         CLOSE: { target: 'ending', actions: assign({ awaiting: null, endReason: 'closed' }) },
         BRIDGE_ENDED: [
-          { guard: ({ context }) => context.bridgeEnded !== null },
-          { target: 'bridging', actions: assign(({ event }) => ({ bridge: { ...event.bridge, at: event.at } })) },
+          { guard: ({ context }) => context.bridge.ended !== null },
+          { target: 'bridging', actions: assign(({ event }) => ({ bridge: { pending: { ...event.bridge, at: event.at }, ended: null } })) },
         ],
       },
     },
@@ -664,7 +660,7 @@ export const conversationMachine = setup({
           channel: context.start!.channel,
           text: context.unread.join(' '),
           end: context.endReason === 'agent',
-          askId: `${context.id}:external:${context.handledEvents.length}:${context.numTurns}`,
+          askId: `${context.id}:external:${context.handledEvents.length}:${context.counts.turns}`,
         }),
         onDone: [
           { guard: ({ event }) => event.output, target: 'routing', actions: assign({ unread: [] }) },
@@ -680,17 +676,17 @@ export const conversationMachine = setup({
       invoke: {
         id: 'bridge',
         src: 'handleBridgeEnded',
-        input: ({ context }) => ({ ...endInput(context), bridge: { bridge_duration_seconds: context.bridge!.bridge_duration_seconds, call_duration_seconds: context.bridge!.call_duration_seconds } }),
+        input: ({ context }) => ({ ...endInput(context), bridge: { bridge_duration_seconds: context.bridge.pending!.bridge_duration_seconds, call_duration_seconds: context.bridge.pending!.call_duration_seconds } }),
         onDone: {
           target: 'routing',
           actions: [
             { type: 'applySide', params: ({ event }) => event.output },
             { type: 'emitSide', params: ({ event }) => event.output },
-            assign(({ context }) => ({ bridgeEnded: bridgeRecord(context.bridge!), bridge: null })),
+            assign(({ context }) => ({ bridge: { pending: null, ended: bridgeRecord(context.bridge.pending!) } })),
             'emitChanged',
           ],
         },
-        onError: { target: 'routing', actions: [assign(({ context }) => ({ bridgeEnded: bridgeRecord(context.bridge!), bridge: null })), 'emitChanged'] },
+        onError: { target: 'routing', actions: [assign(({ context }) => ({ bridge: { pending: null, ended: bridgeRecord(context.bridge.pending!) } })), 'emitChanged'] },
       },
     },
     responding: {
@@ -715,8 +711,8 @@ export const conversationMachine = setup({
       on: {
         CLOSE: { target: 'ending', actions: assign({ endReason: 'closed' }) },
         BRIDGE_ENDED: [
-          { guard: ({ context }) => context.bridgeEnded !== null },
-          { target: 'bridging', actions: assign(({ event }) => ({ bridge: { ...event.bridge, at: event.at } })) },
+          { guard: ({ context }) => context.bridge.ended !== null },
+          { target: 'bridging', actions: assign(({ event }) => ({ bridge: { pending: { ...event.bridge, at: event.at }, ended: null } })) },
         ],
       },
     },
@@ -732,7 +728,7 @@ export const conversationMachine = setup({
             assign(({ context, event }) => ({
               endedAt: event.output.at,
               state: event.output.state,
-              functionErrors: context.functionErrors + event.output.functionErrors,
+              counts: { ...context.counts, functionErrors: context.counts.functionErrors + event.output.functionErrors },
               idleDeadline: null,
             })),
             'emitChanged',
@@ -753,8 +749,8 @@ export const conversationMachine = setup({
     ended: {
       on: {
         BRIDGE_ENDED: [
-          { guard: ({ context }) => context.bridgeEnded !== null },
-          { target: 'bridging', actions: assign(({ event }) => ({ bridge: { ...event.bridge, at: event.at } })) },
+          { guard: ({ context }) => context.bridge.ended !== null },
+          { target: 'bridging', actions: assign(({ event }) => ({ bridge: { pending: { ...event.bridge, at: event.at }, ended: null } })) },
         ],
       },
     },

@@ -58,7 +58,7 @@ const events = [
   { type: 'xstate.done.actor.bridge', output: side({ said: [] }) },
 ] as any[];
 const serializeState = (s: any) =>
-  JSON.stringify([s.value, s.context.endReason, !!s.context.awaiting, !!s.context.bridgeEnded, s.context.handledEvents?.length ?? 0]);
+  JSON.stringify([s.value, s.context.endReason, !!s.context.awaiting, !!s.context.bridge.ended, s.context.handledEvents?.length ?? 0]);
 
 const replay = (t: Test, paths: Array<{ steps: Array<{ event: any }>; state: { value: unknown } }>) => {
   for (const path of paths) {
@@ -142,7 +142,7 @@ t.test('conversation: refusals and answers come from the step\'s events and stat
   c.send({ type: 'xstate.done.actor.turn', output: outcome({ handoff: { destination: 'desk', reason: 'asked' }, oodTurns: 1, response: 'Passing you on', turns: [turn('q', 'Passing you on', { is_ood: true })] }) } as any);
   t.equal(c.snap().value, 'handedOff');
   t.notOk(c.snap().hasTag('busy'), 'handed off is settled');
-  t.equal(c.snap().context.numOod, 1);
+  t.equal(c.snap().context.counts.ood, 1);
   t.match(c.reply(), { ok: true, response: 'Passing you on', handoff: { destination: 'desk', reason: 'asked' } });
   const changed = c.all.filter((e) => e.type === 'conversation.changed').at(-1)!;
   t.match(changed.data, { account_id: 'acc', project_id: 'p', handoff: { destination: 'desk', reason: 'asked' }, num_ood: 1, integration_attributes: { x: 1 }, artifact_version: 'a1' });
@@ -178,7 +178,7 @@ t.test('conversation: the snapshot keeps a bounded recent history, however long 
     c.send({ type: 'xstate.done.actor.turn', output: outcome({ response: `answer ${k}`, turns: [turn(`question ${k}`, `answer ${k}`)] }) } as any);
     sizes.push(JSON.stringify(c.actor.getPersistedSnapshot()).length);
   }
-  t.equal(c.snap().context.numTurns, 201, 'every turn counted');
+  t.equal(c.snap().context.counts.turns, 201, 'every turn counted');
   t.equal(c.snap().context.recent.length, RECENT_MESSAGES, 'the last RECENT_MESSAGES messages');
   t.same(c.snap().context.recent.at(-1), { role: 'agent', text: 'answer 200' });
   t.same(c.snap().context.recent[0], { role: 'user', text: `question ${200 - RECENT_MESSAGES / 2 + 1}` });
@@ -235,10 +235,10 @@ t.test('conversation: an external event resumes a waiting conversation once; the
   t.equal(snap().value, 'bridging');
   actor.send({ type: 'xstate.done.actor.bridge', output: side({ said: [], state: { b: 1 } }) } as any);
   t.equal(snap().value, 'idle');
-  t.match(snap().context.bridgeEnded, { bridge_duration_seconds: 3, call_duration_seconds: 4, at: String });
+  t.match(snap().context.bridge.ended, { bridge_duration_seconds: 3, call_duration_seconds: 4, at: String });
   actor.send({ type: 'BRIDGE_ENDED', bridge: { bridge_duration_seconds: 9, call_duration_seconds: 9 }, at: 8000 });
   t.equal(snap().value, 'idle', 'a second notification runs nothing');
-  t.equal(snap().context.bridgeEnded!.bridge_duration_seconds, 3);
+  t.equal(snap().context.bridge.ended!.bridge_duration_seconds, 3);
   // A bridge notification while waiting leaves the wait as it was.
   const b = createActor(machine, { input: { id: 'c4' } });
   b.start();

@@ -22,13 +22,13 @@ const refusal = (state: string): 'not_started' | 'handed_off' | 'ended' => (stat
  * answered with the step's `conversation.answered`; without one it was refused, and the state says why. A
  * close is answered once the conversation has ended (or at once if it had).
  */
-export function conversationReply(state: string, context: { handledEvents?: string[]; bridgeEnded?: BridgeEnded | null; start: unknown }, event: ConversationEvent, emitted: JournalEvent[]): ConversationReply {
+export function conversationReply(state: string, context: { handledEvents?: string[]; bridge?: { ended: BridgeEnded | null }; start: unknown }, event: ConversationEvent, emitted: JournalEvent[]): ConversationReply {
   switch (event.type) {
     // External events and bridge notifications answer with what became of them, not with the last turn.
     case 'EXTERNAL_EVENT':
       return { ok: true, handled: (context.handledEvents ?? []).includes(event.event.id), state };
     case 'BRIDGE_ENDED': {
-      const done = context.bridgeEnded ?? null;
+      const done = context.bridge?.ended ?? null;
       return done ? { ok: true, bridge_ended: done, state } : { ok: false, error: context.start ? 'ended' : 'not_started', state };
     }
     case 'CLOSE':
