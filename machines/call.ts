@@ -106,6 +106,24 @@ const FAILURE_OF: Record<Exclude<DialOutput['outcome'], 'answered'>, FailureCode
 
 const payload = (c: CallContext) => ({ account_id: c.request!.account_id, project_id: c.request!.project_id, call_sid: c.callSid });
 
+/**
+ * The wake-up of `queued` and `calling` (see `CallSettings.wakeMs`): a durable timer that re-enters itself
+ * with the next deadline when it fires; only the timer restarts, the state's effects keep running.
+ */
+const wakeUp = {
+  initial: 'waiting',
+  states: {
+    waiting: {
+      invoke: {
+        id: 'wake',
+        src: 'sleepUntil',
+        input: ({ context }: { context: CallContext }) => ({ until: context.wakeAt! }),
+        onDone: { target: 'waiting', reenter: true, actions: 'nextWake' },
+      },
+    },
+  },
+} as const;
+
 export const callMachine = setup({
   types: {} as { context: CallContext; events: CallEvent; input: CallInput; emitted: { type: string; [k: string]: unknown } },
   actors: {
@@ -122,6 +140,10 @@ export const callMachine = setup({
     sleepUntil: fromPromise<number, { until: number }>(async () => {
       throw new Error('sleepUntil is provided by the actor host');
     }),
+  },
+  actions: {
+    /** The wake-up fired (its output: when): the next one is a period after it. */
+    nextWake: assign({ wakeAt: ({ context, event }) => Math.max((event as unknown as { output: number }).output, context.wakeAt!) + context.settings.wakeMs }),
   },
   guards: {
     answered: ({ event }) => (event as unknown as { output: DialOutput }).output.outcome === 'answered',
@@ -161,19 +183,7 @@ export const callMachine = setup({
     queued: {
       tags: ['queued'],
       entry: assign({ wakeAt: ({ context }) => context.queuedAt! + context.settings.wakeMs }),
-      initial: 'waiting',
-      states: {
-        // The wake-up (see `CallSettings.wakeMs`): a durable timer that re-enters itself with the next
-        // deadline when it fires; only the timer restarts, the state's effects keep running.
-        waiting: {
-          invoke: {
-            id: 'wake',
-            src: 'sleepUntil',
-            input: ({ context }) => ({ until: context.wakeAt! }),
-            onDone: { target: 'waiting', reenter: true, actions: assign({ wakeAt: ({ context, event }) => Math.max(event.output, context.wakeAt!) + context.settings.wakeMs }) },
-          },
-        },
-      },
+      ...wakeUp,
       invoke: [
         {
           id: 'slot',
@@ -204,19 +214,7 @@ export const callMachine = setup({
         // not woken before the hang-up), the hang-up itself says the call was answered, and when it ended.
         CALL_ENDED: { target: '#call.success.ended', actions: assign({ endedAt: ({ event }) => event.at, answeredAt: ({ context }) => context.callingAt }) },
       },
-      initial: 'waiting',
-      states: {
-        // The wake-up (see `CallSettings.wakeMs`): a durable timer that re-enters itself with the next
-        // deadline when it fires; only the timer restarts, the state's effects keep running.
-        waiting: {
-          invoke: {
-            id: 'wake',
-            src: 'sleepUntil',
-            input: ({ context }) => ({ until: context.wakeAt! }),
-            onDone: { target: 'waiting', reenter: true, actions: assign({ wakeAt: ({ context, event }) => Math.max(event.output, context.wakeAt!) + context.settings.wakeMs }) },
-          },
-        },
-      },
+      ...wakeUp,
       invoke: [
         {
           id: 'dial',

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { MAX_STACK_KB, type FunctionSandboxOptions } from '../actors/functions/mod.js';
+import type { TurnTakingOptions } from '../gateway/media/turn-taking.js';
 
 /** The regions a deployment can serve (operator.md). */
 export const REGIONS = ['us-1', 'uk-1', 'euw-1'] as const;
@@ -201,7 +202,7 @@ export interface MediaConfig {
   rtpPortMin: number;
   rtpPortMax: number;
   /** Energy level of speech, end-of-speech silence, no-input timeout, digit collection. */
-  turnTaking: { speechLevel: number; speechStartMs: number; endSilenceMs: number; noInputMs: number; interDigitMs: number; maxUtteranceMs: number };
+  turnTaking: TurnTakingOptions;
 }
 
 /** A token bucket: `rate` tokens a second, holding at most `burst`. */

@@ -1,16 +1,8 @@
 import { Worker } from 'node:worker_threads';
-import type { StoreOptions } from '../../store/mod.js';
 import type { FromThread, ThreadData, ToThread } from './worker.js';
 
-export interface ThreadOptions {
-  store: StoreOptions;
-  modules: string[];
-  partitions: number;
-  owned: number[];
-  batch: number;
-  pollMs: number;
-  intervalMs: number;
-  runnerId: string;
+/** What the thread runs with (`ThreadData` without the wake-up signal, which the handle makes), and where its logs go. */
+export interface ThreadOptions extends Omit<ThreadData, 'signal'> {
   log?: (msg: string, extra?: object) => void;
 }
 

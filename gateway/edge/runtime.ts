@@ -40,17 +40,23 @@ const Actor = z.object({
   recentEventIds: z.array(z.string()),
 });
 
+/** What both admin plugins here are registered with. */
+type AdminOptions = { services: Services; runtime: Runtime; operatorTokenHash: string };
+
+/** An admin scope: zod-typed, field errors in the admin shape, the operator token required on every route. */
+function adminScope(root: Parameters<FastifyPluginAsync<AdminOptions>>[0], operatorTokenHash: string) {
+  const app = root.withTypeProvider<ZodTypeProvider>();
+  useErrorShape(app, 'fields');
+  app.addHook('onRequest', operatorAuth(operatorTokenHash));
+  return app;
+}
+
 /**
  * Runtime introspection for operators and the state-machine inspector (admin token): the workers with
  * the shards each owns and its live actor count, and the stored snapshot of any actor by `kind/id`.
  */
-export const runtimePlugin: FastifyPluginAsync<{ services: Services; runtime: Runtime; operatorTokenHash: string }> = async (
-  root,
-  { services, runtime, operatorTokenHash },
-) => {
-  const app = root.withTypeProvider<ZodTypeProvider>();
-  useErrorShape(app, 'fields');
-  app.addHook('onRequest', operatorAuth(operatorTokenHash));
+export const runtimePlugin: FastifyPluginAsync<AdminOptions> = async (root, { services, runtime, operatorTokenHash }) => {
+  const app = adminScope(root, operatorTokenHash);
 
   app.get('/', {
     schema: {
@@ -122,13 +128,8 @@ export const runtimePlugin: FastifyPluginAsync<{ services: Services; runtime: Ru
  * committed before the request (what tests call after a chat turn before reading a projection).
  * `POST /projections/{name}/rebuild` drops the projector's read model and replays the journal into it.
  */
-export const projectionsPlugin: FastifyPluginAsync<{ services: Services; runtime: Runtime; operatorTokenHash: string }> = async (
-  root,
-  { services, runtime, operatorTokenHash },
-) => {
-  const app = root.withTypeProvider<ZodTypeProvider>();
-  useErrorShape(app, 'fields');
-  app.addHook('onRequest', operatorAuth(operatorTokenHash));
+export const projectionsPlugin: FastifyPluginAsync<AdminOptions> = async (root, { services, runtime, operatorTokenHash }) => {
+  const app = adminScope(root, operatorTokenHash);
   const projections = runtime.projections;
 
   app.get('/', {

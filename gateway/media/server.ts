@@ -11,6 +11,7 @@ import { Pacer } from './rtp/pacer.js';
 import { RtpPorts } from './rtp/ports.js';
 import { DEFAULT_VOICE, type SpeechToText, type TextToSpeech, type VoiceSettings } from './speech/types.js';
 import type { TurnTakingOptions } from './turn-taking.js';
+import type { MediaConfig } from '../../platform/config.js';
 import type { Recordings } from './recordings/recordings.js';
 
 /** The phone-number binding an INVITE's number resolves to (builder/telephony.ts). */
@@ -242,17 +243,8 @@ export class MediaGateway {
   }
 }
 
-/** Settings of the media role (platform/config.ts `media`). */
-export interface MediaSettings {
-  sipPort: number;
-  tlsPort: number | null;
-  tlsCertFile?: string;
-  tlsKeyFile?: string;
-  tlsVerify: boolean;
-  rtpPortMin: number;
-  rtpPortMax: number;
-  turnTaking: TurnTakingOptions;
-}
+/** Settings of the media role: what the platform reads from the environment (platform/config.ts `media`). */
+export type MediaSettings = MediaConfig;
 
 /**
  * Starts the media role: resolves port 0 to free ports, loads (or generates) the TLS certificate, and
