@@ -53,6 +53,17 @@ t.test('a line at an enabled level goes through one child with the request bindi
   t.same([p.lines[3].reqId, p.lines[3].part], ['r-2', 'y'], "a child's child keeps both bindings");
 });
 
+t.test('a child of a request logger that has not logged is lazy too, with both bindings', async (t) => {
+  const p = parent('info');
+  const log = lazyRequestLogger(p.logger as unknown as FastifyBaseLogger, { reqId: 'r-4' }, {});
+  const about = log.child({ conversation_id: 'c-1' });
+  about.debug('below the level');
+  t.equal(p.children(), 0, 'binding a field makes no child');
+  about.info('request completed');
+  t.equal(p.children(), 1, 'one child, made by the first line');
+  t.same([p.lines[0].reqId, p.lines[0].conversation_id, p.lines[0].msg], ['r-4', 'c-1', 'request completed']);
+});
+
 t.test("a level set through the child applies to it, not to its parent", async (t) => {
   const p = parent('warn');
   const log = lazyRequestLogger(p.logger as unknown as FastifyBaseLogger, { reqId: 'r-3' }, {});

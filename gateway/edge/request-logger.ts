@@ -57,7 +57,11 @@ class LazyRequestLogger {
     this.write('trace', args);
   }
   silent(): void {}
+  /** Lazy too while nothing was logged (the Chat API binds each request's conversation id): the bindings add up. */
   child(bindings: Record<string, unknown>, opts?: object): Logger {
+    if (this.real === null && (opts === undefined || Object.keys(opts).length === 0)) {
+      return new LazyRequestLogger(this.parent, { ...this.bindings, ...bindings }, this.opts) as unknown as Logger;
+    }
     return this.made().child(bindings, opts);
   }
 }
