@@ -6,7 +6,7 @@ import type { Store } from '../store/mod.js';
 import { Agents, MAIN } from './agents.js';
 import { Branches } from './branches.js';
 import { Deployments } from './deployments.js';
-import { RealtimeConfigs } from './realtime-configs.js';
+import { RealtimeConfigs, type RealtimeConfigCache } from './realtime-configs.js';
 import { builderRecords } from './records.js';
 import { telephony, type Telephony } from './telephony.js';
 
@@ -14,6 +14,7 @@ export { MAIN, type Caller } from './agents.js';
 export type { Attribute, Content, ProjectFunction, Topic, Variant, VoiceConfig } from './content.js';
 export type { AgentRecord, BranchRecord, DeploymentRecord, RealtimeConfigRecord } from './records.js';
 export type { DeploymentResult } from './deployments.js';
+export type { RealtimeConfigCache } from './realtime-configs.js';
 
 export interface Builder {
   agents: Agents;
@@ -24,14 +25,15 @@ export interface Builder {
   telephony: Telephony;
 }
 
-export function createBuilder(store: Store): Builder {
+/** `cache`: where this process keeps real-time config pages (none: every read goes to the store). */
+export function createBuilder(store: Store, cache?: RealtimeConfigCache): Builder {
   const records = builderRecords(store);
   const branches = new Branches(records);
   return {
     agents: new Agents(records),
     branches,
     deployments: new Deployments(records, (agent) => branches.get(agent, MAIN)),
-    realtimeConfigs: new RealtimeConfigs(records),
+    realtimeConfigs: new RealtimeConfigs(records, cache),
     telephony: telephony(store),
   };
 }

@@ -2,6 +2,7 @@ import { StoreDuplicateError } from '../store/mod.js';
 import { nowIso } from '../platform/clock.js';
 import { AGENTS } from '../platform/errors.js';
 import { ENVIRONMENTS, type Environment } from '../tenancy/connectors.js';
+import type { RealtimePage, TtlLru } from '../tenancy/cache.js';
 import type { AgentRecord, BuilderRecords, RealtimeConfigRecord } from './records.js';
 
 const MAX_CAS_ATTEMPTS = 50;
@@ -27,14 +28,35 @@ function setOwn(obj: Record<string, unknown>, key: string, value: unknown): void
 const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
+ * Where a process keeps agents' pages between turns (`TenancyCache.realtimeConfigs`), and how a change
+ * reaches every process's copy before the change is answered (the invalidation bus).
+ */
+export interface RealtimeConfigCache {
+  pages: TtlLru<readonly RealtimePage[]>;
+  invalidate(agentId: string): Promise<void>;
+}
+
+/**
  * Real-time config pages: runtime values that take effect without a publish. A page named after an
  * environment (`sandbox`, `pre-release`, `live`) applies to that environment only; any other page applies
  * to every environment. `effective` layers the environment's page over the shared ones.
+ *
+ * Every turn reads them, so a process keeps each agent's pages in its cache; `patch` invalidates them in
+ * every process before it returns, so the next turn anywhere sees the change.
  */
 export class RealtimeConfigs {
-  constructor(private readonly r: BuilderRecords) {}
+  constructor(
+    private readonly r: BuilderRecords,
+    private readonly cache?: RealtimeConfigCache,
+  ) {}
 
   async patch(agent: AgentRecord, config: string, variables: Record<string, unknown>): Promise<RealtimeConfigRecord> {
+    const page = await this.write(agent, config, variables);
+    await this.cache?.invalidate(agent.id);
+    return page;
+  }
+
+  private async write(agent: AgentRecord, config: string, variables: Record<string, unknown>): Promise<RealtimeConfigRecord> {
     const id = `${agent.id}/${config}`;
     for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
       const current = await this.r.realtimeConfigs.get(id);
@@ -74,7 +96,8 @@ export class RealtimeConfigs {
 
   /** The variables a conversation in `environment` sees right now. */
   async effective(agentId: string, environment: Environment): Promise<Record<string, unknown>> {
-    const pages = await this.r.realtimeConfigs.find({ agent_id: agentId }, { sort: { config: 1 } });
+    const read = () => this.r.realtimeConfigs.find({ agent_id: agentId }, { sort: { config: 1 } });
+    const pages = this.cache ? ((await this.cache.pages.read(agentId, read)) ?? []) : await read();
     const shared = pages.filter((p) => !(ENVIRONMENTS as readonly string[]).includes(p.config));
     const own = pages.find((p) => p.config === environment);
     return [...shared, ...(own ? [own] : [])].reduce<Record<string, unknown>>((acc, p) => mergePatch(acc, p.variables), {});

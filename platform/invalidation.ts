@@ -1,7 +1,8 @@
 /**
- * Carries the operator's writes to the tenancy caches of every process that serves requests (edge, socket
- * gateway), over NATS, so that a deleted key or connector, or changed settings, stop being served everywhere
- * before the admin call answers.
+ * Carries the operator's writes to the tenancy caches of every process that serves requests or runs actors
+ * (edge, socket gateway, worker), over NATS, so that a deleted key or connector, or changed settings, stop
+ * being served everywhere before the admin call answers, and a real-time config change reaches every
+ * worker's next turn.
  *
  * Each such process (a holder) subscribes to `sb.tenancy.invalidate` (broadcast) and to
  * `sb.tenancy.invalidate.<holder id>` (asked directly, answered once applied), then writes a heartbeat record

@@ -43,9 +43,11 @@ async function main(): Promise<void> {
   const telemetry = await startTelemetry({ attributes: { 'switchboard.roles': [...roles].join('+') } });
   const { logger, requestLevel } = createLogger({ level: config.logLevel, format: config.logFormat, isTTY: !!process.stdout.isTTY, base: { role: [...roles].join('+') } });
   const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl });
-  // Processes that serve requests read keys, connectors, accounts, projects and settings through a cache.
+  // Processes that serve requests read keys, connectors, accounts, projects and settings through a cache;
+  // workers read agents' real-time config pages through it on every turn.
   const servesRequests = roles.has('edge') || roles.has('socket');
-  const services = createServices(store, servesRequests ? config.tenancyCache : undefined);
+  const cached = servesRequests || roles.has('worker');
+  const services = createServices(store, cached ? config.tenancyCache : undefined);
   services.blobs = await openBlobStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl });
   const tokenHash = await operatorTokenHash(config.dataDir, config.operatorToken, (line) => process.stdout.write(`${line}\n`));
   if (!config.natsUrl && !roles.has('worker')) {
@@ -114,8 +116,9 @@ async function main(): Promise<void> {
   const host = runtime.host;
   if (host) countLiveActors(() => host.liveActorsByKind());
   const metricsServer = config.metricsPort !== undefined ? await serveMetrics(config.host, config.metricsPort) : null;
-  // Over NATS, an operator's write must reach the caches of the other processes too (platform/invalidation.ts).
-  const bus = servesRequests && config.natsUrl
+  // Over NATS, an operator's write (and a real-time config change) must reach the caches of the other
+  // processes too, workers included (platform/invalidation.ts).
+  const bus = cached && config.natsUrl
     ? await startInvalidationBus({
         transport: runtime.transport,
         store,

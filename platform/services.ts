@@ -30,7 +30,7 @@ export function createServices(store: Store, cache: TenancyCacheOptions = { ttlM
     keys: new ApiKeys(store, tenancy.keys),
     connectors: new Connectors(store, tenancy.connectors),
     settings: new Settings(store, tenancy.settings),
-    builder: createBuilder(store),
+    builder: createBuilder(store, { pages: tenancy.realtimeConfigs, invalidate: (id) => tenancy.invalidate({ kind: 'realtime', id }) }),
     tenancy,
   };
 }

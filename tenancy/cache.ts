@@ -18,12 +18,22 @@ import type { Connector } from './connectors.js';
 import type { ApiKey } from './keys.js';
 import type { ProjectSettings } from './settings.js';
 
-/** What an operator's write makes stale. `all` empties every cache (a process that lost track). */
+/**
+ * What a write makes stale: an operator's (a key, a connector, settings) or an agent's real-time config pages
+ * (`realtime`, by agent id). `all` empties every cache (a process that lost track).
+ */
 export type Invalidation =
   | { kind: 'key'; id: string }
   | { kind: 'connector'; id: string }
   | { kind: 'settings'; id: string }
+  | { kind: 'realtime'; id: string }
   | { kind: 'all' };
+
+/** A real-time config page as the conversation and session effects read it (`builder/realtime-configs.ts`). */
+export interface RealtimePage {
+  config: string;
+  variables: Record<string, unknown>;
+}
 
 export interface TenancyCacheOptions {
   /** Lifetime of an entry from its store read; 0 disables caching (every read goes to the store). */
@@ -126,6 +136,12 @@ export class TenancyCache {
   /** Project settings by project id. */
   readonly settings: TtlLru<ProjectSettings>;
   /**
+   * An agent's real-time config pages by agent id, sorted by name, read by every turn of a worker's
+   * conversations and sessions. A change takes effect at once (contract 4.1): `PATCH` invalidates them in
+   * every process, workers included, before it answers.
+   */
+  readonly realtimeConfigs: TtlLru<readonly RealtimePage[]>;
+  /**
    * Carries an invalidation to the other processes and resolves once they applied it (or the wait gave up):
    * set by the NATS invalidation bus; unset in a process that is alone (the embedded default).
    */
@@ -139,6 +155,7 @@ export class TenancyCache {
     this.accounts = make();
     this.projects = make();
     this.settings = make();
+    this.realtimeConfigs = make();
   }
 
   /** Applies an invalidation to this process's caches only (what a received broadcast does). */
@@ -153,8 +170,11 @@ export class TenancyCache {
       case 'settings':
         this.settings.invalidate(change.id);
         break;
+      case 'realtime':
+        this.realtimeConfigs.invalidate(change.id);
+        break;
       case 'all':
-        for (const c of [this.keys, this.connectors, this.accounts, this.projects, this.settings]) c.invalidate();
+        for (const c of [this.keys, this.connectors, this.accounts, this.projects, this.settings, this.realtimeConfigs]) c.invalidate();
         break;
     }
   }
@@ -165,13 +185,14 @@ export class TenancyCache {
     await this.propagate?.(change);
   }
 
-  stats(): Record<'keys' | 'connectors' | 'accounts' | 'projects' | 'settings', CacheStats> {
+  stats(): Record<'keys' | 'connectors' | 'accounts' | 'projects' | 'settings' | 'realtimeConfigs', CacheStats> {
     return {
       keys: this.keys.stats(),
       connectors: this.connectors.stats(),
       accounts: this.accounts.stats(),
       projects: this.projects.stats(),
       settings: this.settings.stats(),
+      realtimeConfigs: this.realtimeConfigs.stats(),
     };
   }
 }

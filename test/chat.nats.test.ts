@@ -38,3 +38,20 @@ t.test('the Chat API over NATS: edge and workers in separate processes, and a wo
   t.match(rec, { in_progress: false, num_turns: 4, channel: 'CHAT', environment: 'live' });
   t.same(rec.turns.map((x) => x.user_input), ['', 'When do you open?', 'count', 'count']);
 });
+
+t.test('a real-time config change reaches the next turn on a worker at once (its cache is invalidated over NATS)', needsNats, async (t) => {
+  const cluster = await startCluster({ workers: 1 });
+  t.teardown(() => cluster.stop());
+  const c = await chatProject(cluster.edge, {
+    functions: { turn: `function turn(conv, m) { if (m === 'hours') return 'open at ' + conv.variables.open_hour; }` },
+  });
+  const page = `/v1/agents/${c.agentId}/real-time-configs/live/variables`;
+  const id = (await c.chat('create', {})).body.conversation_id;
+  t.equal((await c.api('PATCH', page, { variables: { open_hour: 9 } })).status, 200);
+  t.equal((await c.chat('respond', { conversation_id: id, message: 'hours' })).body.response, 'open at 9');
+  t.equal((await c.chat('respond', { conversation_id: id, message: 'hours' })).body.response, 'open at 9', "from the worker's cache");
+  for (const hour of [7, 8, 6]) {
+    await c.api('PATCH', page, { variables: { open_hour: hour } });
+    t.equal((await c.chat('respond', { conversation_id: id, message: 'hours' })).body.response, `open at ${hour}`, 'the next turn after the change');
+  }
+});

@@ -122,3 +122,33 @@ t.test('each cache is bounded, least recently used out first; TTL 0 turns cachin
   for (let i = 0; i < 3; i++) await services.keys.verify(secret);
   t.equal(reads.get('api_keys'), 3, 'every check reads the store');
 });
+
+t.test("an agent's real-time config pages are read once per agent, and a patch invalidates them before it returns", async (t) => {
+  const { services, reads, advance } = await setup(t);
+  const agent = { id: 'agt_cached', account_id: 'acc_x' } as Parameters<typeof services.builder.realtimeConfigs.patch>[0];
+  const { realtimeConfigs } = services.builder;
+  await realtimeConfigs.patch(agent, 'hours', { open: 9, close: 17 });
+  await realtimeConfigs.patch(agent, 'live', { open: 10 });
+  reads.clear();
+  for (let i = 0; i < 5; i++) t.same(await realtimeConfigs.effective(agent.id, 'live'), { open: 10, close: 17 });
+  t.same(await realtimeConfigs.effective(agent.id, 'sandbox'), { open: 9, close: 17 }, 'the environments share the cached pages');
+  t.equal(reads.get('realtime_configs'), 1, 'six turns, one store read');
+  t.equal(services.tenancy.stats().realtimeConfigs.hits, 5);
+
+  const invalidations = services.tenancy.stats().realtimeConfigs.invalidations;
+  await realtimeConfigs.patch(agent, 'live', { open: 8 });
+  t.same(await realtimeConfigs.effective(agent.id, 'live'), { open: 8, close: 17 }, 'the next turn sees the change');
+  t.equal(services.tenancy.stats().realtimeConfigs.invalidations, invalidations + 1, 'the patch invalidated them');
+
+  t.same(await realtimeConfigs.effective('agt_without_pages', 'live'), {});
+  const before = reads.get('realtime_configs');
+  t.same(await realtimeConfigs.effective('agt_without_pages', 'live'), {});
+  t.equal(reads.get('realtime_configs'), before, 'an agent without pages is cached too (no page is a result)');
+
+  await services.tenancy.invalidate({ kind: 'all' });
+  await realtimeConfigs.effective(agent.id, 'live');
+  t.equal(reads.get('realtime_configs'), before! + 1, '`all` drops them');
+  advance(10_001);
+  await realtimeConfigs.effective(agent.id, 'live');
+  t.equal(reads.get('realtime_configs'), before! + 2, 'and so does the TTL');
+});

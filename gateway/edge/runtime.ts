@@ -96,12 +96,12 @@ export const runtimePlugin: FastifyPluginAsync<AdminOptions> = async (root, { se
   app.get('/tenancy-cache', {
     schema: {
       tags: ['admin'],
-      summary: "This process's cache of keys, connectors, accounts, projects and settings: sizes and counters",
+      summary: "This process's cache of keys, connectors, accounts, projects, settings and real-time config pages: sizes and counters",
       response: {
         200: z.object({
           ttlMs: z.number().int(),
           maxEntries: z.number().int(),
-          caches: z.object({ keys: Stats, connectors: Stats, accounts: Stats, projects: Stats, settings: Stats }),
+          caches: z.object({ keys: Stats, connectors: Stats, accounts: Stats, projects: Stats, settings: Stats, realtimeConfigs: Stats }),
         }),
         ...fieldErrorResponses,
       },
