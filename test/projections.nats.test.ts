@@ -13,14 +13,18 @@ import { DIST } from './helpers/platform.js';
 import { APPLIED, COUNTS, type CountDoc } from './helpers/projector.js';
 
 const needsNats = natsAvailable() ? {} : { skip: 'nats-server is not installed' };
-const PARTITIONS = 8;
+// As many partitions as shards: partition p belongs to the holder of shard p, and a settled cluster gives every
+// worker some shard, so every worker owns some partition (with 8 partitions over 16 shards, a worker holding
+// only shards 8 to 15 owned none, and the test failed on placement alone).
+const SHARDS = 16;
+const PARTITIONS = SHARDS;
 
 let cluster: NatsCluster;
 t.before(async () => {
   if (needsNats.skip) return;
   cluster = await startCluster({
     workers: 2,
-    shardCount: 16,
+    shardCount: SHARDS,
     env: { PROJECTION_MODULES: join(DIST, 'test', 'helpers', 'projector.js'), PROJECTION_PARTITIONS: String(PARTITIONS), PROJECTION_POLL_MS: '100' },
   });
 });
