@@ -6,15 +6,19 @@ import { decode, encodeSnapshot, type Envelope, type HostErrorCode, type Reply }
 import { timings } from '../platform/timings.js';
 import { contextFromHeaders, inSpan, SpanKind } from '../platform/telemetry.js';
 import type { Headers } from './transport/types.js';
-import { earliestDeadline } from './timers.js';
+import { earliestDeadline, MAX_TIMER_STEP_MS } from './timers.js';
 
 /** How many applied event ids (with their replies) an actor remembers for de-duplicating retries. */
 export const REMEMBERED_EVENTS = 8;
 
-/** What is persisted for an actor: the XState persisted snapshot and the recently applied event ids. */
+/**
+ * What is persisted for an actor: the XState persisted snapshot, the recently applied event ids, and the
+ * deadline the host keeps for it (`ActorKind.deadline`: its name and when), if any.
+ */
 interface Persisted {
   s: unknown;
   a: Array<[string, unknown]>;
+  d?: [string, number];
 }
 
 type Job =
@@ -68,6 +72,9 @@ class HostFailure extends Error {
 /** Errors of a machine surface through the step that ran it, not through its subscription. */
 const ignore = (): void => undefined;
 
+/** The earlier of two deadlines (null: none). */
+const earlier = (a: number | null, b: number | null): number | null => (a === null ? b : b === null ? a : Math.min(a, b));
+
 export class Activation {
   lastActive = Date.now();
   private actor: AnyActorRef | null = null;
@@ -82,6 +89,9 @@ export class Activation {
   private ended = false;
   /** What the machine emitted since the last commit: the next commit's journal events (null: nothing). */
   private emitted: JournalEvent[] | null = null;
+  /** The kind's deadline (`ActorKind.deadline`) a timer is armed for, and that timer (null: none). */
+  private deadlineAt: number | null = null;
+  private deadlineTimer: ReturnType<typeof setTimeout> | null = null;
 
   constructor(
     private readonly ctx: ActivationContext,
@@ -268,6 +278,49 @@ export class Activation {
     } finally {
       this.inEvent = false;
     }
+    this.armDeadline(actor.getSnapshot());
+  }
+
+  /**
+   * Keeps a timer for the kind's deadline of `snapshot`. A later deadline leaves the armed timer alone (it
+   * re-arms when it fires early), so a step that only pushes the deadline on costs no timer operation.
+   */
+  private armDeadline(snapshot: any): void {
+    const at = this.kind.deadline?.of(snapshot) ?? null;
+    if (at === null) {
+      this.clearDeadline();
+      return;
+    }
+    if (this.deadlineTimer !== null && this.deadlineAt !== null && this.deadlineAt <= at) {
+      this.deadlineAt = at;
+      return;
+    }
+    this.clearDeadline();
+    this.deadlineAt = at;
+    this.startDeadlineTimer(at);
+  }
+
+  private startDeadlineTimer(at: number): void {
+    this.deadlineTimer = setTimeout(() => this.deadlinePassed(), Math.min(MAX_TIMER_STEP_MS, Math.max(0, at - Date.now())));
+    this.deadlineTimer.unref?.();
+  }
+
+  private deadlinePassed(): void {
+    this.deadlineTimer = null;
+    const at = this.deadlineAt;
+    if (this.ended || at === null) return;
+    const now = Date.now();
+    // Moved on since the timer was armed (or a timer fired a millisecond early): wait for what is left.
+    if (now < at) return this.startDeadlineTimer(at);
+    this.deadlineAt = null;
+    const envelope: Envelope = { kind: this.kind.name, id: this.id, event: this.kind.deadline!.event(now), eventId: `deadline:${at}` };
+    this.push({ type: 'event', envelope, respond: ignore, at: timings ? performance.now() : 0 });
+  }
+
+  private clearDeadline(): void {
+    if (this.deadlineTimer !== null) clearTimeout(this.deadlineTimer);
+    this.deadlineTimer = null;
+    this.deadlineAt = null;
   }
 
   private async persist(): Promise<void> {
@@ -275,12 +328,13 @@ export class Activation {
     if (fence === null) throw new HostFailure('NOT_OWNER', 'the shard lease lapsed', true);
     const t0 = timings ? performance.now() : 0;
     const persisted = this.actor!.getPersistedSnapshot();
-    const data = encodeSnapshot({ s: persisted, a: this.applied } satisfies Persisted);
+    const snapshot = this.actor!.getSnapshot();
+    const kindDeadline = this.kind.deadline?.of(snapshot) ?? null;
+    const data = encodeSnapshot({ s: persisted, a: this.applied, ...(kindDeadline !== null ? { d: [this.kind.deadline!.name, kindDeadline] } : {}) } satisfies Persisted);
     if (timings) timings.add('actor.snapshot encode', performance.now() - t0);
     const t1 = timings ? performance.now() : 0;
     // The records derived from this snapshot are written alongside it (not after it), tagged with its
     // version so that an older projection never overwrites a newer one.
-    const snapshot = this.actor!.getSnapshot();
     const projecting =
       this.kind.project && (!this.kind.settled || this.kind.settled(snapshot)) ? this.kind.project(snapshot, this.id, this.version + 1) : null;
     if (timings) timings.add('actor.project (call)', performance.now() - t1);
@@ -294,7 +348,7 @@ export class Activation {
       expectedVersion: this.version,
       fence,
       shard: this.shard,
-      deadline: earliestDeadline(persisted),
+      deadline: earlier(earliestDeadline(persisted), kindDeadline),
       step,
     });
     if (!result.ok) {
@@ -304,6 +358,7 @@ export class Activation {
       throw new HostFailure('STALE', `snapshot ${result.reason} conflict`, true);
     }
     this.version = result.version;
+    this.armDeadline(snapshot);
     timings?.since('actor.snapshot commit wait', t2);
     if (this.kind.published) this.publish(result.seq ?? 0, result.at ?? Date.now(), step);
     await projecting;
@@ -335,6 +390,7 @@ export class Activation {
   private end(): void {
     if (this.ended) return;
     this.ended = true;
+    this.clearDeadline();
     this.actor?.stop();
     this.actor = null;
     this.ctx.ended(this);

@@ -12,7 +12,7 @@ export interface ActorDescription {
   status: string;
   value: unknown;
   context: unknown;
-  /** Pending durable timers: the invoking child's id and its deadline. */
+  /** Pending durable timers (the invoking child's id) and the kind's deadline (its name), with when. */
   deadlines: Array<{ id: string; until: string }>;
   /** Event ids remembered for de-duplication, oldest first. */
   recentEventIds: string[];
@@ -20,8 +20,10 @@ export interface ActorDescription {
 
 /** Decodes a stored snapshot into its state value, context and pending deadlines. */
 export function describeSnapshot(record: SnapshotRecord): ActorDescription {
-  const persisted = decode<{ s: any; a: Array<[string, unknown]> }>(record.data);
-  const deadlines = pendingDeadlines(persisted.s).map((d) => ({ id: d.id, until: new Date(d.until).toISOString() }));
+  const persisted = decode<{ s: any; a: Array<[string, unknown]>; d?: [string, number] }>(record.data);
+  // The machine's durable timers, then the deadline the host keeps for the kind (`ActorKind.deadline`).
+  const pending = [...pendingDeadlines(persisted.s), ...(persisted.d ? [{ id: persisted.d[0], until: persisted.d[1] }] : [])];
+  const deadlines = pending.map((d) => ({ id: d.id, until: new Date(d.until).toISOString() }));
   return {
     key: record.key,
     shard: record.shard,

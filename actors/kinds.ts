@@ -35,6 +35,21 @@ export interface ActorKind<M extends AnyStateMachine = AnyStateMachine> {
    * snapshot after a failover, and a stale activation may run it before its own write is refused.
    */
   project?: (snapshot: SnapshotFrom<M>, id: string, version: number) => Promise<void>;
+  /**
+   * A deadline the host keeps for the actor, instead of a durable timer the machine invokes (a child actor
+   * stopped and started again on every step that moves it). After each step the host reads it from the
+   * snapshot (`of`; null: none); once it passes, the host sends `event(at)` through the mailbox as one durable
+   * step like any other, and the machine decides (its guards see `at`). It is stored with the snapshot as a
+   * timer's deadline is, so a passivated actor is woken for it, and the inspector lists it under `name`.
+   */
+  deadline?: KindDeadline<M>;
+}
+
+/** See `ActorKind.deadline`. */
+export interface KindDeadline<M extends AnyStateMachine = AnyStateMachine> {
+  name: string;
+  of: (snapshot: SnapshotFrom<M>) => number | null;
+  event: (at: number) => { type: string } & Record<string, unknown>;
 }
 
 /** The kinds every worker hosts (`extra` adds those that need the platform's services). */

@@ -3,8 +3,10 @@ import { assign, emit, enqueueActions, fromPromise, setup } from 'xstate';
 /**
  * One conversation on any channel (chat, webchat, voice): started, then idle between turns, a turn in
  * progress, handed off, ended. Every side effect (running the deployment's functions, asking the responder)
- * is an invoked actor named here and provided by `actors/conversation` at run time; an idle conversation
- * ends by itself through the durable `sleepUntil` timer.
+ * is an invoked actor named here and provided by `actors/conversation` at run time. An idle conversation
+ * ends by itself: states tagged `expires` end at `IDLE_TIMEOUT` once `idleDeadline` has passed, an event the
+ * actor host sends when that deadline comes (a deadline it keeps and stores, instead of a durable timer
+ * invoked anew on every turn).
  *
  * External events (contract 4.8, 6.2): a function that calls `conv.await_external_event(id, {timeout_ms})`
  * puts the conversation in `waiting` (the awaited id and an absolute deadline in the context, a durable
@@ -211,6 +213,8 @@ export type ConversationEvent =
       at: number;
     }
   | { type: 'CLOSE'; at: number }
+  /** The idle deadline passed (the actor host keeps it: `actors/conversation/kind.ts`); `at`: when it fired. */
+  | { type: 'IDLE_TIMEOUT'; at: number }
   | { type: 'EXTERNAL_EVENT'; event: ExternalEvent }
   | { type: 'BRIDGE_ENDED'; bridge: BridgeData; at: number };
 
@@ -515,6 +519,8 @@ export const conversationMachine = setup({
     ends: (_, out: TurnOutcome) => out.end,
     handsOff: (_, out: TurnOutcome) => out.handoff !== null,
     awaits: ({ context }, out: TurnOutcome) => (out.awaiting ?? context.awaiting ?? null) !== null,
+    /** The idle deadline has passed by the time the timeout is handled (a turn since moved it on). */
+    idleDeadlinePassed: ({ context, event }) => event.type === 'IDLE_TIMEOUT' && context.idleDeadline !== null && event.at >= context.idleDeadline,
     /** An external event for the awaited id that was not handled before. */
     awaited: ({ context, event }) =>
       event.type === 'EXTERNAL_EVENT' && context.awaiting?.eventId === event.event.id && !context.handledEvents.includes(event.event.id),
@@ -582,8 +588,9 @@ export const conversationMachine = setup({
       },
     },
     idle: {
-      invoke: { id: 'idleTimer', src: 'sleepUntil', input: ({ context }) => ({ until: context.idleDeadline! }), onDone: { target: 'ending', actions: assign({ endReason: 'idle' }) } },
+      tags: ['expires'],
       on: {
+        IDLE_TIMEOUT: { guard: 'idleDeadlinePassed', target: 'ending', actions: assign({ endReason: 'idle' }) },
         MESSAGE: {
           target: 'responding',
           actions: 'takeMessage',
@@ -707,8 +714,9 @@ export const conversationMachine = setup({
     },
     handedOff: {
       // Nobody may come back to a handed-off conversation: it also ends once idle.
-      invoke: { id: 'idleTimer', src: 'sleepUntil', input: ({ context }) => ({ until: context.idleDeadline! }), onDone: { target: 'ending', actions: assign({ endReason: 'idle' }) } },
+      tags: ['expires'],
       on: {
+        IDLE_TIMEOUT: { guard: 'idleDeadlinePassed', target: 'ending', actions: assign({ endReason: 'idle' }) },
         CLOSE: { target: 'ending', actions: assign({ endReason: 'closed' }) },
         BRIDGE_ENDED: [
           { guard: ({ context }) => context.bridge.ended !== null },

@@ -6,7 +6,8 @@ import { describeSnapshot, startRuntime, builtinKinds, type ActorKind, type Jour
 import { counterMachine } from '../machines/counter.js';
 import { sleepUntil } from '../actors/timers.js';
 import { openStore, type Store } from '../store/mod.js';
-import { actorBehaviour, type Cluster } from './actors.behaviour.js';
+import { assign, setup } from 'xstate';
+import { actorBehaviour, eventually, type Cluster } from './actors.behaviour.js';
 import { removeDir } from './helpers/platform.js';
 
 const PASSIVATE_MS = 300;
@@ -19,6 +20,28 @@ const echo: ActorKind = {
   reply: (_snapshot, _event, emitted) => ({ emitted }),
   published: (id, entry) => published.push({ id, entry }),
 };
+/**
+ * A kind whose deadline the host keeps (`ActorKind.deadline`): `ARM` sets it, the host's `EXPIRE` fires it
+ * once it has passed (the machine's guard checks, as the conversation's idle timeout does).
+ */
+const expiringMachine = setup({
+  types: {} as { context: { deadline: number | null; fired: number; firedAt: number | null }; events: { type: 'ARM'; at: number } | { type: 'EXPIRE'; at: number } },
+}).createMachine({
+  context: { deadline: null, fired: 0, firedAt: null },
+  on: {
+    ARM: { actions: assign({ deadline: ({ event }) => event.at }) },
+    EXPIRE: {
+      guard: ({ context, event }) => context.deadline !== null && event.at >= context.deadline,
+      actions: assign({ deadline: null, fired: ({ context }) => context.fired + 1, firedAt: ({ event }) => event.at }),
+    },
+  },
+});
+const expiring: ActorKind = {
+  name: 'expiring',
+  machine: expiringMachine,
+  reply: (s) => s.context,
+  deadline: { name: 'expiry', of: (s) => s.context.deadline, event: (at) => ({ type: 'EXPIRE', at }) },
+};
 let store: Store;
 let runtime: Runtime;
 let dir: string;
@@ -26,7 +49,7 @@ let dir: string;
 t.before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'sb-actors-'));
   store = await openStore({ dataDir: dir });
-  runtime = await startRuntime({ store, worker: true, shardCount: 16, leaseTtlMs: 3000, passivateAfterMs: PASSIVATE_MS, askTimeoutMs: 5000, kinds: builtinKinds([echo]) });
+  runtime = await startRuntime({ store, worker: true, shardCount: 16, leaseTtlMs: 3000, passivateAfterMs: PASSIVATE_MS, askTimeoutMs: 5000, kinds: builtinKinds([echo, expiring]) });
 });
 t.teardown(async () => {
   await runtime.stop();
@@ -95,4 +118,34 @@ t.test('an emitted event is journaled as {type, data}', async (t) => {
   t.same(journalEvent({ type: 'b', x: 1, y: 'z' }), { type: 'b', data: { x: 1, y: 'z' } }, 'flat fields become its data');
   t.same(journalEvent({ type: 'c', data: 5, n: 2 }), { type: 'c', data: { data: 5, n: 2 } }, 'a data field beside others is one of its fields');
   t.same(journalEvent({ type: 'd' }), { type: 'd', data: {} });
+});
+
+t.test("a kind's deadline: kept by the host, fired once passed, moved on without firing early, stored for the inspector", async (t) => {
+  const at = Date.now() + 400;
+  await runtime.client.ask('expiring', 'e-live', { type: 'ARM', at });
+  t.match((await store.snapshots.get('expiring/e-live').then((r) => describeSnapshot(r!))).deadlines, [{ id: 'expiry', until: new Date(at).toISOString() }]);
+  t.ok(await eventually(async () => ((await store.snapshots.get('expiring/e-live').then((r) => describeSnapshot(r!))).context as any).fired === 1, 5000), 'fired');
+  const fired = (await store.snapshots.get('expiring/e-live').then((r) => describeSnapshot(r!))).context as any;
+  t.ok(fired.firedAt >= at, 'not before its deadline');
+  t.same((await store.snapshots.get('expiring/e-live').then((r) => describeSnapshot(r!))).deadlines, [], 'none pending after it fired');
+
+  const first = Date.now() + 300;
+  const later = first + 900;
+  await runtime.client.ask('expiring', 'e-moved', { type: 'ARM', at: first });
+  await runtime.client.ask('expiring', 'e-moved', { type: 'ARM', at: later });
+  await new Promise((r) => setTimeout(r, later - 300 - Date.now()));
+  t.equal(((await runtime.client.ask('expiring', 'e-moved', { type: 'ARM', at: later })) as any).fired, 0, 'the earlier deadline, moved on, did not fire');
+  t.ok(await eventually(async () => ((await store.snapshots.get('expiring/e-moved').then((r) => describeSnapshot(r!))).context as any).fired === 1, 5000));
+});
+
+t.test("a kind's deadline wakes a passivated actor", async (t) => {
+  const at = Date.now() + PASSIVATE_MS + 1500;
+  await runtime.client.ask('expiring', 'e-asleep', { type: 'ARM', at });
+  t.ok(await eventually(async () => runtime.host!.liveActorsByKind().expiring === undefined || runtime.host!.liveActorsByKind().expiring === 0, 5000), 'passivated before its deadline');
+  const context = await eventually(async () => {
+    const c = (await store.snapshots.get('expiring/e-asleep').then((r) => describeSnapshot(r!))).context as any;
+    return c.fired === 1 ? c : undefined;
+  }, 20_000);
+  t.ok(context, 'woken and fired');
+  t.ok(context.firedAt >= at, 'at its deadline, not before');
 });

@@ -41,7 +41,7 @@ const coreEvents = [
   { type: 'xstate.done.actor.turn', output: outcome({ end: true }) },
   { type: 'xstate.done.actor.turn', output: outcome({ handoff: { destination: 'desk', reason: 'asked' } }) },
   { type: 'xstate.done.actor.end', output: { at: 3000, state: {}, functionErrors: 0 } },
-  { type: 'xstate.done.actor.idleTimer', output: 62_000 },
+  { type: 'IDLE_TIMEOUT', at: 62_000 },
 ] as any[];
 /** External events and bridge-ended: every state they add is reached and replayed by its shortest path. */
 const events = [
@@ -255,4 +255,32 @@ t.test('conversation: an external event resumes a waiting conversation once; the
   t.equal(b.getSnapshot().context.awaiting, null);
   b.stop();
   actor.stop();
+});
+
+t.test('conversation: the idle timeout ends an idle or handed-off conversation only once its deadline has passed', async (t) => {
+  const c = driven('c-idle');
+  c.send({ type: 'START', start });
+  c.send({ type: 'xstate.done.actor.start', output: outcome() } as any);
+  t.ok(c.snap().hasTag('expires'), 'idle expires: the host keeps its deadline');
+  c.send({ type: 'IDLE_TIMEOUT', at: 61_999 });
+  t.equal(c.snap().value, 'idle', 'a timeout before the deadline (a turn moved it on meanwhile) changes nothing');
+  t.same(c.types(), []);
+  c.send({ type: 'MESSAGE', message: 'hi', metadata: {}, integrationAttributes: {}, at: 61_000 });
+  t.notOk(c.snap().hasTag('expires'), 'a turn in progress does not expire');
+  c.send({ type: 'IDLE_TIMEOUT', at: 70_000 });
+  t.equal(c.snap().value, 'responding', 'nor does a timeout during a turn end it');
+  c.send({ type: 'xstate.done.actor.turn', output: outcome({ at: 65_000 }) } as any);
+  c.send({ type: 'IDLE_TIMEOUT', at: 124_999 });
+  t.equal(c.snap().value, 'idle', 'the deadline moved on with the turn');
+  c.send({ type: 'IDLE_TIMEOUT', at: 125_000 });
+  t.equal(c.snap().value, 'ending');
+  t.equal(c.snap().context.endReason, 'idle');
+
+  const h = driven('c-handoff');
+  h.send({ type: 'START', start });
+  h.send({ type: 'xstate.done.actor.start', output: outcome({ handoff: { destination: 'desk', reason: 'asked' } }) } as any);
+  t.equal(h.snap().value, 'handedOff');
+  t.ok(h.snap().hasTag('expires'));
+  h.send({ type: 'IDLE_TIMEOUT', at: 62_000 });
+  t.match([h.snap().value, h.snap().context.endReason], ['ending', 'idle'], 'a handed-off conversation ends once idle too');
 });

@@ -66,6 +66,8 @@ export function conversationKind(deps: ConversationDeps & { store: Store }): Act
     machine,
     input: (id) => ({ id }),
     settled: (s) => !s.hasTag('busy'),
+    // The idle timeout, kept by the host: the machine's `expires` states end once it has passed.
+    deadline: { name: 'idleTimer', of: (s) => (s.hasTag('expires') ? s.context.idleDeadline : null), event: (at) => ({ type: 'IDLE_TIMEOUT', at }) },
     reply: (s, event, emitted: JournalEvent[] = []) => conversationReply(s.value as string, s.context, event as ConversationEvent, emitted),
   };
 }
