@@ -149,8 +149,8 @@ export interface SessionContext {
    * keep a heartbeat, and CONNECT carries the live ones).
    */
   connections: Record<string, { gateway: string; until: number }>;
-  /** Recent client_event_ids with the sequence of their echo, oldest first. */
-  seen: Array<[string, number]>;
+  /** The last `REMEMBERED_CLIENT_EVENTS` client_event_ids (as `SeenEvents` keeps them) with the sequence of their echo. */
+  seen: SeenEvents;
   joinFailed: boolean;
   joinCustom: Custom;
   joinAt: number | null;
@@ -220,6 +220,48 @@ export interface CloseInput {
 
 /** How many client_event_ids a session remembers for de-duplication. */
 export const REMEMBERED_CLIENT_EVENTS = 100;
+
+/**
+ * Remembered client_event_ids, oldest first: each id's 53-bit hash as `SEEN_WIDTH` hex digits, concatenated
+ * in `ids`, and the sequence of its echo at the same position in `seqs`. The snapshot of every step carries
+ * them: a hundred ids of up to 256 characters each, as strings in pairs, were most of a session snapshot's
+ * size and its encoding time; this is one string of fixed width. Two ids of one session colliding in 53 bits
+ * (which would answer the later one as a duplicate) is a chance of about 1 in 10^14 per message.
+ */
+export interface SeenEvents {
+  ids: string;
+  seqs: number[];
+}
+const SEEN_WIDTH = 14;
+
+/** cyrb53 (a public-domain 53-bit string hash), as `SEEN_WIDTH` hex digits. */
+function seenHash(id: string): string {
+  let h1 = 0xdeadbeef;
+  let h2 = 0x41c6ce57;
+  for (let i = 0; i < id.length; i++) {
+    const ch = id.charCodeAt(i);
+    h1 = Math.imul(h1 ^ ch, 2654435761);
+    h2 = Math.imul(h2 ^ ch, 1597334677);
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+  return (4294967296 * (2097151 & h2) + (h1 >>> 0)).toString(16).padStart(SEEN_WIDTH, '0');
+}
+
+/** The position of `id` among the remembered ids, or -1. */
+export function seenIndex(seen: SeenEvents, id: string): number {
+  const h = seenHash(id);
+  for (let at = seen.ids.indexOf(h); at !== -1; at = seen.ids.indexOf(h, at + 1)) if (at % SEEN_WIDTH === 0) return at / SEEN_WIDTH;
+  return -1;
+}
+
+/** `seen` with `id` (echoed at `seq`) remembered, the oldest forgotten past `REMEMBERED_CLIENT_EVENTS`. */
+function remembered(seen: SeenEvents, id: string, seq: number): SeenEvents {
+  const seqs = [...seen.seqs, seq];
+  const ids = seen.ids + seenHash(id);
+  const drop = Math.max(0, seqs.length - REMEMBERED_CLIENT_EVENTS);
+  return drop ? { ids: ids.slice(drop * SEEN_WIDTH), seqs: seqs.slice(drop) } : { ids, seqs };
+}
 /** A streamed reply is sent in at most this many parts. */
 export const MAX_CHUNKS = 32;
 
@@ -306,13 +348,13 @@ const notProvided = () => {
 
 type Ctx = { context: SessionContext; event: any };
 const isClient = (kind: ClientKind) => ({ event }: Ctx) => event.type === 'CLIENT' && event.kind === kind;
-const duplicate = ({ context, event }: Ctx) => event.clientEventId != null && context.seen.some(([id]) => id === event.clientEventId);
+const duplicate = ({ context, event }: Ctx) => event.clientEventId != null && seenIndex(context.seen, event.clientEventId) !== -1;
 const freshClient = (kind: ClientKind) => (a: Ctx) => isClient(kind)(a) && !duplicate(a);
 
 /** A client event's echo (journaled), remembering its client_event_id; activity moves the idle deadline. */
 const echo = (c: SessionContext, e: any, type: string, fields: Record<string, unknown> = {}): Step => {
   const seq = c.nextSeq;
-  const seen = e.clientEventId ? [...c.seen, [e.clientEventId, seq] as [string, number]].slice(-REMEMBERED_CLIENT_EVENTS) : c.seen;
+  const seen = e.clientEventId ? remembered(c.seen, e.clientEventId, seq) : c.seen;
   return { set: { seen, idleDeadline: e.at + c.info!.idleMs }, out: [j(type, { ...fields, custom: e.custom })] };
 };
 
@@ -361,7 +403,7 @@ export const sessionMachine = setup({
   },
   actions: {
     refuse: step<Refusal>((_c, _e, reason) => refused(reason)),
-    replyDuplicate: step((c, e) => ({ out: [transient('session.duplicate', { of: c.seen.find(([id]) => id === e.clientEventId)![1] })] })),
+    replyDuplicate: step((c, e) => ({ out: [transient('session.duplicate', { of: c.seen.seqs[seenIndex(c.seen, e.clientEventId)] })] })),
     echoHeartbeat: step((c, e) => echo(c, e, 'session.heartbeat')),
     echoJoin: step((c, e) => echo(c, e, 'session.join_requested')),
     typing: step((c, e) => ({ set: { idleDeadline: e.at + c.info!.idleMs }, out: [transient('session.typing', { state: e.typing ?? '' })] })),
@@ -491,7 +533,7 @@ export const sessionMachine = setup({
     info: null,
     nextSeq: 1,
     connections: {},
-    seen: [],
+    seen: { ids: '', seqs: [] },
     joinFailed: false,
     joinCustom: null,
     joinAt: null,

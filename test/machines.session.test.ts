@@ -2,7 +2,7 @@ import t from 'tap';
 import fc from 'fast-check';
 import { createActor, fromPromise } from 'xstate';
 import { getShortestPaths } from 'xstate/graph';
-import { MAX_CHUNKS, sessionMachine, streamedParts, type AgentReply, type SessionEmitted, type SessionInfo } from '../machines/session.js';
+import { MAX_CHUNKS, REMEMBERED_CLIENT_EVENTS, seenIndex, sessionMachine, streamedParts, type AgentReply, type SessionEmitted, type SessionInfo } from '../machines/session.js';
 import { chunkText, renderStep, replyOf } from '../actors/session/wire.js';
 
 const info: SessionInfo = {
@@ -195,6 +195,51 @@ t.test('session: client_event_id de-duplication answers with the original sequen
   a.step(client('JOIN', { clientEventId: 'j' }));
   t.same(a.reply(), { ok: true, duplicateOf: 2 });
   a.stop();
+});
+
+t.test('session: the remembered client_event_ids are the last 100, each with the sequence of its echo, in one fixed-width string', async (t) => {
+  const a = start();
+  a.step(client('JOIN', { clientEventId: 'j' }));
+  a.step(done('start', reply()));
+  const seqOf = new Map<string, number>();
+  // Ids of every length a client may send (up to 256 characters), some alike but for one character.
+  const ids = Array.from({ length: REMEMBERED_CLIENT_EVENTS + 20 }, (_, i) => (i % 3 === 0 ? `m${i}` : `${'x'.repeat(i * 2)}-${i}`).slice(0, 256));
+  for (const id of ids) {
+    const emitted = a.step(client('MESSAGE', { text: 'x', clientEventId: id }));
+    seqOf.set(id, (emitted.find((e) => e.type === 'session.user_message') as any).seq);
+    a.step(done('turn', reply()));
+  }
+  const seen = a.getSnapshot().context.seen;
+  t.equal(seen.seqs.length, REMEMBERED_CLIENT_EVENTS);
+  t.equal(seen.ids.length, REMEMBERED_CLIENT_EVENTS * 14, 'fixed width whatever the ids');
+  for (const id of ids.slice(-REMEMBERED_CLIENT_EVENTS)) t.equal(seen.seqs[seenIndex(seen, id)], seqOf.get(id));
+  for (const id of [...ids.slice(0, 20), 'j', 'never-sent']) t.equal(seenIndex(seen, id), -1, `${id.slice(0, 12)} is not remembered`);
+  const last = ids.at(-1)!;
+  a.step(client('MESSAGE', { text: 'x', clientEventId: last }));
+  t.same(a.reply(), { ok: true, duplicateOf: seqOf.get(last) });
+  const first = ids[0];
+  t.ok(a.step(client('MESSAGE', { text: 'x', clientEventId: first })).some((e) => e.type === 'session.user_message'), 'an id forgotten long ago is a new message');
+  a.stop();
+});
+
+t.test('session: seenIndex finds exactly the remembered ids (property)', async () => {
+  fc.assert(
+    // An empty id is no id: never remembered (as before).
+    fc.property(fc.uniqueArray(fc.string({ minLength: 1, maxLength: 40 }), { minLength: 1, maxLength: 30 }), fc.string({ maxLength: 40 }), (ids, other) => {
+      let seen = { ids: '', seqs: [] as number[] };
+      const a = start();
+      a.step(client('JOIN', { clientEventId: null }));
+      a.step(done('start', reply()));
+      for (const id of ids) {
+        a.step(client('MESSAGE', { text: 'x', clientEventId: id }));
+        a.step(done('turn', reply()));
+      }
+      seen = a.getSnapshot().context.seen;
+      a.stop();
+      return ids.every((id, i) => seenIndex(seen, id) === i) && (ids.includes(other) || seenIndex(seen, other) === -1);
+    }),
+    { numRuns: 200 },
+  );
 });
 
 t.test('session: connections count until closed, or past their TTL once their gateway is not live', async (t) => {
