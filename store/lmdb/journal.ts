@@ -1,4 +1,5 @@
 import type { JournalEntry, JournalEvent, JournalStore } from '../types.js';
+import { entryToStore, type AppendedEntry } from '../journal-entry.js';
 import { SEQ_KEY, type Env } from './env.js';
 import { END, isKeyString, key } from './keys.js';
 
@@ -48,18 +49,9 @@ export class LmdbJournal implements JournalStore {
     return opts.last !== undefined && opts.limit !== undefined ? entries.slice(0, Math.max(0, opts.limit)) : entries;
   }
 
-  async append(entry: Omit<JournalEntry, 'seq' | 'at'> & { at?: number }): Promise<number> {
+  async append(entry: AppendedEntry): Promise<number> {
     if (!isKeyString(entry.key)) throw new TypeError(`invalid journal key ${JSON.stringify(entry.key)}`);
-    const stored: StoredEntry = {
-      key: entry.key,
-      kind: entry.kind,
-      id: entry.id,
-      shard: entry.shard,
-      version: entry.version,
-      at: entry.at ?? Date.now(),
-      value: entry.value ?? null,
-      events: entry.events,
-    };
+    const stored: StoredEntry = entryToStore(entry);
     return this.env.batch(() => appendInTransaction(this.env, stored));
   }
 

@@ -1,5 +1,6 @@
 import type { ClientSession, Collection as MongoCollectionHandle } from 'mongodb';
 import type { JournalEntry, JournalStore } from '../types.js';
+import { entryToStore, type AppendedEntry } from '../journal-entry.js';
 
 /** A journal entry document: the seq is `_id`. */
 export interface EntryDoc extends Omit<JournalEntry, 'seq'> {
@@ -56,17 +57,8 @@ export class MongoJournal implements JournalStore {
     return (await cursor.toArray()).map(toEntry);
   }
 
-  async append(entry: Omit<JournalEntry, 'seq' | 'at'> & { at?: number }): Promise<number> {
-    const stored: Omit<JournalEntry, 'seq'> = {
-      key: entry.key,
-      kind: entry.kind,
-      id: entry.id,
-      shard: entry.shard,
-      version: entry.version,
-      at: entry.at ?? Date.now(),
-      value: entry.value ?? null,
-      events: entry.events,
-    };
+  async append(entry: AppendedEntry): Promise<number> {
+    const stored = entryToStore(entry);
     let seq = 0;
     await this.withSession((session) =>
       session.withTransaction(async () => {
