@@ -2,7 +2,7 @@ import { createActor, type AnyActorRef } from 'xstate';
 import type { JournalEntry, JournalEvent, SnapshotStore } from '../store/mod.js';
 import type { CommitQueue } from './commit.js';
 import type { ActorKind } from './kinds.js';
-import { decode, encodeSnapshot, type Envelope, type HostErrorCode, type Reply } from './protocol.js';
+import { decode, encodeSnapshot, type Envelope, type HostErrorCode, type PersistedActor, type Reply } from './protocol.js';
 import { timings } from '../platform/timings.js';
 import { contextFromHeaders, inSpan, SpanKind } from '../platform/telemetry.js';
 import type { Headers } from './transport/types.js';
@@ -10,16 +10,6 @@ import { earliestDeadline, MAX_TIMER_STEP_MS } from './timers.js';
 
 /** How many applied event ids (with their replies) an actor remembers for de-duplicating retries. */
 export const REMEMBERED_EVENTS = 8;
-
-/**
- * What is persisted for an actor: the XState persisted snapshot, the recently applied event ids, and the
- * deadline the host keeps for it (`ActorKind.deadline`: its name and when), if any.
- */
-interface Persisted {
-  s: unknown;
-  a: Array<[string, unknown]>;
-  d?: [string, number];
-}
 
 type Job =
   /** `at`: when it was delivered (performance.now), for step timings; 0 when they are off. */
@@ -249,7 +239,7 @@ export class Activation {
     const { machine, input } = this.kind;
     let actor: AnyActorRef;
     if (stored) {
-      const persisted = decode<Persisted>(stored.data);
+      const persisted = decode<PersistedActor>(stored.data);
       this.version = stored.version;
       this.applied = persisted.a ?? [];
       actor = createActor(machine, { snapshot: persisted.s as never, input: input?.(this.id) });
@@ -278,15 +268,14 @@ export class Activation {
     } finally {
       this.inEvent = false;
     }
-    this.armDeadline(actor.getSnapshot());
+    this.armDeadline(this.kind.deadline?.of(actor.getSnapshot()) ?? null);
   }
 
   /**
-   * Keeps a timer for the kind's deadline of `snapshot`. A later deadline leaves the armed timer alone (it
+   * Keeps a timer for the kind's deadline `at` (null: none). A later deadline leaves the armed timer alone (it
    * re-arms when it fires early), so a step that only pushes the deadline on costs no timer operation.
    */
-  private armDeadline(snapshot: any): void {
-    const at = this.kind.deadline?.of(snapshot) ?? null;
+  private armDeadline(at: number | null): void {
     if (at === null) {
       this.clearDeadline();
       return;
@@ -330,7 +319,7 @@ export class Activation {
     const persisted = this.actor!.getPersistedSnapshot();
     const snapshot = this.actor!.getSnapshot();
     const kindDeadline = this.kind.deadline?.of(snapshot) ?? null;
-    const data = encodeSnapshot({ s: persisted, a: this.applied, ...(kindDeadline !== null ? { d: [this.kind.deadline!.name, kindDeadline] } : {}) } satisfies Persisted);
+    const data = encodeSnapshot({ s: persisted, a: this.applied, ...(kindDeadline !== null ? { d: [this.kind.deadline!.name, kindDeadline] } : {}) } satisfies PersistedActor);
     if (timings) timings.add('actor.snapshot encode', performance.now() - t0);
     const t1 = timings ? performance.now() : 0;
     // The records derived from this snapshot are written alongside it (not after it), tagged with its
@@ -358,7 +347,7 @@ export class Activation {
       throw new HostFailure('STALE', `snapshot ${result.reason} conflict`, true);
     }
     this.version = result.version;
-    this.armDeadline(snapshot);
+    this.armDeadline(kindDeadline);
     timings?.since('actor.snapshot commit wait', t2);
     if (this.kind.published) this.publish(result.seq ?? 0, result.at ?? Date.now(), step);
     await projecting;

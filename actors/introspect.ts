@@ -1,5 +1,5 @@
 import type { SnapshotRecord } from '../store/mod.js';
-import { decode } from './protocol.js';
+import { decode, type PersistedActor } from './protocol.js';
 import { pendingDeadlines } from './timers.js';
 
 /** What an operator (or the state-machine inspector) sees of a stored actor. */
@@ -20,7 +20,7 @@ export interface ActorDescription {
 
 /** Decodes a stored snapshot into its state value, context and pending deadlines. */
 export function describeSnapshot(record: SnapshotRecord): ActorDescription {
-  const persisted = decode<{ s: any; a: Array<[string, unknown]>; d?: [string, number] }>(record.data);
+  const persisted = decode<PersistedActor & { s: any }>(record.data);
   // The machine's durable timers, then the deadline the host keeps for the kind (`ActorKind.deadline`).
   const pending = [...pendingDeadlines(persisted.s), ...(persisted.d ? [{ id: persisted.d[0], until: persisted.d[1] }] : [])];
   const deadlines = pending.map((d) => ({ id: d.id, until: new Date(d.until).toISOString() }));

@@ -22,6 +22,17 @@ export type Reply = { ok: true; reply: unknown } | { ok: false; code: HostErrorC
 const packr = new Packr({ useRecords: false });
 
 export const encode = (value: unknown): Uint8Array => packr.pack(value);
+
+/**
+ * What is stored for an actor (the snapshot record's data): the XState persisted snapshot, the recently
+ * applied event ids with their replies, and the deadline the host keeps for it (`ActorKind.deadline`: its
+ * name and when), if any. The host writes it; the inspector reads it.
+ */
+export interface PersistedActor {
+  s: unknown;
+  a: Array<[string, unknown]>;
+  d?: [string, number];
+}
 /**
  * Encodes a stored snapshot. Snapshots are large and repetitive (a transcript of like-shaped turns), and
  * msgpack records write each shape's keys once instead of once per object, so the snapshot is smaller and
