@@ -109,12 +109,14 @@ function toRequest(argv: string[]): { request: Request; url?: string; token?: st
   const WEBHOOKS = '/v1/webhook-endpoints';
   const endpoint = (id: string) => `${WEBHOOKS}/${encodeURIComponent(id)}`;
   // The optional endpoint fields of create and update, from their flags.
-  const endpointFields = (o: typeof v) => ({
-    ...(o.events ? { event_types: o.events.split(',').map((e) => e.trim()).filter(Boolean) } : {}),
-    ...(o.header ? { headers: Object.fromEntries(o.header.map((h) => { const i = h.indexOf(':'); if (i < 1) throw new Error(`--header takes 'Name: value'`); return [h.slice(0, i).trim(), h.slice(i + 1).trim()]; })) } : {}),
-    ...(o['timeout-ms'] ? { timeout_ms: Number(o['timeout-ms']) } : {}),
-    ...(o.enabled !== undefined ? { enabled: bool(o.enabled, '--enabled') } : {}),
-  });
+  const endpointFields = (o: typeof v) =>
+    Object.assign(
+      {},
+      o.events ? { event_types: o.events.split(',').map((e) => e.trim()).filter(Boolean) } : {},
+      o.header ? { headers: Object.fromEntries(o.header.map((h) => { const i = h.indexOf(':'); if (i < 1) throw new Error(`--header takes 'Name: value'`); return [h.slice(0, i).trim(), h.slice(i + 1).trim()]; })) } : {},
+      o['timeout-ms'] ? { timeout_ms: Number(o['timeout-ms']) } : {},
+      o.enabled !== undefined ? { enabled: bool(o.enabled, '--enabled') } : {},
+    );
   if (noun === 'rebuild') {
     const model = need(verb, 'MODEL');
     return { request: { method: 'POST', path: `/admin/v1/runtime/projections/${encodeURIComponent(model)}/rebuild` }, url: v.url, token: v.token };
@@ -187,7 +189,7 @@ function toRequest(argv: string[]): { request: Request; url?: string; token?: st
       case 'webhooks get':
         return { method: 'GET', path: endpoint(need(target, 'ENDPOINT_ID')), apiKey: true };
       case 'webhooks update':
-        return { method: 'PATCH', path: endpoint(need(target, 'ENDPOINT_ID')), apiKey: true, body: { ...(v.name ? { name: v.name } : {}), ...(v['webhook-url'] ? { url: v['webhook-url'] } : {}), ...endpointFields(v) } };
+        return { method: 'PATCH', path: endpoint(need(target, 'ENDPOINT_ID')), apiKey: true, body: Object.assign({}, v.name ? { name: v.name } : {}, v['webhook-url'] ? { url: v['webhook-url'] } : {}, endpointFields(v)) };
       case 'webhooks delete':
         return { method: 'DELETE', path: endpoint(need(target, 'ENDPOINT_ID')), apiKey: true };
       case 'webhooks rotate-secret':
@@ -221,15 +223,17 @@ function toRequest(argv: string[]): { request: Request; url?: string; token?: st
     };
     // Numbers stay numbers only when they are numbers: anything else is sent as given, for the API to refuse.
     const num = (x: string) => (/^-?\d+(\.\d+)?$/.test(x) ? Number(x) : x);
-    const fields = () => ({
-      ...(v.name !== undefined ? { name: v.name } : {}),
-      ...(v.metric !== undefined ? { metric: v.metric } : {}),
-      ...(v.operator !== undefined ? { operator: v.operator } : {}),
-      ...(v.threshold !== undefined ? { threshold_value: num(v.threshold) } : {}),
-      ...(v.window !== undefined ? { window_duration: v.window } : {}),
-      ...(v.project !== undefined ? { project_id: v.project === 'null' ? null : v.project } : {}),
-      ...(v.enabled !== undefined ? { enabled: bool(v.enabled, '--enabled') } : {}),
-    });
+    const fields = () =>
+      Object.assign(
+        {},
+        v.name !== undefined ? { name: v.name } : {},
+        v.metric !== undefined ? { metric: v.metric } : {},
+        v.operator !== undefined ? { operator: v.operator } : {},
+        v.threshold !== undefined ? { threshold_value: num(v.threshold) } : {},
+        v.window !== undefined ? { window_duration: v.window } : {},
+        v.project !== undefined ? { project_id: v.project === 'null' ? null : v.project } : {},
+        v.enabled !== undefined ? { enabled: bool(v.enabled, '--enabled') } : {},
+      );
     if (what === 'active') return { method: 'GET', path: `/v1/alerts${q({ project_id: v.project, metric: v.metric })}`, apiKey: true };
     switch (op) {
       case 'create':
@@ -295,7 +299,7 @@ async function main(): Promise<number> {
   }
   const res = await fetch(new URL(request.path, base), {
     method: request.method,
-    headers: { ...(request.apiKey ? { 'x-api-key': key! } : { authorization: `Bearer ${token}` }), ...(request.body ? { 'content-type': 'application/json' } : {}) },
+    headers: Object.assign<Record<string, string>, Record<string, string>>(request.apiKey ? { 'x-api-key': key! } : { authorization: `Bearer ${token}` }, request.body ? { 'content-type': 'application/json' } : {}),
     body: request.body ? JSON.stringify(request.body) : undefined,
   });
   const text = await res.text();

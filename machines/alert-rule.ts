@@ -187,7 +187,6 @@ export const alertRuleMachine = setup({
 }).createMachine({
   id: 'alertRule',
   context: ({ input }) => ({
-    ...input,
     accountId: null,
     rule: null,
     createdAt: null,
@@ -201,6 +200,7 @@ export const alertRuleMachine = setup({
     notices: 0,
     notice: null,
     previousState: 'ok',
+    ...input,
   }),
   initial: 'new',
   states: {

@@ -253,7 +253,7 @@ export const callMachine = setup({
     },
     success: {
       tags: ['success'],
-      entry: emit(({ context }) => ({ type: 'call.succeeded', data: { ...payload(context), conversation_id: context.conversationId } })),
+      entry: emit(({ context }) => ({ type: 'call.succeeded', data: { conversation_id: context.conversationId, ...payload(context) } })),
       initial: 'connected',
       states: {
         connected: {
@@ -272,7 +272,7 @@ export const callMachine = setup({
       tags: ['failure'],
       // `crashed`: the call failed by a failure of ours (no media gateway answered the dial, or the dial failed
       // inside the platform), not by the far end or the trunk: the Alerts API's `call_crashes`.
-      entry: emit(({ context }) => ({ type: 'call.failed', data: { ...payload(context), reason: context.failure, sip_status: context.sipStatus, crashed: context.failure === 'error' } })),
+      entry: emit(({ context }) => ({ type: 'call.failed', data: { reason: context.failure, sip_status: context.sipStatus, crashed: context.failure === 'error', ...payload(context) } })),
       invoke: [
         { id: 'release', src: 'releaseSlot', input: ({ context }) => slotOf(context), onError: { actions: [] } },
         { id: 'retention', src: 'sleepUntil', input: ({ context }) => ({ until: context.endedAt! + context.settings.retentionMs }), onDone: 'expired' },

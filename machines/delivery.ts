@@ -183,7 +183,7 @@ export const deliveryMachine = setup({
       attempt: 0,
       nextAt: ({ context }, p: { at: number }) => p.at + context.schedule[0],
     }),
-    emitRedelivered: emit(({ context }) => ({ type: 'delivery.redelivered' as const, data: { ...data(context), series: context.series } })),
+    emitRedelivered: emit(({ context }) => ({ type: 'delivery.redelivered' as const, data: { series: context.series, ...data(context) } })),
     record: assign(({ context }, r: AttemptResult) => {
       const nextAt = nextDeadline(context, r);
       return {
@@ -206,15 +206,15 @@ export const deliveryMachine = setup({
       const last = context.attempts[context.attempts.length - 1];
       return {
         type: 'delivery.attempted' as const,
-        data: { ...data(context), series: last.series, attempt: last.n, status: last.status, error: last.error, duration_ms: last.endedAt - last.startedAt, next_attempt_at: last.nextAt },
+        data: { series: last.series, attempt: last.n, status: last.status, error: last.error, duration_ms: last.endedAt - last.startedAt, next_attempt_at: last.nextAt, ...data(context) },
       };
     }),
-    emitSucceeded: emit(({ context }) => ({ type: 'delivery.succeeded' as const, data: { ...data(context), attempts: context.attempt } })),
-    emitFailed: emit(({ context }) => ({ type: 'delivery.failed' as const, data: { ...data(context), attempts: context.attempt } })),
+    emitSucceeded: emit(({ context }) => ({ type: 'delivery.succeeded' as const, data: { attempts: context.attempt, ...data(context) } })),
+    emitFailed: emit(({ context }) => ({ type: 'delivery.failed' as const, data: { attempts: context.attempt, ...data(context) } })),
   },
 }).createMachine({
   id: 'delivery',
-  context: ({ input }) => ({ ...input, delivery: null, series: 0, attempt: 0, attempts: [], attemptCount: 0, nextAt: null, watchdogAt: null }),
+  context: ({ input }) => ({ delivery: null, series: 0, attempt: 0, attempts: [], attemptCount: 0, nextAt: null, watchdogAt: null, ...input }),
   initial: 'new',
   states: {
     new: {

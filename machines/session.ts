@@ -292,7 +292,7 @@ function apply(context: SessionContext, s: Step): { set: Partial<SessionContext>
   let nextSeq = s.set?.nextSeq ?? context.nextSeq;
   const info = s.set?.info ?? context.info;
   const emitted = (s.out ?? []).map(({ journaled, ...d }) => {
-    const e = { ...d, account_id: info?.accountId ?? null, project_id: info?.projectId ?? null } as Record<string, unknown>;
+    const e = { account_id: info?.accountId ?? null, project_id: info?.projectId ?? null, ...d } as Record<string, unknown>;
     if (journaled) {
       e.seq = nextSeq;
       nextSeq += typeof d.parts === 'number' ? d.parts : 1;
@@ -355,7 +355,7 @@ const freshClient = (kind: ClientKind) => (a: Ctx) => isClient(kind)(a) && !dupl
 const echo = (c: SessionContext, e: any, type: string, fields: Record<string, unknown> = {}): Step => {
   const seq = c.nextSeq;
   const seen = e.clientEventId ? remembered(c.seen, e.clientEventId, seq) : c.seen;
-  return { set: { seen, idleDeadline: e.at + c.info!.idleMs }, out: [j(type, { ...fields, custom: e.custom })] };
+  return { set: { seen, idleDeadline: e.at + c.info!.idleMs }, out: [j(type, { custom: e.custom, ...fields })] };
 };
 
 /** Steps one after the other in one action (their journaled events take consecutive positions). */
@@ -463,7 +463,7 @@ export const sessionMachine = setup({
       const h = r.handoff!;
       return {
         set: {
-          handoff: { ...h, mode: 'server', queuePosition: r.queuePosition, queuedAt: r.at },
+          handoff: { destination: h.destination, reason: h.reason, mode: 'server', queuePosition: r.queuePosition, queuedAt: r.at },
           handoffDeadline: r.at + c.info!.handoffTimeoutMs,
           queueCheckAt: r.at + c.info!.queueStatusMs,
         },
@@ -479,7 +479,7 @@ export const sessionMachine = setup({
       const r = e.output as AgentReply;
       const h = r.handoff!;
       return {
-        set: { handoff: { ...h, mode: 'client', queuePosition: null, queuedAt: null } },
+        set: { handoff: { destination: h.destination, reason: h.reason, mode: 'client', queuePosition: null, queuedAt: null } },
         out: [
           j('session.handoff_triggered', { destination: h.destination, reason: h.reason, mode: 'client', at: r.at }),
           j('session.client_handoff_required', { reason: clientHandoffReason(h.reason), destination: h.destination }),
@@ -490,7 +490,7 @@ export const sessionMachine = setup({
     handoffFailed: step((_c, e) => {
       const r = e.output as AgentReply;
       return {
-        set: { handoff: { ...r.handoff!, mode: 'failed', queuePosition: null, queuedAt: null } },
+        set: { handoff: { destination: r.handoff!.destination, reason: r.handoff!.reason, mode: 'failed', queuePosition: null, queuedAt: null } },
         out: [
           j('session.handoff_triggered', { destination: r.handoff!.destination, reason: r.handoff!.reason, mode: 'failed', at: r.at }),
           j('session.handoff_failed'),
@@ -508,7 +508,7 @@ export const sessionMachine = setup({
       const h = c.handoff!;
       const next = { queueCheckAt: at + c.info!.queueStatusMs };
       if (position === h.queuePosition) return { set: next };
-      return { set: { ...next, handoff: { ...h, queuePosition: position } }, out: [j('session.queue_status', { destination: h.destination, position })] };
+      return { set: { handoff: { ...h, queuePosition: position }, ...next }, out: [j('session.queue_status', { destination: h.destination, position })] };
     }),
     /** What the agent said outside a turn (an external event's function), as an agent message. */
     agentPush: step((c, e) => ({
@@ -591,10 +591,9 @@ export const sessionMachine = setup({
           {
             guard: 'connectionAllowed',
             actions: assign(({ context, event }) => ({
-              connections: {
-                ...Object.fromEntries(Object.entries(context.connections).filter(([, c]) => counts(c, event))),
+              connections: Object.assign(Object.fromEntries(Object.entries(context.connections).filter(([, c]) => counts(c, event))), {
                 [event.connectionId]: { gateway: event.gateway, until: event.at + context.info!.connectionTtlMs },
-              },
+              }),
               idleDeadline: Math.max(context.idleDeadline, event.at + context.info!.idleMs),
             })),
           },
@@ -623,7 +622,6 @@ export const sessionMachine = setup({
           initial: 'absent',
           // What every agent state does alike; the states below handle joins and user messages.
           on: {
-            ...deskRefused,
             CLIENT: [
               { guard: 'duplicate', actions: 'replyDuplicate' },
               { guard: 'isEnd', target: '#session.ending', actions: 'endByUser' },
@@ -637,6 +635,7 @@ export const sessionMachine = setup({
               { guard: ({ event }) => event.end, target: '#session.ending', actions: ['agentPush', 'naturalEnd'] },
               { actions: 'agentPush' },
             ],
+            ...deskRefused,
           },
           states: {
             absent: {

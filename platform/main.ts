@@ -149,9 +149,9 @@ async function main(): Promise<void> {
         askTimeoutMs: Math.max(config.askTimeoutMs, 4 * config.leaseTtlMs),
         log: (level, msg, extra) => logger[level](extra ?? {}, msg),
         recordings: new Recordings(services.blobs, {
-          ...config.recordings,
           projectRetentionDays: async (projectId) => (await services.settings.get(projectId)).recording_retention_days,
           log: (level, msg, extra) => logger[level](extra ?? {}, msg),
+          ...config.recordings,
         }),
       })
     : null;

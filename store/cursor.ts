@@ -19,7 +19,7 @@ const TYPE_ORDER = ['number', 'string', 'bool'] as const;
 
 /** The order a backend sorts by: `sort` with `id` ascending appended as the tie-breaker, unless `sort` names `id`. */
 export function sortWithId(sort: Sort = {}): Sort {
-  return 'id' in sort ? sort : { ...sort, id: 1 };
+  return 'id' in sort ? sort : Object.assign({}, sort, { id: 1 });
 }
 
 /**

@@ -31,7 +31,7 @@ export class CredentialRecords<F extends object, T extends CredentialRecord & F>
   async issue(fields: F): Promise<{ record: T; secret: string }> {
     const id = newId(this.idPrefix);
     const secret = issueCredential(this.secretPrefix, id);
-    const record = await this.records.insert({ ...fields, id, hash: hashSecret(secret), created_at: nowIso() } as unknown as T);
+    const record = await this.records.insert({ id, hash: hashSecret(secret), created_at: nowIso(), ...fields } as unknown as T);
     return { record, secret };
   }
 

@@ -48,7 +48,7 @@ export function alertRuleKind(deps: AlertRuleKindDeps): ActorKind {
       if (!view) return;
       // Never inserts: the record exists from the create route on, and is gone once deleted.
       const { id: _id, ...fields } = view;
-      await rules.update({ id, snapshot_version: { $lt: version } }, { $set: { ...fields, snapshot_version: version } });
+      await rules.update({ id, snapshot_version: { $lt: version } }, { $set: { snapshot_version: version, ...fields } });
     },
   };
 }

@@ -70,7 +70,7 @@ export function conversationEffects(deps: ConversationDeps) {
     const running = content ? { content, artifactVersion: pinned! } : await runningContent(deps.builder, start.projectId, start.environment);
     if (!running) throw new Error(`project ${start.projectId} has no content to run`);
     const variables = await deps.builder.realtimeConfigs.effective(start.projectId, start.environment as Environment);
-    return { ...running, variables, projectId: start.projectId, ...derived(running.content) };
+    return { variables, projectId: start.projectId, ...running, ...derived(running.content) };
   };
 
   /**

@@ -214,7 +214,7 @@ export function searchIndexer(store: Store, embedder: Embedder, log: (msg: strin
    */
   const writeSummary = async (id: string, record: RecordFields, version: number, vector: { model: string; v: string } | null): Promise<void> => {
     const fields = summary(record, version);
-    let stored = await vectors.update({ id, snapshot_version: { $lt: version } }, { $set: { ...fields, ...vector } });
+    let stored = await vectors.update({ id, snapshot_version: { $lt: version } }, { $set: Object.assign(fields, vector) });
     if (!stored) {
       try {
         stored = await vectors.insert({ id, ...fields, ...(vector ?? { model: '', v: '' }) });

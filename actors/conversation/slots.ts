@@ -174,7 +174,7 @@ export interface SlotPlace {
 
 /** The slot document holding `entries`. */
 export function spanSlotOf(id: string, place: SlotPlace, entries: SpanEntry[]): SpanSlot {
-  return { id, ...place, entries: entries.map(packSpan).join(ENTRY_END) };
+  return { id, entries: entries.map(packSpan).join(ENTRY_END), ...place };
 }
 
 export function vectorSlotOf(id: string, place: SlotPlace, entries: VectorEntry[]): VectorSlot {
@@ -182,7 +182,7 @@ export function vectorSlotOf(id: string, place: SlotPlace, entries: VectorEntry[
     [clean(e[0]), String(e[1]), clean(e[2]), clean(e[3]), clean(e[4]), clean(e[5]), String(e[6].length)].join(FIELD_END),
   );
   const block = Buffer.concat(entries.map((e) => Buffer.from(e[6].buffer, e[6].byteOffset, e[6].byteLength)));
-  return { id, ...place, heads: heads.join(ENTRY_END), block, models: [...new Set(entries.map((e) => clean(e[5])))] };
+  return { id, heads: heads.join(ENTRY_END), block, models: [...new Set(entries.map((e) => clean(e[5])))], ...place };
 }
 
 /** A vector slot's block as int8 (both store backends return binary fields as bytes). */

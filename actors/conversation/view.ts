@@ -23,13 +23,14 @@ function turnV3(t: TurnRecord, includeLatency: boolean) {
     barge_in: t.barge_in === true,
     agent_response: str(t.agent_response),
     agent_response_datetime: str(t.agent_response_datetime),
-    ...(includeLatency ? { latency: typeof t.latency === 'number' ? t.latency : 0 } : {}),
     translated_user_input: str(t.translated_user_input),
     english_agent_response: str(t.english_agent_response),
     intents: Array.isArray(t.intents) ? t.intents : [],
     entities: t.entities ?? {},
     is_ood: t.is_ood === true,
     is_silence: t.is_silence === true,
+    // Last: a literal that adds properties after a spread is slow in V8 (test/lint.spread.test.ts).
+    ...(includeLatency ? { latency: typeof t.latency === 'number' ? t.latency : 0 } : {}),
   };
 }
 

@@ -54,11 +54,19 @@ export function statePaths(value: unknown): { all: string[]; leaves: string[] } 
   return { all, leaves: leaves.sort() };
 }
 
+/** The account and project ids among `a` and `p` that are strings. */
+function tenant(a: unknown, p: unknown): { account_id?: string; project_id?: string } {
+  const t: { account_id?: string; project_id?: string } = {};
+  if (typeof a === 'string') t.account_id = a;
+  if (typeof p === 'string') t.project_id = p;
+  return t;
+}
+
 const tenantOf = (entry: JournalEntry): { account_id?: string; project_id?: string } => {
   for (const e of entry.events) {
     const a = e.data?.account_id;
     const p = e.data?.project_id;
-    if (typeof a === 'string' || typeof p === 'string') return { ...(typeof a === 'string' ? { account_id: a } : {}), ...(typeof p === 'string' ? { project_id: p } : {}) };
+    if (typeof a === 'string' || typeof p === 'string') return tenant(a, p);
   }
   return {};
 };
@@ -70,7 +78,7 @@ function tenantInContext(context: unknown): { account_id?: string; project_id?: 
     const r = o as Record<string, unknown>;
     const a = r.accountId ?? r.account_id;
     const p = r.projectId ?? r.project_id;
-    return { ...(typeof a === 'string' ? { account_id: a } : {}), ...(typeof p === 'string' ? { project_id: p } : {}) };
+    return tenant(a, p);
   };
   const top = look(context);
   if (top.project_id) return top;

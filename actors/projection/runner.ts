@@ -102,7 +102,7 @@ export class ProjectionRunner {
         const now = Date.now();
         for (const e of mine) window.add(Math.max(0, now - e.at));
         const summary = window.summary();
-        const saved = await this.checkpoints.save(projector.name, doc.epoch, moved, summary ? { id: this.o.runnerId, lag: { ...summary, at: now } } : undefined, Checkpoints.stale(doc, now));
+        const saved = await this.checkpoints.save(projector.name, doc.epoch, moved, summary ? { id: this.o.runnerId, lag: { at: now, ...summary } } : undefined, Checkpoints.stale(doc, now));
         // A rebuild started meanwhile: its new epoch starts over from 0 at the next cycle.
         if (!saved) this.lag.set(projector.name, new LagWindow());
       }),

@@ -30,7 +30,7 @@ export class ProjectionThread {
 
   /** Starts the thread; resolves once it runs. */
   start(): Promise<void> {
-    const data: ThreadData = { ...this.o, owned: this.owned, signal: this.signal.buffer as SharedArrayBuffer };
+    const data: ThreadData = { signal: this.signal.buffer as SharedArrayBuffer, ...this.o, owned: this.owned };
     delete (data as Partial<ThreadOptions>).log;
     const worker = new Worker(new URL('./worker.js', import.meta.url), { workerData: data, name: 'projections', resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } });
     this.worker = worker;

@@ -267,7 +267,7 @@ function fromJson(body: any, onDelta: (text: string) => void): RoundResult {
   if (text) onDelta(text);
   const calls = new Map<number, PartialCall>();
   (Array.isArray(message.tool_calls) ? message.tool_calls : []).forEach((c: any, i: number) =>
-    collectToolCall(calls, { ...c, index: i }, i),
+    collectToolCall(calls, Object.assign({}, c, { index: i }), i),
   );
   return { text, toolCalls: finishToolCalls(calls) };
 }

@@ -107,7 +107,7 @@ export const adminPlugin: FastifyPluginAsync<AdminOptions> = async (root, { serv
     const projectId = req.body.project_id ? (await project(account.id, req.body.project_id)).id : null;
     const { record, secret: key } = await keys.issue({ account_id: account.id, scope: req.body.scope, project_id: projectId, permissions: [...new Set(req.body.permissions)] });
     const { created_at: _c, ...view } = viewKey(record);
-    return reply.code(201).send({ ...view, key });
+    return reply.code(201).send(Object.assign(view, { key }));
   });
 
   app.get('/keys', {
@@ -161,7 +161,7 @@ export const adminPlugin: FastifyPluginAsync<AdminOptions> = async (root, { serv
       ...outbound,
     });
     const { created_at: _c, ...view } = viewConnector(record);
-    return reply.code(201).send({ ...view, token });
+    return reply.code(201).send(Object.assign(view, { token }));
   });
 
   app.get('/connectors', {

@@ -93,7 +93,7 @@ export class IncomingInvite {
 
   private response(status: number, reason: string, content?: string): SipMessage {
     const rs = sip.makeResponse(this.request, status, reason);
-    rs.headers.to = { ...this.request.headers.to, params: { ...this.request.headers.to.params, ...(status > 100 ? { tag: this.localTag } : {}) } };
+    rs.headers.to = Object.assign({}, this.request.headers.to, { params: Object.assign({}, this.request.headers.to.params, status > 100 ? { tag: this.localTag } : {}) });
     if (status > 100 && status < 300) rs.headers.contact = [{ uri: this.ua.contactUri(this.transport), params: {} }];
     if (this.request.headers['record-route']) rs.headers['record-route'] = this.request.headers['record-route'];
     if (content) {
@@ -220,13 +220,13 @@ export class Dialog {
   /** Builds an in-dialog request (RFC 3261 12.2.1.1). */
   request(method: string, headers: Record<string, unknown> = {}, content?: string): SipMessage {
     let uri = sip.parseUri(this.s.remoteTarget as string);
-    if (this.s.transport !== 'udp' && !uri.params.transport) uri = { ...uri, params: { ...uri.params, transport: this.s.transport } };
+    if (this.s.transport !== 'udp' && !uri.params.transport) uri = Object.assign({}, uri, { params: Object.assign({}, uri.params, { transport: this.s.transport }) });
     return {
       method,
       uri,
       headers: {
-        to: { ...this.s.remoteAor, params: { ...this.s.remoteAor.params, tag: this.s.remoteTag } },
-        from: { ...this.s.localAor, params: { ...this.s.localAor.params, tag: this.s.localTag } },
+        to: Object.assign({}, this.s.remoteAor, { params: Object.assign({}, this.s.remoteAor.params, { tag: this.s.remoteTag }) }),
+        from: Object.assign({}, this.s.localAor, { params: Object.assign({}, this.s.localAor.params, { tag: this.s.localTag }) }),
         'call-id': this.s.callId,
         cseq: { method, seq: ++this.s.localSeq },
         contact: [{ uri: this.ua.contactUri(this.s.transport), params: {} }],

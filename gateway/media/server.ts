@@ -271,7 +271,7 @@ export async function startMediaGateway(o: Omit<MediaGatewayOptions, 'sipPort' |
       o.log('warn', 'SIP over TLS is off: no certificate could be generated (set SIP_TLS_CERT and SIP_TLS_KEY)', { err: String(err) });
     }
   }
-  const gw = new MediaGateway({ ...o, sipPort, tls, rtpPortMin: s.rtpPortMin, rtpPortMax: s.rtpPortMax, turnTaking: s.turnTaking });
+  const gw = new MediaGateway(Object.assign({}, o, { sipPort, tls, rtpPortMin: s.rtpPortMin, rtpPortMax: s.rtpPortMax, turnTaking: s.turnTaking }));
   gw.start();
   return gw;
 }

@@ -45,7 +45,6 @@ export function messagingContext(o: Omit<MessagingContext, 'history' | 'records'
   const perAddress = o.config.addressRatePerMinute;
   const addressLimiter = new RateLimiter(perAddress / 60, Math.max(1, perAddress));
   return {
-    ...o,
     history: sessionHistory(o.services.store),
     records: sessionRecords(o.services.store),
     httpLimiter,
@@ -60,5 +59,6 @@ export function messagingContext(o: Omit<MessagingContext, 'history' | 'records'
     },
     limitAddress: (remote) => addressLimiter.take(`a:${remote}`),
     route: (headerNames, paramCount, handler, opts = {}) => route(headerNames, paramCount, handler, { bodyTimeoutMs: o.config.bodyTimeoutMs, ...opts }),
+    ...o,
   };
 }

@@ -49,11 +49,11 @@ export const errorBody = (err: MessagingHttpError, message = err.message) =>
 
 /** Event-level errors (SYSTEM_MESSAGE, level ERROR; the socket stays open). */
 export const EVENT_ERRORS = {
-  ...SESSION_ERRORS,
   invalidFormat: 'Unknown event type or invalid message format',
   notAllowed: (type: string) => `Event type not allowed: ${type}`,
   unableToRetrieve: 'Error: Unable to retrieve session',
   connectorNotFound: 'Error: Connector not found',
+  ...SESSION_ERRORS,
 } as const;
 
 /**

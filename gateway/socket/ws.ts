@@ -91,11 +91,11 @@ export function parseClientEvent(text: string): { event: Omit<Extract<SessionEve
   if (kind === 'MESSAGE') {
     if (typeof p.text !== 'string' || p.text.trim() === '') return { error: EVENT_ERRORS.invalidFormat, custom };
     const language = typeof p.language_code === 'string' && LANGUAGE.test(p.language_code) ? p.language_code : undefined;
-    return { event: { ...base, text: p.text, ...(language ? { language } : {}) } };
+    return { event: { text: p.text, ...base, ...(language ? { language } : {}) } };
   }
   if (kind === 'TYPING') {
     if (typeof p.state !== 'string' || !TYPING_STATES.has(p.state)) return { error: EVENT_ERRORS.invalidFormat, custom };
-    return { event: { ...base, typing: p.state } };
+    return { event: { typing: p.state, ...base } };
   }
   return { event: base };
 }
@@ -211,7 +211,7 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
     if ((event.kind === 'JOIN' || event.kind === 'MESSAGE') && !(await ctx.connectorOf(d.claims))) return fail(EVENT_ERRORS.connectorNotFound, event.custom);
     let reply: SessionReply;
     try {
-      reply = await ask(d.sessionId, { ...event, at: Date.now() });
+      reply = await ask(d.sessionId, Object.assign({}, event, { at: Date.now() }));
     } catch (err) {
       ctx.logger.warn({ err: String(err), session: d.sessionId }, 'session ask failed');
       // The session did not answer (no worker reachable, or a timeout): the client may retry the same event.

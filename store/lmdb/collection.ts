@@ -167,7 +167,7 @@ export class LmdbCollection<T extends Doc = Doc> implements Collection<T> {
 function modifier<T extends Doc>(update: Update, inserting: boolean): Modifier<T> {
   const { $setOnInsert, ...rest } = update;
   if (!inserting || !isPlainObject($setOnInsert)) return rest as Modifier<T>;
-  return { ...rest, $set: { ...(rest.$set as Record<string, unknown> | undefined), ...$setOnInsert } } as Modifier<T>;
+  return Object.assign({}, rest, { $set: Object.assign({}, rest.$set as Record<string, unknown> | undefined, $setOnInsert) }) as Modifier<T>;
 }
 
 /** The fields an upsert starts from: the filter's top-level equality conditions, as in MongoDB. */

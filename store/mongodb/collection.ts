@@ -38,7 +38,7 @@ export class MongoCollection<T extends Doc = Doc> implements Collection<T> {
   async insert(doc: T): Promise<T> {
     await this.ready;
     try {
-      await this.handle.insertOne({ ...doc, _id: doc.id });
+      await this.handle.insertOne({ _id: doc.id, ...doc });
     } catch (error) {
       throw this.mapped(error);
     }
@@ -83,7 +83,7 @@ export class MongoCollection<T extends Doc = Doc> implements Collection<T> {
     if (options.upsert) {
       const id = idEquality(filter);
       if (id === undefined) throw new TypeError('an upsert needs a filter with an equality on id');
-      changes = { ...update, $setOnInsert: { ...(update.$setOnInsert as Document | undefined), _id: id } };
+      changes = Object.assign({}, update, { $setOnInsert: { _id: id, ...(update.$setOnInsert as Document | undefined) } });
     }
     await this.ready;
     try {
@@ -106,7 +106,7 @@ export class MongoCollection<T extends Doc = Doc> implements Collection<T> {
       // exists (equal, newer or unversioned), which is the refusal.
       await this.handle.replaceOne(
         { _id: doc.id, [versionField]: { $lt: version } } as MongoFilter<StoredRecord>,
-        { ...doc, _id: doc.id },
+        { _id: doc.id, ...doc },
         { upsert: true },
       );
       return true;

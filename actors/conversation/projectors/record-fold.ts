@@ -49,7 +49,7 @@ function started(id: string, d: StartedData, at: string): ConversationRecord {
   };
 }
 
-const builtins = (id: string, from: string, to: string, callSid?: string) => ({ from_: from, to, ...(callSid ? { call_sid: callSid } : {}), conversation_id: id });
+const builtins = (id: string, from: string, to: string, callSid?: string) => ({ from_: from, to, conversation_id: id, ...(callSid ? { call_sid: callSid } : {}) });
 /** The call sid the record was started with (kept in its state's built-in keys). */
 const callSidOf = (r: ConversationRecord): string | undefined => (typeof r.state.call_sid === 'string' ? r.state.call_sid : undefined);
 
@@ -69,12 +69,12 @@ function changed(r: ConversationRecord, d: ChangedData): void {
   r.end_reason = d.end_reason;
   // Built-in keys first, so a function's own variables of the same name win; what the platform knows of
   // outside systems last: these are its own.
-  r.state = {
-    ...builtins(r.id, r.from_number, r.to_number, callSidOf(r)),
-    ...d.state,
-    ...(d.awaiting_external_event ? { awaiting_external_event: d.awaiting_external_event } : {}),
-    ...(d.bridge_ended ? { bridge_ended: d.bridge_ended } : {}),
-  };
+  r.state = Object.assign(
+    builtins(r.id, r.from_number, r.to_number, callSidOf(r)),
+    d.state,
+    d.awaiting_external_event ? { awaiting_external_event: d.awaiting_external_event } : {},
+    d.bridge_ended ? { bridge_ended: d.bridge_ended } : {},
+  );
 }
 
 /** The fields derived from the others: counts, durations, metrics. */

@@ -31,7 +31,7 @@ export const agentRoutes: RouteGroup = (app, { builder }) => {
     },
   }, async (req, reply) => {
     const { agent, main } = await builder.agents.create(callerOf(req), req.body);
-    return reply.code(201).send({ ...agentView(agent, 1), defaultBranch: main.name, branches: [branchView(main)] });
+    return reply.code(201).send(Object.assign(agentView(agent, 1), { defaultBranch: main.name, branches: [branchView(main)] }));
   });
 
   app.get('/agents/:agentId', {

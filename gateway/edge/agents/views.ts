@@ -98,13 +98,13 @@ export const variantView = (v: Variant) => ({
   attributeValues: { values: { ...v.attributeValues.values } },
 });
 
-export const branchDetailView = (b: BranchRecord): z.infer<typeof BranchDetailView> => ({
-  ...branchView(b),
-  behavior: b.content.behavior,
-  topics: byName(b.content.topics).map(topicView),
-  attributes: byName(b.content.attributes).map(attributeView),
-  variants: byName(b.content.variants).map(variantView),
-});
+export const branchDetailView = (b: BranchRecord): z.infer<typeof BranchDetailView> =>
+  Object.assign(branchView(b), {
+    behavior: b.content.behavior,
+    topics: byName(b.content.topics).map(topicView),
+    attributes: byName(b.content.attributes).map(attributeView),
+    variants: byName(b.content.variants).map(variantView),
+  });
 
 export const deploymentView = (d: DeploymentRecord): z.infer<typeof DeploymentView> => ({
   id: d.id,

@@ -21,7 +21,7 @@ export interface AlertsOptions {
   maxRules?: number;
 }
 
-const fieldResponses = { ...fieldErrorResponses, 502: fieldErrorResponses[400] };
+const fieldResponses = { 502: fieldErrorResponses[400], ...fieldErrorResponses };
 
 /**
  * Alert rules (contract 2.3, 4.2, 7.2, 8) at `/v1/alert-rules` and the firing ones at `/v1/alerts`

@@ -112,10 +112,8 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
     const tail = () => {
       const next = rows.next();
       if (version === 'v1') return { next_offset: next.nextOffset };
-      return {
-        ...(next.more && q.cursor === null && q.mode !== 'random' ? { next_offset: next.nextOffset } : {}),
-        cursor: next.position ? cursors.encode(filters, next.position as Position) : null,
-      };
+      const cursor = next.position ? cursors.encode(filters, next.position as Position) : null;
+      return next.more && q.cursor === null && q.mode !== 'random' ? { next_offset: next.nextOffset, cursor } : { cursor };
     };
     if (version === 'v1') {
       const conversations: unknown[] = [];

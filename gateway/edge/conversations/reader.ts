@@ -77,7 +77,7 @@ export function recordFilter(projectId: string, q: ListQuery): Filter {
 
 export function timeRange(from: string | null, to: string | null): Filter | undefined {
   if (from === null && to === null) return undefined;
-  return { ...(from !== null ? { $gte: from } : {}), ...(to !== null ? { $lt: to } : {}) };
+  return Object.assign(from !== null ? { $gte: from } : {}, to !== null ? { $lt: to } : {});
 }
 
 const later = (a: string | null, b: string | null) => (a === null ? b : b === null ? a : a > b ? a : b);
@@ -177,7 +177,7 @@ function rowReader(src: ReadSources, documents: boolean): (filter: Filter) => Pr
     if (!documents || filter.in_progress === true) return src.records.find(filter, { sort });
     const [ended, live] = await Promise.all([
       src.documents.find(filter, { sort }),
-      filter.in_progress === false ? [] : src.records.find({ ...filter, in_progress: true }, { sort }),
+      filter.in_progress === false ? [] : src.records.find(Object.assign({}, filter, { in_progress: true }), { sort }),
     ]);
     return merge(ended, live);
   };
@@ -194,7 +194,7 @@ export function keysetRows(src: ReadSources, projectId: string, q: ListQuery, po
   const read = rowReader(src, documents);
   const readRecords = (from: string | null, to: string | null, extra: Filter = {}) => {
     const range = timeRange(from, to);
-    return read({ ...base, ...(range ? { started_at: range } : {}), ...extra });
+    return read(Object.assign({}, base, range ? { started_at: range } : {}, extra));
   };
   let readWindow = (from: string | null, to: string | null) => readRecords(from, to);
   if (q.mode === 'transcript') {

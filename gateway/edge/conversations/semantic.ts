@@ -81,7 +81,7 @@ export async function semanticRows(src: ReadSources, projectId: string, q: ListQ
     // Conversations in progress have no final vector yet: they are embedded from their records now.
     const range = timeRange(q.start, q.end);
     const live = await src.records.find(
-      { ...recordFilter(projectId, q), in_progress: true, ...(range ? { started_at: range } : {}) },
+      Object.assign(recordFilter(projectId, q), { in_progress: true }, range ? { started_at: range } : {}),
       { sort: { started_at: 1 }, limit: MAX_LIVE_EMBEDDED },
     );
     const vectors = await embedTranscripts(src.embedder, live);

@@ -66,7 +66,7 @@ export function inspectorFeed(app: FastifyInstance, o: { services: Services; ope
         intervalMs: o.tailIntervalMs ?? 100,
         onSteps: (steps, now) => {
           steps.forEach((s, i) => {
-            const events = s.events.map((e) => ({ ...(maybeMask(e.data, unmasked) as object), type: e.type }));
+            const events = s.events.map((e) => Object.assign({}, maybeMask(e.data, unmasked) as object, { type: e.type }));
             for (const event of events) ws.send(JSON.stringify({ type: '@xstate.event', event, sourceId: key, ...base() }));
             const last = i === steps.length - 1 && now;
             ws.send(JSON.stringify({

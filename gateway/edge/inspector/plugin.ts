@@ -95,12 +95,11 @@ export const inspectorPlugin: FastifyPluginAsync<InspectorOptions> = async (root
     const workers = (await runtime.directory.workers()).sort((a, b) => a.id.localeCompare(b.id));
     const owned = new Set(workers.flatMap((w) => w.shards));
     const counts = await actorCounts(store);
-    return {
-      ...counts,
+    return Object.assign(counts, {
       shardCount: runtime.shardCount,
       workers: workers.map((w) => ({ id: w.id, shards: w.shards, liveActors: w.liveActors })),
       unownedShards: Array.from({ length: runtime.shardCount }, (_, i) => i).filter((s) => !owned.has(s)),
-    };
+    });
   });
 
   app.get('/actors', {

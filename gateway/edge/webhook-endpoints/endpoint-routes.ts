@@ -61,7 +61,7 @@ export const endpointRoutes: RouteGroup = (app, ctx) => {
       };
       try {
         await endpoints.insert(record);
-        return reply.code(201).send({ ...endpointView(record), signing_secret: secret });
+        return reply.code(201).send(Object.assign(endpointView(record), { signing_secret: secret }));
       } catch (err) {
         if (!(err instanceof StoreDuplicateError)) throw err;
       }
@@ -98,7 +98,7 @@ export const endpointRoutes: RouteGroup = (app, ctx) => {
     const accountId = req.apiKey!.account_id;
     await endpointOf(ctx, accountId, req.params.id);
     if (req.body.url !== undefined) await checkUrl(ctx, req.body.url);
-    const updated = await endpoints.update({ id: req.params.id, account_id: accountId }, { $set: { ...req.body, updated_at: new Date().toISOString() } });
+    const updated = await endpoints.update({ id: req.params.id, account_id: accountId }, { $set: { updated_at: new Date().toISOString(), ...req.body } });
     if (!updated) throw WEBHOOKS.ENDPOINT_NOT_FOUND();
     return endpointView(updated);
   });
@@ -123,6 +123,6 @@ export const endpointRoutes: RouteGroup = (app, ctx) => {
     const secret = newSigningSecret();
     const updated = await endpoints.update({ id: req.params.id, account_id: accountId }, { $set: { secret: ctx.secrets.seal(secret), updated_at: new Date().toISOString() } });
     if (!updated) throw WEBHOOKS.ENDPOINT_NOT_FOUND();
-    return { ...endpointView(updated), signing_secret: secret };
+    return Object.assign(endpointView(updated), { signing_secret: secret });
   });
 };

@@ -44,7 +44,7 @@ export class CallRecorder {
         this.off = true;
         return;
       }
-      this.meta = { ...ids, ended_at: null, expires_at: expires };
+      this.meta = Object.assign({}, ids, { ended_at: null, expires_at: expires });
       await blobs.put(`${this.prefix}/meta`, Buffer.from(JSON.stringify(this.meta)));
     });
     this.timer = setInterval(() => this.flush(), chunkMs);
