@@ -1,7 +1,7 @@
-import { fromPromise } from 'xstate';
 import { sessionMachine } from '../../machines/session.js';
 import type { ActorKind } from '../kinds.js';
 import { encode } from '../protocol.js';
+import { fromEffect } from '../task.js';
 import { sleepUntil } from '../timers.js';
 import type { Transport } from '../transport/types.js';
 import type { JournalEntry, JournalEvent } from '../../store/mod.js';
@@ -24,10 +24,10 @@ export function sessionKind(deps: SessionDeps & { transport: () => Promise<Trans
   const effects = sessionEffects(deps);
   const machine = sessionMachine.provide({
     actors: {
-      startAgent: fromPromise(({ input }) => effects.startAgent(input)),
-      converse: fromPromise(({ input }) => effects.converse(input)),
-      closeConversation: fromPromise(({ input }) => effects.closeConversation(input)),
-      queuePosition: fromPromise(({ input }) => effects.queuePosition(input)),
+      startAgent: fromEffect(effects.startAgent),
+      converse: fromEffect(effects.converse),
+      closeConversation: fromEffect(effects.closeConversation),
+      queuePosition: fromEffect(effects.queuePosition),
       sleepUntil,
     },
   });
