@@ -5,6 +5,7 @@
  *   runtime, including its transport and placement) and `actors/<kind>/mod.ts` (one per actor kind or
  *   effect: conversation, session, functions, responder).
  * - `machines/` imports nothing from `actors/`, `gateway/` or `store/`.
+ * - `actors/` provides effects as tasks (`fromEffect`, `fromTask`), never as `fromPromise` actors.
  */
 import t from 'tap';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -117,4 +118,13 @@ t.test('machines/ import nothing from actors/, gateway/ or store/', async (t) =>
     }
   }
   t.same(bad, [], 'machines are pure');
+});
+
+t.test('actor kinds provide their effects as tasks (actors/task.ts), not as fromPromise actors', async (t) => {
+  // XState's `fromPromise` makes an AbortController for every run, and no effect here is cancelled through it;
+  // machines declare their actors with `fromPromise` (a typed placeholder), which the kind replaces.
+  const files = sourcesUnder('actors');
+  const bad = files.filter((file) => /\bfromPromise\s*\(/.test(readFileSync(join(root, file), 'utf8')));
+  t.ok(files.length > 0);
+  t.same(bad, [], 'use fromEffect or fromTask');
 });

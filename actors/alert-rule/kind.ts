@@ -1,6 +1,6 @@
-import { fromPromise } from 'xstate';
 import { alertRuleMachine, type AlertRuleContext } from '../../machines/alert-rule.js';
 import type { ActorKind } from '../kinds.js';
+import { fromEffect } from '../task.js';
 import { sleepUntil } from '../timers.js';
 import { evaluateEffect, notifyEffect, type AlertRuleDeps } from './effects.js';
 import { ALERT_RULE_KIND, alertRules, ruleViewOf, type AlertRuleView } from './rules.js';
@@ -28,7 +28,7 @@ export function alertRuleKind(deps: AlertRuleKindDeps): ActorKind {
   const intervalMs = deps.intervalMs ?? DEFAULT_EVAL_INTERVAL_MS;
   const rules = alertRules(deps.store);
   const machine = alertRuleMachine.provide({
-    actors: { evaluate: fromPromise(({ input }) => evaluateEffect(deps)(input)), notify: fromPromise(({ input }) => notifyEffect(deps)(input)), sleepUntil },
+    actors: { evaluate: fromEffect(evaluateEffect(deps)), notify: fromEffect(notifyEffect(deps)), sleepUntil },
   });
   return {
     name: ALERT_RULE_KIND,
