@@ -19,7 +19,16 @@ const PHRASES: ReadonlyArray<readonly [SmallTalkIntent, readonly string[]]> = [
 /** Words that add nothing to small talk ("hi there", "thanks so much", "good morning to you"). */
 const FILLER: ReadonlySet<string> = new Set(['there', 'so', 'much', 'very', 'again', 'today', 'doing', 'folks', 'guys', 'everyone', 'all', 'lot', 'oh', 'ah', 'um', 'well', 'really']);
 
-const phrases = PHRASES.map(([intent, list]) => [intent, list.map((p) => p.split(' '))] as const);
+/** The phrases by their first word, each with its intent's strength (its index in `PHRASES`). */
+const BY_FIRST_WORD = new Map<string, Array<{ rank: number; words: string[] }>>();
+PHRASES.forEach(([, list], rank) => {
+  for (const p of list) {
+    const words = p.split(' ');
+    const at = BY_FIRST_WORD.get(words[0]);
+    if (at) at.push({ rank, words });
+    else BY_FIRST_WORD.set(words[0], [{ rank, words }]);
+  }
+});
 
 /** What `smallTalk` found in a message. */
 export interface SmallTalk {
@@ -33,20 +42,19 @@ export interface SmallTalk {
 export function smallTalk(message: string): SmallTalk {
   const ws = words(message).map((w) => w.replace(/'/g, ''));
   const covered = new Array<boolean>(ws.length).fill(false);
-  const intents: SmallTalkIntent[] = [];
-  for (const [intent, list] of phrases) {
-    let found = false;
-    for (const phrase of list) {
-      for (let i = 0; i + phrase.length <= ws.length; i++) {
-        let match = true;
-        for (let j = 0; j < phrase.length && match; j++) match = ws[i + j] === phrase[j];
-        if (!match) continue;
-        found = true;
-        for (let j = 0; j < phrase.length; j++) covered[i + j] = true;
-      }
+  // Only the phrases that start with a word of the message are tried there.
+  const found = new Array<boolean>(PHRASES.length).fill(false);
+  for (let i = 0; i < ws.length; i++) {
+    for (const { rank, words: phrase } of BY_FIRST_WORD.get(ws[i]) ?? []) {
+      if (i + phrase.length > ws.length) continue;
+      let match = true;
+      for (let j = 1; j < phrase.length && match; j++) match = ws[i + j] === phrase[j];
+      if (!match) continue;
+      found[rank] = true;
+      for (let j = 0; j < phrase.length; j++) covered[i + j] = true;
     }
-    if (found) intents.push(intent);
   }
+  const intents = PHRASES.filter((_, rank) => found[rank]).map(([intent]) => intent);
   const only = intents.length > 0 && ws.every((w, i) => covered[i] || STOP_WORDS.has(w) || FILLER.has(w));
   return { intents, only };
 }
