@@ -5,6 +5,7 @@ import type { Environment } from '../../tenancy/connectors.js';
 import type { ConvInput, FunctionSandbox } from '../functions/types.js';
 import type { KnowledgeTopic, Responder, ResponderContext, ResponderReply, ToolFunction } from '../responder/types.js';
 import { artifactCache, pickVariant, runningContent } from './deployment.js';
+import { isoOf } from '../../platform/clock.js';
 import { inSpan, SpanKind, SpanStatusCode } from '../../platform/telemetry.js';
 
 /** What the conversation effects run with. */
@@ -28,7 +29,6 @@ export const MAX_EXTERNAL_EVENT_ID = 256;
 /** The fallback when the responder fails (contract 7.4 wording). */
 const TROUBLE = "Sorry, I'm having trouble responding right now. Please try again.";
 
-const iso = (ms: number) => new Date(ms).toISOString();
 
 /** A call's turn as the record keeps it: keyed digits apart from words, barge-in, silence. */
 const withVoice = (r: TurnRecord, v: VoiceInput | undefined): TurnRecord =>
@@ -177,10 +177,10 @@ export function conversationEffects(deps: ConversationDeps) {
     return {
       user_input: input,
       user_input_dtmf: '',
-      user_input_datetime: iso(inputAt),
+      user_input_datetime: isoOf(inputAt),
       barge_in: false,
       agent_response: text,
-      agent_response_datetime: iso(now),
+      agent_response_datetime: isoOf(now),
       latency: Math.max(0, now - inputAt) / 1000,
       translated_user_input: '',
       english_agent_response: '',
