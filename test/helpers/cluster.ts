@@ -57,21 +57,35 @@ export async function startCluster(o: ClusterOptions): Promise<NatsCluster> {
     SHARDS: String(shardCount),
     ...o.env,
   };
-  const edge = await startPlatform({ roles: ['edge'], dataDir, env });
+  const started: Platform[] = [];
   const workers: Platform[] = [];
   const addWorker = async () => {
     const w = await startPlatform({ roles: ['worker'], dataDir, env });
     workers.push(w);
     return w;
   };
-  for (let i = 0; i < o.workers; i++) await addWorker();
   const sockets: Platform[] = [];
-  for (let i = 0; i < (o.sockets ?? 0); i++) sockets.push(await startPlatform({ roles: ['socket'], dataDir, env: { ...env, ...o.socketEnv } }));
-  // Start with settled placement: every shard owned and every worker holding some.
-  await eventually(async () => {
-    const r = (await http(edge.edge, 'GET', '/admin/v1/runtime', { headers: { authorization: `Bearer ${env.OPERATOR_TOKEN}` } })).body;
-    return r.unownedShards?.length === 0 && r.workers?.length === o.workers && r.workers.every((w: { shards: number[] }) => w.shards.length > 0);
-  }, 20_000, 50);
+  let edge: Platform;
+  try {
+    edge = await startPlatform({ roles: ['edge'], dataDir, env });
+    started.push(edge);
+    for (let i = 0; i < o.workers; i++) started.push(await addWorker());
+    for (let i = 0; i < (o.sockets ?? 0); i++) {
+      sockets.push(await startPlatform({ roles: ['socket'], dataDir, env: { ...env, ...o.socketEnv } }));
+      started.push(sockets[i]);
+    }
+    // Start with settled placement: every shard owned and every worker holding some.
+    await eventually(async () => {
+      const r = (await http(edge.edge, 'GET', '/admin/v1/runtime', { headers: { authorization: `Bearer ${env.OPERATOR_TOKEN}` } })).body;
+      return r.unownedShards?.length === 0 && r.workers?.length === o.workers && r.workers.every((w: { shards: number[] }) => w.shards.length > 0);
+    }, 20_000, 50);
+  } catch (err) {
+    // A cluster that did not come up leaves nothing running: its processes would keep the file alive.
+    for (const p of started) p.child.kill('SIGKILL');
+    await nats.stop();
+    removeDir(dataDir);
+    throw err;
+  }
   const transport = await connectNatsTransport(nats.url, { name: 'test-client' });
   const client = new ActorClient(transport, { shardCount, timeoutMs: 30_000 });
   const adminGet = async (path: string) =>

@@ -69,7 +69,11 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
   child.stderr!.on('data', (d) => (err += d));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const ready = await new Promise<{ edge: string; socket: string; worker: string }>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`platform did not start in time:\n${out}\n${err}`)), 30_000);
+    // A process that does not start is killed, so that it cannot keep the test file running into tap's timeout.
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`platform (${opts.roles?.join('+') ?? 'all roles'}) did not start in 30 s:\n${out}\n${err}`));
+    }, 30_000);
     const check = () => {
       const m = /serving: (.*)\n/.exec(out);
       if (!m) return;
