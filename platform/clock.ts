@@ -1,5 +1,5 @@
 /** Wall-clock time as an ISO 8601 string, the form every record and response uses. */
-export const nowIso = (): string => new Date().toISOString();
+export const nowIso = (): string => isoOf(Date.now());
 
 // `toISOString` allocates a Date and formats every field; a turn formats two times in the same second.
 let cachedSecond = NaN;
@@ -11,14 +11,16 @@ let cachedPrefix = '';
  */
 export function isoOf(ms: number): string {
   const second = Math.floor(ms / 1000);
-  if (!Number.isInteger(ms) || second !== cachedSecond) {
-    const full = new Date(ms).toISOString();
-    if (!Number.isInteger(ms)) return full;
+  const whole = Number.isInteger(ms);
+  if (whole && second === cachedSecond) {
+    const milli = ms - second * 1000;
+    return `${cachedPrefix}${milli < 10 ? '00' : milli < 100 ? '0' : ''}${milli}Z`;
+  }
+  const full = new Date(ms).toISOString();
+  if (whole) {
     cachedSecond = second;
     // Everything before the milliseconds and the `Z` (years past 9999 make the prefix longer).
     cachedPrefix = full.slice(0, -4);
-    return full;
   }
-  const milli = ms - second * 1000;
-  return `${cachedPrefix}${milli < 10 ? '00' : milli < 100 ? '0' : ''}${milli}Z`;
+  return full;
 }
