@@ -63,6 +63,12 @@ async function voiceCalls(project: ChatProject): Promise<any[]> {
   return (await read({ channel: 'VOICE-SIP' })).body.conversations ?? [];
 }
 
+/**
+ * What the platform printed, for a failed dialog: this file has failed in CI with every SIP exchange
+ * unanswered while the platform's HTTP API kept answering, and its log is where the SIP stack's errors go.
+ */
+const platformOut = () => `${p.stdout().slice(-3000)}\n--- stderr ---\n${p.stderr().slice(-3000)}`;
+
 let project: ChatProject;
 const NUMBER = '+442079460140';
 
@@ -76,7 +82,7 @@ t.test('inbound CANCEL right after the INVITE: a clean end either way, nothing i
   // CANCEL (sent right after the INVITE) usually arrives after the 200 and has no effect. What is
   // guaranteed: both ends see a well-formed outcome, nothing stays in progress, and the RTP port is freed
   // (the next test's call needs the only port of the range).
-  t.equal(run.code, 0, 'sipp got 200 for its CANCEL and either 487 (ACKed) or the INVITE answered (ACKed, BYE answered)', { out: run.out.slice(-3000) });
+  t.equal(run.code, 0, 'sipp got 200 for its CANCEL and either 487 (ACKed) or the INVITE answered (ACKed, BYE answered)', { out: run.out.slice(-3000), platform: platformOut() });
   const calls = await waitFor(async () => {
     const all = await voiceCalls(project);
     return all.every((c: any) => c.in_progress === false) ? [all] : null;
@@ -99,7 +105,7 @@ t.test('re-INVITE mid-call: 200 OK with SDP, the call goes on, the next answer r
   }, 20);
   const done = await run;
   clearInterval(watch);
-  t.equal(done.code, 0, 'sipp got 200 OK with SDP to its re-INVITE, ACKed it, and the BYE was answered', { out: done.out.slice(-3000) });
+  t.equal(done.code, 0, 'sipp got 200 OK with SDP to its re-INVITE, ACKed it, and the BYE was answered', { out: done.out.slice(-3000), platform: platformOut() });
   t.ok(before.got.voiced > 5, `the greeting reached the first port (${before.got.voiced} voiced packets)`);
   t.ok(after.got.voiced > 5, `the answer after the re-INVITE reached the new port (${after.got.voiced} voiced packets)`);
   t.ok(atReinvite >= 0 && before.got.packets - atReinvite <= 1, 'and nothing more went to the old port');
@@ -128,7 +134,7 @@ t.test('outbound through a trunk with digest auth: 401 challenge, INVITE again w
     return s.body.status === 'success' || s.body.status === 'failure' ? s.body : null;
   });
   // sipp's verifyauth checks the response against the password; a wrong one gets 403, a failure here.
-  t.equal(last.status, 'success', `answered after the challenge: sipp verified the credentials (${last.reason ?? ''})`);
+  t.equal(last.status, 'success', `answered after the challenge: sipp verified the credentials (${last.reason ?? ''})`, { platform: platformOut() });
   const done = await sipp;
   t.equal(done.code, 0, 'sipp found the Authorization header with the username, realm and nonce, and its BYE was answered', { out: done.out.slice(-3000) });
   t.ok(sink.got.voiced > 5, `the agent spoke to the far end (${sink.got.voiced} voiced packets)`);

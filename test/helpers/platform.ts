@@ -21,6 +21,8 @@ export interface Platform {
   operatorToken: string;
   child: ChildProcess;
   stdout: () => string;
+  /** What the process wrote to stderr so far. */
+  stderr: () => string;
   /** SIGTERM and wait for exit; resolves with the exit code. */
   stop: () => Promise<number | null>;
 }
@@ -98,6 +100,7 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
     operatorToken: operatorToken || generated || '',
     child,
     stdout: () => out,
+    stderr: () => err,
     stop: async () => {
       if (child.exitCode === null) child.kill('SIGTERM');
       return exited;
