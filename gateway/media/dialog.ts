@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import sip, { type Aor, type Remote, type SipMessage, type Stack } from 'sip';
 import digest from 'sip/digest.js';
+import { allListening, capturingListeners } from './listening.js';
 
 /**
  * The SIP dialog layer of the media gateway, in one place (RFC 3261): a user agent over the `sip` package's
@@ -334,27 +335,52 @@ export interface OutgoingInvite {
 /** The user agent: the `sip` stack started on HOST, with the dialogs it holds. */
 export class SipEndpoint {
   stack!: Stack;
+  private listeners: Array<{ close(): unknown }> = [];
   readonly dialogs = new Map<string, Dialog>();
   private readonly pending = new Map<string, IncomingInvite>();
   onInvite: ((invite: IncomingInvite) => void) | null = null;
 
   constructor(readonly o: SipEndpointOptions) {}
 
-  start(): void {
-    this.stack = sip.create(
-      {
-        address: this.o.host,
-        port: this.o.port,
-        ...(this.o.tls ? { tls: { key: this.o.tls.key, cert: this.o.tls.cert, rejectUnauthorized: this.o.tls.verifyPeer }, tls_port: this.o.tlsPort } : {}),
-        logger: { error: (e) => this.o.log?.('sip stack error', { err: String(e) }) },
-      },
-      (rq, remote) => this.onRequest(rq, remote),
+  /**
+   * Starts the stack: resolves once its UDP and TCP (and TLS) sockets listen; rejects with the bind error
+   * (EADDRINUSE when the port is taken), after which `stop()` closes what did bind.
+   */
+  async start(): Promise<void> {
+    const { value, listeners } = capturingListeners(() =>
+      sip.create(
+        {
+          address: this.o.host,
+          port: this.o.port,
+          ...(this.o.tls ? { tls: { key: this.o.tls.key, cert: this.o.tls.cert, rejectUnauthorized: this.o.tls.verifyPeer }, tls_port: this.o.tlsPort } : {}),
+          logger: { error: (e) => this.o.log?.('sip stack error', { err: String(e) }) },
+        },
+        (rq, remote) => this.onRequest(rq, remote),
+      ),
     );
+    this.stack = value;
+    this.listeners = listeners;
+    let started = false;
+    await allListening(listeners, (err) => {
+      if (started) this.o.log?.('sip socket error', { err: String(err) });
+    });
+    started = true;
   }
 
   stop(): void {
     for (const d of [...this.dialogs.values()]) d.end();
-    this.stack?.destroy();
+    try {
+      this.stack?.destroy();
+    } catch {
+      // A stack whose start failed: closing a socket that never bound throws before the others are closed.
+      for (const l of this.listeners) {
+        try {
+          l.close();
+        } catch {
+          // never bound, or closed above
+        }
+      }
+    }
   }
 
   /** Our Contact for a transport. */

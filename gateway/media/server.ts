@@ -103,8 +103,9 @@ export class MediaGateway {
       });
   }
 
-  start(): void {
-    this.ua.start();
+  /** Starts the user agent; rejects with its bind error (see `SipEndpoint.start`). */
+  start(): Promise<void> {
+    return this.ua.start();
   }
 
   /** The address SDP names for our audio. */
@@ -250,20 +251,27 @@ export type MediaSettings = MediaConfig;
  * Starts the media role: resolves port 0 to free ports, loads (or generates) the TLS certificate, and
  * starts the user agent.
  */
-export async function startMediaGateway(o: Omit<MediaGatewayOptions, 'sipPort' | 'tls' | 'rtpPortMin' | 'rtpPortMax' | 'turnTaking'> & { settings: MediaSettings; dataDir: string }): Promise<MediaGateway> {
-  const { freeSipPort, sipPortFree } = await import('./ports.js');
+export async function startMediaGateway(
+  o: Omit<MediaGatewayOptions, 'sipPort' | 'tls' | 'rtpPortMin' | 'rtpPortMax' | 'turnTaking'> & {
+    settings: MediaSettings;
+    dataDir: string;
+    /** How port 0 becomes a port (tests hand out a taken one first). */
+    freePort?: (host: string) => Promise<number>;
+  },
+): Promise<MediaGateway> {
+  const { freeSipPort: probe, sipPortFree } = await import('./ports.js');
+  const freeSipPort = o.freePort ?? probe;
   const { sipTlsCredentials } = await import('./tls.js');
   const s = o.settings;
   // The `sip` package would crash the process on a taken port; say which setting instead.
   if (s.sipPort && !(await sipPortFree(o.host, s.sipPort, true))) throw new Error(`SIP_PORT ${s.sipPort} is in use on ${o.host} (UDP or TCP); set SIP_PORT to a free port, or 0 for any`);
   if (s.tlsPort && !(await sipPortFree(o.host, s.tlsPort, false))) throw new Error(`SIP_TLS_PORT ${s.tlsPort} is in use on ${o.host}; set SIP_TLS_PORT to a free port, 0 for any, or off`);
-  const sipPort = s.sipPort || (await freeSipPort(o.host));
-  let tls: MediaGatewayOptions['tls'] = null;
+  let creds: { cert: string | Buffer; key: string | Buffer } | null = null;
   if (s.tlsPort !== null) {
     try {
-      const creds = await sipTlsCredentials({ dataDir: o.dataDir, certFile: s.tlsCertFile, keyFile: s.tlsKeyFile, host: o.host });
-      if (creds.generated) o.log('info', 'generated a self-signed SIP TLS certificate', { file: creds.generated });
-      tls = { port: s.tlsPort || (await freeSipPort(o.host)), cert: creds.cert, key: creds.key, verifyPeer: s.tlsVerify };
+      const made = await sipTlsCredentials({ dataDir: o.dataDir, certFile: s.tlsCertFile, keyFile: s.tlsKeyFile, host: o.host });
+      if (made.generated) o.log('info', 'generated a self-signed SIP TLS certificate', { file: made.generated });
+      creds = made;
     } catch (err) {
       // Named files that cannot be read are a configuration error; a certificate that cannot be generated
       // (no openssl) leaves SIP over UDP and TCP working.
@@ -271,7 +279,21 @@ export async function startMediaGateway(o: Omit<MediaGatewayOptions, 'sipPort' |
       o.log('warn', 'SIP over TLS is off: no certificate could be generated (set SIP_TLS_CERT and SIP_TLS_KEY)', { err: String(err) });
     }
   }
-  const gw = new MediaGateway(Object.assign({}, o, { sipPort, tls, rtpPortMin: s.rtpPortMin, rtpPortMax: s.rtpPortMax, turnTaking: s.turnTaking }));
-  gw.start();
-  return gw;
+  // A port found free (port 0) can be taken by another process before the stack binds it: then try others.
+  for (let attempt = 1; ; attempt++) {
+    const sipPort = s.sipPort || (await freeSipPort(o.host));
+    const tls: MediaGatewayOptions['tls'] = creds ? { port: s.tlsPort || (await freeSipPort(o.host)), cert: creds.cert, key: creds.key, verifyPeer: s.tlsVerify } : null;
+    const gw = new MediaGateway(Object.assign({}, o, { sipPort, tls, rtpPortMin: s.rtpPortMin, rtpPortMax: s.rtpPortMax, turnTaking: s.turnTaking }));
+    try {
+      await gw.start();
+      return gw;
+    } catch (err) {
+      gw.ua.stop();
+      const taken = (err as NodeJS.ErrnoException).code === 'EADDRINUSE';
+      const chosen = !s.sipPort && (s.tlsPort === 0 || !tls);
+      if (taken && chosen && attempt < 5) continue;
+      if (taken) throw new Error(`SIP_PORT ${sipPort}${tls ? ` or SIP_TLS_PORT ${tls.port}` : ''} is in use on ${o.host}; set free ports, or 0 for any`);
+      throw err;
+    }
+  }
 }

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -42,7 +42,9 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'sb-test-'));
   const operatorToken = opts.generateToken ? '' : opts.env?.OPERATOR_TOKEN ?? `test-operator-${randomBytes(12).toString('hex')}`;
   // As `npm start` and the Procfile run it (docs/runtime.md, "Memory": the young generation's size).
-  const args = [...NODE_FLAGS, MAIN, ...(opts.roles ?? [])];
+  // `--report-on-signal`: a process that does not start is asked for a diagnostic report (SIGUSR2) first,
+  // whose JavaScript stack and open handles say where it waits.
+  const args = [...NODE_FLAGS, '--report-on-signal', `--report-directory=${dataDir}`, MAIN, ...(opts.roles ?? [])];
   // `exec` keeps the pid: signals sent to the child reach the platform, not a shell.
   const [command, argv] = opts.fdLimit
     ? ['/bin/sh', ['-c', `ulimit -n ${opts.fdLimit} && exec "$0" "$@"`, process.execPath, ...args]]
@@ -72,9 +74,10 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const ready = await new Promise<{ edge: string; socket: string; worker: string }>((resolve, reject) => {
     // A process that does not start is killed, so that it cannot keep the test file running into tap's timeout.
-    const timer = setTimeout(() => {
+    const timer = setTimeout(async () => {
+      const report = await diagnosticReport(child, dataDir);
       child.kill('SIGKILL');
-      reject(new Error(`platform (${opts.roles?.join('+') ?? 'all roles'}) did not start in 30 s:\n${out}\n${err}`));
+      reject(new Error(`platform (${opts.roles?.join('+') ?? 'all roles'}) did not start in 30 s:\n${out}\n${err}\n${report}`));
     }, 30_000);
     const check = () => {
       const m = /serving: (.*)\n/.exec(out);
@@ -111,4 +114,26 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
 /** Removes a temporary data dir. */
 export function removeDir(dir: string): void {
   rmSync(dir, { recursive: true, force: true });
+}
+
+/**
+ * Asks a process started with `--report-on-signal` for Node's diagnostic report and gives the part that says
+ * where it is: the main thread's JavaScript stack and its active handles (timers, sockets, the thread pool).
+ */
+async function diagnosticReport(child: ChildProcess, dir: string): Promise<string> {
+  const before = new Set(readdirSync(dir));
+  child.kill('SIGUSR2');
+  for (let i = 0; i < 20; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    const file = readdirSync(dir).find((f) => !before.has(f) && /^report\..*\.json$/.test(f));
+    if (!file) continue;
+    try {
+      const r = JSON.parse(readFileSync(join(dir, file), 'utf8'));
+      const handles = (r.libuv ?? []).filter((h: any) => h.is_active).map((h: any) => `${h.type}${h.localEndpoint ? ` ${JSON.stringify(h.localEndpoint)}` : ''}${h.remoteEndpoint ? ` -> ${JSON.stringify(h.remoteEndpoint)}` : ''}`);
+      return `diagnostic report (${file}):\n${r.javascriptStack?.message ?? ''}\n${(r.javascriptStack?.stack ?? []).join('\n')}\nactive handles: ${handles.join('; ')}`;
+    } catch {
+      // still being written
+    }
+  }
+  return 'no diagnostic report within 2 s (the main thread does not reach the event loop)';
 }
