@@ -281,20 +281,34 @@ async function load(): Promise<string[]> {
 
 /**
  * The open loop: OPEN_SESSIONS joined sessions on the embedded platform, each sending a user message every
- * OPEN_INTERVAL_MS; the latency from when a message was due to the agent's message.
+ * OPEN_INTERVAL_MS; the latency from when a message was due to the agent's message. Its baseline: the same
+ * load clients, sockets and schedule against the bare echo server, which is the load generator's own
+ * latency on this machine (its clients share the cores with the server).
  */
 async function openLoop(): Promise<string[]> {
+  const clients = Math.max(CLIENTS, Math.ceil(OPEN_SESSIONS / SOCKETS_PER_CLIENT));
+  const schedule = { durationMs: OPEN_S * 1000, intervalMs: OPEN_INTERVAL_MS };
+  const bare = fork(fileURLToPath(new URL('./bare-uws.js', import.meta.url)));
+  let baseline: Row;
+  try {
+    const { port } = await new Promise<{ port: number }>((r) => bare.once('message', (m) => r(m as { port: number })));
+    baseline = await withClients(clients, (cs) =>
+      loadRow('bare echo, open loop', cs, (_i, count) => ({ op: 'echo', url: `ws://127.0.0.1:${port}/ws`, sockets: count, payload: FRAME, localAddress: loopback() }), OPEN_SESSIONS, undefined, schedule),
+    );
+  } finally {
+    bare.kill();
+  }
   const p = await startPlatform({ env: PLATFORM_ENV });
   try {
     const { token } = await messagingProject(p, 'Messaging Open Loop');
-    const clients = Math.max(CLIENTS, Math.ceil(OPEN_SESSIONS / SOCKETS_PER_CLIENT));
     const row = await withClients(clients, (cs) =>
-      loadRow('messaging, embedded, open loop', cs, messagingCommand(p.socket, token, true, 50), OPEN_SESSIONS, undefined, { durationMs: OPEN_S * 1000, intervalMs: OPEN_INTERVAL_MS }),
+      loadRow('messaging, embedded, open loop', cs, messagingCommand(p.socket, token, true, 50), OPEN_SESSIONS, undefined, schedule),
     );
     const offered = (OPEN_SESSIONS * 1000) / OPEN_INTERVAL_MS;
     return [
       `messaging open loop — ${fmt(row.opened)} sessions (opened in ${fmt(row.setupMs / 1000, 1)} s), one user message each every ${fmt(OPEN_INTERVAL_MS / 1000, 1)} s (${fmt(offered)} /s offered), ${OPEN_S} s`,
       `  user message → agent message: ${fmt(row.perSecond)} /s answered, p50 ${fmt(row.p50, 2)} ms, p99 ${fmt(row.p99, 2)} ms${row.errors ? `, errors ${row.errors}: ${JSON.stringify(row.errorKinds)}` : ''}`,
+      `  baseline: the same clients and schedule against the bare uWebSockets.js echo: p50 ${fmt(baseline.p50, 2)} ms, p99 ${fmt(baseline.p99, 2)} ms${baseline.errors ? `, errors ${baseline.errors}` : ''}`,
       `  target: p99 under 50 ms (${row.p99 < 50 && row.errors === 0 ? 'met' : 'NOT met'})`,
       ...platformErrors(p),
     ];

@@ -245,8 +245,11 @@ async function runOpen(durationMs: number, intervalMs: number): Promise<RunReply
     lanes.map(async (lane) => {
       let due = started + Math.random() * intervalMs;
       while (due < end && lane.open()) {
-        const wait = due - performance.now();
-        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        // Node's timers round the delay down to whole milliseconds and can fire before `due`, which
+        // timed the bare echo's sub-millisecond round trips as negative: the last part is waited out in turns.
+        for (let wait = due - performance.now(); wait > 0; wait = due - performance.now()) {
+          await new Promise((r) => (wait >= 1 ? setTimeout(r, wait) : setImmediate(r)));
+        }
         const at = due;
         inFlight.push(
           lane.roundTrip().then(
