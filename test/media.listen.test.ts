@@ -123,3 +123,16 @@ t.test('a fixed port in use: start fails with a message naming the setting', asy
     { message: new RegExp(`SIP_PORT ${udpPort(held)} is in use`) },
   );
 });
+
+t.test('a fixed TLS port in use: start fails with a message naming SIP_TLS_PORT', async (t) => {
+  const held = await holdTcp();
+  t.teardown(() => close(held));
+  const dataDir = mkdtempSync(join(tmpdir(), 'sb-media-listen-'));
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
+  // The certificate is generated into the data dir (openssl), so the start reaches the bind.
+  const settings = { sipPort: 0, tlsPort: tcpPort(held), tlsVerify: true, rtpPortMin: 0, rtpPortMax: 0 } as unknown as MediaSettings;
+  await t.rejects(
+    startMediaGateway({ host: HOST, settings, dataDir, log: () => {} } as unknown as Parameters<typeof startMediaGateway>[0]),
+    { message: new RegExp(`SIP_TLS_PORT ${tcpPort(held)} is in use`) },
+  );
+});

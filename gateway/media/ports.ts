@@ -24,18 +24,3 @@ export async function freeSipPort(host: string): Promise<number> {
   }
   throw new Error('no free port for SIP');
 }
-
-/** Whether `port` is free on `host` for TCP (and for UDP too when `udp`). */
-export async function sipPortFree(host: string, port: number, udp: boolean): Promise<boolean> {
-  const tcp = await new Promise<boolean>((resolve) => {
-    const s = net.createServer();
-    s.once('error', () => resolve(false));
-    s.listen(port, host, () => s.close(() => resolve(true)));
-  });
-  if (!tcp || !udp) return tcp;
-  return new Promise<boolean>((resolve) => {
-    const u = dgram.createSocket(host.includes(':') ? 'udp6' : 'udp4');
-    u.once('error', () => resolve(false));
-    u.bind(port, host, () => u.close(() => resolve(true)));
-  });
-}

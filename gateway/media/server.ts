@@ -259,13 +259,10 @@ export async function startMediaGateway(
     freePort?: (host: string) => Promise<number>;
   },
 ): Promise<MediaGateway> {
-  const { freeSipPort: probe, sipPortFree } = await import('./ports.js');
+  const { freeSipPort: probe } = await import('./ports.js');
   const freeSipPort = o.freePort ?? probe;
   const { sipTlsCredentials } = await import('./tls.js');
   const s = o.settings;
-  // The `sip` package would crash the process on a taken port; say which setting instead.
-  if (s.sipPort && !(await sipPortFree(o.host, s.sipPort, true))) throw new Error(`SIP_PORT ${s.sipPort} is in use on ${o.host} (UDP or TCP); set SIP_PORT to a free port, or 0 for any`);
-  if (s.tlsPort && !(await sipPortFree(o.host, s.tlsPort, false))) throw new Error(`SIP_TLS_PORT ${s.tlsPort} is in use on ${o.host}; set SIP_TLS_PORT to a free port, 0 for any, or off`);
   let creds: { cert: string | Buffer; key: string | Buffer } | null = null;
   if (s.tlsPort !== null) {
     try {
@@ -279,7 +276,8 @@ export async function startMediaGateway(
       o.log('warn', 'SIP over TLS is off: no certificate could be generated (set SIP_TLS_CERT and SIP_TLS_KEY)', { err: String(err) });
     }
   }
-  // A port found free (port 0) can be taken by another process before the stack binds it: then try others.
+  // A taken port is known by the bind itself (`SipEndpoint.start`). A port found free for port 0 can be taken
+  // by another process before the stack binds it: then try others; a configured one is named.
   for (let attempt = 1; ; attempt++) {
     const sipPort = s.sipPort || (await freeSipPort(o.host));
     const tls: MediaGatewayOptions['tls'] = creds ? { port: s.tlsPort || (await freeSipPort(o.host)), cert: creds.cert, key: creds.key, verifyPeer: s.tlsVerify } : null;
@@ -289,11 +287,12 @@ export async function startMediaGateway(
       return gw;
     } catch (err) {
       gw.ua.stop();
-      const taken = (err as NodeJS.ErrnoException).code === 'EADDRINUSE';
-      const chosen = !s.sipPort && (s.tlsPort === 0 || !tls);
-      if (taken && chosen && attempt < 5) continue;
-      if (taken) throw new Error(`SIP_PORT ${sipPort}${tls ? ` or SIP_TLS_PORT ${tls.port}` : ''} is in use on ${o.host}; set free ports, or 0 for any`);
-      throw err;
+      const e = err as NodeJS.ErrnoException & { port?: number };
+      if (e.code !== 'EADDRINUSE') throw err;
+      const onTls = tls !== null && e.port === tls.port && e.port !== sipPort;
+      if ((onTls ? s.tlsPort === 0 : !s.sipPort) && attempt < 5) continue;
+      if (onTls) throw new Error(`SIP_TLS_PORT ${tls.port} is in use on ${o.host}; set SIP_TLS_PORT to a free port, 0 for any, or off`);
+      throw new Error(`SIP_PORT ${sipPort} is in use on ${o.host} (UDP or TCP); set SIP_PORT to a free port, or 0 for any`);
     }
   }
 }

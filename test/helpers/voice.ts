@@ -179,7 +179,6 @@ export async function bindNumber(api: (m: string, p: string, b?: unknown) => Pro
 }
 
 /** Whether `port` can be bound now: UDP on every address (what a platform's RTP socket takes), and TCP. */
-/** Whether `port` is free on every address now, for UDP and TCP. */
 export async function bindable(port: number): Promise<boolean> {
   const udp = await new Promise<boolean>((resolve) => {
     const u = dgram.createSocket('udp4');
