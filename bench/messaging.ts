@@ -10,7 +10,8 @@
  * - open loop: BENCH_OPEN_SESSIONS (5,000) joined sessions, each sending one user message every
  *   BENCH_OPEN_INTERVAL_MS (5,000) ms for BENCH_OPEN_S (30) seconds whatever the answers do; the user message
  *   to agent message latency, timed from when each message was due (p50/p99, target p99 under 50 ms).
- * BENCH_MODES (`load,open,idle`) picks the parts; BENCH_CLIENTS (1) spreads the load sockets over processes.
+ * BENCH_MODES (`load,open,idle`) picks the parts; BENCH_CLIENTS (1) spreads the load sockets over processes;
+ * BENCH_TIMINGS=1 prints the open loop platform's step timings (SB_TIMINGS).
  * Run: `npm run build && node dist/bench/messaging.js`.
  */
 import { fork, type ChildProcess } from 'node:child_process';
@@ -298,24 +299,31 @@ async function openLoop(): Promise<string[]> {
   } finally {
     bare.kill();
   }
-  const p = await startPlatform({ env: PLATFORM_ENV });
+  const timings = process.env.BENCH_TIMINGS === '1';
+  const inspectPort = process.env.BENCH_PROFILE ? await freePort() : null;
+  const p = await startPlatform({ env: { ...PLATFORM_ENV, SB_TIMINGS: timings ? '1' : undefined, NODE_OPTIONS: inspectPort ? `--inspect=127.0.0.1:${inspectPort}` : undefined } });
+  const lines: string[] = [];
   try {
     const { token } = await messagingProject(p, 'Messaging Open Loop');
     const row = await withClients(clients, (cs) =>
-      loadRow('messaging, embedded, open loop', cs, messagingCommand(p.socket, token, true, 50), OPEN_SESSIONS, undefined, schedule),
+      loadRow('messaging, embedded, open loop', cs, messagingCommand(p.socket, token, true, 50), OPEN_SESSIONS, (run) => profiled(inspectPort, run), schedule),
     );
     const offered = (OPEN_SESSIONS * 1000) / OPEN_INTERVAL_MS;
-    return [
+    lines.push(
       `messaging open loop — ${fmt(row.opened)} sessions (opened in ${fmt(row.setupMs / 1000, 1)} s), one user message each every ${fmt(OPEN_INTERVAL_MS / 1000, 1)} s (${fmt(offered)} /s offered), ${OPEN_S} s`,
       `  user message → agent message: ${fmt(row.perSecond)} /s answered, p50 ${fmt(row.p50, 2)} ms, p99 ${fmt(row.p99, 2)} ms${row.errors ? `, errors ${row.errors}: ${JSON.stringify(row.errorKinds)}` : ''}`,
       `  baseline: the same clients and schedule against the bare uWebSockets.js echo: p50 ${fmt(baseline.p50, 2)} ms, p99 ${fmt(baseline.p99, 2)} ms${baseline.errors ? `, errors ${baseline.errors}` : ''}`,
       `  target: p99 under 50 ms (${row.p99 < 50 && row.errors === 0 ? 'met' : 'NOT met'})`,
       ...platformErrors(p),
-    ];
+    );
   } finally {
     await p.stop();
     removeDir(p.dataDir);
   }
+  // BENCH_TIMINGS=1: the platform's step timings (`SB_TIMINGS`), printed by it at exit.
+  const steps = timings ? /timings \(ms[\s\S]*/.exec(p.stdout())?.[0] : undefined;
+  if (steps) lines.push(steps.trimEnd());
+  return lines;
 }
 
 /** The platform process's resident memory from /proc: total and anonymous (heap, buffers; not mapped files). */
@@ -366,8 +374,8 @@ async function heapAfterGc(inspectPort: number): Promise<number | null> {
 }
 
 /**
- * With BENCH_PROFILE=<file>, a CPU profile of the embedded platform process over the timed messaging run
- * (sessions already open) or, for the idle part, over the opening of the sessions: where the time goes (open
+ * With BENCH_PROFILE=<file>, a CPU profile of the embedded platform process over the timed messaging run or
+ * the open loop (sessions already open) or, for the idle part, over the opening of the sessions: where the time goes (open
  * the file in Chrome DevTools).
  */
 async function profiled<T>(inspectPort: number | null, run: () => Promise<T>): Promise<T> {

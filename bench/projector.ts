@@ -10,13 +10,13 @@ export const benchProjector: Projector = {
   name: 'bench-conversation-steps',
   kinds: ['conversation'],
   async apply(entries, store) {
-    const steps = store.collection({ name: 'bench_conversation_steps' });
+    const steps = store.collection({ name: 'bench_conversation_steps', readModel: true });
     const newest = new Map<string, (typeof entries)[number]>();
     for (const e of entries) newest.set(e.key, e);
     await Promise.all([...newest.values()].map((e) => steps.putNewer({ id: e.key, version: e.version, value: JSON.stringify(e.value), events: e.events.length, at: e.at }, 'version')));
   },
   async reset(store) {
-    await store.collection({ name: 'bench_conversation_steps' }).delete({});
+    await store.collection({ name: 'bench_conversation_steps', readModel: true }).delete({});
   },
 };
 

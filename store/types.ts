@@ -35,6 +35,13 @@ export interface IndexSpec {
 export interface CollectionSpec {
   name: string;
   indexes?: IndexSpec[];
+  /**
+   * A read model: written by projectors from the journal (and rebuilt from it), plus the projection
+   * checkpoints. The embedded store keeps read models in a file of their own (`read-models.mdb`) with its own
+   * writer lock and flush, so projecting never holds up an actor's commit; MongoDB keeps them like any other
+   * collection. Every declaration of a collection must say the same.
+   */
+  readModel?: boolean;
 }
 
 export interface FindOptions {

@@ -54,7 +54,7 @@ async function withStore<T>(read: (store: Store) => Promise<T>): Promise<T> {
   }
 }
 
-const checkpointOf = (store: Store) => store.collection<{ id: string; partitions: Record<string, number> }>({ name: 'projection_checkpoints' }).get('test-counts')
+const checkpointOf = (store: Store) => store.collection<{ id: string; partitions: Record<string, number> }>({ name: 'projection_checkpoints', readModel: true }).get('test-counts')
   .then((doc) => Math.min(...[0, 1, 2, 3].map((p) => doc?.partitions[p] ?? 0)));
 
 const versions: number[] = [];
@@ -93,7 +93,7 @@ t.test('a runner killed between commit and projection resumes from its checkpoin
   const second = await child(['project', '200'], /ready\n/);
   t.teardown(() => kill(second));
   t.ok(await eventually(async () => (await withStore(checkpointOf)) >= head, 30_000, 50), 'the restarted runner reaches the head');
-  const counts = await withStore((store) => store.collection<CountDoc>({ name: COUNTS }).find({}));
+  const counts = await withStore((store) => store.collection<CountDoc>({ name: COUNTS, readModel: true }).find({}));
   const byKey = new Map(counts.map((c) => [c.id, c]));
   for (let i = 0; i < COUNTERS; i++) {
     const c = byKey.get(`counter/c-${i}`);
@@ -113,7 +113,7 @@ t.test('a projection rebuilt from the journal equals the one built live (admin A
   t.match(live.body, { caughtUp: true, partitions: 4 });
   t.match(counts(live.body), { name: 'test-counts', kinds: ['counter'], epoch: 0 });
   t.equal(counts(live.body).checkpoint, live.body.head, 'caught up with the head');
-  const read = () => withStore((store) => store.collection<CountDoc>({ name: COUNTS }).find({}, { sort: { id: 1 } }));
+  const read = () => withStore((store) => store.collection<CountDoc>({ name: COUNTS, readModel: true }).find({}, { sort: { id: 1 } }));
   const before = await read();
   t.equal(before.length, COUNTERS);
 

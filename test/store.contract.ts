@@ -720,6 +720,19 @@ export async function storeContract(t: Test, makeStore: MakeStore, reopen?: Reop
     t.same(read, [...seqs].sort((a, b) => a - b), 'read in seq order');
   });
 
+  t.test('a read model is declared the same way everywhere; it reads and writes like any collection', async (t) => {
+    const store = await open(t);
+    store.collection({ name: 'plain' });
+    const projected = store.collection({ name: 'projected', readModel: true });
+    t.throws(() => store.collection({ name: 'plain', readModel: true }), /already declared as not a read model/);
+    t.throws(() => store.collection({ name: 'projected' }), /already declared as a read model/);
+    t.equal(store.collection({ name: 'projected', readModel: true }), projected, 'declaring again returns the same collection');
+    await projected.insert({ id: 'p', n: 1 });
+    await projected.update({ id: 'p' }, { $inc: { n: 1 } });
+    t.match(await projected.get('p'), { n: 2 });
+    t.match(await store.collection({ name: 'plain' }).get('p'), null, 'apart from other collections');
+  });
+
   t.test('collections are isolated from each other', async (t) => {
     const store = await open(t);
     const a = store.collection({ name: 'a', indexes: [{ fields: ['k'], unique: true }] });

@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -38,9 +38,60 @@ t.test('layout', async (t) => {
   const dataDir = path.join(tempDir(), 'nested', 'data');
   const store = await makeStore(dataDir);
   await store.collection({ name: 'c' }).insert({ id: 'x' });
+  await store.collection({ name: 'rm', readModel: true }).insert({ id: 'y' });
   await store.close();
-  t.ok(fs.existsSync(path.join(dataDir, 'store.mdb')), 'one environment file in the created data directory');
+  t.ok(fs.existsSync(path.join(dataDir, 'store.mdb')), 'the main file in the created data directory');
+  t.ok(fs.existsSync(path.join(dataDir, 'read-models.mdb')), 'and the read models\' file beside it');
   t.equal(store.backend, 'lmdb');
+  const env = openEnv(dataDir);
+  t.teardown(() => Promise.all([env.root.close(), env.readModels.root.close()]));
+  t.same(env.records.get(['c', 'x']), { id: 'x' }, 'a record is in store.mdb');
+  t.equal(env.readModels.records.get(['c', 'x']), undefined);
+  t.same(env.readModels.records.get(['rm', 'y']), { id: 'y' }, 'a read model is in read-models.mdb');
+  t.equal(env.records.get(['rm', 'y']), undefined);
+});
+
+t.test('a read-model write does not wait for the main file\'s writer lock; a record write does', async (t) => {
+  const dataDir = tempDir();
+  const store = await makeStore(dataDir);
+  t.teardown(() => store.close());
+  // Declared first: declaring a new collection builds its catalog entry under the writer lock.
+  const plain = store.collection({ name: 'plain' });
+  const projected = store.collection({ name: 'projected', readModel: true });
+  const holder = spawn(process.execPath, [path.join(import.meta.dirname, 'fixtures', 'writer-lock-holder.js'), dataDir], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const exited = new Promise<void>((resolve) => holder.on('exit', () => resolve()));
+  t.teardown(() => holder.kill());
+  await new Promise<void>((resolve) => holder.stdout.on('data', (d: Buffer) => d.toString().includes('held') && resolve()));
+  const order: string[] = [];
+  const record = plain.insert({ id: 'a' }).then(() => order.push('record written'));
+  await projected.insert({ id: 'b' });
+  order.push('read model written');
+  order.push('lock released');
+  holder.stdin.end();
+  await exited;
+  await record;
+  t.same(order, ['read model written', 'lock released', 'record written']);
+});
+
+t.test('a read-model batch commits only after the main file\'s commits before it are flushed', async (t) => {
+  const env = openEnv(tempDir());
+  t.teardown(() => Promise.all([env.root.close(), env.readModels.root.close()]));
+  const order: string[] = [];
+  // Watch store.mdb's flushes (lmdb-js's asynchronous mdb_env_sync; its typings do not declare it).
+  const root = env.root as unknown as { sync(cb: (err?: unknown) => void): void };
+  const sync = root.sync.bind(root);
+  root.sync = (cb) => {
+    order.push('store.mdb flush started');
+    sync((err) => {
+      order.push('store.mdb flushed');
+      cb(err);
+    });
+  };
+  await env.readModels.batch(() => {
+    order.push('read-model batch written');
+    env.readModels.records.putSync(['rm', 'z'], { id: 'z' });
+  });
+  t.same(order, ['store.mdb flush started', 'store.mdb flushed', 'read-model batch written']);
 });
 
 t.test('index ranges over awkward strings agree with a full scan', async (t) => {

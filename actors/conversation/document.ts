@@ -44,6 +44,7 @@ export const conversationDocuments = (store: Store): Collection<ConversationDocu
       { fields: ['project_id', 'environment', 'channel', 'started_at'] },
       { fields: ['project_id', 'environment', 'variant_id', 'started_at'] },
     ],
+    readModel: true,
   });
 
 /** The document of an ended conversation's record. */

@@ -49,5 +49,6 @@ export function conversationRecords(store: Store): Collection<ConversationRecord
       // Semantic search embeds the conversations in progress at query time (their entry changes once, at the end).
       { fields: ['project_id', 'environment', 'in_progress', 'started_at'] },
     ],
+    readModel: true,
   });
 }

@@ -77,19 +77,20 @@ export const conversationVectors = (store: Store): Collection<ConversationVector
   store.collection<ConversationVector>({
     name: 'conversation_vectors',
     indexes: [{ fields: ['project_id', 'environment', 'started_at'] }, { fields: ['project_id', 'environment', 'in_progress', 'started_at'] }],
+    readModel: true,
   });
 
 export const conversationSpans = (store: Store): Collection<SpanSlot> =>
-  store.collection<SpanSlot>({ name: 'conversation_spans', indexes: [{ fields: ['project_id', 'environment', 'bucket'] }] });
+  store.collection<SpanSlot>({ name: 'conversation_spans', indexes: [{ fields: ['project_id', 'environment', 'bucket'] }], readModel: true });
 
 export const conversationVectorBuckets = (store: Store): Collection<VectorSlot> =>
-  store.collection<VectorSlot>({ name: 'conversation_vector_buckets', indexes: [{ fields: ['project_id', 'environment', 'bucket'] }] });
+  store.collection<VectorSlot>({ name: 'conversation_vector_buckets', indexes: [{ fields: ['project_id', 'environment', 'bucket'] }], readModel: true });
 
 export const conversationTerms = (store: Store): Collection<TermPosting> =>
-  store.collection<TermPosting>({ name: 'conversation_terms', indexes: [{ fields: ['project_id', 'environment', 'term', 'started_at'] }] });
+  store.collection<TermPosting>({ name: 'conversation_terms', indexes: [{ fields: ['project_id', 'environment', 'term', 'started_at'] }], readModel: true });
 
 export const conversationHours = (store: Store): Collection<HourCount> =>
-  store.collection<HourCount>({ name: 'conversation_hours', indexes: [{ fields: ['project_id', 'environment', 'hour'] }] });
+  store.collection<HourCount>({ name: 'conversation_hours', indexes: [{ fields: ['project_id', 'environment', 'hour'] }], readModel: true });
 
 /** Terms are cut to this length: longer "words" are ids or noise, and keys stay small. */
 const MAX_TERM = 64;

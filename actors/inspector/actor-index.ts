@@ -32,6 +32,7 @@ export const actorIndex = (store: Store): Collection<ActorIndexRecord> =>
   store.collection<ActorIndexRecord>({
     name: 'inspector_actors',
     indexes: [{ fields: ['kind', 'state'] }, { fields: ['project_id', 'kind'] }, { fields: ['updated_at'] }],
+    readModel: true,
   });
 
 /** Every active path of a state value (parents included) and its leaves. */

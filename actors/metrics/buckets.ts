@@ -36,7 +36,7 @@ export const minuteOf = (ms: number) => Math.floor(ms / BUCKET_MS);
 
 /** The `metric_buckets` collection. */
 export function metricBuckets(store: Store): Collection<MetricBucket> {
-  return store.collection<MetricBucket>({ name: 'metric_buckets', indexes: [{ fields: ['scope', 'minute'] }] });
+  return store.collection<MetricBucket>({ name: 'metric_buckets', indexes: [{ fields: ['scope', 'minute'] }], readModel: true });
 }
 
 /** A window's metrics summed over its minutes and lanes. */

@@ -29,7 +29,7 @@ export class Checkpoints {
   readonly records: Collection<CheckpointDoc>;
 
   constructor(store: Store) {
-    this.records = store.collection<CheckpointDoc>({ name: 'projection_checkpoints' });
+    this.records = store.collection<CheckpointDoc>({ name: 'projection_checkpoints', readModel: true });
   }
 
   /** The projector's checkpoint record, created at epoch 0 when it has none yet. */

@@ -18,7 +18,7 @@ interface MarksRecord {
 
 const MAX_VALUES = 1000;
 
-const marksOf = (store: Store) => store.collection<MarksRecord>({ name: 'conversation_pii_marks' });
+const marksOf = (store: Store) => store.collection<MarksRecord>({ name: 'conversation_pii_marks', readModel: true });
 
 const valuesIn = (entry: JournalEntry): string[] =>
   entry.events.flatMap((e) => (e.type === 'conversation.pii_marked' && Array.isArray(e.data.values) ? (e.data.values as unknown[]).filter((v): v is string => typeof v === 'string') : []));

@@ -29,4 +29,4 @@ export interface SessionRecord extends Doc {
 }
 
 export const sessionRecords = (store: Store): Collection<SessionRecord> =>
-  store.collection<SessionRecord>({ name: 'messaging_sessions', indexes: [{ fields: ['account_id', 'status'] }] });
+  store.collection<SessionRecord>({ name: 'messaging_sessions', indexes: [{ fields: ['account_id', 'status'] }], readModel: true });

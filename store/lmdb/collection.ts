@@ -5,7 +5,7 @@ import { page, sortWithId } from '../cursor.js';
 import { StoreDuplicateError } from '../errors.js';
 import { namesId, versionOf } from '../update.js';
 import type { Collection, Doc, Filter, FindOptions, Page, PageOptions, Sort, Update } from '../types.js';
-import type { Env } from './env.js';
+import type { RecordsEnv } from './env.js';
 import { writeEntries, type IndexDef } from './indexes.js';
 import { idOf, isKeyString, key } from './keys.js';
 import { compareBy } from './order.js';
@@ -16,12 +16,12 @@ import { isOperatorObject, isPlainObject, plan, type Plan } from './planner.js';
  * A collection of the embedded store. Reads run synchronously against lmdb-js's read transaction, which
  * is only renewed between event-loop turns, so each query sees one consistent snapshot. Every write runs
  * its read-check-write in a child transaction of the environment's group commit: the writes of one event-loop
- * turn share one durable commit (`Env.batch`: group commit), and a write that throws (a duplicate) rolls
+ * turn share one durable commit (`RecordsEnv.batch`: group commit), and a write that throws (a duplicate) rolls
  * back alone.
  */
 export class LmdbCollection<T extends Doc = Doc> implements Collection<T> {
   constructor(
-    private readonly env: Env,
+    readonly env: RecordsEnv,
     readonly name: string,
     readonly indexes: IndexDef[],
   ) {}

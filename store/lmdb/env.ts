@@ -1,8 +1,11 @@
 /**
- * The LMDB environment behind the embedded store: one memory-mapped file, `${dataDir}/store.mdb`, holding
- * named sub-databases. Every process that opens the same data directory maps the same file; LMDB's
- * single-writer lock (a robust process-shared mutex) serialises their write transactions, which is what
- * makes each read-check-write done in `transactionSync` atomic across processes.
+ * The LMDB environments behind the embedded store: two memory-mapped files in the data directory, each
+ * holding named sub-databases. `store.mdb` holds the snapshots, the journal and every record that is not a
+ * read model; `read-models.mdb` holds the read models and the projection checkpoints, so that the projection
+ * runner's write transactions and flushes never hold up an actor's commit (each file has its own writer lock
+ * and its own flush). Every process that opens the same data directory maps the same files; LMDB's
+ * single-writer lock (a robust process-shared mutex) serialises their write transactions on a file, which is
+ * what makes each read-check-write done in `transactionSync` atomic across processes.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -12,7 +15,8 @@ import type { Doc } from '../types.js';
 import type { StoredEntry } from './journal.js';
 import type { StoredSnapshot } from './snapshots.js';
 
-export interface Env {
+/** One file's records: what a collection needs. */
+export interface RecordsEnv {
   root: RootDatabase;
   /**
    * Runs `write` inside the next group commit: the writes queued in one event-loop turn share one write
@@ -21,6 +25,22 @@ export interface Env {
    * lmdb-js's writer thread. Resolves once the commit is flushed to disk (durable).
    */
   batch<T>(write: () => T): Promise<T>;
+  /** [collection, id] -> record. */
+  records: Database<Doc, Key>;
+  /** [collection, indexName, ...values, id] -> true. */
+  indexes: Database<true, Key>;
+  /** collection -> names of the indexes built for it, so that a newly declared index gets back-filled. */
+  catalog: Database<string[], string>;
+}
+
+/** The main file (`store.mdb`): records, snapshots and the journal, with the read models' file beside it. */
+export interface Env extends RecordsEnv {
+  /**
+   * The read models' file (`read-models.mdb`). A batch of it is committed only once every journal entry
+   * committed before the batch began is durable (a flush of `store.mdb` in between): after a crash a read
+   * model and its checkpoint are never ahead of the journal they were projected from, so no entry is skipped.
+   */
+  readModels: RecordsEnv;
   /**
    * The next journal seq, inside a `batch` write only. The counter (`meta` key `journal.seq`) is read once per
    * group commit, inside its write transaction (under the writer lock, so across threads and processes seqs
@@ -28,12 +48,6 @@ export interface Env {
    * back leaves a gap, which the journal allows.
    */
   nextSeq(): number;
-  /** [collection, id] -> record. */
-  records: Database<Doc, Key>;
-  /** [collection, indexName, ...values, id] -> true. */
-  indexes: Database<true, Key>;
-  /** collection -> names of the indexes built for it, so that a newly declared index gets back-filled. */
-  catalog: Database<string[], string>;
   /** snapshot key -> the snapshot's header (version, fence, shard, deadline, time), without its data. */
   snapshots: Database<StoredSnapshot, string>;
   /**
@@ -52,25 +66,39 @@ export interface Env {
   meta: Database<number, string>;
 }
 
-/** Opens (creating when missing) the environment in `dataDir`. */
+/** Opens (creating when missing) the environments in `dataDir`. */
 export function openEnv(dataDir: string): Env {
   fs.mkdirSync(dataDir, { recursive: true });
   const root = open({ path: path.join(dataDir, 'store.mdb') });
   const meta = root.openDB<number, string>({ name: 'meta' });
   const seqs = new SeqCounter(meta);
+  const flusher = new Flusher(root);
+  const readModels = open({ path: path.join(dataDir, 'read-models.mdb') });
+  const main = recordsOf(root, groupCommit('store', root, flusher, seqs));
   return {
     root,
-    batch: groupCommit(root, seqs),
+    batch: main.batch,
+    records: main.records,
+    indexes: main.indexes,
+    catalog: main.catalog,
+    readModels: recordsOf(readModels, groupCommit('read-models', readModels, new Flusher(readModels), null, flusher)),
     nextSeq: () => seqs.next(),
-    records: root.openDB<Doc, Key>({ name: 'records' }),
-    indexes: root.openDB<true, Key>({ name: 'indexes' }),
-    catalog: root.openDB<string[], string>({ name: 'catalog' }),
     snapshots: root.openDB<StoredSnapshot, string>({ name: 'snapshots' }),
     snapshotData: root.openDB<Uint8Array, string>({ name: 'snapshot-data', encoding: 'binary' }),
     deadlines: root.openDB<true, Key>({ name: 'deadlines' }),
     journal: root.openDB<StoredEntry, number>({ name: 'journal' }),
     journalByActor: root.openDB<true, Key>({ name: 'journal-by-actor' }),
     meta,
+  };
+}
+
+function recordsOf(root: RootDatabase, batch: RecordsEnv['batch']): RecordsEnv {
+  return {
+    root,
+    batch,
+    records: root.openDB<Doc, Key>({ name: 'records' }),
+    indexes: root.openDB<true, Key>({ name: 'indexes' }),
+    catalog: root.openDB<string[], string>({ name: 'catalog' }),
   };
 }
 
@@ -145,9 +173,12 @@ interface Queued {
   reject: (err: unknown) => void;
 }
 
-/** The group-commit queue of an environment (see `Env.batch`). */
-function groupCommit(root: RootDatabase, seqs: SeqCounter): <T>(write: () => T) => Promise<T> {
-  const flushed = new Flusher(root);
+/**
+ * The group-commit queue of an environment (see `RecordsEnv.batch`). `seqs` is the journal's counter (the main
+ * file only); `after`, when given, is another file's flusher whose commits must be durable before this
+ * file's batch commits (the read models' file waits for the journal's); `label` names its `SB_TIMINGS` figures.
+ */
+function groupCommit(label: string, root: RootDatabase, flushed: Flusher, seqs: SeqCounter | null, after?: Flusher): <T>(write: () => T) => Promise<T> {
   let queue: Queued[] = [];
   let queuedAt = 0;
   const flush = () => {
@@ -155,8 +186,8 @@ function groupCommit(root: RootDatabase, seqs: SeqCounter): <T>(write: () => T) 
     queue = [];
     const t0 = timings ? performance.now() : 0;
     if (timings) {
-      timings.add('store.batch wait', t0 - queuedAt);
-      timings.add('store.batch size (count)', batch.length);
+      timings.add(`${label}.batch wait`, t0 - queuedAt);
+      timings.add(`${label}.batch size (count)`, batch.length);
     }
     const outcomes: Array<{ ok: true; value: unknown } | { ok: false; err: unknown }> = [];
     // Under SB_TIMINGS: when the writes began (the writer lock taken and this thread free to run them), then ended.
@@ -164,9 +195,9 @@ function groupCommit(root: RootDatabase, seqs: SeqCounter): <T>(write: () => T) 
     const writeAll = () => {
       if (timings) {
         tw = performance.now();
-        timings.add('store.lock and turn wait', tw - t0);
+        timings.add(`${label}.lock and turn wait`, tw - t0);
       }
-      seqs.begin();
+      seqs?.begin();
       for (const q of batch) {
         try {
           // Nested in a write transaction, lmdb-js runs this as a child transaction: a throw aborts it alone.
@@ -175,9 +206,9 @@ function groupCommit(root: RootDatabase, seqs: SeqCounter): <T>(write: () => T) 
           outcomes.push({ ok: false, err });
         }
       }
-      seqs.end();
+      seqs?.end();
       if (timings) {
-        timings.since('store.writes', tw);
+        timings.since(`${label}.writes`, tw);
         tw = performance.now();
       }
     };
@@ -186,19 +217,25 @@ function groupCommit(root: RootDatabase, seqs: SeqCounter): <T>(write: () => T) 
     // flush run off the event loop, so the next batch's turns run while this one is written. As a child
     // transaction, a throw outside the writes' own children (the seq counter's) rolls the whole batch back
     // instead of committing entries whose seqs the counter does not record.
-    root.childTransaction(writeAll).then(
-      () => {
-        timings?.since('store.commit', t0);
-        timings?.since('store.writes to committed', tw);
-        flushed.after(done);
-      },
-      (err) => {
-        seqs.abort();
-        for (const q of batch) q.reject(err);
-      },
-    );
+    const commit = () =>
+      root.childTransaction(writeAll).then(
+        () => {
+          timings?.since(`${label}.commit`, t0);
+          timings?.since(`${label}.writes to committed`, tw);
+          flushed.after(done);
+        },
+        (err) => {
+          seqs?.abort();
+          for (const q of batch) q.reject(err);
+        },
+      );
+    if (!after) commit();
+    else after.after((err) => {
+      if (err) for (const q of batch) q.reject(err);
+      else commit();
+    });
     function done(err?: unknown) {
-      if (timings) timings.since('store.commit to flushed', t0);
+      if (timings) timings.since(`${label}.commit to flushed`, t0);
       batch.forEach((q, i) => {
         const o = outcomes[i];
         if (err) q.reject(err);

@@ -7,7 +7,7 @@ import { isEqual } from 'mingo/util';
 import { valueAt } from '../cursor.js';
 import { StoreDuplicateError } from '../errors.js';
 import type { Doc, IndexSpec } from '../types.js';
-import type { Env } from './env.js';
+import type { RecordsEnv } from './env.js';
 import { END, SPILL, idOf, key, keyValue, type KeyValue } from './keys.js';
 
 export interface IndexDef {
@@ -49,7 +49,7 @@ function tuple(def: IndexDef, doc: Doc): unknown[] {
  * `def`. Entries sharing `doc`'s key prefix are only candidates (strings are truncated in keys, SPILL
  * entries share one prefix), so their records are compared value by value.
  */
-function assertUnique(env: Env, collection: string, def: IndexDef, doc: Doc): void {
+function assertUnique(env: RecordsEnv, collection: string, def: IndexDef, doc: Doc): void {
   const values = tuple(def, doc);
   if (def.sparse && values.some((value) => value === null)) return;
   const prefix = (entryKey(collection, def, doc) as unknown[]).slice(0, -1) as Array<KeyValue | symbol>;
@@ -66,7 +66,7 @@ function assertUnique(env: Env, collection: string, def: IndexDef, doc: Doc): vo
  * unique indexes first; a throw aborts the surrounding transaction.
  */
 export function writeEntries(
-  env: Env,
+  env: RecordsEnv,
   collection: string,
   defs: IndexDef[],
   before: Doc | null,
@@ -88,7 +88,7 @@ export function writeEntries(
  * Makes the built indexes of `collection` match `defs`: back-fills new ones from the records and drops
  * those no longer declared. Processes sharing a data directory are expected to declare the same indexes.
  */
-export function ensureIndexes(env: Env, collection: string, defs: IndexDef[]): void {
+export function ensureIndexes(env: RecordsEnv, collection: string, defs: IndexDef[]): void {
   const wanted = defs.map((def) => def.name);
   const current = (built: string[] | undefined) =>
     built !== undefined && built.length === wanted.length && wanted.every((name) => built.includes(name));

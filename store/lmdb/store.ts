@@ -7,7 +7,7 @@ import { isKeyString } from './keys.js';
 import { LmdbSnapshots } from './snapshots.js';
 
 export interface LmdbStoreOptions {
-  /** Directory holding `store.mdb` (and its lock file); created when missing. */
+  /** Directory holding `store.mdb` and `read-models.mdb` (and their lock files); created when missing. */
   dataDir: string;
 }
 
@@ -26,15 +26,21 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
       if (!isKeyString(spec.name)) throw new TypeError(`invalid collection name ${JSON.stringify(spec.name)}`);
       const defs = (spec.indexes ?? []).map(indexDef);
       let collection = collections.get(spec.name);
+      const file = spec.readModel ? env.readModels : env;
       if (!collection) {
-        ensureIndexes(env, spec.name, defs);
-        collection = new LmdbCollection(env, spec.name, defs);
+        ensureIndexes(file, spec.name, defs);
+        collection = new LmdbCollection(file, spec.name, defs);
         collections.set(spec.name, collection);
       } else if (collection.indexes.map((def) => def.name).join('\n') !== defs.map((def) => def.name).join('\n')) {
         throw new Error(`collection ${spec.name} is already declared with other indexes`);
+      } else if (collection.env !== file) {
+        throw new Error(`collection ${spec.name} is already declared ${spec.readModel ? 'as not' : 'as'} a read model`);
       }
       return collection as unknown as Collection<T>;
     },
-    close: () => env.root.close(),
+    close: async () => {
+      await env.root.close();
+      await env.readModels.root.close();
+    },
   };
 }

@@ -37,6 +37,8 @@ export async function openMongoStore(options: MongoStoreOptions): Promise<Store>
   const journal = new MongoJournal(entries, db.collection<CounterDoc>('journal_counters'), withSession);
   const snapshots = new MongoSnapshots(snapshotsHandle, journal, withSession);
   const collections = new Map<string, MongoCollection>();
+  /** Whether each declared collection is a read model (see `CollectionSpec.readModel`). */
+  const readModels = new Map<string, boolean>();
   return {
     backend: 'mongodb',
     snapshots,
@@ -47,8 +49,12 @@ export async function openMongoStore(options: MongoStoreOptions): Promise<Store>
       if (!collection) {
         collection = new MongoCollection(db.collection<StoredRecord>(spec.name), spec.name, indexes);
         collections.set(spec.name, collection);
+        readModels.set(spec.name, spec.readModel === true);
       } else if (indexSignature(collection.indexes) !== indexSignature(indexes)) {
         throw new Error(`collection ${spec.name} is already declared with other indexes`);
+      } else if (readModels.get(spec.name) !== (spec.readModel === true)) {
+        // Kept apart only by the embedded store, but declared the same way everywhere, whatever the backend.
+        throw new Error(`collection ${spec.name} is already declared ${spec.readModel ? 'as not' : 'as'} a read model`);
       }
       return collection as unknown as Collection<T>;
     },

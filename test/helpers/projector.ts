@@ -17,11 +17,11 @@ export interface CountDoc extends Doc {
 }
 
 async function applyOne(store: Store, e: JournalEntry): Promise<void> {
-  const counts = store.collection<CountDoc>({ name: COUNTS });
+  const counts = store.collection<CountDoc>({ name: COUNTS, readModel: true });
   const incremented = e.events.filter((ev) => ev.type === 'counter.incremented').length;
   const chained = await counts.update({ id: e.key, version: e.version - 1 }, { $set: { version: e.version }, $inc: { steps: 1, incremented } });
   if (!chained && e.version === 1) await counts.insert({ id: e.key, version: 1, steps: 1, incremented }).catch(() => undefined);
-  const applied = store.collection({ name: APPLIED });
+  const applied = store.collection({ name: APPLIED, readModel: true });
   await applied.insert({ id: String(e.seq), pid: process.pid, shard: e.shard, again: 0 }).catch(() => applied.update({ id: String(e.seq) }, { $inc: { again: 1 } }));
 }
 
@@ -37,8 +37,8 @@ export const countsProjector: Projector = {
     }));
   },
   async reset(store) {
-    await store.collection({ name: COUNTS }).delete({});
-    await store.collection({ name: APPLIED }).delete({});
+    await store.collection({ name: COUNTS, readModel: true }).delete({});
+    await store.collection({ name: APPLIED, readModel: true }).delete({});
   },
 };
 
