@@ -2,9 +2,12 @@
  * A rebuilt projection equals the live one: conversations driven through the Chat API are projected live;
  * then `POST /admin/v1/runtime/projections/conversations/rebuild` drops the read models and replays the
  * journal, and every Conversations API answer (pages in v3 and v1 with latency: records and documents;
- * transcript search: postings; semantic search: vectors; concurrency: spans) is the same as before.
+ * transcript search: postings; semantic search: vectors; concurrency: spans) is the same as before. And
+ * the embedded store's read-models file, removed while the platform is stopped, is rebuilt at the next start.
  */
 import t from 'tap';
+import { existsSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { chatProject } from './helpers/chat.js';
 import { conversationsClient, conversationsKey } from './helpers/conversations.js';
 import { http } from './helpers/http.js';
@@ -54,4 +57,36 @@ t.test('conversations: a projection rebuilt from the journal gives the same Conv
   t.equal(rebuilt.status, 202, rebuilt.text);
   await waitForProjections(p);
   t.same(await answers(), live, 'the same records, documents, postings, vectors and spans');
+});
+
+t.test('read-models.mdb removed while the platform is stopped: the next start rebuilds every read model from the journal', async (t) => {
+  const p = await startPlatform();
+  let again: Awaited<ReturnType<typeof startPlatform>> | null = null;
+  t.teardown(async () => {
+    await p.stop();
+    await again?.stop();
+    removeDir(p.dataDir);
+  });
+  const c = await chatProject(p);
+  const key = await conversationsKey(p, c);
+  for (const [i, m] of ['Is there somewhere to park the car?', 'When are you opening on Monday?'].entries()) {
+    const id = (await c.chat('create', { channel: 'webchat' })).body.conversation_id;
+    t.equal((await c.chat('respond', { conversation_id: id, message: m })).status, 200);
+    if (i === 0) await c.chat('close', { conversation_id: id });
+  }
+  const range = { start_time: new Date(Date.now() - 60_000).toISOString(), end_time: new Date(Date.now() + 3_600_000).toISOString() };
+  const answers = async (get: ReturnType<typeof conversationsClient>) => ({
+    v3: (await get(range)).body,
+    transcript: (await get({ ...range, query_type: 'transcript', query: 'park' })).body,
+    concurrency: (await get(range, { version: 'v1', path: '/concurrency' })).body,
+  });
+  const before = await answers(conversationsClient(p, c, key));
+  t.equal(before.v3.conversations.length, 2, 'both conversations listed');
+  t.equal(before.transcript.conversations.length, 1, 'found by transcript search');
+  await p.stop();
+  t.ok(existsSync(join(p.dataDir, 'read-models.mdb')), 'the read models were in their own file');
+  for (const file of ['read-models.mdb', 'read-models.mdb-lock']) rmSync(join(p.dataDir, file), { force: true });
+  t.ok(existsSync(join(p.dataDir, 'store.mdb')), 'the journal and every other record stay');
+  again = await startPlatform({ dataDir: p.dataDir, env: { OPERATOR_TOKEN: p.operatorToken } });
+  t.same(await answers(conversationsClient(again, c, key)), before, 'the same Conversations API answers after the rebuild');
 });
