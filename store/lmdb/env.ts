@@ -140,8 +140,9 @@ class SeqCounter {
  * Flushes committed transactions to disk on libuv's thread pool (`mdb_env_sync`), one flush at a time: the
  * commits made while a flush runs wait for the next one, so a flush covers every commit before it (group
  * flush). A caller is told only by a flush that started after its commit, so an answer never precedes the
- * durability of its write. Recovery after a system crash sees a prefix of the commits (LMDB writes its meta
- * page last), so a read model committed after a journal entry is never durable without it.
+ * durability of its write. Recovery after a system crash sees a prefix of each file's commits (LMDB writes its
+ * meta page last); across the two files, the read models' batches wait for a flush of the main file (see
+ * `Env.readModels`), so a read model is never durable without the journal entries it came from.
  */
 class Flusher {
   private running = false;
