@@ -1,4 +1,5 @@
 /** Errors a store backend throws. Callers map them to their interface family's error shape. */
+import type { CollectionSpec } from './types.js';
 
 /** An insert or update would duplicate a record id or a unique index value. */
 export class StoreDuplicateError extends Error {
@@ -20,4 +21,13 @@ export class StoreCursorError extends Error {
     super(message);
     this.name = 'StoreCursorError';
   }
+}
+
+/**
+ * A collection declared again unlike its first declaration (other indexes, or the other way round as a read
+ * model): a programming error, the same on every backend.
+ */
+export function redeclared(spec: CollectionSpec, differs: 'indexes' | 'readModel'): Error {
+  const how = differs === 'indexes' ? 'with other indexes' : spec.readModel ? 'as not a read model' : 'as a read model';
+  return new Error(`collection ${spec.name} is already declared ${how}`);
 }

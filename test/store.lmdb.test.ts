@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import fc from 'fast-check';
 import { Query } from 'mingo';
 import t from 'tap';
-import { openEnv } from '../store/lmdb/env.js';
+import { closeEnv, openEnv } from '../store/lmdb/env.js';
 import { matcher } from '../store/lmdb/matcher.js';
 import { openLmdbStore } from '../store/lmdb/store.js';
 import type { Store } from '../store/mod.js';
@@ -44,7 +44,7 @@ t.test('layout', async (t) => {
   t.ok(fs.existsSync(path.join(dataDir, 'read-models.mdb')), 'and the read models\' file beside it');
   t.equal(store.backend, 'lmdb');
   const env = openEnv(dataDir);
-  t.teardown(() => Promise.all([env.root.close(), env.readModels.root.close()]));
+  t.teardown(() => closeEnv(env));
   t.same(env.records.get(['c', 'x']), { id: 'x' }, 'a record is in store.mdb');
   t.equal(env.readModels.records.get(['c', 'x']), undefined);
   t.same(env.readModels.records.get(['rm', 'y']), { id: 'y' }, 'a read model is in read-models.mdb');
@@ -75,7 +75,7 @@ t.test('a read-model write does not wait for the main file\'s writer lock; a rec
 
 t.test('a read-model batch commits only after the main file\'s commits before it are flushed', async (t) => {
   const env = openEnv(tempDir());
-  t.teardown(() => Promise.all([env.root.close(), env.readModels.root.close()]));
+  t.teardown(() => closeEnv(env));
   const order: string[] = [];
   // Watch store.mdb's flushes (lmdb-js's asynchronous mdb_env_sync; its typings do not declare it).
   const root = env.root as unknown as { sync(cb: (err?: unknown) => void): void };

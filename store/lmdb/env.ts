@@ -74,13 +74,7 @@ export function openEnv(dataDir: string): Env {
   const seqs = new SeqCounter(meta);
   const flusher = new Flusher(root);
   const readModels = open({ path: path.join(dataDir, 'read-models.mdb') });
-  const main = recordsOf(root, groupCommit('store', root, flusher, seqs));
-  return {
-    root,
-    batch: main.batch,
-    records: main.records,
-    indexes: main.indexes,
-    catalog: main.catalog,
+  return Object.assign(recordsOf(root, groupCommit('store', root, flusher, seqs)), {
     readModels: recordsOf(readModels, groupCommit('read-models', readModels, new Flusher(readModels), null, flusher)),
     nextSeq: () => seqs.next(),
     snapshots: root.openDB<StoredSnapshot, string>({ name: 'snapshots' }),
@@ -89,7 +83,13 @@ export function openEnv(dataDir: string): Env {
     journal: root.openDB<StoredEntry, number>({ name: 'journal' }),
     journalByActor: root.openDB<true, Key>({ name: 'journal-by-actor' }),
     meta,
-  };
+  });
+}
+
+/** Closes both files of an environment. */
+export async function closeEnv(env: Env): Promise<void> {
+  await env.root.close();
+  await env.readModels.root.close();
 }
 
 function recordsOf(root: RootDatabase, batch: RecordsEnv['batch']): RecordsEnv {

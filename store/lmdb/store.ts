@@ -1,6 +1,7 @@
+import { redeclared } from '../errors.js';
 import type { Collection, CollectionSpec, Doc, Store } from '../types.js';
 import { LmdbCollection } from './collection.js';
-import { openEnv } from './env.js';
+import { closeEnv, openEnv } from './env.js';
 import { ensureIndexes, indexDef } from './indexes.js';
 import { LmdbJournal } from './journal.js';
 import { isKeyString } from './keys.js';
@@ -32,15 +33,12 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
         collection = new LmdbCollection(file, spec.name, defs);
         collections.set(spec.name, collection);
       } else if (collection.indexes.map((def) => def.name).join('\n') !== defs.map((def) => def.name).join('\n')) {
-        throw new Error(`collection ${spec.name} is already declared with other indexes`);
+        throw redeclared(spec, 'indexes');
       } else if (collection.env !== file) {
-        throw new Error(`collection ${spec.name} is already declared ${spec.readModel ? 'as not' : 'as'} a read model`);
+        throw redeclared(spec, 'readModel');
       }
       return collection as unknown as Collection<T>;
     },
-    close: async () => {
-      await env.root.close();
-      await env.readModels.root.close();
-    },
+    close: () => closeEnv(env),
   };
 }

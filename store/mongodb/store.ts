@@ -1,4 +1,5 @@
 import { MongoClient } from 'mongodb';
+import { redeclared } from '../errors.js';
 import type { Collection, CollectionSpec, Doc, IndexSpec, Store } from '../types.js';
 import { MongoCollection, type StoredRecord } from './collection.js';
 import { MongoJournal, type CounterDoc, type EntryDoc } from './journal.js';
@@ -51,10 +52,10 @@ export async function openMongoStore(options: MongoStoreOptions): Promise<Store>
         collections.set(spec.name, collection);
         readModels.set(spec.name, spec.readModel === true);
       } else if (indexSignature(collection.indexes) !== indexSignature(indexes)) {
-        throw new Error(`collection ${spec.name} is already declared with other indexes`);
+        throw redeclared(spec, 'indexes');
       } else if (readModels.get(spec.name) !== (spec.readModel === true)) {
         // Kept apart only by the embedded store, but declared the same way everywhere, whatever the backend.
-        throw new Error(`collection ${spec.name} is already declared ${spec.readModel ? 'as not' : 'as'} a read model`);
+        throw redeclared(spec, 'readModel');
       }
       return collection as unknown as Collection<T>;
     },
