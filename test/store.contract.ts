@@ -648,6 +648,43 @@ export async function storeContract(t: Test, makeStore: MakeStore, reopen?: Reop
     t.same(await snaps.due([7], 100, 10), [{ key: 'g2', deadline: 50 }, { key: 'g4', deadline: 60 }]);
   });
 
+  t.test('snapshots: a read made as soon as a put resolves sees it, while other reads run all along', async (t) => {
+    const store = await open(t);
+    const snaps = store.snapshots;
+    let reading = true;
+    // Reads between the writes: a backend that keeps a read view for a while must still show each write to
+    // the code that awaited it.
+    const reader = (async () => {
+      while (reading) {
+        await snaps.get('rw');
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    })();
+    let stale = 0;
+    for (let v = 0; v < 100; v++) {
+      const r = await snaps.put('rw', new Uint8Array([v]), { expectedVersion: v, fence: 1, shard: 0, deadline: null });
+      if (!r.ok || (await snaps.get('rw'))?.version !== v + 1) stale++;
+    }
+    reading = false;
+    await reader;
+    t.equal(stale, 0, 'no put was missed by the read right after it');
+  });
+
+  t.test('snapshots: writes that join records (withRecords) are judged and stored like the others', async (t) => {
+    const store = await open(t);
+    const snaps = store.snapshots;
+    const w = (key: string, expectedVersion: number, withRecords: boolean) => ({
+      key, data: new Uint8Array([expectedVersion]), expectedVersion, fence: 1, shard: 0, deadline: null, withRecords,
+      step: { value: 'v', events: [{ type: 'stepped', data: { key } }] },
+    });
+    t.same((await snaps.putMany([w('wr/a', 0, true), w('wr/b', 0, false), w('wr/c', 0, true)])).map((r) => r.ok && r.version), [1, 1, 1]);
+    const results = await snaps.putMany([w('wr/a', 1, false), w('wr/b', 0, true), w('wr/c', 1, true), w('wr/d', 0, false)]);
+    t.same(results.map((r) => (r.ok ? r.version : r.reason)), [2, 'version', 2, 1], 'each judged alone, results in order');
+    const seqs = results.flatMap((r) => (r.ok && r.seq !== undefined ? [r.seq] : []));
+    t.equal(new Set(seqs).size, 3, 'each committed step has a journal entry of its own');
+    t.same((await store.journal.ofActor('wr/c')).map((e) => e.version), [1, 2]);
+  });
+
   t.test('journal: a step commits with its snapshot, a refused one appends nothing', async (t) => {
     const store = await open(t);
     const { snapshots, journal } = store;
