@@ -339,7 +339,6 @@ export class Activation {
       shard: this.shard,
       deadline: earlier(earliestDeadline(persisted), kindDeadline),
       step,
-      ...(projecting ? { withRecords: true } : {}),
     });
     if (!result.ok) {
       await projecting?.catch(() => undefined);

@@ -3,8 +3,6 @@
  * (`timings?.since('step', t0)`) are summed per name and printed as a table on stdout when the process
  * exits. Off, `timings` is null and each call site costs one null check. Measurement only: nothing reads it.
  */
-import { isMainThread } from 'node:worker_threads';
-
 class Timings {
   private readonly steps = new Map<string, { n: number; sum: number; max: number; values: number[] }>();
 
@@ -36,4 +34,4 @@ class Timings {
 
 export const timings: Timings | null = process.env.SB_TIMINGS === '1' ? new Timings() : null;
 
-if (timings && isMainThread) process.on('exit', () => process.stdout.write(timings.report()));
+if (timings) process.on('exit', () => process.stdout.write(timings.report()));

@@ -134,12 +134,6 @@ export interface SnapshotWrite extends SnapshotPut {
    * the compare-and-set is refused nothing is appended. The key must be `kind/id`.
    */
   step?: { value: unknown; events: JournalEvent[] };
-  /**
-   * Records written in this same turn belong with this snapshot (an actor kind's `project` hook): the
-   * embedded store commits it in the calling thread's group commit, which those records join, instead of in
-   * its snapshot writer thread. MongoDB has no such commit and ignores it.
-   */
-  withRecords?: boolean;
 }
 
 export type SnapshotPutResult =

@@ -94,36 +94,6 @@ t.test('a read-model batch commits only after the main file\'s commits before it
   t.same(order, ['store.mdb flush started', 'store.mdb flushed', 'read-model batch written']);
 });
 
-/**
- * Spins this thread (no event-loop turn) until `key`'s stored snapshot version is `version`, reading the file
- * through a handle of its own; true if it got there within `ms`.
- */
-function landsWhileBusy(env: ReturnType<typeof openEnv>, key: string, version: number, ms: number): boolean {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    env.root.resetReadTxn();
-    if (env.snapshots.get(key)?.version === version) return true;
-  }
-  return false;
-}
-
-t.test('snapshot writes are committed by a thread of their own: one lands while this thread is busy', async (t) => {
-  const dataDir = tempDir();
-  const store = await makeStore(dataDir);
-  t.teardown(() => store.close());
-  const put = (key: string, withRecords = false) => ({ key, data: new Uint8Array([1]), expectedVersion: 0, fence: 1, shard: 0, deadline: null, ...(withRecords ? { withRecords } : {}) });
-  t.same(await store.snapshots.putMany([put('counter/warm')]), [{ ok: true, version: 1 }], 'the thread starts with the first write');
-  const env = openEnv(dataDir);
-  t.teardown(() => closeEnv(env));
-  const written = store.snapshots.putMany([put('counter/x'), put('counter/y', true)]);
-  // A turn's writes are handed over at its end.
-  await new Promise((resolve) => setImmediate(resolve));
-  t.ok(landsWhileBusy(env, 'counter/x', 1, 10_000), 'committed while this thread never yielded');
-  t.equal(env.snapshots.get('counter/y'), undefined, 'a write that joins records (withRecords) waits for this thread\'s own group commit');
-  t.same(await written, [{ ok: true, version: 1 }, { ok: true, version: 1 }], 'results in the order of the writes');
-  t.equal(env.snapshots.get('counter/y')?.version, 1);
-});
-
 t.test('index ranges over awkward strings agree with a full scan', async (t) => {
   // Strings around the UTF-16 (mingo) versus UTF-8 (LMDB key) order difference, NUL (ordered-binary's
   // array delimiter) and long strings that share the prefix kept in index keys.

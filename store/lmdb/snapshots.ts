@@ -2,7 +2,6 @@ import type { SnapshotPut, SnapshotPutResult, SnapshotRecord, SnapshotStore, Sna
 import type { Env } from './env.js';
 import { appendInTransaction, stepEntry } from './journal.js';
 import { END, idOf, isKeyString, key } from './keys.js';
-import type { SnapshotWriter } from './writer.js';
 
 /** A snapshot's header as stored under its key (its data is stored apart: `Env.snapshotData`). */
 export type StoredSnapshot = Omit<SnapshotRecord, 'key' | 'data'>;
@@ -12,14 +11,9 @@ export type StoredSnapshot = Omit<SnapshotRecord, 'key' | 'data'>;
  * `deadlines` sub-database, written and removed in the same transaction as the snapshot, so `due` is a
  * range read per shard. A write that carries a `step` appends its journal entry in that same transaction,
  * after its compare-and-set succeeded, so a snapshot version and its entry are durable together or not at all.
- * Given a `writer`, the writes run in its thread (`writer.ts`), except those that must join records written
- * in this thread's group commit (`SnapshotWrite.withRecords`).
  */
 export class LmdbSnapshots implements SnapshotStore {
-  constructor(
-    private readonly env: Env,
-    private readonly writer?: SnapshotWriter,
-  ) {}
+  constructor(private readonly env: Env) {}
 
   async get(snapshotKey: string): Promise<SnapshotRecord | null> {
     if (!isKeyString(snapshotKey)) return null;
@@ -41,21 +35,8 @@ export class LmdbSnapshots implements SnapshotStore {
       if (!isKeyString(w.key)) throw new TypeError(`invalid snapshot key ${JSON.stringify(w.key)}`);
       if (w.deadline !== null && !Number.isFinite(w.deadline)) throw new TypeError('a deadline must be finite or null');
     }
-    const writer = this.writer;
-    if (!writer) return this.putLocal(writes);
-    const here = writes.filter((w) => w.withRecords);
-    if (here.length === 0) return writer.putMany(writes);
-    if (here.length === writes.length) return this.putLocal(writes);
-    const [local, remote] = await Promise.all([this.putLocal(here), writer.putMany(writes.filter((w) => !w.withRecords))]);
-    return writes.map((w) => (w.withRecords ? local.shift()! : remote.shift()!));
-  }
-
-  /**
-   * `putMany` in this thread, without the checks: one write transaction for the whole batch (`Env.batch`), so
-   * the compare-and-sets run inside LMDB's write lock (atomic across processes too) and one flushed commit
-   * covers every write. The writer thread runs it for the writes it is sent.
-   */
-  putLocal(writes: SnapshotWrite[]): Promise<SnapshotPutResult[]> {
+    // One write transaction for the whole batch (`Env.batch`): the compare-and-sets run inside LMDB's write
+    // lock (atomic across processes too) and one flushed commit covers every write.
     return this.env.batch(() => writes.map((w) => this.putInTransaction(w)));
   }
 

@@ -6,7 +6,6 @@ import { ensureIndexes, indexDef } from './indexes.js';
 import { LmdbJournal } from './journal.js';
 import { isKeyString } from './keys.js';
 import { LmdbSnapshots } from './snapshots.js';
-import { SnapshotWriter } from './writer.js';
 
 export interface LmdbStoreOptions {
   /** Directory holding `store.mdb` and `read-models.mdb` (and their lock files); created when missing. */
@@ -20,10 +19,9 @@ export interface LmdbStoreOptions {
 export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
   const env = openEnv(options.dataDir);
   const collections = new Map<string, LmdbCollection>();
-  const writer = new SnapshotWriter(options.dataDir, () => env.root.resetReadTxn());
   return {
     backend: 'lmdb',
-    snapshots: new LmdbSnapshots(env, writer),
+    snapshots: new LmdbSnapshots(env),
     journal: new LmdbJournal(env),
     collection<T extends Doc = Doc>(spec: CollectionSpec): Collection<T> {
       if (!isKeyString(spec.name)) throw new TypeError(`invalid collection name ${JSON.stringify(spec.name)}`);
@@ -41,9 +39,6 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
       }
       return collection as unknown as Collection<T>;
     },
-    close: async () => {
-      await writer.close();
-      await closeEnv(env);
-    },
+    close: () => closeEnv(env),
   };
 }
