@@ -1,6 +1,7 @@
 import t from 'tap';
 import fc from 'fast-check';
 import { openStore, type Store } from '../store/mod.js';
+import { sessionRecords } from '../actors/session/mod.js';
 import { parseClientEvent, parseCursor } from '../gateway/socket/ws.js';
 import { http } from './helpers/http.js';
 import { messagingProject, type MessagingProject } from './helpers/messaging.js';
@@ -50,7 +51,7 @@ t.teardown(async () => {
 
 t.test('any headers and body on the HTTP steps get a 4xx in the error shape, and no session is made', async (t) => {
   const token = await m.accessToken();
-  const sessions = store.collection({ name: 'messaging_sessions', indexes: [{ fields: ['account_id', 'status'] }], readModel: true });
+  const sessions = sessionRecords(store);
   const before = await sessions.count({});
   const header = fc.oneof(fc.constant(undefined), fc.string({ maxLength: 80 }).filter((s) => /^[\x20-\x7e]*$/.test(s)), fc.constant(m.connectorToken), fc.constant(`Bearer ${token}x`), fc.constant('Bearer'));
   await fc.assert(

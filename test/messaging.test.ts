@@ -1,6 +1,7 @@
 import t from 'tap';
 import { openStore, type Store } from '../store/mod.js';
 import { conversationRecords } from '../actors/conversation/record.js';
+import { sessionRecords } from '../actors/session/mod.js';
 import { eventually } from './actors.behaviour.js';
 import { http } from './helpers/http.js';
 import { connect, desk, handshakeStatus, is, T, type Ev, type MessagingProject, messagingProject } from './helpers/messaging.js';
@@ -462,7 +463,7 @@ t.test('the Messaging API answers from the session actor and its journal, never 
   const { sessionId, accessToken } = await m.session();
   await desk(p, key)('GET', '/sessions?status=active');
   // The read model loses the session: nothing the Messaging API answers depends on it.
-  t.equal(await store.collection({ name: 'messaging_sessions', readModel: true }).delete({ id: sessionId }), 1, 'the record was projected, and is gone');
+  t.equal(await sessionRecords(store).delete({ id: sessionId }), 1, 'the record was projected, and is gone');
   const c = await connect(p.socket, { session_id: sessionId, access_token: accessToken });
   t.same((await c.waitFor(is('EVENT_BATCH'))).payload.events.map((e: Ev) => e.type), [T('SESSION_START')], 'handshake and replay from the journal');
   c.send(T('REQUEST_SERVICE_AGENT_JOIN'));

@@ -10,7 +10,7 @@ import { natsAvailable } from './helpers/nats.js';
 import { startCluster, type NatsCluster } from './helpers/cluster.js';
 import { http } from './helpers/http.js';
 import { DIST } from './helpers/platform.js';
-import { APPLIED, COUNTS, type CountDoc } from './helpers/projector.js';
+import { appliedOf, countsOf } from './helpers/projector.js';
 
 const needsNats = natsAvailable() ? {} : { skip: 'nats-server is not installed' };
 // As many partitions as shards: partition p belongs to the holder of shard p, and a settled cluster gives every
@@ -46,12 +46,12 @@ t.test('two worker processes split the partitions; each entry is applied once, b
 
   const store = await openStore({ dataDir: cluster.dataDir });
   t.teardown(() => store.close());
-  const counts = await store.collection<CountDoc>({ name: COUNTS, readModel: true }).find({ id: { $in: ids.map((id) => `counter/${id}`) } });
+  const counts = await countsOf(store).find({ id: { $in: ids.map((id) => `counter/${id}`) } });
   t.equal(counts.length, ids.length);
   t.ok(counts.every((c) => c.version === 5 && c.steps === 5 && c.incremented === 5), 'every actor projected: 5 steps, 5 events');
   const entries = (await store.journal.read(0, 10_000)).filter((e) => e.kind === 'counter' && ids.includes(e.id));
   t.equal(entries.length, ids.length * 5);
-  const applied = new Map((await store.collection<{ id: string; pid: number; again: number }>({ name: APPLIED, readModel: true }).find({})).map((a) => [a.id, a]));
+  const applied = new Map((await appliedOf(store).find({})).map((a) => [a.id, a]));
   const byPid = new Map<number, number>();
   let wrongOwner = 0;
   let again = 0;

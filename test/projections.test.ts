@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openStore, type Store } from '../store/mod.js';
 import { eventually } from './actors.behaviour.js';
-import { COUNTS, type CountDoc } from './helpers/projector.js';
+import { countsOf } from './helpers/projector.js';
 /** As many counters as `helpers/journal-child.ts` drives. */
 const COUNTERS = 50;
 import { http } from './helpers/http.js';
@@ -93,7 +93,7 @@ t.test('a runner killed between commit and projection resumes from its checkpoin
   const second = await child(['project', '200'], /ready\n/);
   t.teardown(() => kill(second));
   t.ok(await eventually(async () => (await withStore(checkpointOf)) >= head, 30_000, 50), 'the restarted runner reaches the head');
-  const counts = await withStore((store) => store.collection<CountDoc>({ name: COUNTS, readModel: true }).find({}));
+  const counts = await withStore((store) => countsOf(store).find({}));
   const byKey = new Map(counts.map((c) => [c.id, c]));
   for (let i = 0; i < COUNTERS; i++) {
     const c = byKey.get(`counter/c-${i}`);
@@ -113,7 +113,7 @@ t.test('a projection rebuilt from the journal equals the one built live (admin A
   t.match(live.body, { caughtUp: true, partitions: 4 });
   t.match(counts(live.body), { name: 'test-counts', kinds: ['counter'], epoch: 0 });
   t.equal(counts(live.body).checkpoint, live.body.head, 'caught up with the head');
-  const read = () => withStore((store) => store.collection<CountDoc>({ name: COUNTS, readModel: true }).find({}, { sort: { id: 1 } }));
+  const read = () => withStore((store) => countsOf(store).find({}, { sort: { id: 1 } }));
   const before = await read();
   t.equal(before.length, COUNTERS);
 

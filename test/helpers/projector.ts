@@ -16,12 +16,17 @@ export interface CountDoc extends Doc {
   incremented: number;
 }
 
+/** The per-counter read model, as the projector and the tests that read it declare it. */
+export const countsOf = (store: Store) => store.collection<CountDoc>({ name: COUNTS, readModel: true });
+/** Which process applied each entry, and how often it saw it again. */
+export const appliedOf = (store: Store) => store.collection<{ id: string; pid: number; shard: number; again: number }>({ name: APPLIED, readModel: true });
+
 async function applyOne(store: Store, e: JournalEntry): Promise<void> {
-  const counts = store.collection<CountDoc>({ name: COUNTS, readModel: true });
+  const counts = countsOf(store);
   const incremented = e.events.filter((ev) => ev.type === 'counter.incremented').length;
   const chained = await counts.update({ id: e.key, version: e.version - 1 }, { $set: { version: e.version }, $inc: { steps: 1, incremented } });
   if (!chained && e.version === 1) await counts.insert({ id: e.key, version: 1, steps: 1, incremented }).catch(() => undefined);
-  const applied = store.collection({ name: APPLIED, readModel: true });
+  const applied = appliedOf(store);
   await applied.insert({ id: String(e.seq), pid: process.pid, shard: e.shard, again: 0 }).catch(() => applied.update({ id: String(e.seq) }, { $inc: { again: 1 } }));
 }
 
@@ -37,8 +42,8 @@ export const countsProjector: Projector = {
     }));
   },
   async reset(store) {
-    await store.collection({ name: COUNTS, readModel: true }).delete({});
-    await store.collection({ name: APPLIED, readModel: true }).delete({});
+    await countsOf(store).delete({});
+    await appliedOf(store).delete({});
   },
 };
 
