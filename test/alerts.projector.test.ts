@@ -61,6 +61,41 @@ t.test('each metric from its events, per project and per account', async (t) => 
   t.equal(metricValue(await readWindow(store, projectScope('proj'), at, 60), 'call_volume'), null, 'reset drops the buckets');
 });
 
+t.test('the buckets of one batch are written together, so they share one group commit', async (t) => {
+  // Counts the bucket writes in flight at once, on the real store. One after the other, each write would wait
+  // for a commit and its flush of its own: a batch touching 32 buckets took 32 commits.
+  let inFlight = 0;
+  let most = 0;
+  const watched = new Proxy(store, {
+    get(target, prop, receiver) {
+      if (prop !== 'collection') return Reflect.get(target, prop, receiver);
+      return (spec: Parameters<typeof store.collection>[0]) => {
+        const c = target.collection(spec);
+        if (spec.name !== 'metric_buckets') return c;
+        return new Proxy(c, {
+          get(ct, cp, cr) {
+            if (cp !== 'update') return Reflect.get(ct, cp, cr);
+            return async (...args: Parameters<typeof c.update>) => {
+              most = Math.max(most, ++inFlight);
+              try {
+                return await ct.update(...args);
+              } finally {
+                inFlight--;
+              }
+            };
+          },
+        });
+      };
+    },
+  });
+  const lanes = 8;
+  const batch = Array.from({ length: lanes }, (_, shard) => entry('conversation', 10 + shard, T0, [{ type: 'conversation.started', data: { ...owner, channel: 'CHAT' } }]));
+  await projector.apply(batch, watched);
+  t.equal(most, lanes * 2, 'every bucket (a project and an account bucket per lane) in flight at once');
+  t.equal(metricValue(await readWindow(store, accountScope('acc'), T0 + 60_000, 5), 'call_volume'), lanes, 'and all of them written');
+  await projector.reset(store);
+});
+
 t.test('histogram: buckets, quantiles and merging', async (t) => {
   t.equal(bucketOf(0), 0);
   t.equal(LATENCY_BOUNDS[bucketOf(5)], 5);

@@ -80,7 +80,9 @@ export function metricsProjector(): Projector {
           }
         }
       }
-      for (const [id, b] of touched) {
+      // Every bucket at once: their writes queue in the same event-loop turn and share one commit (one after
+      // the other, each bucket would wait for a commit and its flush of its own).
+      await Promise.all([...touched].map(async ([id, b]) => {
         const doc: MetricBucket = (await buckets.get(id)) ?? { id, scope: b.scope, minute: b.minute, lane: b.lane, last_seq: 0, counts: emptyCounts(), latency: {} };
         const from = doc.last_seq;
         let changed = false;
@@ -95,7 +97,7 @@ export function metricsProjector(): Projector {
           }
         }
         if (changed) await buckets.update({ id }, { $set: { scope: doc.scope, minute: doc.minute, lane: doc.lane, last_seq: doc.last_seq, counts: doc.counts, latency: doc.latency } }, { upsert: true });
-      }
+      }));
     },
     async reset(store: Store): Promise<void> {
       await metricBuckets(store).delete({});
