@@ -10,6 +10,7 @@ import { closeEnv, openEnv } from '../store/lmdb/env.js';
 import { matcher } from '../store/lmdb/matcher.js';
 import { openLmdbStore } from '../store/lmdb/store.js';
 import type { Store } from '../store/mod.js';
+import { toolAvailable } from './helpers/voice.js';
 import { plannerAgreement, storeContract } from './store.contract.js';
 
 const dirs = new WeakMap<Store, string>();
@@ -73,25 +74,42 @@ t.test('a read-model write does not wait for the main file\'s writer lock; a rec
   t.same(order, ['read model written', 'lock released', 'record written']);
 });
 
-t.test('a read-model batch commits only after the main file\'s commits before it are flushed', async (t) => {
-  const env = openEnv(tempDir());
-  t.teardown(() => closeEnv(env));
-  const order: string[] = [];
-  // Watch store.mdb's flushes (lmdb-js's asynchronous mdb_env_sync; its typings do not declare it).
-  const root = env.root as unknown as { sync(cb: (err?: unknown) => void): void };
-  const sync = root.sync.bind(root);
-  root.sync = (cb) => {
-    order.push('store.mdb flush started');
-    sync((err) => {
-      order.push('store.mdb flushed');
-      cb(err);
-    });
-  };
-  await env.readModels.batch(() => {
-    order.push('read-model batch written');
-    env.readModels.records.putSync(['rm', 'z'], { id: 'z' });
+const needsStrace = toolAvailable('/usr/bin/strace', 'strace') ? {} : { skip: 'strace is not installed' };
+
+t.test('each file flushes a commit before the meta page that makes it visible, and a batch resolves after both', needsStrace, async (t) => {
+  // Watched from outside with strace: LMDB writes a commit's pages, then its meta page (128 bytes in the first
+  // two pages of the file). With lmdb-js's overlapping sync the meta page went out before the flush, so a commit
+  // was visible (to the projection runner, to other processes) before it was durable.
+  const dataDir = tempDir();
+  const trace = path.join(dataDir, 'trace');
+  await promisify(execFile)('/usr/bin/strace', ['-f', '-y', '-o', trace, '-e', 'trace=pwrite64,fdatasync,fsync,write', process.execPath, path.join(import.meta.dirname, 'fixtures', 'commit-order.js'), dataDir]);
+  const steps = fs.readFileSync(trace, 'utf8').split('\n').flatMap((line) => {
+    const call = /(pwrite64|fdatasync|fsync|write)\(\d+<([^>]+)>(.*)/.exec(line);
+    if (!call) return [];
+    const [, name, file, rest] = call;
+    if (name === 'write') {
+      const said = /"resolved ([\w.-]+)/.exec(rest);
+      return said ? [{ file: said[1], step: 'resolved' }] : [];
+    }
+    const base = path.basename(file);
+    if (name !== 'pwrite64') return [{ file: base, step: 'flush' }];
+    const at = /, (\d+), (\d+)(?:\)| <unfinished)/.exec(rest);
+    return at ? [{ file: base, step: Number(at[2]) < 8192 && Number(at[1]) < 4096 ? 'meta' : 'pages' }] : [];
   });
-  t.same(order, ['store.mdb flush started', 'store.mdb flushed', 'read-model batch written']);
+  for (const file of ['store.mdb', 'read-models.mdb']) {
+    const mine = steps.filter((s) => s.file === file).map((s) => s.step);
+    t.ok(mine.includes('resolved'), `${file}: the batch resolved`);
+    let unflushed = false;
+    let early = 0;
+    for (const step of mine) {
+      if (step === 'pages') unflushed = true;
+      if (step === 'flush') unflushed = false;
+      if (step === 'meta' && unflushed) early++;
+    }
+    t.equal(early, 0, `${file}: no meta page written before the pages it points to are flushed`);
+    const resolved = mine.indexOf('resolved');
+    t.ok(mine.slice(0, resolved).lastIndexOf('meta') > mine.slice(0, resolved).lastIndexOf('pages'), `${file}: the batch resolved after its commit's meta page`);
+  }
 });
 
 t.test('index ranges over awkward strings agree with a full scan', async (t) => {

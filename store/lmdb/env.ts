@@ -3,7 +3,7 @@
  * holding named sub-databases. `store.mdb` holds the snapshots, the journal and every record that is not a
  * read model; `read-models.mdb` holds the read models and the projection checkpoints, so that the projection
  * runner's write transactions and flushes never hold up an actor's commit (each file has its own writer lock
- * and its own flush). Every process that opens the same data directory maps the same files; LMDB's
+ * and its own commits). Every process that opens the same data directory maps the same files; LMDB's
  * single-writer lock (a robust process-shared mutex) serialises their write transactions on a file, which is
  * what makes each read-check-write done in `transactionSync` atomic across processes.
  */
@@ -22,7 +22,8 @@ export interface RecordsEnv {
    * Runs `write` inside the next group commit: the writes queued in one event-loop turn share one write
    * transaction, each in a child transaction of its own, so a write that throws (a duplicate, a failed
    * check) rolls back alone. `write` runs synchronously under the writer lock; the commit is made by
-   * lmdb-js's writer thread. Resolves once the commit is flushed to disk (durable).
+   * lmdb-js's writer thread, which flushes it to disk before it writes the meta page that makes it visible
+   * (`SYNCED`). Resolves once the commit is durable.
    */
   batch<T>(write: () => T): Promise<T>;
   /** [collection, id] -> record. */
@@ -36,9 +37,9 @@ export interface RecordsEnv {
 /** The main file (`store.mdb`): records, snapshots and the journal, with the read models' file beside it. */
 export interface Env extends RecordsEnv {
   /**
-   * The read models' file (`read-models.mdb`). A batch of it is committed only once every journal entry
-   * committed before the batch began is durable (a flush of `store.mdb` in between): after a crash a read
-   * model and its checkpoint are never ahead of the journal they were projected from, so no entry is skipped.
+   * The read models' file (`read-models.mdb`). Its batches need not wait for the main file: a journal entry the
+   * projection runner can read is already durable (every commit is flushed before it becomes visible), so after
+   * a crash a read model and its checkpoint are never ahead of the journal they were projected from.
    */
   readModels: RecordsEnv;
   /**
@@ -66,16 +67,26 @@ export interface Env extends RecordsEnv {
   meta: Database<number, string>;
 }
 
+/**
+ * How both files are opened: without lmdb-js's default overlapping sync, so LMDB's own commit writes the
+ * transaction's pages, flushes them (`fdatasync`) and only then writes the meta page that makes the commit
+ * visible, all on lmdb-js's writer thread. A commit is durable when it resolves and before any reader (a
+ * thread, another process, the projection runner) can see it. With overlapping sync a commit became visible
+ * first and a separate `mdb_env_sync` made it durable: one more trip through libuv's pool and the event loop
+ * before each answer, and the read models' batches had to wait for a flush of `store.mdb` to stay behind the
+ * journal (bench/README.md, fifth session). `test/store.lmdb.test.ts` watches the order with strace.
+ */
+export const SYNCED = { overlappingSync: false } as const;
+
 /** Opens (creating when missing) the environments in `dataDir`. */
 export function openEnv(dataDir: string): Env {
   fs.mkdirSync(dataDir, { recursive: true });
-  const root = open({ path: path.join(dataDir, 'store.mdb') });
+  const root = open({ path: path.join(dataDir, 'store.mdb'), ...SYNCED });
   const meta = root.openDB<number, string>({ name: 'meta' });
   const seqs = new SeqCounter(meta);
-  const flusher = new Flusher(root);
-  const readModels = open({ path: path.join(dataDir, 'read-models.mdb') });
-  return Object.assign(recordsOf(root, groupCommit('store', root, flusher, seqs)), {
-    readModels: recordsOf(readModels, groupCommit('read-models', readModels, new Flusher(readModels), null, flusher)),
+  const readModels = open({ path: path.join(dataDir, 'read-models.mdb'), ...SYNCED });
+  return Object.assign(recordsOf(root, groupCommit('store', root, seqs)), {
+    readModels: recordsOf(readModels, groupCommit('read-models', readModels, null)),
     nextSeq: () => seqs.next(),
     snapshots: root.openDB<StoredSnapshot, string>({ name: 'snapshots' }),
     snapshotData: root.openDB<Uint8Array, string>({ name: 'snapshot-data', encoding: 'binary' }),
@@ -136,38 +147,6 @@ class SeqCounter {
   }
 }
 
-/**
- * Flushes committed transactions to disk on libuv's thread pool (`mdb_env_sync`), one flush at a time: the
- * commits made while a flush runs wait for the next one, so a flush covers every commit before it (group
- * flush). A caller is told only by a flush that started after its commit, so an answer never precedes the
- * durability of its write. Recovery after a system crash sees a prefix of each file's commits (LMDB writes its
- * meta page last); across the two files, the read models' batches wait for a flush of the main file (see
- * `Env.readModels`), so a read model is never durable without the journal entries it came from.
- */
-class Flusher {
-  private running = false;
-  private waiting: Array<(err?: unknown) => void> = [];
-
-  constructor(private readonly root: RootDatabase) {}
-
-  after(done: (err?: unknown) => void): void {
-    this.waiting.push(done);
-    if (!this.running) this.start();
-  }
-
-  private start(): void {
-    this.running = true;
-    const these = this.waiting;
-    this.waiting = [];
-    // `sync(callback)` is lmdb-js's asynchronous `mdb_env_sync`; its typings do not declare it.
-    (this.root as unknown as { sync(cb: (err?: unknown) => void): void }).sync((err?: unknown) => {
-      this.running = false;
-      for (const done of these) done(err ?? undefined);
-      if (this.waiting.length > 0) this.start();
-    });
-  }
-}
-
 interface Queued {
   write: () => unknown;
   resolve: (value: any) => void;
@@ -176,10 +155,9 @@ interface Queued {
 
 /**
  * The group-commit queue of an environment (see `RecordsEnv.batch`). `seqs` is the journal's counter (the main
- * file only); `after`, when given, is another file's flusher whose commits must be durable before this
- * file's batch commits (the read models' file waits for the journal's); `label` names its `SB_TIMINGS` figures.
+ * file only); `label` names its `SB_TIMINGS` figures.
  */
-function groupCommit(label: string, root: RootDatabase, flushed: Flusher, seqs: SeqCounter | null, after?: Flusher): <T>(write: () => T) => Promise<T> {
+function groupCommit(label: string, root: RootDatabase, seqs: SeqCounter | null): <T>(write: () => T) => Promise<T> {
   let queue: Queued[] = [];
   let queuedAt = 0;
   const flush = () => {
@@ -214,36 +192,27 @@ function groupCommit(label: string, root: RootDatabase, flushed: Flusher, seqs: 
       }
     };
     // lmdb-js's asynchronous transaction: its writer thread takes the write lock and begins the transaction,
-    // this thread runs `writeAll` in it, and the writer thread commits. The commit (page writes) and its
-    // flush run off the event loop, so the next batch's turns run while this one is written. As a child
+    // this thread runs `writeAll` in it, and the writer thread commits and flushes (`SYNCED`). The commit and
+    // its fsync run off the event loop, so the next batch's turns run while this one is written. As a child
     // transaction, a throw outside the writes' own children (the seq counter's) rolls the whole batch back
     // instead of committing entries whose seqs the counter does not record.
-    const commit = () =>
-      root.childTransaction(writeAll).then(
-        () => {
-          timings?.since(`${label}.commit`, t0);
-          timings?.since(`${label}.writes to committed`, tw);
-          flushed.after(done);
-        },
-        (err) => {
-          seqs?.abort();
-          for (const q of batch) q.reject(err);
-        },
-      );
-    if (!after) commit();
-    else after.after((err) => {
-      if (err) for (const q of batch) q.reject(err);
-      else commit();
-    });
-    function done(err?: unknown) {
-      if (timings) timings.since(`${label}.commit to flushed`, t0);
-      batch.forEach((q, i) => {
-        const o = outcomes[i];
-        if (err) q.reject(err);
-        else if (o.ok) q.resolve(o.value);
-        else q.reject(o.err);
-      });
-    }
+    root.childTransaction(writeAll).then(
+      () => {
+        if (timings) {
+          timings.since(`${label}.commit (durable)`, t0);
+          timings.since(`${label}.writes to durable`, tw);
+        }
+        batch.forEach((q, i) => {
+          const o = outcomes[i];
+          if (o.ok) q.resolve(o.value);
+          else q.reject(o.err);
+        });
+      },
+      (err) => {
+        seqs?.abort();
+        for (const q of batch) q.reject(err);
+      },
+    );
   };
   return <T>(write: () => T) =>
     new Promise<T>((resolve, reject) => {
