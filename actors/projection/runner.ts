@@ -90,23 +90,36 @@ export class ProjectionRunner {
     if (entries.length === 0) return 0;
     const last = entries[entries.length - 1].seq;
     const parts = entries.map((e) => partitionOf(e, partitions));
-    await Promise.all(
+    // Every projector applies its entries, then the checkpoints of those that succeeded are stored together,
+    // in one group commit (as each projector finished, each checkpoint was a commit and a flush of its own).
+    // A projector that throws keeps its checkpoint (its entries come again) and holds up no other.
+    const applied = await Promise.allSettled(
       projectors.map(async (projector, i) => {
         const doc = docs[i];
         const kinds = projector.kinds ? new Set(projector.kinds) : null;
         const mine = entries.filter((e, j) => owned.has(parts[j]) && e.seq > (doc.partitions[parts[j]] ?? 0) && (!kinds || kinds.has(e.kind)));
         if (mine.length) await projector.apply(mine, store);
+        return mine;
+      }),
+    );
+    await Promise.all(
+      projectors.map(async (projector, i) => {
+        const outcome = applied[i];
+        if (outcome.status === 'rejected') return;
+        const doc = docs[i];
         const moved = new Map<number, number>();
         for (const p of owned) if ((doc.partitions[p] ?? 0) < last) moved.set(p, last);
         const window = this.lag.get(projector.name)!;
         const now = Date.now();
-        for (const e of mine) window.add(Math.max(0, now - e.at));
+        for (const e of outcome.value) window.add(Math.max(0, now - e.at));
         const summary = window.summary();
         const saved = await this.checkpoints.save(projector.name, doc.epoch, moved, summary ? { id: this.o.runnerId, lag: { at: now, ...summary } } : undefined, Checkpoints.stale(doc, now));
         // A rebuild started meanwhile: its new epoch starts over from 0 at the next cycle.
         if (!saved) this.lag.set(projector.name, new LagWindow());
       }),
     );
+    const failed = applied.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+    if (failed) throw failed.reason;
     return entries.length;
   }
 }
