@@ -4,7 +4,7 @@ import type { CommitQueue } from './commit.js';
 import type { ActorKind } from './kinds.js';
 import { decode, encodeSnapshot, type Envelope, type HostErrorCode, type PersistedActor, type Reply } from './protocol.js';
 import { timings } from '../platform/timings.js';
-import { contextFromHeaders, inSpan, SpanKind } from '../platform/telemetry.js';
+import { contextFromHeaders, inSpan, SpanKind, tracingStarted } from '../platform/telemetry.js';
 import type { Headers } from './transport/types.js';
 import { earliestDeadline, MAX_TIMER_STEP_MS } from './timers.js';
 
@@ -157,6 +157,7 @@ export class Activation {
    * the effects the event starts (responder, sandbox functions, further asks) run inside it.
    */
   private traced(job: Extract<Job, { type: 'event' }>): Promise<void> {
+    if (!tracingStarted()) return this.run(job);
     const kind = this.kind.name;
     const attributes = {
       'actor.kind': kind,

@@ -7,6 +7,7 @@
  */
 import {
   context,
+  INVALID_SPAN_CONTEXT,
   propagation,
   ROOT_CONTEXT,
   SpanKind,
@@ -108,6 +109,9 @@ export function inSpan<T>(
   options: { kind?: SpanKind; attributes?: Attributes; parent?: Context },
   fn: (span: Span) => Promise<T>,
 ): Promise<T> {
+  // No tracer provider: the API's no-op tracer would make a non-recording span, a context and two closures
+  // per call for nothing (several calls per chat turn).
+  if (started === null) return fn(NON_RECORDING);
   const run = (span: Span) =>
     fn(span).then(
       (value) => {
@@ -124,6 +128,9 @@ export function inSpan<T>(
   const opts = { kind: options.kind, attributes: options.attributes };
   return options.parent ? tracer.startActiveSpan(name, opts, options.parent, run) : tracer.startActiveSpan(name, opts, run);
 }
+
+/** The span `inSpan` hands out while no tracer provider runs: records nothing, as the no-op tracer's. */
+const NON_RECORDING: Span = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
 
 /** Loggers bound to a span's ids already (a request's logger); their children inherit from them. */
 const boundLoggers = new WeakSet<object>();
