@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openStore, type JournalEntry } from '../store/mod.js';
 import { accountScope, EdgeErrorCounter, metricBuckets, metricsProjector, metricValue, projectScope, quantile, readWindow, LATENCY_BOUNDS, bucketOf } from '../actors/metrics/mod.js';
+import { countUpdatesInFlight } from './helpers/in-flight.js';
 import { removeDir } from './helpers/platform.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'sb-metrics-'));
@@ -64,34 +65,11 @@ t.test('each metric from its events, per project and per account', async (t) => 
 t.test('the buckets of one batch are written together, so they share one group commit', async (t) => {
   // Counts the bucket writes in flight at once, on the real store. One after the other, each write would wait
   // for a commit and its flush of its own: a batch touching 32 buckets took 32 commits.
-  let inFlight = 0;
-  let most = 0;
-  const watched = new Proxy(store, {
-    get(target, prop, receiver) {
-      if (prop !== 'collection') return Reflect.get(target, prop, receiver);
-      return (spec: Parameters<typeof store.collection>[0]) => {
-        const c = target.collection(spec);
-        if (spec.name !== 'metric_buckets') return c;
-        return new Proxy(c, {
-          get(ct, cp, cr) {
-            if (cp !== 'update') return Reflect.get(ct, cp, cr);
-            return async (...args: Parameters<typeof c.update>) => {
-              most = Math.max(most, ++inFlight);
-              try {
-                return await ct.update(...args);
-              } finally {
-                inFlight--;
-              }
-            };
-          },
-        });
-      };
-    },
-  });
+  const counted = countUpdatesInFlight(store, 'metric_buckets');
   const lanes = 8;
   const batch = Array.from({ length: lanes }, (_, shard) => entry('conversation', 10 + shard, T0, [{ type: 'conversation.started', data: { ...owner, channel: 'CHAT' } }]));
-  await projector.apply(batch, watched);
-  t.equal(most, lanes * 2, 'every bucket (a project and an account bucket per lane) in flight at once');
+  await projector.apply(batch, counted.store);
+  t.equal(counted.most(), lanes * 2, 'every bucket (a project and an account bucket per lane) in flight at once');
   t.equal(metricValue(await readWindow(store, accountScope('acc'), T0 + 60_000, 5), 'call_volume'), lanes, 'and all of them written');
   await projector.reset(store);
 });

@@ -11,6 +11,7 @@ import { openStore, type JournalEntry, type Store } from '../store/mod.js';
 import { ProjectionStatus, partitionOf, type Projector } from '../actors/mod.js';
 import { ProjectionRunner } from '../actors/projection/runner.js';
 import { Checkpoints } from '../actors/projection/checkpoints.js';
+import { countUpdatesInFlight } from './helpers/in-flight.js';
 import { removeDir } from './helpers/platform.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'sb-runner-'));
@@ -102,36 +103,13 @@ t.test('lag figures of runners gone for ten minutes are dropped', async (t) => {
 t.test('a cycle stores its projectors\' checkpoints together, after every projector has applied', async (t) => {
   // Counts the checkpoint writes in flight at once on the real store: stored together, they share one group
   // commit; stored as each projector finished, each was a commit and a flush of its own.
-  let inFlight = 0;
-  let most = 0;
-  const watched = new Proxy(store, {
-    get(target, prop, receiver) {
-      if (prop !== 'collection') return Reflect.get(target, prop, receiver);
-      return (spec: Parameters<Store['collection']>[0]) => {
-        const c = target.collection(spec);
-        if (spec.name !== 'projection_checkpoints') return c;
-        return new Proxy(c, {
-          get(ct, cp, cr) {
-            if (cp !== 'update') return Reflect.get(ct, cp, cr);
-            return async (...args: Parameters<typeof c.update>) => {
-              most = Math.max(most, ++inFlight);
-              try {
-                return await ct.update(...args);
-              } finally {
-                inFlight--;
-              }
-            };
-          },
-        });
-      };
-    },
-  });
+  const counted = countUpdatesInFlight(store, 'projection_checkpoints');
   await step('counter/together', 1, 1);
   // Projectors that finish at different times: the quick ones' checkpoints wait for the slow one.
   const projectors = [0, 5, 20].map((ms) => recorder(`runner-together-${ms}`, ['counter'], () => new Promise((r) => setTimeout(r, ms))));
-  const r = new ProjectionRunner({ store: watched, projectors, partitions: 4, owned: () => [0, 1, 2, 3], batch: 1000, runnerId: 'r4', pollMs: 1000, waitForWork: async () => undefined });
+  const r = new ProjectionRunner({ store: counted.store, projectors, partitions: 4, owned: () => [0, 1, 2, 3], batch: 1000, runnerId: 'r4', pollMs: 1000, waitForWork: async () => undefined });
   await r.cycle();
-  t.equal(most, projectors.length, 'every checkpoint write in flight at once');
+  t.equal(counted.most(), projectors.length, 'every checkpoint write in flight at once');
   const head = await store.journal.head();
   for (const p of projectors) t.same(Object.values((await new Checkpoints(store).load(p.name)).partitions), [head, head, head, head], `${p.name} moved`);
 });
