@@ -16,7 +16,8 @@ import { http } from './helpers/http.js';
 import { natsAvailable } from './helpers/nats.js';
 import { startPlatform } from './helpers/platform.js';
 import { admin } from './helpers/tenants.js';
-import { MEDIA_ENV, runSipp, scenario, toolAvailable, quietPort } from './helpers/voice.js';
+import { MEDIA_ENV, runSipp, scenario, quietPort } from './helpers/voice.js';
+import { toolAvailable } from './helpers/tools.js';
 
 const ready = natsAvailable() && toolAvailable('/usr/bin/sipp', 'sip-tester') && toolAvailable('/usr/bin/espeak-ng', 'espeak-ng');
 const needs = ready ? {} : { skip: 'nats-server, sipp or espeak-ng is not installed' };

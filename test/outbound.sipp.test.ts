@@ -18,7 +18,8 @@ import { conversationsKey } from './helpers/conversations.js';
 import { http } from './helpers/http.js';
 import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
 import { admin } from './helpers/tenants.js';
-import { runSipp, scenario, toolAvailable, quietPort } from './helpers/voice.js';
+import { runSipp, scenario, quietPort } from './helpers/voice.js';
+import { toolAvailable } from './helpers/tools.js';
 
 const needsSipp = toolAvailable('/usr/bin/sipp', 'sip-tester') && toolAvailable('/usr/bin/espeak-ng', 'espeak-ng') ? {} : { skip: 'sipp or espeak-ng is not installed' };
 

@@ -10,7 +10,7 @@ import { closeEnv, openEnv } from '../store/lmdb/env.js';
 import { matcher } from '../store/lmdb/matcher.js';
 import { openLmdbStore } from '../store/lmdb/store.js';
 import type { Store } from '../store/mod.js';
-import { toolAvailable } from './helpers/voice.js';
+import { toolAvailable } from './helpers/tools.js';
 import { plannerAgreement, storeContract } from './store.contract.js';
 
 const dirs = new WeakMap<Store, string>();

@@ -15,7 +15,8 @@ import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
 import { chatProject, type ChatProject } from './helpers/chat.js';
 import { admin } from './helpers/tenants.js';
 import { conversationsClient, conversationsKey } from './helpers/conversations.js';
-import { bindable, bindNumber, MEDIA_ENV, mediaPorts, runSipp, scenario, SIPP_PCAPS, toolAvailable, quietPort, RTP_PORTS } from './helpers/voice.js';
+import { bindable, bindNumber, MEDIA_ENV, mediaPorts, runSipp, scenario, SIPP_PCAPS, quietPort, RTP_PORTS } from './helpers/voice.js';
+import { toolAvailable } from './helpers/tools.js';
 import { waitFor } from './helpers/wait.js';
 
 // sipp and espeak-ng (the agent's voice); missing, these skip locally and fail with CI=true.

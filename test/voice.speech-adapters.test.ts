@@ -15,7 +15,8 @@ import alawmulaw from 'alawmulaw';
 import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
 import { chatProject } from './helpers/chat.js';
 import { conversationsClient, conversationsKey } from './helpers/conversations.js';
-import { bindNumber, MEDIA_ENV, mediaPorts, rtpPcap, runSipp, scenario, SIPP_PCAPS, speak, toolAvailable, quietPort } from './helpers/voice.js';
+import { bindNumber, MEDIA_ENV, mediaPorts, rtpPcap, runSipp, scenario, SIPP_PCAPS, speak, quietPort } from './helpers/voice.js';
+import { toolAvailable } from './helpers/tools.js';
 
 const tools = () => toolAvailable('/usr/bin/sipp', 'sip-tester') && toolAvailable('/usr/bin/espeak-ng', 'espeak-ng');
 const needsTools = tools() ? {} : { skip: 'sipp or espeak-ng is not installed' };

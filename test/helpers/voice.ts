@@ -1,29 +1,16 @@
 import { spawn, spawnSync } from 'node:child_process';
 import dgram from 'node:dgram';
 import net from 'node:net';
-import { accessSync, constants, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import alawmulaw from 'alawmulaw';
 import { DIST } from './platform.js';
+import { toolAvailable } from './tools.js';
 
 /** Scenario templates of sipp (test/fixtures/sipp/*.xml, read from the source tree next to dist/). */
 export const SIPP_FIXTURES = join(DIST, '..', 'test', 'fixtures', 'sipp');
 /** Debian's sip-tester pcaps: RFC 2833 digits and G.711 A-law audio. */
 export const SIPP_PCAPS = '/usr/share/sip-tester';
-
-/**
- * Whether a Debian tool is there. Missing: tests may skip locally, but with `CI=true` this throws, so the
- * test fails instead of skipping (HELPERS.md).
- */
-export function toolAvailable(path: string, pkg: string): boolean {
-  try {
-    accessSync(path, constants.X_OK);
-    return true;
-  } catch {
-    if (process.env.CI === 'true') throw new Error(`${path} is not installed (CI=true): apt-get install ${pkg}`);
-    return false;
-  }
-}
 
 export const voiceTools = () =>
   toolAvailable('/usr/bin/sipp', 'sip-tester') && toolAvailable('/usr/bin/espeak-ng', 'espeak-ng') && toolAvailable('/usr/bin/pocketsphinx_continuous', 'pocketsphinx');
