@@ -106,19 +106,23 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
   };
 
   /**
-   * Conversations known to belong to a project. A conversation's project never changes and its journal is
-   * never deleted, so a positive answer stays true: later turns skip the journal read. Unknown and foreign
+   * Conversations known to belong to a project: those this edge started, and those found in the journal. A
+   * conversation's project never changes and its journal is never deleted, so a positive answer stays true:
+   * later turns skip the journal read. Unknown and foreign
    * ids are always looked up (in the journal: its `conversation.started` event; never in the record, a
    * projection that may lag). Bounded; oldest out first.
    */
   const projectOf = new Map<string, string>();
+  const known = (conversationId: string, projectId: string) => {
+    projectOf.set(conversationId, projectId);
+    if (projectOf.size > KNOWN_CONVERSATIONS) projectOf.delete(projectOf.keys().next().value!);
+  };
   /** The conversation of this project, or 404. */
   const existing = async (projectId: string, conversationId: string): Promise<void> => {
     if (projectOf.get(conversationId) === projectId) return;
     const owner = await conversationOwner(services.store, conversationId);
     if (!owner || owner.projectId !== projectId) throw CHAT.CONVERSATION_NOT_FOUND();
-    projectOf.set(conversationId, projectId);
-    if (projectOf.size > KNOWN_CONVERSATIONS) projectOf.delete(projectOf.keys().next().value!);
+    known(conversationId, projectId);
   };
 
   const refused = (r: Reply): never => {
@@ -172,6 +176,8 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
       },
     });
     if (!reply.ok) refused(reply);
+    // Started here, in this project: its first respond need not look for its start in the journal.
+    known(id, project.id);
     return { conversation_id: id, response: reply.ok ? reply.response : '' };
   });
 
