@@ -82,6 +82,10 @@ export class Activation {
   /** The kind's deadline (`ActorKind.deadline`) a timer is armed for, and that timer (null: none). */
   private deadlineAt: number | null = null;
   private deadlineTimer: ReturnType<typeof setTimeout> | null = null;
+  /** The kind's effect (`ActorKind.effect`) is running. */
+  private effectRunning = false;
+  /** How the step waiting to settle hears that the kind's effect failed (null: no step is waiting). */
+  private effectFailed: ((err: unknown) => void) | null = null;
 
   constructor(
     private readonly ctx: ActivationContext,
@@ -219,19 +223,51 @@ export class Activation {
     const now = actor.getSnapshot();
     if (!settled || settled(now) || now.status !== 'active') return Promise.resolve(now);
     return new Promise((resolve) => {
+      const done = (s: any) => {
+        sub.unsubscribe();
+        this.effectFailed = null;
+        resolve(s);
+      };
       const sub = actor.subscribe({
         next: (s: any) => {
-          if (settled(s) || s.status !== 'active') {
-            sub.unsubscribe();
-            resolve(s);
-          }
+          if (settled(s) || s.status !== 'active') done(s);
         },
-        error: () => {
-          sub.unsubscribe();
-          resolve(actor.getSnapshot());
-        },
+        error: () => done(actor.getSnapshot()),
       });
+      // As an invoked promise without `onError` would leave the actor: in error, which the step answers.
+      this.effectFailed = (error) => done({ status: 'error', error });
     });
+  }
+
+  /** Runs the kind's effect if the snapshot asks for it and it is not running yet (`ActorKind.effect`). */
+  private runEffect(snapshot: any): void {
+    const effect = this.kind.effect;
+    if (!effect || this.effectRunning || snapshot.status !== 'active') return;
+    const input = effect.of(snapshot);
+    if (input === null) return;
+    const actor = this.actor!;
+    this.effectRunning = true;
+    let running: Promise<unknown>;
+    try {
+      running = effect.run(input);
+    } catch (err) {
+      running = Promise.reject(err);
+    }
+    running.then(
+      (output) => {
+        this.effectRunning = false;
+        // Stopped meanwhile (passivated, failed, stale): the outcome has no actor to go to, as with an invoke.
+        if (this.actor === actor) actor.send(effect.done(output));
+      },
+      (err) => {
+        this.effectRunning = false;
+        if (this.actor !== actor) return;
+        if (this.effectFailed) return this.effectFailed(err);
+        // No step waits (a restored snapshot's effect): the actor fails; the next ask activates it afresh.
+        this.ctx.log?.('an actor effect failed', { key: this.key, err: String(err) });
+        this.fail(new HostFailure('ACTOR_ERROR', String(err), false));
+      },
+    );
   }
 
   private async load(): Promise<void> {
@@ -253,7 +289,8 @@ export class Activation {
       if (!this.ended) (this.emitted ??= []).push(journalEvent(event));
     });
     actor.subscribe({
-      next: () => {
+      next: (snapshot: any) => {
+        this.runEffect(snapshot);
         // Changes inside an event are persisted by the event itself; later ones (timers, promises) here.
         if (this.inEvent || this.persistQueued || this.ended) return;
         this.persistQueued = true;
@@ -269,6 +306,8 @@ export class Activation {
     } finally {
       this.inEvent = false;
     }
+    // A snapshot stored while the kind's effect ran runs it again (start may have done so already).
+    this.runEffect(actor.getSnapshot());
     this.armDeadline(this.kind.deadline?.of(actor.getSnapshot()) ?? null);
   }
 

@@ -43,6 +43,23 @@ export interface ActorKind<M extends AnyStateMachine = AnyStateMachine> {
    * timer's deadline is, so a passivated actor is woken for it, and the inspector lists it under `name`.
    */
   deadline?: KindDeadline<M>;
+  /**
+   * An effect the host runs for the actor, instead of an actor the machine invokes (a child actor created
+   * and stopped on every step that needs one). Whenever a snapshot gives an input (`of`, not null) and the
+   * effect is not already running, the host runs it and sends `done(output)` to the actor, as an invoked
+   * promise's done event would come; the step waits for it as for any effect (`settled`). If it rejects, the
+   * actor fails as with an invoke that has no `onError`: the ask waiting on the step is answered
+   * `ACTOR_ERROR` and the activation ends. A snapshot restored in such a state runs it again, as a restored
+   * invoke is restarted.
+   */
+  effect?: KindEffect<M>;
+}
+
+/** See `ActorKind.effect`. */
+export interface KindEffect<M extends AnyStateMachine = AnyStateMachine, I = any, O = any> {
+  of: (snapshot: SnapshotFrom<M>) => I | null;
+  run: (input: I) => Promise<O>;
+  done: (output: O) => { type: string } & Record<string, unknown>;
 }
 
 /** See `ActorKind.deadline`. */

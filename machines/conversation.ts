@@ -3,7 +3,11 @@ import { assign, emit, enqueueActions, fromPromise, setup } from 'xstate';
 /**
  * One conversation on any channel (chat, webchat, voice): started, then idle between turns, a turn in
  * progress, handed off, ended. Every side effect (running the deployment's functions, asking the responder)
- * is an invoked actor named here and provided by `actors/conversation` at run time. An idle conversation
+ * is named here and provided by `actors/conversation` at run time: an invoked actor, except the turn's. The
+ * turn, run on every message, is the host's effect (`ActorKind.effect`): while `responding` carries the tag
+ * `turn`, the actor host runs it with `turnInput(context)` and sends its outcome back as `TURN_DONE`, as an
+ * invoked promise's done event would come (a child actor created and stopped on every turn cost more than
+ * the rest of the turn's transitions: bench/README.md, sixth session). An idle conversation
  * ends by itself: states tagged `expires` end at `IDLE_TIMEOUT` once `idleDeadline` has passed, an event the
  * actor host sends when that deadline comes (a deadline it keeps and stores, instead of a durable timer
  * invoked anew on every turn).
@@ -216,7 +220,9 @@ export type ConversationEvent =
   /** The idle deadline passed (the actor host keeps it: `actors/conversation/kind.ts`); `at`: when it fired. */
   | { type: 'IDLE_TIMEOUT'; at: number }
   | { type: 'EXTERNAL_EVENT'; event: ExternalEvent }
-  | { type: 'BRIDGE_ENDED'; bridge: BridgeData; at: number };
+  | { type: 'BRIDGE_ENDED'; bridge: BridgeData; at: number }
+  /** The turn effect's outcome (the actor host runs it while `responding` is tagged `turn`). */
+  | { type: 'TURN_DONE'; output: TurnOutcome };
 
 /** One message of the responder's history. */
 export interface HistoryMessage {
@@ -272,6 +278,19 @@ export interface TurnInput extends EndInput {
   metadata: Record<string, unknown>;
   at: number;
   voice?: VoiceInput;
+}
+
+/** What the turn effect of a conversation `responding` (tagged `turn`) is run with. */
+export function turnInput(context: ConversationContext): TurnInput {
+  const pending = context.pending!;
+  return {
+    history: context.recent,
+    message: pending.message,
+    metadata: pending.metadata,
+    at: pending.at,
+    ...endInput(context),
+    ...(pending.voice ? { voice: pending.voice } : {}),
+  };
 }
 
 const notProvided = () => {
@@ -446,7 +465,6 @@ export const conversationMachine = setup({
   types: {} as { context: ConversationContext; events: ConversationEvent; input: { id: string }; emitted: ConversationDomainEvent },
   actors: {
     startConversation: fromPromise<TurnOutcome, StartInput>(notProvided),
-    takeTurn: fromPromise<TurnOutcome, TurnInput>(notProvided),
     endConversation: fromPromise<{ at: number; state: Record<string, unknown>; functionErrors: number }, EndInput>(notProvided),
     sleepUntil: fromPromise<number, { until: number }>(notProvided),
     watchExternalEvent: fromPromise<ExternalEvent | null, WatchInput>(notProvided),
@@ -697,21 +715,10 @@ export const conversationMachine = setup({
         onError: { target: 'routing', actions: [assign(({ context }) => ({ bridge: { pending: null, ended: bridgeRecord(context.bridge.pending!) } })), 'emitChanged'] },
       },
     },
+    /** The turn effect runs (the host's, see above) until its outcome comes back. */
     responding: {
-      tags: ['busy'],
-      invoke: {
-        id: 'turn',
-        src: 'takeTurn',
-        input: ({ context }) => ({
-          history: context.recent,
-          message: context.pending!.message,
-          metadata: context.pending!.metadata,
-          at: context.pending!.at,
-          ...endInput(context),
-          ...(context.pending!.voice ? { voice: context.pending!.voice } : {}),
-        }),
-        onDone: afterOutcome,
-      },
+      tags: ['busy', 'turn'],
+      on: { TURN_DONE: afterOutcome },
     },
     handedOff: {
       // Nobody may come back to a handed-off conversation: it also ends once idle.

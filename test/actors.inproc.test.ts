@@ -6,7 +6,8 @@ import { describeSnapshot, startRuntime, builtinKinds, type ActorKind, type Jour
 import { counterMachine } from '../machines/counter.js';
 import { sleepUntil } from '../actors/timers.js';
 import { openStore, type Store } from '../store/mod.js';
-import { assign, setup } from 'xstate';
+import { assign, createActor, setup } from 'xstate';
+import { encodeSnapshot, type PersistedActor } from '../actors/protocol.js';
 import { actorBehaviour, eventually, type Cluster } from './actors.behaviour.js';
 import { removeDir } from './helpers/platform.js';
 
@@ -42,6 +43,41 @@ const expiring: ActorKind = {
   reply: (s) => s.context,
   deadline: { name: 'expiry', of: (s) => s.context.deadline, event: (at) => ({ type: 'EXPIRE', at }) },
 };
+/**
+ * A kind whose work the host runs (`ActorKind.effect`): `WORK` enters `working` (tagged `work`), the host
+ * runs the effect with the job and sends `WORKED` with its output. A job named `fail…` rejects.
+ */
+const workingMachine = setup({
+  types: {} as { context: { job: string | null; results: string[] }; events: { type: 'WORK'; job: string } | { type: 'WORKED'; output: string } },
+}).createMachine({
+  context: { job: null, results: [] },
+  initial: 'idle',
+  states: {
+    idle: { on: { WORK: { target: 'working', actions: assign({ job: ({ event }) => event.job }) } } },
+    working: {
+      tags: ['busy', 'work'],
+      on: { WORKED: { target: 'idle', actions: assign({ job: null, results: ({ context, event }) => [...context.results, event.output] }) } },
+    },
+  },
+});
+/** The jobs the `working` kind's effect was run with, in order. */
+const effectRuns: string[] = [];
+const working: ActorKind = {
+  name: 'working',
+  machine: workingMachine,
+  settled: (s) => !s.hasTag('busy'),
+  reply: (s) => ({ state: s.value, ...s.context }),
+  effect: {
+    of: (s) => (s.hasTag('work') ? s.context.job : null),
+    run: async (job: string) => {
+      effectRuns.push(job);
+      await new Promise((r) => setTimeout(r, 5));
+      if (job.startsWith('fail')) throw new Error(`${job} failed`);
+      return `did ${job}`;
+    },
+    done: (output: string) => ({ type: 'WORKED', output }),
+  },
+};
 let store: Store;
 let runtime: Runtime;
 let dir: string;
@@ -49,7 +85,7 @@ let dir: string;
 t.before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'sb-actors-'));
   store = await openStore({ dataDir: dir });
-  runtime = await startRuntime({ store, worker: true, shardCount: 16, leaseTtlMs: 3000, passivateAfterMs: PASSIVATE_MS, askTimeoutMs: 5000, kinds: builtinKinds([echo, expiring]) });
+  runtime = await startRuntime({ store, worker: true, shardCount: 16, leaseTtlMs: 3000, passivateAfterMs: PASSIVATE_MS, askTimeoutMs: 5000, kinds: builtinKinds([echo, expiring, working]) });
 });
 t.teardown(async () => {
   await runtime.stop();
@@ -148,4 +184,33 @@ t.test("a kind's deadline wakes a passivated actor", async (t) => {
   }, 20_000);
   t.ok(context, 'woken and fired');
   t.ok(context.firedAt >= at, 'at its deadline, not before');
+});
+
+t.test("a kind's effect: run by the host, its outcome sent back, one step committed once it settled", async (t) => {
+  const reply = await runtime.client.ask<{ state: string; results: string[] }>('working', 'w-1', { type: 'WORK', job: 'a' });
+  t.same(reply, { state: 'idle', job: null, results: ['did a'] }, 'the ask waited for the effect');
+  t.same(effectRuns.filter((j) => j === 'a'), ['a'], 'run once');
+  const entries = await store.journal.ofActor('working/w-1');
+  t.same(entries.map((e) => [e.version, e.value]), [[1, 'idle']], 'one durable step, after the effect');
+  const again = await runtime.client.ask<{ results: string[] }>('working', 'w-1', { type: 'WORK', job: 'b' });
+  t.same(again.results, ['did a', 'did b'], 'and again on the next step');
+});
+
+t.test("a kind's effect that fails fails the actor's step as an invoke without onError does; the next ask starts afresh", async (t) => {
+  await t.rejects(runtime.client.ask('working', 'w-fail', { type: 'WORK', job: 'fail-1' }), { name: 'ActorAskError', code: 'ACTOR_ERROR', message: /fail-1 failed/ });
+  t.equal(await store.snapshots.get('working/w-fail'), null, 'nothing of the failed step was stored');
+  const reply = await runtime.client.ask<{ results: string[] }>('working', 'w-fail', { type: 'WORK', job: 'c' });
+  t.same(reply.results, ['did c']);
+});
+
+t.test("a kind's effect runs again for a snapshot stored while it ran, as a restored invoke restarts", async (t) => {
+  const local = createActor(workingMachine).start();
+  local.send({ type: 'WORK', job: 'restored' });
+  const data = encodeSnapshot({ s: local.getPersistedSnapshot(), a: [] } satisfies PersistedActor);
+  local.stop();
+  t.ok((await store.snapshots.put('working/w-restored', data, { expectedVersion: 0, fence: 0, shard: 0, deadline: null })).ok);
+  // Any event activates it; in `working` a WORK changes nothing, and the ask waits for the step to settle.
+  const reply = await runtime.client.ask<{ state: string; results: string[] }>('working', 'w-restored', { type: 'WORK', job: 'ignored' });
+  t.same(reply, { state: 'idle', job: null, results: ['did restored'] });
+  t.same(effectRuns.filter((j) => j === 'restored' || j === 'ignored'), ['restored']);
 });

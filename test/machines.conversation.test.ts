@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
 import { createActor, fromPromise } from 'xstate';
 import { getShortestPaths, getSimplePaths } from 'xstate/graph';
-import { conversationMachine, RECENT_MESSAGES, type ConversationStart, type ExternalEvent, type SideOutcome, type TurnOutcome, type TurnRecord } from '../machines/conversation.js';
+import { conversationMachine, RECENT_MESSAGES, turnInput, type ConversationStart, type ExternalEvent, type SideOutcome, type TurnOutcome, type TurnRecord } from '../machines/conversation.js';
 import { conversationReply } from '../actors/conversation/kind.js';
 
 const start: ConversationStart = {
@@ -21,7 +21,6 @@ const never = <T>() => new Promise<T>(() => undefined);
 const machine = conversationMachine.provide({
   actors: {
     startConversation: fromPromise(() => never<TurnOutcome>()),
-    takeTurn: fromPromise(() => never<TurnOutcome>()),
     endConversation: fromPromise(() => never<{ at: number; state: Record<string, unknown>; functionErrors: number }>()),
     sleepUntil: fromPromise(() => never<number>()),
     watchExternalEvent: fromPromise(() => never<ExternalEvent | null>()),
@@ -37,16 +36,16 @@ const coreEvents = [
   { type: 'xstate.done.actor.start', output: outcome() },
   { type: 'xstate.done.actor.start', output: outcome({ end: true }) },
   { type: 'xstate.done.actor.start', output: outcome({ handoff: { destination: 'desk', reason: 'asked' } }) },
-  { type: 'xstate.done.actor.turn', output: outcome() },
-  { type: 'xstate.done.actor.turn', output: outcome({ end: true }) },
-  { type: 'xstate.done.actor.turn', output: outcome({ handoff: { destination: 'desk', reason: 'asked' } }) },
+  { type: 'TURN_DONE', output: outcome() },
+  { type: 'TURN_DONE', output: outcome({ end: true }) },
+  { type: 'TURN_DONE', output: outcome({ handoff: { destination: 'desk', reason: 'asked' } }) },
   { type: 'xstate.done.actor.end', output: { at: 3000, state: {}, functionErrors: 0 } },
   { type: 'IDLE_TIMEOUT', at: 62_000 },
 ] as any[];
 /** External events and bridge-ended: every state they add is reached and replayed by its shortest path. */
 const events = [
   ...coreEvents,
-  { type: 'xstate.done.actor.turn', output: outcome({ awaiting: wait }) },
+  { type: 'TURN_DONE', output: outcome({ awaiting: wait }) },
   { type: 'EXTERNAL_EVENT', event: external('e1') },
   { type: 'EXTERNAL_EVENT', event: external('other') },
   { type: 'xstate.done.actor.externalTimer', output: 9000 },
@@ -139,7 +138,9 @@ t.test('conversation: refusals and answers come from the step\'s events and stat
   t.same(c.snap().context.pending, { message: 'q', metadata: { a: 1 }, at: 5 });
   t.same(c.snap().context.integrationAttributes, { x: 1 }, 'later turns may add attributes');
   t.ok(c.snap().hasTag('busy'), 'responding is busy');
-  c.send({ type: 'xstate.done.actor.turn', output: outcome({ handoff: { destination: 'desk', reason: 'asked' }, oodTurns: 1, response: 'Passing you on', turns: [turn('q', 'Passing you on', { is_ood: true })] }) } as any);
+  t.ok(c.snap().hasTag('turn'), 'responding asks the host for the turn effect');
+  t.match(turnInput(c.snap().context), { id: 'c2', message: 'q', metadata: { a: 1 }, at: 5, integrationAttributes: { x: 1 }, history: [{ role: 'agent', text: 'Hello' }] }, 'with the message and the history');
+  c.send({ type: 'TURN_DONE', output: outcome({ handoff: { destination: 'desk', reason: 'asked' }, oodTurns: 1, response: 'Passing you on', turns: [turn('q', 'Passing you on', { is_ood: true })] }) } as any);
   t.equal(c.snap().value, 'handedOff');
   t.notOk(c.snap().hasTag('busy'), 'handed off is settled');
   t.equal(c.snap().context.counts.ood, 1);
@@ -175,7 +176,7 @@ t.test('conversation: the snapshot keeps a bounded recent history, however long 
   for (let k = 1; k <= 200; k++) {
     c.send({ type: 'MESSAGE', message: `question ${k}`, metadata: {}, integrationAttributes: {}, at: 2000 + k });
     inputs = [(c.snap().children as any).turn?.getSnapshot?.()?.input].filter(Boolean);
-    c.send({ type: 'xstate.done.actor.turn', output: outcome({ response: `answer ${k}`, turns: [turn(`question ${k}`, `answer ${k}`)] }) } as any);
+    c.send({ type: 'TURN_DONE', output: outcome({ response: `answer ${k}`, turns: [turn(`question ${k}`, `answer ${k}`)] }) } as any);
     sizes.push(JSON.stringify(c.actor.getPersistedSnapshot()).length);
   }
   t.equal(c.snap().context.counts.turns, 201, 'every turn counted');
@@ -198,7 +199,7 @@ t.test('conversation: an external event resumes a waiting conversation once; the
   actor.send({ type: 'START', start });
   actor.send({ type: 'xstate.done.actor.start', output: outcome() } as any);
   actor.send({ type: 'MESSAGE', message: 'pay', metadata: {}, integrationAttributes: {}, at: 2500 });
-  actor.send({ type: 'xstate.done.actor.turn', output: outcome({ awaiting: wait, response: 'Waiting' }) } as any);
+  actor.send({ type: 'TURN_DONE', output: outcome({ awaiting: wait, response: 'Waiting' }) } as any);
   t.equal(snap().value, 'waiting');
   t.same(snap().context.awaiting, wait, 'the wait and its absolute deadline are in the snapshot');
   t.same(Object.keys(snap().children).sort(), ['externalTimer', 'externalWatch'], 'a durable timer and the watch for an early event');
@@ -218,12 +219,12 @@ t.test('conversation: an external event resumes a waiting conversation once; the
   actor.send({ type: 'EXTERNAL_EVENT', event: external('e1') });
   t.equal(snap().value, 'idle', 'a second delivery resumes nothing');
   actor.send({ type: 'MESSAGE', message: 'hi', metadata: {}, integrationAttributes: {}, at: 5000 });
-  actor.send({ type: 'xstate.done.actor.turn', output: outcome({ response: 'Hello' }) } as any);
+  actor.send({ type: 'TURN_DONE', output: outcome({ response: 'Hello' }) } as any);
   t.equal(answered.at(-1)?.data.response, 'paid Hello', 'the next response starts with them');
   t.same(snap().context.unread, []);
   // The timeout.
   actor.send({ type: 'MESSAGE', message: 'pay', metadata: {}, integrationAttributes: {}, at: 6000 });
-  actor.send({ type: 'xstate.done.actor.turn', output: outcome({ awaiting: { eventId: 'e2', deadline: 9000 } }) } as any);
+  actor.send({ type: 'TURN_DONE', output: outcome({ awaiting: { eventId: 'e2', deadline: 9000 } }) } as any);
   actor.send({ type: 'xstate.done.actor.externalTimer', output: 9000 } as any);
   t.equal(snap().value, 'externalResponding');
   t.match(snap().context.external, { id: 'e2', timed_out: true });
@@ -269,7 +270,7 @@ t.test('conversation: the idle timeout ends an idle or handed-off conversation o
   t.notOk(c.snap().hasTag('expires'), 'a turn in progress does not expire');
   c.send({ type: 'IDLE_TIMEOUT', at: 70_000 });
   t.equal(c.snap().value, 'responding', 'nor does a timeout during a turn end it');
-  c.send({ type: 'xstate.done.actor.turn', output: outcome({ at: 65_000 }) } as any);
+  c.send({ type: 'TURN_DONE', output: outcome({ at: 65_000 }) } as any);
   c.send({ type: 'IDLE_TIMEOUT', at: 124_999 });
   t.equal(c.snap().value, 'idle', 'the deadline moved on with the turn');
   c.send({ type: 'IDLE_TIMEOUT', at: 125_000 });

@@ -1,5 +1,5 @@
 import type { Store } from '../../store/mod.js';
-import { conversationMachine, type AnsweredData, type BridgeEnded, type ConversationEvent, type Outcome } from '../../machines/conversation.js';
+import { conversationMachine, turnInput, type AnsweredData, type BridgeEnded, type ConversationEvent, type Outcome } from '../../machines/conversation.js';
 import type { ActorKind } from '../kinds.js';
 import { fromEffect } from '../task.js';
 import { sleepUntil } from '../timers.js';
@@ -52,7 +52,6 @@ export function conversationKind(deps: ConversationDeps & { store: Store }): Act
   const machine = conversationMachine.provide({
     actors: {
       startConversation: fromEffect(effects.start),
-      takeTurn: fromEffect(effects.takeTurn),
       endConversation: fromEffect(effects.end),
       sleepUntil,
       watchExternalEvent: fromEffect(externalWatch(deps.store)),
@@ -68,6 +67,8 @@ export function conversationKind(deps: ConversationDeps & { store: Store }): Act
     settled: (s) => !s.hasTag('busy'),
     // The idle timeout, kept by the host: the machine's `expires` states end once it has passed.
     deadline: { name: 'idleTimer', of: (s) => (s.hasTag('expires') ? s.context.idleDeadline : null), event: (at) => ({ type: 'IDLE_TIMEOUT', at }) },
+    // The turn, run by the host while `responding` carries the tag `turn` (no child actor per turn).
+    effect: { of: (s) => (s.hasTag('turn') ? turnInput(s.context) : null), run: effects.takeTurn, done: (output) => ({ type: 'TURN_DONE', output }) },
     reply: (s, event, emitted: JournalEvent[] = []) => conversationReply(s.value as string, s.context, event as ConversationEvent, emitted),
   };
 }
