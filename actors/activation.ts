@@ -262,6 +262,7 @@ export class Activation {
       (err) => {
         this.effectRunning = false;
         if (this.actor !== actor) return;
+        if (effect.failed) return void actor.send(effect.failed(err));
         if (this.effectFailed) return this.effectFailed(err);
         // No step waits (a restored snapshot's effect): the actor fails; the next ask activates it afresh.
         this.ctx.log?.('an actor effect failed', { key: this.key, err: String(err) });

@@ -48,9 +48,11 @@ export interface ActorKind<M extends AnyStateMachine = AnyStateMachine> {
    * and stopped on every step that needs one). Whenever a snapshot gives an input (`of`, not null) and the
    * effect is not already running, the host runs it and sends `done(output)` to the actor, as an invoked
    * promise's done event would come; the step waits for it as for any effect (`settled`). If it rejects, the
-   * actor fails as with an invoke that has no `onError`: the ask waiting on the step is answered
-   * `ACTOR_ERROR` and the activation ends. A snapshot restored in such a state runs it again, as a restored
-   * invoke is restarted.
+   * host sends `failed(error)` as an invoke's `onError` would hear it, or, without `failed`, the actor fails as
+   * with an invoke that has no `onError`: the ask waiting on the step is answered `ACTOR_ERROR` and the
+   * activation ends. A snapshot restored in such a state runs it again, as a restored invoke is restarted.
+   * The host does not cancel a running effect: the machine leaves the state that asks for it only on its
+   * outcome (or by ending), and an outcome that comes when no state asks for it any more changes nothing.
    */
   effect?: KindEffect<M>;
 }
@@ -60,6 +62,7 @@ export interface KindEffect<M extends AnyStateMachine = AnyStateMachine, I = any
   of: (snapshot: SnapshotFrom<M>) => I | null;
   run: (input: I) => Promise<O>;
   done: (output: O) => { type: string } & Record<string, unknown>;
+  failed?: (error: unknown) => { type: string } & Record<string, unknown>;
 }
 
 /** See `ActorKind.deadline`. */

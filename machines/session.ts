@@ -9,9 +9,12 @@ import { assign, enqueueActions, fromPromise, setup } from 'xstate';
  * what a step emitted with its snapshot (the actor journal), and the session kind's wire module
  * (`actors/session/wire.ts`) renders committed events to the Messaging API's frames, replies included.
  * Events a client replays carry `seq`, their position in the session's sequence; the others (thinking,
- * typing, errors, refusals) carry none. Effects (starting the agent, a turn, closing the conversation,
- * durable timers) are invoked actors named in `setup` and provided at run time. Times come in events and
- * in effects' results.
+ * typing, errors, refusals) carry none. Effects (starting the agent, closing the conversation, durable
+ * timers) are invoked actors named in `setup` and provided at run time, except a turn's: while the agent is
+ * `responding` (tagged `turn`), the actor host runs it with `converseInput(context)` (`ActorKind.effect`) and
+ * sends its reply back as `TURN_DONE`, or `TURN_FAILED`, as an invoked promise's done or error event would
+ * come: a child actor created and stopped on every message cost more than the turn's own transitions. Times
+ * come in events and in effects' results.
  */
 
 /** The five client event kinds (addendum): join, user message, typing, end session, heartbeat. */
@@ -193,7 +196,11 @@ export type SessionEvent =
   | { type: 'DESK_MESSAGE'; agentId: string; text: string; at: number }
   | { type: 'DESK_LEAVE'; agentId: string; at: number }
   /** The conversation's agent speaks without a user message: an external event's function said `text` (and maybe ended). */
-  | { type: 'AGENT_PUSH'; text: string; end: boolean; at: number };
+  | { type: 'AGENT_PUSH'; text: string; end: boolean; at: number }
+  /** A turn's reply (the actor host runs the turn while the agent is `responding`, tagged `turn`). */
+  | { type: 'TURN_DONE'; output: AgentReply }
+  /** The turn failed: no reply came. */
+  | { type: 'TURN_FAILED'; error: unknown };
 
 export interface StartAgentInput {
   sessionId: string;
@@ -205,6 +212,18 @@ export interface ConverseInput extends StartAgentInput {
   text: string;
   language: string;
 }
+/** What the turn effect of a session whose agent is `responding` (tagged `turn`) is run with. */
+export function converseInput(context: SessionContext): ConverseInput {
+  return {
+    sessionId: context.id,
+    info: context.info!,
+    askId: context.current!.askId,
+    at: context.current!.at,
+    text: context.current!.text,
+    language: context.language,
+  };
+}
+
 export interface QueueInput {
   sessionId: string;
   accountId: string;
@@ -373,7 +392,6 @@ export const sessionMachine = setup({
   types: {} as { context: SessionContext; events: SessionEvent; input: { id: string }; emitted: SessionEmitted },
   actors: {
     startAgent: fromPromise<AgentReply, StartAgentInput>(notProvided),
-    converse: fromPromise<AgentReply, ConverseInput>(notProvided),
     closeConversation: fromPromise<number, CloseInput>(notProvided),
     queuePosition: fromPromise<{ at: number; position: number }, QueueInput>(notProvided),
     sleepUntil: fromPromise<number, { until: number }>(notProvided),
@@ -671,19 +689,11 @@ export const sessionMachine = setup({
             ready: {
               on: { CLIENT: { guard: 'isMessage', target: 'responding', actions: ['acceptMessage', 'takeNext'] } },
             },
+            /** The turn runs (the host's effect, see above) until its reply, or its failure, comes back. */
             responding: {
-              invoke: {
-                id: 'turn',
-                src: 'converse',
-                input: ({ context }) => ({
-                  sessionId: context.id,
-                  info: context.info!,
-                  askId: context.current!.askId,
-                  at: context.current!.at,
-                  text: context.current!.text,
-                  language: context.language,
-                }),
-                onDone: [
+              tags: ['turn'],
+              on: {
+                TURN_DONE: [
                   { guard: 'agentFailed', target: 'answered', actions: 'agentFailure' },
                   { guard: 'agentEnds', target: '#session.ending', actions: ['answer', 'naturalEnd'] },
                   { guard: 'serverHandoff', target: 'queuedForLive', actions: ['answer', 'handoffServer'] },
@@ -692,9 +702,9 @@ export const sessionMachine = setup({
                   { guard: 'invalidHandoff', target: 'handoffFailed', actions: ['answer', 'handoffFailed'] },
                   { target: 'answered', actions: 'answer' },
                 ],
-                onError: { target: 'answered', actions: 'turnError' },
+                TURN_FAILED: { target: 'answered', actions: 'turnError' },
+                CLIENT: { guard: 'isMessage', actions: 'acceptMessage' },
               },
-              on: { CLIENT: { guard: 'isMessage', actions: 'acceptMessage' } },
             },
             /** Server-managed handoff: waiting on the live-agent desk. Messages are journaled for the agent who accepts. */
             queuedForLive: {

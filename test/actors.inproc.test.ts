@@ -48,7 +48,10 @@ const expiring: ActorKind = {
  * runs the effect with the job and sends `WORKED` with its output. A job named `fail…` rejects.
  */
 const workingMachine = setup({
-  types: {} as { context: { job: string | null; results: string[] }; events: { type: 'WORK'; job: string } | { type: 'WORKED'; output: string } },
+  types: {} as {
+    context: { job: string | null; results: string[] };
+    events: { type: 'WORK'; job: string } | { type: 'WORKED'; output: string } | { type: 'WORK_FAILED'; error: unknown };
+  },
 }).createMachine({
   context: { job: null, results: [] },
   initial: 'idle',
@@ -56,7 +59,10 @@ const workingMachine = setup({
     idle: { on: { WORK: { target: 'working', actions: assign({ job: ({ event }) => event.job }) } } },
     working: {
       tags: ['busy', 'work'],
-      on: { WORKED: { target: 'idle', actions: assign({ job: null, results: ({ context, event }) => [...context.results, event.output] }) } },
+      on: {
+        WORKED: { target: 'idle', actions: assign({ job: null, results: ({ context, event }) => [...context.results, event.output] }) },
+        WORK_FAILED: { target: 'idle', actions: assign({ job: null, results: ({ context, event }) => [...context.results, `failed: ${String(event.error)}`] }) },
+      },
     },
   },
 });
@@ -78,6 +84,8 @@ const working: ActorKind = {
     done: (output: string) => ({ type: 'WORKED', output }),
   },
 };
+/** The same machine, whose kind maps the effect's failure to an event (`failed`), as an invoke's `onError` would. */
+const tolerant: ActorKind = { ...working, name: 'tolerant', effect: { ...working.effect!, failed: (error) => ({ type: 'WORK_FAILED', error }) } };
 let store: Store;
 let runtime: Runtime;
 let dir: string;
@@ -85,7 +93,7 @@ let dir: string;
 t.before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'sb-actors-'));
   store = await openStore({ dataDir: dir });
-  runtime = await startRuntime({ store, worker: true, shardCount: 16, leaseTtlMs: 3000, passivateAfterMs: PASSIVATE_MS, askTimeoutMs: 5000, kinds: builtinKinds([echo, expiring, working]) });
+  runtime = await startRuntime({ store, worker: true, shardCount: 16, leaseTtlMs: 3000, passivateAfterMs: PASSIVATE_MS, askTimeoutMs: 5000, kinds: builtinKinds([echo, expiring, working, tolerant]) });
 });
 t.teardown(async () => {
   await runtime.stop();
@@ -201,6 +209,12 @@ t.test("a kind's effect that fails fails the actor's step as an invoke without o
   t.equal(await store.snapshots.get('working/w-fail'), null, 'nothing of the failed step was stored');
   const reply = await runtime.client.ask<{ results: string[] }>('working', 'w-fail', { type: 'WORK', job: 'c' });
   t.same(reply.results, ['did c']);
+});
+
+t.test("a kind's effect that fails, with `failed`: the actor hears of it as an event and the step goes on", async (t) => {
+  const reply = await runtime.client.ask<{ state: string; results: string[] }>('tolerant', 't-1', { type: 'WORK', job: 'fail-2' });
+  t.same(reply, { state: 'idle', job: null, results: ['failed: Error: fail-2 failed'] });
+  t.same((await store.journal.ofActor('tolerant/t-1')).map((e) => e.value), ['idle'], 'committed as one step');
 });
 
 t.test("a kind's effect runs again for a snapshot stored while it ran, as a restored invoke restarts", async (t) => {

@@ -2,7 +2,7 @@ import t from 'tap';
 import fc from 'fast-check';
 import { createActor, fromPromise } from 'xstate';
 import { getShortestPaths } from 'xstate/graph';
-import { MAX_CHUNKS, REMEMBERED_CLIENT_EVENTS, seenIndex, sessionMachine, streamedParts, type AgentReply, type SessionEmitted, type SessionInfo } from '../machines/session.js';
+import { converseInput, MAX_CHUNKS, REMEMBERED_CLIENT_EVENTS, seenIndex, sessionMachine, streamedParts, type AgentReply, type SessionEmitted, type SessionInfo } from '../machines/session.js';
 import { chunkText, renderStep, replyOf } from '../actors/session/wire.js';
 
 const info: SessionInfo = {
@@ -17,7 +17,6 @@ const never = <T>() => new Promise<T>(() => undefined);
 const machine = sessionMachine.provide({
   actors: {
     startAgent: fromPromise(() => never<AgentReply>()),
-    converse: fromPromise(() => never<AgentReply>()),
     closeConversation: fromPromise(() => never<number>()),
     sleepUntil: fromPromise(() => never<number>()),
     queuePosition: fromPromise(() => never<{ at: number; position: number }>()),
@@ -25,6 +24,8 @@ const machine = sessionMachine.provide({
 });
 const client = (kind: string, o: Record<string, unknown> = {}) => ({ type: 'CLIENT', kind, custom: null, clientEventId: null, at: 1500, ...o }) as any;
 const done = (id: string, output: unknown) => ({ type: `xstate.done.actor.${id}`, output }) as any;
+/** A turn's reply: the actor host runs the turn (`ActorKind.effect`) and sends it back as `TURN_DONE`. */
+const turnDone = (output: unknown) => ({ type: 'TURN_DONE', output }) as any;
 const handoff = { destination: 'desk', reason: 'asked' };
 
 /** A started, created session with what it emitted, all of it and that of the last `send`. */
@@ -57,9 +58,9 @@ t.test('session: every agent state is reachable, and each shortest path replays 
     { type: 'CREATE', info },
     client('JOIN'), client('MESSAGE', { text: 'hi' }), client('END'),
     done('start', reply()), done('start', reply({ failure: 'start' })),
-    done('turn', reply()), done('turn', reply({ end: true })), done('turn', reply({ failure: 'respond' })),
-    done('turn', reply({ handoff })), done('turn', reply({ handoff, handoffMode: 'client' })), done('turn', reply({ handoff, handoffMode: 'unavailable' })),
-    done('turn', reply({ handoff, handoffMode: 'invalid' })),
+    turnDone(reply()), turnDone(reply({ end: true })), turnDone(reply({ failure: 'respond' })),
+    turnDone(reply({ handoff })), turnDone(reply({ handoff, handoffMode: 'client' })), turnDone(reply({ handoff, handoffMode: 'unavailable' })),
+    turnDone(reply({ handoff, handoffMode: 'invalid' })),
     { type: 'DESK_ACCEPT', agent: { id: 'k1', name: 'Sam', avatar_url: '' }, at: 3000 },
     { type: 'DESK_LEAVE', agentId: 'k1', at: 4000 },
     done('handoffTimer', 70_000), done('idleTimer', 700_000), done('close', 5000),
@@ -140,10 +141,12 @@ t.test('session: user messages queue while the agent answers, each answered in o
   a.step(done('start', reply()));
   t.equal((a.getSnapshot().value as any).active.agent, 'responding');
   t.equal(a.getSnapshot().context.current?.text, 'early');
+  t.ok(a.getSnapshot().hasTag('turn'), 'responding asks the host for the turn effect');
+  t.match(converseInput(a.getSnapshot().context), { text: 'early', info: { projectId: 'p' } }, 'with the message taken');
   a.step(client('MESSAGE', { text: 'second', custom: { n: 2 } }));
-  a.step(done('turn', reply({ text: 'answer one' })));
+  a.step(turnDone(reply({ text: 'answer one' })));
   t.equal(a.getSnapshot().context.current?.text, 'second', 'the next one is taken at once');
-  a.step(done('turn', reply({ text: 'answer two' })));
+  a.step(turnDone(reply({ text: 'answer two' })));
   const messages = a.all.filter((e) => e.type === 'session.agent_message') as any[];
   t.same(messages.map((e) => [e.text, e.custom]), [['Hello there friend', null], ['answer one', { n: 0 }], ['answer two', { n: 2 }]]);
   t.equal((a.getSnapshot().value as any).active.agent, 'ready');
@@ -161,7 +164,7 @@ t.test('session: failures are semantic; the wire module says the contract messag
     a.step(client('JOIN'));
     a.step(done('start', reply()));
     a.step(client('MESSAGE', { text: 'x', custom: { c: 1 } }));
-    const out = a.step(done('turn', reply(r)));
+    const out = a.step(turnDone(reply(r)));
     t.match(out.at(-1), { type: 'session.failure', reason: r.failure, custom: { c: 1 } });
     t.notOk('seq' in out.at(-1)!, 'transient');
     const [frame] = renderStep('s1', { version: 9, at: 2000, events: out.map(({ type, ...data }) => ({ type, data })) }).map((f) => JSON.parse(f.j));
@@ -186,7 +189,7 @@ t.test('session: client_event_id de-duplication answers with the original sequen
   a.step(client('JOIN', { clientEventId: 'j' }));
   a.step(done('start', reply()));
   const seq = (a.step(client('MESSAGE', { text: 'x', clientEventId: 'm1' })).find((e) => e.type === 'session.user_message') as any).seq;
-  a.step(done('turn', reply()));
+  a.step(turnDone(reply()));
   const before = a.getSnapshot().context.nextSeq;
   a.step(client('MESSAGE', { text: 'x', clientEventId: 'm1' }));
   t.same(a.reply(), { ok: true, duplicateOf: seq });
@@ -207,7 +210,7 @@ t.test('session: the remembered client_event_ids are the last 100, each with the
   for (const id of ids) {
     const emitted = a.step(client('MESSAGE', { text: 'x', clientEventId: id }));
     seqOf.set(id, (emitted.find((e) => e.type === 'session.user_message') as any).seq);
-    a.step(done('turn', reply()));
+    a.step(turnDone(reply()));
   }
   const seen = a.getSnapshot().context.seen;
   t.equal(seen.seqs.length, REMEMBERED_CLIENT_EVENTS);
@@ -232,7 +235,7 @@ t.test('session: seenIndex finds exactly the remembered ids (property)', async (
       a.step(done('start', reply()));
       for (const id of ids) {
         a.step(client('MESSAGE', { text: 'x', clientEventId: id }));
-        a.step(done('turn', reply()));
+        a.step(turnDone(reply()));
       }
       seen = a.getSnapshot().context.seen;
       a.stop();
@@ -286,7 +289,7 @@ t.test('session: while waiting, a changed place in the queue is announced', asyn
   a.step(client('JOIN'));
   a.step(done('start', reply()));
   a.step(client('MESSAGE', { text: 'person please' }));
-  const out = a.step(done('turn', reply({ handoff, queuePosition: 3, at: 2000 })));
+  const out = a.step(turnDone(reply({ handoff, queuePosition: 3, at: 2000 })));
   t.same(out.map((e) => e.type), ['session.agent_message', 'session.handoff_triggered', 'session.agent_left', 'session.handoff_accepted', 'session.queue_status']);
   t.match(out[1], { destination: 'desk', reason: 'asked', mode: 'server', at: 2000 });
   t.equal(a.getSnapshot().context.queueCheckAt, 2000 + 15_000);
@@ -304,7 +307,7 @@ t.test('session: live agents only act on the session they accepted', async (t) =
   a.step(client('JOIN'));
   a.step(done('start', reply()));
   a.step(client('MESSAGE', { text: 'person please' }));
-  a.step(done('turn', reply({ handoff })));
+  a.step(turnDone(reply({ handoff })));
   t.equal(status(a), 'waiting');
   a.step({ type: 'DESK_MESSAGE', agentId: 'k1', text: 'hi', at: 3000 });
   t.same(a.reply(), { ok: false, error: 'not_live' });

@@ -37,7 +37,6 @@ const never = <T>() => new Promise<T>(() => undefined);
 const machine = sessionMachine.provide({
   actors: {
     startAgent: fromPromise(() => never<AgentReply>()),
-    converse: fromPromise(() => never<AgentReply>()),
     closeConversation: fromPromise(() => never<number>()),
     sleepUntil: fromPromise(() => never<number>()),
     queuePosition: fromPromise(() => never<{ at: number; position: number }>()),
@@ -48,6 +47,8 @@ const reply = (o: Partial<AgentReply> = {}): AgentReply => ({
 });
 const client = (kind: string, o: Record<string, unknown> = {}) => ({ type: 'CLIENT', kind, custom: null, clientEventId: null, at: info.createdAt + 1000, ...o });
 const done = (id: string, output: unknown) => ({ type: `xstate.done.actor.${id}`, output });
+/** A turn's reply: the actor host runs the turn (`ActorKind.effect`) and sends it back as `TURN_DONE`. */
+const turnDone = (output: unknown) => ({ type: 'TURN_DONE', output });
 
 /** Runs a session through `events`, one journal entry per step, as the host commits them. */
 function steps(id: string, events: unknown[], firstSeq = 1): JournalEntry[] {
@@ -73,7 +74,7 @@ const handoffRun = (id: string) =>
     done('start', reply()),
     client('TYPING', { typing: 'TYPING_STATE_STARTED' }),
     client('MESSAGE', { text: 'a person please' }),
-    done('turn', reply({ handoff: { destination: 'live_agent', reason: 'asked' }, queuePosition: 2 })),
+    turnDone(reply({ handoff: { destination: 'live_agent', reason: 'asked' }, queuePosition: 2 })),
     done('queueTimer', info.createdAt + 20_000),
     done('queue', { at: info.createdAt + 20_001, position: 1 }),
     { type: 'DESK_ACCEPT', agent: { id: 'k1', name: 'Sam', avatar_url: '' }, at: info.createdAt + 30_000 },

@@ -1,4 +1,4 @@
-import { sessionMachine } from '../../machines/session.js';
+import { converseInput, sessionMachine, type SessionContext } from '../../machines/session.js';
 import type { ActorKind } from '../kinds.js';
 import { encode } from '../protocol.js';
 import { fromEffect } from '../task.js';
@@ -25,7 +25,6 @@ export function sessionKind(deps: SessionDeps & { transport: () => Promise<Trans
   const machine = sessionMachine.provide({
     actors: {
       startAgent: fromEffect(effects.startAgent),
-      converse: fromEffect(effects.converse),
       closeConversation: fromEffect(effects.closeConversation),
       queuePosition: fromEffect(effects.queuePosition),
       sleepUntil,
@@ -40,6 +39,13 @@ export function sessionKind(deps: SessionDeps & { transport: () => Promise<Trans
     machine,
     input: (id: string) => ({ id }),
     reply: (_s: unknown, _event: { type: string }, emitted: JournalEvent[] = []): SessionReply => replyOf(emitted),
+    // A turn, run by the host while the agent is `responding` (tagged `turn`): no child actor per message.
+    effect: {
+      of: (s: { hasTag(tag: string): boolean; context: SessionContext }) => (s.hasTag('turn') ? converseInput(s.context) : null),
+      run: effects.converse,
+      done: (output: unknown) => ({ type: 'TURN_DONE', output }),
+      failed: (error: unknown) => ({ type: 'TURN_FAILED', error }),
+    },
     published: (id: string, entry: JournalEntry): void => {
       if (killBeforePublish && entry.events.some((e) => e.type === 'session.user_message' && e.data.text === killBeforePublish)) process.kill(process.pid, 'SIGKILL');
       const frames = renderStep(id, entry);
