@@ -82,10 +82,11 @@ export class Activation {
   /** The kind's deadline (`ActorKind.deadline`) a timer is armed for, and that timer (null: none). */
   private deadlineAt: number | null = null;
   private deadlineTimer: ReturnType<typeof setTimeout> | null = null;
-  /** The kind's effect (`ActorKind.effect`) is running. */
-  private effectRunning = false;
-  /** How the step waiting to settle hears that the kind's effect failed (null: no step is waiting). */
-  private effectFailed: ((err: unknown) => void) | null = null;
+  /**
+   * The kind's effect (`ActorKind.effect`): whether it is running, and how the step waiting to settle hears
+   * that it failed (null: no step waits). Null for a kind without one: one field, as an idle actor is small.
+   */
+  private effect: { running: boolean; failed: ((err: unknown) => void) | null } | null = null;
 
   constructor(
     private readonly ctx: ActivationContext,
@@ -225,7 +226,7 @@ export class Activation {
     return new Promise((resolve) => {
       const done = (s: any) => {
         sub.unsubscribe();
-        this.effectFailed = null;
+        if (this.effect) this.effect.failed = null;
         resolve(s);
       };
       const sub = actor.subscribe({
@@ -235,18 +236,19 @@ export class Activation {
         error: () => done(actor.getSnapshot()),
       });
       // As an invoked promise without `onError` would leave the actor: in error, which the step answers.
-      this.effectFailed = (error) => done({ status: 'error', error });
+      if (this.kind.effect) (this.effect ??= { running: false, failed: null }).failed = (error) => done({ status: 'error', error });
     });
   }
 
   /** Runs the kind's effect if the snapshot asks for it and it is not running yet (`ActorKind.effect`). */
   private runEffect(snapshot: any): void {
     const effect = this.kind.effect;
-    if (!effect || this.effectRunning || snapshot.status !== 'active') return;
+    if (!effect || this.effect?.running || snapshot.status !== 'active') return;
     const input = effect.of(snapshot);
     if (input === null) return;
     const actor = this.actor!;
-    this.effectRunning = true;
+    const state = (this.effect ??= { running: false, failed: null });
+    state.running = true;
     let running: Promise<unknown>;
     try {
       running = effect.run(input);
@@ -255,15 +257,15 @@ export class Activation {
     }
     running.then(
       (output) => {
-        this.effectRunning = false;
+        state.running = false;
         // Stopped meanwhile (passivated, failed, stale): the outcome has no actor to go to, as with an invoke.
         if (this.actor === actor) actor.send(effect.done(output));
       },
       (err) => {
-        this.effectRunning = false;
+        state.running = false;
         if (this.actor !== actor) return;
         if (effect.failed) return void actor.send(effect.failed(err));
-        if (this.effectFailed) return this.effectFailed(err);
+        if (state.failed) return state.failed(err);
         // No step waits (a restored snapshot's effect): the actor fails; the next ask activates it afresh.
         this.ctx.log?.('an actor effect failed', { key: this.key, err: String(err) });
         this.fail(new HostFailure('ACTOR_ERROR', String(err), false));
