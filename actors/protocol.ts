@@ -34,10 +34,11 @@ export interface PersistedActor {
   d?: [string, number];
 }
 /**
- * Encodes a stored snapshot. Snapshots are large and repetitive (a transcript of like-shaped turns), and
- * msgpack records write each shape's keys once instead of once per object, so the snapshot is smaller and
- * takes less work to encode than with maps. Without shared structures every message defines its records
- * inline, so it still decodes on its own with `decode`, in any process.
+ * Encodes a stored snapshot. Snapshots are repetitive (the recent messages and the remembered replies are
+ * like-shaped objects), and msgpack records write each shape's keys once instead of once per object, so the
+ * snapshot is smaller; encoding it costs about what maps cost (bench/README.md, sixth session). Without
+ * shared structures every message defines its records inline, so it still decodes on its own with `decode`,
+ * in any process.
  */
 export const encodeSnapshot = (value: unknown): Uint8Array => snapshotPackr.pack(value);
 const snapshotPackr = new Packr({ useRecords: true });
