@@ -718,6 +718,8 @@ export const conversationMachine = setup({
     /** The turn effect runs (the host's, see above) until its outcome comes back. */
     responding: {
       tags: ['busy', 'turn'],
+      // For the chart (`gateway/edge/inspector`): what the host runs here.
+      meta: { hostEffect: 'takeTurn' },
       on: { TURN_DONE: afterOutcome },
     },
     handedOff: {

@@ -692,6 +692,8 @@ export const sessionMachine = setup({
             /** The turn runs (the host's effect, see above) until its reply, or its failure, comes back. */
             responding: {
               tags: ['turn'],
+              // For the chart (`gateway/edge/inspector`): what the host runs here.
+              meta: { hostEffect: 'converse' },
               on: {
                 TURN_DONE: [
                   { guard: 'agentFailed', target: 'answered', actions: 'agentFailure' },

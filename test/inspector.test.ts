@@ -60,6 +60,8 @@ t.test('the machines: listed, and every kind as SVG with its states, transitions
   const conversation = (await get('/machines/conversation.svg')).text;
   t.match(conversation, 'done: start [ends]', 'a named guard on its transition');
   t.match(conversation, 'class="initial"', 'the initial state is marked');
+  t.match(conversation, 'host effect: takeTurn', "the turn the actor host runs (the kind's effect) is on its state");
+  t.match((await get('/machines/session.svg')).text, 'host effect: converse');
   const session = (await get('/machines/session.svg')).text;
   t.match(session, /class="state parallel"[^>]*data-path="active"/, 'a parallel state');
   t.match(session, /class="state [a-z]+ region"[^>]*data-path="active.agent"/, 'its regions');

@@ -35,7 +35,7 @@ export function summaries(): MachineSummary[] {
         states: states.length - 1,
         transitions: chart.transitions.length,
         timers: invokes.filter((i) => i.timer).length,
-        effects: invokes.filter((i) => !i.timer).length,
+        effects: invokes.filter((i) => !i.timer).length + states.filter((s) => s.hostEffect).length,
         svg: `/admin/v1/inspector/machines/${kind}.svg`,
       };
     });

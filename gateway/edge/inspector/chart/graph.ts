@@ -48,6 +48,8 @@ export interface ChartState {
   /** Id of the initial child (compound states). */
   initial: string | null;
   invokes: ChartInvoke[];
+  /** The effect the actor host runs while in this state (`ActorKind.effect`), as its `meta.hostEffect` names it. */
+  hostEffect: string | null;
   tags: string[];
   children: ChartState[];
 }
@@ -113,6 +115,7 @@ export function chartOf(machine: AnyStateMachine): Chart {
         const src = typeof i.src === 'string' ? i.src : 'inline';
         return { id: i.id, src, timer: src === TIMER_SRC };
       }),
+      hostEffect: typeof node.meta?.hostEffect === 'string' ? node.meta.hostEffect : null,
       tags: [...(node.tags ?? [])],
       children,
     };

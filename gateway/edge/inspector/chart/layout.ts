@@ -16,12 +16,13 @@ const TITLE_H = 24;
 const PAD = 10;
 const INIT_SIZE = 12;
 
-/** The lines written inside a state under its name: invoked effects and timers, tags. */
+/** The lines written inside a state under its name: invoked effects and timers, the host's effect, tags. */
 export function stateLines(s: ChartState): Array<{ text: string; cls: string }> {
   const lines: Array<{ text: string; cls: string }> = [];
   for (const i of s.invokes) {
     lines.push(i.timer ? { text: `timer ${i.id} (${i.src})`, cls: 'timer' } : { text: `invoke ${i.id}: ${i.src}`, cls: 'invoke' });
   }
+  if (s.hostEffect) lines.push({ text: `host effect: ${s.hostEffect}`, cls: 'invoke' });
   if (s.tags.length) lines.push({ text: `tags: ${s.tags.join(', ')}`, cls: 'tags' });
   return lines;
 }
