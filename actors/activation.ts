@@ -293,6 +293,7 @@ export class Activation {
     });
     actor.subscribe({
       next: (snapshot: any) => {
+        // Also at `start`, which emits the restored snapshot: one stored while the kind's effect ran runs it again.
         this.runEffect(snapshot);
         // Changes inside an event are persisted by the event itself; later ones (timers, promises) here.
         if (this.inEvent || this.persistQueued || this.ended) return;
@@ -309,8 +310,6 @@ export class Activation {
     } finally {
       this.inEvent = false;
     }
-    // A snapshot stored while the kind's effect ran runs it again (start may have done so already).
-    this.runEffect(actor.getSnapshot());
     this.armDeadline(this.kind.deadline?.of(actor.getSnapshot()) ?? null);
   }
 
