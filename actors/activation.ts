@@ -7,6 +7,7 @@ import { timings } from '../platform/timings.js';
 import { contextFromHeaders, inSpan, SpanKind, tracingStarted } from '../platform/telemetry.js';
 import type { Headers } from './transport/types.js';
 import { earliestDeadline, MAX_TIMER_STEP_MS } from './timers.js';
+import { persistedSnapshot } from './persisted.js';
 
 /** How many applied event ids (with their replies) an actor remembers for de-duplicating retries. */
 export const REMEMBERED_EVENTS = 8;
@@ -358,7 +359,7 @@ export class Activation {
     const fence = this.ctx.fenceOf(this.shard);
     if (fence === null) throw new HostFailure('NOT_OWNER', 'the shard lease lapsed', true);
     const t0 = timings ? performance.now() : 0;
-    const persisted = this.actor!.getPersistedSnapshot();
+    const persisted = persistedSnapshot(this.actor!);
     const snapshot = this.actor!.getSnapshot();
     const kindDeadline = this.kind.deadline?.of(snapshot) ?? null;
     const data = encodeSnapshot({ s: persisted, a: this.applied, ...(kindDeadline !== null ? { d: [this.kind.deadline!.name, kindDeadline] } : {}) } satisfies PersistedActor);
