@@ -74,6 +74,31 @@ t.test('a read-model write does not wait for the main file\'s writer lock; a rec
   t.same(order, ['read model written', 'lock released', 'record written']);
 });
 
+t.test('a write that throws in a group commit fails alone: the others of its batch commit, seqs without a gap', async (t) => {
+  const store = await makeStore();
+  t.teardown(() => store.close());
+  const c = store.collection<{ id: string; n?: number }>({ name: 'mixed' });
+  await c.insert({ id: 'taken' });
+  const head = await store.journal.head();
+  const step = (n: number) => ({ value: 'idle', events: [{ type: 'counted', data: { n } }] });
+  // Queued in one turn, so one batch: a duplicate among writes that succeed, a journal step before and after it.
+  const outcomes = await Promise.allSettled([
+    store.snapshots.putMany([{ key: 'k/1', data: new Uint8Array([1]), expectedVersion: 0, fence: 1, shard: 0, deadline: null, step: step(1) }]),
+    c.insert({ id: 'first' }),
+    c.insert({ id: 'taken', n: 2 }),
+    store.journal.append({ key: 'k/2', kind: 'k', id: '2', shard: 0, version: 1, at: 1, value: null, events: [{ type: 'counted', data: { n: 2 } }] }),
+    c.update({ id: 'first' }, { $set: { n: 3 } }),
+  ]);
+  t.same(outcomes.map((o) => o.status), ['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+  t.equal((outcomes[2] as PromiseRejectedResult).reason?.name, 'StoreDuplicateError', 'the duplicate is refused');
+  t.same(await c.get('taken'), { id: 'taken' }, 'the stored record is untouched');
+  t.same(await c.get('first'), { id: 'first', n: 3 }, 'the writes after it in the batch committed, each once');
+  const entries = await store.journal.read(head, 10);
+  t.same(entries.map((e) => [e.seq, e.key]), [[head + 1, 'k/1'], [head + 2, 'k/2']], 'both journal entries, with consecutive seqs');
+  t.equal(await store.journal.head(), head + 2);
+  t.equal((await store.snapshots.get('k/1'))?.version, 1);
+});
+
 const needsStrace = toolAvailable('/usr/bin/strace', 'strace') ? {} : { skip: 'strace is not installed' };
 
 t.test('each file flushes a commit before the meta page that makes it visible, and a batch resolves after both', needsStrace, async (t) => {

@@ -20,8 +20,9 @@ export interface RecordsEnv {
   root: RootDatabase;
   /**
    * Runs `write` inside the next group commit: the writes queued in one event-loop turn share one write
-   * transaction, each in a child transaction of its own, so a write that throws (a duplicate, a failed
-   * check) rolls back alone. `write` runs synchronously under the writer lock; the commit is made by
+   * transaction, and a write that throws (a duplicate, a failed check) fails alone: the others still commit
+   * (see `groupCommit`: `write` may run twice, so it must read what it checks inside the transaction and
+   * have no effect outside it). `write` runs synchronously under the writer lock; the commit is made by
    * lmdb-js's writer thread, which flushes it to disk before it writes the meta page that makes it visible
    * (`SYNCED`). Resolves once the commit is durable.
    */
@@ -156,6 +157,13 @@ interface Queued {
 /**
  * The group-commit queue of an environment (see `RecordsEnv.batch`). `seqs` is the journal's counter (the main
  * file only); `label` names its `SB_TIMINGS` figures.
+ *
+ * A batch's writes first run one after another in the batch's transaction. A write that throws (a duplicate,
+ * a failed check) rolls that whole attempt back, and the batch runs again with each write in a child
+ * transaction of its own, so that only the write that threw fails. Writes that throw are rare, and a child
+ * transaction for every write cost each of them several microseconds of this thread's time under the writer
+ * lock (bench/README.md, seventh session). A write must therefore be safe to run twice: each reads what it
+ * checks inside the transaction, and the rolled-back attempt leaves nothing behind.
  */
 function groupCommit(label: string, root: RootDatabase, seqs: SeqCounter | null): <T>(write: () => T) => Promise<T> {
   let queue: Queued[] = [];
@@ -168,7 +176,12 @@ function groupCommit(label: string, root: RootDatabase, seqs: SeqCounter | null)
       timings.add(`${label}.batch wait`, t0 - queuedAt);
       timings.add(`${label}.batch size (count)`, batch.length);
     }
+    commit(batch, false, t0);
+  };
+  const commit = (batch: Queued[], isolated: boolean, t0: number) => {
     const outcomes: Array<{ ok: true; value: unknown } | { ok: false; err: unknown }> = [];
+    /** A write threw (so the attempt rolled back), as opposed to the commit failing. */
+    let writeThrew = false;
     // Under SB_TIMINGS: when the writes began (the writer lock taken and this thread free to run them), then ended.
     let tw = 0;
     const writeAll = () => {
@@ -178,6 +191,15 @@ function groupCommit(label: string, root: RootDatabase, seqs: SeqCounter | null)
       }
       seqs?.begin();
       for (const q of batch) {
+        if (!isolated) {
+          try {
+            outcomes.push({ ok: true, value: q.write() });
+          } catch (err) {
+            writeThrew = true;
+            throw err;
+          }
+          continue;
+        }
         try {
           // Nested in a write transaction, lmdb-js runs this as a child transaction: a throw aborts it alone.
           outcomes.push({ ok: true, value: root.transactionSync(q.write) });
@@ -194,8 +216,8 @@ function groupCommit(label: string, root: RootDatabase, seqs: SeqCounter | null)
     // lmdb-js's asynchronous transaction: its writer thread takes the write lock and begins the transaction,
     // this thread runs `writeAll` in it, and the writer thread commits and flushes (`SYNCED`). The commit and
     // its fsync run off the event loop, so the next batch's turns run while this one is written. As a child
-    // transaction, a throw outside the writes' own children (the seq counter's) rolls the whole batch back
-    // instead of committing entries whose seqs the counter does not record.
+    // transaction, a throw in it rolls back everything it wrote (the seq counter's update included) and
+    // nothing else that the writer thread commits with it.
     root.childTransaction(writeAll).then(
       () => {
         if (timings) {
@@ -210,6 +232,11 @@ function groupCommit(label: string, root: RootDatabase, seqs: SeqCounter | null)
       },
       (err) => {
         seqs?.abort();
+        if (writeThrew) {
+          if (timings) timings.add(`${label}.batches run again (count)`, 1);
+          commit(batch, true, t0);
+          return;
+        }
         for (const q of batch) q.reject(err);
       },
     );
