@@ -99,6 +99,28 @@ t.test('a write that throws in a group commit fails alone: the others of its bat
   t.equal((await store.snapshots.get('k/1'))?.version, 1);
 });
 
+t.test('stored objects share their shapes; a shape first written in a batch that rolled back is saved again', async (t) => {
+  const dataDir = tempDir();
+  let store = await makeStore(dataDir);
+  const c = store.collection<{ id: string; [k: string]: unknown }>({ name: 'shapes' });
+  await c.insert({ id: 'taken' });
+  // One batch: a record of a shape never stored before, and a duplicate that rolls the first attempt back.
+  const [fresh, dup] = await Promise.allSettled([c.insert({ id: 'novel', novel: { left: 1, right: 2 } }), c.insert({ id: 'taken' })]);
+  t.equal(fresh.status, 'fulfilled');
+  t.equal(dup.status, 'rejected');
+  await c.insert({ id: 'novel-2', novel: { left: 3, right: 4 } });
+  await store.close();
+  store = await makeStore(dataDir);
+  t.teardown(() => store.close());
+  const again = store.collection<{ id: string; [k: string]: unknown }>({ name: 'shapes' });
+  t.same(await again.get('novel'), { id: 'novel', novel: { left: 1, right: 2 } }, 'it decodes in a new process\'s handle');
+  t.same(await again.get('novel-2'), { id: 'novel-2', novel: { left: 3, right: 4 } });
+  const env = openEnv(dataDir);
+  t.teardown(() => closeEnv(env));
+  const raw = env.records.getBinary(['shapes', 'novel-2'])!;
+  t.notOk(Buffer.from(raw).includes(Buffer.from('right')), 'the value names its shape by id instead of spelling out its keys');
+});
+
 const needsStrace = toolAvailable('/usr/bin/strace', 'strace') ? {} : { skip: 'strace is not installed' };
 
 t.test('each file flushes a commit before the meta page that makes it visible, and a batch resolves after both', needsStrace, async (t) => {

@@ -79,6 +79,18 @@ export interface Env extends RecordsEnv {
  */
 export const SYNCED = { overlappingSync: false } as const;
 
+/**
+ * How the sub-databases that hold objects (records, snapshot headers, journal entries) are opened: with
+ * msgpackr's shared structures, kept in the sub-database itself (lmdb-js's `sharedStructuresKey`). A stored
+ * object then names its shape (its keys, in order) by a one- or two-byte id; without them every value
+ * carried its shapes' definitions inline, which encoding wrote and decoding parsed into a new reader on every
+ * read (bench/README.md, seventh session). The first `maxSharedStructures` shapes are shared; any later one
+ * (tenants' own keys: metadata, function state) is defined inline in each value as before. A write
+ * transaction that rolls back after saving a new shape leaves the encoder ahead of the file: the group
+ * commit then makes the encoders reload their shapes (`forgetShapes`).
+ */
+export const SHARED_SHAPES = { sharedStructuresKey: Symbol.for('structures'), maxSharedStructures: 512 } as const;
+
 /** Opens (creating when missing) the environments in `dataDir`. */
 export function openEnv(dataDir: string): Env {
   fs.mkdirSync(dataDir, { recursive: true });
@@ -86,13 +98,17 @@ export function openEnv(dataDir: string): Env {
   const meta = root.openDB<number, string>({ name: 'meta' });
   const seqs = new SeqCounter(meta);
   const readModels = open({ path: path.join(dataDir, 'read-models.mdb'), ...SYNCED });
-  return Object.assign(recordsOf(root, groupCommit('store', root, seqs)), {
-    readModels: recordsOf(readModels, groupCommit('read-models', readModels, null)),
+  const records = recordsOf(root);
+  const readModelRecords = recordsOf(readModels);
+  const snapshots = root.openDB<StoredSnapshot, string>({ name: 'snapshots', ...SHARED_SHAPES });
+  const journal = root.openDB<StoredEntry, number>({ name: 'journal', ...SHARED_SHAPES });
+  return Object.assign(records, { batch: groupCommit('store', root, seqs, [records.records, snapshots, journal]) }, {
+    readModels: Object.assign(readModelRecords, { batch: groupCommit('read-models', readModels, null, [readModelRecords.records]) }),
     nextSeq: () => seqs.next(),
-    snapshots: root.openDB<StoredSnapshot, string>({ name: 'snapshots' }),
+    snapshots,
     snapshotData: root.openDB<Uint8Array, string>({ name: 'snapshot-data', encoding: 'binary' }),
     deadlines: root.openDB<true, Key>({ name: 'deadlines' }),
-    journal: root.openDB<StoredEntry, number>({ name: 'journal' }),
+    journal,
     journalByActor: root.openDB<true, Key>({ name: 'journal-by-actor' }),
     meta,
   });
@@ -104,11 +120,10 @@ export async function closeEnv(env: Env): Promise<void> {
   await env.readModels.root.close();
 }
 
-function recordsOf(root: RootDatabase, batch: RecordsEnv['batch']): RecordsEnv {
+function recordsOf(root: RootDatabase): Omit<RecordsEnv, 'batch'> {
   return {
     root,
-    batch,
-    records: root.openDB<Doc, Key>({ name: 'records' }),
+    records: root.openDB<Doc, Key>({ name: 'records', ...SHARED_SHAPES }),
     indexes: root.openDB<true, Key>({ name: 'indexes' }),
     catalog: root.openDB<string[], string>({ name: 'catalog' }),
   };
@@ -148,6 +163,20 @@ class SeqCounter {
   }
 }
 
+/**
+ * Makes the encoders of `dbs` reload their shared shapes from the file at their next use (their state when
+ * opened): after a rolled-back write transaction, a shape they saved in it is not in the file, and a value
+ * that used it would not decode.
+ */
+function forgetShapes(dbs: Database[]): void {
+  for (const db of dbs) {
+    const encoder = (db as unknown as { encoder?: { structures?: unknown[] & { uninitialized?: boolean }; clearSharedData?: () => void } }).encoder;
+    if (!encoder?.structures || !encoder.clearSharedData) continue;
+    encoder.clearSharedData();
+    encoder.structures.uninitialized = true;
+  }
+}
+
 interface Queued {
   write: () => unknown;
   resolve: (value: any) => void;
@@ -165,7 +194,7 @@ interface Queued {
  * lock (bench/README.md, seventh session). A write must therefore be safe to run twice: each reads what it
  * checks inside the transaction, and the rolled-back attempt leaves nothing behind.
  */
-function groupCommit(label: string, root: RootDatabase, seqs: SeqCounter | null): <T>(write: () => T) => Promise<T> {
+function groupCommit(label: string, root: RootDatabase, seqs: SeqCounter | null, shaped: Database[]): <T>(write: () => T) => Promise<T> {
   let queue: Queued[] = [];
   let queuedAt = 0;
   const flush = () => {
@@ -204,6 +233,7 @@ function groupCommit(label: string, root: RootDatabase, seqs: SeqCounter | null)
           // Nested in a write transaction, lmdb-js runs this as a child transaction: a throw aborts it alone.
           outcomes.push({ ok: true, value: root.transactionSync(q.write) });
         } catch (err) {
+          forgetShapes(shaped);
           outcomes.push({ ok: false, err });
         }
       }
@@ -232,6 +262,7 @@ function groupCommit(label: string, root: RootDatabase, seqs: SeqCounter | null)
       },
       (err) => {
         seqs?.abort();
+        forgetShapes(shaped);
         if (writeThrew) {
           if (timings) timings.add(`${label}.batches run again (count)`, 1);
           commit(batch, true, t0);
