@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { shardKey, unownedReason, type RuntimeHealth } from './health.js';
 import { shardOf } from './placement/shard.js';
-import { decode, encode, shardSubject, type HostErrorCode, type Reply } from './protocol.js';
+import { decode, encodeFor, shardSubject, type HostErrorCode, type Reply } from './protocol.js';
 import { TransportError, type Transport } from './transport/types.js';
 import { inSpan, SpanKind, traceHeaders, tracingStarted } from '../platform/telemetry.js';
 
@@ -59,7 +59,7 @@ export class ActorClient {
     const shard = shardOf(`${kind}/${id}`, this.o.shardCount);
     const subject = shardSubject(shard);
     const health = this.o.health;
-    const data = encode({ kind, id, event, eventId });
+    const data = encodeFor(this.transport, { kind, id, event, eventId });
     let backoff = FIRST_BACKOFF_MS;
     let last = 'no attempt';
     let noOwnerSince: number | null = null;

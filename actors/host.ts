@@ -3,7 +3,7 @@ import { Activation, type ActivationContext } from './activation.js';
 import { CommitQueue } from './commit.js';
 import type { ActorKind } from './kinds.js';
 import type { Placement } from './placement/types.js';
-import { decode, encode, shardSubject, type Envelope, type Reply } from './protocol.js';
+import { decode, encodeFor, shardSubject, type Envelope, type Reply } from './protocol.js';
 import type { Headers, Subscription, Transport } from './transport/types.js';
 
 export interface HostOptions {
@@ -122,7 +122,7 @@ export class Host {
   private serve(shard: number): void {
     if (this.subscriptions.has(shard)) return;
     const sub = this.o.transport.subscribe(shardSubject(shard), (data, respond, _subject, headers) => {
-      const answer = (r: Reply) => respond?.(encode(r));
+      const answer = (r: Reply) => respond?.(encodeFor(this.o.transport, r));
       this.receive(shard, data, answer, headers);
     });
     this.subscriptions.set(shard, sub);

@@ -1,4 +1,5 @@
 import { Packr } from 'msgpackr';
+import type { Transport } from './transport/types.js';
 
 /** Request/reply subject of a shard's actors. */
 export const shardSubject = (shard: number): string => `sb.actors.${shard}`;
@@ -24,6 +25,24 @@ const packr = new Packr({ useRecords: false });
 export const encode = (value: unknown): Uint8Array => packr.pack(value);
 
 /**
+ * A payload that stays in this process: the in-process transport hands a payload to its subscribers as it was
+ * sent, so a message between a client and an actor host in the same process (an ask, its reply, a session's
+ * published frames) travels as the value itself, neither encoded nor decoded. The two encodings and two
+ * decodings of every ask were a measurable share of a step's main-thread time (bench/README.md, seventh
+ * session). Like every in-process payload it is immutable by convention: a receiver may keep it (an actor
+ * remembers its replies, a machine may keep parts of an event), so neither side changes it once sent.
+ */
+class InProcess extends Uint8Array {
+  constructor(readonly value: unknown) {
+    super(0);
+  }
+}
+
+/** Encodes a message for `transport`: as is on the in-process transport (see `InProcess`), msgpack on any other. */
+export const encodeFor = (transport: Pick<Transport, 'kind'>, value: unknown): Uint8Array =>
+  transport.kind === 'inproc' ? new InProcess(value) : encode(value);
+
+/**
  * What is stored for an actor (the snapshot record's data): the XState persisted snapshot, the recently
  * applied event ids with their replies, and the deadline the host keeps for it (`ActorKind.deadline`: its
  * name and when), if any. The host writes it; the inspector reads it.
@@ -42,4 +61,5 @@ export interface PersistedActor {
  */
 export const encodeSnapshot = (value: unknown): Uint8Array => snapshotPackr.pack(value);
 const snapshotPackr = new Packr({ useRecords: true });
-export const decode = <T>(bytes: Uint8Array): T => packr.unpack(bytes) as T;
+/** Decodes a message from any transport (or a stored snapshot). */
+export const decode = <T>(bytes: Uint8Array): T => (bytes instanceof InProcess ? (bytes.value as T) : (packr.unpack(bytes) as T));

@@ -119,6 +119,14 @@ t.test('the in-process worker owns every shard', async (t) => {
   t.equal(runtime.transport.kind, 'inproc');
 });
 
+t.test('in-process asks carry values, not bytes: a retried ask answers with the very reply the actor remembered', async (t) => {
+  const eventId = 'retried-once';
+  const first = await runtime.client.ask<object>('echo', 'by-value', { type: 'INC' }, { eventId });
+  const retried = await runtime.client.ask<object>('echo', 'by-value', { type: 'INC' }, { eventId });
+  t.equal(retried, first, 'the same object: neither encoded nor decoded on the way');
+  t.same(retried, { emitted: [{ type: 'counter.incremented', data: { count: 1 } }] }, 'applied once');
+});
+
 t.test('group commit: concurrent events share durable commits', async (t) => {
   const before = runtime.host!.commitStats;
   await Promise.all(Array.from({ length: 200 }, (_, i) => runtime.client.ask('counter', `gc-${i}`, { type: 'INC' })));

@@ -1,6 +1,6 @@
 import { converseInput, sessionMachine, type SessionContext } from '../../machines/session.js';
 import type { ActorKind } from '../kinds.js';
-import { encode } from '../protocol.js';
+import { encodeFor } from '../protocol.js';
 import { fromEffect } from '../task.js';
 import { sleepUntil } from '../timers.js';
 import type { Transport } from '../transport/types.js';
@@ -50,9 +50,8 @@ export function sessionKind(deps: SessionDeps & { transport: () => Promise<Trans
       if (killBeforePublish && entry.events.some((e) => e.type === 'session.user_message' && e.data.text === killBeforePublish)) process.kill(process.pid, 'SIGKILL');
       const frames = renderStep(id, entry);
       if (!frames.length) return;
-      const bytes = encode(frames);
-      if (transport) transport.publish(sessionTopic(id), bytes);
-      else void deps.transport().then((t) => (transport = t).publish(sessionTopic(id), bytes));
+      if (transport) transport.publish(sessionTopic(id), encodeFor(transport, frames));
+      else void deps.transport().then((t) => (transport = t).publish(sessionTopic(id), encodeFor(t, frames)));
     },
   };
   return kind as unknown as ActorKind;
