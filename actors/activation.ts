@@ -2,7 +2,7 @@ import { createActor, type AnyActorRef } from 'xstate';
 import type { JournalEntry, JournalEvent, SnapshotStore } from '../store/mod.js';
 import type { CommitQueue } from './commit.js';
 import type { ActorKind } from './kinds.js';
-import { decode, encodeSnapshot, type Envelope, type HostErrorCode, type PersistedActor, type Reply } from './protocol.js';
+import type { Envelope, HostErrorCode, PersistedActor, Reply } from './protocol.js';
 import { timings } from '../platform/timings.js';
 import { contextFromHeaders, inSpan, SpanKind, tracingStarted } from '../platform/telemetry.js';
 import type { Headers } from './transport/types.js';
@@ -280,7 +280,7 @@ export class Activation {
     const { machine, input } = this.kind;
     let actor: AnyActorRef;
     if (stored) {
-      const persisted = decode<PersistedActor>(stored.data);
+      const persisted = stored.data as PersistedActor;
       this.version = stored.version;
       this.applied = persisted.a ?? [];
       actor = createActor(machine, { snapshot: persisted.s as never, input: input?.(this.id) });
@@ -362,8 +362,10 @@ export class Activation {
     const persisted = persistedSnapshot(this.actor!);
     const snapshot = this.actor!.getSnapshot();
     const kindDeadline = this.kind.deadline?.of(snapshot) ?? null;
-    const data = encodeSnapshot({ s: persisted, a: this.applied, ...(kindDeadline !== null ? { d: [this.kind.deadline!.name, kindDeadline] } : {}) } satisfies PersistedActor);
-    if (timings) timings.add('actor.snapshot encode', performance.now() - t0);
+    // Encoded by the store when it writes, before this step's next event can change `applied` (the mailbox
+    // waits for the commit).
+    const data: PersistedActor = { s: persisted, a: this.applied, ...(kindDeadline !== null ? { d: [this.kind.deadline!.name, kindDeadline] } : {}) };
+    if (timings) timings.add('actor.snapshot persisted form', performance.now() - t0);
     const t1 = timings ? performance.now() : 0;
     // The records derived from this snapshot are written alongside it (not after it), tagged with its
     // version so that an older projection never overwrites a newer one.

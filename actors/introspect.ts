@@ -20,7 +20,7 @@ export interface ActorDescription {
 
 /** Decodes a stored snapshot into its state value, context and pending deadlines. */
 export function describeSnapshot(record: SnapshotRecord): ActorDescription {
-  const persisted = decode<PersistedActor & { s: any }>(record.data);
+  const persisted = record.data as PersistedActor & { s: any };
   // The machine's durable timers, then the deadline the host keeps for the kind (`ActorKind.deadline`).
   const pending = [...pendingDeadlines(persisted.s), ...(persisted.d ? [{ id: persisted.d[0], until: persisted.d[1] }] : [])];
   const deadlines = pending.map((d) => ({ id: d.id, until: new Date(d.until).toISOString() }));

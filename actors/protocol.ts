@@ -43,23 +43,14 @@ export const encodeFor = (transport: Pick<Transport, 'kind'>, value: unknown): U
   transport.kind === 'inproc' ? new InProcess(value) : encode(value);
 
 /**
- * What is stored for an actor (the snapshot record's data): the XState persisted snapshot, the recently
- * applied event ids with their replies, and the deadline the host keeps for it (`ActorKind.deadline`: its
- * name and when), if any. The host writes it; the inspector reads it.
+ * What is stored for an actor (the snapshot record's data, which the store encodes): the XState persisted
+ * snapshot, the recently applied event ids with their replies, and the deadline the host keeps for it
+ * (`ActorKind.deadline`: its name and when), if any. The host writes it; the inspector reads it.
  */
 export interface PersistedActor {
   s: unknown;
   a: Array<[string, unknown]>;
   d?: [string, number];
 }
-/**
- * Encodes a stored snapshot. Snapshots are repetitive (the recent messages and the remembered replies are
- * like-shaped objects), and msgpack records write each shape's keys once instead of once per object, so the
- * snapshot is smaller; encoding it costs about what maps cost (bench/README.md, sixth session). Without
- * shared structures every message defines its records inline, so it still decodes on its own with `decode`,
- * in any process.
- */
-export const encodeSnapshot = (value: unknown): Uint8Array => snapshotPackr.pack(value);
-const snapshotPackr = new Packr({ useRecords: true });
-/** Decodes a message from any transport (or a stored snapshot). */
+/** Decodes a message from any transport. */
 export const decode = <T>(bytes: Uint8Array): T => (bytes instanceof InProcess ? (bytes.value as T) : (packr.unpack(bytes) as T));

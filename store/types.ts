@@ -111,7 +111,8 @@ export interface SnapshotRecord {
   shard: number;
   /** Earliest pending durable-timer deadline (ms since epoch), or null. */
   deadline: number | null;
-  data: Uint8Array;
+  /** The stored state, as it was put (a fresh copy on every read). */
+  data: unknown;
   updated_at: number;
 }
 
@@ -127,7 +128,12 @@ export interface SnapshotPut {
 /** One write of a `putMany`. */
 export interface SnapshotWrite extends SnapshotPut {
   key: string;
-  data: Uint8Array;
+  /**
+   * The state to store: a value msgpack can encode (plain objects, arrays, strings, numbers, booleans, null,
+   * bytes). The store encodes it when it writes (the embedded store with each sub-database's shared shapes),
+   * so it must not change until the put resolves.
+   */
+  data: unknown;
   /**
    * The actor step this snapshot commits. When present and the compare-and-set succeeds, its journal entry
    * (`key`, the new version, `value`, `events`) is committed in the same transaction as the snapshot; when
@@ -144,7 +150,7 @@ export type SnapshotPutResult =
 export interface SnapshotStore {
   get(key: string): Promise<SnapshotRecord | null>;
   /** Compare-and-set on `version`, refused for a stale `fence`. Never throws for a lost race. */
-  put(key: string, data: Uint8Array, put: SnapshotPut): Promise<SnapshotPutResult>;
+  put(key: string, data: unknown, put: SnapshotPut): Promise<SnapshotPutResult>;
   /**
    * Several puts at once (group commit): each is judged on its own exactly as `put` would, and the
    * embedded backend makes them durable in one transaction. Results are in the order of `writes`; at most

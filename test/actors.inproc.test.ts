@@ -7,7 +7,7 @@ import { counterMachine } from '../machines/counter.js';
 import { sleepUntil } from '../actors/timers.js';
 import { openStore, type Store } from '../store/mod.js';
 import { assign, createActor, setup } from 'xstate';
-import { encodeSnapshot, type PersistedActor } from '../actors/protocol.js';
+import type { PersistedActor } from '../actors/protocol.js';
 import { actorBehaviour, eventually, type Cluster } from './actors.behaviour.js';
 import { removeDir } from './helpers/platform.js';
 
@@ -228,7 +228,7 @@ t.test("a kind's effect that fails, with `failed`: the actor hears of it as an e
 t.test("a kind's effect runs again for a snapshot stored while it ran, as a restored invoke restarts", async (t) => {
   const local = createActor(workingMachine).start();
   local.send({ type: 'WORK', job: 'restored' });
-  const data = encodeSnapshot({ s: local.getPersistedSnapshot(), a: [] } satisfies PersistedActor);
+  const data: PersistedActor = { s: local.getPersistedSnapshot(), a: [] };
   local.stop();
   t.ok((await store.snapshots.put('working/w-restored', data, { expectedVersion: 0, fence: 0, shard: 0, deadline: null })).ok);
   // Any event activates it; in `working` a WORK changes nothing, and the ask waits for the step to settle.

@@ -524,8 +524,9 @@ export async function storeContract(t: Test, makeStore: MakeStore, reopen?: Reop
   t.test('snapshots', async (t) => {
     const store = await open(t);
     const snaps = store.snapshots;
-    const bytes = (s: string) => new Uint8Array(Buffer.from(s));
-    const text = (data: Uint8Array | undefined) => (data ? Buffer.from(data).toString() : undefined);
+    // A state as an actor stores one: nested objects, arrays, nulls.
+    const bytes = (s: string) => ({ text: s, nested: { list: [1, 'two', null], flag: true } });
+    const text = (data: unknown) => (data as { text?: string } | undefined)?.text;
     t.equal(await snaps.get('a'), null);
     t.same(await snaps.put('a', bytes('one'), { expectedVersion: 0, fence: 5, shard: 1, deadline: 100 }), {
       ok: true,
@@ -533,8 +534,9 @@ export async function storeContract(t: Test, makeStore: MakeStore, reopen?: Reop
     });
     const first = await snaps.get('a');
     t.match(first, { key: 'a', version: 1, fence: 5, shard: 1, deadline: 100 });
-    t.ok(first?.data instanceof Uint8Array, 'data comes back as bytes');
-    t.equal(text(first?.data), 'one');
+    t.same(first?.data, bytes('one'), 'data comes back as it was put');
+    (first!.data as { text: string }).text = 'changed by the reader';
+    t.equal(text((await snaps.get('a'))?.data), 'one', 'each read is a copy of its own');
     t.type(first?.updated_at, 'number');
     t.same(
       await snaps.put('a', bytes('x'), { expectedVersion: 0, fence: 5, shard: 1, deadline: null }),
@@ -783,7 +785,7 @@ export async function storeContract(t: Test, makeStore: MakeStore, reopen?: Reop
       const notes = store.collection({ name: 'notes', indexes: [{ fields: ['owner'] }] });
       await notes.insert({ id: 'n1', owner: 'o1', text: 'hello' });
       await notes.update({ id: 'n1' }, { $set: { text: 'hello again' } });
-      await store.snapshots.put('s', new Uint8Array([1, 2, 3]), {
+      await store.snapshots.put('s', { s: { value: 'idle', context: { n: [1, 2, 3] } }, a: [['e1', { ok: true }]] }, {
         expectedVersion: 0,
         fence: 1,
         shard: 0,
@@ -804,7 +806,7 @@ export async function storeContract(t: Test, makeStore: MakeStore, reopen?: Reop
         ['n1'],
         'an index declared later covers existing records',
       );
-      t.same(Array.from((await again.snapshots.get('s'))?.data ?? []), [1, 2, 3]);
+      t.same((await again.snapshots.get('s'))?.data, { s: { value: 'idle', context: { n: [1, 2, 3] } }, a: [['e1', { ok: true }]] });
       t.same(await again.snapshots.due([0], 10, 5), [{ key: 's', deadline: 10 }]);
     });
   }

@@ -9,7 +9,7 @@ import path from 'node:path';
 import t from 'tap';
 import { assign, createActor, fromPromise, setup, type AnyActorLogic } from 'xstate';
 import { CommitQueue } from '../actors/commit.js';
-import { decode, encode, encodeSnapshot } from '../actors/protocol.js';
+import { decode, encode } from '../actors/protocol.js';
 import { fromEffect, fromTask } from '../actors/task.js';
 import { pendingDeadlines, sleepUntil } from '../actors/timers.js';
 import { openLmdbStore } from '../store/lmdb/store.js';
@@ -112,7 +112,7 @@ t.test("sleepUntil: snapshots persisted with XState's fromPromise timer restore 
   const old = createActor(machine(fromEffect(async () => 0), legacy)).start();
   const deadline = Date.now() + 40;
   old.send({ type: 'NAP', until: deadline });
-  const persisted = decode(encodeSnapshot(old.getPersistedSnapshot()));
+  const persisted = decode(encode(old.getPersistedSnapshot()));
   old.stop();
   t.same(pendingDeadlines(persisted), [{ id: 'nap', until: deadline }], 'the deadline is in the stored snapshot');
   const restored = createActor(machine(fromEffect(async () => 0), sleepUntil), { snapshot: persisted as never }).start();
@@ -120,16 +120,6 @@ t.test("sleepUntil: snapshots persisted with XState's fromPromise timer restore 
   await until(restored, 'woke');
   t.ok(Date.now() >= deadline, 'the restored timer fires at the stored deadline');
   restored.stop();
-});
-
-t.test('encodeSnapshot: records inline, so any decoder reads every message alone', async (t) => {
-  const turn = (i: number) => ({ user_input: `q${i}`, agent_response: `a${i}`, is_ood: false, entities: {}, intents: [] as string[] });
-  const value = { s: { value: 'idle', context: { turns: Array.from({ length: 20 }, (_, i) => turn(i)) } }, a: [['e1', { ok: true }]] };
-  const first = encodeSnapshot(value);
-  const second = encodeSnapshot({ ...value, a: [] });
-  t.same(decode(second), { ...value, a: [] }, 'a later message decodes without the earlier one');
-  t.same(decode(first), value);
-  t.ok(first.length < encode(value).length, `smaller than maps (${first.length} < ${encode(value).length} bytes)`);
 });
 
 t.test('commit queue: a write reaches the store within the event-loop turn it was made in', async (t) => {

@@ -97,7 +97,7 @@ function tenantInContext(context: unknown): { account_id?: string; project_id?: 
 async function tenantFromSnapshot(store: Store, key: string): Promise<{ account_id?: string; project_id?: string }> {
   const record = await store.snapshots.get(key);
   if (!record) return {};
-  const persisted = decode<{ s?: { context?: unknown } }>(record.data);
+  const persisted = (record.data ?? {}) as { s?: { context?: unknown } };
   return tenantInContext(persisted.s?.context);
 }
 

@@ -53,11 +53,10 @@ export interface Env extends RecordsEnv {
   /** snapshot key -> the snapshot's header (version, fence, shard, deadline, time), without its data. */
   snapshots: Database<StoredSnapshot, string>;
   /**
-   * snapshot key -> the snapshot's data, raw bytes (`encoding: 'binary'`). Apart from the header so that the
-   * compare-and-set of every step reads a few fields instead of decoding (and copying) the whole snapshot,
-   * and so that writing it is a copy, not a msgpack encoding of a byte string.
+   * snapshot key -> the snapshot's data (msgpack with shared shapes). Apart from the header so that the
+   * compare-and-set of every step reads a few fields instead of decoding the whole snapshot.
    */
-  snapshotData: Database<Uint8Array, string>;
+  snapshotData: Database<unknown, string>;
   /** [shard, deadline, snapshot key] -> true, for `due`. */
   deadlines: Database<true, Key>;
   /** seq -> journal entry (without its seq). */
@@ -80,7 +79,7 @@ export interface Env extends RecordsEnv {
 export const SYNCED = { overlappingSync: false } as const;
 
 /**
- * How the sub-databases that hold objects (records, snapshot headers, journal entries) are opened: with
+ * How the sub-databases that hold objects (records, snapshots, journal entries) are opened: with
  * msgpackr's shared structures, kept in the sub-database itself (lmdb-js's `sharedStructuresKey`). A stored
  * object then names its shape (its keys, in order) by a one- or two-byte id; without them every value
  * carried its shapes' definitions inline, which encoding wrote and decoding parsed into a new reader on every
@@ -102,11 +101,12 @@ export function openEnv(dataDir: string): Env {
   const readModelRecords = recordsOf(readModels);
   const snapshots = root.openDB<StoredSnapshot, string>({ name: 'snapshots', ...SHARED_SHAPES });
   const journal = root.openDB<StoredEntry, number>({ name: 'journal', ...SHARED_SHAPES });
-  return Object.assign(records, { batch: groupCommit('store', root, seqs, [records.records, snapshots, journal]) }, {
+  const snapshotData = root.openDB<unknown, string>({ name: 'snapshot-data', ...SHARED_SHAPES });
+  return Object.assign(records, { batch: groupCommit('store', root, seqs, [records.records, snapshots, snapshotData, journal]) }, {
     readModels: Object.assign(readModelRecords, { batch: groupCommit('read-models', readModels, null, [readModelRecords.records]) }),
     nextSeq: () => seqs.next(),
     snapshots,
-    snapshotData: root.openDB<Uint8Array, string>({ name: 'snapshot-data', encoding: 'binary' }),
+    snapshotData,
     deadlines: root.openDB<true, Key>({ name: 'deadlines' }),
     journal,
     journalByActor: root.openDB<true, Key>({ name: 'journal-by-actor' }),

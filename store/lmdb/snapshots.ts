@@ -21,11 +21,11 @@ export class LmdbSnapshots implements SnapshotStore {
     // header and the data are of the same version (both are written in one write transaction).
     const stored = this.env.snapshots.get(snapshotKey);
     if (!stored) return null;
-    const data = this.env.snapshotData.getBinary(snapshotKey); // a copy, the caller's to keep
-    return { key: snapshotKey, ...stored, data: data ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength) : new Uint8Array(0) };
+    // Decoded afresh: the caller's to keep.
+    return { key: snapshotKey, ...stored, data: this.env.snapshotData.get(snapshotKey) ?? null };
   }
 
-  async put(snapshotKey: string, data: Uint8Array, put: SnapshotPut): Promise<SnapshotPutResult> {
+  async put(snapshotKey: string, data: unknown, put: SnapshotPut): Promise<SnapshotPutResult> {
     const [result] = await this.putMany([{ key: snapshotKey, data, ...put }]);
     return result;
   }

@@ -1,4 +1,5 @@
 import { Binary, type ClientSession, type Collection as MongoCollectionHandle } from 'mongodb';
+import { Packr } from 'msgpackr';
 import type { JournalEvent, SnapshotPut, SnapshotPutResult, SnapshotRecord, SnapshotStore, SnapshotWrite } from '../types.js';
 import { isDuplicateKey } from './collection.js';
 import type { MongoJournal } from './journal.js';
@@ -13,6 +14,12 @@ export interface SnapshotDoc {
   data: Binary;
   updated_at: number;
 }
+
+/**
+ * The state is stored as msgpack with records defined inline (no shared structures to keep in step across
+ * processes), so every document decodes on its own.
+ */
+const packr = new Packr({ useRecords: true });
 
 /** Thrown inside a transaction to abort it when the compare-and-set did not match. */
 class Lost extends Error {}
@@ -33,10 +40,10 @@ export class MongoSnapshots implements SnapshotStore {
     const doc = await this.handle.findOne({ _id: key });
     if (!doc) return null;
     const { _id, data, ...rest } = doc;
-    return { key: _id, ...rest, data: data.value() };
+    return { key: _id, ...rest, data: packr.unpack(data.value()) };
   }
 
-  async put(key: string, data: Uint8Array, put: SnapshotPut, step?: { value: unknown; events: JournalEvent[] }): Promise<SnapshotPutResult> {
+  async put(key: string, data: unknown, put: SnapshotPut, step?: { value: unknown; events: JournalEvent[] }): Promise<SnapshotPutResult> {
     const version = put.expectedVersion + 1;
     const at = Date.now();
     const fields = {
@@ -44,7 +51,7 @@ export class MongoSnapshots implements SnapshotStore {
       fence: put.fence,
       shard: put.shard,
       deadline: put.deadline,
-      data: new Binary(data),
+      data: new Binary(packr.pack(data)),
       updated_at: at,
     };
     const write = async (session?: ClientSession): Promise<boolean> => {
