@@ -244,9 +244,8 @@ export class Activation {
   /** Runs the kind's effect if the snapshot asks for it and it is not running yet (`ActorKind.effect`). */
   private runEffect(snapshot: any): void {
     const effect = this.kind.effect;
-    if (!effect || this.effect?.running || snapshot.status !== 'active') return;
-    const input = effect.of(snapshot);
-    if (input === null) return;
+    if (!effect || this.effect?.running || snapshot.status !== 'active' || !snapshot.hasTag(effect.tag)) return;
+    const input = effect.input(snapshot.context);
     const actor = this.actor!;
     const state = (this.effect ??= { running: false, failed: null });
     state.running = true;

@@ -45,8 +45,8 @@ export interface ActorKind<M extends AnyStateMachine = AnyStateMachine> {
   deadline?: KindDeadline<M>;
   /**
    * An effect the host runs for the actor, instead of an actor the machine invokes (a child actor created
-   * and stopped on every step that needs one). Whenever a snapshot gives an input (`of`, not null) and the
-   * effect is not already running, the host runs it and sends `done(output)` to the actor, as an invoked
+   * and stopped on every step that needs one). Whenever a snapshot carries the effect's `tag` and the effect is
+   * not already running, the host runs it with `input(context)` and sends `done(output)` to the actor, as an invoked
    * promise's done event would come; the step waits for it as for any effect (`settled`). If it rejects, the
    * host sends `failed(error)` as an invoke's `onError` would hear it, or, without `failed`, the actor fails as
    * with an invoke that has no `onError`: the ask waiting on the step is answered `ACTOR_ERROR` and the
@@ -59,7 +59,10 @@ export interface ActorKind<M extends AnyStateMachine = AnyStateMachine> {
 
 /** See `ActorKind.effect`. */
 export interface KindEffect<M extends AnyStateMachine = AnyStateMachine, I = any, O = any> {
-  of: (snapshot: SnapshotFrom<M>) => I | null;
+  /** The state tag that asks for the effect (the machine's states that wait for its outcome carry it). */
+  tag: string;
+  /** What it runs with, from the context of a snapshot carrying `tag`. */
+  input: (context: SnapshotFrom<M>['context']) => I;
   run: (input: I) => Promise<O>;
   done: (output: O) => { type: string } & Record<string, unknown>;
   failed?: (error: unknown) => { type: string } & Record<string, unknown>;

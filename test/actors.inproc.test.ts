@@ -74,7 +74,8 @@ const working: ActorKind = {
   settled: (s) => !s.hasTag('busy'),
   reply: (s) => ({ state: s.value, ...s.context }),
   effect: {
-    of: (s) => (s.hasTag('work') ? s.context.job : null),
+    tag: 'work',
+    input: (context) => context.job,
     run: async (job: string) => {
       effectRuns.push(job);
       await new Promise((r) => setTimeout(r, 5));

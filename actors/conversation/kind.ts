@@ -68,7 +68,7 @@ export function conversationKind(deps: ConversationDeps & { store: Store }): Act
     // The idle timeout, kept by the host: the machine's `expires` states end once it has passed.
     deadline: { name: 'idleTimer', of: (s) => (s.hasTag('expires') ? s.context.idleDeadline : null), event: (at) => ({ type: 'IDLE_TIMEOUT', at }) },
     // The turn, run by the host while `responding` carries the tag `turn` (no child actor per turn).
-    effect: { of: (s) => (s.hasTag('turn') ? turnInput(s.context) : null), run: effects.takeTurn, done: (output) => ({ type: 'TURN_DONE', output }) },
+    effect: { tag: 'turn', input: turnInput, run: effects.takeTurn, done: (output) => ({ type: 'TURN_DONE', output }) },
     reply: (s, event, emitted: JournalEvent[] = []) => conversationReply(s.value as string, s.context, event as ConversationEvent, emitted),
   };
 }

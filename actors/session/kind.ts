@@ -1,4 +1,4 @@
-import { converseInput, sessionMachine, type SessionContext } from '../../machines/session.js';
+import { converseInput, sessionMachine } from '../../machines/session.js';
 import type { ActorKind } from '../kinds.js';
 import { encodeFor } from '../protocol.js';
 import { fromEffect } from '../task.js';
@@ -41,7 +41,8 @@ export function sessionKind(deps: SessionDeps & { transport: () => Promise<Trans
     reply: (_s: unknown, _event: { type: string }, emitted: JournalEvent[] = []): SessionReply => replyOf(emitted),
     // A turn, run by the host while the agent is `responding` (tagged `turn`): no child actor per message.
     effect: {
-      of: (s: { hasTag(tag: string): boolean; context: SessionContext }) => (s.hasTag('turn') ? converseInput(s.context) : null),
+      tag: 'turn',
+      input: converseInput,
       run: effects.converse,
       done: (output: unknown) => ({ type: 'TURN_DONE', output }),
       failed: (error: unknown) => ({ type: 'TURN_FAILED', error }),
