@@ -9,7 +9,8 @@
  *   agent's message back.
  * - `run`: every open socket plays a closed loop of round trips for `durationMs`; answers the raw latencies.
  *   With `intervalMs`, an open loop instead: each socket starts one round trip every `intervalMs` (from a
- *   random offset), whether or not the previous one has finished, timed from when it was due.
+ *   random offset), whether or not the previous one has finished, timed from when it was due. The round
+ *   trips due in its first `warmupMs` run on the same schedule but are answered apart (`warmupLatenciesUs`).
  * - `count`: how many sockets are still open, and the close codes of those the server closed.
  * - `close`: closes everything and exits.
  */
@@ -18,7 +19,7 @@ import WebSocket from 'ws';
 export type LoadCommand =
   | { op: 'echo'; url: string; sockets: number; payload: string; localAddress: string }
   | { op: 'messaging'; localAddress: string; base: string; connectorToken: string; host: string; sessions: number; join: boolean; text: string; concurrency: number; lane: number }
-  | { op: 'run'; durationMs: number; intervalMs?: number }
+  | { op: 'run'; durationMs: number; intervalMs?: number; warmupMs?: number }
   | { op: 'count' }
   | { op: 'close' };
 
@@ -33,6 +34,9 @@ export interface OpenReply {
 export interface RunReply {
   /** Round-trip latencies in microseconds. */
   latenciesUs: number[];
+  /** The open loop's round trips due during its warm-up, in microseconds. */
+  warmupLatenciesUs?: number[];
+  /** The measured part's length (after the warm-up). */
   seconds: number;
   errors: Record<string, number>;
 }
@@ -235,11 +239,13 @@ async function openLanes(count: number, concurrency: number, make: (i: number) =
 }
 
 /** The open loop: round trips started on a fixed schedule per lane, timed from when each was due. */
-async function runOpen(durationMs: number, intervalMs: number): Promise<RunReply> {
+async function runOpen(durationMs: number, intervalMs: number, warmupMs: number): Promise<RunReply> {
   const latenciesUs: number[] = [];
+  const warmupLatenciesUs: number[] = [];
   const errors: Record<string, number> = {};
   const started = performance.now();
-  const end = started + durationMs;
+  const measured = started + warmupMs;
+  const end = measured + durationMs;
   const inFlight: Promise<void>[] = [];
   await Promise.all(
     lanes.map(async (lane) => {
@@ -253,7 +259,7 @@ async function runOpen(durationMs: number, intervalMs: number): Promise<RunReply
         const at = due;
         inFlight.push(
           lane.roundTrip().then(
-            () => void latenciesUs.push(Math.round((performance.now() - at) * 1000)),
+            () => void (at < measured ? warmupLatenciesUs : latenciesUs).push(Math.round((performance.now() - at) * 1000)),
             (err) => void tally(errors, (err as Error).message),
           ),
         );
@@ -262,7 +268,7 @@ async function runOpen(durationMs: number, intervalMs: number): Promise<RunReply
     }),
   );
   await Promise.all(inFlight);
-  return { latenciesUs, seconds: (performance.now() - started) / 1000, errors };
+  return { latenciesUs, warmupLatenciesUs, seconds: (performance.now() - measured) / 1000, errors };
 }
 
 async function run(durationMs: number): Promise<RunReply> {
@@ -294,7 +300,7 @@ process.on('message', async (cmd: LoadCommand) => {
     case 'messaging':
       return process.send!(await openLanes(cmd.sessions, cmd.concurrency, (i) => messagingLane(cmd, `c${cmd.lane}s${i}`, retried), retried));
     case 'run':
-      return process.send!(await (cmd.intervalMs ? runOpen(cmd.durationMs, cmd.intervalMs) : run(cmd.durationMs)));
+      return process.send!(await (cmd.intervalMs ? runOpen(cmd.durationMs, cmd.intervalMs, cmd.warmupMs ?? 0) : run(cmd.durationMs)));
     case 'count':
       return process.send!({ open: lanes.filter((l) => l.open()).length, closes });
     case 'close':

@@ -117,3 +117,32 @@ t.test('entries applied one by one, again after a crash, and a rebuild from the 
   for (let i = 0; i < journal.length; i += 4) await projector.apply(journal.slice(i, i + 4), store);
   t.same(await dump(), live, 'rebuilt from the journal in batches: the same records, documents, postings, vectors, hours and slots');
 });
+
+t.test('a projector with nothing of a live conversation in memory (restarted, or past its cache) inserts no posting that is stored already', async (t) => {
+  const first = conversation('c-resumed', T0, ['opening hours on monday', 'parking near the store'], false).slice(0, 3);
+  await conversationsProjector({ embedder: createOfflineEmbedder() }).apply(first, store);
+  const terms = conversationTerms(store);
+  const before = (await terms.find({ conversation_id: 'c-resumed' })).length;
+  // Another instance: its caches are empty, so it analyses the whole transcript again at the next turn.
+  const restarted = conversationsProjector({ embedder: createOfflineEmbedder() });
+  const insert = terms.insert.bind(terms);
+  let inserts = 0;
+  let duplicates = 0;
+  terms.insert = async (doc) => {
+    inserts++;
+    return insert(doc).catch((err) => {
+      duplicates++;
+      throw err;
+    });
+  };
+  try {
+    await restarted.apply([entry('c-resumed', 4, [turnEvent(turn(3, 'a refund please', 'about a refund')), changed()])], store);
+  } finally {
+    terms.insert = insert;
+  }
+  t.equal(duplicates, 0, 'no insert that finds its posting stored (each would make the group commit run its batch again)');
+  const after = await terms.find({ conversation_id: 'c-resumed' });
+  t.equal(inserts, after.length - before, 'only the new terms are inserted');
+  t.ok(after.some((p) => p.term === 'u:refund'), 'the new turn is posted');
+  t.equal((await conversationRecords(store).get('c-resumed'))!.num_turns, 4);
+});

@@ -28,6 +28,7 @@
 import type { Collection, Doc, Store } from '../../store/mod.js';
 import { StoreDuplicateError } from '../../store/mod.js';
 import { tokenize } from '../responder/text.js';
+import { LiveCache } from '../projection/live-cache.js';
 import { dequantise, quantise, type Embedder } from './embedding.js';
 import type { ConversationRecord } from './record.js';
 import { spanSlotWriter, vectorSlotWriter, type SpanEntry, type SpanSlot, type VectorSlot } from './slots.js';
@@ -126,8 +127,12 @@ interface Analysed {
   agent: Set<string>;
 }
 
-/** Live conversations whose analysis is cached; beyond this the oldest entry is dropped (and rebuilt on need). */
-const CACHE_SIZE = 4096;
+/**
+ * Live conversations whose analysis is cached (`LiveCache`: beyond it, a conversation is analysed again in
+ * full at its next turn), and how long an entry must have been idle before a new one may take its place.
+ */
+const CACHE_SIZE = 16_384;
+const CACHE_IDLE_MS = 60_000;
 
 export interface SearchIndexer {
   /** Writes the derived records of a conversation record of snapshot `version`. Idempotent. */
@@ -142,12 +147,11 @@ export function searchIndexer(store: Store, embedder: Embedder, log: (msg: strin
   const hours = conversationHours(store);
   const spans = conversationSpans(store);
   const vectorBuckets = conversationVectorBuckets(store);
-  const cache = new Map<string, Analysed>();
+  const cache = new LiveCache<Analysed>(CACHE_SIZE, CACHE_IDLE_MS);
 
   const analyse = (id: string, record: RecordFields): { analysed: Analysed; fresh: { u: string[]; a: string[] }; known: boolean } => {
-    let analysed = cache.get(id);
+    let analysed = cache.take(id);
     const known = analysed !== undefined;
-    cache.delete(id);
     if (!analysed || analysed.turns > record.turns.length) analysed = { turns: 0, terms: [], user: new Set(), agent: new Set() };
     const fresh = { u: [] as string[], a: [] as string[] };
     for (const turn of record.turns.slice(analysed.turns)) {
@@ -158,10 +162,7 @@ export function searchIndexer(store: Store, embedder: Embedder, log: (msg: strin
       analysed.terms.push(...user, ...agent);
     }
     analysed.turns = record.turns.length;
-    if (record.in_progress) {
-      cache.set(id, analysed);
-      if (cache.size > CACHE_SIZE) cache.delete(cache.keys().next().value as string);
-    }
+    if (record.in_progress) cache.set(id, analysed);
     return { analysed, fresh, known };
   };
 
@@ -230,7 +231,13 @@ export function searchIndexer(store: Store, embedder: Embedder, log: (msg: strin
     if (!record.in_progress && vector?.v) await writeFinalVector(id, record, slot, vector.model, vector.v);
   };
 
-  const post = async (id: string, record: RecordFields, side: 'u' | 'a', term: string) => {
+  /**
+   * Inserts a posting. `stored` says it may be stored already (the conversation was not in the cache, so its
+   * whole transcript is being posted again): it is looked up first, because an insert that throws a duplicate
+   * makes the group commit run its whole batch again, one write at a time.
+   */
+  const post = async (id: string, record: RecordFields, side: 'u' | 'a', term: string, stored: boolean) => {
+    if (stored && (await terms.get(postingId(id, side, term)))) return;
     try {
       await terms.insert({
         id: postingId(id, side, term),
@@ -252,8 +259,9 @@ export function searchIndexer(store: Store, embedder: Embedder, log: (msg: strin
     async project(id, record, version) {
       const { analysed, fresh, known } = analyse(id, record);
       const writes: Array<Promise<void>> = [];
-      for (const t of fresh.u) writes.push(post(id, record, 'u', t));
-      for (const t of fresh.a) writes.push(post(id, record, 'a', t));
+      const again = !known;
+      for (const t of fresh.u) writes.push(post(id, record, 'u', t, again));
+      for (const t of fresh.a) writes.push(post(id, record, 'a', t, again));
       if (known && record.in_progress) {
         // A turn of a conversation this process has seen: its summary and slot are written already.
       } else if (embedder.fromTerms) {

@@ -19,14 +19,20 @@ import { createEmbedderFromEnv, type Embedder } from '../embedding.js';
 import { conversationRecords, type ConversationRecord } from '../record.js';
 import { conversationHours, conversationSpans, conversationTerms, conversationVectorBuckets, conversationVectors, searchIndexer, type RecordFields, type SearchIndexer } from '../search.js';
 import type { JournalEntry, Store } from '../../../store/mod.js';
+import { LiveCache } from '../../projection/live-cache.js';
 import type { Projector } from '../../projection/types.js';
 import { foldRecord } from './record-fold.js';
 
 /** The events the record is folded from; a step that emitted none of them writes nothing. */
 const RECORD_EVENTS = new Set(['conversation.started', 'conversation.turn', 'conversation.changed', 'conversation.ended']);
 
-/** Live conversations whose folded record the projector keeps in memory (beyond it, the oldest is dropped). */
-const LIVE_RECORDS = 4096;
+/**
+ * Live conversations whose folded record the projector keeps in memory (`LiveCache`: beyond it, a
+ * conversation's record is read back at its next turn), and how long an entry must have been idle before a
+ * new one may take its place.
+ */
+const LIVE_RECORDS = 16_384;
+const LIVE_IDLE_MS = 60_000;
 
 export interface ConversationsProjectorOptions {
   /** Embeds ended conversations for semantic search (default: from the environment, as the edge's queries). */
@@ -50,12 +56,10 @@ export function conversationsProjector(opts: ConversationsProjectorOptions = {})
    * directly follows (version + 1): anything else (an entry seen again after a crash, a rebuild's replay from
    * version 1, entries another runner applied meanwhile, a step that recorded nothing) reads the store.
    */
-  const live = new Map<string, ConversationRecord>();
+  const live = new LiveCache<ConversationRecord>(LIVE_RECORDS, LIVE_IDLE_MS);
   const remember = (r: ConversationRecord) => {
-    live.delete(r.id);
-    if (!r.in_progress) return;
-    live.set(r.id, r);
-    if (live.size > LIVE_RECORDS) live.delete(live.keys().next().value as string);
+    if (r.in_progress) live.set(r.id, r);
+    else live.delete(r.id);
   };
 
   return {
@@ -76,8 +80,7 @@ export function conversationsProjector(opts: ConversationsProjectorOptions = {})
       const stored = new Map<string, ConversationRecord>();
       const unknown: string[] = [];
       for (const [id, list] of byId) {
-        const cached = live.get(id);
-        live.delete(id);
+        const cached = live.take(id);
         if (cached && cached.snapshot_version === list[0].version - 1) stored.set(id, cached);
         else unknown.push(id);
       }
