@@ -10,7 +10,7 @@
  * from the store, so a process that missed an invalidation (a lost message, a partition) serves a revoked
  * credential for at most that long. Only records found are cached: an unknown key or token is looked up again
  * on every use, so a credential issued a moment ago works at once. Each cache holds at most `maxEntries`
- * entries, least recently used out first.
+ * entries, least recently used out first (approximately: see `TtlLru`).
  */
 
 import type { Account } from './accounts.js';
@@ -55,11 +55,16 @@ export interface CacheStats {
 interface Entry<V> {
   value: V;
   expires: number;
+  /** Used since it was stored or last passed over for eviction. */
+  hit: boolean;
 }
 
 /**
- * A bounded map with a lifetime per entry, least recently used out first (a `Map` keeps insertion order: a hit
- * moves its entry to the end, the first entry is the oldest). `read` fills it from a loader, and never stores
+ * A bounded map with a lifetime per entry, least recently used out first, approximately: a `Map` keeps
+ * insertion order, and a hit only marks its entry. When the map is over its bound, the first entry goes unless
+ * it was hit since it was stored, in which case it is moved to the end unmarked (its second chance) and the next
+ * one is looked at. Moving the entry on every hit instead (a delete and a set) made every request's checks
+ * rehash the maps' tables (bench/README.md, eighth session). `read` fills it from a loader, and never stores
  * what a loader returned if an invalidation happened while the loader ran: a read that began before a
  * revocation may answer its own request, but cannot put the revoked record back.
  */
@@ -88,9 +93,11 @@ export class TtlLru<V> {
   get(key: string): V | undefined {
     const e = this.entries.get(key);
     if (!e) return undefined;
-    this.entries.delete(key);
-    if (e.expires <= this.now()) return undefined;
-    this.entries.set(key, e);
+    if (e.expires <= this.now()) {
+      this.entries.delete(key);
+      return undefined;
+    }
+    e.hit = true;
     this.counters.hits++;
     return e.value;
   }
@@ -99,8 +106,16 @@ export class TtlLru<V> {
     if (this.ttlMs <= 0 || this.maxEntries <= 0) return;
     this.entries.delete(key);
     // Every request that hits shares this object: frozen, so a caller that changed it would fail loudly.
-    this.entries.set(key, { value: freeze(value), expires: this.now() + this.ttlMs });
-    while (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
+    this.entries.set(key, { value: freeze(value), expires: this.now() + this.ttlMs, hit: false });
+    // Ends: every entry passed over is unmarked, so a second pass evicts.
+    while (this.entries.size > this.maxEntries) {
+      const [first, e] = this.entries.entries().next().value!;
+      this.entries.delete(first);
+      if (e.hit) {
+        e.hit = false;
+        this.entries.set(first, e);
+      }
+    }
   }
 
   /** Drops the entry of `key` (every entry without it), and keeps any fill still in flight from being stored. */
