@@ -9,12 +9,15 @@ import { assign, enqueueActions, fromPromise, setup } from 'xstate';
  * what a step emitted with its snapshot (the actor journal), and the session kind's wire module
  * (`actors/session/wire.ts`) renders committed events to the Messaging API's frames, replies included.
  * Events a client replays carry `seq`, their position in the session's sequence; the others (thinking,
- * typing, errors, refusals) carry none. Effects (starting the agent, closing the conversation, durable
- * timers) are invoked actors named in `setup` and provided at run time, except a turn's: while the agent is
+ * typing, errors, refusals) carry none. Effects (starting the agent, closing the conversation, the handoff's
+ * durable timers) are invoked actors named in `setup` and provided at run time, except a turn's: while the agent is
  * `responding` (tagged `turn`), the actor host runs it with `converseInput(context)` (`ActorKind.effect`) and
  * sends its reply back as `TURN_DONE`, or `TURN_FAILED`, as an invoked promise's done or error event would
- * come: a child actor created and stopped on every message cost more than the turn's own transitions. Times
- * come in events and in effects' results.
+ * come: a child actor created and stopped on every message cost more than the turn's own transitions. Idle
+ * expiry is the host's too: while `active` (tagged `expires`), the host sends `IDLE_TIMEOUT` once `idleDeadline`
+ * comes, and the session ends if the deadline has not moved on meanwhile (a child timer per session was a
+ * third of the live actors of a busy gateway: bench/README.md, eighth session). Times come in events and in
+ * effects' results.
  */
 
 /** The five client event kinds (addendum): join, user message, typing, end session, heartbeat. */
@@ -200,7 +203,9 @@ export type SessionEvent =
   /** A turn's reply (the actor host runs the turn while the agent is `responding`, tagged `turn`). */
   | { type: 'TURN_DONE'; output: AgentReply }
   /** The turn failed: no reply came. */
-  | { type: 'TURN_FAILED'; error: unknown };
+  | { type: 'TURN_FAILED'; error: unknown }
+  /** The idle deadline came (the actor host keeps it: `actors/session/kind.ts`); `at`: when it fired. */
+  | { type: 'IDLE_TIMEOUT'; at: number };
 
 export interface StartAgentInput {
   sessionId: string;
@@ -397,7 +402,8 @@ export const sessionMachine = setup({
     sleepUntil: fromPromise<number, { until: number }>(notProvided),
   },
   guards: {
-    idleExpired: ({ context, event }) => (event as any).output >= context.idleDeadline,
+    /** The idle deadline has passed by the time the timeout is handled (activity since may have moved it on). */
+    idleDeadlinePassed: ({ context, event }) => event.type === 'IDLE_TIMEOUT' && event.at >= context.idleDeadline,
     duplicate: ({ context, event }) => duplicate({ context, event }),
     isJoin: ({ context, event }) => freshClient('JOIN')({ context, event }),
     isMessage: ({ context, event }) => freshClient('MESSAGE')({ context, event }),
@@ -475,7 +481,7 @@ export const sessionMachine = setup({
       const at = typeof e.output === 'object' && e.output !== null ? (e.output as AgentReply).at : (e.at as number);
       return ended('REASON_NATURAL_END', at);
     }),
-    abandoned: step((_c, e) => ended('REASON_USER_ABANDONED', e.output as number)),
+    abandoned: step((_c, e) => ended('REASON_USER_ABANDONED', e.at as number)),
     handoffServer: step((c, e) => {
       const r = e.output as AgentReply;
       const h = r.handoff!;
@@ -602,8 +608,12 @@ export const sessionMachine = setup({
       },
     },
     active: {
-      type: 'parallel',
+      // The idle expiry: while `expires`, the actor host sends IDLE_TIMEOUT when `idleDeadline` comes (a
+      // deadline it keeps and stores, instead of a durable timer invoked as a child of every session).
+      tags: ['expires'],
+      initial: 'agent',
       on: {
+        IDLE_TIMEOUT: { guard: 'idleDeadlinePassed', target: '#session.ending', actions: 'abandoned' },
         CREATE: { actions: { type: 'refuse', params: 'exists' } },
         CONNECT: [
           {
@@ -619,23 +629,6 @@ export const sessionMachine = setup({
         ],
       },
       states: {
-        idle: {
-          initial: 'armed',
-          states: {
-            armed: {
-              invoke: {
-                id: 'idleTimer',
-                src: 'sleepUntil',
-                input: ({ context }) => ({ until: context.idleDeadline }),
-                onDone: [
-                  { guard: 'idleExpired', target: '#session.ending', actions: 'abandoned' },
-                  // Activity moved the deadline on: sleep again until the new one.
-                  { target: 'armed', reenter: true },
-                ],
-              },
-            },
-          },
-        },
         agent: {
           initial: 'absent',
           // What every agent state does alike; the states below handle joins and user messages.

@@ -7,6 +7,8 @@ import { waitForProjections } from './helpers/projections.js';
 import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
 import { MACHINES } from '../machines/catalog.js';
 import { chartOf, statesOf } from '../gateway/edge/inspector/chart/graph.js';
+import { machineSvg } from '../gateway/edge/inspector/chart/svg.js';
+import { setup } from 'xstate';
 import { mask } from '../gateway/edge/inspector/mask.js';
 import { readSse } from './helpers/sse.js';
 
@@ -63,8 +65,14 @@ t.test('the machines: listed, and every kind as SVG with its states, transitions
   t.match(conversation, 'host effect: takeTurn', "the turn the actor host runs (the kind's effect) is on its state");
   t.match((await get('/machines/session.svg')).text, 'host effect: converse');
   const session = (await get('/machines/session.svg')).text;
-  t.match(session, /class="state parallel"[^>]*data-path="active"/, 'a parallel state');
-  t.match(session, /class="state [a-z]+ region"[^>]*data-path="active.agent"/, 'its regions');
+  t.notMatch(session, 'timer idleTimer', "the session's idle expiry is the host's deadline, not an invoked timer");
+  t.match(session, 'IDLE_TIMEOUT', 'the event the host sends for it');
+  // No machine of the catalog has a parallel state now: the chart's drawing of one, from a machine of its own.
+  const parallel = await machineSvg(
+    setup({}).createMachine({ id: 'p', initial: 'active', states: { active: { type: 'parallel', states: { one: { initial: 'x', states: { x: {} } }, two: { initial: 'y', states: { y: {} } } } } } }),
+  );
+  t.match(parallel, /class="state parallel"[^>]*data-path="active"/, 'a parallel state');
+  t.match(parallel, /class="state [a-z]+ region"[^>]*data-path="active.one"/, 'its regions');
   const unknown = await get('/machines/nope.svg');
   t.equal(unknown.status, 404);
   t.match(unknown.body, { errors: [{ field: 'kind' }] });

@@ -63,7 +63,7 @@ t.test('session: every agent state is reachable, and each shortest path replays 
     turnDone(reply({ handoff, handoffMode: 'invalid' })),
     { type: 'DESK_ACCEPT', agent: { id: 'k1', name: 'Sam', avatar_url: '' }, at: 3000 },
     { type: 'DESK_LEAVE', agentId: 'k1', at: 4000 },
-    done('handoffTimer', 70_000), done('idleTimer', 700_000), done('close', 5000),
+    done('handoffTimer', 70_000), { type: 'IDLE_TIMEOUT', at: 700_000 }, done('close', 5000),
     done('queueTimer', 17_000), done('queue', { at: 17_000, position: 1 }),
     { type: 'AGENT_PUSH', text: 'Your payment arrived', end: false, at: 3500 },
     { type: 'AGENT_PUSH', text: 'Goodbye', end: true, at: 3600 },
@@ -268,13 +268,16 @@ t.test('session: connections count until closed, or past their TTL once their ga
   b.stop();
 });
 
-t.test('session: idle expiry sleeps again when activity moved the deadline', async (t) => {
+t.test('session: idle expiry is a deadline the host keeps: an active session asks for it, and a timeout before a moved deadline changes nothing', async (t) => {
   const a = start({ idleMs: 10_000 });
+  t.ok(a.getSnapshot().hasTag('expires'), 'active: tagged expires, so the host keeps its idleDeadline');
+  t.same(a.getSnapshot().children, {}, 'no child timer');
   a.step(client('HEARTBEAT', { at: 5000 }));
   t.equal(a.getSnapshot().context.idleDeadline, 15_000);
-  a.step(done('idleTimer', 11_000));
+  a.step({ type: 'IDLE_TIMEOUT', at: 11_000 });
   t.equal(status(a), 'active', 'woken at the old deadline: not idle yet');
-  t.match(a.step(done('idleTimer', 15_000)).at(-1), { type: 'session.ended', reason: 'REASON_USER_ABANDONED', at: 15_000 });
+  t.match(a.step({ type: 'IDLE_TIMEOUT', at: 15_000 }).at(-1), { type: 'session.ended', reason: 'REASON_USER_ABANDONED', at: 15_000 });
+  t.notOk(a.getSnapshot().hasTag('expires'), 'ending: no deadline');
   t.equal(a.getSnapshot().value, 'ending');
   t.equal(status(a), 'ended', 'tagged ended');
   a.step(client('HEARTBEAT'));
@@ -294,7 +297,7 @@ t.test('session: while waiting, a changed place in the queue is announced', asyn
   t.match(out[1], { destination: 'desk', reason: 'asked', mode: 'server', at: 2000 });
   t.equal(a.getSnapshot().context.queueCheckAt, 2000 + 15_000);
   a.step(done('queueTimer', 17_000));
-  t.same(a.getSnapshot().value, { active: { idle: 'armed', agent: { queuedForLive: 'checking' } } });
+  t.same(a.getSnapshot().value, { active: { agent: { queuedForLive: 'checking' } } });
   t.same(a.step(done('queue', { at: 17_001, position: 3 })), [], 'the same place is not repeated');
   a.step(done('queueTimer', 32_001));
   t.match(a.step(done('queue', { at: 32_002, position: 1 })), [{ type: 'session.queue_status', destination: 'desk', position: 1 }]);

@@ -47,6 +47,8 @@ export function sessionKind(deps: SessionDeps & { transport: () => Promise<Trans
       done: (output: unknown) => ({ type: 'TURN_DONE', output }),
       failed: (error: unknown) => ({ type: 'TURN_FAILED', error }),
     },
+    // The idle expiry, kept by the host: the machine's `expires` states end once it has passed.
+    deadline: { name: 'idleTimer', of: (s: any) => (s.hasTag('expires') ? s.context.idleDeadline : null), event: (at: number) => ({ type: 'IDLE_TIMEOUT', at }) },
     published: (id: string, entry: JournalEntry): void => {
       if (killBeforePublish && entry.events.some((e) => e.type === 'session.user_message' && e.data.text === killBeforePublish)) process.kill(process.pid, 'SIGKILL');
       const frames = renderStep(id, entry);
