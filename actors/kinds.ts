@@ -75,6 +75,17 @@ export interface KindDeadline<M extends AnyStateMachine = AnyStateMachine> {
   event: (at: number) => { type: string } & Record<string, unknown>;
 }
 
+/**
+ * The idle expiry the conversation and session kinds share: while a snapshot carries the tag `expires`, the
+ * deadline is its context's `idleDeadline`, and the host sends `IDLE_TIMEOUT` when it passes (each machine's
+ * guard checks that the deadline has not moved on since).
+ */
+export const IDLE_EXPIRY: KindDeadline = {
+  name: 'idleTimer',
+  of: (s) => (s.hasTag('expires') ? (s.context as { idleDeadline: number | null }).idleDeadline : null),
+  event: (at) => ({ type: 'IDLE_TIMEOUT', at }),
+};
+
 /** The kinds every worker hosts (`extra` adds those that need the platform's services). */
 export function builtinKinds(extra: ActorKind[] = []): Map<string, ActorKind> {
   const counter: ActorKind = {

@@ -1,6 +1,6 @@
 import type { Store } from '../../store/mod.js';
 import { conversationMachine, turnInput, type AnsweredData, type BridgeEnded, type ConversationEvent, type Outcome } from '../../machines/conversation.js';
-import type { ActorKind } from '../kinds.js';
+import { IDLE_EXPIRY, type ActorKind } from '../kinds.js';
 import { fromEffect } from '../task.js';
 import { sleepUntil } from '../timers.js';
 import { conversationEffects, type ConversationDeps } from './effects.js';
@@ -65,8 +65,8 @@ export function conversationKind(deps: ConversationDeps & { store: Store }): Act
     machine,
     input: (id) => ({ id }),
     settled: (s) => !s.hasTag('busy'),
-    // The idle timeout, kept by the host: the machine's `expires` states end once it has passed.
-    deadline: { name: 'idleTimer', of: (s) => (s.hasTag('expires') ? s.context.idleDeadline : null), event: (at) => ({ type: 'IDLE_TIMEOUT', at }) },
+    // The idle expiry, kept by the host: the machine's `expires` states end once it has passed.
+    deadline: IDLE_EXPIRY,
     // The turn, run by the host while `responding` carries the tag `turn` (no child actor per turn).
     effect: { tag: 'turn', input: turnInput, run: effects.takeTurn, done: (output) => ({ type: 'TURN_DONE', output }) },
     reply: (s, event, emitted: JournalEvent[] = []) => conversationReply(s.value as string, s.context, event as ConversationEvent, emitted),

@@ -1,5 +1,5 @@
 import { converseInput, sessionMachine } from '../../machines/session.js';
-import type { ActorKind } from '../kinds.js';
+import { IDLE_EXPIRY, type ActorKind } from '../kinds.js';
 import { encodeFor } from '../protocol.js';
 import { fromEffect } from '../task.js';
 import { sleepUntil } from '../timers.js';
@@ -48,7 +48,7 @@ export function sessionKind(deps: SessionDeps & { transport: () => Promise<Trans
       failed: (error: unknown) => ({ type: 'TURN_FAILED', error }),
     },
     // The idle expiry, kept by the host: the machine's `expires` states end once it has passed.
-    deadline: { name: 'idleTimer', of: (s: any) => (s.hasTag('expires') ? s.context.idleDeadline : null), event: (at: number) => ({ type: 'IDLE_TIMEOUT', at }) },
+    deadline: IDLE_EXPIRY,
     published: (id: string, entry: JournalEntry): void => {
       if (killBeforePublish && entry.events.some((e) => e.type === 'session.user_message' && e.data.text === killBeforePublish)) process.kill(process.pid, 'SIGKILL');
       const frames = renderStep(id, entry);
