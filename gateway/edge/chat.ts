@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { uuidv7 } from '../../platform/ids.js';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -155,7 +155,8 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
       const running = await runningContent(services.builder, project.id, connector.environment);
       if (!running || !pickVariant(running.content, req.body.variant_id)) throw CHAT.VARIANT_UNKNOWN();
     }
-    const id = randomUUID();
+    // Sorts by time: the store keeps live conversations together (platform/ids.ts).
+    const id = uuidv7();
     aboutConversation(req, res, id);
     const reply = await ask(id, {
       type: 'START',

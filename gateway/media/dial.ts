@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { uuidv7 } from '../../platform/ids.js';
 import { decode, encode, type Runtime, type Subscription } from '../../actors/mod.js';
 import { callEndedEvent, CALL_KIND, MEDIA_DIAL_QUEUE, MEDIA_DIAL_SUBJECT, type DialRequest, type DialResult } from '../../actors/call/mod.js';
 import type { SipTransport } from './dialog.js';
@@ -94,7 +94,7 @@ async function dial(gw: MediaGateway, runtime: Runtime, req: DialRequest): Promi
   }
   const sink = { audio: (_: Int16Array) => {}, digit: (_: string) => {} };
   const rtp = sessionOf(leg, answer!, chosen.codec, chosen.dtmf, gw.pacer, { audio: (p) => sink.audio(p), digit: (d) => sink.digit(d) });
-  const conversationId = randomUUID();
+  const conversationId = uuidv7();
   const call = gw.callOf(
     { conversationId, callSid: req.call_sid, accountId: req.account_id, projectId: req.project_id, environment: req.environment, variantId: req.variant_id, fromNumber: req.from, toNumber: req.to, sipHeaders: req.headers },
     chosen.codec,

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { uuidv7 } from '../../platform/ids.js';
 import { runningContent } from '../../actors/conversation/mod.js';
 import type { Runtime } from '../../actors/mod.js';
 import type { Builder } from '../../builder/mod.js';
@@ -155,7 +156,7 @@ export class MediaGateway {
     }
     const callSid = `IN-${randomUUID()}`;
     const call = this.callOf(
-      { conversationId: randomUUID(), callSid, accountId: binding.account_id, projectId: binding.agent_id, environment: 'live', variantId: binding.variant_id, fromNumber: invite.fromUser, toNumber: binding.number, sipHeaders: extraHeaders(invite.request) },
+      { conversationId: uuidv7(), callSid, accountId: binding.account_id, projectId: binding.agent_id, environment: 'live', variantId: binding.variant_id, fromNumber: invite.fromUser, toNumber: binding.number, sipHeaders: extraHeaders(invite.request) },
       chosen.codec, speech, dialog, rtp, () => {},
     );
     sink.audio = (p) => call.audio(p);

@@ -2,7 +2,7 @@ import type { TemplatedApp } from '@trufflesuite/uws-js-unofficial';
 import { createHash } from 'node:crypto';
 import type { SessionReply } from '../../actors/session/mod.js';
 import type { SessionInfo } from '../../machines/session.js';
-import { newId } from '../../platform/secrets.js';
+import { timeOrderedId } from '../../platform/ids.js';
 import type { MessagingContext } from './context.js';
 import { HTTP_ERRORS } from './errors.js';
 import { HttpFailure, jsonObject, ok } from './http.js';
@@ -38,7 +38,7 @@ export function mountSessions(app: TemplatedApp, ctx: MessagingContext): void {
     if (typeof platform !== 'string' || !(PLATFORMS as readonly string[]).includes(platform)) {
       throw new HttpFailure(HTTP_ERRORS.badRequest, {}, `Error parsing request: platform must be one of ${PLATFORMS.join(', ')}`);
     }
-    const id = newId('ses');
+    const id = timeOrderedId('ses');
     const info: SessionInfo = {
       accountId: claims.account_id,
       projectId: claims.project_id,
