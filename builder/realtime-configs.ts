@@ -94,12 +94,39 @@ export class RealtimeConfigs {
     return this.r.realtimeConfigs.find({ agent_id: agent.id }, { sort: { config: 1 } });
   }
 
-  /** The variables a conversation in `environment` sees right now. */
+  /**
+   * The variables a conversation in `environment` sees right now. With the cache, the merge of each cached
+   * list of pages is kept with it (every turn reads them) and frozen, as every turn shares it; a `patch`
+   * replaces the cached list, and with it the merge.
+   */
   async effective(agentId: string, environment: Environment): Promise<Record<string, unknown>> {
     const read = () => this.r.realtimeConfigs.find({ agent_id: agentId }, { sort: { config: 1 } });
-    const pages = this.cache ? ((await this.cache.pages.read(agentId, read)) ?? []) : await read();
-    const shared = pages.filter((p) => !(ENVIRONMENTS as readonly string[]).includes(p.config));
-    const own = pages.find((p) => p.config === environment);
-    return [...shared, ...(own ? [own] : [])].reduce<Record<string, unknown>>((acc, p) => mergePatch(acc, p.variables), {});
+    if (!this.cache) return layered(await read(), environment);
+    const pages = (await this.cache.pages.read(agentId, read)) ?? NO_PAGES;
+    let byEnvironment = this.merged.get(pages);
+    if (!byEnvironment) this.merged.set(pages, (byEnvironment = new Map()));
+    let variables = byEnvironment.get(environment);
+    if (!variables) byEnvironment.set(environment, (variables = deepFreeze(layered(pages, environment))));
+    return variables;
   }
+
+  /** The merged variables of each cached list of pages, per environment (see `effective`). */
+  private readonly merged = new WeakMap<readonly RealtimePage[], Map<Environment, Record<string, unknown>>>();
+}
+
+const NO_PAGES: readonly RealtimePage[] = Object.freeze([]);
+
+/** The pages that apply to every environment, then the environment's own page, each merged over the last. */
+function layered(pages: readonly RealtimePage[], environment: Environment): Record<string, unknown> {
+  const shared = pages.filter((p) => !(ENVIRONMENTS as readonly string[]).includes(p.config));
+  const own = pages.find((p) => p.config === environment);
+  return [...shared, ...(own ? [own] : [])].reduce<Record<string, unknown>>((acc, p) => mergePatch(acc, p.variables), {});
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
 }

@@ -105,10 +105,9 @@ export class TtlLru<V> {
   set(key: string, value: V): void {
     if (this.ttlMs <= 0 || this.maxEntries <= 0) return;
     this.entries.delete(key);
-    // Every request that hits shares this object: frozen, so a caller that changed it would fail loudly.
-    this.entries.set(key, { value: freeze(value), expires: this.now() + this.ttlMs, hit: false });
-    // Ends: every entry passed over is unmarked, so a second pass evicts.
-    while (this.entries.size > this.maxEntries) {
+    // Room is made before the new entry goes in, so that it is never the one evicted (when every other entry
+    // was hit since its last pass). Ends: every entry passed over is unmarked, so a second pass evicts.
+    while (this.entries.size >= this.maxEntries) {
       const [first, e] = this.entries.entries().next().value!;
       this.entries.delete(first);
       if (e.hit) {
@@ -116,6 +115,8 @@ export class TtlLru<V> {
         this.entries.set(first, e);
       }
     }
+    // Every request that hits shares this object: frozen, so a caller that changed it would fail loudly.
+    this.entries.set(key, { value: freeze(value), expires: this.now() + this.ttlMs, hit: false });
   }
 
   /** Drops the entry of `key` (every entry without it), and keeps any fill still in flight from being stored. */

@@ -115,6 +115,18 @@ t.test('each cache is bounded, least recently used out first; TTL 0 turns cachin
   t.same([lru.get('a'), lru.get('b'), lru.get('c')], [1, undefined, 3], 'b, the least recently used, went');
   t.equal(lru.stats().size, 2);
 
+  // A hit marks its entry, and eviction passes over a marked entry once (unmarking it) instead of moving every
+  // hit to the end: every entry was hit, and the value just set still stays.
+  const marked = new TtlLru<number>(10_000, 2, () => 0);
+  marked.set('a', 1);
+  marked.set('b', 2);
+  marked.get('a');
+  marked.get('b');
+  marked.set('c', 3);
+  t.same([marked.get('a'), marked.get('b'), marked.get('c')], [undefined, 2, 3], 'a and b had their second chance; a, first, went');
+  marked.set('d', 4);
+  t.same([marked.get('b'), marked.get('c'), marked.get('d')], [undefined, 3, 4], 'b, unmarked by the last pass, goes before c, hit since');
+
   const { services, reads } = await setup(t, 0);
   const account = await services.accounts.create({ name: 'Uncached Co' });
   const { secret } = await services.keys.issue({ account_id: account.id, scope: 'chat', project_id: null, permissions: [] });
@@ -139,6 +151,13 @@ t.test("an agent's real-time config pages are read once per agent, and a patch i
   await realtimeConfigs.patch(agent, 'live', { open: 8 });
   t.same(await realtimeConfigs.effective(agent.id, 'live'), { open: 8, close: 17 }, 'the next turn sees the change');
   t.equal(services.tenancy.stats().realtimeConfigs.invalidations, invalidations + 1, 'the patch invalidated them');
+  const merged = await realtimeConfigs.effective(agent.id, 'live');
+  t.equal(await realtimeConfigs.effective(agent.id, 'live'), merged, 'the turns share one merge of the cached pages');
+  t.ok(Object.isFrozen(merged), 'frozen, as it is shared');
+  t.throws(() => ((merged as Record<string, unknown>).open = 1), TypeError, 'a turn cannot change what the next one sees');
+  t.not(await realtimeConfigs.effective(agent.id, 'sandbox'), merged, 'each environment has its own');
+  await realtimeConfigs.patch(agent, 'hours', { close: 18 });
+  t.same(await realtimeConfigs.effective(agent.id, 'live'), { open: 8, close: 18 }, 'a patch replaces the merge');
 
   t.same(await realtimeConfigs.effective('agt_without_pages', 'live'), {});
   const before = reads.get('realtime_configs');
