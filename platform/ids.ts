@@ -41,7 +41,7 @@ export function uuidv7(now = Date.now()): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
 
-/** Base62 digits of the time: eight, enough for Unix milliseconds until the year 8900. */
+/** Base62 digits of the time: eight, enough for Unix milliseconds until the year 8888. */
 const TIME_DIGITS = 8;
 /** Random base62 digits after the time: about 71 bits. */
 const RANDOM_DIGITS = 12;

@@ -14,7 +14,7 @@ const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz
 const uuidTime = (id: string) => parseInt(id.replace(/-/g, '').slice(0, 12), 16);
 /** The Unix milliseconds of a `timeOrderedId`. */
 const idTime = (id: string) => [...id.slice(id.indexOf('_') + 1, id.indexOf('_') + 9)].reduce((n, c) => n * 62 + ALPHABET.indexOf(c), 0);
-/** Times from 1970 to the year 8000 (the eight base62 digits hold up to the year 8900). */
+/** Times from 1970 to the year 8000 (the eight base62 digits hold them until the year 8888). */
 const MS = fc.integer({ min: 0, max: 192_000_000_000_000 });
 
 t.test('a UUID version 7: its form, version and variant, and the time it begins with', async (t) => {

@@ -1,4 +1,3 @@
-import { uuidv7 } from '../../platform/ids.js';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -7,6 +6,7 @@ import { conversationOwner, pickVariant, runningContent } from '../../actors/con
 import type { ConversationEvent, Outcome } from '../../machines/conversation.js';
 import type { Bucket } from '../../platform/config.js';
 import { CHAT, RateLimitedError } from '../../platform/errors.js';
+import { uuidv7 } from '../../platform/ids.js';
 import { RateLimiter } from '../../platform/rate-limit.js';
 import type { Services } from '../../platform/services.js';
 import { timings } from '../../platform/timings.js';
