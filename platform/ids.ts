@@ -7,23 +7,8 @@
  * commit writes and flushes fewer pages. The same reason MongoDB's ObjectIds and RFC 9562's UUID version 7
  * begin with a timestamp. The rest of each id is random from a CSPRNG: ids are names, never credentials.
  */
-import { randomFillSync } from 'node:crypto';
-
-const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
-/** Random bytes drawn a batch at a time: one CSPRNG call per this many bytes instead of one per id. */
-const POOL_BYTES = 4096;
-const pool = Buffer.alloc(POOL_BYTES);
-let poolAt = POOL_BYTES;
-
-function take(n: number): number {
-  if (poolAt + n > POOL_BYTES) {
-    randomFillSync(pool);
-    poolAt = 0;
-  }
-  const at = poolAt;
-  poolAt += n;
-  return at;
-}
+import { randomBytes } from 'node:crypto';
+import { BASE62, randomBase62 } from './secrets.js';
 
 /**
  * A UUID version 7 (RFC 9562, section 5.7): 48 bits of Unix time in milliseconds, the version and variant
@@ -31,10 +16,8 @@ function take(n: number): number {
  * particular order among themselves.
  */
 export function uuidv7(now = Date.now()): string {
-  const at = take(10);
-  const b = Buffer.allocUnsafe(16);
+  const b = randomBytes(16);
   b.writeUIntBE(now, 0, 6);
-  pool.copy(b, 6, at, at + 10);
   b[6] = 0x70 | (b[6] & 0x0f);
   b[8] = 0x80 | (b[8] & 0x3f);
   const h = b.toString('hex');
@@ -48,17 +31,10 @@ const RANDOM_DIGITS = 12;
 
 /**
  * A resource id that sorts by creation time: `prefix_`, eight base62 digits of the Unix milliseconds (fixed
- * width; the alphabet is in ASCII order, so the text sorts as the number), then twelve random base62 digits.
+ * width, so the text sorts as the number), then twelve random base62 digits (`randomBase62`).
  */
 export function timeOrderedId(prefix: string, now = Date.now()): string {
   let time = '';
-  for (let i = 0, t = now; i < TIME_DIGITS; i++, t = Math.floor(t / 62)) time = ALPHABET[t % 62] + time;
-  let random = '';
-  for (let i = 0; i < RANDOM_DIGITS; i++) {
-    // Rejection sampling keeps the digits uniform: 248 is the largest multiple of 62 within a byte.
-    let byte = pool[take(1)];
-    while (byte >= 248) byte = pool[take(1)];
-    random += ALPHABET[byte % 62];
-  }
-  return `${prefix}_${time}${random}`;
+  for (let i = 0, t = now; i < TIME_DIGITS; i++, t = Math.floor(t / 62)) time = BASE62[t % 62] + time;
+  return `${prefix}_${time}${randomBase62(RANDOM_DIGITS)}`;
 }

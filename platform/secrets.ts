@@ -1,11 +1,12 @@
 import { hash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
 
-const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+/** The base62 digits, in ASCII order (so base62 text of a fixed width sorts as its number). */
+export const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
 /** A random string of base62 characters from a CSPRNG. */
 export function randomBase62(length: number): string {
   let out = '';
-  for (let i = 0; i < length; i++) out += ALPHABET[randomInt(ALPHABET.length)];
+  for (let i = 0; i < length; i++) out += BASE62[randomInt(BASE62.length)];
   return out;
 }
 

@@ -43,7 +43,7 @@ t.test('a time-ordered id: its prefix, its time and its random part', async (t) 
   t.equal(idTime(id), now);
   const many = Array.from({ length: 50_000 }, () => timeOrderedId('ses', now));
   t.equal(new Set(many).size, many.length, 'ids of the same millisecond differ');
-  // Every random digit is used, about as often as any other (rejection sampling, not a byte modulo 62).
+  // Every random digit is used, about as often as any other (`randomBase62` draws each with `randomInt`, not a byte modulo 62).
   const counts = new Map<string, number>();
   for (const x of many) for (const c of x.slice(12)) counts.set(c, (counts.get(c) ?? 0) + 1);
   t.equal(counts.size, 62);
