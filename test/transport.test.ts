@@ -2,7 +2,7 @@
  * One behaviour suite for both transports (`actors/transport`): in-process, and NATS against a real
  * nats-server with separate connections for the two sides, so every message crosses the server.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import fc from 'fast-check';
@@ -314,6 +314,60 @@ t.test('nats', { skip: natsAvailable() ? false : 'nats-server is not installed' 
     const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script]);
     t.same(JSON.parse(stdout), { thrown: ['handler bug'], answer: 'still here' });
   });
+  t.test('what one turn of the event loop sends goes out in one write', async (t) => {
+    // A TCP proxy in a child process (so that it reads as the bytes arrive, on its own core) between the
+    // asking transport and nats-server; it reports each chunk it read from the transport that holds an ask.
+    const script = `
+      import net from 'node:net';
+      const server = net.createServer((client) => {
+        const upstream = net.connect(${nats.port}, '127.0.0.1');
+        client.on('data', (chunk) => {
+          const asks = chunk.toString('latin1').split('svc.burst').length - 1;
+          if (asks) console.log(asks);
+          upstream.write(chunk);
+        });
+        upstream.pipe(client);
+        client.on('close', () => upstream.destroy());
+        upstream.on('close', () => client.destroy());
+      });
+      server.listen(0, '127.0.0.1', () => console.log('port ' + server.address().port));
+    `;
+    const proxy = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    t.teardown(() => void proxy.kill());
+    let out = '';
+    proxy.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    await until(() => /port \d+\n/.test(out));
+    const port = Number(/port (\d+)/.exec(out)![1]);
+
+    const server = await connectNatsTransport(nats.url);
+    const client = await connectNatsTransport(`nats://127.0.0.1:${port}`);
+    t.teardown(async () => {
+      await client.close();
+      await server.close();
+    });
+    server.subscribe('svc.burst', (d, respond) => respond?.(d));
+    await server.flush();
+    await client.flush();
+
+    // Twenty asks from twenty callbacks of one turn of the loop (as an edge asks from the HTTP requests one
+    // read brought in), a millisecond apart: written as each callback ended, the proxy would read them apart.
+    const n = 20;
+    const answers = await new Promise<Promise<Uint8Array>[]>((resolve) => {
+      const asked: Promise<Uint8Array>[] = [];
+      for (let i = 0; i < n; i++)
+        setImmediate(() => {
+          asked.push(client.request('svc.burst', enc(String(i)), 5000));
+          const until = performance.now() + 1;
+          while (performance.now() < until);
+          if (asked.length === n) resolve(asked);
+        });
+    });
+    t.same((await Promise.all(answers)).map(dec), Array.from({ length: n }, (_, i) => String(i)), 'every ask answered');
+    await until(() => out.split('\n').slice(1).filter(Boolean).reduce((sum, l) => sum + Number(l), 0) === n);
+    const chunks = out.split('\n').slice(1).filter(Boolean).map(Number);
+    t.equal(chunks.length, 1, `the ${n} asks arrive in one read (chunks: ${chunks.join(', ')})`);
+  });
+
   const probe = await connectNatsTransport(nats.url);
   t.equal(probe.kind, 'nats');
   await probe.close();

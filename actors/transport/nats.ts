@@ -1,12 +1,14 @@
 import {
   ClosedConnectionError,
   connect,
+  createInbox,
   DrainingConnectionError,
   headers as natsHeaders,
   RequestError,
-  TimeoutError,
+  type Msg,
   type NatsConnection,
 } from '@nats-io/transport-node';
+import { Outbox } from './nats-outbox.js';
 import { TransportError, type Handler, type Headers, type SubscribeOptions, type Subscription, type Transport } from './types.js';
 
 /** Options of `connectNatsTransport`. */
@@ -18,15 +20,8 @@ export interface NatsTransportOptions {
 /** The NATS transport, with its connection for the placement leases and KV buckets that share it. */
 export type NatsTransport = Transport & { readonly connection: NatsConnection };
 
-/** Turns nats.js errors into `TransportError`s where the transport contract names them. */
-function mapError(err: unknown, nc: NatsConnection, subject: string, timeoutMs?: number): unknown {
-  if (err instanceof TimeoutError) {
-    return new TransportError('TIMEOUT', `request to '${subject}' timed out after ${timeoutMs} ms`);
-  }
-  if (err instanceof RequestError && err.isNoResponders()) {
-    return new TransportError('NO_RESPONDERS', `no responders for '${subject}'`);
-  }
-  // Requests cut short by close fail with a plain RequestError("connection closed"): judge by the state.
+/** Turns nats.js's errors of a closed or draining connection into the transport's `CLOSED`. */
+function mapError(err: unknown, nc: NatsConnection): unknown {
   if (
     err instanceof ClosedConnectionError ||
     err instanceof DrainingConnectionError ||
@@ -49,9 +44,23 @@ function fromNats(h: Iterable<[string, string[]]>): Headers {
   return out;
 }
 
+/** NATS subjects hold no whitespace (as nats.js checks before it publishes). */
+const WHITESPACE = /[ \n\r\t]/;
+
+/** A request waiting for its answer. */
+interface Pending {
+  subject: string;
+  resolve: (data: Uint8Array) => void;
+  reject: (err: unknown) => void;
+  timer: NodeJS.Timeout;
+}
+
 /**
  * Connects to NATS at `url` (reconnecting without limit) and returns a transport over that connection.
- * Subscriptions use callbacks rather than async iterators: one less promise hop per message.
+ * Subscriptions use callbacks rather than async iterators: one less promise hop per message. What it sends
+ * goes through an `Outbox`: one socket write per turn of the event loop. Requests are its own: one inbox
+ * subscription (`_INBOX.<id>.*`) and a table of the pending ones, each with one timer; nats.js's `request`
+ * also made a deferred, a timer promise and an `Error` (with its stack) for every request it completed.
  * `close()` drains: subscriptions receive what was already sent, then the connection closes.
  */
 export async function connectNatsTransport(url: string, options: NatsTransportOptions = {}): Promise<NatsTransport> {
@@ -63,25 +72,65 @@ export async function connectNatsTransport(url: string, options: NatsTransportOp
     noAsyncTraces: true,
   });
 
+  const pending = new Map<string, Pending>();
+  const settle = (token: string): Pending | undefined => {
+    const p = pending.get(token);
+    if (!p) return undefined;
+    pending.delete(token);
+    clearTimeout(p.timer);
+    return p;
+  };
+  const inbox = `${createInbox()}.`;
+  let nextToken = 0;
+  const outbox = new Outbox(nc, (reply, err) => {
+    const p = settle(reply.slice(inbox.length));
+    p?.reject(mapError(err, nc));
+  });
+  nc.subscribe(`${inbox}*`, {
+    callback: (err, msg: Msg) => {
+      if (err) return;
+      const p = settle(msg.subject.slice(inbox.length));
+      if (!p) return;
+      // nats-server answers a request nobody subscribes to with an empty 503 status message.
+      if (msg.data.length === 0 && msg.headers?.code === 503) p.reject(new TransportError('NO_RESPONDERS', `no responders for '${p.subject}'`));
+      else p.resolve(msg.data);
+    },
+  });
+  // However the connection ends, nothing is left waiting for an answer.
+  const failPending = () => {
+    for (const token of [...pending.keys()]) settle(token)!.reject(new TransportError('CLOSED', 'transport closed'));
+  };
+  void nc.closed().then(failPending, failPending);
+
+  /** Throws as nats.js would if the connection cannot send to `subject`. */
+  const checkSend = (subject: string) => {
+    if (nc.isClosed() || nc.isDraining()) throw new TransportError('CLOSED', 'transport closed');
+    if (!subject || WHITESPACE.test(subject)) throw new TypeError(`invalid subject ${JSON.stringify(subject)}`);
+  };
+
   return {
     kind: 'nats',
     connection: nc,
 
-    async request(subject, data, timeoutMs, headers) {
+    request(subject, data, timeoutMs, headers) {
       try {
-        const msg = await nc.request(subject, data, headers ? { timeout: timeoutMs, headers: toNats(headers) } : { timeout: timeoutMs });
-        return msg.data;
+        checkSend(subject);
       } catch (err) {
-        throw mapError(err, nc, subject, timeoutMs);
+        return Promise.reject(err);
       }
+      const token = (nextToken++).toString(36);
+      return new Promise<Uint8Array>((resolve, reject) => {
+        const timer = setTimeout(() => {
+          if (settle(token)) reject(new TransportError('TIMEOUT', `request to '${subject}' timed out after ${timeoutMs} ms`));
+        }, timeoutMs);
+        pending.set(token, { subject, resolve, reject, timer });
+        outbox.add(subject, data, inbox + token, headers ? toNats(headers) : undefined);
+      });
     },
 
     publish(subject, data) {
-      try {
-        nc.publish(subject, data);
-      } catch (err) {
-        throw mapError(err, nc, subject);
-      }
+      checkSend(subject);
+      outbox.add(subject, data);
     },
 
     subscribe(subject: string, handler: Handler, options: SubscribeOptions = {}): Subscription {
@@ -91,13 +140,11 @@ export async function connectNatsTransport(url: string, options: NatsTransportOp
           callback: (err, msg) => {
             // Errors here end the subscription (permissions, server-side close): nothing to deliver.
             if (err) return;
-            const respond = msg.reply
+            const reply = msg.reply;
+            const respond = reply
               ? (answer: Uint8Array) => {
-                  try {
-                    msg.respond(answer);
-                  } catch {
-                    // The connection closed meanwhile: the requester sees a timeout or CLOSED.
-                  }
+                  // Closed meanwhile: the requester sees a timeout or CLOSED.
+                  if (!nc.isClosed() && !nc.isDraining()) outbox.add(reply, answer);
                 }
               : null;
             try {
@@ -113,15 +160,16 @@ export async function connectNatsTransport(url: string, options: NatsTransportOp
         });
         return { unsubscribe: () => sub.unsubscribe() };
       } catch (err) {
-        throw mapError(err, nc, subject);
+        throw mapError(err, nc);
       }
     },
 
     async flush() {
       try {
+        outbox.send();
         await nc.flush();
       } catch (err) {
-        throw mapError(err, nc, '');
+        throw mapError(err, nc);
       }
     },
 
@@ -131,6 +179,7 @@ export async function connectNatsTransport(url: string, options: NatsTransportOp
         await nc.closed();
         return;
       }
+      outbox.send();
       await nc.drain();
     },
   };
