@@ -1,7 +1,8 @@
 /**
  * Actor runtime benchmark (issue: actor runtime). Prints, from one run on one machine:
  * - ask round-trip of a trivial actor (a counter INC: one durable snapshot per event) in-process and over
- *   NATS with the actors in a worker process, next to a bare NATS request/reply to an echo process;
+ *   NATS with the actors in a worker process, next to a bare NATS request/reply to an echo process (nats.js's
+ *   own `request`) and the same request/reply through the platform's NATS transport;
  * - memory per live idle actor and per passivated actor;
  * - snapshot writes per second with group commit.
  * Run: `npm run build && node --expose-gc dist/bench/actors.js` (needs nats-server).
@@ -12,6 +13,7 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ActorClient, startRuntime } from '../actors/mod.js';
+import { connect } from '@nats-io/transport-node';
 import { connectNatsTransport } from '../actors/transport/mod.js';
 import { openStore } from '../store/mod.js';
 import { startNats } from '../test/helpers/nats.js';
@@ -37,13 +39,18 @@ async function main() {
   const line = (name: string, r: { perSecond: number; p50: number; p99: number; errors: number }) =>
     rows.push([name, `${fmt(r.perSecond)} /s   p50 ${fmt(r.p50, 2)} ms   p99 ${fmt(r.p99, 2)} ms${r.errors ? `   errors ${r.errors}` : ''}`]);
 
-  // Baseline: bare NATS request/reply to an echo responder in another process.
+  // Baseline: bare NATS request/reply (nats.js's own `request`) to an echo responder in another process.
   const echo = fork(fileURLToPath(new URL('./nats-echo.js', import.meta.url)), [nats.url], { stdio: 'inherit' });
   await new Promise((r) => echo.once('message', r));
-  const bare = await connectNatsTransport(nats.url);
+  const nc = await connect({ servers: nats.url, noAsyncTraces: true });
   const payload = new Uint8Array(64);
-  const bareResult = await closedLoop(() => bare.request('bench.echo', payload, 5000), CONCURRENCY, DURATION_MS);
+  const bareResult = await closedLoop(() => nc.request('bench.echo', payload, { timeout: 5000 }), CONCURRENCY, DURATION_MS);
   line('bare NATS request/reply (echo process)', bareResult);
+  await nc.close();
+  // The same through the platform's transport (its outbox writes what a turn of the event loop sends at once).
+  const bare = await connectNatsTransport(nats.url);
+  const transportResult = await closedLoop(() => bare.request('bench.echo', payload, 5000), CONCURRENCY, DURATION_MS);
+  line('the same through the NATS transport', transportResult);
 
   // Actors over NATS: a worker process hosts them; this process asks.
   const dataDir = mkdtempSync(join(tmpdir(), 'sb-bench-'));
