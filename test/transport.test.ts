@@ -368,6 +368,27 @@ t.test('nats', { skip: natsAvailable() ? false : 'nats-server is not installed' 
     t.equal(chunks.length, 1, `the ${n} asks arrive in one read (chunks: ${chunks.join(', ')})`);
   });
 
+  t.test('a reply given while the answering side closes still reaches the asker', async (t) => {
+    const server = await connectNatsTransport(nats.url);
+    const client = await connectNatsTransport(nats.url);
+    t.teardown(() => client.close());
+    let closing: Promise<void> | undefined;
+    server.subscribe('svc.closing', (d, respond) => {
+      // The drain has begun: nats.js stops taking messages once the subscriptions have drained.
+      closing = server.close();
+      respond?.(d);
+      server.publish('feed.closing', d);
+    });
+    const published: string[] = [];
+    client.subscribe('feed.closing', (d) => published.push(dec(d)));
+    await server.flush();
+    await client.flush();
+    t.equal(dec(await client.request('svc.closing', enc('bye'), 5000)), 'bye');
+    await closing;
+    await until(() => published.length === 1);
+    t.same(published, ['bye'], 'a message published while closing is sent too');
+  });
+
   const probe = await connectNatsTransport(nats.url);
   t.equal(probe.kind, 'nats');
   await probe.close();

@@ -28,8 +28,18 @@ export class Outbox {
     private readonly failed: (reply: string, err: unknown) => void,
   ) {}
 
-  /** Queues a message; the caller has checked that the connection is open and the subject valid. */
+  /**
+   * Queues a message; the caller has checked the subject. While the connection drains, the message (after
+   * any still queued) goes to nats.js at once, as it did before the outbox: nats.js stops taking messages
+   * once the subscriptions have drained, which may come before this turn of the loop ends. Then a refusal
+   * throws (nats.js's error) to the caller.
+   */
   add(subject: string, data: Uint8Array, reply?: string, headers?: MsgHdrs): void {
+    if (this.nc.isDraining()) {
+      this.send();
+      this.nc.publish(subject, data, reply || headers ? { reply, headers } : undefined);
+      return;
+    }
     this.queue.push([subject, data, reply, headers]);
     if (this.scheduled) return;
     this.scheduled = true;

@@ -102,8 +102,8 @@ export async function connectNatsTransport(url: string, options: NatsTransportOp
   };
   void nc.closed().then(failPending, failPending);
 
-  /** Throws as nats.js would if the connection cannot send to `subject`. */
-  const checkSend = (subject: string) => {
+  /** Throws as nats.js's `request` would if the connection cannot ask `subject` (draining: no new asks). */
+  const checkAsk = (subject: string) => {
     if (nc.isClosed() || nc.isDraining()) throw new TransportError('CLOSED', 'transport closed');
     if (!subject || WHITESPACE.test(subject)) throw new TypeError(`invalid subject ${JSON.stringify(subject)}`);
   };
@@ -114,7 +114,7 @@ export async function connectNatsTransport(url: string, options: NatsTransportOp
 
     request(subject, data, timeoutMs, headers) {
       try {
-        checkSend(subject);
+        checkAsk(subject);
       } catch (err) {
         return Promise.reject(err);
       }
@@ -129,8 +129,14 @@ export async function connectNatsTransport(url: string, options: NatsTransportOp
     },
 
     publish(subject, data) {
-      checkSend(subject);
-      outbox.add(subject, data);
+      // As nats.js: a draining connection still sends until its subscriptions have drained.
+      if (nc.isClosed()) throw new TransportError('CLOSED', 'transport closed');
+      if (!subject || WHITESPACE.test(subject)) throw new TypeError(`invalid subject ${JSON.stringify(subject)}`);
+      try {
+        outbox.add(subject, data);
+      } catch (err) {
+        throw mapError(err, nc);
+      }
     },
 
     subscribe(subject: string, handler: Handler, options: SubscribeOptions = {}): Subscription {
@@ -143,8 +149,11 @@ export async function connectNatsTransport(url: string, options: NatsTransportOp
             const reply = msg.reply;
             const respond = reply
               ? (answer: Uint8Array) => {
-                  // Closed meanwhile: the requester sees a timeout or CLOSED.
-                  if (!nc.isClosed() && !nc.isDraining()) outbox.add(reply, answer);
+                  try {
+                    if (!nc.isClosed()) outbox.add(reply, answer);
+                  } catch {
+                    // The connection closed meanwhile: the requester sees a timeout or CLOSED.
+                  }
                 }
               : null;
             try {
