@@ -389,6 +389,19 @@ t.test('nats', { skip: natsAvailable() ? false : 'nats-server is not installed' 
     t.same(published, ['bye'], 'a message published while closing is sent too');
   });
 
+  t.test('a payload over the server’s max_payload fails its sender at once', async (t) => {
+    const tr = await connectNatsTransport(nats.url);
+    t.teardown(() => tr.close());
+    tr.subscribe('svc.big', (d, respond) => respond?.(d));
+    await tr.flush();
+    const max = tr.connection.info!.max_payload;
+    const tooBig = new Uint8Array(max + 1);
+    t.throws(() => tr.publish('svc.big', tooBig), /max_payload/);
+    await t.rejects(tr.request('svc.big', tooBig, 600_000), /max_payload/);
+    // The connection goes on serving.
+    t.equal((await tr.request('svc.big', new Uint8Array(max - 1024), 10_000)).length, max - 1024);
+  });
+
   const probe = await connectNatsTransport(nats.url);
   t.equal(probe.kind, 'nats');
   await probe.close();

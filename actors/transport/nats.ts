@@ -102,10 +102,14 @@ export async function connectNatsTransport(url: string, options: NatsTransportOp
   };
   void nc.closed().then(failPending, failPending);
 
-  /** Throws as nats.js's `request` would if the connection cannot ask `subject` (draining: no new asks). */
-  const checkAsk = (subject: string) => {
-    if (nc.isClosed() || nc.isDraining()) throw new TransportError('CLOSED', 'transport closed');
+  /**
+   * Throws, before a message is queued, what nats.js would throw when it is sent: a subject with whitespace, a
+   * payload over the server's `max_payload`.
+   */
+  const checkMessage = (subject: string, data: Uint8Array) => {
     if (!subject || WHITESPACE.test(subject)) throw new TypeError(`invalid subject ${JSON.stringify(subject)}`);
+    const max = nc.info?.max_payload;
+    if (max !== undefined && data.length > max) throw new RangeError(`payload of ${data.length} bytes exceeds the server's max_payload (${max})`);
   };
 
   return {
@@ -113,8 +117,10 @@ export async function connectNatsTransport(url: string, options: NatsTransportOp
     connection: nc,
 
     request(subject, data, timeoutMs, headers) {
+      // As nats.js's `request`: a draining connection takes no new asks.
+      if (nc.isClosed() || nc.isDraining()) return Promise.reject(new TransportError('CLOSED', 'transport closed'));
       try {
-        checkAsk(subject);
+        checkMessage(subject, data);
       } catch (err) {
         return Promise.reject(err);
       }
@@ -131,7 +137,7 @@ export async function connectNatsTransport(url: string, options: NatsTransportOp
     publish(subject, data) {
       // As nats.js: a draining connection still sends until its subscriptions have drained.
       if (nc.isClosed()) throw new TransportError('CLOSED', 'transport closed');
-      if (!subject || WHITESPACE.test(subject)) throw new TypeError(`invalid subject ${JSON.stringify(subject)}`);
+      checkMessage(subject, data);
       try {
         outbox.add(subject, data);
       } catch (err) {
