@@ -63,10 +63,10 @@ interface Entry<V> {
  * A bounded map with a lifetime per entry, least recently used out first, approximately: a `Map` keeps
  * insertion order, and a hit only marks its entry. When a new entry would take the map over its bound, room is
  * made first: the first entry goes unless it was hit since it was stored, in which case it is moved to the end
- * unmarked (its second chance) and the next one is looked at. Moving the entry on every hit instead (a delete and a set) made every request's checks
- * rehash the maps' tables (bench/README.md, eighth session). `read` fills it from a loader, and never stores
- * what a loader returned if an invalidation happened while the loader ran: a read that began before a
- * revocation may answer its own request, but cannot put the revoked record back.
+ * unmarked (its second chance) and the next one is looked at. Moving the entry on every hit instead (a delete
+ * and a set) made every request's checks rehash the maps' tables (bench/README.md, eighth session). `read`
+ * fills it from a loader, and never stores what a loader returned if an invalidation happened while the loader
+ * ran: a read that began before a revocation may answer its own request, but cannot put the revoked record back.
  */
 export class TtlLru<V> {
   private readonly entries = new Map<string, Entry<V>>();

@@ -37,7 +37,7 @@ export class Outbox {
   add(subject: string, data: Uint8Array, reply?: string, headers?: MsgHdrs): void {
     if (this.nc.isDraining()) {
       this.send();
-      this.nc.publish(subject, data, reply || headers ? { reply, headers } : undefined);
+      this.publish([subject, data, reply, headers]);
       return;
     }
     this.queue.push([subject, data, reply, headers]);
@@ -52,13 +52,17 @@ export class Outbox {
     const queue = this.queue;
     if (queue.length === 0) return;
     this.queue = [];
-    for (const [subject, data, reply, headers] of queue) {
+    for (const message of queue) {
       try {
-        this.nc.publish(subject, data, reply || headers ? { reply, headers } : undefined);
+        this.publish(message);
       } catch (err) {
         // Closed or draining since it was queued: a one-way message is dropped as NATS would drop it.
-        if (reply) this.failed(reply, err);
+        if (message[2]) this.failed(message[2], err);
       }
     }
   };
+
+  private publish([subject, data, reply, headers]: Queued): void {
+    this.nc.publish(subject, data, reply || headers ? { reply, headers } : undefined);
+  }
 }

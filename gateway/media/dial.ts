@@ -1,6 +1,6 @@
-import { uuidv7 } from '../../platform/ids.js';
 import { decode, encode, type Runtime, type Subscription } from '../../actors/mod.js';
 import { callEndedEvent, CALL_KIND, MEDIA_DIAL_QUEUE, MEDIA_DIAL_SUBJECT, type DialRequest, type DialResult } from '../../actors/call/mod.js';
+import { uuidv7 } from '../../platform/ids.js';
 import type { SipTransport } from './dialog.js';
 import { choose, offerOf, openLeg, readSdp, sessionOf } from './media.js';
 import type { MediaGateway } from './server.js';

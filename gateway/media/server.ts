@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { uuidv7 } from '../../platform/ids.js';
 import { runningContent } from '../../actors/conversation/mod.js';
 import type { Runtime } from '../../actors/mod.js';
 import type { Builder } from '../../builder/mod.js';
 import type { ConversationStart } from '../../machines/conversation.js';
+import { uuidv7 } from '../../platform/ids.js';
 import { VoiceCall, type CallEnd } from './call.js';
 import { extraHeaders, SipEndpoint, type IncomingInvite } from './dialog.js';
 import { hintsOf } from './hints.js';
