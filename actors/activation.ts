@@ -1,4 +1,5 @@
-import { createActor, type AnyActorRef } from 'xstate';
+import type { AnyActorRef } from 'xstate';
+import type { ActorSystem } from './actor-system.js';
 import type { JournalEntry, JournalEvent, SnapshotStore } from '../store/mod.js';
 import type { CommitQueue } from './commit.js';
 import type { ActorKind } from './kinds.js';
@@ -21,6 +22,8 @@ type Job =
 
 /** What every activation of a host shares (one object per host, not per actor: live actors are many). */
 export interface ActivationContext {
+  /** The XState system the host's actors live in (one, not one each: live actors are many). */
+  system: ActorSystem;
   snapshots: SnapshotStore;
   commit: CommitQueue;
   /** The lease's fencing token for a shard now, or null when this worker may not write it. */
@@ -282,10 +285,10 @@ export class Activation {
       const persisted = stored.data as PersistedActor;
       this.version = stored.version;
       this.applied = persisted.a ?? [];
-      actor = createActor(machine, { snapshot: persisted.s as never, input: input?.(this.id) });
+      actor = this.ctx.system.create(machine, { snapshot: persisted.s, input: input?.(this.id) });
     } else {
       this.version = 0;
-      actor = createActor(machine, { input: input?.(this.id) });
+      actor = this.ctx.system.create(machine, { input: input?.(this.id) });
     }
     // Registered before start: what an entry action emits belongs to the first commit too.
     actor.on('*', (event: { type: string } & Record<string, unknown>) => {
@@ -424,7 +427,7 @@ export class Activation {
     if (this.ended) return;
     this.ended = true;
     this.clearDeadline();
-    this.actor?.stop();
+    if (this.actor) this.ctx.system.stop(this.actor);
     this.actor = null;
     this.ctx.ended(this);
   }

@@ -1,5 +1,6 @@
 import type { SnapshotStore } from '../store/mod.js';
 import { Activation, type ActivationContext } from './activation.js';
+import { ActorSystem } from './actor-system.js';
 import { CommitQueue } from './commit.js';
 import type { ActorKind } from './kinds.js';
 import type { Placement } from './placement/types.js';
@@ -40,6 +41,7 @@ export class Host {
   constructor(private readonly o: HostOptions) {
     this.commit = new CommitQueue(o.snapshots, o.committed);
     this.context = {
+      system: new ActorSystem(),
       snapshots: o.snapshots,
       commit: this.commit,
       fenceOf: (shard) => o.placement.fenceOf(shard),
@@ -110,6 +112,7 @@ export class Host {
     if (this.ticker) clearTimeout(this.ticker);
     await this.o.placement.stop();
     await Promise.all([...this.activations.values()].map((a) => a.passivate()));
+    this.context.system.close();
   }
 
   /** Passivates every idle actor now (for tests and for measuring memory). */

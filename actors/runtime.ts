@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Store } from '../store/mod.js';
+import { admitMachine } from './actor-system.js';
 import { ActorClient } from './client.js';
 import { RuntimeHealth, watchPlacement, type HealthLog } from './health.js';
 import { Host } from './host.js';
@@ -54,6 +55,7 @@ export interface Runtime {
 /** Starts the transport, and in a worker the placement and the host. */
 export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
   const kinds = o.kinds ?? builtinKinds();
+  for (const kind of kinds.values()) admitMachine(kind.name, kind.machine);
   const nats = o.natsUrl ? await connectNatsTransport(o.natsUrl, { name: `switchboard-${process.pid}` }) : null;
   const transport: Transport = nats ?? createInprocTransport();
   const workerId = o.worker ? `w-${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}` : null;
