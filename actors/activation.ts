@@ -1,6 +1,6 @@
 import type { AnyActorRef } from 'xstate';
-import type { ActorSystem } from './actor-system.js';
 import type { JournalEntry, JournalEvent, SnapshotStore } from '../store/mod.js';
+import type { ActorSystem } from './actor-system.js';
 import type { CommitQueue } from './commit.js';
 import type { ActorKind } from './kinds.js';
 import type { Envelope, HostErrorCode, PersistedActor, Reply } from './protocol.js';

@@ -11,13 +11,14 @@ import { createActor, fromCallback, type AnyActorRef, type AnyStateMachine } fro
  *   both through its subscription, as before;
  * - XState's `stop()` refuses an actor with a parent, so `stop` calls `_stop()`, what XState's own
  *   `stopChild` calls; it unregisters the actor from the system;
- * - system ids would be shared by all actors of the host: no machine of the catalog uses one, and `create`
- *   refuses a machine that does (`admitMachine`, for each kind when the runtime starts);
+ * - system ids would be shared by all actors of the host: no machine of the catalog uses one, and the
+ *   runtime refuses at start a kind whose machine does (`admitMachine`);
  * - delayed events would share the scheduler, keyed by each actor's session id; the machines use none
  *   (durable timers are invoked tasks, `timers.ts`).
  */
 export class ActorSystem {
   private readonly root: AnyActorRef = createActor(fromCallback(() => undefined)).start();
+
   /** A machine actor in this system, not started. */
   create(machine: AnyStateMachine, options: { snapshot?: unknown; input?: unknown }): AnyActorRef {
     return createActor(machine, { parent: this.root, snapshot: options.snapshot, input: options.input } as never);
@@ -37,7 +38,8 @@ export class ActorSystem {
 /** Refuses a machine that invokes an actor with a system id: all actors of a host share one system. */
 export function admitMachine(kind: string, machine: AnyStateMachine): void {
   const invoking = systemIdIn(machine.root);
-  if (invoking) throw new Error(`actor kind ${kind}: state ${invoking} invokes an actor with a system id, which all actors of a host would share`);
+  if (!invoking) return;
+  throw new Error(`actor kind ${kind}: state ${invoking} invokes an actor with a system id, which all actors of a host would share`);
 }
 
 interface Node {

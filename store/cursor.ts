@@ -29,7 +29,10 @@ export function sortWithId(sort: Sort = {}): Sort {
  */
 export function valueAt(doc: unknown, path: string): unknown {
   // One field, as most paths are: no array from `split` on every call (indexes read their fields on every write).
-  if (!path.includes('.')) return Array.isArray(doc) ? doc : doc === null || typeof doc !== 'object' ? undefined : (doc as Record<string, unknown>)[path];
+  if (!path.includes('.')) {
+    if (Array.isArray(doc)) return doc;
+    return doc === null || typeof doc !== 'object' ? undefined : (doc as Record<string, unknown>)[path];
+  }
   let value = doc;
   for (const step of path.split('.')) {
     if (Array.isArray(value)) return value;
