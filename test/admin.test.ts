@@ -4,7 +4,7 @@ import { promisify } from 'node:util';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { client, http } from './helpers/http.js';
-import { CLI, removeDir, startPlatform, type Platform } from './helpers/platform.js';
+import { CLI, platformFor, type Platform } from './helpers/platform.js';
 import { admin } from './helpers/tenants.js';
 
 const run = promisify(execFile);
@@ -12,12 +12,8 @@ let p: Platform;
 let a: ReturnType<typeof admin>;
 
 t.before(async () => {
-  p = await startPlatform();
+  p = await platformFor(t);
   a = admin(p);
-});
-t.teardown(async () => {
-  await p.stop();
-  removeDir(p.dataDir);
 });
 
 t.test('admin API needs the operator token', async (t) => {

@@ -6,7 +6,7 @@
 import t from 'tap';
 import fc from 'fast-check';
 import { client, http } from './helpers/http.js';
-import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
+import { platformFor, type Platform } from './helpers/platform.js';
 import { admin, tenant } from './helpers/tenants.js';
 
 type Route = { method: string; path: string; params: string[]; body: any | null };
@@ -18,7 +18,7 @@ let routes: Route[];
 let digest: () => Promise<string>;
 
 t.before(async () => {
-  p = await startPlatform();
+  p = await platformFor(t);
   const tn = await tenant(p, 'Fuzz');
   key = tn.key;
   const api = client(p.edge, { 'x-api-key': key });
@@ -61,10 +61,6 @@ t.before(async () => {
     ]);
     return JSON.stringify(parts.map((r) => r.body));
   };
-});
-t.teardown(async () => {
-  await p.stop();
-  removeDir(p.dataDir);
 });
 
 const fill = (r: Route, override: Record<string, string> = {}) =>

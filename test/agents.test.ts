@@ -1,6 +1,6 @@
 import t from 'tap';
 import { client, http } from './helpers/http.js';
-import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
+import { platformFor, type Platform } from './helpers/platform.js';
 import { admin, tenant } from './helpers/tenants.js';
 
 let p: Platform;
@@ -10,17 +10,13 @@ let accountId: string;
 let agentsKey: string;
 
 t.before(async () => {
-  p = await startPlatform();
+  p = await platformFor(t);
   const a = await tenant(p, 'Acme');
   accountId = a.accountId;
   agentsKey = a.key;
   api = client(p.edge, { 'x-api-key': a.key });
   const b = await tenant(p, 'Globex');
   other = client(p.edge, { 'x-api-key': b.key });
-});
-t.teardown(async () => {
-  await p.stop();
-  removeDir(p.dataDir);
 });
 
 const isFieldError = (t: any, body: any) => {

@@ -1,15 +1,11 @@
 /** Voice settings of a branch through the Agents API: defaults, replace, validation, and a merge carrying them to main. */
 import t from 'tap';
 import { client } from './helpers/http.js';
-import { removeDir, startPlatform } from './helpers/platform.js';
+import { platformFor } from './helpers/platform.js';
 import { tenant } from './helpers/tenants.js';
 
 t.test('voice settings: default, replace, 400 on bad values, merged from a branch into main', async (t) => {
-  const p = await startPlatform();
-  t.teardown(async () => {
-    await p.stop();
-    removeDir(p.dataDir);
-  });
+  const p = await platformFor(t);
   const api = client(p.edge, { 'x-api-key': (await tenant(p)).key });
   const agent = (await api('POST', '/v1/agents', { name: 'Speaker' })).body.agentId;
   const base = `/v1/agents/${agent}/branches`;

@@ -5,7 +5,7 @@
 import t from 'tap';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { CLI, removeDir, startPlatform } from './helpers/platform.js';
+import { CLI, platformFor } from './helpers/platform.js';
 import { alertsTenant } from './helpers/webhooks.js';
 
 const run = promisify(execFile);
@@ -17,11 +17,7 @@ t.test('help names every alerts command', async (t) => {
 });
 
 t.test('every alerts command reaches the Alerts API with the alerts key', async (t) => {
-  const p = await startPlatform();
-  t.teardown(async () => {
-    await p.stop();
-    removeDir(p.dataDir);
-  });
+  const p = await platformFor(t);
   const { key } = await alertsTenant(p);
   const env = { ...process.env, SWITCHBOARD_URL: p.edge, SWITCHBOARD_ALERTS_KEY: key, OPERATOR_TOKEN: '' };
   const cli = async (...args: string[]) => JSON.parse((await run(CLI, args, { env })).stdout);

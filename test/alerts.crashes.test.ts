@@ -5,7 +5,7 @@
  * call would not count (the far end's doing, `test/alerts.projector.test.ts`).
  */
 import t from 'tap';
-import { startPlatform, removeDir, type Platform } from './helpers/platform.js';
+import { platformFor, type Platform } from './helpers/platform.js';
 import { admin } from './helpers/tenants.js';
 import { client, http } from './helpers/http.js';
 import { chatProject } from './helpers/chat.js';
@@ -13,14 +13,10 @@ import { eventually } from './helpers/webhooks.js';
 
 let p: Platform;
 t.before(async () => {
-  p = await startPlatform({
+  p = await platformFor(t, {
     roles: ['edge', 'worker'],
     env: { ALERTS_EVAL_INTERVAL_MS: '300', PROJECTION_POLL_MS: '100', OUTBOUND_RING_TIMEOUT_MS: '1500' },
   });
-});
-t.teardown(async () => {
-  await p.stop();
-  removeDir(p.dataDir);
 });
 
 t.test('an outbound call that no media gateway takes is a crash, and a call_crashes rule fires', async (t) => {

@@ -5,18 +5,14 @@
  */
 import t, { type Test } from 'tap';
 import fc from 'fast-check';
-import { startPlatform, removeDir, type Platform } from './helpers/platform.js';
+import { platformFor, type Platform } from './helpers/platform.js';
 import { admin } from './helpers/tenants.js';
 import { client, http } from './helpers/http.js';
 import { alertsTenant } from './helpers/webhooks.js';
 
 let p: Platform;
 t.before(async () => {
-  p = await startPlatform({ env: { ALERTS_EVAL_INTERVAL_MS: '600000' } });
-});
-t.teardown(async () => {
-  await p.stop();
-  removeDir(p.dataDir);
+  p = await platformFor(t, { env: { ALERTS_EVAL_INTERVAL_MS: '600000' } });
 });
 
 const BASE = '/v1/alert-rules';

@@ -8,7 +8,7 @@ import t from 'tap';
 import { Parser } from '@asyncapi/parser';
 import { SERVER_EVENT_TYPES } from '../actors/session/mod.js';
 import { http } from './helpers/http.js';
-import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
+import { platformFor, type Platform } from './helpers/platform.js';
 
 const CLIENT = ['REQUEST_SERVICE_AGENT_JOIN', 'USER_MESSAGE', 'USER_TYPING', 'USER_END_SESSION', 'HEARTBEAT'].map((n) => `EVENT_TYPE_${n}`);
 const SERVER = SERVER_EVENT_TYPES.map((n) => `EVENT_TYPE_${n}`);
@@ -28,14 +28,10 @@ type Doc = {
 let p: Platform;
 let doc: Doc;
 t.before(async () => {
-  p = await startPlatform();
+  p = await platformFor(t);
   const res = await http(p.edge, 'GET', '/asyncapi.json');
   if (res.status !== 200) throw new Error(`GET /asyncapi.json: ${res.status}`);
   doc = res.body as Doc;
-});
-t.teardown(async () => {
-  await p.stop();
-  removeDir(p.dataDir);
 });
 
 /** The value a local `$ref` (`#/a/b`) points at, or undefined. */

@@ -6,20 +6,16 @@
 import t, { type Test } from 'tap';
 import { chatProject, type ChatProject } from './helpers/chat.js';
 import { admin } from './helpers/tenants.js';
-import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
+import { platformFor, type Platform } from './helpers/platform.js';
 
 let p: Platform;
 let c: ChatProject;
 
 t.before(async () => {
-  p = await startPlatform({
+  p = await platformFor(t, {
     env: { CHAT_RATE_PER_KEY: '0.001', CHAT_BURST_PER_KEY: '3', CHAT_RATE_PER_PROJECT: '0.001', CHAT_BURST_PER_PROJECT: '5' },
   });
   c = await chatProject(p, {});
-});
-t.teardown(async () => {
-  await p.stop();
-  removeDir(p.dataDir);
 });
 
 const limited = (t: Test, r: { status: number; body: any; headers: Headers }, what: RegExp) => {

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { KEY_SCOPES } from '../tenancy/keys.js';
-import { CLI, DIST, removeDir, startPlatform } from './helpers/platform.js';
+import { CLI, DIST, removeDir, platformFor } from './helpers/platform.js';
 
 const run = promisify(execFile);
 const ROOT = join(DIST, '..');
@@ -52,11 +52,7 @@ t.test('npx switchboard from a subdirectory of the checkout', async (t) => {
 });
 
 t.test('every command reaches the admin API, from another directory', async (t) => {
-  const p = await startPlatform();
-  t.teardown(async () => {
-    await p.stop();
-    removeDir(p.dataDir);
-  });
+  const p = await platformFor(t);
   const env = { ...process.env, SWITCHBOARD_URL: p.edge, OPERATOR_TOKEN: p.operatorToken };
   const cli = async (...args: string[]) => {
     const { stdout } = await run(CLI, args, { cwd: elsewhere, env });

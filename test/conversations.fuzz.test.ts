@@ -3,24 +3,20 @@ import fc from 'fast-check';
 import { chatProject, type ChatProject } from './helpers/chat.js';
 import { conversationsKey } from './helpers/conversations.js';
 import { http } from './helpers/http.js';
-import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
+import { platformFor, type Platform } from './helpers/platform.js';
 
 let p: Platform;
 let c: ChatProject;
 let key: string;
 
 t.before(async () => {
-  p = await startPlatform();
+  p = await platformFor(t);
   c = await chatProject(p, { name: 'Fuzz Co' });
   key = await conversationsKey(p, c);
   for (let i = 0; i < 3; i++) {
     const r = await c.chat('create', { channel: 'webchat' });
     await c.chat('respond', { conversation_id: r.body.conversation_id, message: `question ${i} about parking` });
   }
-});
-t.teardown(async () => {
-  await p.stop();
-  removeDir(p.dataDir);
 });
 
 const NAMES = ['start_time', 'end_time', 'query_type', 'sample', 'query', 'turn_type', 'channel', 'client_env', 'variant_id', 'variant_name', 'in_progress', 'limit', 'offset', 'cursor', 'include_latency', 'language', 'phone_number', 'slice_by', 'x'];

@@ -8,20 +8,16 @@ import { eventually } from './actors.behaviour.js';
 import { http } from './helpers/http.js';
 import { conversationsClient, conversationsKey } from './helpers/conversations.js';
 import { connect, is, T, type MessagingProject, messagingProject } from './helpers/messaging.js';
-import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
+import { platformFor, type Platform } from './helpers/platform.js';
 
 let p: Platform;
 let m: MessagingProject;
 let get: ReturnType<typeof conversationsClient>;
 
 t.before(async () => {
-  p = await startPlatform();
+  p = await platformFor(t);
   m = await messagingProject(p);
   get = conversationsClient(p, m, await conversationsKey(p, m));
-});
-t.teardown(async () => {
-  await p.stop();
-  removeDir(p.dataDir);
 });
 
 const FIVE_MIN = 5 * 60_000;

@@ -11,15 +11,11 @@ import { join } from 'node:path';
 import { chatProject } from './helpers/chat.js';
 import { conversationsClient, conversationsKey } from './helpers/conversations.js';
 import { http } from './helpers/http.js';
-import { removeDir, startPlatform } from './helpers/platform.js';
+import { removeDir, startPlatform, platformFor } from './helpers/platform.js';
 import { waitForProjections } from './helpers/projections.js';
 
 t.test('conversations: a projection rebuilt from the journal gives the same Conversations API answers as the live one', async (t) => {
-  const p = await startPlatform();
-  t.teardown(async () => {
-    await p.stop();
-    removeDir(p.dataDir);
-  });
+  const p = await platformFor(t);
   const c = await chatProject(p);
   const get = conversationsClient(p, c, await conversationsKey(p, c));
   const since = new Date(Date.now() - 60_000).toISOString();

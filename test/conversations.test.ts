@@ -2,7 +2,7 @@ import t from 'tap';
 import { chatProject, type ChatProject } from './helpers/chat.js';
 import { conversationsClient, conversationsKey } from './helpers/conversations.js';
 import { http } from './helpers/http.js';
-import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
+import { platformFor, type Platform } from './helpers/platform.js';
 import { admin } from './helpers/tenants.js';
 
 let p: Platform;
@@ -16,7 +16,7 @@ let variants: Record<string, string> = {};
 const v3Fields = ['id', 'account_id', 'project_id', 'variant_id', 'variant_name', 'environment', 'started_at', 'channel', 'from_number', 'to_number', 'in_progress', 'num_turns', 'total_duration', 'polyai_duration', 'handoff', 'handoff_reason', 'handoff_destination', 'num_silences', 'num_ood', 'metrics', 'state', 'turns'];
 
 t.before(async () => {
-  p = await startPlatform();
+  p = await platformFor(t);
   c = await chatProject(p, { variants: ['London', 'Paris'] });
   key = await conversationsKey(p, c);
   get = conversationsClient(p, c, key);
@@ -32,10 +32,6 @@ t.before(async () => {
   await c.chat('respond', { conversation_id: ids.b, message: 'Is there somewhere to park the car?' });
   const d = await c.chat('create', { channel: 'sms', variant_id: variants.Paris, initial_message: 'My invoice looks wrong, the amount charged is too high' });
   ids.d = d.body.conversation_id;
-});
-t.teardown(async () => {
-  await p.stop();
-  removeDir(p.dataDir);
 });
 
 t.test('v3 lists the project conversations in ascending order, in the contract shape', async (t) => {

@@ -11,7 +11,7 @@ import t from 'tap';
 import net from 'node:net';
 import { connect, is, T, messagingProject, type MessagingProject } from './helpers/messaging.js';
 import { http } from './helpers/http.js';
-import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
+import { platformFor, type Platform } from './helpers/platform.js';
 
 const HEADERS_TIMEOUT_MS = 1000;
 const BODY_TIMEOUT_MS = 1000;
@@ -28,7 +28,7 @@ let p: Platform;
 let m: MessagingProject;
 
 t.before(async () => {
-  p = await startPlatform({
+  p = await platformFor(t, {
     fdLimit: FD_LIMIT,
     env: {
       EDGE_HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
@@ -40,10 +40,6 @@ t.before(async () => {
   });
   // Everything that needs the edge is set up before the attacks.
   m = await messagingProject(p);
-});
-t.teardown(async () => {
-  await p.stop();
-  removeDir(p.dataDir);
 });
 
 interface Slow {

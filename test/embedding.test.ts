@@ -3,7 +3,7 @@ import { createEmbedderFromEnv, createOfflineEmbedder, createOpenAiEmbedder, deq
 import { chatProject } from './helpers/chat.js';
 import { conversationsClient, conversationsKey } from './helpers/conversations.js';
 import { startEmbeddingsStandin } from './helpers/embeddings-standin.js';
-import { removeDir, startPlatform } from './helpers/platform.js';
+import { platformFor } from './helpers/platform.js';
 
 const cos = (e: Float32Array, f: Float32Array) => similarity(e, dequantise(quantise(f)));
 
@@ -38,12 +38,8 @@ t.test('OpenAI-compatible adapter against a local stand-in', async (t) => {
 
 t.test('semantic search through the adapter: a platform with EMBEDDINGS_BASE_URL', async (t) => {
   const standin = await startEmbeddingsStandin();
-  const p = await startPlatform({ env: { EMBEDDINGS_BASE_URL: standin.url, EMBEDDINGS_API_KEY: 'sk-platform' } });
-  t.teardown(async () => {
-    await p.stop();
-    removeDir(p.dataDir);
-    await standin.close();
-  });
+  t.teardown(() => standin.close());
+  const p = await platformFor(t, { env: { EMBEDDINGS_BASE_URL: standin.url, EMBEDDINGS_API_KEY: 'sk-platform' } });
   const c = await chatProject(p, { name: 'Embed Co' });
   const get = conversationsClient(p, c, await conversationsKey(p, c));
   const since = new Date(Date.now() - 1000).toISOString();

@@ -6,7 +6,7 @@ import t from 'tap';
 import fc from 'fast-check';
 import { timeOrderedId, uuidv7 } from '../platform/ids.js';
 import { messagingProject } from './helpers/messaging.js';
-import { removeDir, startPlatform } from './helpers/platform.js';
+import { platformFor } from './helpers/platform.js';
 
 const UUID7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
@@ -63,11 +63,7 @@ t.test('time-ordered ids sort as their times', async (t) => {
 });
 
 t.test('Chat API conversations and Messaging API sessions get ids that sort by creation time', async (t) => {
-  const p = await startPlatform();
-  t.teardown(async () => {
-    await p.stop();
-    removeDir(p.dataDir);
-  });
+  const p = await platformFor(t);
   const m = await messagingProject(p);
   const before = Date.now();
   const conversations: string[] = [];

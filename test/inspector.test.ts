@@ -4,7 +4,7 @@ import { XMLParser } from 'fast-xml-parser';
 import { chatProject, type ChatProject } from './helpers/chat.js';
 import { http } from './helpers/http.js';
 import { waitForProjections } from './helpers/projections.js';
-import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
+import { platformFor, type Platform } from './helpers/platform.js';
 import { MACHINES } from '../machines/catalog.js';
 import { chartOf, statesOf } from '../gateway/edge/inspector/chart/graph.js';
 import { machineSvg } from '../gateway/edge/inspector/chart/svg.js';
@@ -20,12 +20,8 @@ const auth = () => ({ authorization: `Bearer ${p.operatorToken}` });
 const get = (path: string, headers: Record<string, string> = auth()) => http(p.edge, 'GET', `/admin/v1/inspector${path}`, { headers });
 
 t.before(async () => {
-  p = await startPlatform();
+  p = await platformFor(t);
   c = await chatProject(p, { name: 'Inspect Co' });
-});
-t.teardown(async () => {
-  await p.stop();
-  removeDir(p.dataDir);
 });
 
 t.test('401 without the operator token, on every inspector route, the feed and the stream', async (t) => {

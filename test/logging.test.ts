@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { createLogger } from '../platform/logger.js';
 import { http } from './helpers/http.js';
-import { MAIN, removeDir, startPlatform } from './helpers/platform.js';
+import { MAIN, removeDir, platformFor } from './helpers/platform.js';
 
 const hasScript = spawnSync('script', ['--version']).status === 0;
 // eslint-disable-next-line no-control-regex
@@ -77,11 +77,7 @@ t.test('on a terminal with LOG_FORMAT=json: JSON lines', { skip: hasScript ? fal
 });
 
 t.test('piped (not a terminal): JSON lines with every request, as collectors expect', async (t) => {
-  const p = await startPlatform({ env: { LOG_LEVEL: 'info' } });
-  t.teardown(async () => {
-    await p.stop();
-    removeDir(p.dataDir);
-  });
+  const p = await platformFor(t, { env: { LOG_LEVEL: 'info' } });
   await http(p.edge, 'GET', '/healthz');
   await new Promise((r) => setTimeout(r, 200));
   t.match(p.stdout(), /^\{"level":30,.*"msg":"request completed"/m);

@@ -10,7 +10,7 @@ import { SignJWT } from 'jose';
 import { JSON_MAX_DEPTH } from '../platform/config.js';
 import { http } from './helpers/http.js';
 import { connect, handshakeStatus, is, T, type MessagingProject, messagingProject } from './helpers/messaging.js';
-import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
+import { platformFor, type Platform } from './helpers/platform.js';
 
 interface Raw {
   status: number;
@@ -40,11 +40,7 @@ function from(localAddress: string, base: string, method: string, path: string, 
 const upgradeHeaders = { Connection: 'Upgrade', Upgrade: 'websocket', 'Sec-WebSocket-Version': '13', 'Sec-WebSocket-Key': 'dGhlIHNhbXBsZSBub25jZQ==' };
 
 t.test('per client address: token step, session step and upgrades share a bucket; other addresses are untouched', async (t) => {
-  const p = await startPlatform({ env: { MESSAGING_ADDRESS_RATE: '6' } });
-  t.teardown(async () => {
-    await p.stop();
-    removeDir(p.dataDir);
-  });
+  const p = await platformFor(t, { env: { MESSAGING_ADDRESS_RATE: '6' } });
   // Set-up traffic comes from 127.0.0.1; the client under test is 127.0.0.2.
   const m = await messagingProject(p);
   const A = '127.0.0.2';
@@ -82,11 +78,7 @@ t.test('per client address: token step, session step and upgrades share a bucket
 
 t.test('tokens without exp, and JSON deeper than the limit', async (t) => {
   const secret = 'edge-hardening-test-secret-0123456789abcdef';
-  const p: Platform = await startPlatform({ env: { MESSAGING_SECRET: secret } });
-  t.teardown(async () => {
-    await p.stop();
-    removeDir(p.dataDir);
-  });
+  const p: Platform = await platformFor(t, { env: { MESSAGING_SECRET: secret } });
   const m: MessagingProject = await messagingProject(p);
   const good = await m.accessToken();
   const claims = JSON.parse(Buffer.from(good.split('.')[1], 'base64url').toString('utf8'));

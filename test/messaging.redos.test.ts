@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import t from 'tap';
 import { http } from './helpers/http.js';
 import { connect, is, messagingProject, T } from './helpers/messaging.js';
-import { removeDir, startPlatform } from './helpers/platform.js';
+import { platformFor } from './helpers/platform.js';
 
 /** CPU seconds (user + system) a process has used, from /proc/<pid>/stat (clock ticks of 1/100 s). */
 function cpuSeconds(pid: number): number {
@@ -17,11 +17,7 @@ function cpuSeconds(pid: number): number {
 }
 
 t.test('a 127 KiB adversarial word through the Messaging API is answered promptly', async (t) => {
-  const p = await startPlatform();
-  t.teardown(async () => {
-    await p.stop();
-    removeDir(p.dataDir);
-  });
+  const p = await platformFor(t);
   const m = await messagingProject(p);
   const { sessionId, accessToken } = await m.session({ streaming_enabled: false, platform: 'web' });
   const c = await connect(p.socket, { session_id: sessionId, access_token: accessToken });

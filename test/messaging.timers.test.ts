@@ -2,7 +2,7 @@ import t from 'tap';
 import { eventually } from './actors.behaviour.js';
 import { http } from './helpers/http.js';
 import { connect, desk, handshakeStatus, is, T, messagingProject, type MessagingProject } from './helpers/messaging.js';
-import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
+import { platformFor, type Platform } from './helpers/platform.js';
 
 // Short idle and handoff times, and low rate limits, on a platform of their own.
 let p: Platform;
@@ -10,12 +10,8 @@ let m: MessagingProject;
 
 t.before(async () => {
   // Sessions are passivated quickly too: their timers and flushing must survive it.
-  p = await startPlatform({ env: { SESSION_IDLE_MS: '2500', HANDOFF_TIMEOUT_MS: '1000', MESSAGING_HTTP_RATE: '30', MESSAGING_WS_RATE: '3', PASSIVATE_AFTER_MS: '200' } });
+  p = await platformFor(t, { env: { SESSION_IDLE_MS: '2500', HANDOFF_TIMEOUT_MS: '1000', MESSAGING_HTTP_RATE: '30', MESSAGING_WS_RATE: '3', PASSIVATE_AFTER_MS: '200' } });
   m = await messagingProject(p);
-});
-t.teardown(async () => {
-  await p.stop();
-  removeDir(p.dataDir);
 });
 
 t.test('an idle session ends as abandoned and cannot be resumed', async (t) => {
@@ -93,11 +89,7 @@ t.test('socket rate limit: excess events are dropped with a warning', async (t) 
 t.test('sessions with sockets open stay passivated: counting connections asks nothing of them', async (t) => {
   // Its own platform: a long idle time, quick passivation, and a short connection TTL (gateway heartbeats
   // every 0.4 s), so that anything asked of the sessions per heartbeat would keep their actors live.
-  const q = await startPlatform({ env: { PASSIVATE_AFTER_MS: '200', MESSAGING_CONNECTION_TTL_MS: '1200' } });
-  t.teardown(async () => {
-    await q.stop();
-    removeDir(q.dataDir);
-  });
+  const q = await platformFor(t, { env: { PASSIVATE_AFTER_MS: '200', MESSAGING_CONNECTION_TTL_MS: '1200' } });
   const quiet = await messagingProject(q, { name: 'Quiet Co' });
   const open = [];
   for (let i = 0; i < 3; i++) {

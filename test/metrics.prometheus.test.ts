@@ -4,17 +4,13 @@
  * kind, the webhook and sandbox counters; no conversation or account id in any label.
  */
 import t from 'tap';
-import { startPlatform, removeDir, type Platform } from './helpers/platform.js';
+import { platformFor, type Platform } from './helpers/platform.js';
 import { chatProject } from './helpers/chat.js';
 import { alertsTenant, eventually, startReceiver } from './helpers/webhooks.js';
 
 let p: Platform;
 t.before(async () => {
-  p = await startPlatform({ env: { METRICS_PORT: '0', WEBHOOK_ALLOW_PRIVATE_URLS: 'true' } });
-});
-t.teardown(async () => {
-  await p.stop();
-  removeDir(p.dataDir);
+  p = await platformFor(t, { env: { METRICS_PORT: '0', WEBHOOK_ALLOW_PRIVATE_URLS: 'true' } });
 });
 
 const value = (text: string, series: string): number | null => {

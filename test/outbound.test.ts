@@ -10,7 +10,7 @@ import { createSocket, type Socket } from 'node:dgram';
 import fc from 'fast-check';
 import { client, http } from './helpers/http.js';
 import { natsAvailable, startNats } from './helpers/nats.js';
-import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
+import { removeDir, startPlatform, platformFor, type Platform } from './helpers/platform.js';
 import { openStore } from '../store/mod.js';
 import { chatProject } from './helpers/chat.js';
 import { admin, tenant } from './helpers/tenants.js';
@@ -236,11 +236,7 @@ const needsNats = natsAvailable() ? {} : { skip: 'nats-server is not installed' 
 t.test('trigger: 500 when the call actor cannot be reached (an edge without workers)', needsNats, async (t) => {
   const nats = await startNats();
   t.teardown(() => nats.stop());
-  const edgeOnly = await startPlatform({ dataDir: undefined, roles: ['edge'], env: { NATS_URL: nats.url, ASK_TIMEOUT_MS: '300', ...MEDIA_PORTS } });
-  t.teardown(async () => {
-    await edgeOnly.stop();
-    removeDir(edgeOnly.dataDir);
-  });
+  const edgeOnly = await platformFor(t, { dataDir: undefined, roles: ['edge'], env: { NATS_URL: nats.url, ASK_TIMEOUT_MS: '300', ...MEDIA_PORTS } });
   const a = await tenant(edgeOnly, 'Solo');
   const c = client(edgeOnly.edge, { 'x-api-key': a.key });
   const ag = (await c('POST', '/v1/agents', { name: 'Solo' })).body.agentId;

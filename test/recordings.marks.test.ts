@@ -7,7 +7,7 @@
  */
 import t from 'tap';
 import fc from 'fast-check';
-import { startPlatform, removeDir, type Platform } from './helpers/platform.js';
+import { platformFor, type Platform } from './helpers/platform.js';
 import { admin } from './helpers/tenants.js';
 import { http } from './helpers/http.js';
 import { chatProject, type ChatProject } from './helpers/chat.js';
@@ -27,15 +27,11 @@ let c: ChatProject;
 let plainKey: string;
 let piiKey: string;
 t.before(async () => {
-  p = await startPlatform();
+  p = await platformFor(t);
   c = await chatProject(p, { name: 'Marking Co', functions: FUNCTIONS });
   const a = admin(p);
   plainKey = (await a('POST', '/keys', { account_id: c.accountId, scope: 'conversations', project_id: c.agentId, permissions: ['conversations_data'] })).body.key;
   piiKey = (await a('POST', '/keys', { account_id: c.accountId, scope: 'conversations', project_id: c.agentId, permissions: ['conversations_data', 'pii'] })).body.key;
-});
-t.teardown(async () => {
-  await p.stop();
-  removeDir(p.dataDir);
 });
 
 const read = async (key: string, id: string) => {

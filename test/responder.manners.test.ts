@@ -7,7 +7,7 @@ import t from 'tap';
 import { createOfflineResponder, withinOneEdit, type ResponderContext } from '../actors/responder/mod.js';
 import { chatProject } from './helpers/chat.js';
 import { waitForProjections } from './helpers/projections.js';
-import { removeDir, startPlatform } from './helpers/platform.js';
+import { platformFor } from './helpers/platform.js';
 import { openStore } from '../store/mod.js';
 import { conversationRecords } from '../actors/conversation/record.js';
 
@@ -74,11 +74,7 @@ t.test('close misspellings of topic words still match', async (t) => {
 });
 
 t.test('through the Chat API: "Hi there" opens a chat without an out-of-domain turn, and a chat says goodbye as a chat', async (t) => {
-  const p = await startPlatform();
-  t.teardown(async () => {
-    await p.stop();
-    removeDir(p.dataDir);
-  });
+  const p = await platformFor(t);
   const c = await chatProject(p);
   const created = await c.chat('create', { initial_message: 'Hi there' });
   t.equal(created.status, 200, created.text);

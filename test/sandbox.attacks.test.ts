@@ -9,7 +9,7 @@ import { createServer } from 'node:net';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { startPlatform, removeDir } from './helpers/platform.js';
+import { platformFor } from './helpers/platform.js';
 import { chatProject } from './helpers/chat.js';
 import { http } from './helpers/http.js';
 import { sandboxNodes } from './helpers/processes.js';
@@ -102,11 +102,7 @@ t.test('tenant functions cannot get out', async (t) => {
   t.teardown(() => new Promise<void>((resolve) => listener.close(() => resolve())));
   const port = (listener.address() as { port: number }).port;
 
-  const p = await startPlatform({ env: { CANARY_SECRET: CANARY, FUNCTION_TIMEOUT_MS: '400', FUNCTION_HEAP_MB: '32' } });
-  t.teardown(async () => {
-    await p.stop();
-    removeDir(p.dataDir);
-  });
+  const p = await platformFor(t, { env: { CANARY_SECRET: CANARY, FUNCTION_TIMEOUT_MS: '400', FUNCTION_HEAP_MB: '32' } });
   writeFileSync(join(p.dataDir, 'canary.txt'), CANARY);
   const attacker = await chatProject(p, { name: 'Mallory', functions: { turn: ATTACKER } });
   const victim = await chatProject(p, { name: 'Victim', functions: { turn: VICTIM } });

@@ -13,7 +13,7 @@ import { http } from './helpers/http.js';
 import { messagingProject } from './helpers/messaging.js';
 import { natsAvailable } from './helpers/nats.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from './helpers/otlp.js';
-import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
+import { removeDir, startPlatform, platformFor, type Platform } from './helpers/platform.js';
 
 const needsNats = natsAvailable() ? {} : { skip: 'nats-server is not installed' };
 
@@ -81,11 +81,7 @@ t.test('tracing is on only when the OTEL variables configure an exporter', async
 t.test('embedded: one trace from the edge through the actor to the sandbox and the responder, and log lines carry its ids', async (t) => {
   const r = await startOtlpReceiver();
   t.teardown(() => r.close());
-  const p = await startPlatform({ env: { ...otelEnv(r), LOG_LEVEL: 'info', LOG_FORMAT: 'json' } });
-  t.teardown(async () => {
-    await p.stop();
-    removeDir(p.dataDir);
-  });
+  const p = await platformFor(t, { env: { ...otelEnv(r), LOG_LEVEL: 'info', LOG_FORMAT: 'json' } });
   const c = await messagingProject(p, { functions: { turn: TURN } });
 
   const created = await c.chat('create', {});

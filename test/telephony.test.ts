@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { client } from './helpers/http.js';
-import { CLI, removeDir, startPlatform, type Platform } from './helpers/platform.js';
+import { CLI, platformFor, type Platform } from './helpers/platform.js';
 import { admin, tenant } from './helpers/tenants.js';
 
 let p: Platform;
@@ -16,16 +16,12 @@ let other: ReturnType<typeof client>;
 let accountId: string;
 
 t.before(async () => {
-  p = await startPlatform();
+  p = await platformFor(t);
   const a = await tenant(p, 'Acme');
   accountId = a.accountId;
   api = client(p.edge, { 'x-api-key': a.key });
   const b = await tenant(p, 'Globex');
   other = client(p.edge, { 'x-api-key': b.key });
-});
-t.teardown(async () => {
-  await p.stop();
-  removeDir(p.dataDir);
 });
 
 const isFieldError = (t: any, body: any, field?: string) => {

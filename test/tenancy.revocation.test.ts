@@ -16,7 +16,7 @@ import { conversationsClient, conversationsKey } from './helpers/conversations.j
 import { http } from './helpers/http.js';
 import { connect, is, messagingProject, T } from './helpers/messaging.js';
 import { natsAvailable, startNats } from './helpers/nats.js';
-import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
+import { removeDir, startPlatform, platformFor, type Platform } from './helpers/platform.js';
 import { admin } from './helpers/tenants.js';
 
 const needsNats = natsAvailable() ? {} : { skip: 'nats-server is not installed' };
@@ -103,11 +103,7 @@ async function revocationScenario(t: Test, A: Platform, B: Platform): Promise<vo
 }
 
 t.test('embedded (one process): revocation is immediate with the cache on', async (t) => {
-  const p = await startPlatform();
-  t.teardown(async () => {
-    await p.stop();
-    removeDir(p.dataDir);
-  });
+  const p = await platformFor(t);
   await revocationScenario(t, p, p);
 });
 

@@ -5,7 +5,7 @@
 import t from 'tap';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { CLI, removeDir, startPlatform } from './helpers/platform.js';
+import { CLI, platformFor } from './helpers/platform.js';
 import { alertsTenant, eventually, startReceiver } from './helpers/webhooks.js';
 
 const run = promisify(execFile);
@@ -21,13 +21,9 @@ t.test('help names every webhook command', async (t) => {
 });
 
 t.test('every webhook command reaches the Alerts API with the alerts key', async (t) => {
-  const p = await startPlatform({ env: { WEBHOOK_ALLOW_PRIVATE_URLS: 'true' } });
+  const p = await platformFor(t, { env: { WEBHOOK_ALLOW_PRIVATE_URLS: 'true' } });
   const r = await startReceiver();
-  t.teardown(async () => {
-    await r.close();
-    await p.stop();
-    removeDir(p.dataDir);
-  });
+  t.teardown(() => r.close());
   const { key } = await alertsTenant(p);
   const env = { ...process.env, SWITCHBOARD_URL: p.edge, SWITCHBOARD_ALERTS_KEY: key, OPERATOR_TOKEN: '' };
   const cli = async (...args: string[]) => {

@@ -111,6 +111,19 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
   };
 }
 
+/**
+ * Starts a platform for test `t` and, when `t` ends, stops it and removes its data dir (one given in `opts` too).
+ * Teardowns run last-added first: one added after this runs before the platform stops.
+ */
+export async function platformFor(t: { teardown(fn: () => unknown): void }, opts: StartOptions = {}): Promise<Platform> {
+  const p = await startPlatform(opts);
+  t.teardown(async () => {
+    await p.stop();
+    removeDir(p.dataDir);
+  });
+  return p;
+}
+
 /** Removes a temporary data dir. */
 export function removeDir(dir: string): void {
   rmSync(dir, { recursive: true, force: true });
