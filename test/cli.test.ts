@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { KEY_SCOPES } from '../tenancy/keys.js';
-import { CLI, DIST, removeDir, platformFor } from './helpers/platform.js';
+import { CLI, DIST, platformFor, removeDir } from './helpers/platform.js';
 
 const run = promisify(execFile);
 const ROOT = join(DIST, '..');

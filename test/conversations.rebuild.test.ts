@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { chatProject } from './helpers/chat.js';
 import { conversationsClient, conversationsKey } from './helpers/conversations.js';
 import { http } from './helpers/http.js';
-import { removeDir, startPlatform, platformFor } from './helpers/platform.js';
+import { platformFor, removeDir, startPlatform } from './helpers/platform.js';
 import { waitForProjections } from './helpers/projections.js';
 
 t.test('conversations: a projection rebuilt from the journal gives the same Conversations API answers as the live one', async (t) => {

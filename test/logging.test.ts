@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { createLogger } from '../platform/logger.js';
 import { http } from './helpers/http.js';
-import { MAIN, removeDir, platformFor } from './helpers/platform.js';
+import { MAIN, platformFor, removeDir } from './helpers/platform.js';
 
 const hasScript = spawnSync('script', ['--version']).status === 0;
 // eslint-disable-next-line no-control-regex

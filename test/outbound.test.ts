@@ -10,7 +10,7 @@ import { createSocket, type Socket } from 'node:dgram';
 import fc from 'fast-check';
 import { client, http } from './helpers/http.js';
 import { natsAvailable, startNats } from './helpers/nats.js';
-import { removeDir, startPlatform, platformFor, type Platform } from './helpers/platform.js';
+import { platformFor, removeDir, startPlatform, type Platform } from './helpers/platform.js';
 import { openStore } from '../store/mod.js';
 import { chatProject } from './helpers/chat.js';
 import { admin, tenant } from './helpers/tenants.js';

@@ -13,7 +13,7 @@ import { http } from './helpers/http.js';
 import { messagingProject } from './helpers/messaging.js';
 import { natsAvailable } from './helpers/nats.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from './helpers/otlp.js';
-import { removeDir, startPlatform, platformFor, type Platform } from './helpers/platform.js';
+import { platformFor, removeDir, startPlatform, type Platform } from './helpers/platform.js';
 
 const needsNats = natsAvailable() ? {} : { skip: 'nats-server is not installed' };
 

@@ -16,7 +16,7 @@ import { conversationsClient, conversationsKey } from './helpers/conversations.j
 import { http } from './helpers/http.js';
 import { connect, is, messagingProject, T } from './helpers/messaging.js';
 import { natsAvailable, startNats } from './helpers/nats.js';
-import { removeDir, startPlatform, platformFor, type Platform } from './helpers/platform.js';
+import { platformFor, removeDir, startPlatform, type Platform } from './helpers/platform.js';
 import { admin } from './helpers/tenants.js';
 
 const needsNats = natsAvailable() ? {} : { skip: 'nats-server is not installed' };
