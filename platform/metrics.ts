@@ -42,6 +42,18 @@ export const sandboxCalls = new client.Counter({
   registers: [registry],
 });
 
+/**
+ * Messaging sockets closed, by close code (`1000` to `1015`, else `other`) and whether it came within a second of
+ * the socket's open (`early`). A 1006 (closed without a close frame) that is early can be the upgrade that
+ * uWebSockets.js closes after an asynchronous upgrade (docs/messaging.md, Known issue).
+ */
+export const socketCloses = new client.Counter({
+  name: 'switchboard_messaging_socket_closes_total',
+  help: 'Messaging sockets closed, by close code and whether within a second of their open',
+  labelNames: ['code', 'early'] as const,
+  registers: [registry],
+});
+
 const liveActorSources: Array<() => Record<string, number>> = [];
 new client.Gauge({
   name: 'switchboard_live_actors',

@@ -1,11 +1,12 @@
 /**
  * Prometheus metrics (`platform/metrics.ts`) scraped from a started platform: `GET /metrics` on the edge port
  * and on `METRICS_PORT`; HTTP answers by family and status, the chat turn latency histogram, live actors per
- * kind, the webhook and sandbox counters; no conversation or account id in any label.
+ * kind, the webhook and sandbox counters, messaging socket closes by code; no conversation or account id in any label.
  */
 import t from 'tap';
 import { platformFor, type Platform } from './helpers/platform.js';
 import { chatProject } from './helpers/chat.js';
+import { connect, is, messagingProject } from './helpers/messaging.js';
 import { alertsTenant, eventually, startReceiver } from './helpers/webhooks.js';
 
 let p: Platform;
@@ -63,4 +64,31 @@ t.test('webhook attempts are counted by outcome', async (t) => {
     return (value(body, 'switchboard_webhook_attempts_total{outcome="http_5xx"}') ?? 0) >= 1 ? body : undefined;
   }, 20_000, 'the failed attempt to be counted');
   t.ok((value(text, 'switchboard_webhook_attempts_total{outcome="http_5xx"}') ?? 0) >= 1, 'a 5xx answer');
+});
+
+t.test('messaging socket closes are counted by close code, and apart when within a second of the open', async (t) => {
+  const m = await messagingProject(p, { name: 'Socket Co' });
+  const scrape = async () => (await fetch(new URL('/metrics', p.edge))).text();
+  const count = (text: string, code: string, early: boolean) => value(text, `switchboard_messaging_socket_closes_total{code="${code}",early="${early}"}`) ?? 0;
+  const open = async () => {
+    const { sessionId, accessToken } = await m.session();
+    const c = await connect(p.socket, { session_id: sessionId, access_token: accessToken });
+    await c.waitFor(is('EVENT_BATCH'), 'the replay');
+    return c;
+  };
+  const before = await scrape();
+  // Dropped at once, without a close frame: the server sees 1006 (abnormal), early.
+  const dropped = await open();
+  dropped.ws.terminate();
+  // Closed by the client with 1000, more than a second after its open.
+  const kept = await open();
+  await new Promise((r) => setTimeout(r, 1200));
+  kept.ws.close(1000);
+  await kept.closed;
+  const after = await eventually(async () => {
+    const text = await scrape();
+    return count(text, '1006', true) > count(before, '1006', true) && count(text, '1000', false) > count(before, '1000', false) ? text : undefined;
+  }, 10_000, 'both closes to be counted');
+  t.equal(count(after, '1006', true) - count(before, '1006', true), 1, 'the dropped socket: 1006, early');
+  t.equal(count(after, '1000', false) - count(before, '1000', false), 1, 'the closed socket: 1000, not early');
 });

@@ -18,6 +18,7 @@ import type { MessagingContext } from './context.js';
 import type { GatewayDirectory } from './gateways.js';
 import { errorBody, EVENT_ERRORS, HTTP_ERRORS, RATE_LIMIT_WARNING, type MessagingHttpError } from './errors.js';
 import { statusLine } from './http.js';
+import { socketCloses } from '../../platform/metrics.js';
 import { RateLimiter } from '../../platform/rate-limit.js';
 import type { AccessClaims } from './tokens.js';
 
@@ -32,7 +33,14 @@ interface SocketData {
   /** Live events that arrived while the replay was being read. */
   pending: Published | null;
   closed: boolean;
+  /** When the socket opened (ms since epoch): a close soon after is counted apart (`socketCloses`). */
+  openedAt: number;
 }
+
+/** How soon after its open a close counts as early. */
+const EARLY_CLOSE_MS = 1000;
+/** The close code as a label: the standard ones (RFC 6455 7.4.1), others together, so the series stay few. */
+const closeCodeLabel = (code: number): string => (code >= 1000 && code <= 1015 ? String(code) : 'other');
 
 type Socket = WebSocket<SocketData>;
 
@@ -270,7 +278,7 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
         void ask(sessionId, { type: 'DISCONNECT', connectionId, at: Date.now() }).catch(() => undefined);
         return;
       }
-      const data: SocketData = { sessionId, connectionId, claims, cursor, lastSeq: cursor, pending: [], closed: false };
+      const data: SocketData = { sessionId, connectionId, claims, cursor, lastSeq: cursor, pending: [], closed: false, openedAt: 0 };
       res.cork(() => res.upgrade(data, key, protocol, extensions, context));
     })().catch((err) => {
       ctx.logger.error({ err }, 'handshake failed');
@@ -288,6 +296,7 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
     upgrade,
     open: (ws) => {
       const d = ws.getUserData();
+      d.openedAt = Date.now();
       void register(ws)
         .then(() => replay(ws, d))
         .catch((err) => {
@@ -299,9 +308,10 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
       const text = message.byteLength > MAX_MESSAGE_BYTES || isBinary ? null : Buffer.from(message).toString('utf8');
       void onMessage(ws, ws.getUserData(), text).catch((err) => ctx.logger.error({ err: String(err) }, 'socket message failed'));
     },
-    close: (ws) => {
+    close: (ws, code) => {
       const d = ws.getUserData();
       d.closed = true;
+      socketCloses.inc({ code: closeCodeLabel(code), early: String(Date.now() - d.openedAt < EARLY_CLOSE_MS) });
       unregister(ws);
       void ask(d.sessionId, { type: 'DISCONNECT', connectionId: d.connectionId, at: Date.now() }).catch(() => undefined);
     },
