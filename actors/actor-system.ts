@@ -3,8 +3,8 @@ import { createActor, fromCallback, type AnyActorRef, type AnyStateMachine } fro
 /**
  * The one XState actor system that all actors of a host live in.
  *
- * XState gives every root actor a system of its own: a registry, a scheduler and an inspection hub, about
- * two dozen closures and seven hash tables, which made up a third of what an idle actor held in memory. An
+ * XState gives every root actor a system of its own: a registry, a scheduler and an inspection hub, fourteen
+ * closures and four hash tables, which made up a third of what an idle actor held in memory. An
  * actor created with a parent joins the parent's system instead, so each machine actor is created as a child
  * of one root that does nothing. What that changes, and why it is safe here:
  * - the machine's done and error events are relayed to the root, which ignores them; the host learns of
