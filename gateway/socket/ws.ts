@@ -33,7 +33,10 @@ interface SocketData {
   /** Live events that arrived while the replay was being read. */
   pending: Published | null;
   closed: boolean;
-  /** When the socket opened (ms since epoch): a close soon after is counted apart (`socketCloses`). */
+  /**
+   * When the socket opened (ms since epoch; set as it is upgraded, and `open` runs within the upgrade): a close
+   * soon after is counted apart (`socketCloses`).
+   */
   openedAt: number;
 }
 
@@ -278,7 +281,7 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
         void ask(sessionId, { type: 'DISCONNECT', connectionId, at: Date.now() }).catch(() => undefined);
         return;
       }
-      const data: SocketData = { sessionId, connectionId, claims, cursor, lastSeq: cursor, pending: [], closed: false, openedAt: 0 };
+      const data: SocketData = { sessionId, connectionId, claims, cursor, lastSeq: cursor, pending: [], closed: false, openedAt: Date.now() };
       res.cork(() => res.upgrade(data, key, protocol, extensions, context));
     })().catch((err) => {
       ctx.logger.error({ err }, 'handshake failed');
@@ -296,7 +299,6 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
     upgrade,
     open: (ws) => {
       const d = ws.getUserData();
-      d.openedAt = Date.now();
       void register(ws)
         .then(() => replay(ws, d))
         .catch((err) => {
