@@ -88,15 +88,26 @@ export function connect(socket: string, q: Record<string, string | undefined>): 
     raw: (text) => ws.send(text),
     waitFor: (pred, what = 'event', from = 0) =>
       new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}; got ${JSON.stringify(flat().map((e) => e.type))}`)), 20_000);
+        const got = () => JSON.stringify(flat().map((e) => e.type));
+        const timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}; got ${got()}`)), 20_000);
+        let done = false;
         const check = () => {
+          if (done) return;
           const found = flat().slice(from).find(pred);
           if (found) {
+            done = true;
             clearTimeout(timer);
             resolve(found);
           } else waiters.push(check);
         };
         check();
+        // A closed socket brings nothing more (its messages came before its close): say so with its close code.
+        void closed.then(({ code }) => {
+          if (done) return;
+          done = true;
+          clearTimeout(timer);
+          reject(new Error(`the socket closed (${code}) while waiting for ${what}; got ${got()}`));
+        });
       }),
     closed,
     close: async () => {
