@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openStore, type JournalEntry } from '../store/mod.js';
 import { accountScope, EdgeErrorCounter, metricBuckets, metricsProjector, metricValue, projectScope, quantile, readWindow, LATENCY_BOUNDS, bucketOf } from '../actors/metrics/mod.js';
-import { countUpdatesInFlight } from './helpers/in-flight.js';
+import { countWritesInFlight } from './helpers/in-flight.js';
 import { removeDir } from './helpers/platform.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'sb-metrics-'));
@@ -65,7 +65,7 @@ t.test('each metric from its events, per project and per account', async (t) => 
 t.test('the buckets of one batch are written together, so they share one group commit', async (t) => {
   // Counts the bucket writes in flight at once, on the real store. One after the other, each write would wait
   // for a commit and its flush of its own: a batch touching 32 buckets took 32 commits.
-  const counted = countUpdatesInFlight(store, 'metric_buckets');
+  const counted = countWritesInFlight(store, 'metric_buckets');
   const lanes = 8;
   const batch = Array.from({ length: lanes }, (_, shard) => entry('conversation', 10 + shard, T0, [{ type: 'conversation.started', data: { ...owner, channel: 'CHAT' } }]));
   await projector.apply(batch, counted.store);

@@ -11,7 +11,7 @@ import { openStore, type JournalEntry, type Store } from '../store/mod.js';
 import { ProjectionStatus, partitionOf, type Projector } from '../actors/mod.js';
 import { ProjectionRunner } from '../actors/projection/runner.js';
 import { Checkpoints } from '../actors/projection/checkpoints.js';
-import { countUpdatesInFlight } from './helpers/in-flight.js';
+import { countWritesInFlight } from './helpers/in-flight.js';
 import { removeDir } from './helpers/platform.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'sb-runner-'));
@@ -103,7 +103,7 @@ t.test('lag figures of runners gone for ten minutes are dropped', async (t) => {
 t.test('a cycle stores its projectors\' checkpoints together, after every projector has applied', async (t) => {
   // Counts the checkpoint writes in flight at once on the real store: stored together, they share one group
   // commit; stored as each projector finished, each was a commit and a flush of its own.
-  const counted = countUpdatesInFlight(store, 'projection_checkpoints');
+  const counted = countWritesInFlight(store, 'projection_checkpoints');
   await step('counter/together', 1, 1);
   // Projectors that finish at different times: the quick ones' checkpoints wait for the slow one.
   const projectors = [0, 5, 20].map((ms) => recorder(`runner-together-${ms}`, ['counter'], () => new Promise((r) => setTimeout(r, ms))));

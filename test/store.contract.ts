@@ -272,6 +272,14 @@ export async function storeContract(t: Test, makeStore: MakeStore, reopen?: Reop
       'concurrent $inc lose nothing',
     );
     await t.rejects(docs.update({ id: 'd3' }, { $set: { id: 'd9' } }), TypeError, 'an update may not change id');
+    // Indirectly too, on a collection without indexes (whose update applies to the record as read) and with one.
+    for (const indexes of [[], [{ fields: ['n'] }]]) {
+      const plain = store.collection({ name: `renames${indexes.length}`, indexes });
+      await plain.insert({ id: 'r1', n: 1, other: 'r2' });
+      await t.rejects(plain.update({ id: 'r1' }, { $rename: { other: 'id' } }), TypeError, 'a $rename onto id is refused');
+      t.same(await plain.get('r1'), { id: 'r1', n: 1, other: 'r2' }, 'and changes nothing');
+      t.equal(await plain.get('r2'), null);
+    }
     await t.rejects(docs.update({ id: 'd3' }, {}), 'an empty update is refused');
   });
 

@@ -258,7 +258,14 @@ function behaviour(t: Test, open: Pair): void {
 
 t.test('subject syntax and matching', async (t) => {
   t.ok(isLiteralSubject('a.b.c'));
-  for (const bad of ['', 'a..b', '.a', 'a.', 'a.*', 'a.>', 'a b']) t.notOk(isLiteralSubject(bad), bad);
+  for (const bad of ['', 'a..b', '.a', 'a.', 'a.*', 'a.>', 'a b', '*', '>.a', 'a.\t', 'a.\u00a0']) t.notOk(isLiteralSubject(bad), bad);
+  for (const good of ['a*', 'a.b>', '*a.>b', 'ä.b']) t.ok(isLiteralSubject(good), good);
+  // Any string: valid exactly when its dot-separated tokens are non-empty, free of whitespace, and not a wildcard.
+  const byTokens = (s: string) => s.split('.').every((tok) => tok.length > 0 && tok !== '*' && tok !== '>' && !/\s/.test(tok));
+  fc.assert(
+    fc.property(fc.array(fc.constantFrom('a', 'b', '.', '*', '>', ' ', '\t', '\n', '\u2028'), { maxLength: 8 }).map((cs) => cs.join('')), (s) => isLiteralSubject(s) === byTokens(s)),
+    { numRuns: 2000 },
+  );
   t.ok(isSubscriptionSubject('a.*.>'));
   for (const bad of ['', 'a.>.b', 'a..b', 'a b']) t.notOk(isSubscriptionSubject(bad), bad);
 

@@ -4,14 +4,17 @@
  */
 
 const BAD_TOKEN = /[\s]/;
+/** Non-empty tokens without whitespace, separated by single dots. */
+const TOKENS = /^[^\s.]+(?:\.[^\s.]+)*$/;
+/** A token that is a wildcard. */
+const WILDCARD_TOKEN = /(?:^|\.)[*>](?:\.|$)/;
 
-/** Whether `subject` is a valid literal subject (no wildcards), as publish and request need. */
+/**
+ * Whether `subject` is a valid literal subject (no wildcards), as publish and request need. Checked on every
+ * message, so without splitting it.
+ */
 export function isLiteralSubject(subject: string): boolean {
-  if (subject.length === 0) return false;
-  for (const token of subject.split('.')) {
-    if (token.length === 0 || token === '*' || token === '>' || BAD_TOKEN.test(token)) return false;
-  }
-  return true;
+  return TOKENS.test(subject) && !WILDCARD_TOKEN.test(subject);
 }
 
 /** Whether `subject` is a valid subscription subject: wildcards are whole tokens, `>` only last. */

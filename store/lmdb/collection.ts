@@ -67,10 +67,13 @@ export class LmdbCollection<T extends Doc = Doc> implements Collection<T> {
     return this.env.batch(() => {
       const current = this.first(filter, options.sort);
       if (current) {
-        const next = structuredClone(current);
+        // `current` was decoded for this call alone; it is kept apart only when its index entries must be
+        // compared with the updated record's.
+        const id = current.id;
+        const next = this.indexes.length > 0 ? structuredClone(current) : current;
         const apply = modifier<T>(update, false);
         const changed = applySimpleUpdate(next, apply as Record<string, unknown>) ?? applyUpdate(next, apply);
-        if (next.id !== current.id) throw new TypeError('an update must not change id');
+        if (next.id !== id) throw new TypeError('an update must not change id');
         if (changed.length > 0) this.write(current, next);
         return next;
       }

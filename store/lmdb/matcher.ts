@@ -25,22 +25,26 @@ export function matcher(filter: Filter): (doc: Doc) => boolean {
 }
 
 /**
- * `[field, value]` pairs when every condition is a top-level, undotted field equal to a string or boolean,
- * else undefined. Such a condition matches the value itself or an array holding it, as in MongoDB.
+ * `[field, value]` pairs when every condition is a top-level, undotted field equal to a string, a boolean or a
+ * finite number, else undefined. Such a condition matches the value itself or an array holding it, as in
+ * MongoDB (a number only a number: `1` never matches `'1'`; `0` matches `-0`; NaN, which MongoDB matches to
+ * NaN, is left to mingo).
  */
-function plainEqualities(filter: Filter): Array<[string, string | boolean]> | undefined {
-  const out: Array<[string, string | boolean]> = [];
+function plainEqualities(filter: Filter): Array<[string, Scalar]> | undefined {
+  const out: Array<[string, Scalar]> = [];
   for (const field in filter) {
     if (!Object.prototype.hasOwnProperty.call(filter, field)) continue;
     const value = filter[field];
     if (field === '' || field.startsWith('$') || field.includes('.') || field in Object.prototype) return undefined;
-    if (typeof value !== 'string' && typeof value !== 'boolean') return undefined;
+    if (typeof value !== 'string' && typeof value !== 'boolean' && !(typeof value === 'number' && Number.isFinite(value))) return undefined;
     out.push([field, value]);
   }
   return out;
 }
 
-function equals(actual: unknown, expected: string | boolean): boolean {
+type Scalar = string | boolean | number;
+
+function equals(actual: unknown, expected: Scalar): boolean {
   if (actual === expected) return true;
   return Array.isArray(actual) && actual.includes(expected);
 }

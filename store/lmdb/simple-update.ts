@@ -13,6 +13,14 @@ const SIMPLE = new Set(['$set', '$unset', '$inc']);
 const isPlain = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v) && Object.getPrototypeOf(v) === Object.prototype;
 
+/**
+ * Whether the path `path` lies inside the path `prefix` (`a.b` inside `a`), compared in place: a checkpoint's
+ * update names a field per partition, and every pair of them is compared.
+ */
+function isInside(path: string, prefix: string): boolean {
+  return path.length > prefix.length && path.charCodeAt(prefix.length) === 46 /* . */ && path.startsWith(prefix);
+}
+
 /** A path of named segments, or null when mingo must handle it. */
 function pathOf(field: string): string[] | null {
   const segments = field.split('.');
@@ -61,7 +69,7 @@ export function applySimpleUpdate(doc: Record<string, unknown>, update: Record<s
       const path = pathOf(field);
       if (!path) return null;
       // Two operators on one path, or on a path and its prefix, conflict in MongoDB: leave that to mingo.
-      if (seen.some((f) => f === field || f.startsWith(`${field}.`) || field.startsWith(`${f}.`))) return null;
+      if (seen.some((f) => f === field || isInside(f, field) || isInside(field, f))) return null;
       seen.push(field);
       const { blocked, value: current } = peek(doc, path);
       if (blocked) return null;
@@ -91,7 +99,8 @@ export function applySimpleUpdate(doc: Record<string, unknown>, update: Record<s
       continue;
     }
     if (!isEqual(parent[last], value)) {
-      parent[last] = structuredClone(value);
+      // Primitives as they are (a checkpoint sets a number per partition); objects copied, as mingo does.
+      parent[last] = typeof value === 'object' && value !== null ? structuredClone(value) : value;
       changed.push(field);
     }
   }

@@ -1,11 +1,14 @@
 import type { Store } from '../../store/mod.js';
 
+/** The collection methods that write one record: what `countWritesInFlight` counts. */
+const WRITES = new Set<PropertyKey>(['update', 'putNewer', 'insert']);
+
 /**
- * `store` with the `update`s of one collection counted while they are in flight: `most()` is the largest number
- * in flight at once. Writes issued in the same event-loop turn share one group commit of the real store, so this
- * tells whether a component issues its writes together or one after another.
+ * `store` with the writes (`update`, `putNewer`, `insert`) of one collection counted while they are in flight:
+ * `most()` is the largest number in flight at once. Writes issued in the same event-loop turn share one group
+ * commit of the real store, so this tells whether a component issues its writes together or one after another.
  */
-export function countUpdatesInFlight(store: Store, collection: string): { store: Store; most: () => number } {
+export function countWritesInFlight(store: Store, collection: string): { store: Store; most: () => number } {
   let inFlight = 0;
   let most = 0;
   const watched = new Proxy(store, {
@@ -16,11 +19,12 @@ export function countUpdatesInFlight(store: Store, collection: string): { store:
         if (spec.name !== collection) return c;
         return new Proxy(c, {
           get(ct, cp, cr) {
-            if (cp !== 'update') return Reflect.get(ct, cp, cr);
-            return async (...args: Parameters<typeof c.update>) => {
+            if (!WRITES.has(cp)) return Reflect.get(ct, cp, cr);
+            const write = Reflect.get(ct, cp, cr) as (...args: unknown[]) => Promise<unknown>;
+            return async (...args: unknown[]) => {
               most = Math.max(most, ++inFlight);
               try {
-                return await ct.update(...args);
+                return await write.apply(ct, args);
               } finally {
                 inFlight--;
               }
