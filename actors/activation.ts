@@ -9,6 +9,7 @@ import { contextFromHeaders, inSpan, SpanKind, tracingStarted } from '../platfor
 import type { Headers } from './transport/types.js';
 import { earliestDeadline, MAX_TIMER_STEP_MS } from './timers.js';
 import { persistedSnapshot } from './persisted.js';
+import { wakeIndexTime } from './wake-index.js';
 
 /** How many applied event ids (with their replies) an actor remembers for de-duplicating retries. */
 export const REMEMBERED_EVENTS = 8;
@@ -17,7 +18,8 @@ type Job =
   /** `at`: when it was delivered (performance.now), for step timings; 0 when they are off. */
   | { type: 'event'; envelope: Envelope; respond: (r: Reply) => void; at: number; headers?: Headers }
   | { type: 'persist' }
-  | { type: 'wake' }
+  /** `before`: the scan's horizon (the scheduler wakes what is indexed at or before it). */
+  | { type: 'wake'; before: number }
   | { type: 'stop'; done: () => void };
 
 /** What every activation of a host shares (one object per host, not per actor: live actors are many). */
@@ -26,6 +28,8 @@ export interface ActivationContext {
   system: ActorSystem;
   snapshots: SnapshotStore;
   commit: CommitQueue;
+  /** How close to its indexed wake-up time a step moves an actor's entry to its real deadline (`wakeIndexTime`). */
+  wakeIndexRefreshMs: number;
   /** The lease's fencing token for a shard now, or null when this worker may not write it. */
   fenceOf: (shard: number) => number | null;
   /** Called once when an activation ends (passivated, stale or failed), to drop it from the catalog. */
@@ -73,6 +77,8 @@ export class Activation {
   lastActive = Date.now();
   private actor: AnyActorRef | null = null;
   private version = 0;
+  /** The time the store indexes this actor under for wake-ups (`wakeIndexTime`): at or before its earliest deadline. */
+  private indexed: number | null = null;
   /** Recently applied event ids with their replies, oldest first (an array: smaller than a Map when idle). */
   private applied: Array<[string, unknown]> = [];
   /** Jobs waiting their turn; null when none (an idle actor holds no array). */
@@ -119,9 +125,12 @@ export class Activation {
     this.push({ type: 'event', envelope, respond: once, at: timings ? performance.now() : 0, headers });
   }
 
-  /** Loads the actor (restarting its timers) without an event: the scheduler's wake-up. */
-  wake(): void {
-    this.push({ type: 'wake' });
+  /**
+   * The scheduler's wake-up: its index entry is at or before `before`. Loads the actor (restarting its
+   * timers) if it is not live, and moves an entry that came due before any real deadline to the real one.
+   */
+  wake(before: number): void {
+    this.push({ type: 'wake', before });
   }
 
   /** Finishes what is queued, then stops the actor. Its state is already durable. */
@@ -185,7 +194,7 @@ export class Activation {
       return;
     }
     if (!this.actor) await this.load();
-    if (job.type === 'wake') return;
+    if (job.type === 'wake') return this.reindex(job.before);
     if (job.type === 'persist') {
       this.persistQueued = false;
       await this.persist();
@@ -284,10 +293,12 @@ export class Activation {
     if (stored) {
       const persisted = stored.data as PersistedActor;
       this.version = stored.version;
+      this.indexed = stored.deadline;
       this.applied = persisted.a ?? [];
       actor = this.ctx.system.create(machine, { snapshot: persisted.s, input: input?.(this.id) });
     } else {
       this.version = 0;
+      this.indexed = null;
       actor = this.ctx.system.create(machine, { input: input?.(this.id) });
     }
     // Registered before start: what an entry action emits belongs to the first commit too.
@@ -357,7 +368,20 @@ export class Activation {
     this.deadlineAt = null;
   }
 
-  private async persist(): Promise<void> {
+  /**
+   * After a wake-up: an index entry that came due while no deadline of the actor does (the entry was kept as
+   * steps moved the deadline later) is moved to the real deadline, with a step of no events, so that the
+   * scheduler stops finding it. A deadline that is due is left to the timers that fire it.
+   */
+  private async reindex(before: number): Promise<void> {
+    if (this.indexed === null || this.indexed > before) return;
+    const due = earlier(earliestDeadline(persistedSnapshot(this.actor!)), this.kind.deadline?.of(this.actor!.getSnapshot()) ?? null);
+    if (due !== null && due <= before) return;
+    await this.persist(true);
+  }
+
+  /** Commits the step; `exactIndex`: index the actor under its real deadline, not an entry kept earlier. */
+  private async persist(exactIndex = false): Promise<void> {
     const fence = this.ctx.fenceOf(this.shard);
     if (fence === null) throw new HostFailure('NOT_OWNER', 'the shard lease lapsed', true);
     const t0 = timings ? performance.now() : 0;
@@ -378,13 +402,15 @@ export class Activation {
     const events = this.emitted ?? [];
     this.emitted = null;
     const step = { value: snapshot.value, events };
+    const due = earlier(earliestDeadline(persisted), kindDeadline);
+    const deadline = exactIndex ? due : wakeIndexTime(this.indexed, due, Date.now(), this.ctx.wakeIndexRefreshMs);
     const result = await this.ctx.commit.put({
       key: this.key,
       data,
       expectedVersion: this.version,
       fence,
       shard: this.shard,
-      deadline: earlier(earliestDeadline(persisted), kindDeadline),
+      deadline,
       step,
     });
     if (!result.ok) {
@@ -394,6 +420,7 @@ export class Activation {
       throw new HostFailure('STALE', `snapshot ${result.reason} conflict`, true);
     }
     this.version = result.version;
+    this.indexed = deadline;
     this.armDeadline(kindDeadline);
     timings?.since('actor.snapshot commit wait', t2);
     if (this.kind.published) this.publish(result.seq ?? 0, result.at ?? Date.now(), step);

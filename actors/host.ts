@@ -5,6 +5,7 @@ import { CommitQueue } from './commit.js';
 import type { ActorKind } from './kinds.js';
 import type { Placement } from './placement/types.js';
 import { decode, encodeFor, shardSubject, type Envelope, type Reply } from './protocol.js';
+import { WAKE_INDEX_REFRESH_MS } from './wake-index.js';
 import type { Headers, Subscription, Transport } from './transport/types.js';
 
 export interface HostOptions {
@@ -16,6 +17,8 @@ export interface HostOptions {
   passivateAfterMs: number;
   /** How often the scheduler looks for due durable timers. */
   timerTickMs?: number;
+  /** How close to its indexed wake-up time a step moves an actor's index entry to its real deadline (default `WAKE_INDEX_REFRESH_MS`). */
+  wakeIndexRefreshMs?: number;
   /** Told after each group commit that appended journal entries is durable (wakes the projection runner). */
   committed?: () => void;
   /** Told when this host starts or stops serving a shard (the projection runner's partitions follow). */
@@ -44,6 +47,7 @@ export class Host {
       system: new ActorSystem(),
       snapshots: o.snapshots,
       commit: this.commit,
+      wakeIndexRefreshMs: o.wakeIndexRefreshMs ?? WAKE_INDEX_REFRESH_MS,
       fenceOf: (shard) => o.placement.fenceOf(shard),
       ended: (a) => {
         if (this.activations.get(a.key) === a) this.activations.delete(a.key);
@@ -172,16 +176,18 @@ export class Host {
     return activation;
   }
 
-  /** Durable timers: activate passivated actors whose earliest deadline is within the next tick. */
+  /**
+   * Durable timers: wakes the actors indexed within the next tick. A passivated one is activated, which restarts
+   * its timers; a live one has them running, and hears of it only so that an index entry kept earlier than its
+   * deadline (`wakeIndexTime`) is moved on rather than found again at every scan.
+   */
   private async wakeDue(tick: number): Promise<void> {
     const shards = this.o.placement.owned().filter((s) => this.o.placement.fenceOf(s) !== null);
     if (!shards.length) return;
     try {
-      const due = await this.o.snapshots.due(shards, Date.now() + tick, 1000);
-      for (const { key } of due) {
-        if (this.activations.has(key)) continue;
-        this.activate(key, this.o.placement.shardOf(key))?.wake();
-      }
+      const before = Date.now() + tick;
+      const due = await this.o.snapshots.due(shards, before, 1000);
+      for (const { key } of due) this.activate(key, this.o.placement.shardOf(key))?.wake(before);
     } catch (err) {
       this.o.log?.('timer scan failed', { err: String(err) });
     }

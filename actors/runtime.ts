@@ -22,6 +22,8 @@ export interface RuntimeOptions {
   leaseTtlMs: number;
   passivateAfterMs: number;
   askTimeoutMs: number;
+  /** See `HostOptions.wakeIndexRefreshMs` (tests shorten it). */
+  wakeIndexRefreshMs?: number;
   kinds?: Map<string, ActorKind>;
   log?: (msg: string, extra?: object) => void;
   /** Where degradation causes are logged (warn when one appears, info when it clears). */
@@ -74,6 +76,7 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
       snapshots: o.store.snapshots,
       kinds,
       passivateAfterMs: o.passivateAfterMs,
+      wakeIndexRefreshMs: o.wakeIndexRefreshMs,
       log: o.log,
       committed: projections ? () => projections.wake() : undefined,
       shardsChanged: () => ownershipChanged(),

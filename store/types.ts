@@ -109,7 +109,10 @@ export interface SnapshotRecord {
   fence: number;
   /** Shard of the actor, so a new shard owner can find its due timers. */
   shard: number;
-  /** Earliest pending durable-timer deadline (ms since epoch), or null. */
+  /**
+   * When to wake the actor (ms since epoch), at or before its earliest pending deadline; null: never. The host
+   * may keep an earlier time than the deadline (`actors/wake-index.ts`).
+   */
   deadline: number | null;
   /** The stored state, as it was put (a fresh copy on every read). */
   data: unknown;
@@ -122,6 +125,7 @@ export interface SnapshotPut {
   /** The writer's fencing token. The put fails when the stored snapshot carries a larger one. */
   fence: number;
   shard: number;
+  /** See `SnapshotRecord.deadline`. A put that keeps the stored one leaves the store's index entry as it is. */
   deadline: number | null;
 }
 

@@ -9,6 +9,7 @@ import { openStore, type Store } from '../store/mod.js';
 import { assign, createActor, setup } from 'xstate';
 import type { PersistedActor } from '../actors/protocol.js';
 import { actorBehaviour, eventually, type Cluster } from './actors.behaviour.js';
+import { expiring } from './helpers/expiring-kind.js';
 import { removeDir } from './helpers/platform.js';
 
 const PASSIVATE_MS = 300;
@@ -20,28 +21,6 @@ const echo: ActorKind = {
   machine: counterMachine.provide({ actors: { sleepUntil } }),
   reply: (_snapshot, _event, emitted) => ({ emitted }),
   published: (id, entry) => published.push({ id, entry }),
-};
-/**
- * A kind whose deadline the host keeps (`ActorKind.deadline`): `ARM` sets it, the host's `EXPIRE` fires it
- * once it has passed (the machine's guard checks, as the conversation's idle timeout does).
- */
-const expiringMachine = setup({
-  types: {} as { context: { deadline: number | null; fired: number; firedAt: number | null }; events: { type: 'ARM'; at: number } | { type: 'EXPIRE'; at: number } },
-}).createMachine({
-  context: { deadline: null, fired: 0, firedAt: null },
-  on: {
-    ARM: { actions: assign({ deadline: ({ event }) => event.at }) },
-    EXPIRE: {
-      guard: ({ context, event }) => context.deadline !== null && event.at >= context.deadline,
-      actions: assign({ deadline: null, fired: ({ context }) => context.fired + 1, firedAt: ({ event }) => event.at }),
-    },
-  },
-});
-const expiring: ActorKind = {
-  name: 'expiring',
-  machine: expiringMachine,
-  reply: (s) => s.context,
-  deadline: { name: 'expiry', of: (s) => s.context.deadline, event: (at) => ({ type: 'EXPIRE', at }) },
 };
 /**
  * A kind whose work the host runs (`ActorKind.effect`): `WORK` enters `working` (tagged `work`), the host

@@ -1,0 +1,95 @@
+/**
+ * The wake-up index (`actors/wake-index.ts`): a step that moves an actor's deadline later keeps its index
+ * entry; an entry that comes due before the real deadline is moved to it, whether the actor is passivated or
+ * live; the deadline itself still fires on time, once.
+ */
+import t, { type Test } from 'tap';
+import fc from 'fast-check';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { builtinKinds, describeSnapshot, startRuntime, type Runtime } from '../actors/mod.js';
+import { WAKE_INDEX_REFRESH_MS, wakeIndexTime } from '../actors/wake-index.js';
+import { openStore, type Store } from '../store/mod.js';
+import { eventually } from './actors.behaviour.js';
+import { expiring } from './helpers/expiring-kind.js';
+import { removeDir } from './helpers/platform.js';
+
+const SHARDS = 4;
+
+async function runtimeFor(t: Test, opts: { passivateAfterMs: number; wakeIndexRefreshMs?: number }): Promise<{ store: Store; runtime: Runtime }> {
+  const dir = mkdtempSync(join(tmpdir(), 'sb-wake-index-'));
+  const store = await openStore({ dataDir: dir });
+  const runtime = await startRuntime({ store, worker: true, shardCount: SHARDS, leaseTtlMs: 3000, askTimeoutMs: 5000, kinds: builtinKinds([expiring]), ...opts });
+  t.teardown(async () => {
+    await runtime.stop();
+    await store.close();
+    removeDir(dir);
+  });
+  return { store, runtime };
+}
+
+const indexed = async (store: Store, id: string) => (await store.snapshots.get(`expiring/${id}`))!.deadline;
+const context = async (store: Store, id: string) => describeSnapshot((await store.snapshots.get(`expiring/${id}`))!).context as { fired: number; firedAt: number | null };
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const allShards = Array.from({ length: SHARDS }, (_, i) => i);
+
+t.test('wakeIndexTime: never after the deadline, the kept entry or the deadline, the deadline once the entry is near', async (t) => {
+  const time = fc.option(fc.integer({ min: 0, max: 10_000_000 }), { nil: null });
+  fc.assert(
+    fc.property(time, time, fc.integer({ min: 0, max: 10_000_000 }), fc.integer({ min: 0, max: 1_000_000 }), (kept, due, now, refresh) => {
+      const at = wakeIndexTime(kept, due, now, refresh);
+      if (due === null) return at === null;
+      if (at === null || at > due || (at !== due && at !== kept)) return false;
+      // An entry within the refresh window (or already passed) is moved to the deadline itself.
+      return kept === null || kept > now + refresh ? true : at === due;
+    }),
+    { numRuns: 2000 },
+  );
+  t.equal(wakeIndexTime(1_000_000, 2_000_000, 0, WAKE_INDEX_REFRESH_MS), 1_000_000, 'a later deadline keeps the entry');
+  t.equal(wakeIndexTime(1_000_000, 500_000, 0, WAKE_INDEX_REFRESH_MS), 500_000, 'an earlier one moves it');
+  t.equal(wakeIndexTime(1_000_000, null, 0, WAKE_INDEX_REFRESH_MS), null, 'no deadline: no entry');
+  t.equal(wakeIndexTime(50_000, 2_000_000, 0, WAKE_INDEX_REFRESH_MS), 2_000_000, 'an entry about to come due is moved on');
+});
+
+t.test('a step that moves the deadline later keeps the index entry; an earlier one moves it; the inspector shows the real deadline', async (t) => {
+  const { store, runtime } = await runtimeFor(t, { passivateAfterMs: 60_000 });
+  const first = Date.now() + 10 * 60_000;
+  await runtime.client.ask('expiring', 'kept', { type: 'ARM', at: first });
+  t.equal(await indexed(store, 'kept'), first, 'the first deadline is indexed');
+  await runtime.client.ask('expiring', 'kept', { type: 'ARM', at: first + 60_000 });
+  t.equal(await indexed(store, 'kept'), first, 'a later one keeps the entry');
+  t.same((await store.snapshots.due(allShards, first, 10)).map((d) => d.key), ['expiring/kept'], 'one entry, at the first deadline');
+  t.same(describeSnapshot((await store.snapshots.get('expiring/kept'))!).deadlines, [{ id: 'expiry', until: new Date(first + 60_000).toISOString() }]);
+  await runtime.client.ask('expiring', 'kept', { type: 'ARM', at: first - 60_000 });
+  t.equal(await indexed(store, 'kept'), first - 60_000, 'an earlier one moves the entry');
+  t.same((await store.snapshots.due(allShards, first + 120_000, 10)).map((d) => d.key), ['expiring/kept'], 'still one entry');
+});
+
+for (const asleep of [true, false]) {
+  t.test(`an entry that comes due before the deadline moves to it once (${asleep ? 'passivated' : 'live'} actor), and the deadline fires on time`, async (t) => {
+    const { store, runtime } = await runtimeFor(t, { passivateAfterMs: 60_000, wakeIndexRefreshMs: 100 });
+    const id = asleep ? 'asleep' : 'live';
+    const early = Date.now() + 800;
+    const real = early + 1500;
+    await runtime.client.ask('expiring', id, { type: 'ARM', at: early });
+    await runtime.client.ask('expiring', id, { type: 'ARM', at: real });
+    t.equal(await indexed(store, id), early, 'the entry is kept at the earlier time');
+    const armed = (await store.journal.ofActor(`expiring/${id}`)).length;
+    if (asleep) t.equal(await runtime.host!.passivateIdle(), 1, 'passivated');
+    t.ok(await eventually(async () => (await indexed(store, id)) === real, 1200, 20), 'moved to the real deadline soon after the entry came due');
+    t.ok(Date.now() < real, 'before the deadline');
+    t.equal((await context(store, id)).fired, 0, 'nothing fired early');
+    const entries = (await store.journal.ofActor(`expiring/${id}`)).length;
+    t.equal(entries, armed + 1, 'in one step');
+    await sleep(Math.max(0, real - 300 - Date.now()));
+    t.equal((await store.journal.ofActor(`expiring/${id}`)).length, entries, 'moved once: no step between the move and the deadline');
+    const fired = await eventually(async () => {
+      const c = await context(store, id);
+      return c.fired === 1 ? c : undefined;
+    }, 5000);
+    t.ok(fired, 'the deadline fired');
+    t.ok(fired!.firedAt! >= real, 'at the deadline, not before');
+    t.equal(await indexed(store, id), null, 'no entry once nothing is pending');
+  });
+}
