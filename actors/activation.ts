@@ -156,7 +156,8 @@ export class Activation {
   private async pump(): Promise<void> {
     this.running = true;
     for (let job = this.queue?.shift(); job && !this.ended; job = this.queue?.shift()) {
-      this.lastActive = Date.now();
+      // A wake-up is not activity: the scheduler wakes a live actor at every scan while its entry is due.
+      if (job.type !== 'wake') this.lastActive = Date.now();
       try {
         await (job.type === 'event' ? this.traced(job) : this.run(job));
       } catch (err) {

@@ -8,7 +8,8 @@ import fc from 'fast-check';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { builtinKinds, describeSnapshot, startRuntime, type Runtime } from '../actors/mod.js';
+import { assign, setup } from 'xstate';
+import { builtinKinds, describeSnapshot, startRuntime, type ActorKind, type Runtime } from '../actors/mod.js';
 import { WAKE_INDEX_REFRESH_MS, wakeIndexTime } from '../actors/wake-index.js';
 import { openStore, type Store } from '../store/mod.js';
 import { eventually } from './actors.behaviour.js';
@@ -16,11 +17,21 @@ import { expiring } from './helpers/expiring-kind.js';
 import { removeDir } from './helpers/platform.js';
 
 const SHARDS = 4;
+/** A kind whose deadline stays due once it has passed: its machine ignores the host's `EXPIRE`. */
+const stubborn: ActorKind = {
+  name: 'stubborn',
+  machine: setup({ types: {} as { context: { deadline: number | null }; events: { type: 'ARM'; at: number } | { type: 'EXPIRE'; at: number } } }).createMachine({
+    context: { deadline: null },
+    on: { ARM: { actions: assign({ deadline: ({ event }) => event.at }) } },
+  }),
+  reply: (s) => s.context,
+  deadline: { name: 'expiry', of: (s) => s.context.deadline, event: (at) => ({ type: 'EXPIRE', at }) },
+};
 
 async function runtimeFor(t: Test, opts: { passivateAfterMs: number; wakeIndexRefreshMs?: number }): Promise<{ store: Store; runtime: Runtime }> {
   const dir = mkdtempSync(join(tmpdir(), 'sb-wake-index-'));
   const store = await openStore({ dataDir: dir });
-  const runtime = await startRuntime({ store, worker: true, shardCount: SHARDS, leaseTtlMs: 3000, askTimeoutMs: 5000, kinds: builtinKinds([expiring]), ...opts });
+  const runtime = await startRuntime({ store, worker: true, shardCount: SHARDS, leaseTtlMs: 3000, askTimeoutMs: 5000, kinds: builtinKinds([expiring, stubborn]), ...opts });
   t.teardown(async () => {
     await runtime.stop();
     await store.close();
@@ -93,3 +104,15 @@ for (const asleep of [true, false]) {
     t.equal(await indexed(store, id), null, 'no entry once nothing is pending');
   });
 }
+
+t.test("the scheduler's wake-ups do not keep an actor live: one whose deadline stays due is still passivated", async (t) => {
+  const { runtime } = await runtimeFor(t, { passivateAfterMs: 300 });
+  await runtime.client.ask('stubborn', 's', { type: 'ARM', at: Date.now() - 1000 });
+  const end = Date.now() + 3000;
+  let passivated = false;
+  while (!passivated && Date.now() < end) {
+    passivated = runtime.host!.liveActors === 0;
+    await sleep(10);
+  }
+  t.ok(passivated, 'passivated between the wake-ups of its due entry');
+});
