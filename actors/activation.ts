@@ -130,7 +130,10 @@ export class Activation {
    * timers) if it is not live, and moves an entry that came due before any real deadline to the real one.
    */
   wake(before: number): void {
-    this.push({ type: 'wake', before });
+    // One is enough: a busy actor's entry stays due across scans, and each would queue another.
+    const queued = this.queue?.find((j): j is Extract<Job, { type: 'wake' }> => j.type === 'wake');
+    if (queued) queued.before = Math.max(queued.before, before);
+    else this.push({ type: 'wake', before });
   }
 
   /** Finishes what is queued, then stops the actor. Its state is already durable. */

@@ -17,6 +17,23 @@ import { expiring } from './helpers/expiring-kind.js';
 import { removeDir } from './helpers/platform.js';
 
 const SHARDS = 4;
+/** The `expiring` machine with work the host runs for it (`ActorKind.effect`): `WORK` holds the mailbox for 1.5 s. */
+const slowMachine = setup({
+  types: {} as { context: { deadline: number | null }; events: { type: 'ARM'; at: number } | { type: 'EXPIRE'; at: number } | { type: 'WORK' } | { type: 'WORKED' } },
+}).createMachine({
+  context: { deadline: null },
+  initial: 'idle',
+  on: { ARM: { actions: assign({ deadline: ({ event }) => event.at }) } },
+  states: { idle: { on: { WORK: 'working' } }, working: { tags: ['work'], on: { WORKED: 'idle' } } },
+});
+const slow: ActorKind = {
+  name: 'slow',
+  machine: slowMachine,
+  settled: (s) => !s.hasTag('work'),
+  reply: (s) => s.context,
+  deadline: { name: 'expiry', of: (s) => s.context.deadline, event: (at) => ({ type: 'EXPIRE', at }) },
+  effect: { tag: 'work', input: () => null, run: () => sleep(1500), done: () => ({ type: 'WORKED' }) },
+};
 /** A kind whose deadline stays due once it has passed: its machine ignores the host's `EXPIRE`. */
 const stubborn: ActorKind = {
   name: 'stubborn',
@@ -31,7 +48,7 @@ const stubborn: ActorKind = {
 async function runtimeFor(t: Test, opts: { passivateAfterMs: number; wakeIndexRefreshMs?: number }): Promise<{ store: Store; runtime: Runtime }> {
   const dir = mkdtempSync(join(tmpdir(), 'sb-wake-index-'));
   const store = await openStore({ dataDir: dir });
-  const runtime = await startRuntime({ store, worker: true, shardCount: SHARDS, leaseTtlMs: 3000, askTimeoutMs: 5000, kinds: builtinKinds([expiring, stubborn]), ...opts });
+  const runtime = await startRuntime({ store, worker: true, shardCount: SHARDS, leaseTtlMs: 3000, askTimeoutMs: 5000, kinds: builtinKinds([expiring, stubborn, slow]), ...opts });
   t.teardown(async () => {
     await runtime.stop();
     await store.close();
@@ -115,4 +132,18 @@ t.test("the scheduler's wake-ups do not keep an actor live: one whose deadline s
     await sleep(10);
   }
   t.ok(passivated, 'passivated between the wake-ups of its due entry');
+});
+
+t.test('a busy actor whose entry is due holds one queued wake-up, however many scans find it', async (t) => {
+  const { store, runtime } = await runtimeFor(t, { passivateAfterMs: 60_000, wakeIndexRefreshMs: 100 });
+  const early = Date.now() + 400;
+  await runtime.client.ask('slow', 'x', { type: 'ARM', at: early });
+  await runtime.client.ask('slow', 'x', { type: 'ARM', at: early + 60_000 });
+  const working = runtime.client.ask('slow', 'x', { type: 'WORK' });
+  await sleep(1200);
+  // White-box: the activation's mailbox, while its step waits for the work (scans every 200 ms found the entry).
+  const activation = (runtime.host as any).activations.get('slow/x');
+  t.equal(activation.queue.filter((j: { type: string }) => j.type === 'wake').length, 1, 'one wake-up queued');
+  await working;
+  t.ok(await eventually(async () => (await store.snapshots.get('slow/x'))!.deadline === early + 60_000, 2000, 20), 'then the entry moves to the real deadline');
 });
