@@ -3,8 +3,8 @@
  *
  * The index only has to wake an actor no later than its earliest deadline; waking it earlier costs a load and
  * nothing else. So a step that moves the deadline later (every turn of a conversation, every message of a
- * messaging session pushes its idle deadline on) keeps the entry it has, and the store rewrites nothing but
- * the snapshot. Without this, every such step removed and re-inserted the actor's entry in the deadline index.
+ * messaging session pushes its idle deadline on) keeps the entry it has, and the store writes the snapshot and
+ * its journal entry only. Without this, every such step removed and re-inserted the actor's entry in the deadline index.
  * An entry that comes due before the actor's real deadline is moved to it by the wake-up it causes
  * (`Activation`), and by any step taken within `WAKE_INDEX_REFRESH_MS` of it, which an active actor usually
  * takes first.
