@@ -10,7 +10,8 @@
  * - open loop: BENCH_OPEN_SESSIONS (5,000) joined sessions, each sending one user message every
  *   BENCH_OPEN_INTERVAL_MS (5,000) ms for BENCH_OPEN_S (30) seconds after BENCH_WARMUP_S (2) seconds of the
  *   same schedule whatever the answers do; the user message to agent message latency, timed from when each
- *   message was due (p50/p99, target p99 under 50 ms; the warm-up's p99 printed apart).
+ *   message was due (p50/p99, target p99 under 50 ms; the warm-up's p99 printed apart), BENCH_OPEN_RUNS (3)
+ *   times on a fresh platform each, judged by the median run.
  * BENCH_MODES (`load,open,idle`) picks the parts; BENCH_CLIENTS (1) spreads the load sockets over processes;
  * BENCH_TIMINGS=1 prints the open loop platform's step timings (SB_TIMINGS).
  * Run: `npm run build && node dist/bench/messaging.js`.
@@ -38,6 +39,8 @@ const MODES = new Set((process.env.BENCH_MODES ?? 'load,open,idle').split(','));
 const OPEN_SESSIONS = Number(process.env.BENCH_OPEN_SESSIONS ?? 5000);
 const OPEN_INTERVAL_MS = Number(process.env.BENCH_OPEN_INTERVAL_MS ?? 5000);
 const OPEN_S = Number(process.env.BENCH_OPEN_S ?? 30);
+/** How many times the open loop runs, each on a fresh platform (the verdict is the median run's). */
+const OPEN_RUNS = Math.max(1, Number(process.env.BENCH_OPEN_RUNS ?? 3));
 /** The open loop's first seconds, on the same schedule, timed apart: the platform settles after the sessions' opening burst. */
 const OPEN_WARMUP_S = Number(process.env.BENCH_WARMUP_S ?? 2);
 const WITH_NATS = process.env.BENCH_NATS === '1';
@@ -308,28 +311,46 @@ async function openLoop(): Promise<string[]> {
   }
   const timings = process.env.BENCH_TIMINGS === '1';
   const inspectPort = process.env.BENCH_PROFILE ? await freePort() : null;
-  const p = await startPlatform({ env: { ...PLATFORM_ENV, SB_TIMINGS: timings ? '1' : undefined, NODE_OPTIONS: inspectPort ? `--inspect=127.0.0.1:${inspectPort}` : undefined } });
+  const offered = (OPEN_SESSIONS * 1000) / OPEN_INTERVAL_MS;
   const lines: string[] = [];
-  try {
-    const { token } = await messagingProject(p, 'Messaging Open Loop');
-    const row = await withClients(clients, (cs) =>
-      loadRow('messaging, embedded, open loop', cs, messagingCommand(p.socket, token, true, 50), OPEN_SESSIONS, (run) => profiled(inspectPort, run), schedule),
-    );
-    const offered = (OPEN_SESSIONS * 1000) / OPEN_INTERVAL_MS;
-    lines.push(
-      `messaging open loop — ${fmt(row.opened)} sessions (opened in ${fmt(row.setupMs / 1000, 1)} s), one user message each every ${fmt(OPEN_INTERVAL_MS / 1000, 1)} s (${fmt(offered)} /s offered), ${OPEN_S} s after ${OPEN_WARMUP_S} s of warm-up`,
-      `  user message → agent message: ${fmt(row.perSecond)} /s answered, p50 ${fmt(row.p50, 2)} ms, p99 ${fmt(row.p99, 2)} ms${row.errors ? `, errors ${row.errors}: ${JSON.stringify(row.errorKinds)}` : ''}` +
-        (row.warmupP99 === null ? '' : ` (the warm-up alone: p99 ${fmt(row.warmupP99, 2)} ms)`),
-      `  baseline: the same clients and schedule against the bare uWebSockets.js echo: p50 ${fmt(baseline.p50, 2)} ms, p99 ${fmt(baseline.p99, 2)} ms${baseline.errors ? `, errors ${baseline.errors}` : ''}`,
-      `  target: p99 under 50 ms (${row.p99 < 50 && row.errors === 0 ? 'met' : 'NOT met'})`,
-      ...platformErrors(p),
-    );
-  } finally {
-    await p.stop();
-    removeDir(p.dataDir);
+  const runs: Row[] = [];
+  let steps: string | undefined;
+  // Each run on a fresh platform: the p99 of one run spreads widely on a shared machine (bench/README.md,
+  // thirteenth session), so the verdict is the median run's, with every run's figure beside it.
+  for (let run = 1; run <= OPEN_RUNS; run++) {
+    const profile = run === 1 ? inspectPort : null;
+    const p = await startPlatform({ env: { ...PLATFORM_ENV, SB_TIMINGS: timings && run === 1 ? '1' : undefined, NODE_OPTIONS: profile ? `--inspect=127.0.0.1:${profile}` : undefined } });
+    try {
+      const { token } = await messagingProject(p, 'Messaging Open Loop');
+      const row = await withClients(clients, (cs) =>
+        loadRow('messaging, embedded, open loop', cs, messagingCommand(p.socket, token, true, 50), OPEN_SESSIONS, (r) => profiled(profile, r), schedule),
+      );
+      runs.push(row);
+      if (run === 1) {
+        lines.push(
+          `messaging open loop — ${fmt(row.opened)} sessions (opened in ${fmt(row.setupMs / 1000, 1)} s), one user message each every ${fmt(OPEN_INTERVAL_MS / 1000, 1)} s (${fmt(offered)} /s offered), ${OPEN_S} s after ${OPEN_WARMUP_S} s of warm-up, ${OPEN_RUNS} run(s) on a fresh platform each`,
+        );
+      }
+      lines.push(
+        `  run ${run}: user message → agent message: ${fmt(row.perSecond)} /s answered, p50 ${fmt(row.p50, 2)} ms, p99 ${fmt(row.p99, 2)} ms${row.errors ? `, errors ${row.errors}: ${JSON.stringify(row.errorKinds)}` : ''}` +
+          (row.warmupP99 === null ? '' : ` (the warm-up alone: p99 ${fmt(row.warmupP99, 2)} ms)`),
+        ...platformErrors(p),
+      );
+    } finally {
+      await p.stop();
+      removeDir(p.dataDir);
+    }
+    // BENCH_TIMINGS=1: the first run's step timings (`SB_TIMINGS`), printed by the platform at exit.
+    if (timings && run === 1) steps = /timings \(ms[\s\S]*/.exec(p.stdout())?.[0];
   }
-  // BENCH_TIMINGS=1: the platform's step timings (`SB_TIMINGS`), printed by it at exit.
-  const steps = timings ? /timings \(ms[\s\S]*/.exec(p.stdout())?.[0] : undefined;
+  const p99s = runs.map((r) => (r.errors === 0 ? r.p99 : Number.POSITIVE_INFINITY)).sort((a, b) => a - b);
+  const median = p99s[Math.floor((p99s.length - 1) / 2)];
+  const met = p99s.filter((v) => v < 50).length;
+  lines.push(
+    `  baseline: the same clients and schedule against the bare uWebSockets.js echo: p50 ${fmt(baseline.p50, 2)} ms, p99 ${fmt(baseline.p99, 2)} ms${baseline.errors ? `, errors ${baseline.errors}` : ''}`,
+    `  p99 of the median run: ${fmt(median, 2)} ms (runs: ${runs.map((r) => fmt(r.p99, 1)).join(', ')} ms)`,
+    `  target: p99 under 50 ms (${median < 50 ? 'met' : 'NOT met'} by the median run; met in ${met} of ${runs.length} runs)`,
+  );
   if (steps) lines.push(steps.trimEnd());
   return lines;
 }
