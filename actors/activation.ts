@@ -379,19 +379,26 @@ export class Activation {
    */
   private async reindex(before: number): Promise<void> {
     if (this.indexed === null || this.indexed > before) return;
-    const due = earlier(earliestDeadline(persistedSnapshot(this.actor!)), this.kind.deadline?.of(this.actor!.getSnapshot()) ?? null);
+    const { due } = this.current();
     if (due !== null && due <= before) return;
-    await this.persist(true);
+    // The kept entry forgotten, the step indexes the actor under its real deadline.
+    this.indexed = null;
+    await this.persist();
   }
 
-  /** Commits the step; `exactIndex`: index the actor under its real deadline, not an entry kept earlier. */
-  private async persist(exactIndex = false): Promise<void> {
+  /** The actor now: its persisted form, its snapshot, the kind's deadline, and the earliest of all its deadlines. */
+  private current() {
+    const persisted = persistedSnapshot(this.actor!);
+    const snapshot = this.actor!.getSnapshot();
+    const kindDeadline: number | null = this.kind.deadline?.of(snapshot) ?? null;
+    return { persisted, snapshot, kindDeadline, due: earlier(earliestDeadline(persisted), kindDeadline) };
+  }
+
+  private async persist(): Promise<void> {
     const fence = this.ctx.fenceOf(this.shard);
     if (fence === null) throw new HostFailure('NOT_OWNER', 'the shard lease lapsed', true);
     const t0 = timings ? performance.now() : 0;
-    const persisted = persistedSnapshot(this.actor!);
-    const snapshot = this.actor!.getSnapshot();
-    const kindDeadline = this.kind.deadline?.of(snapshot) ?? null;
+    const { persisted, snapshot, kindDeadline, due } = this.current();
     // Encoded by the store when it writes, before this step's next event can change `applied` (the mailbox
     // waits for the commit).
     const data: PersistedActor = { s: persisted, a: this.applied, ...(kindDeadline !== null ? { d: [this.kind.deadline!.name, kindDeadline] } : {}) };
@@ -406,8 +413,7 @@ export class Activation {
     const events = this.emitted ?? [];
     this.emitted = null;
     const step = { value: snapshot.value, events };
-    const due = earlier(earliestDeadline(persisted), kindDeadline);
-    const deadline = exactIndex ? due : wakeIndexTime(this.indexed, due, Date.now(), this.ctx.wakeIndexRefreshMs);
+    const deadline = wakeIndexTime(this.indexed, due, Date.now(), this.ctx.wakeIndexRefreshMs);
     const result = await this.ctx.commit.put({
       key: this.key,
       data,
