@@ -42,6 +42,9 @@ class InProcess extends Uint8Array {
 export const encodeFor = (transport: Pick<Transport, 'kind'>, value: unknown): Uint8Array =>
   transport.kind === 'inproc' ? new InProcess(value) : encode(value);
 
+/** The bytes of a payload for a transport that copies them (a thread's port): an in-process payload encoded, any other as it is. */
+export const bytesOf = (data: Uint8Array): Uint8Array => (data instanceof InProcess ? encode(data.value) : data);
+
 /**
  * What is stored for an actor (the snapshot record's data, which the store encodes): the XState persisted
  * snapshot, the recently applied event ids with their replies, and the deadline the host keeps for it

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import type { MessagePort } from 'node:worker_threads';
 import type { Store } from '../store/mod.js';
 import { admitMachine } from './actor-system.js';
 import { ActorClient } from './client.js';
@@ -7,15 +8,22 @@ import { RuntimeHealth, watchPlacement, type HealthLog } from './health.js';
 import { Host } from './host.js';
 import { builtinKinds, type ActorKind } from './kinds.js';
 import { createLocalPlacement, createNatsPlacement, createNatsWorkerDirectory } from './placement/mod.js';
+import { remoteDirectory, serveDirectory } from './placement/remote-directory.js';
+import { bytesOf } from './protocol.js';
 import type { WorkerDirectory, WorkerInfo } from './placement/types.js';
 import { Projections, type ProjectionOptions } from './projection/projections.js';
-import { connectNatsTransport, createInprocTransport } from './transport/mod.js';
+import { connectNatsTransport, createInprocTransport, portTransport, servePort } from './transport/mod.js';
 import type { Transport } from './transport/types.js';
 
 export interface RuntimeOptions {
   store: Store;
   /** NATS server URL; unset means the in-process transport (one process hosts everything). */
   natsUrl?: string;
+  /**
+   * Reach the actors of another thread of this process over this port (its runtime's `servePort`) instead:
+   * the embedded default's edge thread. Not with `natsUrl` nor `worker`.
+   */
+  port?: MessagePort;
   /** Host actors in this process (the `worker` role). */
   worker: boolean;
   shardCount: number;
@@ -50,6 +58,11 @@ export interface Runtime {
   health: RuntimeHealth;
   /** The projections' status (and in a worker their runner); null without `RuntimeOptions.projections`. */
   projections: Projections | null;
+  /**
+   * Serves another thread's runtime (started with `RuntimeOptions.port`, the other end of `port`) with this
+   * one's in-process transport, until that thread closes it or this runtime stops. In-process runtimes only.
+   */
+  servePort(port: MessagePort): void;
   /** Stops hosting (handing shards over), then closes the transport. */
   stop(): Promise<void>;
 }
@@ -58,8 +71,11 @@ export interface Runtime {
 export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
   const kinds = o.kinds ?? builtinKinds();
   for (const kind of kinds.values()) admitMachine(kind.name, kind.machine);
+  if (o.port && (o.natsUrl || o.worker)) throw new Error('a runtime reached over a port hosts no actors and uses no NATS');
   const nats = o.natsUrl ? await connectNatsTransport(o.natsUrl, { name: `switchboard-${process.pid}` }) : null;
-  const transport: Transport = nats ?? createInprocTransport();
+  const transport: Transport = nats ?? (o.port ? portTransport(o.port) : createInprocTransport());
+  /** What to stop with the runtime: the directory answered and the ports served to other threads. */
+  const serving: Array<() => void> = [];
   const workerId = o.worker ? `w-${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}` : null;
   let host: Host | null = null;
   let directory: WorkerDirectory;
@@ -101,8 +117,13 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
             { id: workerId, shards: placement.owned(), liveActors: local.liveActors, startedAt: started, seenAt: new Date().toISOString() },
           ],
         };
+    // The threads this runtime serves (`servePort`) see this worker through it.
+    if (!nats) {
+      const sub = serveDirectory(transport, directory);
+      serving.push(() => sub.unsubscribe());
+    }
   } else {
-    directory = nats ? createNatsWorkerDirectory(nats.connection) : { workers: async () => [] };
+    directory = nats ? createNatsWorkerDirectory(nats.connection) : o.port ? remoteDirectory(transport, o.askTimeoutMs) : { workers: async () => [] };
   }
   const health = new RuntimeHealth(o.healthLog);
   // Read the directory about as often as workers renew their leases: a dead worker shows within a TTL or two.
@@ -117,9 +138,14 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
     kinds,
     health,
     projections,
+    servePort: (port) => {
+      if (transport.kind !== 'inproc') throw new Error(`a ${transport.kind} runtime serves no port`);
+      serving.push(servePort(transport, port, bytesOf).stop);
+    },
     stop: async () => {
       stopWatch();
       stopOwnership();
+      for (const stop of serving) stop();
       await host?.stop();
       await projections?.stop();
       await transport.close();

@@ -37,6 +37,7 @@ const EnvSchema = z.object({
   OPERATOR_TOKEN: z.string().min(16, 'OPERATOR_TOKEN must be at least 16 characters').optional(),
   REGION: z.enum(REGIONS).default('us-1'),
   NATS_URL: z.string().min(1).optional(),
+  EDGE_THREAD: z.enum(['on', 'off']).default('on'),
   MONGODB_URL: z.string().min(1).optional(),
   SHARDS: z.coerce.number().int().min(1).max(4096).default(64),
   LEASE_TTL_MS: z.coerce.number().int().min(300).max(600_000).default(3000),
@@ -121,6 +122,11 @@ export interface Config {
   operatorToken: string | undefined;
   region: (typeof REGIONS)[number];
   natsUrl: string | undefined;
+  /**
+   * `EDGE_THREAD`: whether a process that runs the edge and the worker roles without NATS (the embedded
+   * default) serves HTTP from a thread of its own (`platform/edge-thread.ts`).
+   */
+  edgeThread: boolean;
   mongodbUrl: string | undefined;
   logLevel: string;
   /** `auto` (pretty on a terminal, JSON otherwise), `json` or `pretty`. */
@@ -285,6 +291,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     operatorToken: e.OPERATOR_TOKEN,
     region: e.REGION,
     natsUrl: e.NATS_URL,
+    edgeThread: e.EDGE_THREAD === 'on',
     mongodbUrl: e.MONGODB_URL,
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT,

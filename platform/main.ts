@@ -11,11 +11,10 @@ import { sessionKind } from '../actors/session/mod.js';
 import { callKind } from '../actors/call/mod.js';
 import { deliveryKind, SecretBox } from '../actors/delivery/mod.js';
 import { alertRuleKind } from '../actors/alert-rule/mod.js';
-import { countConnections, countLiveActors, sandboxCalls, serveMetrics, webhookAttempts } from './metrics.js';
+import { countConnections, countLiveActors, sandboxCalls, serveMetrics, shareMetrics, webhookAttempts } from './metrics.js';
 import type { Runtime } from '../actors/mod.js';
 import { createFunctionSandbox } from '../actors/functions/mod.js';
 import { createResponderFromEnv } from '../actors/responder/mod.js';
-import { buildEdge } from '../gateway/edge/server.js';
 import { startSocketGateway, type SocketGateway } from '../gateway/socket/server.js';
 import { startMediaGateway, type MediaGateway } from '../gateway/media/server.js';
 import { answerDialRequests } from '../gateway/media/dial.js';
@@ -28,6 +27,8 @@ import { operatorTokenHash } from './operator-token.js';
 import { createServices } from './services.js';
 import { startInvalidationBus } from './invalidation.js';
 import { startTelemetry } from './telemetry.js';
+import { serveEdge } from './edge-role.js';
+import { startEdgeThread, type EdgeThread } from './edge-thread.js';
 
 const ROLES = ['edge', 'socket', 'worker', 'media'] as const;
 type Role = (typeof ROLES)[number];
@@ -39,9 +40,12 @@ async function main(): Promise<void> {
   const roles = new Set<Role>(asked.length ? (asked as Role[]) : ROLES);
 
   const config = loadConfig();
+  // The embedded default serves HTTP from a thread of its own, on the other core (platform/edge-thread.ts).
+  const edgeThreaded = config.edgeThread && !config.natsUrl && roles.has('edge') && roles.has('worker');
   // Traces only when the OTEL variables configure an exporter (platform/telemetry.ts).
   const telemetry = await startTelemetry({ attributes: { 'switchboard.roles': [...roles].join('+') } });
-  const { logger, requestLevel } = createLogger({ level: config.logLevel, format: config.logFormat, isTTY: !!process.stdout.isTTY, base: { role: [...roles].join('+') } });
+  const log = createLogger({ level: config.logLevel, format: config.logFormat, isTTY: !!process.stdout.isTTY, base: { role: [...roles].join('+') } });
+  const logger = log.logger;
   const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl });
   // Processes that serve requests read keys, connectors, accounts, projects and settings through a cache;
   // workers read agents' real-time config pages through it on every turn.
@@ -118,7 +122,7 @@ async function main(): Promise<void> {
   const metricsServer = config.metricsPort !== undefined ? await serveMetrics(config.host, config.metricsPort) : null;
   // Over NATS, an operator's write (and a real-time config change) must reach the caches of the other
   // processes too, workers included (platform/invalidation.ts).
-  const bus = cached && config.natsUrl
+  const bus = cached && (config.natsUrl || edgeThreaded)
     ? await startInvalidationBus({
         transport: runtime.transport,
         store,
@@ -130,8 +134,19 @@ async function main(): Promise<void> {
   let serving = false;
   const isServing = () => serving;
 
-  const edge = roles.has('edge') ? await buildEdge({ services, runtime, operatorTokenHash: tokenHash, logger, requestLevel, isServing, conversationIdleMs: config.conversationIdleMs, limits: config.edge, externalEvents: config.externalEvents, webhooks: { secrets: webhookSecrets!, allowPrivateUrls: config.webhooks.allowPrivateUrls }, apiErrorsFlushMs: config.alerts.apiErrorsFlushMs }) : null;
-  if (edge) await edge.listen({ host: config.host, port: config.edgePort });
+  const metricsShared = edgeThreaded ? shareMetrics(runtime.transport, 'main', 'edge') : null;
+  const edgeThread: EdgeThread | null = edgeThreaded
+    ? await startEdgeThread({
+        runtime,
+        operatorTokenHash: tokenHash,
+        onFailure: (err) => {
+          logger.fatal({ err: String(err) }, 'the edge thread failed');
+          process.exit(1);
+        },
+      })
+    : null;
+  const edge = roles.has('edge') && !edgeThread ? await serveEdge({ config, services, runtime, operatorTokenHash: tokenHash, log, webhookSecrets: webhookSecrets!, isServing }) : null;
+  const edgePort = edgeThread?.port ?? (edge ? (edge.server.address() as { port: number }).port : null);
   const socket: SocketGateway | null = roles.has('socket')
     ? await startSocketGateway({ host: config.host, port: config.socketPort, logger, isServing, services, runtime, messaging: config.messaging })
     : null;
@@ -161,14 +176,14 @@ async function main(): Promise<void> {
   serving = true;
 
   const where = [
-    edge ? `edge http://${config.host}:${(edge.server.address() as { port: number }).port}` : null,
+    edgePort !== null ? `edge http://${config.host}:${edgePort}` : null,
     socket ? `socket http://${config.host}:${socket.port}` : null,
     runtime.workerId ? `worker ${runtime.workerId}` : null,
     metricsServer ? `metrics http://${config.host}:${(metricsServer.address() as { port: number }).port}/metrics` : null,
     media ? `media sip:${config.host}:${media.ua.o.port} (udp, tcp)${media.ua.o.tlsPort ? `, sips ${media.ua.o.tlsPort} (tls)` : ''}` : null,
   ].filter(Boolean);
   process.stdout.write(`Switchboard ${config.region} serving: ${where.join(', ')} (store: ${store.backend}, data: ${config.dataDir}, transport: ${runtime.transport.kind})\n`);
-  if (edge) process.stdout.write(`OpenAPI: http://${config.host}:${(edge.server.address() as { port: number }).port}/openapi.json, browsable at /docs\n`);
+  if (edgePort !== null) process.stdout.write(`OpenAPI: http://${config.host}:${edgePort}/openapi.json, browsable at /docs\n`);
 
   let draining = false;
   const drain = async (signal: string) => {
@@ -181,6 +196,8 @@ async function main(): Promise<void> {
     await media?.close();
     await media?.o.recordings?.close();
     await edge?.close();
+    await edgeThread?.drain();
+    metricsShared?.unsubscribe();
     metricsServer?.close();
     await bus?.stop();
     await runtime.stop();

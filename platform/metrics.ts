@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import client from 'prom-client';
+import { decode, encode, type Subscription, type Transport } from '../actors/mod.js';
 
 /**
  * The process's Prometheus metrics (`prom-client`), served at `GET /metrics` on the edge port, and on
@@ -90,9 +91,40 @@ export function countConnections(source: () => { sessions: number; sockets: numb
   connectionSources.push(source);
 }
 
-/** The exposition text and its content type. */
+type MetricsJson = Awaited<ReturnType<typeof registry.getMetricsAsJSON>>;
+/** The other threads of this process whose metrics a scrape adds (`shareMetrics`). */
+const peers: Array<() => Promise<MetricsJson>> = [];
+/** How long a scrape waits for another thread's metrics before it answers without them. */
+const PEER_TIMEOUT_MS = 2000;
+
+/**
+ * This thread's own metrics: the ones the platform counts. The default metrics of the process (CPU, memory,
+ * file descriptors) are the same from every thread, so only the thread that serves a scrape adds them.
+ */
+async function ownMetrics(): Promise<MetricsJson> {
+  return (await registry.getMetricsAsJSON()).filter((m) => !DEFAULT_METRIC.test(m.name));
+}
+const DEFAULT_METRIC = /^switchboard_(process_|nodejs_)/;
+
+/**
+ * Makes this thread's metrics part of every scrape of another thread of the process, and that thread's part of
+ * this one's: the embedded default's edge thread and main thread, each answering on `sb.metrics.<own>` and asking
+ * `sb.metrics.<peer>` over the transport between them. Counters and histograms of both are summed.
+ */
+export function shareMetrics(transport: Transport, own: string, peer: string): Subscription {
+  peers.push(async () => decode<MetricsJson>(await transport.request(`sb.metrics.${peer}`, new Uint8Array(0), PEER_TIMEOUT_MS)));
+  return transport.subscribe(`sb.metrics.${own}`, (_data, respond) => {
+    ownMetrics().then((m) => respond?.(encode(m)), () => undefined);
+  });
+}
+
+/** The exposition text and its content type (with the other threads' metrics: `shareMetrics`). */
 export async function scrape(): Promise<{ contentType: string; body: string }> {
-  return { contentType: registry.contentType, body: await registry.metrics() };
+  if (peers.length === 0) return { contentType: registry.contentType, body: await registry.metrics() };
+  // A thread that does not answer (stopping) leaves its counters out of this scrape rather than failing it.
+  const theirs = await Promise.all(peers.map((p) => p().catch(() => [] as MetricsJson)));
+  const merged = client.AggregatorRegistry.aggregate([await registry.getMetricsAsJSON(), ...theirs] as Parameters<typeof client.AggregatorRegistry.aggregate>[0]);
+  return { contentType: registry.contentType, body: await merged.metrics() };
 }
 
 /** Serves `GET /metrics` on its own port (processes without an edge: `METRICS_PORT`). */

@@ -7,9 +7,12 @@ import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import fc from 'fast-check';
 import t, { type Test } from 'tap';
+import { MessageChannel } from 'node:worker_threads';
 import {
   connectNatsTransport,
   createInprocTransport,
+  portTransport,
+  servePort,
   TransportError,
   type Handler,
   type Transport,
@@ -296,6 +299,91 @@ t.test('in-process', async (t) => {
   behaviour(t, async () => {
     const transport = createInprocTransport();
     return { client: transport, server: transport };
+  });
+});
+
+t.test('over a message port (the edge thread)', async (t) => {
+  /** A port transport whose other end an in-process transport serves: what the edge thread and the main thread hold. */
+  const threadSide = (inner: Transport) => {
+    const { port1, port2 } = new MessageChannel();
+    servePort(inner, port1);
+    return portTransport(port2);
+  };
+  t.equal(threadSide(createInprocTransport()).kind, 'thread');
+  t.test('the thread asks, the main thread serves', async (t) => {
+    behaviour(t, async () => {
+      const server = createInprocTransport();
+      return { client: threadSide(server), server };
+    });
+  });
+  t.test('the main thread asks, the thread serves', async (t) => {
+    behaviour(t, async () => {
+      const client = createInprocTransport();
+      return { client, server: threadSide(client) };
+    });
+  });
+  t.test('two ports of one main thread', async (t) => {
+    behaviour(t, async () => {
+      const inner = createInprocTransport();
+      const server = threadSide(inner);
+      // The main thread's own transport closes last (a request still pending there keeps its timer until then).
+      const close = server.close.bind(server);
+      server.close = async () => {
+        await close();
+        await inner.close();
+      };
+      return { client: threadSide(inner), server };
+    });
+  });
+  t.test('what one turn of the event loop sends goes in one message', async (t) => {
+    const inner = createInprocTransport();
+    inner.subscribe('svc.echo', (d, respond) => respond?.(d));
+    const { port1, port2 } = new MessageChannel();
+    const posted: number[] = [];
+    const post = port2.postMessage.bind(port2);
+    port2.postMessage = (frames: unknown[]) => {
+      posted.push(frames.length);
+      post(frames);
+    };
+    servePort(inner, port1);
+    const client = portTransport(port2);
+    t.teardown(() => client.close());
+    const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => client.request('svc.echo', enc(String(i)), 5000)));
+    t.same(answers.map(dec), Array.from({ length: 50 }, (_, i) => String(i)));
+    t.same(posted, [50], 'fifty asks made in one turn: one message');
+  });
+  t.test('a throwing handler is reported and the rest of its batch still delivered', async (t) => {
+    // In a child process: the throw must reach process-level 'uncaughtException'.
+    const script = `
+      import { MessageChannel } from 'node:worker_threads';
+      import { createInprocTransport, portTransport, servePort } from ${JSON.stringify(new URL('../actors/transport/mod.js', import.meta.url).href)};
+      const thrown = [];
+      process.on('uncaughtException', (err) => thrown.push(err.message));
+      const inner = createInprocTransport();
+      const { port1, port2 } = new MessageChannel();
+      servePort(inner, port1);
+      const thread = portTransport(port2);
+      thread.subscribe('boom', () => { throw new Error('handler bug'); });
+      thread.subscribe('echo', (d, respond) => respond(d));
+      await thread.flush();
+      inner.publish('boom', new Uint8Array());
+      const answer = await inner.request('echo', new TextEncoder().encode('still here'), 5000);
+      console.log(JSON.stringify({ thrown, answer: new TextDecoder().decode(answer) }));
+      await thread.close();
+      await inner.close();
+    `;
+    const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script]);
+    t.same(JSON.parse(stdout), { thrown: ['handler bug'], answer: 'still here' });
+  });
+  t.test('a subscription the thread drops mid-request leaves the asker to its timeout', async (t) => {
+    const inner = createInprocTransport();
+    const client = threadSide(inner);
+    t.teardown(() => client.close());
+    const sub = client.subscribe('svc.slow', () => {});
+    await client.flush();
+    const asked = code(inner.request('svc.slow', enc(''), 200));
+    sub.unsubscribe();
+    t.equal(await asked, 'TIMEOUT');
   });
 });
 

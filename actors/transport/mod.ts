@@ -1,9 +1,11 @@
 /**
- * The transport between the edges and the actor hosts, with two implementations of one contract:
+ * The transport between the edges and the actor hosts, with implementations of one contract:
  *
  * - `createInprocTransport()`: in-process, for the embedded single-process default;
  * - `connectNatsTransport(url)`: NATS core over nats.js v3, for multi-node deployments; it also exposes
- *   its `connection` for the placement leases and other JetStream users.
+ *   its `connection` for the placement leases and other JetStream users;
+ * - `portTransport(port)`: a thread's transport whose other end (`servePort`) is another thread's in-process
+ *   transport: the embedded default's edge thread reaches the actors of its main thread over it.
  *
  * Both honour NATS subject wildcards (`*`, `>`), queue groups, first-answer-wins requests and fail
  * requests with `TransportError` (`NO_RESPONDERS`, `TIMEOUT`, `CLOSED`); `publish` and `subscribe` throw
@@ -23,5 +25,6 @@ export type {
   TransportErrorCode,
 } from './types.js';
 export { createInprocTransport } from './inproc.js';
+export { portTransport, servePort } from './port.js';
 export { connectNatsTransport, type NatsTransport, type NatsTransportOptions } from './nats.js';
 export { isLiteralSubject, isSubscriptionSubject, subjectMatches } from './subject.js';

@@ -1,0 +1,75 @@
+/**
+ * The edge thread's program (`edge-thread.ts`): the edge role of the embedded default, reaching the actors of
+ * the process's main thread over the port it was given.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { builtinKinds, startRuntime } from '../actors/mod.js';
+import { SecretBox } from '../actors/delivery/mod.js';
+import { openStore } from '../store/mod.js';
+import { openBlobStore } from '../store/blobs/mod.js';
+import { loadConfig } from './config.js';
+import type { EdgeThreadData, EdgeThreadMessage } from './edge-thread.js';
+import { serveEdge } from './edge-role.js';
+import { startInvalidationBus } from './invalidation.js';
+import { createLogger } from './logger.js';
+import { shareMetrics } from './metrics.js';
+import { createServices } from './services.js';
+import { startTelemetry } from './telemetry.js';
+
+async function main(data: EdgeThreadData): Promise<void> {
+  const config = loadConfig();
+  const telemetry = await startTelemetry({ attributes: { 'switchboard.roles': 'edge' } });
+  const log = createLogger({ level: config.logLevel, format: config.logFormat, isTTY: data.isTTY, base: { role: 'edge' } });
+  const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl });
+  const services = createServices(store, config.tenancyCache);
+  services.blobs = await openBlobStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl });
+  // The main thread opened it first (and created its key when there was none).
+  const webhookSecrets = await SecretBox.open(config.dataDir, config.webhooks.secretsKey);
+  const runtime = await startRuntime({
+    kinds: builtinKinds(),
+    store,
+    port: data.port,
+    worker: false,
+    shardCount: config.shardCount,
+    leaseTtlMs: config.leaseTtlMs,
+    passivateAfterMs: config.passivateAfterMs,
+    askTimeoutMs: config.askTimeoutMs,
+    log: (msg, extra) => log.logger.warn(extra ?? {}, msg),
+    healthLog: (level, msg, extra) => log.logger[level](extra ?? {}, msg),
+    projections: { store: { dataDir: config.dataDir, mongodbUrl: config.mongodbUrl }, ...config.projections },
+  });
+  const metrics = shareMetrics(runtime.transport, 'edge', 'main');
+  // An operator's write made here reaches the main thread's cache (the actors' real-time config pages) before it answers.
+  const bus = await startInvalidationBus({
+    transport: runtime.transport,
+    store,
+    cache: services.tenancy,
+    beatTtlMs: Math.max(3000, config.tenancyCache.ttlMs),
+    log: (msg, extra) => log.logger.warn(extra ?? {}, msg),
+  });
+  let serving = false;
+  const edge = await serveEdge({ config, services, runtime, operatorTokenHash: data.operatorTokenHash, log, webhookSecrets, isServing: () => serving });
+  serving = true;
+  const post = (m: EdgeThreadMessage) => parentPort!.postMessage(m);
+  parentPort!.on('message', (m: { type: string }) => {
+    if (m.type !== 'drain') return;
+    serving = false;
+    void (async () => {
+      await edge.close();
+      metrics.unsubscribe();
+      await bus.stop();
+      await runtime.stop();
+      await services.blobs?.close();
+      await store.close();
+      await telemetry?.shutdown();
+      post({ type: 'drained' });
+    })();
+  });
+  post({ type: 'listening', port: (edge.server.address() as { port: number }).port });
+}
+
+main(workerData as EdgeThreadData).catch((err) => {
+  // The main thread sees the thread end before it served, and fails its start with this.
+  process.stderr.write(`the edge thread failed to start: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+  throw err;
+});
