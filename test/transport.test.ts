@@ -352,6 +352,23 @@ t.test('over a message port (the edge thread)', async (t) => {
     t.same(answers.map(dec), Array.from({ length: 50 }, (_, i) => String(i)));
     t.same(posted, [50], 'fifty asks made in one turn: one message');
   });
+  t.test('a payload that is a view of a larger buffer crosses as its own bytes, and the sender keeps it', async (t) => {
+    const inner = createInprocTransport();
+    let received: Uint8Array | null = null;
+    inner.subscribe('svc.view', (d, respond) => {
+      received = d;
+      respond?.(d);
+    });
+    const client = threadSide(inner);
+    t.teardown(() => client.close());
+    const big = new Uint8Array(64 * 1024).fill(7);
+    const view = big.subarray(100, 110);
+    const answer = await client.request('svc.view', view, 5000);
+    t.equal(received!.buffer.byteLength, 10, 'ten bytes crossed, not the 64 KiB buffer they sit in');
+    t.same([...answer], Array(10).fill(7));
+    t.equal(view.byteLength, 10, 'the sender’s view is not detached');
+    t.equal(big.buffer.byteLength, 64 * 1024);
+  });
   t.test('a throwing handler is reported and the rest of its batch still delivered', async (t) => {
     // In a child process: the throw must reach process-level 'uncaughtException'.
     const script = `

@@ -32,6 +32,8 @@ const RESPOND_KEPT_MS = 10 * 60_000;
 /** Frames one side sends, posted once per turn of its event loop. */
 class PortOutbox {
   private queue: Frame[] = [];
+  /** The buffers of the payloads copied for this post, handed over rather than copied again. */
+  private moved: ArrayBuffer[] = [];
   private scheduled = false;
 
   constructor(private readonly port: MessagePort) {}
@@ -43,12 +45,26 @@ class PortOutbox {
     setImmediate(this.send);
   }
 
+  /**
+   * A payload as it may cross: a view of part of a larger buffer (msgpackr encodes into a buffer of 8 KiB or
+   * more and returns a view of it) is copied, since a structured clone copies a view's whole buffer; the copy's
+   * buffer is then transferred. A payload that is its whole buffer is the sender's, and cloned as it is.
+   */
+  payload(data: Uint8Array): Uint8Array {
+    if (data.byteOffset === 0 && data.byteLength === data.buffer.byteLength) return data;
+    const copy = new Uint8Array(data);
+    this.moved.push(copy.buffer);
+    return copy;
+  }
+
   readonly send = (): void => {
     this.scheduled = false;
     if (this.queue.length === 0) return;
     const queue = this.queue;
+    const moved = this.moved;
     this.queue = [];
-    this.port.postMessage(queue);
+    this.moved = [];
+    this.port.postMessage(queue, moved);
   };
 }
 
@@ -77,7 +93,7 @@ export function portTransport(port: MessagePort): Transport {
   let nextId = 1;
   let closed = false;
 
-  const respondTo = (rid: number): Respond | null => (rid ? (data) => void (!closed && out.add(['respond', rid, data])) : null);
+  const respondTo = (rid: number): Respond | null => (rid ? (data) => void (!closed && out.add(['respond', rid, out.payload(data)])) : null);
   port.on('message', (frames: Frame[]) => {
     for (const f of frames) {
       if (f[0] === 'msg') {
@@ -118,14 +134,14 @@ export function portTransport(port: MessagePort): Transport {
       return new Promise<Uint8Array>((resolve, reject) => {
         const id = nextId++;
         awaiting(id, { resolve, reject });
-        out.add(['req', id, subject, data, timeoutMs, headers]);
+        out.add(['req', id, subject, out.payload(data), timeoutMs, headers]);
       });
     },
 
     publish(subject, data) {
       if (closed) throw closedError();
       if (!isLiteralSubject(subject)) throw new TypeError(`invalid subject '${subject}'`);
-      out.add(['pub', subject, data]);
+      out.add(['pub', subject, out.payload(data)]);
     },
 
     subscribe(subject: string, handler: Handler, options: SubscribeOptions = {}): Subscription {
@@ -195,7 +211,7 @@ export function servePort(inner: Transport, port: MessagePort, toBytes: (data: U
       switch (f[0]) {
         case 'req': {
           const id = f[1];
-          inner.request(f[2], f[3], f[4], f[5]).then((data) => out.add(['res', id, toBytes(data)]), (err) => fail(id, err));
+          inner.request(f[2], f[3], f[4], f[5]).then((data) => out.add(['res', id, out.payload(toBytes(data))]), (err) => fail(id, err));
           break;
         }
         case 'pub':
@@ -214,7 +230,7 @@ export function servePort(inner: Transport, port: MessagePort, toBytes: (data: U
                 rid = nextRid++;
                 responds.set(rid, { respond, at: Date.now() });
               }
-              out.add(['msg', sid, subject, toBytes(data), headers, rid]);
+              out.add(['msg', sid, subject, out.payload(toBytes(data)), headers, rid]);
             }, { queue: f[3] }));
           } catch {
             // Closed here (the process is stopping): nothing will be delivered, as after a drain.
