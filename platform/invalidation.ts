@@ -1,6 +1,6 @@
 /**
- * Carries the operator's writes to the tenancy caches of every process that serves requests or runs actors
- * (edge, socket gateway, worker), over NATS, so that a deleted key or connector, or changed settings, stop
+ * Carries the operator's writes to the tenancy caches of every process (or thread) that serves requests or
+ * runs actors (edge, socket gateway, worker), over NATS, so that a deleted key or connector, or changed settings, stop
  * being served everywhere before the admin call answers, and a real-time config change reaches every
  * worker's next turn.
  *
@@ -11,8 +11,9 @@
  * gone (no responders) is skipped, one that does not answer within `ACK_TIMEOUT_MS` is logged and left to its
  * cache's TTL, which bounds how long any process can serve a revoked credential.
  *
- * Without NATS the platform is one process: the admin call invalidates that process's cache directly and no
- * bus is started.
+ * Without NATS the platform is one process. With its edge in a thread of its own (the embedded default,
+ * `platform/edge-thread.ts`) each thread has its cache and the bus runs between them over the thread's port, as
+ * between processes; with `EDGE_THREAD=off` the admin call invalidates the one cache directly and no bus is started.
  */
 import { randomBytes } from 'node:crypto';
 import { decode, encode, type Subscription, type Transport } from '../actors/mod.js';

@@ -121,7 +121,7 @@ async function main(): Promise<void> {
   if (host) countLiveActors(() => host.liveActorsByKind());
   const metricsServer = config.metricsPort !== undefined ? await serveMetrics(config.host, config.metricsPort) : null;
   // Over NATS, an operator's write (and a real-time config change) must reach the caches of the other
-  // processes too, workers included (platform/invalidation.ts).
+  // processes too, workers included (platform/invalidation.ts); embedded, those of the edge thread and this one.
   const bus = cached && (config.natsUrl || edgeThreaded)
     ? await startInvalidationBus({
         transport: runtime.transport,
