@@ -103,12 +103,15 @@ t.test('what QuickJS cannot stop itself is contained: the call fails, the proces
     // Parsing deeply nested source recurses natively past any QuickJS check: the host stack overflows.
     ['parsing deeply nested source', '() => eval("(".repeat(100000) + "1" + ")".repeat(100000))', 'error'],
   ];
+  // The probes around each case get a long time limit: a process's cold start on a loaded machine (a CI run's
+  // other test files beside it) can take longer than the 300 ms the case itself is given.
+  const probe = (source: string) => s.invoke(call(source, { timeoutMs: 30_000 }));
   for (const [what, source, kind] of cases) {
-    t.ok((await s.invoke(call('() => 1'))).ok, `${what}: a process is up`);
+    t.ok((await probe('() => 1')).ok, `${what}: a process is up`);
     const pid = s.pids()[0];
     const r = await s.invoke(call(source));
     t.equal(r.ok ? 'ok' : r.error.kind, kind, `${what}: a function error (${r.ok ? '' : r.error.message})`);
-    const next = await s.invoke(call('() => 2'));
+    const next = await probe('() => 2');
     t.same(next.ok && next.value, 2, `${what}: the next call is served`);
     t.not(s.pids()[0], pid, `${what}: by a fresh process (one that was interrupted from outside is not trusted again)`);
   }
