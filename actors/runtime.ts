@@ -24,6 +24,8 @@ export interface RuntimeOptions {
    * the embedded default's edge thread. Not with `natsUrl` nor `worker`.
    */
   port?: MessagePort;
+  /** The kinds the actors reached over `port` are of (the other thread's `kinds`), for `Runtime.kindNames`. */
+  kindNames?: string[];
   /** Host actors in this process (the `worker` role). */
   worker: boolean;
   shardCount: number;
@@ -54,6 +56,8 @@ export interface Runtime {
   workerId: string | null;
   shardCount: number;
   kinds: Map<string, ActorKind>;
+  /** The kinds of the actors this runtime reaches: its own, or over a port those of the thread serving it. */
+  kindNames: string[];
   /** What keeps this process from reaching actors now (no live worker, unowned shards): `/healthz`, admin. */
   health: RuntimeHealth;
   /** The projections' status (and in a worker their runner); null without `RuntimeOptions.projections`. */
@@ -136,6 +140,7 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
     workerId,
     shardCount: o.shardCount,
     kinds,
+    kindNames: o.kindNames ?? [...kinds.keys()],
     health,
     projections,
     servePort: (port) => {

@@ -29,6 +29,7 @@ async function main(data: EdgeThreadData): Promise<void> {
     kinds: builtinKinds(),
     store,
     port: data.port,
+    kindNames: data.kindNames,
     worker: false,
     shardCount: config.shardCount,
     leaseTtlMs: config.leaseTtlMs,

@@ -81,7 +81,7 @@ export const runtimePlugin: FastifyPluginAsync<AdminOptions> = async (root, { se
     return {
       transport: runtime.transport.kind,
       shardCount: runtime.shardCount,
-      kinds: [...runtime.kinds.keys()],
+      kinds: runtime.kindNames,
       workers,
       unownedShards: Array.from({ length: runtime.shardCount }, (_, i) => i).filter((s) => !owned.has(s)),
       degraded: runtime.health.degraded(),
