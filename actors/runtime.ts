@@ -24,8 +24,6 @@ export interface RuntimeOptions {
    * the embedded default's edge thread. Not with `natsUrl` nor `worker`.
    */
   port?: MessagePort;
-  /** The kinds the actors reached over `port` are of (the other thread's `kinds`), for `Runtime.kindNames`. */
-  kindNames?: string[];
   /** Host actors in this process (the `worker` role). */
   worker: boolean;
   shardCount: number;
@@ -55,9 +53,8 @@ export interface Runtime {
   host: Host | null;
   workerId: string | null;
   shardCount: number;
+  /** The kinds this process knows; the kinds a worker hosts are in its `WorkerInfo` (`directory`). */
   kinds: Map<string, ActorKind>;
-  /** The kinds of the actors this runtime reaches: its own, or over a port those of the thread serving it. */
-  kindNames: string[];
   /** What keeps this process from reaching actors now (no live worker, unowned shards): `/healthz`, admin. */
   health: RuntimeHealth;
   /** The projections' status (and in a worker their runner); null without `RuntimeOptions.projections`. */
@@ -88,8 +85,8 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
   let ownershipChanged = () => {};
   if (workerId) {
     const placement = nats
-      ? createNatsPlacement({ connection: nats.connection, workerId, shardCount: o.shardCount, leaseTtlMs: o.leaseTtlMs, log: o.log })
-      : createLocalPlacement({ workerId, shardCount: o.shardCount });
+      ? createNatsPlacement({ connection: nats.connection, workerId, shardCount: o.shardCount, leaseTtlMs: o.leaseTtlMs, kinds: [...kinds.keys()], log: o.log })
+      : createLocalPlacement({ workerId, shardCount: o.shardCount, kinds: [...kinds.keys()] });
     host = new Host({
       transport,
       placement,
@@ -118,7 +115,7 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
       ? createNatsWorkerDirectory(nats.connection)
       : {
           workers: async (): Promise<WorkerInfo[]> => [
-            { id: workerId, shards: placement.owned(), liveActors: local.liveActors, startedAt: started, seenAt: new Date().toISOString() },
+            { id: workerId, shards: placement.owned(), liveActors: local.liveActors, kinds: [...kinds.keys()], startedAt: started, seenAt: new Date().toISOString() },
           ],
         };
     // The threads this runtime serves (`servePort`) see this worker through it.
@@ -140,7 +137,6 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
     workerId,
     shardCount: o.shardCount,
     kinds,
-    kindNames: o.kindNames ?? [...kinds.keys()],
     health,
     projections,
     servePort: (port) => {

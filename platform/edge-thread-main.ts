@@ -15,6 +15,7 @@ import { createLogger } from './logger.js';
 import { shareMetrics } from './metrics.js';
 import { createServices } from './services.js';
 import { startTelemetry } from './telemetry.js';
+import { busOptions, runtimeOptions } from './runtime-options.js';
 
 async function main(data: EdgeThreadData): Promise<void> {
   const config = loadConfig();
@@ -25,29 +26,10 @@ async function main(data: EdgeThreadData): Promise<void> {
   services.blobs = await openBlobStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl });
   // The main thread opened it first (and created its key when there was none).
   const webhookSecrets = await SecretBox.open(config.dataDir, config.webhooks.secretsKey);
-  const runtime = await startRuntime({
-    kinds: builtinKinds(),
-    store,
-    port: data.port,
-    kindNames: data.kindNames,
-    worker: false,
-    shardCount: config.shardCount,
-    leaseTtlMs: config.leaseTtlMs,
-    passivateAfterMs: config.passivateAfterMs,
-    askTimeoutMs: config.askTimeoutMs,
-    log: (msg, extra) => log.logger.warn(extra ?? {}, msg),
-    healthLog: (level, msg, extra) => log.logger[level](extra ?? {}, msg),
-    projections: { store: { dataDir: config.dataDir, mongodbUrl: config.mongodbUrl }, ...config.projections },
-  });
+  const runtime = await startRuntime({ ...runtimeOptions(config, log, store), kinds: builtinKinds(), port: data.port, worker: false });
   const metrics = shareMetrics(runtime.transport, 'edge', 'main');
   // An operator's write made here reaches the main thread's cache (the actors' real-time config pages) before it answers.
-  const bus = await startInvalidationBus({
-    transport: runtime.transport,
-    store,
-    cache: services.tenancy,
-    beatTtlMs: Math.max(3000, config.tenancyCache.ttlMs),
-    log: (msg, extra) => log.logger.warn(extra ?? {}, msg),
-  });
+  const bus = await startInvalidationBus(busOptions(config, log, runtime, store, services.tenancy));
   let serving = false;
   const edge = await serveEdge({ config, services, runtime, operatorTokenHash: data.operatorTokenHash, log, webhookSecrets, isServing: () => serving });
   serving = true;

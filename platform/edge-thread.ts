@@ -6,8 +6,6 @@ export interface EdgeThreadData {
   /** The edge thread's end of the port its runtime reaches the main thread's actors over. */
   port: import('node:worker_threads').MessagePort;
   operatorTokenHash: string;
-  /** The kinds of the main thread's actors (what `GET /admin/v1/runtime` lists). */
-  kindNames: string[];
   /** Whether the process's stdout is a terminal (a thread's own stdout is not), for the log format. */
   isTTY: boolean;
 }
@@ -35,7 +33,7 @@ export interface EdgeThread {
 export async function startEdgeThread(o: { runtime: Runtime; operatorTokenHash: string; onFailure: (err: unknown) => void }): Promise<EdgeThread> {
   const { port1, port2 } = new MessageChannel();
   o.runtime.servePort(port1);
-  const data: EdgeThreadData = { port: port2, operatorTokenHash: o.operatorTokenHash, kindNames: [...o.runtime.kinds.keys()], isTTY: !!process.stdout.isTTY };
+  const data: EdgeThreadData = { port: port2, operatorTokenHash: o.operatorTokenHash, isTTY: !!process.stdout.isTTY };
   const worker = new Worker(new URL('./edge-thread-main.js', import.meta.url), { workerData: data, transferList: [port2] });
   const port = await new Promise<number>((resolve, reject) => {
     const failed = (err: unknown) => reject(err instanceof Error ? err : new Error(`the edge thread exited (${String(err)}) before it served`));

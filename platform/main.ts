@@ -27,6 +27,7 @@ import { operatorTokenHash } from './operator-token.js';
 import { createServices } from './services.js';
 import { startInvalidationBus } from './invalidation.js';
 import { startTelemetry } from './telemetry.js';
+import { busOptions, runtimeOptions } from './runtime-options.js';
 import { serveEdge } from './edge-role.js';
 import { startEdgeThread, type EdgeThread } from './edge-thread.js';
 
@@ -103,19 +104,7 @@ async function main(): Promise<void> {
         alertRuleKind({ store, client: async () => (await runtimeReady).client, intervalMs: config.alerts.evalIntervalMs }),
       ]
     : [];
-  const runtime = await startRuntime({
-    kinds: builtinKinds(extraKinds),
-    store,
-    natsUrl: config.natsUrl,
-    worker: roles.has('worker'),
-    shardCount: config.shardCount,
-    leaseTtlMs: config.leaseTtlMs,
-    passivateAfterMs: config.passivateAfterMs,
-    askTimeoutMs: config.askTimeoutMs,
-    log: (msg, extra) => logger.warn(extra ?? {}, msg),
-    healthLog: (level, msg, extra) => logger[level](extra ?? {}, msg),
-    projections: { store: { dataDir: config.dataDir, mongodbUrl: config.mongodbUrl }, ...config.projections },
-  });
+  const runtime = await startRuntime({ ...runtimeOptions(config, log, store), kinds: builtinKinds(extraKinds), natsUrl: config.natsUrl, worker: roles.has('worker') });
   runtimeStarted(runtime);
   const host = runtime.host;
   if (host) countLiveActors(() => host.liveActorsByKind());
@@ -123,13 +112,7 @@ async function main(): Promise<void> {
   // Over NATS, an operator's write (and a real-time config change) must reach the caches of the other
   // processes too, workers included (platform/invalidation.ts); embedded, those of the edge thread and this one.
   const bus = cached && (config.natsUrl || edgeThreaded)
-    ? await startInvalidationBus({
-        transport: runtime.transport,
-        store,
-        cache: services.tenancy,
-        beatTtlMs: Math.max(3000, config.tenancyCache.ttlMs),
-        log: (msg, extra) => logger.warn(extra ?? {}, msg),
-      })
+    ? await startInvalidationBus(busOptions(config, log, runtime, store, services.tenancy))
     : null;
   let serving = false;
   const isServing = () => serving;

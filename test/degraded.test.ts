@@ -64,6 +64,7 @@ t.test('no worker alive: warn once per cause, degraded in /healthz and the runti
     'the runtime API lists both causes',
   );
   t.same((await http(edge.edge, 'GET', '/healthz')).body.degraded.length, 2);
+  t.same((await runtime()).kinds, ['counter'], 'without a worker, the edge lists only the kinds it knows itself');
 
   worker = await startPlatform({ roles: ['worker'], dataDir, env });
   const created = await eventually(async () => {
@@ -75,7 +76,11 @@ t.test('no worker alive: warn once per cause, degraded in /healthz and the runti
   t.same((await http(edge.edge, 'GET', '/healthz')).body, { status: 'ok' }, 'healthy again: exactly the contract body');
   await eventually(async () => ((await http(socket.socket, 'GET', '/healthz')).body.degraded ? null : true), 10_000, 100);
   t.same((await http(socket.socket, 'GET', '/healthz')).body, { status: 'ok' }, 'on the socket port too');
-  t.same((await runtime()).degraded, []);
+  const joined = await runtime();
+  t.same(joined.degraded, []);
+  const hosted = ['alert-rule', 'call', 'conversation', 'counter', 'delivery', 'session'];
+  t.same([...joined.workers[0].kinds].sort(), hosted, "the worker's heartbeat says which kinds it hosts");
+  t.same([...joined.kinds].sort(), hosted, 'the edge lists the kinds its workers host');
 });
 
 t.test('the directory watch: a shard unowned on one read is a handover, on two reads a cause; each logged once', async (t) => {

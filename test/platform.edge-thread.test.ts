@@ -16,6 +16,7 @@ t.test('embedded, the edge runs in a thread of its own and reaches the actors ov
   t.equal(runtime.transport, 'thread', 'the edge thread’s transport');
   t.equal(runtime.workers.length, 1, 'the main thread’s worker, answered over the port');
   t.same([...runtime.kinds].sort(), ['alert-rule', 'call', 'conversation', 'counter', 'delivery', 'session'], 'the kinds the main thread hosts');
+  t.same([...runtime.workers[0].kinds].sort(), [...runtime.kinds].sort(), 'as its worker says');
   t.same(runtime.unownedShards, []);
   t.same(runtime.degraded, []);
   t.equal((await http(p.edge, 'GET', '/healthz')).status, 200);

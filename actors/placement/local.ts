@@ -6,6 +6,8 @@ import { defaultWorkerId } from './worker-id.js';
 export interface LocalPlacementOptions {
   shardCount?: number;
   workerId?: string;
+  /** The actor kinds the worker hosts, for `info()`. */
+  kinds?: string[];
 }
 
 /** The embedded placement, which also describes its single worker. */
@@ -57,6 +59,7 @@ export function createLocalPlacement(options: LocalPlacementOptions = {}): Local
       id: workerId,
       shards: owning ? [...all] : [],
       liveActors,
+      kinds: options.kinds ?? [],
       startedAt,
       seenAt: new Date().toISOString(),
     }),

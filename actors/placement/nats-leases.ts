@@ -18,6 +18,8 @@ export interface NatsPlacementOptions {
   leaseTtlMs?: number;
   /** Buckets are `<prefix>_workers` and `<prefix>_shards`. */
   bucketPrefix?: string;
+  /** The actor kinds this worker hosts, published with its heartbeat (the admin API lists them). */
+  kinds?: string[];
   /** Receives diagnostics (failed renewals, lost leases); silent by default. */
   log?: (msg: string, extra?: object) => void;
 }
@@ -166,6 +168,7 @@ export function createNatsPlacement(options: NatsPlacementOptions): Placement {
       id: workerId,
       shards: owned(),
       liveActors,
+      kinds: options.kinds ?? [],
       startedAt,
       seenAt: new Date().toISOString(),
     };

@@ -10,6 +10,8 @@ export interface WorkerInfo {
   shards: number[];
   /** Live (activated) actors on this worker, as it last reported. */
   liveActors: number;
+  /** The actor kinds this worker hosts (`ActorKind.name`). */
+  kinds: string[];
   startedAt: string;
   /** When this record was last refreshed (ISO). */
   seenAt: string;

@@ -12,6 +12,7 @@ const Worker = z.object({
   id: z.string(),
   shards: z.array(z.number().int()),
   liveActors: z.number().int(),
+  kinds: z.array(z.string()),
   startedAt: z.string(),
   seenAt: z.string(),
 });
@@ -81,7 +82,8 @@ export const runtimePlugin: FastifyPluginAsync<AdminOptions> = async (root, { se
     return {
       transport: runtime.transport.kind,
       shardCount: runtime.shardCount,
-      kinds: runtime.kindNames,
+      // The kinds this process knows and those its workers host (over NATS an edge knows only its own).
+      kinds: [...new Set([...runtime.kinds.keys(), ...workers.flatMap((w) => w.kinds)])],
       workers,
       unownedShards: Array.from({ length: runtime.shardCount }, (_, i) => i).filter((s) => !owned.has(s)),
       degraded: runtime.health.degraded(),

@@ -1,0 +1,36 @@
+/**
+ * What the threads and processes of a deployment start their actor runtime and invalidation bus with, from
+ * one config: the embedded default's main thread and edge thread (`main.ts`, `edge-thread-main.ts`) and every
+ * process over NATS. In one place, so that a setting cannot reach one thread and miss the other.
+ */
+import type { Runtime, RuntimeOptions } from '../actors/mod.js';
+import type { Store } from '../store/mod.js';
+import type { TenancyCache } from '../tenancy/cache.js';
+import type { Config } from './config.js';
+import type { InvalidationBusOptions } from './invalidation.js';
+import type { PlatformLogger } from './logger.js';
+
+/** The runtime options that come from the config and the logger (the caller adds kinds, transport and roles). */
+export function runtimeOptions(config: Config, log: PlatformLogger, store: Store): Omit<RuntimeOptions, 'worker'> {
+  return {
+    store,
+    shardCount: config.shardCount,
+    leaseTtlMs: config.leaseTtlMs,
+    passivateAfterMs: config.passivateAfterMs,
+    askTimeoutMs: config.askTimeoutMs,
+    log: (msg, extra) => log.logger.warn(extra ?? {}, msg),
+    healthLog: (level, msg, extra) => log.logger[level](extra ?? {}, msg),
+    projections: { store: { dataDir: config.dataDir, mongodbUrl: config.mongodbUrl }, ...config.projections },
+  };
+}
+
+/** The invalidation bus's options for a thread or process whose tenancy cache is `cache`. */
+export function busOptions(config: Config, log: PlatformLogger, runtime: Runtime, store: Store, cache: TenancyCache): InvalidationBusOptions {
+  return {
+    transport: runtime.transport,
+    store,
+    cache,
+    beatTtlMs: Math.max(3000, config.tenancyCache.ttlMs),
+    log: (msg, extra) => log.logger.warn(extra ?? {}, msg),
+  };
+}
