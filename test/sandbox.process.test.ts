@@ -117,6 +117,26 @@ t.test('what QuickJS cannot stop itself is contained: the call fails, the proces
   }
 });
 
+t.test('a short time limit: the pool starting or replacing its process is not counted as waiting', async (t) => {
+  // 15 ms allows 150 ms of waiting for a busy process; a process's cold start takes longer than that.
+  const short = (source: string) => s.invoke(call(source, { timeoutMs: 15 }));
+  const s = createFunctionSandbox({ processes: 1, timeoutMs: 5000 });
+  t.teardown(() => s.close());
+  const first = await short('() => 1');
+  t.same(first.ok ? first.value : first.error, 1, 'the first call on a cold pool is served');
+  const spin = await short('() => { for (;;) {} }');
+  t.equal(spin.ok ? 'ok' : spin.error.kind, 'timeout', 'a call past its limit times out (its process is replaced)');
+  const next = await short('() => 2');
+  t.same(next.ok ? next.value : next.error, 2, 'the call queued while the process is replaced is served by the new one');
+
+  // Waiting for a process that is ready but busy still counts.
+  const busy = s.invoke(call('() => { const end = Date.now() + 600; while (Date.now() < end) {} return 3 }'));
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  const waited = await s.invoke(call('() => 4', { timeoutMs: 20 }));
+  t.same(waited.ok ? 'ok' : waited.error, { kind: 'timeout', message: 'the function waited too long for a sandbox' }, 'a call that waited ten times its limit behind a busy process fails');
+  t.same((await busy).ok, true);
+});
+
 t.test('off-heap growth and a killed process', async (t) => {
   const s = createFunctionSandbox({ processes: 1, memoryMb: 16, timeoutMs: 5000 });
   t.teardown(() => s.close());

@@ -40,7 +40,11 @@ export interface FunctionSandboxOptions {
   isolation?: IsolationLayer | 'auto';
 }
 
-/** A call may wait this many times its own time limit for a process before it fails. */
+/**
+ * A call may wait this many times its own time limit for a process before it fails. Time in which no process of
+ * the pool was ready (the pool starting, or replacing the processes it killed) does not count: a cold start takes
+ * longer than a short time limit, and a call is not the tenant's failure for waiting through it.
+ */
 const QUEUE_WAIT_FACTOR = 10;
 /** After this many processes in a row die before loading, queued calls fail instead of waiting. */
 const START_FAILURES = 3;
@@ -51,6 +55,8 @@ interface Job {
   message: CallMessage;
   inputState: Record<string, unknown>;
   queuedAt: number;
+  /** The pool's time without a ready process (`starved`) when the call was queued. */
+  starvedAtQueue: number;
   resolve: (result: InvokeResult) => void;
 }
 
@@ -113,6 +119,19 @@ export function createFunctionSandbox(options: FunctionSandboxOptions = {}): Fun
   let startFailures = 0;
   let nextId = 1;
   let closed = false;
+  /** Time the pool has spent with no ready process, up to `starvedSince` (when the current such spell began). */
+  let starvedMs = 0;
+  let starvedSince: number | null = performance.now();
+
+  const starved = (now: number): number => starvedMs + (starvedSince === null ? 0 : now - starvedSince);
+  /** Starts or ends a spell without a ready process; called whenever a process may have become ready or gone. */
+  function noteReadiness(now: number): void {
+    const ready = pool.some((p) => p.isReady);
+    if (ready && starvedSince !== null) {
+      starvedMs += now - starvedSince;
+      starvedSince = null;
+    } else if (!ready && starvedSince === null) starvedSince = now;
+  }
 
   function finish(job: Job, reply: CallReply | { ok: false; error: Failure; conv?: string }): void {
     const durationMs = performance.now() - job.queuedAt;
@@ -137,6 +156,7 @@ export function createFunctionSandbox(options: FunctionSandboxOptions = {}): Fun
   function onExit(proc: SandboxProcess, why: string): void {
     const i = pool.indexOf(proc);
     if (i >= 0) pool.splice(i, 1);
+    noteReadiness(performance.now());
     if (closed) return;
     if (!proc.loaded) {
       startFailures++;
@@ -173,7 +193,9 @@ export function createFunctionSandbox(options: FunctionSandboxOptions = {}): Fun
   function pump(): void {
     if (closed || layer === null) return;
     const now = performance.now();
-    for (const job of queue.drop((j) => now - j.queuedAt > j.message.timeoutMs * QUEUE_WAIT_FACTOR)) {
+    noteReadiness(now);
+    const waitedOnProcesses = (j: Job) => now - j.queuedAt - (starved(now) - j.starvedAtQueue);
+    for (const job of queue.drop((j) => waitedOnProcesses(j) > j.message.timeoutMs * QUEUE_WAIT_FACTOR)) {
       finish(job, { ok: false, error: { kind: 'timeout', message: 'the function waited too long for a sandbox' } });
     }
     while (queue.length > 0) {
@@ -225,7 +247,7 @@ export function createFunctionSandbox(options: FunctionSandboxOptions = {}): Fun
       const timeoutMs = Math.max(1, Math.floor(request.timeoutMs ?? defaultTimeoutMs));
       const message: CallMessage = { type: 'call', id: nextId++, name: String(request.name), source, conv, args, timeoutMs, memoryBytes, stackBytes };
       return new Promise<InvokeResult>((resolve) => {
-        if (!queue.push(String(request.project ?? ''), { message, inputState, queuedAt, resolve })) {
+        if (!queue.push(String(request.project ?? ''), { message, inputState, queuedAt, starvedAtQueue: starved(queuedAt), resolve })) {
           resolve({ ok: false, error: { kind: 'overloaded', message: 'too many calls of this project are waiting' }, conv: unchanged(inputState), durationMs: 0 });
           return;
         }
