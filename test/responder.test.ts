@@ -5,6 +5,7 @@ import {
   createOpenAiResponder,
   createResponderFromEnv,
   rankTopics,
+  analyze,
   STOP_WORDS,
   stem,
   tokenize,
@@ -50,6 +51,27 @@ t.test('text helpers', async (t) => {
       fc.property(fc.array(word, { maxLength: 12 }), fc.constantFrom(' ', ', ', '. ', '\n'), (ws, sep) =>
         tokenize(ws.join(sep)).every((term) => term.length > 0 && !STOP_WORDS.has(term)),
       ),
+      { numRuns: 1000 },
+    );
+  });
+  t.test('analyze: a word analyzed before gives the same analysis, shared and frozen; past the bound too', async (t) => {
+    const [first] = analyze('Deliveries');
+    t.same(first, { word: 'deliveries', term: stem('deliveries') });
+    t.equal(analyze('more deliveries')[0], first, 'the same entry for the same word (words analyzed before are kept)');
+    t.ok(Object.isFrozen(first), 'frozen: a caller cannot change what the next caller gets');
+    // More distinct words than the bound: the oldest go, and every analysis stays right.
+    const many = Array.from({ length: 25_000 }, (_, i) => `parcel${i.toString(36)}s`);
+    t.same(many.filter((w) => analyze(w)[0]?.term !== stem(w)), [], 'each of 25,000 new words analyzed right');
+    t.same(analyze('Deliveries'), [{ word: 'deliveries', term: stem('deliveries') }], 'and a word analyzed again after it went');
+  });
+  t.test('property: analyze equals its words analyzed one by one, the first time and the next', async () => {
+    const word = fc.oneof(fc.constantFrom(...STOP_WORDS, "don't", "store's", 'opening', 'Hours'), fc.stringMatching(/^[a-z']{1,12}$/), fc.string());
+    fc.assert(
+      fc.property(fc.array(word, { maxLength: 10 }), (ws) => {
+        const text = ws.join(' ');
+        const once = JSON.stringify(analyze(text));
+        return once === JSON.stringify(analyze(text)) && once === JSON.stringify(ws.flatMap((w) => analyze(w)));
+      }),
       { numRuns: 1000 },
     );
   });

@@ -40,17 +40,42 @@ export interface AnalyzedWord {
  * The words of a text that carry meaning, each with its term: stop words, possessives and apostrophes
  * removed, stemmed. A word is dropped when it or its stem is a stop word.
  */
-export function analyze(text: string): AnalyzedWord[] {
-  const out: AnalyzedWord[] = [];
+export function analyze(text: string): Array<Readonly<AnalyzedWord>> {
+  const out: Array<Readonly<AnalyzedWord>> = [];
   for (const word of words(text)) {
-    if (STOP_WORDS.has(word)) continue;
-    const bare = word.replace(/'s$/, '').replace(/'/g, '');
-    if (!bare || STOP_WORDS.has(bare)) continue;
-    const term = stem(bare);
-    if (!term || STOP_WORDS.has(term)) continue;
-    out.push({ word: bare, term });
+    const analyzed = analyzeWord(word);
+    if (analyzed) out.push(analyzed);
   }
   return out;
+}
+
+/**
+ * Words analyzed before, with their analysis (null: dropped), oldest first. Every turn analyzes its text twice
+ * (the responder's retrieval, the search postings) and a language's common words are few, so most words are
+ * found here; bounded in count and in word length, the oldest entry going first.
+ */
+const analyzedWords = new Map<string, Readonly<AnalyzedWord> | null>();
+const ANALYZED_WORDS = 20_000;
+const ANALYZED_WORD_CHARS = 32;
+
+function analyzeWord(word: string): Readonly<AnalyzedWord> | null {
+  let analyzed = analyzedWords.get(word);
+  if (analyzed !== undefined) return analyzed;
+  analyzed = analyzeUncached(word);
+  if (word.length <= ANALYZED_WORD_CHARS) {
+    if (analyzedWords.size >= ANALYZED_WORDS) analyzedWords.delete(analyzedWords.keys().next().value as string);
+    analyzedWords.set(word, analyzed);
+  }
+  return analyzed;
+}
+
+function analyzeUncached(word: string): Readonly<AnalyzedWord> | null {
+  if (STOP_WORDS.has(word)) return null;
+  const bare = word.replace(/'s$/, '').replace(/'/g, '');
+  if (!bare || STOP_WORDS.has(bare)) return null;
+  const term = stem(bare);
+  if (!term || STOP_WORDS.has(term)) return null;
+  return Object.freeze({ word: bare, term });
 }
 
 /**
