@@ -112,7 +112,7 @@ export class ProjectionRunner {
         const window = this.lag.get(projector.name)!;
         const now = Date.now();
         for (const e of outcome.value) window.add(Math.max(0, now - e.at));
-        const summary = window.summary();
+        const summary = window.summary(now);
         const saved = await this.checkpoints.save(projector.name, doc.epoch, moved, summary ? { id: this.o.runnerId, lag: { at: now, ...summary } } : undefined, Checkpoints.stale(doc, now));
         // A rebuild started meanwhile: its new epoch starts over from 0 at the next cycle.
         if (!saved) this.lag.set(projector.name, new LagWindow());
