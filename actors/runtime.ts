@@ -84,9 +84,10 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
   let stopOwnership = () => {};
   let ownershipChanged = () => {};
   if (workerId) {
+    const hosted = [...kinds.keys()];
     const placement = nats
-      ? createNatsPlacement({ connection: nats.connection, workerId, shardCount: o.shardCount, leaseTtlMs: o.leaseTtlMs, kinds: [...kinds.keys()], log: o.log })
-      : createLocalPlacement({ workerId, shardCount: o.shardCount, kinds: [...kinds.keys()] });
+      ? createNatsPlacement({ connection: nats.connection, workerId, shardCount: o.shardCount, leaseTtlMs: o.leaseTtlMs, kinds: hosted, log: o.log })
+      : createLocalPlacement({ workerId, shardCount: o.shardCount, kinds: hosted });
     host = new Host({
       transport,
       placement,
@@ -115,7 +116,7 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
       ? createNatsWorkerDirectory(nats.connection)
       : {
           workers: async (): Promise<WorkerInfo[]> => [
-            { id: workerId, shards: placement.owned(), liveActors: local.liveActors, kinds: [...kinds.keys()], startedAt: started, seenAt: new Date().toISOString() },
+            { id: workerId, shards: placement.owned(), liveActors: local.liveActors, kinds: hosted, startedAt: started, seenAt: new Date().toISOString() },
           ],
         };
     // The threads this runtime serves (`servePort`) see this worker through it.

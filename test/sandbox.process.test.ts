@@ -118,8 +118,8 @@ t.test('what QuickJS cannot stop itself is contained: the call fails, the proces
 });
 
 t.test('a short time limit: the pool starting or replacing its process is not counted as waiting', async (t) => {
-  // 15 ms allows 150 ms of waiting for a busy process; a process's cold start takes longer than that.
-  const short = (source: string) => s.invoke(call(source, { timeoutMs: 15 }));
+  // 25 ms allows 250 ms of waiting for a busy process; a process's cold start takes longer than that here.
+  const short = (source: string) => s.invoke(call(source, { timeoutMs: 25 }));
   const s = createFunctionSandbox({ processes: 1, timeoutMs: 5000 });
   t.teardown(() => s.close());
   const first = await short('() => 1');

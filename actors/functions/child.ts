@@ -62,6 +62,6 @@ lines.on('line', (line) => {
 });
 lines.on('close', () => process.exit(0));
 warm();
-// Ready once the event loop has turned: at its first turn Node waits for V8's background compilation of the
-// module to finish (a few hundred ms on a busy machine), which would otherwise be charged to the first call.
+// Ready once the event loop has turned: at its first turn the main thread waits for V8's background compilation of
+// the module to finish (over 100 ms here), which would otherwise be charged to the first call's time limit.
 setImmediate(() => send({ type: 'ready' }));
