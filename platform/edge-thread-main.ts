@@ -26,7 +26,7 @@ async function main(data: EdgeThreadData): Promise<void> {
   services.blobs = await openBlobStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl });
   // The main thread opened it first (and created its key when there was none).
   const webhookSecrets = await SecretBox.open(config.dataDir, config.webhooks.secretsKey);
-  const runtime = await startRuntime({ ...runtimeOptions(config, log, store), kinds: builtinKinds(), port: data.port, worker: false });
+  const runtime = await startRuntime({ kinds: builtinKinds(), port: data.port, worker: false, ...runtimeOptions(config, log, store) });
   const metrics = shareMetrics(runtime.transport, 'edge', 'main');
   // An operator's write made here reaches the main thread's cache (the actors' real-time config pages) before it answers.
   const bus = await startInvalidationBus(busOptions(config, log, runtime, store, services.tenancy));

@@ -104,7 +104,7 @@ async function main(): Promise<void> {
         alertRuleKind({ store, client: async () => (await runtimeReady).client, intervalMs: config.alerts.evalIntervalMs }),
       ]
     : [];
-  const runtime = await startRuntime({ ...runtimeOptions(config, log, store), kinds: builtinKinds(extraKinds), natsUrl: config.natsUrl, worker: roles.has('worker') });
+  const runtime = await startRuntime({ kinds: builtinKinds(extraKinds), natsUrl: config.natsUrl, worker: roles.has('worker'), ...runtimeOptions(config, log, store) });
   runtimeStarted(runtime);
   const host = runtime.host;
   if (host) countLiveActors(() => host.liveActorsByKind());

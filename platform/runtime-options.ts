@@ -10,8 +10,11 @@ import type { Config } from './config.js';
 import type { InvalidationBusOptions } from './invalidation.js';
 import type { PlatformLogger } from './logger.js';
 
+/** What `runtimeOptions` sets; the caller sets the rest (kinds, transport, role), none of which it overrides. */
+type ConfiguredOption = 'store' | 'shardCount' | 'leaseTtlMs' | 'passivateAfterMs' | 'askTimeoutMs' | 'log' | 'healthLog' | 'projections';
+
 /** The runtime options that come from the config and the logger (the caller adds kinds, transport and roles). */
-export function runtimeOptions(config: Config, log: PlatformLogger, store: Store): Omit<RuntimeOptions, 'worker'> {
+export function runtimeOptions(config: Config, log: PlatformLogger, store: Store): Pick<RuntimeOptions, ConfiguredOption> {
   return {
     store,
     shardCount: config.shardCount,
