@@ -13,6 +13,9 @@ import type { PlatformLogger } from './logger.js';
 /** What `runtimeOptions` sets; the caller sets the rest (kinds, transport, role), none of which it overrides. */
 type ConfiguredOption = 'store' | 'shardCount' | 'leaseTtlMs' | 'passivateAfterMs' | 'askTimeoutMs' | 'log' | 'healthLog' | 'projections';
 
+/** The runtime's and the bus's warnings, as log lines at warn level. */
+const warnings = (log: PlatformLogger) => (msg: string, extra?: object) => log.logger.warn(extra ?? {}, msg);
+
 /** The runtime options that come from the config and the logger (the caller adds kinds, transport and roles). */
 export function runtimeOptions(config: Config, log: PlatformLogger, store: Store): Pick<RuntimeOptions, ConfiguredOption> {
   return {
@@ -21,7 +24,7 @@ export function runtimeOptions(config: Config, log: PlatformLogger, store: Store
     leaseTtlMs: config.leaseTtlMs,
     passivateAfterMs: config.passivateAfterMs,
     askTimeoutMs: config.askTimeoutMs,
-    log: (msg, extra) => log.logger.warn(extra ?? {}, msg),
+    log: warnings(log),
     healthLog: (level, msg, extra) => log.logger[level](extra ?? {}, msg),
     projections: { store: { dataDir: config.dataDir, mongodbUrl: config.mongodbUrl }, ...config.projections },
   };
@@ -34,6 +37,6 @@ export function busOptions(config: Config, log: PlatformLogger, runtime: Runtime
     store,
     cache,
     beatTtlMs: Math.max(3000, config.tenancyCache.ttlMs),
-    log: (msg, extra) => log.logger.warn(extra ?? {}, msg),
+    log: warnings(log),
   };
 }
