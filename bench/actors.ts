@@ -19,11 +19,18 @@ import { openStore } from '../store/mod.js';
 import { startNats } from '../test/helpers/nats.js';
 import { startPlatform } from '../test/helpers/platform.js';
 import { closedLoop, fmt } from './stats.js';
+import { WARMUP_S } from './warmup.js';
 
 const DURATION_MS = Number(process.env.BENCH_MS ?? 5000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 64);
 const ACTORS = 1000;
 const IDLE_ACTORS = Number(process.env.BENCH_IDLE_ACTORS ?? 20_000);
+
+/** A closed loop of `op`, measured after the same loop has run `WARMUP_S` seconds unrecorded. */
+async function warmed(op: (i: number) => Promise<unknown>): Promise<Awaited<ReturnType<typeof closedLoop>>> {
+  if (WARMUP_S > 0) await closedLoop(op, CONCURRENCY, WARMUP_S * 1000);
+  return closedLoop(op, CONCURRENCY, DURATION_MS);
+}
 
 const gc = () => (globalThis as { gc?: () => void }).gc?.();
 const heap = () => {
@@ -44,12 +51,12 @@ async function main() {
   await new Promise((r) => echo.once('message', r));
   const nc = await connect({ servers: nats.url, noAsyncTraces: true });
   const payload = new Uint8Array(64);
-  const bareResult = await closedLoop(() => nc.request('bench.echo', payload, { timeout: 5000 }), CONCURRENCY, DURATION_MS);
+  const bareResult = await warmed(() => nc.request('bench.echo', payload, { timeout: 5000 }));
   line('bare NATS request/reply (echo process)', bareResult);
   await nc.close();
   // The same through the platform's transport (its outbox writes what a turn of the event loop sends at once).
   const bare = await connectNatsTransport(nats.url);
-  const transportResult = await closedLoop(() => bare.request('bench.echo', payload, 5000), CONCURRENCY, DURATION_MS);
+  const transportResult = await warmed(() => bare.request('bench.echo', payload, 5000));
   line('the same through the NATS transport', transportResult);
 
   // Actors over NATS: a worker process hosts them; this process asks.
@@ -57,7 +64,7 @@ async function main() {
   const worker = await startPlatform({ roles: ['worker'], dataDir, env: { NATS_URL: nats.url, SHARDS: '64', LOG_LEVEL: 'error' } });
   const natsClient = new ActorClient(bare, { shardCount: 64, timeoutMs: 10_000 });
   for (let i = 0; i < ACTORS; i++) await natsClient.ask('counter', `n${i}`, { type: 'INC' });
-  const natsResult = await closedLoop((i) => natsClient.ask('counter', `n${i % ACTORS}`, { type: 'INC' }), CONCURRENCY, DURATION_MS);
+  const natsResult = await warmed((i) => natsClient.ask('counter', `n${i % ACTORS}`, { type: 'INC' }));
   line('actor ask over NATS (worker process, durable)', natsResult);
   await worker.stop();
 
@@ -66,8 +73,10 @@ async function main() {
   const store = await openStore({ dataDir: inprocDir });
   const rt = await startRuntime({ store, worker: true, shardCount: 64, leaseTtlMs: 3000, passivateAfterMs: 3_600_000, askTimeoutMs: 10_000 });
   for (let i = 0; i < ACTORS; i++) await rt.client.ask('counter', `i${i}`, { type: 'INC' });
+  const inprocAsk = (i: number) => rt.client.ask('counter', `i${i % ACTORS}`, { type: 'INC' });
+  if (WARMUP_S > 0) await closedLoop(inprocAsk, CONCURRENCY, WARMUP_S * 1000);
   const before = rt.host!.commitStats;
-  const inprocResult = await closedLoop((i) => rt.client.ask('counter', `i${i % ACTORS}`, { type: 'INC' }), CONCURRENCY, DURATION_MS);
+  const inprocResult = await closedLoop(inprocAsk, CONCURRENCY, DURATION_MS);
   const after = rt.host!.commitStats;
   line('actor ask in-process (durable)', inprocResult);
   const writes = after.writes - before.writes;
@@ -100,7 +109,7 @@ async function main() {
   // A closed loop of durable asks runs at most concurrency / commit time: every ask waits for its commit.
   rows.push(['ceiling of durable asks at this concurrency', `${fmt(CONCURRENCY / (DURATION_MS / Math.max(1, batches) / 1000))} /s (concurrency / time per commit)`]);
 
-  console.log(`\nactor runtime benchmark — ${new Date().toISOString().slice(0, 10)}, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, node ${process.version}, concurrency ${CONCURRENCY}, ${DURATION_MS} ms per run`);
+  console.log(`\nactor runtime benchmark — ${new Date().toISOString().slice(0, 10)}, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, node ${process.version}, concurrency ${CONCURRENCY}, ${DURATION_MS} ms per run after ${WARMUP_S} s of warm-up`);
   const width = Math.max(...rows.map(([n]) => n.length));
   for (const [name, value] of rows) console.log(`  ${name.padEnd(width)}  ${value}`);
 }

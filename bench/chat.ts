@@ -19,13 +19,9 @@ import { chatLoad } from './chat-load.js';
 import { startCluster } from '../test/helpers/cluster.js';
 import { removeDir, startPlatform } from '../test/helpers/platform.js';
 import { fmt } from './stats.js';
+import { WARMUP_S } from './warmup.js';
 
 const DURATION_S = Number(process.env.BENCH_S ?? 10);
-/**
- * Every row is loaded this long before it is measured: a fresh process compiles its hot paths during its
- * first few hundred requests, and 64 cold conversations starting at once would otherwise be the p99.
- */
-const WARMUP_S = Number(process.env.BENCH_WARMUP_S ?? 2);
 const CONVERSATIONS = 64;
 /**
  * The Chat API's rate limits lifted: the load is one key of one project, and the default limits (2,000 turns/s

@@ -1,14 +1,15 @@
 /**
  * Messaging API benchmark (issue: messaging). Prints, from one run on one machine:
  * - BENCH_SESSIONS (1,000) concurrent sessions, each a socket that has joined the agent and then loops a user
- *   message to the agent's message for BENCH_S (5) seconds: messages/s and round-trip p50/p99, embedded (one
+ *   message to the agent's message for BENCH_S (5) seconds after BENCH_WARMUP_S (`warmup.ts`) seconds of the
+ *   same loop: messages/s and round-trip p50/p99, embedded (one
  *   process) and, with BENCH_NATS=1, over NATS (edge + socket process, one worker), next to a bare
  *   uWebSockets.js echo server driven by the same load client with the same frames in the same run;
  * - idle capacity: BENCH_IDLE_SESSIONS (20,000) sessions opened with a socket each, the time to open them, and
  *   the platform process's memory per session once their actors are passivated (VmRSS and anonymous RSS from
  *   /proc, heap used after a full GC through the inspector).
  * - open loop: BENCH_OPEN_SESSIONS (5,000) joined sessions, each sending one user message every
- *   BENCH_OPEN_INTERVAL_MS (5,000) ms for BENCH_OPEN_S (30) seconds after BENCH_WARMUP_S (2) seconds of the
+ *   BENCH_OPEN_INTERVAL_MS (5,000) ms for BENCH_OPEN_S (30) seconds after BENCH_WARMUP_S seconds of the
  *   same schedule whatever the answers do; the user message to agent message latency, timed from when each
  *   message was due (p50/p99, target p99 under 50 ms; the warm-up's p99 printed apart), BENCH_OPEN_RUNS (3)
  *   times on a fresh platform each, judged by the median run.
@@ -28,6 +29,7 @@ import { startNats } from '../test/helpers/nats.js';
 import { removeDir, startPlatform, type Platform } from '../test/helpers/platform.js';
 import { admin } from '../test/helpers/tenants.js';
 import { fmt, latencyRecorder } from './stats.js';
+import { WARMUP_S } from './warmup.js';
 import type { LoadCommand, OpenReply, RunReply } from './ws-load.js';
 
 const DURATION_S = Number(process.env.BENCH_S ?? 5);
@@ -41,8 +43,6 @@ const OPEN_INTERVAL_MS = Number(process.env.BENCH_OPEN_INTERVAL_MS ?? 5000);
 const OPEN_S = Number(process.env.BENCH_OPEN_S ?? 30);
 /** How many times the open loop runs, each on a fresh platform (the verdict is the median run's). */
 const OPEN_RUNS = Math.max(1, Number(process.env.BENCH_OPEN_RUNS ?? 3));
-/** The open loop's first seconds, on the same schedule, timed apart: the platform settles after the sessions' opening burst. */
-const OPEN_WARMUP_S = Number(process.env.BENCH_WARMUP_S ?? 2);
 const WITH_NATS = process.env.BENCH_NATS === '1';
 const PASSIVATE_AFTER_MS = Number(process.env.BENCH_PASSIVATE_AFTER_MS ?? 2000);
 /** Sessions each load-client process opens at once (token, session, socket) during the idle part. */
@@ -104,7 +104,7 @@ async function loadRow(
   open: (client: number, count: number) => LoadCommand,
   total: number,
   around: <T>(run: () => Promise<T>) => Promise<T> = (run) => run(),
-  schedule: { durationMs: number; intervalMs?: number; warmupMs?: number } = { durationMs: DURATION_S * 1000 },
+  schedule: { durationMs: number; intervalMs?: number; warmupMs?: number } = { durationMs: DURATION_S * 1000, warmupMs: WARMUP_S * 1000 },
 ): Promise<Row> {
   const shares = split(total, clients.length);
   const t0 = performance.now();
@@ -112,6 +112,11 @@ async function loadRow(
   const setupMs = performance.now() - t0;
   const errorKinds: Record<string, number> = {};
   for (const o of opened) merge(errorKinds, o.errors);
+  // A closed loop's warm-up is the same loop, unrecorded (an open loop times its warm-up apart itself).
+  const closedWarmupMs = schedule.intervalMs ? 0 : (schedule.warmupMs ?? 0);
+  if (closedWarmupMs > 0) {
+    for (const r of await Promise.all(clients.map((c) => c.ask<RunReply>({ op: 'run', durationMs: closedWarmupMs })))) merge(errorKinds, r.errors);
+  }
   const runs = await around(() => Promise.all(clients.map((c) => c.ask<RunReply>({ op: 'run', ...schedule }))));
   const lat = latencyRecorder();
   const warm = latencyRecorder();
@@ -287,7 +292,7 @@ async function load(): Promise<string[]> {
     out.push(`  target: embedded ≥ 10 % of the bare echo measured in this run (${rateMet ? 'met' : 'NOT met'})`);
   }
   out.push(...notes);
-  return [`messaging load — ${SESSIONS} concurrent sessions, ${CLIENTS} load-client process(es), ${DURATION_S} s per run, ${FRAME.length}-byte user frames`, ...out];
+  return [`messaging load — ${SESSIONS} concurrent sessions, ${CLIENTS} load-client process(es), ${DURATION_S} s per run after ${WARMUP_S} s of warm-up, ${FRAME.length}-byte user frames`, ...out];
 }
 
 /**
@@ -298,7 +303,7 @@ async function load(): Promise<string[]> {
  */
 async function openLoop(): Promise<string[]> {
   const clients = Math.max(CLIENTS, Math.ceil(OPEN_SESSIONS / SOCKETS_PER_CLIENT));
-  const schedule = { durationMs: OPEN_S * 1000, intervalMs: OPEN_INTERVAL_MS, warmupMs: OPEN_WARMUP_S * 1000 };
+  const schedule = { durationMs: OPEN_S * 1000, intervalMs: OPEN_INTERVAL_MS, warmupMs: WARMUP_S * 1000 };
   const bare = fork(fileURLToPath(new URL('./bare-uws.js', import.meta.url)));
   let baseline: Row;
   try {
@@ -328,7 +333,7 @@ async function openLoop(): Promise<string[]> {
       runs.push(row);
       if (run === 1) {
         lines.push(
-          `messaging open loop — ${fmt(row.opened)} sessions (opened in ${fmt(row.setupMs / 1000, 1)} s), one user message each every ${fmt(OPEN_INTERVAL_MS / 1000, 1)} s (${fmt(offered)} /s offered), ${OPEN_S} s after ${OPEN_WARMUP_S} s of warm-up, ${OPEN_RUNS} run(s) on a fresh platform each`,
+          `messaging open loop — ${fmt(row.opened)} sessions (opened in ${fmt(row.setupMs / 1000, 1)} s), one user message each every ${fmt(OPEN_INTERVAL_MS / 1000, 1)} s (${fmt(offered)} /s offered), ${OPEN_S} s after ${WARMUP_S} s of warm-up, ${OPEN_RUNS} run(s) on a fresh platform each`,
         );
       }
       lines.push(

@@ -15,9 +15,9 @@ import { http } from '../test/helpers/http.js';
 import { removeDir, startPlatform, type Platform } from '../test/helpers/platform.js';
 import { chatLoad } from './chat-load.js';
 import { fmt } from './stats.js';
+import { WARMUP_S } from './warmup.js';
 
 const DURATION_S = Number(process.env.BENCH_S ?? 10);
-const WARMUP_S = Number(process.env.BENCH_WARMUP_S ?? 2);
 const CONVERSATIONS = 64;
 const TURNS = 20;
 
