@@ -2,9 +2,9 @@
  * Messaging API benchmark (issue: messaging). Prints, from one run on one machine:
  * - BENCH_SESSIONS (1,000) concurrent sessions, each a socket that has joined the agent and then loops a user
  *   message to the agent's message for BENCH_S (5) seconds after BENCH_WARMUP_S (`warmup.ts`) seconds of the
- *   same loop: messages/s and round-trip p50/p99, embedded (one
- *   process) and, with BENCH_NATS=1, over NATS (edge + socket process, one worker), next to a bare
- *   uWebSockets.js echo server driven by the same load client with the same frames in the same run;
+ *   same loop: messages/s and round-trip p50/p99, embedded (one process) and, with BENCH_NATS=1, over NATS
+ *   (edge + socket process, one worker), next to a bare uWebSockets.js echo server driven by the same load
+ *   client with the same frames in the same run;
  * - idle capacity: BENCH_IDLE_SESSIONS (20,000) sessions opened with a socket each, the time to open them, and
  *   the platform process's memory per session once their actors are passivated (VmRSS and anonymous RSS from
  *   /proc, heap used after a full GC through the inspector).
