@@ -4,6 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { ActorClient } from '../actors/mod.js';
+import { eventually } from './helpers/eventually.js';
 
 export interface Cluster {
   client: ActorClient;
@@ -16,19 +17,6 @@ export interface Cluster {
 }
 
 type Counter = { count: number; value: string; fired: number; firedAt: number | null; deadline: number | null };
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Polls `check` until it returns a truthy value or `ms` pass; returns the last value. */
-export async function eventually<T>(check: () => Promise<T>, ms = 20_000, every = 100): Promise<T> {
-  const end = Date.now() + ms;
-  let last = await check();
-  while (!last && Date.now() < end) {
-    await sleep(every);
-    last = await check();
-  }
-  return last;
-}
 
 export function actorBehaviour(t: any, cluster: () => Cluster, options: { skip?: string } = {}): void {
   t.test('a counter counts 1, 2, 3 in order, and its state is stored', options, async (t: any) => {

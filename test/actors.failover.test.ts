@@ -1,6 +1,6 @@
 import t from 'tap';
 import { natsAvailable } from './helpers/nats.js';
-import { eventually } from './actors.behaviour.js';
+import { eventually } from './helpers/eventually.js';
 import { startCluster } from './helpers/cluster.js';
 
 // Without nats-server these skip locally; with CI=true natsAvailable() throws, so they fail instead.
@@ -26,7 +26,7 @@ async function failover(t: any, workers: number) {
     }
     return seen;
   });
-  await eventually(async () => acked >= ids.length * 5, 30_000, 20);
+  await eventually(async () => acked >= ids.length * 5, 30_000, 'every ask acknowledged', 20);
   const owners = await Promise.all(ids.map((id) => cluster.ownerOf('counter', id)));
   const tally = new Map<string, number>();
   for (const o of owners) if (o) tally.set(o.worker, (tally.get(o.worker) ?? 0) + 1);

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { waitForProjections } from './helpers/projections.js';
 import { natsAvailable } from './helpers/nats.js';
-import { eventually } from './actors.behaviour.js';
+import { eventually } from './helpers/eventually.js';
 import { startCluster } from './helpers/cluster.js';
 import { openStore } from '../store/mod.js';
 

@@ -8,7 +8,8 @@ import { sleepUntil } from '../actors/timers.js';
 import { openStore, type Store } from '../store/mod.js';
 import { assign, createActor, setup } from 'xstate';
 import type { PersistedActor } from '../actors/protocol.js';
-import { actorBehaviour, eventually, type Cluster } from './actors.behaviour.js';
+import { actorBehaviour, type Cluster } from './actors.behaviour.js';
+import { eventually } from './helpers/eventually.js';
 import { expiring } from './helpers/expiring-kind.js';
 import { removeDir } from './helpers/platform.js';
 

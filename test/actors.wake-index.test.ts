@@ -12,7 +12,7 @@ import { assign, setup } from 'xstate';
 import { builtinKinds, describeSnapshot, startRuntime, type ActorKind, type Runtime } from '../actors/mod.js';
 import { WAKE_INDEX_REFRESH_MS, wakeIndexTime } from '../actors/wake-index.js';
 import { openStore, type Store } from '../store/mod.js';
-import { eventually } from './actors.behaviour.js';
+import { eventually } from './helpers/eventually.js';
 import { expiring } from './helpers/expiring-kind.js';
 import { removeDir } from './helpers/platform.js';
 
@@ -105,7 +105,7 @@ for (const asleep of [true, false]) {
     t.equal(await indexed(store, id), early, 'the entry is kept at the earlier time');
     const armed = (await store.journal.ofActor(`expiring/${id}`)).length;
     if (asleep) t.equal(await runtime.host!.passivateIdle(), 1, 'passivated');
-    t.ok(await eventually(async () => (await indexed(store, id)) === real, real - 300 - Date.now(), 20), 'moved to the real deadline after the entry came due');
+    t.ok(await eventually(async () => (await indexed(store, id)) === real, real - 300 - Date.now(), 'the entry at the real deadline', 20), 'moved to the real deadline after the entry came due');
     t.ok(Date.now() < real, 'before the deadline');
     t.equal((await context(store, id)).fired, 0, 'nothing fired early');
     const entries = (await store.journal.ofActor(`expiring/${id}`)).length;
@@ -145,5 +145,5 @@ t.test('a busy actor whose entry is due holds one queued wake-up, however many s
   const activation = (runtime.host as any).activations.get('slow/x');
   t.equal(activation.queue.filter((j: { type: string }) => j.type === 'wake').length, 1, 'one wake-up queued');
   await working;
-  t.ok(await eventually(async () => (await store.snapshots.get('slow/x'))!.deadline === early + 60_000, 2000, 20), 'then the entry moves to the real deadline');
+  t.ok(await eventually(async () => (await store.snapshots.get('slow/x'))!.deadline === early + 60_000, 2000, 'the entry at the real deadline', 20), 'then the entry moves to the real deadline');
 });

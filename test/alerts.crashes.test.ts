@@ -9,7 +9,7 @@ import { platformFor, type Platform } from './helpers/platform.js';
 import { admin } from './helpers/tenants.js';
 import { client, http } from './helpers/http.js';
 import { chatProject } from './helpers/chat.js';
-import { eventually } from './helpers/webhooks.js';
+import { eventually } from './helpers/eventually.js';
 
 let p: Platform;
 t.before(async () => {

@@ -9,7 +9,8 @@ import { startPlatform, removeDir, type Platform } from './helpers/platform.js';
 import { admin } from './helpers/tenants.js';
 import { client } from './helpers/http.js';
 import { chatProject } from './helpers/chat.js';
-import { eventually, startReceiver, type Receiver } from './helpers/webhooks.js';
+import { startReceiver, type Receiver } from './helpers/webhooks.js';
+import { eventually } from './helpers/eventually.js';
 
 const BUCKET_MS = 400;
 let p: Platform;

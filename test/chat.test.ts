@@ -2,7 +2,7 @@ import t from 'tap';
 import { openStore, type Store } from '../store/mod.js';
 import { conversationRecords } from '../actors/conversation/record.js';
 import { chatProject, type ChatProject } from './helpers/chat.js';
-import { eventually } from './actors.behaviour.js';
+import { eventually } from './helpers/eventually.js';
 import { admin } from './helpers/tenants.js';
 import { waitForProjections } from './helpers/projections.js';
 import { removeDir, startPlatform, type Platform } from './helpers/platform.js';

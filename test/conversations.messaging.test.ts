@@ -4,7 +4,7 @@
  * that channel filter), with its turns, in progress and then ended, and in the concurrency series.
  */
 import t from 'tap';
-import { eventually } from './actors.behaviour.js';
+import { eventually } from './helpers/eventually.js';
 import { http } from './helpers/http.js';
 import { conversationsClient, conversationsKey } from './helpers/conversations.js';
 import { connect, is, T, type MessagingProject, messagingProject } from './helpers/messaging.js';
@@ -49,7 +49,7 @@ t.test('a messaging session is a WEBCHAT conversation with its turns, and counts
   const live = await eventually(async () => {
     const [row] = await listed({ channel: 'WEBCHAT' });
     return row && row.turns.length === 2 ? row : null;
-  }, 10_000, 50);
+  }, 10_000, 'the conversation listed with two turns', 50);
   t.ok(live, 'listed with channel=WEBCHAT');
   t.match(live, { id: sessionId, channel: 'WEBCHAT', in_progress: true, project_id: m.agentId, account_id: m.accountId });
   t.equal(live.turns[0].user_input, '');
@@ -67,7 +67,7 @@ t.test('a messaging session is a WEBCHAT conversation with its turns, and counts
     const at = (r.body.intervals as any[]).find((i) => slotOf(i.time) === Math.floor(startedAt / FIVE_MIN));
     return at?.max_concurrent_conversations;
   };
-  t.equal(await eventually(async () => ((await peakAtStart()) === 1 ? 1 : null), 10_000, 50), 1, 'in progress: counted in its interval');
+  t.equal(await eventually(async () => ((await peakAtStart()) === 1 ? 1 : null), 10_000, 'its interval to count it', 50), 1, 'in progress: counted in its interval');
 
   // Ended: still listed under WEBCHAT, with its duration, its turns and its span in the series.
   c.send(T('USER_END_SESSION'), {}, { client_event_id: 'end' });
@@ -76,7 +76,7 @@ t.test('a messaging session is a WEBCHAT conversation with its turns, and counts
   const ended = await eventually(async () => {
     const [row] = await listed({ channel: 'WEBCHAT', in_progress: 'false' });
     return row ?? null;
-  }, 10_000, 50);
+  }, 10_000, 'the ended conversation listed', 50);
   t.ok(ended, 'listed as ended with channel=WEBCHAT');
   t.match(ended, { id: sessionId, channel: 'WEBCHAT', in_progress: false, num_turns: 2 });
   t.type(ended.total_duration, 'number', 'its duration is known');

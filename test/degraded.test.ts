@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { RuntimeHealth, watchPlacement } from '../actors/health.js';
 import type { Ownership } from '../actors/placement/types.js';
-import { eventually } from './actors.behaviour.js';
+import { eventually } from './helpers/eventually.js';
 import { chatProject } from './helpers/chat.js';
 import { http } from './helpers/http.js';
 import { natsAvailable, startNats } from './helpers/nats.js';
@@ -40,14 +40,14 @@ t.test('no worker alive: warn once per cause, degraded in /healthz and the runti
   const health = await eventually(async () => {
     const r = await http(edge.edge, 'GET', '/healthz');
     return r.body.degraded ? r : null;
-  }, 10_000, 100);
+  }, 10_000, 'the edge to report degraded', 100);
   t.equal(health!.status, 200, 'liveness stays 200');
   t.equal(health!.body.status, 'ok');
   t.match(health!.body.degraded, [{ reason: 'no worker is alive: no actor can answer', since: String }]);
   const socketHealth = await eventually(async () => {
     const r = await http(socket.socket, 'GET', '/healthz');
     return r.body.degraded ? r : null;
-  }, 10_000, 100);
+  }, 10_000, 'the socket gateway to report degraded', 100);
   t.equal(socketHealth!.status, 200, 'the socket gateway too');
   t.match(socketHealth!.body, { status: 'ok', degraded: [{ reason: 'no worker is alive: no actor can answer' }] });
 
@@ -70,11 +70,11 @@ t.test('no worker alive: warn once per cause, degraded in /healthz and the runti
   const created = await eventually(async () => {
     const r = await c.chat('create', {});
     return r.status === 200 ? r : null;
-  }, 20_000, 200);
+  }, 20_000, 'a chat to be created', 200);
   t.ok(created!.body.conversation_id, 'chats answer once a worker owns the shard');
-  await eventually(async () => ((await http(edge.edge, 'GET', '/healthz')).body.degraded ? null : true), 10_000, 100);
+  await eventually(async () => ((await http(edge.edge, 'GET', '/healthz')).body.degraded ? null : true), 10_000, 'the edge to be healthy again', 100);
   t.same((await http(edge.edge, 'GET', '/healthz')).body, { status: 'ok' }, 'healthy again: exactly the contract body');
-  await eventually(async () => ((await http(socket.socket, 'GET', '/healthz')).body.degraded ? null : true), 10_000, 100);
+  await eventually(async () => ((await http(socket.socket, 'GET', '/healthz')).body.degraded ? null : true), 10_000, 'the socket gateway to be healthy again', 100);
   t.same((await http(socket.socket, 'GET', '/healthz')).body, { status: 'ok' }, 'on the socket port too');
   const joined = await runtime();
   t.same(joined.degraded, []);

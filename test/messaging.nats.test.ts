@@ -1,5 +1,5 @@
 import t from 'tap';
-import { eventually } from './actors.behaviour.js';
+import { eventually } from './helpers/eventually.js';
 import { startCluster } from './helpers/cluster.js';
 import { http } from './helpers/http.js';
 import { connect, handshakeStatus, is, T, messagingProject, type Ev } from './helpers/messaging.js';
@@ -94,10 +94,10 @@ t.test('Messaging over NATS: two socket gateways and two workers in separate pro
   t.match(await handshakeStatus(a, { session_id: s2.sessionId, access_token: s2.accessToken }), { status: 429 }, 'full');
   cluster.sockets[1].child.kill('SIGKILL');
   await Promise.all(onB.map((c) => c.closed));
-  const fresh = await eventually(async () => connect(a, { session_id: s2.sessionId, access_token: s2.accessToken }).catch(() => null), 20_000, 200);
+  const fresh = await eventually(async () => connect(a, { session_id: s2.sessionId, access_token: s2.accessToken }).catch(() => null), 20_000, 'a fresh connection', 200);
   t.ok(fresh, "the dead gateway's connections no longer count");
   // The one on A still counts (A is alive): with the fresh one, two of three places are taken.
-  const another = await eventually(async () => connect(a, { session_id: s2.sessionId, access_token: s2.accessToken }).catch(() => null), 20_000, 200);
+  const another = await eventually(async () => connect(a, { session_id: s2.sessionId, access_token: s2.accessToken }).catch(() => null), 20_000, 'another connection', 200);
   t.match(await handshakeStatus(a, { session_id: s2.sessionId, access_token: s2.accessToken }), { status: 429 }, "a live gateway's connections still count");
   for (const c of [onA, fresh!, another!]) await c.close();
 });

@@ -2,7 +2,7 @@ import t from 'tap';
 import { openStore, type Store } from '../store/mod.js';
 import { conversationRecords } from '../actors/conversation/record.js';
 import { sessionRecords } from '../actors/session/mod.js';
-import { eventually } from './actors.behaviour.js';
+import { eventually } from './helpers/eventually.js';
 import { http } from './helpers/http.js';
 import { connect, desk, handshakeStatus, is, T, type Ev, type MessagingProject, messagingProject } from './helpers/messaging.js';
 import { waitForProjections } from './helpers/projections.js';
@@ -87,7 +87,7 @@ t.test('the whole sequence: token, session, replay, join, user message, agent re
     await waitForProjections(p);
     const r = await records.get(sessionId);
     return r && r.in_progress === false ? r : null;
-  }, 10_000, 50);
+  }, 10_000, "the session's ended record", 50);
   t.equal(record!.channel, 'WEBCHAT');
   t.equal(record!.turns.length, 2);
   t.equal(record!.turns[1].user_input, 'When are you open on Monday?');
@@ -161,7 +161,7 @@ t.test('handshake: every error row, and the connection limit', async (t) => {
   t.match(await handshakeStatus(p.socket, { session_id: sessionId, access_token: accessToken }), { status: 429, body: { error: 'connection limit exceeded for session' } }, 'the 11th is refused');
   await open.pop()!.close();
   // The close deregisters the connection: a new one fits again.
-  const again = await eventually(async () => connect(p.socket, { session_id: sessionId, access_token: accessToken }).catch(() => null), 10_000, 50);
+  const again = await eventually(async () => connect(p.socket, { session_id: sessionId, access_token: accessToken }).catch(() => null), 10_000, 'a connection that fits again', 50);
   t.ok(again, 'a slot freed by a close is usable');
   open.push(again!);
   for (const c of open) await c.close();
@@ -381,12 +381,12 @@ t.test('server-managed handoff with a live agent on the desk', async (t) => {
   // User messages during the live handoff reach the desk, not the agent.
   const after = history.body.last_sequence;
   c.send(T('USER_TYPING'), { state: 'TYPING_STATE_STARTED' });
-  await eventually(async () => (await d('GET', `/sessions/${sessionId}`)).body.user_typing === 'TYPING_STATE_STARTED', 10_000, 50);
+  await eventually(async () => (await d('GET', `/sessions/${sessionId}`)).body.user_typing === 'TYPING_STATE_STARTED', 10_000, 'the desk to see the user typing', 50);
   c.send(T('USER_MESSAGE'), { text: 'My order is late' });
   const got = await eventually(async () => {
     const r = await d('GET', `/sessions/${sessionId}/events?after=${after}`);
     return r.body.events.find((e: Ev) => is('USER_MESSAGE')(e) && e.payload.text === 'My order is late');
-  }, 10_000, 50);
+  }, 10_000, 'the user message at the desk', 50);
   t.ok(got, 'the desk gets the user message');
   const mark = c.flat().length;
   await new Promise((r) => setTimeout(r, 200));

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { eventually } from './actors.behaviour.js';
+import { eventually } from './helpers/eventually.js';
 import { http } from './helpers/http.js';
 import { connect, desk, handshakeStatus, is, T, messagingProject, type MessagingProject } from './helpers/messaging.js';
 import { platformFor, type Platform } from './helpers/platform.js';
@@ -79,7 +79,7 @@ t.test('socket rate limit: excess events are dropped with a warning', async (t) 
   for (let i = 0; i < 20; i++) c.send(T('HEARTBEAT'), {}, { client_event_id: `hb-${i}` });
   const warning = await c.waitFor(is('SYSTEM_MESSAGE'), 'warning');
   t.match(warning, { sequence: null, payload: { level: 'SYSTEM_MESSAGE_LEVEL_WARNING' }, metadata: { custom: { client_event_id: String } } });
-  await eventually(async () => c.flat().filter((e) => is('HEARTBEAT')(e) || is('SYSTEM_MESSAGE')(e)).length === 20, 10_000, 50);
+  await eventually(async () => c.flat().filter((e) => is('HEARTBEAT')(e) || is('SYSTEM_MESSAGE')(e)).length === 20, 10_000, 'the heartbeats and the warning', 50);
   const echoes = c.flat().filter(is('HEARTBEAT')).length;
   t.ok(echoes < 20 && echoes > 0, `${echoes} of 20 accepted, the rest dropped`);
   t.equal(c.ws.readyState, c.ws.OPEN, 'the socket stays open');
@@ -99,7 +99,7 @@ t.test('sessions with sockets open stay passivated: counting connections asks no
     open.push(c);
   }
   const live = async (): Promise<number> => (await http(q.edge, 'GET', '/admin/v1/runtime', { headers: { authorization: `Bearer ${q.operatorToken}` } })).body.workers[0].liveActors;
-  t.ok(await eventually(async () => (await live()) === 0, 10_000, 100), 'every actor passivates while the sockets sit idle');
+  t.ok(await eventually(async () => (await live()) === 0, 10_000, 'every actor to passivate', 100), 'every actor passivates while the sockets sit idle');
   const samples: number[] = [];
   for (let i = 0; i < 12; i++) {
     await new Promise((r) => setTimeout(r, 100));

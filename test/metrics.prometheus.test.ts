@@ -7,7 +7,8 @@ import t from 'tap';
 import { platformFor, type Platform } from './helpers/platform.js';
 import { chatProject } from './helpers/chat.js';
 import { connect, is, messagingProject } from './helpers/messaging.js';
-import { alertsTenant, eventually, startReceiver } from './helpers/webhooks.js';
+import { alertsTenant, startReceiver } from './helpers/webhooks.js';
+import { eventually } from './helpers/eventually.js';
 
 let p: Platform;
 t.before(async () => {

@@ -10,7 +10,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openStore, type Store } from '../store/mod.js';
-import { eventually } from './actors.behaviour.js';
+import { eventually } from './helpers/eventually.js';
 import { countsOf } from './helpers/projector.js';
 /** As many counters as `helpers/journal-child.ts` drives. */
 const COUNTERS = 50;
@@ -86,13 +86,13 @@ t.test('a runner killed between commit and projection resumes from its checkpoin
   const head = await withStore((store) => store.journal.head());
   // Small batches: the checkpoint creeps, so the kill lands with part of the journal projected.
   const first = await child(['project', '20'], /ready\n/);
-  const reached = await eventually(() => withStore(checkpointOf), 20_000, 5);
+  const reached = await eventually(() => withStore(checkpointOf), 20_000, 'a checkpoint', 5);
   await kill(first);
   const atKill = await withStore(checkpointOf);
   t.ok(reached > 0 && atKill < head, `killed with the checkpoint at ${atKill} of ${head}`);
   const second = await child(['project', '200'], /ready\n/);
   t.teardown(() => kill(second));
-  t.ok(await eventually(async () => (await withStore(checkpointOf)) >= head, 30_000, 50), 'the restarted runner reaches the head');
+  t.ok(await eventually(async () => (await withStore(checkpointOf)) >= head, 30_000, 'the runner to reach the head', 50), 'the restarted runner reaches the head');
   const counts = await withStore((store) => countsOf(store).find({}));
   const byKey = new Map(counts.map((c) => [c.id, c]));
   for (let i = 0; i < COUNTERS; i++) {

@@ -11,7 +11,7 @@ import { mkdtempSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { eventually } from './actors.behaviour.js';
+import { eventually } from './helpers/eventually.js';
 import { conversationsClient, conversationsKey } from './helpers/conversations.js';
 import { http } from './helpers/http.js';
 import { connect, is, messagingProject, T } from './helpers/messaging.js';
@@ -128,7 +128,7 @@ t.test('over NATS: the admin call on one process revokes at once on another', ne
   await eventually(async () => {
     const r = (await admin(A)('GET', '/runtime')).body;
     return r.unownedShards?.length === 0 && r.workers?.length === 1;
-  }, 20_000, 50);
+  }, 20_000, 'placement to settle', 50);
   await revocationScenario(t, A, B);
   const b = await caches(B);
   t.ok(b.keys.invalidations >= 1 && b.connectors.invalidations >= 2 && b.settings.invalidations >= 1, 'B applied the invalidations it was sent');

@@ -6,7 +6,8 @@ import t from 'tap';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { CLI, platformFor } from './helpers/platform.js';
-import { alertsTenant, eventually, startReceiver } from './helpers/webhooks.js';
+import { alertsTenant, startReceiver } from './helpers/webhooks.js';
+import { eventually } from './helpers/eventually.js';
 
 const run = promisify(execFile);
 const COMMANDS = [

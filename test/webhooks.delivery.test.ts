@@ -8,7 +8,8 @@ import t from 'tap';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { startPlatform, removeDir, type Platform } from './helpers/platform.js';
-import { alertsTenant, eventually, startReceiver, type Received, type Receiver } from './helpers/webhooks.js';
+import { alertsTenant, startReceiver, type Received, type Receiver } from './helpers/webhooks.js';
+import { eventually } from './helpers/eventually.js';
 import { client } from './helpers/http.js';
 
 const SCHEDULE = '0,50,50,50';

@@ -16,7 +16,8 @@ import { attemptEffect } from '../actors/delivery/attempt.js';
 import { guardedLookup, PrivateDestinationError } from '../actors/delivery/destination.js';
 import { openStore, type Store } from '../store/mod.js';
 import { removeDir } from './helpers/platform.js';
-import { eventually, startReceiver, type Receiver } from './helpers/webhooks.js';
+import { startReceiver, type Receiver } from './helpers/webhooks.js';
+import { eventually } from './helpers/eventually.js';
 
 let dir: string;
 let store: Store;

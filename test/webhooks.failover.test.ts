@@ -7,7 +7,8 @@ import t from 'tap';
 import { natsAvailable, startNats } from './helpers/nats.js';
 import { removeDir, startPlatform } from './helpers/platform.js';
 import { startCluster } from './helpers/cluster.js';
-import { alertsTenant, eventually, startReceiver } from './helpers/webhooks.js';
+import { alertsTenant, startReceiver } from './helpers/webhooks.js';
+import { eventually } from './helpers/eventually.js';
 
 // Without nats-server this skips locally; with CI=true natsAvailable() throws, so it fails instead.
 const needsNats = natsAvailable() ? {} : { skip: 'nats-server is not installed' };

@@ -6,7 +6,8 @@ import { ActorClient } from '../../actors/mod.js';
 import { shardOf } from '../../actors/placement/shard.js';
 import { connectNatsTransport } from '../../actors/transport/mod.js';
 import type { Transport } from '../../actors/transport/types.js';
-import { eventually, type Cluster } from '../actors.behaviour.js';
+import type { Cluster } from '../actors.behaviour.js';
+import { eventually } from './eventually.js';
 import { http } from './http.js';
 import { startNats } from './nats.js';
 import { removeDir, startPlatform, type Platform } from './platform.js';
@@ -78,7 +79,7 @@ export async function startCluster(o: ClusterOptions): Promise<NatsCluster> {
     await eventually(async () => {
       const r = (await http(edge.edge, 'GET', '/admin/v1/runtime', { headers: { authorization: `Bearer ${env.OPERATOR_TOKEN}` } })).body;
       return r.unownedShards?.length === 0 && r.workers?.length === o.workers && r.workers.every((w: { shards: number[] }) => w.shards.length > 0);
-    }, 20_000, 50);
+    }, 20_000, 'placement to settle', 50);
   } catch (err) {
     // A cluster that did not come up leaves nothing running: its processes would keep the file alive.
     for (const p of started) p.child.kill('SIGKILL');
@@ -113,7 +114,7 @@ export async function startCluster(o: ClusterOptions): Promise<NatsCluster> {
       return eventually(async () => {
         const owner = (await runtime()).workers.find((w: { id: string; shards: number[] }) => w.shards.includes(shard));
         return workers.find((w) => w.worker === owner?.id);
-      }, 10_000, 50);
+      }, 10_000, "the shard's owner", 50);
     },
     addWorker,
     stop: async () => {

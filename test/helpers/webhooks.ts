@@ -82,14 +82,3 @@ export async function alertsTenant(p: Platform, name = 'Acme'): Promise<{ accoun
   if (key.status !== 201) throw new Error(`key: ${key.status} ${key.text}`);
   return { accountId: account.body.id, key: key.body.key, api: client(p.edge, { 'x-api-key': key.body.key }) };
 }
-
-/** Polls `check` until it returns a value (not undefined), or fails after `timeoutMs`. */
-export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 20_000, what = 'condition'): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
