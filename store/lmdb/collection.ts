@@ -36,7 +36,15 @@ export class LmdbCollection<T extends Doc = Doc> implements Collection<T> {
   }
 
   async get(id: string): Promise<T | null> {
-    return isKeyString(id) ? ((this.env.records.get(key(this.name, id)) as T | undefined) ?? null) : null;
+    if (!isKeyString(id)) return null;
+    const k = key(this.name, id);
+    const found = this.env.records.get(k) as T | undefined;
+    if (found !== undefined) return found;
+    // A miss is confirmed on a fresh snapshot. lmdb-js reads through one snapshot per thread until that thread's
+    // next timers phase, and another thread of the process (the edge thread, the projection thread) may have
+    // committed the record since: a connector or key the edge thread just created would read as unknown here.
+    this.env.records.resetReadTxn();
+    return (this.env.records.get(k) as T | undefined) ?? null;
   }
 
   async findOne(filter: Filter, options: { sort?: Sort } = {}): Promise<T | null> {
