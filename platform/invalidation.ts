@@ -47,6 +47,9 @@ export async function startInvalidationBus(o: InvalidationBusOptions): Promise<I
   const id = `tc-${process.pid}-${randomBytes(4).toString('hex')}`;
   const beats = o.store.collection<HolderBeat>({ name: 'tenancy_caches' });
   const apply = (data: Uint8Array): void => {
+    // The write that caused the invalidation is committed: the reloads that follow must read it, not this
+    // thread's older read snapshot of the embedded store, or they would cache the revoked record again.
+    o.store.refresh();
     try {
       o.cache.invalidateLocal(decode(data) as Invalidation);
     } catch {

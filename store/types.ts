@@ -213,5 +213,12 @@ export interface Store {
   collection<T extends Doc = Doc>(spec: CollectionSpec): Collection<T>;
   readonly snapshots: SnapshotStore;
   readonly journal: JournalStore;
+  /**
+   * Makes this thread's next reads see every write committed so far, by any thread or process. The embedded
+   * store reads through one snapshot per thread until that thread's next timers phase (lmdb-js); MongoDB's reads
+   * are current already. Called when a thread learns that another wrote: a tenancy invalidation, whose
+   * reloads must not read the revoked record back from an older snapshot.
+   */
+  refresh(): void;
   close(): Promise<void>;
 }

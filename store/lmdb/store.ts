@@ -39,6 +39,10 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
       }
       return collection as unknown as Collection<T>;
     },
+    refresh: () => {
+      env.records.resetReadTxn();
+      env.readModels.records.resetReadTxn();
+    },
     close: () => closeEnv(env),
   };
 }

@@ -59,6 +59,8 @@ export async function openMongoStore(options: MongoStoreOptions): Promise<Store>
       }
       return collection as unknown as Collection<T>;
     },
+    // Every MongoDB read is a new query against the primary: nothing to renew.
+    refresh: () => undefined,
     close: () => client.close(),
   };
 }
