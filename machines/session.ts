@@ -151,10 +151,12 @@ export interface SessionContext {
   /** The next position in the session's sequence. */
   nextSeq: number;
   /**
-   * Open connections: id → gateway and the time it stops counting unless its gateway is alive (gateways
-   * keep a heartbeat, and CONNECT carries the live ones).
+   * Open connections: each one's gateway and the time it stops counting unless its gateway is alive
+   * (gateways keep a heartbeat, and CONNECT carries the live ones). A list, not an object keyed by
+   * connection id: the embedded store writes an object whose keys are ids as a plain map, every key spelled
+   * out on every write, where a list of objects of one shape is written as records (`store/lmdb/shapes.ts`).
    */
-  connections: Record<string, { gateway: string; until: number }>;
+  connections: OpenConnection[];
   /** The last `REMEMBERED_CLIENT_EVENTS` client_event_ids (as `SeenEvents` keeps them) with the sequence of their echo. */
   seen: SeenEvents;
   joinFailed: boolean;
@@ -176,7 +178,14 @@ export interface SessionContext {
  * Whether a registered connection still counts toward the limit at a CONNECT: its gateway is alive (its
  * heartbeat is recent), or it was registered within the TTL (its gateway may be too new to be listed yet).
  */
-function counts(c: { gateway: string; until: number }, e: { at: number; liveGateways?: string[] }): boolean {
+/** One open connection of a session. */
+export interface OpenConnection {
+  id: string;
+  gateway: string;
+  until: number;
+}
+
+function counts(c: OpenConnection, e: { at: number; liveGateways?: string[] }): boolean {
   return c.until > e.at || (e.liveGateways?.includes(c.gateway) ?? false);
 }
 
@@ -421,7 +430,7 @@ export const sessionMachine = setup({
     isLiveAgent: ({ context, event }) => context.liveAgent?.id === (event as any).agentId,
     connectionAllowed: ({ context, event }) => {
       const e = event as Extract<SessionEvent, { type: 'CONNECT' }>;
-      const live = Object.values(context.connections).filter((x) => counts(x, e)).length;
+      const live = context.connections.filter((x) => counts(x, e)).length;
       return live < context.info!.maxConnections;
     },
   },
@@ -556,7 +565,7 @@ export const sessionMachine = setup({
     id: input.id,
     info: null,
     nextSeq: 1,
-    connections: {},
+    connections: [],
     seen: { ids: '', seqs: [] },
     joinFailed: false,
     joinCustom: null,
@@ -575,10 +584,7 @@ export const sessionMachine = setup({
   // Connections come and go in every state after creation.
   on: {
     DISCONNECT: {
-      actions: assign(({ context, event }) => {
-        const { [event.connectionId]: _gone, ...rest } = context.connections;
-        return { connections: rest };
-      }),
+      actions: assign(({ context, event }) => ({ connections: context.connections.filter((c) => c.id !== event.connectionId) })),
     },
   },
   states: {
@@ -619,9 +625,10 @@ export const sessionMachine = setup({
           {
             guard: 'connectionAllowed',
             actions: assign(({ context, event }) => ({
-              connections: Object.assign(Object.fromEntries(Object.entries(context.connections).filter(([, c]) => counts(c, event))), {
-                [event.connectionId]: { gateway: event.gateway, until: event.at + context.info!.connectionTtlMs },
-              }),
+              connections: [
+                ...context.connections.filter((c) => c.id !== event.connectionId && counts(c, event)),
+                { id: event.connectionId, gateway: event.gateway, until: event.at + context.info!.connectionTtlMs },
+              ],
               idleDeadline: Math.max(context.idleDeadline, event.at + context.info!.idleMs),
             })),
           },

@@ -1,4 +1,5 @@
 import { execFile, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -8,6 +9,7 @@ import { Query } from 'mingo';
 import t from 'tap';
 import { closeEnv, openEnv } from '../store/lmdb/env.js';
 import { matcher } from '../store/lmdb/matcher.js';
+import { hasFieldNames, isFieldName } from '../store/lmdb/shapes.js';
 import { openLmdbStore } from '../store/lmdb/store.js';
 import type { Store } from '../store/mod.js';
 import { toolAvailable } from './helpers/tools.js';
@@ -128,6 +130,42 @@ t.test('stored objects share their shapes; a shape first written in a batch that
   const rawState = env.snapshotData.getBinary('k/shaped');
   t.ok(rawState, 'the snapshot is there');
   t.notOk(Buffer.from(rawState!).includes(Buffer.from('recentMessages')), 'a snapshot names its shapes by id too');
+});
+
+t.test('objects keyed by ids are stored as maps: they take no shapes, whatever their number', async (t) => {
+  const dataDir = tempDir();
+  const store = await makeStore(dataDir);
+  t.teardown(() => store.close());
+  const c = store.collection<{ id: string; [k: string]: unknown }>({ name: 'keyed' });
+  const sessions = Array.from({ length: 600 }, (_, i) => ({
+    id: `s${i}`,
+    // A session's connections by id, a project's topics by id, a tenant's own keys: one key set each.
+    connections: { [randomUUID()]: { gateway: 'g1', until: i } },
+    topics: { [`topic_${i.toString(36).padStart(6, '0')}Xy9`]: { name: 'hours' } },
+    state: { [`order-${i}`]: true, '12': 'twelve' },
+  }));
+  for (let i = 0; i < sessions.length; i += 100) await Promise.all(sessions.slice(i, i + 100).map((doc) => c.insert(doc)));
+  const puts = await Promise.all(sessions.map((doc, i) => {
+    const data = { s: { value: 'idle', context: { connections: doc.connections } }, a: [] };
+    return store.snapshots.put(`session/${i}`, data, { expectedVersion: 0, fence: 1, shard: 0, deadline: null });
+  }));
+  t.ok(puts.every((p) => p.ok), 'the snapshots are stored');
+  const back = await c.get('s599');
+  t.same(back, sessions[599], 'read back equal');
+  t.notOk(back!.connections instanceof Map, 'as plain objects, not Maps');
+  t.same((await store.snapshots.get('session/17'))?.data, { s: { value: 'idle', context: { connections: sessions[17].connections } }, a: [] });
+  const env = openEnv(dataDir);
+  t.teardown(() => closeEnv(env));
+  const shapes = (db: { get(key: never): unknown }) => (db.get(Symbol.for('structures') as never) as unknown[] | undefined)?.length ?? 0;
+  t.ok(shapes(env.records) < 10, `the records' shapes stay few (${shapes(env.records)}), not one per key set`);
+  t.ok(shapes(env.snapshotData) < 10, `so do the snapshots' (${shapes(env.snapshotData)})`);
+});
+
+t.test('field names and ids', async (t) => {
+  for (const name of ['id', 's', 'user_agent', 'asrLangCode', 'CALL_DURATION', 'p99', '$set', 'english_agent_response']) t.ok(isFieldName(name), name);
+  for (const id of ['', '0', '12', 'ses_0Vcd7nhpiPhg2mJ1ZiDL', 'topic_2vcYybnxCD4dWZkL', 'w-vm-8439-93c9a1', 'order-1', 'a.b', 'x'.repeat(41)]) t.notOk(isFieldName(id), JSON.stringify(id));
+  fc.assert(fc.property(fc.uuid(), (id) => !isFieldName(id)));
+  t.ok(hasFieldNames({}), 'an empty object is a record');
 });
 
 const needsStrace = toolAvailable('/usr/bin/strace', 'strace') ? {} : { skip: 'strace is not installed' };

@@ -14,6 +14,7 @@ import { timings } from '../../platform/timings.js';
 import type { Doc } from '../types.js';
 import type { StoredEntry } from './journal.js';
 import type { StoredSnapshot } from './snapshots.js';
+import { SHARED_SHAPES } from './shapes.js';
 
 /** One file's records: what a collection needs. */
 export interface RecordsEnv {
@@ -78,17 +79,6 @@ export interface Env extends RecordsEnv {
  */
 export const SYNCED = { overlappingSync: false } as const;
 
-/**
- * How the sub-databases that hold objects (records, snapshots, journal entries) are opened: with
- * msgpackr's shared structures, kept in the sub-database itself (lmdb-js's `sharedStructuresKey`). A stored
- * object then names its shape (its keys, in order) by a one- or two-byte id; without them every value
- * carried its shapes' definitions inline, which encoding wrote and decoding parsed into a new reader on every
- * read (bench/README.md, seventh session). The first `maxSharedStructures` shapes are shared; any later one
- * (tenants' own keys: metadata, function state) is defined inline in each value as before. A write
- * transaction that rolls back after saving a new shape leaves the encoder ahead of the file: the group
- * commit then makes the encoders reload their shapes (`forgetShapes`).
- */
-export const SHARED_SHAPES = { sharedStructuresKey: Symbol.for('structures'), maxSharedStructures: 512 } as const;
 
 /** Opens (creating when missing) the environments in `dataDir`. */
 export function openEnv(dataDir: string): Env {
