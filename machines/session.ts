@@ -174,10 +174,6 @@ export interface SessionContext {
   endedAt: number | null;
 }
 
-/**
- * Whether a registered connection still counts toward the limit at a CONNECT: its gateway is alive (its
- * heartbeat is recent), or it was registered within the TTL (its gateway may be too new to be listed yet).
- */
 /** One open connection of a session. */
 export interface OpenConnection {
   id: string;
@@ -185,6 +181,10 @@ export interface OpenConnection {
   until: number;
 }
 
+/**
+ * Whether a registered connection still counts toward the limit at a CONNECT: its gateway is alive (its
+ * heartbeat is recent), or it was registered within the TTL (its gateway may be too new to be listed yet).
+ */
 function counts(c: OpenConnection, e: { at: number; liveGateways?: string[] }): boolean {
   return c.until > e.at || (e.liveGateways?.includes(c.gateway) ?? false);
 }

@@ -79,7 +79,6 @@ export interface Env extends RecordsEnv {
  */
 export const SYNCED = { overlappingSync: false } as const;
 
-
 /** Opens (creating when missing) the environments in `dataDir`. */
 export function openEnv(dataDir: string): Env {
   fs.mkdirSync(dataDir, { recursive: true });
