@@ -15,8 +15,11 @@ import { wakeIndexTime } from './wake-index.js';
 export const REMEMBERED_EVENTS = 8;
 
 type Job =
-  /** `at`: when it was delivered (performance.now), for step timings; 0 when they are off. */
-  | { type: 'event'; envelope: Envelope; respond: (r: Reply) => void; at: number; headers?: Headers }
+  /**
+   * `at`: when it was delivered (performance.now), for step timings; 0 when they are off. `ordered`: answer
+   * once the step's commit is queued (`AskOptions.ordered`, from this thread).
+   */
+  | { type: 'event'; envelope: Envelope; respond: (r: Reply) => void; at: number; headers?: Headers; ordered: boolean }
   | { type: 'persist' }
   /** `before`: the scan's horizon (the scheduler wakes what is indexed at or before it). */
   | { type: 'wake'; before: number }
@@ -65,7 +68,8 @@ class HostFailure extends Error {
  * snapshot. Each step (an event and what it set off until the kind calls it settled, or a later transition:
  * a timer fired, an invoked promise settled) is committed as one write: the snapshot and the events the
  * machine emitted during it (`emit`), as one journal entry. An event's reply is sent only after that commit
- * is durable, and the kind's `published` hook hears of the entry then.
+ * is durable (an ordered ask's once it is queued, see `AskOptions.ordered`), and the kind's `published` hook
+ * hears of the entry then.
  */
 /** Errors of a machine surface through the step that ran it, not through its subscription. */
 const ignore = (): void => undefined;
@@ -114,15 +118,19 @@ export class Activation {
     return !this.running && !this.queue?.length;
   }
 
-  /** Queues an event; `headers` carry the sender's trace context (the handling span continues it). */
-  deliver(envelope: Envelope, respond: (r: Reply) => void, headers?: Headers): void {
+  /**
+   * Queues an event; `headers` carry the sender's trace context (the handling span continues it). `ordered`:
+   * the asker's writes follow this step's through the host's commit queue, so the reply goes as soon as the
+   * step's commit is queued (the host decides, `Envelope.ordered`).
+   */
+  deliver(envelope: Envelope, respond: (r: Reply) => void, headers?: Headers, ordered = false): void {
     let answered = false;
     const once = (r: Reply) => {
       if (answered) return;
       answered = true;
       respond(r);
     };
-    this.push({ type: 'event', envelope, respond: once, at: timings ? performance.now() : 0, headers });
+    this.push({ type: 'event', envelope, respond: once, at: timings ? performance.now() : 0, headers, ordered });
   }
 
   /**
@@ -229,7 +237,9 @@ export class Activation {
     // The reply is derived from the events this step commits (it is stored with the snapshot for retries).
     const reply = this.kind.reply ? this.kind.reply(snapshot, envelope.event, this.emitted?.slice() ?? []) : { value: snapshot.value, context: snapshot.context };
     this.remember(envelope.eventId, reply);
-    await this.persist();
+    // An ordered ask is answered once the commit is queued: whatever the asker commits next is queued behind it,
+    // and the store makes batches durable in the order they were queued (`SnapshotStore.durableInOrder`).
+    await this.persist(job.ordered ? () => respond({ ok: true, reply }) : undefined);
     respond({ ok: true, reply });
     timings?.since('actor.event', t0);
   }
@@ -363,7 +373,7 @@ export class Activation {
     if (now < at) return this.startDeadlineTimer(at);
     this.deadlineAt = null;
     const envelope: Envelope = { kind: this.kind.name, id: this.id, event: this.kind.deadline!.event(now), eventId: `deadline:${at}` };
-    this.push({ type: 'event', envelope, respond: ignore, at: timings ? performance.now() : 0 });
+    this.push({ type: 'event', envelope, respond: ignore, at: timings ? performance.now() : 0, ordered: false });
   }
 
   private clearDeadline(): void {
@@ -394,7 +404,8 @@ export class Activation {
     return { persisted, snapshot, kindDeadline, due: earlier(earliestDeadline(persisted), kindDeadline) };
   }
 
-  private async persist(): Promise<void> {
+  /** Commits the step; `queued` is called once its write is in the commit queue (not called if it never gets there). */
+  private async persist(queued?: () => void): Promise<void> {
     const fence = this.ctx.fenceOf(this.shard);
     if (fence === null) throw new HostFailure('NOT_OWNER', 'the shard lease lapsed', true);
     const t0 = timings ? performance.now() : 0;
@@ -414,7 +425,7 @@ export class Activation {
     this.emitted = null;
     const step = { value: snapshot.value, events };
     const deadline = wakeIndexTime(this.indexed, due, Date.now(), this.ctx.wakeIndexRefreshMs);
-    const result = await this.ctx.commit.put({
+    const committing = this.ctx.commit.put({
       key: this.key,
       data,
       expectedVersion: this.version,
@@ -423,6 +434,8 @@ export class Activation {
       deadline,
       step,
     });
+    queued?.();
+    const result = await committing;
     if (!result.ok) {
       await projecting?.catch(() => undefined);
       // Someone else wrote this actor (a newer owner, or a second activation during a handover): this

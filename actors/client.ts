@@ -20,6 +20,13 @@ export interface AskOptions {
   timeoutMs?: number;
   /** Idempotency key; a fresh one by default. Pass the same one to make a caller-level retry safe. */
   eventId?: string;
+  /**
+   * For an actor's effect whose answer goes only into its own next step: that step's commit is queued after
+   * the asked step's on the same host, so it can never be durable without it, and the answer may come once the
+   * asked step's commit is queued instead of once it is durable. The host honours it only for an ask from its
+   * own thread (its commit order is the asker's); anywhere else the answer waits for durability as usual.
+   */
+  ordered?: boolean;
 }
 
 const FIRST_BACKOFF_MS = 20;
@@ -59,7 +66,7 @@ export class ActorClient {
     const shard = shardOf(`${kind}/${id}`, this.o.shardCount);
     const subject = shardSubject(shard);
     const health = this.o.health;
-    const data = encodeFor(this.transport, { kind, id, event, eventId });
+    const data = encodeFor(this.transport, options.ordered ? { kind, id, event, eventId, ordered: true } : { kind, id, event, eventId });
     let backoff = FIRST_BACKOFF_MS;
     let last = 'no attempt';
     let noOwnerSince: number | null = null;

@@ -4,7 +4,7 @@ import { ActorSystem } from './actor-system.js';
 import { CommitQueue } from './commit.js';
 import type { ActorKind } from './kinds.js';
 import type { Placement } from './placement/types.js';
-import { decode, encodeFor, shardSubject, type Envelope, type Reply } from './protocol.js';
+import { decode, encodeFor, isInProcess, shardSubject, type Envelope, type Reply } from './protocol.js';
 import { WAKE_INDEX_REFRESH_MS } from './wake-index.js';
 import type { Headers, Subscription, Transport } from './transport/types.js';
 
@@ -162,7 +162,9 @@ export class Host {
       answer({ ok: false, code: 'UNKNOWN_KIND', message: `no actor kind ${kind}`, retry: false });
       return;
     }
-    activation.deliver(envelope, answer, headers);
+    // An ordered ask from another thread or process shares no commit order with this host, nor does any ask
+    // when the store's commits may complete out of order: it waits for durability as any other.
+    activation.deliver(envelope, answer, headers, envelope.ordered === true && isInProcess(data) && this.o.snapshots.durableInOrder);
   }
 
   private activate(key: string, shard: number): Activation | null {

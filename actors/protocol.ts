@@ -11,6 +11,11 @@ export interface Envelope {
   event: { type: string } & Record<string, unknown>;
   /** Idempotency key: a retry carries the same one, and the actor applies the event once. */
   eventId: string;
+  /**
+   * The asker's own writes follow the reply through this host's commit order (`AskOptions.ordered`): answer
+   * once the step's commit is queued rather than durable. Honoured only for an ask from this thread.
+   */
+  ordered?: true;
 }
 
 /** Why an ask failed at the host. `retry` tells the sender whether to try again (elsewhere, later). */
@@ -41,6 +46,9 @@ class InProcess extends Uint8Array {
 /** Encodes a message for `transport`: as is on the in-process transport (see `InProcess`), msgpack on any other. */
 export const encodeFor = (transport: Pick<Transport, 'kind'>, value: unknown): Uint8Array =>
   transport.kind === 'inproc' ? new InProcess(value) : encode(value);
+
+/** Whether a payload was sent from this thread (the in-process transport's value, see `InProcess`). */
+export const isInProcess = (data: Uint8Array): boolean => data instanceof InProcess;
 
 /** The bytes of a payload for a transport that copies them (a thread's port): an in-process payload encoded, any other as it is. */
 export const bytesOf = (data: Uint8Array): Uint8Array => (data instanceof InProcess ? encode(data.value) : data);

@@ -152,6 +152,12 @@ export type SnapshotPutResult =
   | { ok: false; reason: 'version' | 'fence'; current: { version: number; fence: number } };
 
 export interface SnapshotStore {
+  /**
+   * Whether the `putMany` batches of one process become durable in the order they were made: the embedded
+   * store's do (one writer, commits in queue order); MongoDB's overlap. The host answers an ordered ask before
+   * its commit is durable only when they do (`AskOptions.ordered`).
+   */
+  readonly durableInOrder: boolean;
   get(key: string): Promise<SnapshotRecord | null>;
   /** Compare-and-set on `version`, refused for a stale `fence`. Never throws for a lost race. */
   put(key: string, data: unknown, put: SnapshotPut): Promise<SnapshotPutResult>;

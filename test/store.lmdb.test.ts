@@ -101,6 +101,30 @@ t.test('a write that throws in a group commit fails alone: the others of its bat
   t.equal((await store.snapshots.get('k/1'))?.version, 1);
 });
 
+t.test('batches become durable in the order they were queued, also when one runs again after a write threw', async (t) => {
+  const store = await makeStore();
+  t.teardown(() => store.close());
+  const c = store.collection<{ id: string; blob?: string }>({ name: 'ordered' });
+  await c.insert({ id: 'taken' });
+  const head = await store.journal.head();
+  const entry = (id: string) => ({ key: `k/${id}`, kind: 'k', id, shard: 0, version: 1, at: 1, value: null, events: [] });
+  const turn = () => new Promise<void>((resolve) => setImmediate(() => setImmediate(resolve)));
+  // A large first batch keeps lmdb-js's writer busy flushing, so that the next two batches are queued behind it
+  // and run in one transaction: the first of them rolls back (a duplicate) and runs again after the second ran.
+  const blob = 'x'.repeat(1 << 20);
+  const big = Promise.all(Array.from({ length: 24 }, (_, i) => c.insert({ id: `big-${i}`, blob })));
+  await turn();
+  const duplicate = c.insert({ id: 'taken' }).catch((err: Error) => err.name);
+  const first = store.journal.append(entry('first'));
+  await turn();
+  const second = store.journal.append(entry('second'));
+  await big;
+  t.equal(await duplicate, 'StoreDuplicateError');
+  await Promise.all([first, second]);
+  const entries = await store.journal.read(head, 10);
+  t.same(entries.map((e) => e.key), ['k/first', 'k/second'], 'the batch queued first is durable first: its seq is the lower');
+});
+
 t.test('stored objects share their shapes; a shape first written in a batch that rolled back is saved again', async (t) => {
   const dataDir = tempDir();
   let store = await makeStore(dataDir);

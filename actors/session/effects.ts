@@ -24,7 +24,9 @@ const HANDOFF_MODES = new Set(['server', 'client']);
 /**
  * The session machine's effects. Each asks the session's conversation actor (kind `conversation`, id = the
  * session id, channel WEBCHAT) with an event id fixed by the machine, so an effect restarted after a
- * failover gets the conversation's remembered answer instead of a second turn.
+ * failover gets the conversation's remembered answer instead of a second turn. The asks are ordered
+ * (`AskOptions.ordered`): on the embedded host the turn answers once its commit is queued, and the agent's
+ * message commits in the same group commit or the next, not a whole commit later.
  */
 export function sessionEffects(deps: SessionDeps) {
   const records = sessionRecords(deps.store);
@@ -47,7 +49,8 @@ export function sessionEffects(deps: SessionDeps) {
 
   const ask = async (id: string, event: { type: string } & Record<string, unknown>, eventId: string): Promise<ConversationReply | 'overload' | 'error'> => {
     try {
-      return await (await deps.client()).ask<ConversationReply>('conversation', id, event, { eventId });
+      // Ordered: the answer goes only into this session's next step, whose commit is queued behind the turn's.
+      return await (await deps.client()).ask<ConversationReply>('conversation', id, event, { eventId, ordered: true });
     } catch (err) {
       return err instanceof ActorAskError && err.code === 'DEADLINE' ? 'overload' : 'error';
     }

@@ -25,7 +25,8 @@ export interface RecordsEnv {
    * (see `groupCommit`: `write` may run twice, so it must read what it checks inside the transaction and
    * have no effect outside it). `write` runs synchronously under the writer lock; the commit is made by
    * lmdb-js's writer thread, which flushes it to disk before it writes the meta page that makes it visible
-   * (`SYNCED`). Resolves once the commit is durable.
+   * (`SYNCED`). Resolves once the commit is durable. Batches of one process become durable in the order they
+   * were queued, a batch that runs again included (see `groupCommit`).
    */
   batch<T>(write: () => T): Promise<T>;
   /** [collection, id] -> record. */
@@ -118,6 +119,9 @@ function recordsOf(root: RootDatabase): Omit<RecordsEnv, 'batch'> {
   };
 }
 
+/** Thrown by a batch that must not commit before the second run of an earlier one (see `groupCommit`). */
+class Deferred extends Error {}
+
 /** The meta key holding the last journal seq assigned. */
 export const SEQ_KEY = 'journal.seq';
 
@@ -182,10 +186,18 @@ interface Queued {
  * transaction for every write cost each of them several microseconds of this thread's time under the writer
  * lock (bench/README.md, seventh session). A write must therefore be safe to run twice: each reads what it
  * checks inside the transaction, and the rolled-back attempt leaves nothing behind.
+ *
+ * Batches become durable in the order they were queued. lmdb-js runs the callbacks of every batch queued
+ * while its writer was busy one after another in one transaction, so a batch queued after one that rolled
+ * back would commit before that one's second run. It does not: until the second run begins, every batch
+ * after it rolls back untouched (`Deferred`) and is queued again, behind the second run, when it hears so.
+ * The host relies on this order to answer an ordered ask before its commit is durable (`AskOptions.ordered`).
  */
 function groupCommit(label: string, root: RootDatabase, seqs: SeqCounter | null, shaped: Database[]): <T>(write: () => T) => Promise<T> {
   let queue: Queued[] = [];
   let queuedAt = 0;
+  /** A batch rolled back by a write that threw, and its second run has not begun: later batches must wait. */
+  let rerunPending = false;
   const flush = () => {
     const batch = queue;
     queue = [];
@@ -203,6 +215,8 @@ function groupCommit(label: string, root: RootDatabase, seqs: SeqCounter | null,
     // Under SB_TIMINGS: when the writes began (the writer lock taken and this thread free to run them), then ended.
     let tw = 0;
     const writeAll = () => {
+      if (isolated) rerunPending = false;
+      else if (rerunPending) throw new Deferred();
       if (timings) {
         tw = performance.now();
         timings.add(`${label}.lock and turn wait`, tw - t0);
@@ -214,6 +228,7 @@ function groupCommit(label: string, root: RootDatabase, seqs: SeqCounter | null,
             outcomes.push({ ok: true, value: q.write() });
           } catch (err) {
             writeThrew = true;
+            rerunPending = true;
             throw err;
           }
           continue;
@@ -251,6 +266,14 @@ function groupCommit(label: string, root: RootDatabase, seqs: SeqCounter | null,
       },
       (err) => {
         seqs?.abort();
+        // A second run that failed to commit holds nothing up any more (its writes are refused below).
+        if (isolated) rerunPending = false;
+        // Rolled back before writing anything: queued again, behind the second run of the batch before it.
+        if (err instanceof Deferred) {
+          if (timings) timings.add(`${label}.batches deferred (count)`, 1);
+          commit(batch, false, t0);
+          return;
+        }
         forgetShapes(shaped);
         if (writeThrew) {
           if (timings) timings.add(`${label}.batches run again (count)`, 1);

@@ -13,6 +13,9 @@ export type StoredSnapshot = Omit<SnapshotRecord, 'key' | 'data'>;
  * after its compare-and-set succeeded, so a snapshot version and its entry are durable together or not at all.
  */
 export class LmdbSnapshots implements SnapshotStore {
+  /** One writer per file, and `Env.batch` keeps commits in queue order. */
+  readonly durableInOrder = true;
+
   constructor(private readonly env: Env) {}
 
   async get(snapshotKey: string): Promise<SnapshotRecord | null> {

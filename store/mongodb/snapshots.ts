@@ -30,6 +30,9 @@ class Lost extends Error {}
  * `step` runs in a transaction with its journal entry (`journal.ts`): both commit or neither.
  */
 export class MongoSnapshots implements SnapshotStore {
+  /** Batches are separate bulk writes, which may complete out of order. */
+  readonly durableInOrder = false;
+
   constructor(
     private readonly handle: MongoCollectionHandle<SnapshotDoc>,
     private readonly journal: MongoJournal,

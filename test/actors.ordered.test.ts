@@ -1,0 +1,130 @@
+import t from 'tap';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { builtinKinds, startRuntime, type Runtime } from '../actors/mod.js';
+import { encode, shardSubject } from '../actors/protocol.js';
+import { shardOf } from '../actors/placement/shard.js';
+import { openStore, type SnapshotStore, type SnapshotWrite, type Store } from '../store/mod.js';
+import { removeDir } from './helpers/platform.js';
+
+/**
+ * The embedded store, whose commits this test can keep from being heard: while `held`, a durable batch's results
+ * wait (as if the flush were slow), so what the host answers before a commit is durable shows.
+ */
+class HeldCommits implements SnapshotStore {
+  private gate: Promise<void> | null = null;
+  private open: () => void = () => undefined;
+  constructor(private readonly inner: SnapshotStore) {}
+  get durableInOrder(): boolean {
+    return this.inner.durableInOrder;
+  }
+  hold(): void {
+    this.gate = new Promise((resolve) => (this.open = resolve));
+  }
+  release(): void {
+    this.gate = null;
+    this.open();
+  }
+  get = (key: string) => this.inner.get(key);
+  put: SnapshotStore['put'] = async (key, data, put) => (await this.putMany([{ key, data, ...put }]))[0];
+  putMany = async (writes: SnapshotWrite[]) => {
+    const gate = this.gate;
+    const results = await this.inner.putMany(writes);
+    await gate;
+    return results;
+  };
+  due: SnapshotStore['due'] = (shards, before, limit) => this.inner.due(shards, before, limit);
+  delete = (key: string) => this.inner.delete(key);
+}
+
+const SHARDS = 16;
+let store: Store;
+let held: HeldCommits;
+let runtime: Runtime;
+let dir: string;
+
+t.before(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'sb-ordered-'));
+  store = await openStore({ dataDir: dir });
+  held = new HeldCommits(store.snapshots);
+  runtime = await startRuntime({ store: { ...store, snapshots: held }, worker: true, shardCount: SHARDS, leaseTtlMs: 3000, passivateAfterMs: 60_000, askTimeoutMs: 5000, kinds: builtinKinds() });
+});
+t.teardown(async () => {
+  held.release();
+  await runtime.stop();
+  await store.close();
+  removeDir(dir);
+});
+
+/** Whether `p` settles within a few turns of the event loop. */
+const settlesSoon = async (p: Promise<unknown>): Promise<boolean> => {
+  let settled = false;
+  void p.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  for (let i = 0; i < 5; i++) await new Promise((r) => setTimeout(r, 10));
+  return settled;
+};
+
+t.test('an ordered ask from this thread is answered once its commit is queued, before it is durable', async (t) => {
+  await runtime.client.ask('counter', 'ordered', { type: 'INC' });
+  held.hold();
+  t.teardown(() => held.release());
+  const ordered = runtime.client.ask<{ count: number }>('counter', 'ordered', { type: 'INC' }, { ordered: true });
+  t.ok(await settlesSoon(ordered), 'answered while the commit is held');
+  t.equal((await ordered).count, 2, 'with the step it queued');
+  const plain = runtime.client.ask('counter', 'plain', { type: 'INC' });
+  t.notOk(await settlesSoon(plain), 'an ask that is not ordered waits for durability');
+  held.release();
+  await plain;
+  t.equal((await store.snapshots.get('counter/ordered'))?.version, 2, 'the ordered step is durable');
+});
+
+t.test('an ordered ask that comes as bytes (another thread or process) waits for durability', async (t) => {
+  await runtime.client.ask('counter', 'from-afar', { type: 'INC' });
+  held.hold();
+  t.teardown(() => held.release());
+  const shard = shardOf('counter/from-afar', SHARDS);
+  const envelope = { kind: 'counter', id: 'from-afar', event: { type: 'INC' }, eventId: 'afar-1', ordered: true };
+  const asked = runtime.transport.request(shardSubject(shard), encode(envelope), 5000);
+  t.notOk(await settlesSoon(asked), 'not answered while the commit is held');
+  held.release();
+  t.match(await asked, Uint8Array);
+});
+
+t.test('an ordered ask is not answered early when the store may make commits durable out of order', async (t) => {
+  const d = mkdtempSync(join(tmpdir(), 'sb-ordered-'));
+  const own = await openStore({ dataDir: d });
+  const other = new HeldCommits(own.snapshots);
+  Object.defineProperty(other, 'durableInOrder', { value: false });
+  const rt = await startRuntime({ store: { ...own, snapshots: other }, worker: true, shardCount: SHARDS, leaseTtlMs: 3000, passivateAfterMs: 60_000, askTimeoutMs: 5000, kinds: builtinKinds() });
+  t.teardown(async () => {
+    other.release();
+    await rt.stop();
+    await own.close();
+    removeDir(d);
+  });
+  await rt.client.ask('counter', 'mongo-like', { type: 'INC' });
+  other.hold();
+  const ordered = rt.client.ask('counter', 'mongo-like', { type: 'INC' }, { ordered: true });
+  t.notOk(await settlesSoon(ordered), 'waits for durability');
+  other.release();
+  await ordered;
+});
+
+t.test('the step after an ordered ask is queued behind it: the asked step is durable first', async (t) => {
+  // Unheld: the asker's own step, queued on the answer, lands in the same group commit or a later one.
+  const before = await store.journal.head();
+  await Promise.all(
+    Array.from({ length: 50 }, async (_, i) => {
+      await runtime.client.ask('counter', `asked-${i}`, { type: 'INC' }, { ordered: true });
+      await runtime.client.ask('counter', `asker-${i}`, { type: 'INC' });
+    }),
+  );
+  const entries = await store.journal.read(before, 1000);
+  const seqOf = new Map(entries.map((e) => [e.key, e.seq]));
+  const late = Array.from({ length: 50 }, (_, i) => i).filter((i) => !(seqOf.get(`counter/asked-${i}`)! < seqOf.get(`counter/asker-${i}`)!));
+  t.same(late, [], 'every asked step has the lower seq');
+});
