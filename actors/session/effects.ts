@@ -25,8 +25,8 @@ const HANDOFF_MODES = new Set(['server', 'client']);
  * The session machine's effects. Each asks the session's conversation actor (kind `conversation`, id = the
  * session id, channel WEBCHAT) with an event id fixed by the machine, so an effect restarted after a
  * failover gets the conversation's remembered answer instead of a second turn. The asks are ordered
- * (`AskOptions.ordered`): on the embedded host the turn answers once its commit is queued, and the agent's
- * message commits in the same group commit or the next, not a whole commit later.
+ * (`AskOptions.ordered`): on the embedded host the turn answers once its commit is queued, so the agent's
+ * message does not wait for the turn's commit to be durable.
  */
 export function sessionEffects(deps: SessionDeps) {
   const records = sessionRecords(deps.store);
