@@ -15,10 +15,11 @@ import { removeDir } from './helpers/platform.js';
 class HeldCommits implements SnapshotStore {
   private gate: Promise<void> | null = null;
   private open: () => void = () => undefined;
-  constructor(private readonly inner: SnapshotStore) {}
-  get durableInOrder(): boolean {
-    return this.inner.durableInOrder;
-  }
+  /** `durableInOrder`: the store's own, unless a test says otherwise (a store like MongoDB's). */
+  constructor(
+    private readonly inner: SnapshotStore,
+    readonly durableInOrder = inner.durableInOrder,
+  ) {}
   hold(): void {
     this.gate = new Promise((resolve) => (this.open = resolve));
   }
@@ -39,22 +40,27 @@ class HeldCommits implements SnapshotStore {
 }
 
 const SHARDS = 16;
+
+/** An in-process runtime on a fresh embedded store whose commits can be held; stopped at the end of `test`. */
+async function heldRuntime(test: { teardown: (f: () => Promise<void>) => void }, durableInOrder?: boolean): Promise<{ store: Store; held: HeldCommits; runtime: Runtime }> {
+  const dir = mkdtempSync(join(tmpdir(), 'sb-ordered-'));
+  const store = await openStore({ dataDir: dir });
+  const held = new HeldCommits(store.snapshots, durableInOrder);
+  const runtime = await startRuntime({ store: { ...store, snapshots: held }, worker: true, shardCount: SHARDS, leaseTtlMs: 3000, passivateAfterMs: 60_000, askTimeoutMs: 5000, kinds: builtinKinds() });
+  test.teardown(async () => {
+    held.release();
+    await runtime.stop();
+    await store.close();
+    removeDir(dir);
+  });
+  return { store, held, runtime };
+}
+
 let store: Store;
 let held: HeldCommits;
 let runtime: Runtime;
-let dir: string;
-
 t.before(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'sb-ordered-'));
-  store = await openStore({ dataDir: dir });
-  held = new HeldCommits(store.snapshots);
-  runtime = await startRuntime({ store: { ...store, snapshots: held }, worker: true, shardCount: SHARDS, leaseTtlMs: 3000, passivateAfterMs: 60_000, askTimeoutMs: 5000, kinds: builtinKinds() });
-});
-t.teardown(async () => {
-  held.release();
-  await runtime.stop();
-  await store.close();
-  removeDir(dir);
+  ({ store, held, runtime } = await heldRuntime(t));
 });
 
 /** Whether `p` settles within a few turns of the event loop. */
@@ -95,17 +101,7 @@ t.test('an ordered ask that comes as bytes (another thread or process) waits for
 });
 
 t.test('an ordered ask is not answered early when the store may make commits durable out of order', async (t) => {
-  const d = mkdtempSync(join(tmpdir(), 'sb-ordered-'));
-  const own = await openStore({ dataDir: d });
-  const other = new HeldCommits(own.snapshots);
-  Object.defineProperty(other, 'durableInOrder', { value: false });
-  const rt = await startRuntime({ store: { ...own, snapshots: other }, worker: true, shardCount: SHARDS, leaseTtlMs: 3000, passivateAfterMs: 60_000, askTimeoutMs: 5000, kinds: builtinKinds() });
-  t.teardown(async () => {
-    other.release();
-    await rt.stop();
-    await own.close();
-    removeDir(d);
-  });
+  const { held: other, runtime: rt } = await heldRuntime(t, false);
   await rt.client.ask('counter', 'mongo-like', { type: 'INC' });
   other.hold();
   const ordered = rt.client.ask('counter', 'mongo-like', { type: 'INC' }, { ordered: true });
