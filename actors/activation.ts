@@ -63,24 +63,45 @@ class HostFailure extends Error {
   }
 }
 
+/** Errors of a machine surface through the step that ran it, not through its subscription. */
+const ignore = (): void => undefined;
+
+/** A failure as the host reports it: a store's error is retried (the step was not committed). */
+const hostFailure = (err: unknown): HostFailure => (err instanceof HostFailure ? err : new HostFailure('STORE_ERROR', String(err), true));
+
+/**
+ * An activation's writer id (`SnapshotPut.writer`): random, so that two activations of one actor (a handover,
+ * another process) differ. Never 0, which stands for "not written yet".
+ */
+const newWriter = (): number => 1 + Math.floor(Math.random() * 0xffff_fffe);
+
+/** The earlier of two deadlines (null: none). */
+const earlier = (a: number | null, b: number | null): number | null => (a === null ? b : b === null ? a : Math.min(a, b));
+
 /**
  * One live actor: a mailbox that runs one job at a time, the XState actor, and the version of its stored
  * snapshot. Each step (an event and what it set off until the kind calls it settled, or a later transition:
  * a timer fired, an invoked promise settled) is committed as one write: the snapshot and the events the
  * machine emitted during it (`emit`), as one journal entry. An event's reply is sent only after that commit
  * is durable (an ordered ask's once it is queued, see `AskOptions.ordered`), and the kind's `published` hook
- * hears of the entry then.
+ * hears of the entry then, in commit order.
+ *
+ * On a store whose batches are durable in queue order (`SnapshotStore.durableInOrder`: the embedded store) the
+ * mailbox is pipelined: it runs the next job once a step's commit is queued, not once it is durable. The next
+ * step's write is queued behind it, expects the version it will write and is chained to it
+ * (`SnapshotPut.chained`): if a write is refused, every write queued behind it is refused too, and the
+ * activation fails. What must not run ahead of durability still waits: replies, the kind's `published` hook,
+ * the answer to a retried event, passivation. On MongoDB, whose batches overlap, each job waits for its commit.
  */
-/** Errors of a machine surface through the step that ran it, not through its subscription. */
-const ignore = (): void => undefined;
-
-/** The earlier of two deadlines (null: none). */
-const earlier = (a: number | null, b: number | null): number | null => (a === null ? b : b === null ? a : Math.min(a, b));
-
 export class Activation {
   lastActive = Date.now();
   private actor: AnyActorRef | null = null;
+  /** The version the latest queued write makes (or the loaded one): what the next write expects. */
   private version = 0;
+  /** This activation's writer id (`newWriter`), 0 until its first write. */
+  private writer = 0;
+  /** The latest queued commit, durable when this settles (null: none in flight). A failure fails the activation. */
+  private durable: Promise<void> | null = null;
   /** The time the store indexes this actor under for wake-ups (`wakeIndexTime`): at or before its earliest deadline. */
   private indexed: number | null = null;
   /** Recently applied event ids with their replies, oldest first (an array: smaller than a Map when idle). */
@@ -113,9 +134,9 @@ export class Activation {
   private get id(): string {
     return this.key.slice(this.kind.name.length + 1);
   }
-  /** Nothing queued or running: safe to passivate. */
+  /** Nothing queued, running or being committed: safe to passivate. */
   get idle(): boolean {
-    return !this.running && !this.queue?.length;
+    return !this.running && !this.queue?.length && this.durable === null;
   }
 
   /**
@@ -172,7 +193,7 @@ export class Activation {
       try {
         await (job.type === 'event' ? this.traced(job) : this.run(job));
       } catch (err) {
-        const failure = err instanceof HostFailure ? err : new HostFailure('STORE_ERROR', String(err), true);
+        const failure = hostFailure(err);
         if (job.type === 'event') job.respond({ ok: false, code: failure.code, message: failure.message, retry: failure.retry });
         this.fail(failure);
       }
@@ -201,6 +222,8 @@ export class Activation {
 
   private async run(job: Job): Promise<void> {
     if (job.type === 'stop') {
+      // Its state is durable first (a commit that failed has failed the activation already).
+      if (this.durable) await this.durable.catch(ignore);
       this.end();
       job.done();
       return;
@@ -209,16 +232,17 @@ export class Activation {
     if (job.type === 'wake') return this.reindex(job.before);
     if (job.type === 'persist') {
       this.persistQueued = false;
-      await this.persist();
-      return;
+      return this.afterCommit(this.commit());
     }
     const { envelope, respond } = job;
     const t0 = timings ? performance.now() : 0;
     if (timings) timings.add('actor.mailbox wait', t0 - job.at);
     const seen = this.applied.find(([id]) => id === envelope.eventId);
     if (seen) {
-      respond({ ok: true, reply: seen[1] });
-      return;
+      // A retry may come while the step it repeats is still being committed: answered once that is durable.
+      const again: Reply = { ok: true, reply: seen[1] };
+      if (this.durable === null) return respond(again);
+      return this.afterCommit(this.durable, () => respond(again), respond);
     }
     this.inEvent = true;
     let snapshot;
@@ -229,6 +253,8 @@ export class Activation {
       this.inEvent = false;
     }
     timings?.since('actor.xstate + effects', t0);
+    // Failed while it settled: a commit queued before it was refused.
+    if (this.ended) throw new HostFailure('STALE', 'the activation ended during the step', true);
     if (snapshot.status === 'error') {
       respond({ ok: false, code: 'ACTOR_ERROR', message: String(snapshot.error), retry: false });
       this.end();
@@ -237,11 +263,30 @@ export class Activation {
     // The reply is derived from the events this step commits (it is stored with the snapshot for retries).
     const reply = this.kind.reply ? this.kind.reply(snapshot, envelope.event, this.emitted?.slice() ?? []) : { value: snapshot.value, context: snapshot.context };
     this.remember(envelope.eventId, reply);
+    const answer: Reply = { ok: true, reply };
+    const durable = this.commit();
     // An ordered ask is answered once the commit is queued: whatever the asker commits next is queued behind it,
     // and the store makes batches durable in the order they were queued (`SnapshotStore.durableInOrder`).
-    await this.persist(job.ordered ? () => respond({ ok: true, reply }) : undefined);
-    respond({ ok: true, reply });
-    timings?.since('actor.event', t0);
+    if (job.ordered) respond(answer);
+    return this.afterCommit(durable, () => {
+      respond(answer);
+      timings?.since('actor.event', t0);
+    }, respond);
+  }
+
+  /**
+   * What follows a queued commit: `then` once it is durable. Pipelined (see the class), the mailbox goes on at
+   * once, and a commit that fails fails the activation, `respond` hearing why; else the job waits for it, and
+   * the pump answers a failure.
+   */
+  private afterCommit(durable: Promise<void>, then?: () => void, respond?: (r: Reply) => void): Promise<void> | undefined {
+    if (!this.ctx.snapshots.durableInOrder) return then ? durable.then(then) : durable;
+    durable.then(then, (err) => {
+      const failure = hostFailure(err);
+      respond?.({ ok: false, code: failure.code, message: failure.message, retry: failure.retry });
+      this.fail(failure);
+    });
+    return undefined;
   }
 
   /** The snapshot once the kind calls it settled (effects of the event done), or as it is on error. */
@@ -261,6 +306,8 @@ export class Activation {
           if (settled(s) || s.status !== 'active') done(s);
         },
         error: () => done(actor.getSnapshot()),
+        // Stopped: the activation failed meanwhile (a pipelined commit was refused).
+        complete: () => done(actor.getSnapshot()),
       });
       // As an invoked promise without `onError` would leave the actor: in error, which the step answers.
       if (this.kind.effect) (this.effect ??= { running: false, failed: null }).failed = (error) => done({ status: 'error', error });
@@ -393,7 +440,7 @@ export class Activation {
     if (due !== null && due <= before) return;
     // The kept entry forgotten, the step indexes the actor under its real deadline.
     this.indexed = null;
-    await this.persist();
+    return this.afterCommit(this.commit());
   }
 
   /** The actor now: its persisted form, its snapshot, the kind's deadline, and the earliest of all its deadlines. */
@@ -404,27 +451,34 @@ export class Activation {
     return { persisted, snapshot, kindDeadline, due: earlier(earliestDeadline(persisted), kindDeadline) };
   }
 
-  /** Commits the step; `queued` is called once its write is in the commit queue (not called if it never gets there). */
-  private async persist(queued?: () => void): Promise<void> {
+  /**
+   * Queues the step's commit (the snapshot, its journal entry, the kind's records) and returns the promise that
+   * it is durable and the kind told of it (`published`), which fails if the write is refused or the store
+   * fails. From here on the actor is as the write leaves it: the next write expects its version.
+   */
+  private commit(): Promise<void> {
     const fence = this.ctx.fenceOf(this.shard);
     if (fence === null) throw new HostFailure('NOT_OWNER', 'the shard lease lapsed', true);
     const t0 = timings ? performance.now() : 0;
     const { persisted, snapshot, kindDeadline, due } = this.current();
-    // Encoded by the store when it writes, before this step's next event can change `applied` (the mailbox
-    // waits for the commit).
-    const data: PersistedActor = { s: persisted, a: this.applied, ...(kindDeadline !== null ? { d: [this.kind.deadline!.name, kindDeadline] } : {}) };
+    // Encoded by the store when it writes, which may be after the next step has run: `applied` is copied.
+    const data: PersistedActor = { s: persisted, a: this.applied.slice(), ...(kindDeadline !== null ? { d: [this.kind.deadline!.name, kindDeadline] } : {}) };
     if (timings) timings.add('actor.snapshot persisted form', performance.now() - t0);
     const t1 = timings ? performance.now() : 0;
+    const version = this.version + 1;
     // The records derived from this snapshot are written alongside it (not after it), tagged with its
     // version so that an older projection never overwrites a newer one.
-    const projecting =
-      this.kind.project && (!this.kind.settled || this.kind.settled(snapshot)) ? this.kind.project(snapshot, this.id, this.version + 1) : null;
+    const projecting = this.kind.project && (!this.kind.settled || this.kind.settled(snapshot)) ? this.kind.project(snapshot, this.id, version) : null;
+    // Waited for below, unless a commit before this one fails first.
+    projecting?.catch(ignore);
     if (timings) timings.add('actor.project (call)', performance.now() - t1);
-    const t2 = timings ? performance.now() : 0;
     const events = this.emitted ?? [];
     this.emitted = null;
     const step = { value: snapshot.value, events };
     const deadline = wakeIndexTime(this.indexed, due, Date.now(), this.ctx.wakeIndexRefreshMs);
+    // The first write of an activation stands on the version it loaded; each later one on its own write before.
+    const chained = this.writer !== 0;
+    if (!chained) this.writer = newWriter();
     const committing = this.ctx.commit.put({
       key: this.key,
       data,
@@ -433,31 +487,42 @@ export class Activation {
       shard: this.shard,
       deadline,
       step,
+      writer: this.writer,
+      chained,
     });
-    queued?.();
-    const result = await committing;
-    if (!result.ok) {
-      await projecting?.catch(() => undefined);
-      // Someone else wrote this actor (a newer owner, or a second activation during a handover): this
-      // instance is stale. Drop it; a retry activates it afresh from the stored snapshot.
-      throw new HostFailure('STALE', `snapshot ${result.reason} conflict`, true);
-    }
-    this.version = result.version;
+    committing.catch(ignore);
+    this.version = version;
     this.indexed = deadline;
     this.armDeadline(kindDeadline);
-    timings?.since('actor.snapshot commit wait', t2);
-    if (this.kind.published) this.publish(result.seq ?? 0, result.at ?? Date.now(), step);
-    await projecting;
-    timings?.since('actor.persist', t0);
+    const t2 = timings ? performance.now() : 0;
+    const before = this.durable;
+    const durable = (before ? before.then(() => committing) : committing).then(async (result) => {
+      if (!result.ok) {
+        await projecting?.catch(ignore);
+        // Someone else wrote this actor (a newer owner, or a second activation during a handover): this
+        // instance is stale. Drop it; a retry activates it afresh from the stored snapshot.
+        throw new HostFailure('STALE', `snapshot ${result.reason} conflict`, true);
+      }
+      timings?.since('actor.snapshot commit wait', t2);
+      if (this.kind.published) this.publish(result.seq ?? 0, result.at ?? Date.now(), result.version, step);
+      await projecting;
+      timings?.since('actor.persist', t0);
+    });
+    this.durable = durable;
+    const settled = () => {
+      if (this.durable === durable) this.durable = null;
+    };
+    durable.then(settled, settled);
+    return durable;
   }
 
   /** Tells the kind of a durable commit. Its failure is the publisher's, not the actor's: logged, not thrown. */
-  private publish(seq: number, at: number, step: { value: unknown; events: JournalEvent[] }): void {
-    const entry: JournalEntry = { seq, key: this.key, kind: this.kind.name, id: this.id, shard: this.shard, version: this.version, at, value: step.value, events: step.events };
+  private publish(seq: number, at: number, version: number, step: { value: unknown; events: JournalEvent[] }): void {
+    const entry: JournalEntry = { seq, key: this.key, kind: this.kind.name, id: this.id, shard: this.shard, version, at, value: step.value, events: step.events };
     try {
       this.kind.published!(this.id, entry);
     } catch (err) {
-      this.ctx.log?.('publishing a committed step failed', { key: this.key, version: this.version, err: String(err) });
+      this.ctx.log?.('publishing a committed step failed', { key: this.key, version, err: String(err) });
     }
   }
 

@@ -11,9 +11,10 @@ interface Pending {
  * together in one `putMany`. The hand-over is a microtask, not a later event-loop turn: the embedded store
  * groups every write of a turn into one durable commit itself (`Env.batch`), so the snapshot joins the
  * records its event projected in that same commit instead of waiting a turn for a second one. A batch does
- * not wait for the one before it (a backend that can overlap commits may). Each write
- * still succeeds or fails on its own compare-and-set, and an actor never has two writes in flight (its
- * mailbox awaits each), so batches never race on a key.
+ * not wait for the one before it (a backend that can overlap commits may). Each write still succeeds or fails
+ * on its own compare-and-set. On a store durable in queue order an actor may have several writes in flight
+ * (its pipelined mailbox), in one batch or in successive ones, judged in the order they were put; on any other
+ * its mailbox awaits each, so batches never race on a key.
  */
 export class CommitQueue {
   private pending: Pending[] = [];

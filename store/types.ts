@@ -117,6 +117,8 @@ export interface SnapshotRecord {
   /** The stored state, as it was put (a fresh copy on every read). */
   data: unknown;
   updated_at: number;
+  /** The `SnapshotPut.writer` of the put that stored it, when it named one. */
+  writer?: number;
 }
 
 export interface SnapshotPut {
@@ -127,6 +129,15 @@ export interface SnapshotPut {
   shard: number;
   /** See `SnapshotRecord.deadline`. A put that keeps the stored one leaves the store's index entry as it is. */
   deadline: number | null;
+  /** Who writes: a number the writer picked for itself (the host: one per activation), stored with the snapshot. */
+  writer?: number;
+  /**
+   * Only on top of the same `writer`'s own put: refused (reason `version`) unless the stored snapshot was put by
+   * `writer`. A writer that queues a put before the one before it is durable sets it (the host's pipelined
+   * mailbox): the version it expects is the one its earlier put would write, and if that put was refused because
+   * another writer got there first, the other writer's snapshot has that version too.
+   */
+  chained?: boolean;
 }
 
 /** One write of a `putMany`. */
@@ -163,8 +174,9 @@ export interface SnapshotStore {
   put(key: string, data: unknown, put: SnapshotPut): Promise<SnapshotPutResult>;
   /**
    * Several puts at once (group commit): each is judged on its own exactly as `put` would, and the
-   * embedded backend makes them durable in one transaction. Results are in the order of `writes`; at most
-   * one write per key.
+   * embedded backend makes them durable in one transaction. Results are in the order of `writes`. Several
+   * writes of one key are judged in order, each on what the one before it left (the embedded store; MongoDB's
+   * host never sends two, its batches not being durable in order).
    */
   putMany(writes: SnapshotWrite[]): Promise<SnapshotPutResult[]>;
   /** Snapshots of these shards whose deadline is at or before `before`, earliest first. */

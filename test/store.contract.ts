@@ -658,6 +658,25 @@ export async function storeContract(t: Test, makeStore: MakeStore, reopen?: Reop
     t.same(await snaps.due([7], 100, 10), [{ key: 'g2', deadline: 50 }, { key: 'g4', deadline: 60 }]);
   });
 
+  t.test('snapshots: a chained put stands only on its own writer\'s put', async (t) => {
+    const store = await open(t);
+    const snaps = store.snapshots;
+    const put = (expectedVersion: number, writer?: number, chained?: boolean) =>
+      snaps.put('ch', new Uint8Array([expectedVersion]), { expectedVersion, fence: 1, shard: 0, deadline: null, ...(writer !== undefined ? { writer } : {}), ...(chained ? { chained } : {}) });
+    const refused = (version: number) => ({ ok: false, reason: 'version', current: { version, fence: 1 } });
+    t.same(await put(0, 7, true), { ok: false, reason: 'version', current: { version: 0, fence: 0 } }, 'a chained put does not create');
+    t.same(await put(0, 7), { ok: true, version: 1 });
+    t.equal((await snaps.get('ch'))?.writer, 7, 'the writer is stored');
+    t.same(await put(1, 7, true), { ok: true, version: 2 }, 'on its own put');
+    t.same(await put(2, 8), { ok: true, version: 3 }, 'another writer, not chained, on the version it read');
+    t.same(await put(3, 7, true), refused(3), 'refused: the version matches, the writer does not');
+    t.same(await put(3, undefined, true), refused(3), 'a chained put names its writer');
+    t.same(await put(3, 8, true), { ok: true, version: 4 });
+    t.same(await put(4), { ok: true, version: 5 }, 'a put that names no writer');
+    t.equal((await snaps.get('ch'))?.writer, undefined, 'leaves none behind');
+    t.same(await put(5, 8, true), refused(5));
+  });
+
   t.test('snapshots: a read made as soon as a put resolves sees it, while other reads run all along', async (t) => {
     const store = await open(t);
     const snaps = store.snapshots;

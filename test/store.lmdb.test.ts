@@ -125,6 +125,19 @@ t.test('batches become durable in the order they were queued, also when one runs
   t.same(entries.map((e) => e.key), ['k/first', 'k/second'], 'the batch queued first is durable first: its seq is the lower');
 });
 
+t.test('writes of one key in one batch are judged in order, a chained one on what the one before left', async (t) => {
+  const store = await makeStore();
+  const w = (expectedVersion: number, chained: boolean, writer = 3) => ({
+    key: 'k/chain', data: new Uint8Array([expectedVersion]), expectedVersion, fence: 1, shard: 0, deadline: null, writer, chained, step: { value: 'v', events: [] },
+  });
+  t.match(await store.snapshots.putMany([w(0, false), w(1, true), w(2, true)]), [{ ok: true, version: 1 }, { ok: true, version: 2 }, { ok: true, version: 3 }]);
+  // Another writer's put gets in first: the first of the batch is refused, and so is every one chained behind it.
+  t.match(await store.snapshots.putMany([w(3, false, 4), w(3, true), w(4, true)]), [{ ok: true, version: 4 }, { ok: false }, { ok: false }]);
+  t.equal((await store.snapshots.get('k/chain'))?.version, 4);
+  t.same((await store.journal.ofActor('k/chain')).map((e) => e.version), [1, 2, 3, 4]);
+  await store.close();
+});
+
 t.test('stored objects share their shapes; a shape first written in a batch that rolled back is saved again', async (t) => {
   const dataDir = tempDir();
   let store = await makeStore(dataDir);

@@ -52,12 +52,15 @@ export class LmdbSnapshots implements SnapshotStore {
     // A writer holding an older lease must not overwrite a newer owner's state, whatever version it read.
     if (stored && w.fence < stored.fence) return { ok: false, reason: 'fence', current };
     if (current.version !== w.expectedVersion) return { ok: false, reason: 'version', current };
+    if (w.chained && (w.writer === undefined || stored?.writer !== w.writer)) return { ok: false, reason: 'version', current };
     // An unchanged entry is left as it is: the host keeps an actor's entry while its deadline only moves later.
     const moved = !stored || stored.deadline !== deadline || stored.shard !== shard;
     if (moved && stored && stored.deadline !== null) deadlines.removeSync(key(stored.shard, stored.deadline, w.key));
     const version = w.expectedVersion + 1;
     const at = Date.now();
-    snapshots.putSync(w.key, { version, fence: w.fence, shard, deadline, updated_at: at });
+    const header: StoredSnapshot = { version, fence: w.fence, shard, deadline, updated_at: at };
+    if (w.writer !== undefined) header.writer = w.writer;
+    snapshots.putSync(w.key, header);
     snapshotData.putSync(w.key, w.data);
     if (moved && deadline !== null) deadlines.putSync(key(shard, deadline, w.key), true);
     if (!w.step) return { ok: true, version };

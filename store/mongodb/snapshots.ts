@@ -13,6 +13,7 @@ export interface SnapshotDoc {
   deadline: number | null;
   data: Binary;
   updated_at: number;
+  writer?: number;
 }
 
 /**
@@ -56,15 +57,20 @@ export class MongoSnapshots implements SnapshotStore {
       deadline: put.deadline,
       data: new Binary(packr.pack(data)),
       updated_at: at,
+      ...(put.writer !== undefined ? { writer: put.writer } : {}),
     };
+    // A chained put with no writer can match nothing (as in the embedded store).
+    if (put.chained && put.writer === undefined) return this.lost(key, put);
     const write = async (session?: ClientSession): Promise<boolean> => {
-      if (put.expectedVersion === 0) {
+      // A chained put never creates: the writer's own put came first.
+      if (put.expectedVersion === 0 && !put.chained) {
         await this.handle.insertOne({ _id: key, ...fields }, { session });
         return true;
       }
       const result = await this.handle.updateOne(
-        { _id: key, version: put.expectedVersion, fence: { $lte: put.fence } },
-        { $set: fields },
+        { _id: key, version: put.expectedVersion, fence: { $lte: put.fence }, ...(put.chained ? { writer: put.writer } : {}) },
+        // A put that names no writer leaves none behind, as the embedded store's whole header does.
+        put.writer === undefined ? { $set: fields, $unset: { writer: '' } } : { $set: fields },
         { session },
       );
       return result.matchedCount === 1;
@@ -97,7 +103,11 @@ export class MongoSnapshots implements SnapshotStore {
     } catch (error) {
       if (!(error instanceof Lost) && !isDuplicateKey(error)) throw error;
     }
-    // The write lost; report why from the snapshot as it is now (fence first, as the embedded store does).
+    return this.lost(key, put);
+  }
+
+  /** The write lost; why, from the snapshot as it is now (fence first, as the embedded store does). */
+  private async lost(key: string, put: SnapshotPut): Promise<SnapshotPutResult> {
     const stored = await this.handle.findOne({ _id: key }, { projection: { version: 1, fence: 1 } });
     const current = { version: stored?.version ?? 0, fence: stored?.fence ?? 0 };
     return { ok: false, reason: stored && put.fence < stored.fence ? 'fence' : 'version', current };
