@@ -66,8 +66,8 @@ class HostFailure extends Error {
 /** Errors of a machine surface through the step that ran it, not through its subscription. */
 const ignore = (): void => undefined;
 
-/** A failure as the host reports it: a store's error is retried (the step was not committed). */
-const hostFailure = (err: unknown): HostFailure => (err instanceof HostFailure ? err : new HostFailure('STORE_ERROR', String(err), true));
+/** The reply a job gets when the activation fails. */
+const failureReply = (failure: HostFailure): Reply => ({ ok: false, code: failure.code, message: failure.message, retry: failure.retry });
 
 /**
  * An activation's writer id (`SnapshotPut.writer`): random, so that two activations of one actor (a handover,
@@ -193,9 +193,7 @@ export class Activation {
       try {
         await (job.type === 'event' ? this.traced(job) : this.run(job));
       } catch (err) {
-        const failure = hostFailure(err);
-        if (job.type === 'event') job.respond({ ok: false, code: failure.code, message: failure.message, retry: failure.retry });
-        this.fail(failure);
+        this.failWith(err, job.type === 'event' ? job.respond : undefined);
       }
     }
     this.running = false;
@@ -281,11 +279,7 @@ export class Activation {
    */
   private afterCommit(durable: Promise<void>, then?: () => void, respond?: (r: Reply) => void): Promise<void> | undefined {
     if (!this.ctx.snapshots.durableInOrder) return then ? durable.then(then) : durable;
-    durable.then(then, (err) => {
-      const failure = hostFailure(err);
-      respond?.({ ok: false, code: failure.code, message: failure.message, retry: failure.retry });
-      this.fail(failure);
-    });
+    durable.then(then, (err) => this.failWith(err, respond));
     return undefined;
   }
 
@@ -530,9 +524,16 @@ export class Activation {
     this.applied.push([eventId, reply]);
     if (this.applied.length > REMEMBERED_EVENTS) this.applied.shift();
   }
+  /** Fails the activation with `err` (a store's error is retried: the step was not committed), `respond` hearing why. */
+  private failWith(err: unknown, respond?: (r: Reply) => void): void {
+    const failure = err instanceof HostFailure ? err : new HostFailure('STORE_ERROR', String(err), true);
+    respond?.(failureReply(failure));
+    this.fail(failure);
+  }
+
   private fail(err: HostFailure): void {
     for (const job of this.queue?.splice(0) ?? []) {
-      if (job.type === 'event') job.respond({ ok: false, code: err.code, message: err.message, retry: err.retry });
+      if (job.type === 'event') job.respond(failureReply(err));
       if (job.type === 'stop') job.done();
     }
     this.end();

@@ -43,7 +43,7 @@ export const SHARDS = 16;
 
 /** An in-process runtime on a fresh embedded store whose commits can be held; stopped at the end of `test`. */
 export async function heldRuntime(test: { teardown: (f: () => Promise<void>) => void }, durableInOrder?: boolean): Promise<{ store: Store; held: HeldCommits; runtime: Runtime }> {
-  const dir = mkdtempSync(join(tmpdir(), 'sb-ordered-'));
+  const dir = mkdtempSync(join(tmpdir(), 'sb-held-'));
   const store = await openStore({ dataDir: dir });
   const held = new HeldCommits(store.snapshots, durableInOrder);
   const runtime = await startRuntime({ store: { ...store, snapshots: held }, worker: true, shardCount: SHARDS, leaseTtlMs: 3000, passivateAfterMs: 60_000, askTimeoutMs: 5000, kinds: builtinKinds() });
