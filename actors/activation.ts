@@ -1,5 +1,5 @@
 import type { AnyActorRef } from 'xstate';
-import type { JournalEntry, JournalEvent, SnapshotStore } from '../store/mod.js';
+import type { JournalEntry, JournalEvent, JournalStep, JournalStore, SnapshotStore } from '../store/mod.js';
 import type { ActorSystem } from './actor-system.js';
 import type { CommitQueue } from './commit.js';
 import type { ActorKind } from './kinds.js';
@@ -11,7 +11,7 @@ import { earliestDeadline, MAX_TIMER_STEP_MS } from './timers.js';
 import { persistedSnapshot } from './persisted.js';
 import { wakeIndexTime } from './wake-index.js';
 
-/** How many applied event ids (with their replies) an actor remembers for de-duplicating retries. */
+/** How many applied event ids (each with the version that applied it) an actor remembers for de-duplicating retries. */
 export const REMEMBERED_EVENTS = 8;
 
 type Job =
@@ -30,6 +30,8 @@ export interface ActivationContext {
   /** The XState system the host's actors live in (one, not one each: live actors are many). */
   system: ActorSystem;
   snapshots: SnapshotStore;
+  /** Where the answer to a retry of an event an earlier activation applied is read (`JournalEntry.reply`). */
+  journal: JournalStore;
   commit: CommitQueue;
   /** How close to its indexed wake-up time a step moves an actor's entry to its real deadline (`wakeIndexTime`). */
   wakeIndexRefreshMs: number;
@@ -104,8 +106,17 @@ export class Activation {
   private durable: Promise<void> | null = null;
   /** The time the store indexes this actor under for wake-ups (`wakeIndexTime`): at or before its earliest deadline. */
   private indexed: number | null = null;
-  /** Recently applied event ids with their replies, oldest first (an array: smaller than a Map when idle). */
-  private applied: Array<[string, unknown]> = [];
+  /**
+   * Recently applied event ids with the versions their steps wrote, oldest first (an array: smaller than a Map
+   * when idle). Persisted with the snapshot; the answers are not (see `replies`).
+   */
+  private applied: Array<[string, number]> = [];
+  /**
+   * The answers to the events this activation applied that `applied` still holds (null: none). The stored
+   * snapshot keeps only `applied`: each answer is in its step's journal entry (`JournalEntry.reply`), which a
+   * retry after a reload reads. Encoding the answers with every snapshot was most of its encoding.
+   */
+  private replies: Array<[string, unknown]> | null = null;
   /** Jobs waiting their turn; null when none (an idle actor holds no array). */
   private queue: Job[] | null = null;
   private running = false;
@@ -236,12 +247,7 @@ export class Activation {
     const t0 = timings ? performance.now() : 0;
     if (timings) timings.add('actor.mailbox wait', t0 - job.at);
     const seen = this.applied.find(([id]) => id === envelope.eventId);
-    if (seen) {
-      // A retry may come while the step it repeats is still being committed: answered once that is durable.
-      const again: Reply = { ok: true, reply: seen[1] };
-      if (this.durable === null) return respond(again);
-      return this.afterCommit(this.durable, () => respond(again), respond);
-    }
+    if (seen) return this.answerAgain(seen[0], seen[1], respond);
     this.inEvent = true;
     let snapshot;
     try {
@@ -258,11 +264,10 @@ export class Activation {
       this.end();
       return;
     }
-    // The reply is derived from the events this step commits (it is stored with the snapshot for retries).
+    // The reply is derived from the events this step commits (and committed with them, for retries).
     const reply = this.kind.reply ? this.kind.reply(snapshot, envelope.event, this.emitted?.slice() ?? []) : { value: snapshot.value, context: snapshot.context };
-    this.remember(envelope.eventId, reply);
     const answer: Reply = { ok: true, reply };
-    const durable = this.commit();
+    const durable = this.commit({ eventId: envelope.eventId, reply });
     // An ordered ask is answered once the commit is queued: whatever the asker commits next is queued behind it,
     // and the store makes batches durable in the order they were queued (`SnapshotStore.durableInOrder`).
     if (job.ordered) respond(answer);
@@ -270,6 +275,24 @@ export class Activation {
       respond(answer);
       timings?.since('actor.event', t0);
     }, respond);
+  }
+
+  /**
+   * Answers a retry of an applied event with the answer its step gave. One this activation gave is in memory
+   * (sent once its step is durable: a retry may come while it is still being committed); an earlier
+   * activation's is in the journal entry of the version that applied it.
+   */
+  private async answerAgain(eventId: string, version: number, respond: (r: Reply) => void): Promise<void> {
+    const known = this.replies?.find(([id]) => id === eventId);
+    if (known) {
+      const again: Reply = { ok: true, reply: known[1] };
+      if (this.durable === null) return respond(again);
+      return this.afterCommit(this.durable, () => respond(again), respond);
+    }
+    const [entry] = await this.ctx.journal.ofActor(this.key, { afterVersion: version - 1, limit: 1 });
+    if (entry?.version === version && 'reply' in entry) return respond({ ok: true, reply: entry.reply });
+    // Not applied again: the event was applied, and its answer cannot be given.
+    respond({ ok: false, code: 'STORE_ERROR', message: `the answer to event ${eventId} is not in the journal`, retry: false });
   }
 
   /**
@@ -350,6 +373,7 @@ export class Activation {
       this.version = stored.version;
       this.indexed = stored.deadline;
       this.applied = persisted.a ?? [];
+      this.replies = null;
       actor = this.ctx.system.create(machine, { snapshot: persisted.s, input: input?.(this.id) });
     } else {
       this.version = 0;
@@ -448,18 +472,21 @@ export class Activation {
   /**
    * Queues the step's commit (the snapshot, its journal entry, the kind's records) and returns the promise that
    * it is durable and the kind told of it (`published`), which fails if the write is refused or the store
-   * fails. From here on the actor is as the write leaves it: the next write expects its version.
+   * fails. From here on the actor is as the write leaves it: the next write expects its version. `answered`: the
+   * event that began the step and its answer, remembered for retries and journaled with the step.
    */
-  private commit(): Promise<void> {
+  private commit(answered?: { eventId: string; reply: unknown }): Promise<void> {
     const fence = this.ctx.fenceOf(this.shard);
     if (fence === null) throw new HostFailure('NOT_OWNER', 'the shard lease lapsed', true);
     const t0 = timings ? performance.now() : 0;
+    const version = this.version + 1;
+    if (answered) this.remember(answered.eventId, version, answered.reply);
     const { persisted, snapshot, kindDeadline, due } = this.current();
-    // Encoded by the store when it writes, which may be after the next step has run: `applied` is copied.
+    // Encoded by the store when it writes, which may be after the next step has run: `applied` is copied (its
+    // pairs are never changed).
     const data: PersistedActor = { s: persisted, a: this.applied.slice(), ...(kindDeadline !== null ? { d: [this.kind.deadline!.name, kindDeadline] } : {}) };
     if (timings) timings.add('actor.snapshot persisted form', performance.now() - t0);
     const t1 = timings ? performance.now() : 0;
-    const version = this.version + 1;
     // The records derived from this snapshot are written alongside it (not after it), tagged with its
     // version so that an older projection never overwrites a newer one.
     const projecting = this.kind.project && (!this.kind.settled || this.kind.settled(snapshot)) ? this.kind.project(snapshot, this.id, version) : null;
@@ -468,7 +495,7 @@ export class Activation {
     if (timings) timings.add('actor.project (call)', performance.now() - t1);
     const events = this.emitted ?? [];
     this.emitted = null;
-    const step = { value: snapshot.value, events };
+    const step: JournalStep = answered ? { value: snapshot.value, events, reply: answered.reply } : { value: snapshot.value, events };
     const deadline = wakeIndexTime(this.indexed, due, Date.now(), this.ctx.wakeIndexRefreshMs);
     // The first write of an activation stands on the version it loaded; each later one on its own write before.
     const chained = this.writer !== 0;
@@ -511,8 +538,9 @@ export class Activation {
   }
 
   /** Tells the kind of a durable commit. Its failure is the publisher's, not the actor's: logged, not thrown. */
-  private publish(seq: number, at: number, version: number, step: { value: unknown; events: JournalEvent[] }): void {
+  private publish(seq: number, at: number, version: number, step: JournalStep): void {
     const entry: JournalEntry = { seq, key: this.key, kind: this.kind.name, id: this.id, shard: this.shard, version, at, value: step.value, events: step.events };
+    if (step.reply !== undefined) entry.reply = step.reply;
     try {
       this.kind.published!(this.id, entry);
     } catch (err) {
@@ -520,9 +548,12 @@ export class Activation {
     }
   }
 
-  private remember(eventId: string, reply: unknown): void {
-    this.applied.push([eventId, reply]);
+  private remember(eventId: string, version: number, reply: unknown): void {
+    this.applied.push([eventId, version]);
     if (this.applied.length > REMEMBERED_EVENTS) this.applied.shift();
+    const replies = (this.replies ??= []);
+    replies.push([eventId, reply]);
+    if (replies.length > REMEMBERED_EVENTS) replies.shift();
   }
   /** Fails the activation with `err` (a store's error is retried: the step was not committed), `respond` hearing why. */
   private failWith(err: unknown, respond?: (r: Reply) => void): void {

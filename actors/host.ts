@@ -1,4 +1,4 @@
-import type { SnapshotStore } from '../store/mod.js';
+import type { JournalStore, SnapshotStore } from '../store/mod.js';
 import { Activation, type ActivationContext } from './activation.js';
 import { ActorSystem } from './actor-system.js';
 import { CommitQueue } from './commit.js';
@@ -12,6 +12,8 @@ export interface HostOptions {
   transport: Transport;
   placement: Placement;
   snapshots: SnapshotStore;
+  /** The journal the snapshots' steps are appended to (read for the answer to a retried event). */
+  journal: JournalStore;
   kinds: Map<string, ActorKind>;
   /** An actor idle this long is persisted already and dropped from memory. */
   passivateAfterMs: number;
@@ -46,6 +48,7 @@ export class Host {
     this.context = {
       system: new ActorSystem(),
       snapshots: o.snapshots,
+      journal: o.journal,
       commit: this.commit,
       wakeIndexRefreshMs: o.wakeIndexRefreshMs ?? WAKE_INDEX_REFRESH_MS,
       fenceOf: (shard) => o.placement.fenceOf(shard),

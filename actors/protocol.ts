@@ -55,12 +55,13 @@ export const bytesOf = (data: Uint8Array): Uint8Array => (data instanceof InProc
 
 /**
  * What is stored for an actor (the snapshot record's data, which the store encodes): the XState persisted
- * snapshot, the recently applied event ids with their replies, and the deadline the host keeps for it
+ * snapshot, the recently applied event ids with the versions that applied them (each answer is in that
+ * version's journal entry, `JournalEntry.reply`), and the deadline the host keeps for it
  * (`ActorKind.deadline`: its name and when), if any. The host writes it; the inspector reads it.
  */
 export interface PersistedActor {
   s: unknown;
-  a: Array<[string, unknown]>;
+  a: Array<[string, number]>;
   d?: [string, number];
 }
 /** Decodes a message from any transport. */

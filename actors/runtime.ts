@@ -92,6 +92,7 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
       transport,
       placement,
       snapshots: o.store.snapshots,
+      journal: o.store.journal,
       kinds,
       passivateAfterMs: o.passivateAfterMs,
       wakeIndexRefreshMs: o.wakeIndexRefreshMs,

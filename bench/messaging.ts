@@ -12,7 +12,8 @@
  *   BENCH_OPEN_INTERVAL_MS (5,000) ms for BENCH_OPEN_S (30) seconds after BENCH_WARMUP_S seconds of the
  *   same schedule whatever the answers do; the user message to agent message latency, timed from when each
  *   message was due (p50/p99, target p99 under 50 ms; the warm-up's p99 printed apart), BENCH_OPEN_RUNS (3)
- *   times on a fresh platform each, judged by the median run.
+ *   times on a fresh platform each, judged by the median run; with each run, the platform's CPU per answered
+ *   message over its warm-up and timed part, all threads and the main thread (from /proc).
  * BENCH_MODES (`load,open,idle`) picks the parts; BENCH_CLIENTS (1) spreads the load sockets over processes;
  * BENCH_TIMINGS=1 prints the open loop platform's step timings (SB_TIMINGS).
  * Run: `npm run build && node dist/bench/messaging.js`.
@@ -65,7 +66,8 @@ const TEXT = 'When do you open on Monday?';
 /** The same frame the messaging client sends, for the bare echo: same size, same JSON. */
 const FRAME = JSON.stringify({ type: 'EVENT_TYPE_USER_MESSAGE', payload: { text: TEXT }, metadata: { custom: { client_event_id: 'c0s0-1' } } });
 
-type Row = { name: string; perSecond: number; p50: number; p99: number; warmupP99: number | null; errors: number; errorKinds: Record<string, number>; opened: number; setupMs: number };
+/** `answered`: round trips completed in the timed run and its warm-up (an open loop times its warm-up apart). */
+type Row = { name: string; perSecond: number; p50: number; p99: number; warmupP99: number | null; answered: number; errors: number; errorKinds: Record<string, number>; opened: number; setupMs: number };
 
 /** A load-client process: one command out, one answer back. */
 class LoadClient {
@@ -132,7 +134,7 @@ async function loadRow(
   const seconds = Math.max(...runs.map((r) => r.seconds));
   const s = lat.summary();
   const errors = Object.values(errorKinds).reduce((a, b) => a + b, 0);
-  return { name, perSecond: done / seconds, p50: s.p50, p99: s.p99, warmupP99: warmed > 0 ? warm.summary().p99 : null, errors, errorKinds, opened: opened.reduce((n, o) => n + o.opened, 0), setupMs };
+  return { name, perSecond: done / seconds, p50: s.p50, p99: s.p99, warmupP99: warmed > 0 ? warm.summary().p99 : null, answered: done + warmed, errors, errorKinds, opened: opened.reduce((n, o) => n + o.opened, 0), setupMs };
 }
 
 async function withClients<T>(n: number, f: (clients: LoadClient[]) => Promise<T>): Promise<T> {
@@ -165,11 +167,24 @@ const messagingCommand = (base: string, token: string, join: boolean, concurrenc
   lane,
 });
 
-/** CPU time (user + system) the process has used, in seconds, from /proc/<pid>/stat. */
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+/** CPU time (user + system) the process (or, with `thread`, that thread of it) has used, in seconds, from /proc. */
+function cpuSeconds(pid: number, thread?: number): number {
+  const fields = readFileSync(thread === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${thread}/stat`, 'utf8').split(') ')[1].split(' ');
   // utime and stime are fields 14 and 15 of stat, 12 and 13 after the command; in clock ticks of 1/100 s.
   return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** CPU seconds used so far by each thread of the process, by thread id. */
+function threadCpuSeconds(pid: number): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      out.set(Number(tid), cpuSeconds(pid, Number(tid)));
+    } catch {
+      // The thread ended meanwhile.
+    }
+  }
+  return out;
 }
 
 /**
@@ -327,9 +342,22 @@ async function openLoop(): Promise<string[]> {
     const p = await startPlatform({ env: { ...PLATFORM_ENV, SB_TIMINGS: timings && run === 1 ? '1' : undefined, NODE_OPTIONS: profile ? `--inspect=127.0.0.1:${profile}` : undefined } });
     try {
       const { token } = await messagingProject(p, 'Messaging Open Loop');
+      const pid = p.child.pid!;
+      const cpu = { all: 0, main: 0, threads: [] as number[] };
       const row = await withClients(clients, (cs) =>
-        loadRow('messaging, embedded, open loop', cs, messagingCommand(p.socket, token, true, 50), OPEN_SESSIONS, (r) => profiled(profile, r), schedule),
+        loadRow('messaging, embedded, open loop', cs, messagingCommand(p.socket, token, true, 50), OPEN_SESSIONS, async (r) => {
+          const [all, main, threads] = [cpuSeconds(pid), cpuSeconds(pid, pid), threadCpuSeconds(pid)];
+          try {
+            return await profiled(profile, r);
+          } finally {
+            [cpu.all, cpu.main] = [cpuSeconds(pid) - all, cpuSeconds(pid, pid) - main];
+            const used = [...threadCpuSeconds(pid)].map(([tid, s]) => s - (threads.get(tid) ?? 0));
+            cpu.threads = used.sort((a, b) => b - a).slice(0, 6);
+          }
+        }, schedule),
       );
+      // Per answered message over the warm-up and the timed run: steadier than the latencies from run to run.
+      const perMessage = (seconds: number) => `${fmt((seconds * 1e6) / Math.max(1, row.answered))} µs`;
       runs.push(row);
       if (run === 1) {
         lines.push(
@@ -338,7 +366,8 @@ async function openLoop(): Promise<string[]> {
       }
       lines.push(
         `  run ${run}: user message → agent message: ${fmt(row.perSecond)} /s answered, p50 ${fmt(row.p50, 2)} ms, p99 ${fmt(row.p99, 2)} ms${row.errors ? `, errors ${row.errors}: ${JSON.stringify(row.errorKinds)}` : ''}` +
-          (row.warmupP99 === null ? '' : ` (the warm-up alone: p99 ${fmt(row.warmupP99, 2)} ms)`),
+          (row.warmupP99 === null ? '' : ` (the warm-up alone: p99 ${fmt(row.warmupP99, 2)} ms)`) +
+          `; platform CPU per message ${perMessage(cpu.all)}, its main thread ${perMessage(cpu.main)} (busiest threads: ${cpu.threads.map(perMessage).join(', ')})`,
         ...platformErrors(p),
       );
     } finally {

@@ -151,10 +151,18 @@ export interface SnapshotWrite extends SnapshotPut {
   data: unknown;
   /**
    * The actor step this snapshot commits. When present and the compare-and-set succeeds, its journal entry
-   * (`key`, the new version, `value`, `events`) is committed in the same transaction as the snapshot; when
-   * the compare-and-set is refused nothing is appended. The key must be `kind/id`.
+   * (`key`, the new version, `value`, `events` and, when given, `reply`) is committed in the same transaction
+   * as the snapshot; when the compare-and-set is refused nothing is appended. The key must be `kind/id`.
    */
-  step?: { value: unknown; events: JournalEvent[] };
+  step?: JournalStep;
+}
+
+/** What an actor step's journal entry holds beside what the store fills in (`JournalEntry`). */
+export interface JournalStep {
+  value: unknown;
+  events: JournalEvent[];
+  /** The answer to the event that began the step (see `JournalEntry.reply`); absent for a step no event began. */
+  reply?: unknown;
 }
 
 export type SnapshotPutResult =
@@ -207,6 +215,12 @@ export interface JournalEntry {
   /** The machine's state value after the step (null for non-actor entries). */
   value: unknown;
   events: JournalEvent[];
+  /**
+   * The host's answer to the event that began the step, when one did: what a retry of that event is answered
+   * (the actor's snapshot keeps only the recent event ids and the versions that applied them, as the answer
+   * is most of what it would encode on every step). Host data, not a domain event: projectors ignore it.
+   */
+  reply?: unknown;
 }
 
 /**

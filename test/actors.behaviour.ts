@@ -41,6 +41,20 @@ export function actorBehaviour(t: any, cluster: () => Cluster, options: { skip?:
     t.equal((await client.ask<Counter>('counter', id, { type: 'INC' })).count, 2);
   });
 
+  t.test('a retried event is answered as it first was after the actor was passivated, not applied again', options, async (t: any) => {
+    const { client, describe, liveActors, passivationDelayMs } = cluster();
+    const id = randomUUID();
+    const eventIds = [randomUUID(), randomUUID()];
+    const first = [];
+    for (const eventId of eventIds) first.push(await client.ask<Counter>('counter', id, { type: 'INC' }, { eventId }));
+    t.same((await describe('counter', id)).recentEventIds, eventIds, 'the stored snapshot knows the events it applied');
+    t.ok(await eventually(async () => (await liveActors()) === 0, passivationDelayMs + 15_000), 'passivated');
+    // Answered by the new activation from the journal entries of the steps that applied them.
+    const again = await Promise.all(eventIds.map((eventId) => client.ask<Counter>('counter', id, { type: 'INC' }, { eventId })));
+    t.same(again, first, 'each retry gets its own first answer');
+    t.equal((await client.ask<Counter>('counter', id, { type: 'INC' })).count, 3, 'neither was applied again');
+  });
+
   t.test('many actors at once, each strictly sequential', options, async (t: any) => {
     const { client } = cluster();
     const ids = Array.from({ length: 40 }, () => randomUUID());

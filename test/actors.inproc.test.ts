@@ -108,6 +108,32 @@ t.test('in-process asks carry values, not bytes: a retried ask answers with the 
   t.same(retried, { emitted: [{ type: 'counter.incremented', data: { count: 1 } }] }, 'applied once');
 });
 
+t.test('a step\'s answer is journaled with it; the snapshot keeps the event id and the version that applied it', async (t) => {
+  const eventId = 'answer-journaled';
+  const answer = await runtime.client.ask<object>('echo', 'answers', { type: 'INC' }, { eventId });
+  const stored = await store.snapshots.get('echo/answers');
+  t.same((stored!.data as PersistedActor).a, [[eventId, 1]], 'no answer in the snapshot');
+  const [entry] = await store.journal.ofActor('echo/answers');
+  t.same(entry.reply, answer, 'the answer is in the journal entry of version 1');
+  // A step no event began (the timer's transition, committed on its own) carries no answer.
+  await runtime.client.ask('echo', 'answers', { type: 'ARM', at: Date.now() + 20 });
+  t.ok(await eventually(async () => (await store.journal.ofActor('echo/answers')).length === 3, 5000), 'the timer fired');
+  const entries = await store.journal.ofActor('echo/answers');
+  t.same(entries.map((e) => 'reply' in e), [true, true, false]);
+});
+
+t.test('a retry whose answer is not in the journal is refused, not applied again', async (t) => {
+  // A snapshot that says event `lost` applied version 1, with no journal entry behind it.
+  const machine = createActor(counterMachine.provide({ actors: { sleepUntil } })).start();
+  const data: PersistedActor = { s: machine.getPersistedSnapshot(), a: [['lost', 1]] };
+  machine.stop();
+  const written = await store.snapshots.put('counter/no-answer', data, { expectedVersion: 0, fence: 0, shard: 0, deadline: null });
+  t.ok(written.ok);
+  const refused = await runtime.client.ask('counter', 'no-answer', { type: 'INC' }, { eventId: 'lost' }).catch((err) => err);
+  t.match(refused, { code: 'STORE_ERROR', message: /the answer to event lost is not in the journal/ });
+  t.equal((await runtime.client.ask<{ count: number }>('counter', 'no-answer', { type: 'INC' })).count, 1, 'the retried event was not applied');
+});
+
 t.test('group commit: concurrent events share durable commits', async (t) => {
   const before = runtime.host!.commitStats;
   await Promise.all(Array.from({ length: 200 }, (_, i) => runtime.client.ask('counter', `gc-${i}`, { type: 'INC' })));

@@ -729,6 +729,20 @@ export async function storeContract(t: Test, makeStore: MakeStore, reopen?: Reop
     t.equal(await journal.head(), entries[2].seq);
   });
 
+  t.test('journal: a step\'s reply is stored with its entry; a step without one has none', async (t) => {
+    const store = await open(t);
+    const reply = { ok: true, response: 'We open at 9.', handoff: null, parts: [1, 'two'] };
+    const write = (expectedVersion: number, answer?: unknown) => ({
+      key: 'counter/r', data: new Uint8Array([expectedVersion]), expectedVersion, fence: 1, shard: 0, deadline: null,
+      step: { value: 'idle', events: [], ...(answer !== undefined ? { reply: answer } : {}) },
+    });
+    t.match(await store.snapshots.putMany([write(0, reply), write(1)]), [{ ok: true }, { ok: true }]);
+    const [first, second] = await store.journal.ofActor('counter/r');
+    t.same(first.reply, reply);
+    t.notOk('reply' in second, 'no reply field at all');
+    t.same((await store.journal.read(0, 1))[0].reply, reply, 'read by seq too');
+  });
+
   t.test('journal: one actor\'s entries, non-actor entries', async (t) => {
     const store = await open(t);
     const { snapshots, journal } = store;

@@ -1,4 +1,4 @@
-import type { JournalEntry, JournalEvent, JournalStore } from '../types.js';
+import type { JournalEntry, JournalStep, JournalStore } from '../types.js';
 import { entryToStore, type AppendedEntry } from '../journal-entry.js';
 import { SEQ_KEY, type Env } from './env.js';
 import { END, isKeyString, key } from './keys.js';
@@ -61,9 +61,9 @@ export class LmdbJournal implements JournalStore {
 }
 
 /** The stored form of an actor step's entry (`kind/id` split at the first slash). */
-export function stepEntry(snapshotKey: string, shard: number, version: number, at: number, step: { value: unknown; events: JournalEvent[] }): StoredEntry {
+export function stepEntry(snapshotKey: string, shard: number, version: number, at: number, step: JournalStep): StoredEntry {
   const slash = snapshotKey.indexOf('/');
-  return {
+  const entry: StoredEntry = {
     key: snapshotKey,
     kind: slash < 0 ? snapshotKey : snapshotKey.slice(0, slash),
     id: slash < 0 ? '' : snapshotKey.slice(slash + 1),
@@ -73,4 +73,6 @@ export function stepEntry(snapshotKey: string, shard: number, version: number, a
     value: step.value ?? null,
     events: step.events,
   };
+  if (step.reply !== undefined) entry.reply = step.reply;
+  return entry;
 }

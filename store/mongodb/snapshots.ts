@@ -1,6 +1,6 @@
 import { Binary, type ClientSession, type Collection as MongoCollectionHandle } from 'mongodb';
 import { Packr } from 'msgpackr';
-import type { JournalEvent, SnapshotPut, SnapshotPutResult, SnapshotRecord, SnapshotStore, SnapshotWrite } from '../types.js';
+import type { JournalEntry, JournalStep, SnapshotPut, SnapshotPutResult, SnapshotRecord, SnapshotStore, SnapshotWrite } from '../types.js';
 import { isDuplicateKey } from './collection.js';
 import type { MongoJournal } from './journal.js';
 
@@ -47,7 +47,7 @@ export class MongoSnapshots implements SnapshotStore {
     return { key: _id, ...rest, data: packr.unpack(data.value()) };
   }
 
-  async put(key: string, data: unknown, put: SnapshotPut, step?: { value: unknown; events: JournalEvent[] }): Promise<SnapshotPutResult> {
+  async put(key: string, data: unknown, put: SnapshotPut, step?: JournalStep): Promise<SnapshotPutResult> {
     const version = put.expectedVersion + 1;
     const at = Date.now();
     const fields = {
@@ -80,7 +80,7 @@ export class MongoSnapshots implements SnapshotStore {
         if (await write()) return { ok: true, version };
       } else {
         const slash = key.indexOf('/');
-        const entry = {
+        const entry: Omit<JournalEntry, 'seq'> = {
           key,
           kind: slash < 0 ? key : key.slice(0, slash),
           id: slash < 0 ? '' : key.slice(slash + 1),
@@ -90,6 +90,7 @@ export class MongoSnapshots implements SnapshotStore {
           value: step.value ?? null,
           events: step.events,
         };
+        if (step.reply !== undefined) entry.reply = step.reply;
         // The callback may run again on a transient error (a write conflict), so it does everything anew.
         let seq = 0;
         await this.withSession((session) =>
