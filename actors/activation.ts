@@ -108,15 +108,17 @@ export class Activation {
   private indexed: number | null = null;
   /**
    * Recently applied event ids with the versions their steps wrote, oldest first (an array: smaller than a Map
-   * when idle). Persisted with the snapshot; the answers are not (see `replies`).
+   * when idle). Persisted with the snapshot; the answers are not (see `lastReply`).
    */
   private applied: Array<[string, number]> = [];
   /**
-   * The answers to the events this activation applied that `applied` still holds (null: none). The stored
-   * snapshot keeps only `applied`: each answer is in its step's journal entry (`JournalEntry.reply`), which a
-   * retry after a reload reads. Encoding the answers with every snapshot was most of its encoding.
+   * The latest event this activation applied and its answer (null: none since it loaded), for the retry most
+   * likely to come. Every other answer is read from its step's journal entry (`JournalEntry.reply`): the stored
+   * snapshot keeps only `applied`, as encoding the answers with every snapshot was most of its encoding, and a
+   * live actor holds one answer, not eight.
    */
-  private replies: Array<[string, unknown]> | null = null;
+  private lastEventId: string | null = null;
+  private lastReply: unknown = null;
   /** Jobs waiting their turn; null when none (an idle actor holds no array). */
   private queue: Job[] | null = null;
   private running = false;
@@ -278,17 +280,18 @@ export class Activation {
   }
 
   /**
-   * Answers a retry of an applied event with the answer its step gave. One this activation gave is in memory
-   * (sent once its step is durable: a retry may come while it is still being committed); an earlier
-   * activation's is in the journal entry of the version that applied it.
+   * Answers a retry of an applied event with the answer its step gave, once that step is durable (a retry may
+   * come while it is still being committed). The latest one's is in memory; any other is in the journal entry
+   * of the version that applied it, read once the commits queued so far are durable.
    */
   private async answerAgain(eventId: string, version: number, respond: (r: Reply) => void): Promise<void> {
-    const known = this.replies?.find(([id]) => id === eventId);
-    if (known) {
-      const again: Reply = { ok: true, reply: known[1] };
+    if (eventId === this.lastEventId) {
+      const again: Reply = { ok: true, reply: this.lastReply };
       if (this.durable === null) return respond(again);
       return this.afterCommit(this.durable, () => respond(again), respond);
     }
+    // A commit that fails has failed the activation: the pump answers this retry with why.
+    if (this.durable) await this.durable;
     const [entry] = await this.ctx.journal.ofActor(this.key, { afterVersion: version - 1, limit: 1 });
     if (entry?.version === version && 'reply' in entry) return respond({ ok: true, reply: entry.reply });
     // Not applied again: the event was applied, and its answer cannot be given.
@@ -373,7 +376,6 @@ export class Activation {
       this.version = stored.version;
       this.indexed = stored.deadline;
       this.applied = persisted.a ?? [];
-      this.replies = null;
       actor = this.ctx.system.create(machine, { snapshot: persisted.s, input: input?.(this.id) });
     } else {
       this.version = 0;
@@ -551,9 +553,8 @@ export class Activation {
   private remember(eventId: string, version: number, reply: unknown): void {
     this.applied.push([eventId, version]);
     if (this.applied.length > REMEMBERED_EVENTS) this.applied.shift();
-    const replies = (this.replies ??= []);
-    replies.push([eventId, reply]);
-    if (replies.length > REMEMBERED_EVENTS) replies.shift();
+    this.lastEventId = eventId;
+    this.lastReply = reply;
   }
   /** Fails the activation with `err` (a store's error is retried: the step was not committed), `respond` hearing why. */
   private failWith(err: unknown, respond?: (r: Reply) => void): void {

@@ -53,6 +53,20 @@ t.test('a retried event is answered only once the step it repeats is durable', a
   t.same([(await asked).count, (await retry).count], [1, 1], 'applied once, the same answer twice');
 });
 
+t.test('a retry of an earlier event whose step is still being committed is answered from the journal once durable', async (t) => {
+  const { held, runtime } = await heldRuntime(t);
+  held.hold();
+  const first = runtime.client.ask<{ count: number }>('counter', 'older', { type: 'INC' }, { eventId: 'older-1' });
+  const second = runtime.client.ask<{ count: number }>('counter', 'older', { type: 'INC' }, { eventId: 'older-2' });
+  t.ok(await writesReach(held.written, 'counter/older', 2));
+  // Not the latest event: its answer is not held in memory, and its journal entry is not durable yet.
+  const retry = runtime.client.ask<{ count: number }>('counter', 'older', { type: 'INC' }, { eventId: 'older-1' });
+  t.notOk(await settlesSoon(retry), 'the retry waits for the commits queued before it');
+  held.release();
+  t.same([(await first).count, (await second).count, (await retry).count], [1, 2, 1], 'the first answer, applied once');
+  t.equal((await runtime.client.ask<{ count: number }>('counter', 'older', { type: 'INC' })).count, 3);
+});
+
 t.test('writes queued behind one that another writer beat are refused, and the events apply on that writer\'s state', async (t) => {
   const { store, held, runtime } = await heldRuntime(t);
   const key = 'counter/overtaken';
