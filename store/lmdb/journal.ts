@@ -1,4 +1,4 @@
-import type { JournalEntry, JournalStep, JournalStore } from '../types.js';
+import type { JournalEntry, JournalStore } from '../types.js';
 import { entryToStore, type AppendedEntry } from '../journal-entry.js';
 import { SEQ_KEY, type Env } from './env.js';
 import { END, isKeyString, key } from './keys.js';
@@ -58,21 +58,4 @@ export class LmdbJournal implements JournalStore {
   async head(): Promise<number> {
     return this.env.meta.get(SEQ_KEY) ?? 0;
   }
-}
-
-/** The stored form of an actor step's entry (`kind/id` split at the first slash). */
-export function stepEntry(snapshotKey: string, shard: number, version: number, at: number, step: JournalStep): StoredEntry {
-  const slash = snapshotKey.indexOf('/');
-  const entry: StoredEntry = {
-    key: snapshotKey,
-    kind: slash < 0 ? snapshotKey : snapshotKey.slice(0, slash),
-    id: slash < 0 ? '' : snapshotKey.slice(slash + 1),
-    shard,
-    version,
-    at,
-    value: step.value ?? null,
-    events: step.events,
-  };
-  if (step.reply !== undefined) entry.reply = step.reply;
-  return entry;
 }

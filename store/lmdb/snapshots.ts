@@ -1,6 +1,7 @@
 import type { SnapshotPut, SnapshotPutResult, SnapshotRecord, SnapshotStore, SnapshotWrite } from '../types.js';
 import type { Env } from './env.js';
-import { appendInTransaction, stepEntry } from './journal.js';
+import { stepEntry } from '../journal-entry.js';
+import { appendInTransaction } from './journal.js';
 import { END, idOf, isKeyString, key } from './keys.js';
 
 /** A snapshot's header as stored under its key (its data is stored apart: `Env.snapshotData`). */

@@ -1,6 +1,7 @@
 import { Binary, type ClientSession, type Collection as MongoCollectionHandle } from 'mongodb';
 import { Packr } from 'msgpackr';
-import type { JournalEntry, JournalStep, SnapshotPut, SnapshotPutResult, SnapshotRecord, SnapshotStore, SnapshotWrite } from '../types.js';
+import type { JournalStep, SnapshotPut, SnapshotPutResult, SnapshotRecord, SnapshotStore, SnapshotWrite } from '../types.js';
+import { stepEntry } from '../journal-entry.js';
 import { isDuplicateKey } from './collection.js';
 import type { MongoJournal } from './journal.js';
 
@@ -79,18 +80,7 @@ export class MongoSnapshots implements SnapshotStore {
       if (!step) {
         if (await write()) return { ok: true, version };
       } else {
-        const slash = key.indexOf('/');
-        const entry: Omit<JournalEntry, 'seq'> = {
-          key,
-          kind: slash < 0 ? key : key.slice(0, slash),
-          id: slash < 0 ? '' : key.slice(slash + 1),
-          shard: put.shard,
-          version,
-          at,
-          value: step.value ?? null,
-          events: step.events,
-        };
-        if (step.reply !== undefined) entry.reply = step.reply;
+        const entry = stepEntry(key, put.shard, version, at, step);
         // The callback may run again on a transient error (a write conflict), so it does everything anew.
         let seq = 0;
         await this.withSession((session) =>
