@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { newEventId } from './event-id.js';
 import { shardKey, unownedReason, type RuntimeHealth } from './health.js';
 import { shardOf } from './placement/shard.js';
 import { decode, encodeFor, shardSubject, type HostErrorCode, type Reply } from './protocol.js';
@@ -62,7 +62,7 @@ export class ActorClient {
 
   private async attempt<T>(kind: string, id: string, event: { type: string } & Record<string, unknown>, options: AskOptions, headers: Record<string, string> | undefined): Promise<T> {
     const deadline = Date.now() + (options.timeoutMs ?? this.o.timeoutMs);
-    const eventId = options.eventId ?? randomUUID();
+    const eventId = options.eventId ?? newEventId();
     const shard = shardOf(`${kind}/${id}`, this.o.shardCount);
     const subject = shardSubject(shard);
     const health = this.o.health;

@@ -1,7 +1,7 @@
 /**
  * Ids of the actors created at a high rate (conversations, messaging sessions) that begin with their creation
  * time, so that they sort by it. Each step of such an actor rewrites its records in the store's B-trees (its
- * snapshot, its header, its journal index entries, then its read models), keyed by its id. With random ids the
+ * snapshot, its header, then its read models), keyed by its id. With random ids the
  * live actors are spread over the whole tree and every group commit copies and flushes a leaf page per actor;
  * with ids that sort by time the live ones (mostly recent) share a few leaves at the end of each tree, and a
  * commit writes and flushes fewer pages. The same reason MongoDB's ObjectIds and RFC 9562's UUID version 7

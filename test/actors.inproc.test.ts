@@ -122,6 +122,15 @@ t.test('a step\'s answer is journaled with it; the snapshot keeps the event id a
   t.same(entries.map((e) => 'reply' in e), [true, true, false]);
 });
 
+t.test('an ask without an event id gets a fresh one, about half a UUID long', async (t) => {
+  await runtime.client.ask('echo', 'fresh-ids', { type: 'INC' });
+  await runtime.client.ask('echo', 'fresh-ids', { type: 'INC' });
+  const { a } = (await store.snapshots.get('echo/fresh-ids'))!.data as PersistedActor;
+  t.equal(a.length, 2, 'two events applied: each ask had its own id');
+  t.not(a[0][0], a[1][0]);
+  for (const [id] of a) t.ok(/^[A-Za-z0-9_-]{17,27}$/.test(id), `${id}: base64url and base 36, under 36 characters`);
+});
+
 t.test('a retry whose answer is not in the journal is refused, not applied again', async (t) => {
   // A snapshot that says event `lost` applied version 1, with no journal entry behind it.
   const machine = createActor(counterMachine.provide({ actors: { sleepUntil } })).start();

@@ -772,6 +772,20 @@ export async function storeContract(t: Test, makeStore: MakeStore, reopen?: Reop
     t.same((await journal.ofActor('edge/p1')).map((e) => e.seq), [seq, seq2], 'non-actor entries in seq order');
   });
 
+  t.test('journal: an actor\'s entries outlive its deleted snapshot; entries and snapshots carry the contract\'s fields only', async (t) => {
+    const store = await open(t);
+    const step = (v: number) => ({ key: 'k/gone', data: new Uint8Array([v]), expectedVersion: v, fence: 1, shard: 0, deadline: null, step: { value: 'v', events: [] } });
+    for (let v = 0; v < 3; v++) t.match(await store.snapshots.putMany([step(v)]), [{ ok: true }]);
+    t.same(Object.keys((await store.snapshots.get('k/gone'))!).sort(), ['data', 'deadline', 'fence', 'key', 'shard', 'updated_at', 'version']);
+    const fields = ['at', 'events', 'id', 'key', 'kind', 'seq', 'shard', 'value', 'version'];
+    for (const e of [...(await store.journal.ofActor('k/gone')), ...(await store.journal.read(0, 10))]) t.same(Object.keys(e).sort(), fields, `entry ${e.seq}`);
+    await store.snapshots.delete('k/gone');
+    t.equal(await store.snapshots.get('k/gone'), null);
+    t.same((await store.journal.ofActor('k/gone')).map((e) => e.version), [1, 2, 3], 'the journal is not deleted with the snapshot');
+    t.same((await store.journal.ofActor('k/gone', { afterVersion: 1, limit: 1 })).map((e) => e.version), [2]);
+    t.same((await store.journal.ofActor('k/gone', { limit: 1 })).map((e) => e.version), [1]);
+  });
+
   t.test('journal: concurrent batches get distinct, increasing seqs', async (t) => {
     const store = await open(t);
     const writes = Array.from({ length: 40 }, (_, i) =>

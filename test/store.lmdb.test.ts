@@ -378,3 +378,19 @@ t.test('compiled filters agree with mingo', async (t) => {
   t.pass('2,000 random documents and filters');
 });
 
+t.test('an actor\'s journal chain: continued after its snapshot is deleted and written again, and by entries appended under its key', async (t) => {
+  const store = await makeStore();
+  const w = (expectedVersion: number) => ({ key: 'k/again', data: new Uint8Array([expectedVersion]), expectedVersion, fence: 1, shard: 0, deadline: null, step: { value: 'v', events: [] } });
+  await store.snapshots.putMany([w(0), w(1)]);
+  const appended = await store.journal.append({ key: 'k/again', kind: 'k', id: 'again', shard: -1, version: 0, value: null, events: [] });
+  await store.snapshots.putMany([w(2)]);
+  t.equal((await store.snapshots.get('k/again'))?.version, 3, 'an appended entry leaves the snapshot as it was');
+  t.same((await store.journal.ofActor('k/again', { afterVersion: 1 })).map((e) => e.version), [2, 3], 'past an appended entry to the versions before it');
+  await store.snapshots.delete('k/again');
+  await store.snapshots.putMany([w(0)]);
+  const entries = await store.journal.ofActor('k/again');
+  t.same(entries.map((e) => e.version), [1, 2, 0, 3, 1], 'every entry of the key, in seq order');
+  t.equal(entries[2].seq, appended);
+  t.same((await store.journal.ofActor('k/again', { last: 2 })).map((e) => e.version), [3, 1]);
+  await store.close();
+});

@@ -48,7 +48,7 @@ export function conversationReply(state: string, context: { handledEvents?: stri
  * the read models follow the journal (`projectors/`).
  */
 export function conversationKind(deps: ConversationDeps & { store: Store }): ActorKind {
-  const effects = conversationEffects({ hasSession: async (id) => (await deps.store.journal.ofActor(`session/${id}`, { limit: 1 })).length > 0, ...deps });
+  const effects = conversationEffects({ hasSession: async (id) => (await deps.store.journal.ofActor(`session/${id}`, { last: 1 })).length > 0, ...deps });
   const machine = conversationMachine.provide({
     actors: {
       startConversation: fromEffect(effects.start),

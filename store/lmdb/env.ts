@@ -12,7 +12,7 @@ import path from 'node:path';
 import { open, type Database, type Key, type RootDatabase } from 'lmdb';
 import { timings } from '../../platform/timings.js';
 import type { Doc } from '../types.js';
-import type { StoredEntry } from './journal.js';
+import type { JournalEnds, StoredEntry } from './journal.js';
 import type { StoredSnapshot } from './snapshots.js';
 import { SHARED_SHAPES } from './shapes.js';
 
@@ -63,8 +63,8 @@ export interface Env extends RecordsEnv {
   deadlines: Database<true, Key>;
   /** seq -> journal entry (without its seq). */
   journal: Database<StoredEntry, number>;
-  /** [entry key, version, seq] -> true, for `journal.ofActor`. */
-  journalByActor: Database<true, Key>;
+  /** Key -> the ends of its chain of journal entries, for a key without a snapshot (`JournalEnds`). */
+  journalHeads: Database<JournalEnds, string>;
   /** Counters: `journal.seq` is the last journal seq assigned. */
   meta: Database<number, string>;
 }
@@ -99,7 +99,7 @@ export function openEnv(dataDir: string): Env {
     snapshotData,
     deadlines: root.openDB<true, Key>({ name: 'deadlines' }),
     journal,
-    journalByActor: root.openDB<true, Key>({ name: 'journal-by-actor' }),
+    journalHeads: root.openDB<JournalEnds, string>({ name: 'journal-heads' }),
     meta,
   });
 }

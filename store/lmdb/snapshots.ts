@@ -1,11 +1,14 @@
 import type { SnapshotPut, SnapshotPutResult, SnapshotRecord, SnapshotStore, SnapshotWrite } from '../types.js';
 import type { Env } from './env.js';
 import { stepEntry } from '../journal-entry.js';
-import { appendInTransaction } from './journal.js';
+import { appendInTransaction, type JournalEnds } from './journal.js';
 import { END, idOf, isKeyString, key } from './keys.js';
 
-/** A snapshot's header as stored under its key (its data is stored apart: `Env.snapshotData`). */
-export type StoredSnapshot = Omit<SnapshotRecord, 'key' | 'data'>;
+/**
+ * A snapshot's header as stored under its key (its data is stored apart: `Env.snapshotData`), with the ends of
+ * the actor's chain of journal entries (`JournalEnds`) once it has one.
+ */
+export type StoredSnapshot = Omit<SnapshotRecord, 'key' | 'data'> & { journal?: JournalEnds };
 
 /**
  * Snapshots of the embedded store. Each stored deadline has a `[shard, deadline, key]` entry in the
@@ -25,8 +28,9 @@ export class LmdbSnapshots implements SnapshotStore {
     // header and the data are of the same version (both are written in one write transaction).
     const stored = this.env.snapshots.get(snapshotKey);
     if (!stored) return null;
-    // Decoded afresh: the caller's to keep.
-    return { key: snapshotKey, ...stored, data: this.env.snapshotData.get(snapshotKey) ?? null };
+    // Decoded afresh: the caller's to keep. The journal's ends are the store's own.
+    const { journal: _, ...header } = stored;
+    return { key: snapshotKey, ...header, data: this.env.snapshotData.get(snapshotKey) ?? null };
   }
 
   async put(snapshotKey: string, data: unknown, put: SnapshotPut): Promise<SnapshotPutResult> {
@@ -45,7 +49,7 @@ export class LmdbSnapshots implements SnapshotStore {
   }
 
   private putInTransaction(w: SnapshotWrite): SnapshotPutResult {
-    const { snapshots, snapshotData, deadlines } = this.env;
+    const { snapshots, snapshotData, deadlines, journalHeads } = this.env;
     const shard = positiveZero(w.shard);
     const deadline = w.deadline === null ? null : positiveZero(w.deadline);
     const stored = snapshots.get(w.key);
@@ -61,12 +65,19 @@ export class LmdbSnapshots implements SnapshotStore {
     const at = Date.now();
     const header: StoredSnapshot = { version, fence: w.fence, shard, deadline, updated_at: at };
     if (w.writer !== undefined) header.writer = w.writer;
+    // The journal's ends move into the header from `journalHeads` with the first step after a delete.
+    let ends = stored?.journal;
+    if (!ends && (ends = journalHeads.get(w.key))) journalHeads.removeSync(w.key);
+    let seq: number | undefined;
+    if (w.step) {
+      ends = appendInTransaction(this.env, stepEntry(w.key, shard, version, at, w.step), ends);
+      seq = ends[1];
+    }
+    if (ends) header.journal = ends;
     snapshots.putSync(w.key, header);
     snapshotData.putSync(w.key, w.data);
     if (moved && deadline !== null) deadlines.putSync(key(shard, deadline, w.key), true);
-    if (!w.step) return { ok: true, version };
-    const seq = appendInTransaction(this.env, stepEntry(w.key, shard, version, at, w.step));
-    return { ok: true, version, seq, at };
+    return seq === undefined ? { ok: true, version } : { ok: true, version, seq, at };
   }
 
   async due(shards: number[], before: number, limit: number): Promise<Array<{ key: string; deadline: number }>> {
@@ -91,6 +102,8 @@ export class LmdbSnapshots implements SnapshotStore {
       const stored = this.env.snapshots.get(snapshotKey);
       if (!stored) return;
       if (stored.deadline !== null) this.env.deadlines.removeSync(key(stored.shard, stored.deadline, snapshotKey));
+      // The actor's journal outlives its snapshot.
+      if (stored.journal) this.env.journalHeads.putSync(snapshotKey, stored.journal);
       this.env.snapshots.removeSync(snapshotKey);
       this.env.snapshotData.removeSync(snapshotKey);
     });
