@@ -10,7 +10,7 @@
  * - snapshots: key
  * - deadlines: [shard, deadline, key]
  * - journal: seq -> entry
- * - journal-by-actor: [entry key, version, seq]
+ * - journal-heads: key -> the ends of its chain of entries, for a key without a snapshot
  * - meta: name -> number (`journal.seq`: the last journal seq assigned)
  */
 import type { Key } from 'lmdb';
