@@ -230,7 +230,12 @@ export interface JournalEntry {
 export interface JournalStore {
   /** Entries with seq > after, in seq order, at most limit. */
   read(after: number, limit: number): Promise<JournalEntry[]>;
-  /** One actor's entries in version order; `last: n` gives its newest n (still oldest first). */
+  /**
+   * One actor's entries in version order; `last: n` gives its newest n (still oldest first). The embedded store
+   * walks an actor's entries from its newest back (`store/lmdb/journal.ts`): its newest entries (`last`, a recent
+   * `afterVersion`) and its first alone (`limit: 1`) cost what they return, anything else from its start costs
+   * its whole journal, so a hot path asks for one of those.
+   */
   ofActor(key: string, opts?: { afterVersion?: number; limit?: number; last?: number }): Promise<JournalEntry[]>;
   /** Appends a non-actor entry (kind/id/shard -1/version 0), e.g. an edge's per-minute 5xx counts. */
   append(entry: Omit<JournalEntry, 'seq' | 'at'> & { at?: number }): Promise<number>;
