@@ -3,22 +3,10 @@
  * entry alone when that started it, whatever the length of the conversation.
  */
 import t from 'tap';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { openStore, type Store } from '../store/mod.js';
 import { conversationOwner } from '../actors/conversation/mod.js';
-import { removeDir } from './helpers/platform.js';
+import { storeFor } from './helpers/store.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'sb-owner-'));
-let store: Store;
-t.before(async () => {
-  store = await openStore({ dataDir: dir });
-});
-t.teardown(async () => {
-  await store.close();
-  removeDir(dir);
-});
+const store = await storeFor(t, 'sb-owner-');
 
 const started = { type: 'conversation.started', data: { account_id: 'acc_1', project_id: 'prj_1' } };
 const turn = { type: 'conversation.turn', data: {} };
