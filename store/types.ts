@@ -234,7 +234,10 @@ export interface JournalStore {
    * One actor's entries in version order; `last: n` gives its newest n (still oldest first). The embedded store
    * walks an actor's entries from its newest back (`store/lmdb/journal.ts`): its newest entries (`last`, a recent
    * `afterVersion`) and its first alone (`limit: 1`) cost what they return, anything else from its start costs
-   * its whole journal, so a hot path asks for one of those.
+   * its whole journal, so a hot path asks for one of those. It gives them in commit order, which is version
+   * order for an actor's steps; the two differ only for entries appended under an actor's key (version 0) and
+   * for an actor whose snapshot was deleted and written again (its versions start over, and `afterVersion`
+   * reads the newest run alone), neither of which the platform does. MongoDB sorts by version, then seq.
    */
   ofActor(key: string, opts?: { afterVersion?: number; limit?: number; last?: number }): Promise<JournalEntry[]>;
   /** Appends a non-actor entry (kind/id/shard -1/version 0), e.g. an edge's per-minute 5xx counts. */
