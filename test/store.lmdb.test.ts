@@ -8,6 +8,8 @@ import fc from 'fast-check';
 import { Query } from 'mingo';
 import t from 'tap';
 import { closeEnv, openEnv } from '../store/lmdb/env.js';
+import { LmdbJournal } from '../store/lmdb/journal.js';
+import { LmdbSnapshots } from '../store/lmdb/snapshots.js';
 import { matcher } from '../store/lmdb/matcher.js';
 import { hasFieldNames, isFieldName } from '../store/lmdb/shapes.js';
 import { openLmdbStore } from '../store/lmdb/store.js';
@@ -393,4 +395,29 @@ t.test('an actor\'s journal chain: continued after its snapshot is deleted and w
   t.equal(entries[2].seq, appended);
   t.same((await store.journal.ofActor('k/again', { last: 2 })).map((e) => e.version), [3, 1]);
   await store.close();
+});
+
+t.test('an actor\'s journal read costs what it returns: its first entry alone, or the versions past one', async (t) => {
+  const env = openEnv(tempDir());
+  t.teardown(() => closeEnv(env));
+  const snapshots = new LmdbSnapshots(env);
+  const journal = new LmdbJournal(env);
+  for (let v = 0; v < 10; v++) {
+    await snapshots.putMany([{ key: 'k/reads', data: new Uint8Array([v]), expectedVersion: v, fence: 1, shard: 0, deadline: null, step: { value: 'v', events: [] } }]);
+  }
+  let gets = 0;
+  const get = env.journal.get.bind(env.journal);
+  env.journal.get = ((seq: number) => (gets++, get(seq))) as typeof env.journal.get;
+  t.teardown(() => {
+    env.journal.get = get;
+  });
+  const read = async (opts: { afterVersion?: number; limit?: number }) => {
+    gets = 0;
+    const versions = (await journal.ofActor('k/reads', opts)).map((e) => e.version);
+    return { versions, gets };
+  };
+  t.same(await read({ limit: 1 }), { versions: [1], gets: 1 }, 'the first entry, named by the chain\'s ends');
+  t.same(await read({ afterVersion: 9, limit: 1 }), { versions: [10], gets: 1 }, 'a retry of the newest step reads the newest entry alone');
+  t.same(await read({ afterVersion: 7, limit: 1 }), { versions: [8], gets: 3 }, 'from the newest back to the version asked');
+  t.same(await read({ afterVersion: 7 }), { versions: [8, 9, 10], gets: 3 }, 'and no further without a limit');
 });

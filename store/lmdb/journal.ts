@@ -65,7 +65,9 @@ export class LmdbJournal implements JournalStore {
     const limit = opts.limit === undefined ? Infinity : Math.max(0, opts.limit);
     const last = opts.last === undefined ? Infinity : Math.max(0, opts.last);
     if (!ends || limit === 0 || last === 0) return [];
-    if (limit === 1 && opts.last === undefined) {
+    // The first entry alone, by the chain's ends. A lookup past a version (a retry's) is nearer the newest end,
+    // where the walk starts, and is the newest run's alone.
+    if (limit === 1 && opts.last === undefined && opts.afterVersion === undefined) {
       const first = this.env.journal.get(ends[0]);
       if (first && first.version > after) return [entryOf(ends[0], first)];
     }
@@ -73,8 +75,12 @@ export class LmdbJournal implements JournalStore {
     for (let seq: number | undefined = ends[1]; seq !== undefined && newestFirst.length < last; ) {
       const stored = this.env.journal.get(seq);
       if (!stored) break;
-      if (stored.version > after) newestFirst.push(entryOf(seq, stored));
-      // An actor's step versions fall along its chain, so the rest are older still (an appended entry, version 0, is not a step).
+      if (stored.version > after) {
+        newestFirst.push(entryOf(seq, stored));
+        // An actor's step versions fall by one along its chain: the one just past `after` is the last to read.
+        if (stored.version === after + 1 && after >= 0) break;
+      }
+      // The rest are older still (an appended entry, version 0, is not a step).
       else if (stored.version > 0) break;
       seq = stored.p;
     }
