@@ -31,7 +31,7 @@ t.test('a sandbox process has an empty environment, no descriptors of ours, and 
   t.teardown(() => s.close());
   const report = await s.start();
   if (inCI) t.equal(report.layer, 'bwrap', 'CI installs bubblewrap: the strongest layer is in use');
-  t.ok((await s.invoke(call('() => 1'))).ok, 'a call runs');
+  t.match(await s.invoke(call('() => 1')), { ok: true }, 'a call runs');
   const pid = nodeBelow(s.pids()[0]);
 
   const environ = readFileSync(`/proc/${pid}/environ`, 'latin1');
@@ -73,7 +73,7 @@ t.test('a sandbox process has an empty environment, no descriptors of ours, and 
 t.test('stack limit: at the largest allowed limit, deep recursion ends in QuickJS, not on the host stack', async (t) => {
   const s = createFunctionSandbox({ processes: 1, stackKb: MAX_STACK_KB * 4 });
   t.teardown(() => s.close());
-  t.ok((await s.invoke(call('() => 1'))).ok, 'a process is up');
+  t.match(await s.invoke(call('() => 1')), { ok: true }, 'a process is up');
   const pid = s.pids()[0];
   const checked: Array<[string, string]> = [
     ['function recursion', 'function f() { return f() + 1 }'],
@@ -90,7 +90,7 @@ t.test('stack limit: at the largest allowed limit, deep recursion ends in QuickJ
     t.match(r.ok ? 'ok' : `${r.error.kind}: ${r.error.message}`, /^error: .*stack overflow/, `${what}: QuickJS's own stack overflow`);
   }
   t.equal(s.pids()[0], pid, 'the process survived all of them: no host stack overflow');
-  t.ok((await s.invoke(call('() => 1'))).ok, 'and serves the next call');
+  t.match(await s.invoke(call('() => 1')), { ok: true }, 'and serves the next call');
   t.throws(() => loadConfig({ FUNCTION_STACK_KB: String(MAX_STACK_KB + 1) }), 'a larger FUNCTION_STACK_KB is refused at start');
 });
 
@@ -107,12 +107,12 @@ t.test('what QuickJS cannot stop itself is contained: the call fails, the proces
   // other test files beside it) can take longer than the 300 ms the case itself is given.
   const probe = (source: string) => s.invoke(call(source, { timeoutMs: 30_000 }));
   for (const [what, source, kind] of cases) {
-    t.ok((await probe('() => 1')).ok, `${what}: a process is up`);
+    t.match(await probe('() => 1'), { ok: true }, `${what}: a process is up`);
     const pid = s.pids()[0];
     const r = await s.invoke(call(source));
     t.equal(r.ok ? 'ok' : r.error.kind, kind, `${what}: a function error (${r.ok ? '' : r.error.message})`);
     const next = await probe('() => 2');
-    t.same(next.ok && next.value, 2, `${what}: the next call is served`);
+    t.same(next.ok ? next.value : next.error, 2, `${what}: the next call is served`);
     t.not(s.pids()[0], pid, `${what}: by a fresh process (one that was interrupted from outside is not trusted again)`);
   }
 });
@@ -144,7 +144,7 @@ t.test('off-heap growth and a killed process', async (t) => {
     const r = await s.invoke(call(source));
     t.equal(r.ok ? 'ok' : r.error.kind, 'memory', `array buffers count against the memory limit: ${source}`);
   }
-  t.ok((await s.invoke(call('() => 1'))).ok, 'a fresh process after the memory failures');
+  t.match(await s.invoke(call('() => 1')), { ok: true }, 'a fresh process after the memory failures');
   const before = s.pids()[0];
   const spinning = s.invoke(call('() => { for (;;) {} }', { timeoutMs: 4000 }));
   await new Promise((r) => setTimeout(r, 200));
@@ -159,7 +159,7 @@ t.test('off-heap growth and a killed process', async (t) => {
 t.test('a process past its memory ceiling is replaced after its call', async (t) => {
   const s = createFunctionSandbox({ processes: 1, memoryMb: 256, processMaxMb: 128, timeoutMs: 5000 });
   t.teardown(() => s.close());
-  t.ok((await s.invoke(call('() => 1'))).ok, 'a process is up');
+  t.match(await s.invoke(call('() => 1')), { ok: true }, 'a process is up');
   const before = s.pids()[0];
   t.type(before, 'number', 'its pid is known');
   const r = await s.invoke(call('() => { const a = new Uint8Array(200 << 20); a.fill(1); return a.length }'));
