@@ -5,20 +5,12 @@
  * latency histogram merges minutes; reset drops everything. The edge's 5xx counter appends one entry.
  */
 import t from 'tap';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { openStore, type JournalEntry } from '../store/mod.js';
+import type { JournalEntry } from '../store/mod.js';
 import { accountScope, EdgeErrorCounter, metricBuckets, metricsProjector, metricValue, projectScope, quantile, readWindow, LATENCY_BOUNDS, bucketOf } from '../actors/metrics/mod.js';
 import { countWritesInFlight } from './helpers/in-flight.js';
-import { removeDir } from './helpers/platform.js';
+import { storeFor } from './helpers/store.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'sb-metrics-'));
-const store = await openStore({ dataDir: dir });
-t.teardown(async () => {
-  await store.close();
-  removeDir(dir);
-});
+const store = await storeFor(t, 'sb-metrics-');
 const projector = metricsProjector();
 const T0 = Date.parse('2026-03-02T10:00:30.000Z');
 const owner = { account_id: 'acc', project_id: 'proj' };

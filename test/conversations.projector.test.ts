@@ -4,10 +4,8 @@
  * whole journal again) giving the same read models as the entries applied one by one.
  */
 import t from 'tap';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openStore, type JournalEntry, type Store } from '../store/mod.js';
+import type { JournalEntry, Store } from '../store/mod.js';
 import { conversationsProjector } from '../actors/conversation/projectors/conversations.js';
 import { foldRecord } from '../actors/conversation/projectors/record-fold.js';
 import { conversationRecords } from '../actors/conversation/record.js';
@@ -15,14 +13,9 @@ import { conversationDocuments } from '../actors/conversation/document.js';
 import { conversationHours, conversationSpans, conversationTerms, conversationVectorBuckets, conversationVectors } from '../actors/conversation/search.js';
 import { createOfflineEmbedder } from '../actors/conversation/embedding.js';
 import type { TurnRecord } from '../machines/conversation.js';
-import { removeDir } from './helpers/platform.js';
+import { storeFor } from './helpers/store.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'sb-convproj-'));
-const store = await openStore({ dataDir: dir });
-t.teardown(async () => {
-  await store.close();
-  removeDir(dir);
-});
+const store = await storeFor(t, 'sb-convproj-');
 const projector = conversationsProjector({ embedder: createOfflineEmbedder() });
 const owner = { account_id: 'acc', project_id: 'proj' };
 const T0 = Date.parse('2026-03-02T10:00:00.000Z');

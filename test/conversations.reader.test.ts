@@ -5,10 +5,6 @@
  */
 import t from 'tap';
 import fc from 'fast-check';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { openStore } from '../store/mod.js';
 import { conversationRecords, type ConversationRecord } from '../actors/conversation/record.js';
 import { conversationHours, conversationSpans, conversationTerms, conversationVectorBuckets, conversationVectors } from '../actors/conversation/search.js';
 import { FIELD_END, spanEntries, spanSlotWriter, vectorEntries, vectorSlotWriter, type VectorEntry } from '../actors/conversation/slots.js';
@@ -21,14 +17,9 @@ import { entryOfRecord } from './helpers/journal-entries.js';
 import { conversationV3 } from '../actors/conversation/view.js';
 import { parseListQuery } from '../gateway/edge/conversations/query.js';
 import type { Position } from '../gateway/edge/conversations/cursor.js';
-import { removeDir } from './helpers/platform.js';
+import { storeFor } from './helpers/store.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'sb-reader-'));
-const store = await openStore({ dataDir: dir });
-t.teardown(async () => {
-  await store.close();
-  removeDir(dir);
-});
+const store = await storeFor(t, 'sb-reader-');
 const embedder = createOfflineEmbedder();
 const src: ReadSources = {
   records: conversationRecords(store),
