@@ -5,16 +5,13 @@
  */
 import t, { type Test } from 'tap';
 import fc from 'fast-check';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { assign, setup } from 'xstate';
 import { builtinKinds, describeSnapshot, startRuntime, type ActorKind, type Runtime } from '../actors/mod.js';
 import { WAKE_INDEX_REFRESH_MS, wakeIndexTime } from '../actors/wake-index.js';
-import { openStore, type Store } from '../store/mod.js';
+import type { Store } from '../store/mod.js';
 import { eventually } from './helpers/eventually.js';
 import { expiring } from './helpers/expiring-kind.js';
-import { removeDir } from './helpers/platform.js';
+import { storeFor } from './helpers/store.js';
 
 const SHARDS = 4;
 /** The `expiring` machine with work the host runs for it (`ActorKind.effect`): `WORK` holds the mailbox for 1.5 s. */
@@ -46,14 +43,10 @@ const stubborn: ActorKind = {
 };
 
 async function runtimeFor(t: Test, opts: { passivateAfterMs: number; wakeIndexRefreshMs?: number }): Promise<{ store: Store; runtime: Runtime }> {
-  const dir = mkdtempSync(join(tmpdir(), 'sb-wake-index-'));
-  const store = await openStore({ dataDir: dir });
+  const store = await storeFor(t, 'sb-wake-index-');
   const runtime = await startRuntime({ store, worker: true, shardCount: SHARDS, leaseTtlMs: 3000, askTimeoutMs: 5000, kinds: builtinKinds([expiring, stubborn, slow]), ...opts });
-  t.teardown(async () => {
-    await runtime.stop();
-    await store.close();
-    removeDir(dir);
-  });
+  // Teardowns run last first: the runtime stops before storeFor closes the store.
+  t.teardown(() => runtime.stop());
   return { store, runtime };
 }
 

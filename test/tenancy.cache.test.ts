@@ -6,15 +6,12 @@
  * used go first past the bound; an invalidation drops an entry, including one whose store read was in flight.
  */
 import t, { type Test } from 'tap';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { openStore, type Collection, type CollectionSpec, type Doc, type Store } from '../store/mod.js';
+import type { Collection, CollectionSpec, Doc, Store } from '../store/mod.js';
 import { createServices } from '../platform/services.js';
 import { hashSecret, issueCredential } from '../platform/secrets.js';
 import { TtlLru } from '../tenancy/cache.js';
 import type { ApiKey } from '../tenancy/keys.js';
-import { removeDir } from './helpers/platform.js';
+import { storeFor } from './helpers/store.js';
 
 /** A store whose collections count their reads (get, findOne, find) by collection name. */
 function counting(store: Store): { store: Store; reads: Map<string, number> } {
@@ -33,12 +30,7 @@ function counting(store: Store): { store: Store; reads: Map<string, number> } {
 }
 
 async function setup(t: Test, ttlMs = 10_000, maxEntries = 100) {
-  const dir = mkdtempSync(join(tmpdir(), 'sb-cache-'));
-  const raw = await openStore({ dataDir: dir });
-  t.teardown(async () => {
-    await raw.close();
-    removeDir(dir);
-  });
+  const raw = await storeFor(t, 'sb-cache-');
   let clock = 1_000;
   const { store, reads } = counting(raw);
   const services = createServices(store, { ttlMs, maxEntries, now: () => clock });
