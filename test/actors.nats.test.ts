@@ -14,6 +14,12 @@ t.before(async () => {
 });
 t.teardown(async () => cluster?.stop());
 
+/** Every shard is with the worker rendezvous hashing picks among `workers` (`ownerOf`). */
+function placed(workers: Array<{ id: string; shards: number[] }>): boolean {
+  const ids = workers.map((w) => w.id);
+  return Array.from({ length: cluster.shardCount }, (_, s) => s).every((s) => workers.find((w) => w.shards.includes(s))?.id === ownerOf(s, ids));
+}
+
 actorBehaviour(t, () => cluster, needsNats);
 
 t.test('introspection lists the workers, their shards and live actors', needsNats, async (t) => {
@@ -23,8 +29,7 @@ t.test('introspection lists the workers, their shards and live actors', needsNat
   t.same(shards, Array.from({ length: cluster.shardCount }, (_, i) => i), 'every shard owned exactly once');
   // Spread as rendezvous hashing spreads them (not "each has one": with 16 shards one of two workers wins none
   // about once in 33,000 sets of worker ids).
-  const ids = info.workers.map((w) => w.id);
-  t.ok(info.workers.every((w) => w.shards.every((s) => ownerOf(s, ids) === w.id)), 'each shard with the worker rendezvous hashing picks');
+  t.ok(placed(info.workers), 'each shard with the worker rendezvous hashing picks');
   await cluster.client.ask('counter', 'introspected', { type: 'INC' });
   const actor = await cluster.describe('counter', 'introspected');
   t.match(actor, { key: 'counter/introspected', value: 'idle', context: { count: 1 }, version: 1, deadlines: [] });
@@ -37,10 +42,6 @@ t.test('a worker that joins takes its share, and the actors keep counting', need
   await cluster.addWorker();
   // Its share is what rendezvous hashing gives it among the three: every shard with the worker it picks. (Not
   // "at least one shard": with 16 shards a third worker wins none about once in 650 sets of worker ids.)
-  const placed = (workers: Array<{ id: string; shards: number[] }>) => {
-    const ids = workers.map((w) => w.id);
-    return Array.from({ length: cluster.shardCount }, (_, s) => s).every((s) => workers.find((w) => w.shards.includes(s))?.id === ownerOf(s, ids));
-  };
   let info = await cluster.runtime();
   for (let i = 0; i < 100 && !(info.workers.length === 3 && placed(info.workers) && info.unownedShards.length === 0); i++) {
     await new Promise((r) => setTimeout(r, 200));
