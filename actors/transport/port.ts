@@ -13,27 +13,44 @@ import { TransportError, type Handler, type Headers, type Respond, type Subscrib
  * place in an array, not a message event of its own on the other side. Order is kept.
  */
 
-/** What crosses the port (structured clone copies the payloads). */
+/**
+ * A frame's payload: its index among the payloads of the post that carries it (`Post`). The bytes travel
+ * together, not as a typed array per frame: a structured clone (or a transfer) of each costs several
+ * microseconds, and a busy turn sends dozens (bench/README.md, twenty-fourth session).
+ */
+type Payload = number;
+
+/** What crosses the port. */
 type Frame =
-  | [op: 'req', id: number, subject: string, data: Uint8Array, timeoutMs: number, headers: Headers | undefined]
-  | [op: 'res', id: number, data: Uint8Array]
+  | [op: 'req', id: number, subject: string, data: Payload, timeoutMs: number, headers: Headers | undefined]
+  | [op: 'res', id: number, data: Payload]
   | [op: 'err', id: number, code: TransportErrorCode | null, message: string]
-  | [op: 'pub', subject: string, data: Uint8Array]
+  | [op: 'pub', subject: string, data: Payload]
   | [op: 'sub', sid: number, subject: string, queue: string | undefined]
   | [op: 'unsub', sid: number]
-  | [op: 'msg', sid: number, subject: string, data: Uint8Array, headers: Headers | undefined, rid: number]
-  | [op: 'respond', rid: number, data: Uint8Array]
+  | [op: 'msg', sid: number, subject: string, data: Payload, headers: Headers | undefined, rid: number]
+  | [op: 'respond', rid: number, data: Payload]
   | [op: 'flush', id: number]
   | [op: 'close', id: number];
+
+/**
+ * One post: the frames one side sent during a turn, and their payloads one after another in `bytes` (whose
+ * buffer the post transfers), payload `i` ending at `ends[i]`. No payloads: `bytes` and `ends` are null.
+ */
+type Post = [frames: Frame[], bytes: Uint8Array | null, ends: number[] | null];
 
 /** How long the serving side keeps a request's `respond` for a thread's handler that has not answered. */
 const RESPOND_KEPT_MS = 10 * 60_000;
 
+/** The room a post's payload buffer starts with; it doubles as needed. */
+const PAYLOAD_ROOM = 16 * 1024;
+
 /** Frames one side sends, posted once per turn of its event loop. */
 class PortOutbox {
   private queue: Frame[] = [];
-  /** The buffers of the payloads copied for this post, handed over rather than copied again. */
-  private moved: ArrayBuffer[] = [];
+  private bytes = new Uint8Array(PAYLOAD_ROOM);
+  private used = 0;
+  private ends: number[] = [];
   private scheduled = false;
 
   constructor(private readonly port: MessagePort) {}
@@ -46,26 +63,46 @@ class PortOutbox {
   }
 
   /**
-   * A payload as it may cross: a view of part of a larger buffer (msgpackr encodes into a buffer of 8 KiB or
-   * more and returns a view of it) is copied, since a structured clone copies a view's whole buffer; the copy's
-   * buffer is then transferred. A payload that is its whole buffer is the sender's, and cloned as it is.
+   * Copies a payload into this post's buffer and returns its index there. Copied now, not when the post goes:
+   * the sender keeps its bytes and may change them once the call returns. Only the payload's own bytes cross,
+   * not the larger buffer a view may sit in (msgpackr encodes into a buffer of 8 KiB or more).
    */
-  payload(data: Uint8Array): Uint8Array {
-    if (data.byteOffset === 0 && data.byteLength === data.buffer.byteLength) return data;
-    const copy = new Uint8Array(data);
-    this.moved.push(copy.buffer);
-    return copy;
+  payload(data: Uint8Array): Payload {
+    const end = this.used + data.byteLength;
+    if (end > this.bytes.byteLength) {
+      const grown = new Uint8Array(Math.max(end, this.bytes.byteLength * 2));
+      grown.set(this.bytes.subarray(0, this.used));
+      this.bytes = grown;
+    }
+    this.bytes.set(data, this.used);
+    this.used = end;
+    return this.ends.push(end) - 1;
   }
 
   readonly send = (): void => {
     this.scheduled = false;
     if (this.queue.length === 0) return;
     const queue = this.queue;
-    const moved = this.moved;
     this.queue = [];
-    this.moved = [];
-    this.port.postMessage(queue, moved);
+    if (this.ends.length === 0) {
+      this.port.postMessage([queue, null, null] satisfies Post);
+      return;
+    }
+    const post: Post = [queue, this.bytes, this.ends];
+    const moved = this.bytes.buffer;
+    this.bytes = new Uint8Array(PAYLOAD_ROOM);
+    this.used = 0;
+    this.ends = [];
+    this.port.postMessage(post, [moved]);
   };
+}
+
+/**
+ * The payloads of a post received, by index: views of the post's one buffer, which a handler that keeps its
+ * payload keeps alive (the receivers here decode theirs at once).
+ */
+function payloadsOf(bytes: Uint8Array | null, ends: number[] | null): (i: Payload) => Uint8Array {
+  return (i) => bytes!.subarray(i === 0 ? 0 : ends![i - 1], ends![i]);
 }
 
 function closedError(): TransportError {
@@ -94,12 +131,13 @@ export function portTransport(port: MessagePort): Transport {
   let closed = false;
 
   const respondTo = (rid: number): Respond | null => (rid ? (data) => void (!closed && out.add(['respond', rid, out.payload(data)])) : null);
-  port.on('message', (frames: Frame[]) => {
+  port.on('message', ([frames, bytes, ends]: Post) => {
+    const payload = payloadsOf(bytes, ends);
     for (const f of frames) {
       if (f[0] === 'msg') {
         const handler = handlers.get(f[1]);
         try {
-          handler?.(f[3], respondTo(f[5]), f[2], f[4]);
+          handler?.(payload(f[3]), respondTo(f[5]), f[2], f[4]);
         } catch (err) {
           // Reported as the other transports report a handler's throw (uncaught), without losing the rest of the batch.
           queueMicrotask(() => {
@@ -107,7 +145,7 @@ export function portTransport(port: MessagePort): Transport {
           });
         }
       } else if (f[0] === 'res') {
-        settled(f[1])?.resolve(f[2]);
+        settled(f[1])?.resolve(payload(f[2]));
       } else if (f[0] === 'err') {
         settled(f[1])?.reject(f[2] ? new TransportError(f[2], f[3]) : new TypeError(f[3]));
       }
@@ -206,17 +244,18 @@ export function servePort(inner: Transport, port: MessagePort, toBytes: (data: U
     out.add(['err', id, code, err instanceof Error ? err.message : String(err)]);
   };
 
-  port.on('message', (frames: Frame[]) => {
+  port.on('message', ([frames, bytes, ends]: Post) => {
+    const payload = payloadsOf(bytes, ends);
     for (const f of frames) {
       switch (f[0]) {
         case 'req': {
           const id = f[1];
-          inner.request(f[2], f[3], f[4], f[5]).then((data) => out.add(['res', id, out.payload(toBytes(data))]), (err) => fail(id, err));
+          inner.request(f[2], payload(f[3]), f[4], f[5]).then((data) => out.add(['res', id, out.payload(toBytes(data))]), (err) => fail(id, err));
           break;
         }
         case 'pub':
           try {
-            inner.publish(f[1], f[2]);
+            inner.publish(f[1], payload(f[2]));
           } catch {
             // Closed here: a one-way message is dropped, as NATS drops one after a drain.
           }
@@ -244,7 +283,7 @@ export function servePort(inner: Transport, port: MessagePort, toBytes: (data: U
         case 'respond': {
           const r = responds.get(f[1]);
           responds.delete(f[1]);
-          r?.respond(f[2]);
+          r?.respond(payload(f[2]));
           break;
         }
         case 'flush':
@@ -253,7 +292,7 @@ export function servePort(inner: Transport, port: MessagePort, toBytes: (data: U
           // After every delivery queued before it (the in-process flush), so they reach the thread first.
           inner.flush().then(() => {
             if (op === 'close') stop();
-            out.add(['res', id, new Uint8Array(0)]);
+            out.add(['res', id, out.payload(new Uint8Array(0))]);
           }, (err) => fail(id, err));
           break;
         }
