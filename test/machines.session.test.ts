@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { createActor, fromPromise } from 'xstate';
 import { getShortestPaths } from 'xstate/graph';
 import { converseInput, MAX_CHUNKS, REMEMBERED_CLIENT_EVENTS, seenIndex, sessionMachine, streamedParts, type AgentReply, type SessionEmitted, type SessionInfo } from '../machines/session.js';
-import { chunkText, renderStep, replyOf } from '../actors/session/wire.js';
+import { chunkText, eventUuid, renderStep, replyOf } from '../actors/session/wire.js';
 
 const info: SessionInfo = {
   accountId: 'acc', projectId: 'p', connectorId: 'con', environment: 'live', variantId: null, streaming: false, platform: 'web',
@@ -333,4 +333,15 @@ t.test('chunks concatenate to the text, as many as the positions the machine res
   );
   t.same(chunkText('one two three'), ['one ', 'two ', 'three']);
   t.same(chunkText(''), ['']);
+});
+
+t.test('a frame id is a name-based UUID of the session and the place: the same in every build, so clients de-duplicate across upgrades', async (t) => {
+  // SHA-1 of `ses_x:s1`, version 5, RFC 4122 variant: pinned, as ids already sent must not change.
+  t.equal(eventUuid('ses_x', 's1'), '80f744b7-6620-5782-9725-3b52b000c8e5');
+  fc.assert(
+    fc.property(fc.string(), fc.string(), (session, place) => {
+      const id = eventUuid(session, place);
+      return /^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(id) && id === eventUuid(session, place);
+    }),
+  );
 });

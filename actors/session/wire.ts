@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { hash, randomUUID } from 'node:crypto';
 import { MAX_CHUNKS, streamedParts, type Refusal, type SessionFailure } from '../../machines/session.js';
 
 /**
@@ -102,7 +102,8 @@ export const SERVER_EVENT_TYPES = [
  * id after a retry or a failover.
  */
 export function eventUuid(sessionId: string, place: string): string {
-  const h = createHash('sha1').update(`${sessionId}:${place}`).digest();
+  // The one-shot hash: no Hash object per call (every frame a session publishes or replays is named here).
+  const h = hash('sha1', `${sessionId}:${place}`, 'buffer');
   h[6] = (h[6] & 0x0f) | 0x50;
   h[8] = (h[8] & 0x3f) | 0x80;
   const x = h.subarray(0, 16).toString('hex');
