@@ -73,8 +73,10 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
   const kinds = o.kinds ?? builtinKinds();
   for (const kind of kinds.values()) admitMachine(kind.name, kind.machine);
   if (o.port && (o.natsUrl || o.worker)) throw new Error('a runtime reached over a port hosts no actors and uses no NATS');
-  const nats = o.natsUrl ? await connectNatsTransport(o.natsUrl, { name: `switchboard-${process.pid}` }) : null;
-  const transport: Transport = nats ?? (o.port ? portTransport(o.port) : createInprocTransport());
+  // What another thread or process sends may follow a write it saw committed: this thread reads afresh first.
+  const arrived = () => o.store.refresh();
+  const nats = o.natsUrl ? await connectNatsTransport(o.natsUrl, { name: `switchboard-${process.pid}`, arrived }) : null;
+  const transport: Transport = nats ?? (o.port ? portTransport(o.port, arrived) : createInprocTransport());
   /** What to stop with the runtime: the directory answered and the ports served to other threads. */
   const serving: Array<() => void> = [];
   const workerId = o.worker ? `w-${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}` : null;
@@ -143,7 +145,7 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
     projections,
     servePort: (port) => {
       if (transport.kind !== 'inproc') throw new Error(`a ${transport.kind} runtime serves no port`);
-      serving.push(servePort(transport, port, bytesOf).stop);
+      serving.push(servePort(transport, port, bytesOf, arrived).stop);
     },
     stop: async () => {
       stopWatch();

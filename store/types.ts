@@ -257,7 +257,8 @@ export interface Store {
    * Makes this thread's next reads see every write committed so far, by any thread or process. The embedded
    * store reads through one snapshot per thread until that thread's next timers phase (lmdb-js); MongoDB's reads
    * are current already. Called when a thread learns that another wrote: a tenancy invalidation, whose
-   * reloads must not read the revoked record back from an older snapshot.
+   * reloads must not read the revoked record back from an older snapshot; a webhook attempt, which must sign
+   * with the secret a rotation committed on the edge a moment before.
    */
   refresh(): void;
   close(): Promise<void>;

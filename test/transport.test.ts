@@ -352,6 +352,20 @@ t.test('over a message port (the edge thread)', async (t) => {
     t.same(answers.map(dec), Array.from({ length: 50 }, (_, i) => String(i)));
     t.same(posted, [[50, 1]], 'fifty asks made in one turn: one message, their payloads in one buffer');
   });
+  t.test('arrived: each side runs it before it handles the frames of a post from the other side', async (t) => {
+    const log: string[] = [];
+    const inner = createInprocTransport();
+    inner.subscribe('svc.echo', (d, respond) => {
+      log.push('main handles');
+      respond?.(d);
+    });
+    const { port1, port2 } = new MessageChannel();
+    servePort(inner, port1, undefined, () => log.push('main: arrived'));
+    const client = portTransport(port2, () => log.push('thread: arrived'));
+    t.teardown(() => client.close());
+    await Promise.all([0, 1, 2].map((i) => client.request('svc.echo', enc(String(i)), 5000).then(() => log.push('thread has the answer'))));
+    t.same(log, ['main: arrived', 'main handles', 'main handles', 'main handles', 'thread: arrived', 'thread has the answer', 'thread has the answer', 'thread has the answer'], 'once per post, before its frames');
+  });
   t.test('a payload that is a view of a larger buffer crosses as its own bytes, and the sender keeps it', async (t) => {
     const inner = createInprocTransport();
     let received: Uint8Array | null = null;
@@ -480,6 +494,34 @@ t.test('nats', { skip: natsAvailable() ? false : 'nats-server is not installed' 
     await until(() => out.split('\n').slice(1).filter(Boolean).reduce((sum, l) => sum + Number(l), 0) === n);
     const chunks = out.split('\n').slice(1).filter(Boolean).map(Number);
     t.equal(chunks.length, 1, `the ${n} asks arrive in one read (chunks: ${chunks.join(', ')})`);
+  });
+
+  t.test('arrived: runs before the handlers of what one socket read brought, and before an answer resolves', async (t) => {
+    const log: string[] = [];
+    const server = await connectNatsTransport(nats.url, { arrived: () => log.push('server: arrived') });
+    const client = await connectNatsTransport(nats.url, { arrived: () => log.push('client: arrived') });
+    t.teardown(async () => {
+      await client.close();
+      await server.close();
+    });
+    server.subscribe('svc.arrived', (d, respond) => {
+      log.push('server handles');
+      respond?.(d);
+    });
+    await server.flush();
+    await client.flush();
+    const n = 20;
+    // Asked in one turn: one write, one read at the server (as the test above shows), one reply read back.
+    await Promise.all(Array.from({ length: n }, (_, i) => client.request('svc.arrived', enc(String(i)), 5000).then(() => log.push('client has the answer'))));
+    t.equal(log[0], 'server: arrived', 'before the first handler');
+    t.equal(log.indexOf('client: arrived') < log.indexOf('client has the answer'), true, 'before the first answer resolves');
+    const serverSide = log.filter((l) => l.startsWith('server'));
+    t.equal(serverSide.filter((l) => l === 'server handles').length, n);
+    t.ok(serverSide.filter((l) => l === 'server: arrived').length < n, 'not once per message, once per read');
+    for (const side of ['server', 'client']) {
+      const first = log.findIndex((l) => l.startsWith(side));
+      t.equal(log[first], `${side}: arrived`, `${side}: nothing handled before it`);
+    }
   });
 
   t.test('a reply given while the answering side closes still reaches the asker', async (t) => {

@@ -4,10 +4,12 @@
  * however often (and however concurrently) an event is dispatched; and the checks a delivery makes at
  * connect time when private destinations are not allowed (names that resolve to loopback, IPv6 forms).
  */
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { createHmac } from 'node:crypto';
 import { builtinKinds, startRuntime, type Runtime } from '../actors/mod.js';
 import {
   deliveryId, deliveryKind, dispatchWebhookEvent, newSigningSecret, SecretBox, webhookDeliveries, webhookEndpoints, type WebhookEndpointRecord,
@@ -124,6 +126,75 @@ t.test('at delivery, without private URLs: names resolving to loopback and IPv6 
   t.equal(gone.error, 'endpoint_deleted');
   const foreign = await allowed({ deliveryId: 'whd_x', endpointId: e.id, accountId: 'acc_other', projectId: null, eventId: 'evt_1', eventType: 'alerts.triggered', body: '{}', series: 1, n: 1 }).done;
   t.equal(foreign.error, 'endpoint_deleted', "another account's endpoint is not used");
+});
+
+/**
+ * A thread that opens the same store and, when told, sets fields of an endpoint (as the edge thread does for a
+ * rotate-secret or a PATCH). `changed()` runs it inside one synchronous stretch of this thread, as one busy turn
+ * of the event loop: a read of the endpoint (which begins this thread's read snapshot), then the other
+ * thread's commit; what the caller does next still falls in that turn, before lmdb-js would renew the snapshot.
+ */
+const EDITOR = `
+const { workerData, parentPort } = require('node:worker_threads');
+(async () => {
+  const { openStore } = await import(workerData.storeModule);
+  const { webhookEndpoints } = await import(workerData.endpointsModule);
+  const store = await openStore({ dataDir: workerData.dataDir });
+  const flags = new Int32Array(workerData.flags);
+  parentPort.postMessage('ready');
+  Atomics.wait(flags, 0, 0);
+  await webhookEndpoints(store).update({ id: workerData.id }, { $set: workerData.set });
+  Atomics.store(flags, 1, 1);
+  Atomics.notify(flags, 1);
+})();
+`;
+async function editorThread(t: Test, id: string, set: Partial<WebhookEndpointRecord>) {
+  const flags = new Int32Array(new SharedArrayBuffer(8));
+  const editor = new Worker(EDITOR, {
+    eval: true,
+    workerData: {
+      dataDir: dir, id, set, flags: flags.buffer,
+      storeModule: new URL('../store/mod.js', import.meta.url).href, endpointsModule: new URL('../actors/delivery/endpoints.js', import.meta.url).href,
+    },
+  });
+  t.teardown(() => editor.terminate());
+  await new Promise((resolve) => editor.once('message', resolve));
+  return {
+    /** Reads the endpoint, lets the other thread commit, and answers what this thread read before it. */
+    changed(): Promise<WebhookEndpointRecord | null> {
+      const before = webhookEndpoints(store).get(id);
+      Atomics.store(flags, 0, 1);
+      Atomics.notify(flags, 0);
+      if (Atomics.wait(flags, 1, 0, 10_000) !== 'ok') throw new Error('the other thread did not commit');
+      return before;
+    },
+  };
+}
+
+t.test('an attempt signs with the secret another thread rotated a moment before, in the same turn of this thread', async (t) => {
+  const r = await receiver();
+  const e = await addEndpoint('acc_5', r.url);
+  const rotated = newSigningSecret();
+  const editor = await editorThread(t, e.id, { secret: secrets.seal(rotated) });
+  const effect = attemptEffect({ store, secrets, allowPrivate: true });
+  const before = editor.changed();
+  const attempt = effect({ deliveryId: 'whd_r', endpointId: e.id, accountId: 'acc_5', projectId: null, eventId: 'evt_r', eventType: 'webhook.test', body: '{}', series: 1, n: 1 }).done;
+  t.same((await before)?.secret, e.secret, 'this thread had read the old secret');
+  t.equal((await attempt).status, 200);
+  const [got] = await r.waitFor(1);
+  const expected = (secret: string) => createHmac('sha256', secret).update(`${got.headers['x-service-timestamp']}.${got.body}`).digest('hex');
+  t.equal(got.headers['x-service-signature'], expected(rotated), 'signed with the rotated secret');
+});
+
+t.test('dispatch: an endpoint another thread enabled a moment before, in the same turn of this thread, gets the event', async (t) => {
+  const r = await receiver();
+  const e = await addEndpoint('acc_6', r.url, { enabled: false });
+  const editor = await editorThread(t, e.id, { enabled: true });
+  const before = editor.changed();
+  const dispatched = dispatchWebhookEvent({ store, client: runtime.client }, alert('evt_enabled', 'alerts.triggered', 'acc_6'));
+  t.equal((await before)?.enabled, false, 'this thread had read it disabled');
+  t.same((await dispatched).map((d) => d.endpoint_id), [e.id]);
+  await r.waitFor(1);
 });
 
 t.test('the connect-time lookup refuses a name with any blocked answer and hands over only what it checked', async (t) => {

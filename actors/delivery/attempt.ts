@@ -47,6 +47,9 @@ export function attemptEffect(deps: AttemptDeps): (input: AttemptInput) => Task<
         deps.onAttempt?.(out);
         return out;
       };
+      // The endpoint as it is now: the edge thread (or process) that rotated its secret or disabled it may
+      // have committed after this thread's read snapshot began (lmdb-js keeps one until the next timers phase).
+      deps.store.refresh();
       const endpoint = await endpoints.get(input.endpointId);
       if (!endpoint || endpoint.account_id !== input.accountId) return result({ error: 'endpoint_deleted' });
       if (!endpoint.enabled) return result({ error: 'endpoint_disabled' });

@@ -43,6 +43,8 @@ export function webhookEndpoints(store: Store): Collection<WebhookEndpointRecord
 
 /** The account's enabled endpoints that subscribe to `type` (`webhook.test` goes to no one unasked). */
 export async function subscribedEndpoints(store: Store, accountId: string, type: WebhookEventType): Promise<WebhookEndpointRecord[]> {
+  // An endpoint created or enabled a moment ago, by another thread or process, is subscribed already.
+  store.refresh();
   const all = await webhookEndpoints(store).find({ account_id: accountId, enabled: true });
   return all.filter((e) => (e.event_types as string[]).includes(type));
 }

@@ -11,7 +11,9 @@
  * requests with `TransportError` (`NO_RESPONDERS`, `TIMEOUT`, `CLOSED`); `publish` and `subscribe` throw
  * `CLOSED` after `close()`. Handlers run asynchronously, never inside the sender's call, and must not
  * throw: a throw surfaces as an uncaught exception on both (nats.js would otherwise stop reading).
- * Payloads are passed without copying; treat them as immutable.
+ * Payloads are passed without copying; treat them as immutable. The NATS and port transports call `arrived`
+ * (an option) before handling what came from another thread or process: the runtime refreshes its store's
+ * reads there, so a handler reads every write its sender had seen committed.
  *
  * @module
  */
@@ -27,4 +29,5 @@ export type {
 export { createInprocTransport } from './inproc.js';
 export { portTransport, servePort } from './port.js';
 export { connectNatsTransport, type NatsTransport, type NatsTransportOptions } from './nats.js';
+export { oncePerRun, type Arrived } from './arrival.js';
 export { isLiteralSubject, isSubscriptionSubject, subjectMatches } from './subject.js';

@@ -8,6 +8,7 @@ import {
   type Msg,
   type NatsConnection,
 } from '@nats-io/transport-node';
+import { oncePerRun, type Arrived } from './arrival.js';
 import { Outbox } from './nats-outbox.js';
 import { TransportError, type Handler, type Headers, type SubscribeOptions, type Subscription, type Transport } from './types.js';
 
@@ -15,6 +16,8 @@ import { TransportError, type Handler, type Headers, type SubscribeOptions, type
 export interface NatsTransportOptions {
   /** Connection name shown by the server's monitoring. */
   name?: string;
+  /** Runs before the messages of each socket read are handled (`Arrived`). */
+  arrived?: Arrived;
 }
 
 /** The NATS transport, with its connection for the placement leases and KV buckets that share it. */
@@ -72,6 +75,7 @@ export async function connectNatsTransport(url: string, options: NatsTransportOp
     noAsyncTraces: true,
   });
 
+  const arrived = options.arrived ? oncePerRun(options.arrived) : () => {};
   const pending = new Map<string, Pending>();
   const settle = (token: string): Pending | undefined => {
     const p = pending.get(token);
@@ -89,6 +93,7 @@ export async function connectNatsTransport(url: string, options: NatsTransportOp
   nc.subscribe(`${inbox}*`, {
     callback: (err, msg: Msg) => {
       if (err) return;
+      arrived();
       const p = settle(msg.subject.slice(inbox.length));
       if (!p) return;
       // nats-server answers a request nobody subscribes to with an empty 503 status message.
@@ -152,6 +157,7 @@ export async function connectNatsTransport(url: string, options: NatsTransportOp
           callback: (err, msg) => {
             // Errors here end the subscription (permissions, server-side close): nothing to deliver.
             if (err) return;
+            arrived();
             const reply = msg.reply;
             const respond = reply
               ? (answer: Uint8Array) => {

@@ -1,4 +1,5 @@
 import type { MessagePort } from 'node:worker_threads';
+import type { Arrived } from './arrival.js';
 import { isLiteralSubject, isSubscriptionSubject } from './subject.js';
 import { TransportError, type Handler, type Headers, type Respond, type SubscribeOptions, type Subscription, type Transport, type TransportErrorCode } from './types.js';
 
@@ -111,9 +112,10 @@ function closedError(): TransportError {
 
 /**
  * The thread's side: a `Transport` (kind `thread`) whose every operation the other end of `port` serves with
- * its in-process transport (`servePort`). Requests time out there, by the timeout given here.
+ * its in-process transport (`servePort`). Requests time out there, by the timeout given here. `arrived` runs
+ * before the frames of each post from the other end are handled.
  */
-export function portTransport(port: MessagePort): Transport {
+export function portTransport(port: MessagePort, arrived: Arrived = () => {}): Transport {
   const out = new PortOutbox(port);
   const pending = new Map<number, { resolve: (d: Uint8Array) => void; reject: (e: Error) => void }>();
   /** Keeps the thread alive while it awaits an answer (a promise alone does not), and only then. */
@@ -132,6 +134,7 @@ export function portTransport(port: MessagePort): Transport {
 
   const respondTo = (rid: number): Respond | null => (rid ? (data) => void (!closed && out.add(['respond', rid, out.payload(data)])) : null);
   port.on('message', ([frames, bytes, ends]: Post) => {
+    arrived();
     const payload = payloadsOf(bytes, ends);
     for (const f of frames) {
       if (f[0] === 'msg') {
@@ -218,9 +221,14 @@ export function portTransport(port: MessagePort): Transport {
  * The serving side: serves the frames of a `portTransport` at the other end of `port` with `inner` (this
  * thread's in-process transport), until that side closes or `stop()`. `toBytes` turns what `inner` delivers
  * into bytes that survive the copy to the other thread: the actors' in-process payloads are values, not bytes
- * (`actors/protocol.ts`, `encodeFor`).
+ * (`actors/protocol.ts`, `encodeFor`). `arrived` runs before the frames of each post from that side are handled.
  */
-export function servePort(inner: Transport, port: MessagePort, toBytes: (data: Uint8Array) => Uint8Array = (d) => d): { stop(): void } {
+export function servePort(
+  inner: Transport,
+  port: MessagePort,
+  toBytes: (data: Uint8Array) => Uint8Array = (d) => d,
+  arrived: Arrived = () => {},
+): { stop(): void } {
   const out = new PortOutbox(port);
   const subs = new Map<number, Subscription>();
   /** Requests delivered to the thread's handlers, by id, until answered (or kept too long). */
@@ -245,6 +253,7 @@ export function servePort(inner: Transport, port: MessagePort, toBytes: (data: U
   };
 
   port.on('message', ([frames, bytes, ends]: Post) => {
+    arrived();
     const payload = payloadsOf(bytes, ends);
     for (const f of frames) {
       switch (f[0]) {
