@@ -29,5 +29,5 @@ export type {
 export { createInprocTransport } from './inproc.js';
 export { portTransport, servePort } from './port.js';
 export { connectNatsTransport, type NatsTransport, type NatsTransportOptions } from './nats.js';
-export { oncePerRun, type Arrived } from './arrival.js';
+export type { Arrived } from './arrival.js';
 export { isLiteralSubject, isSubscriptionSubject, subjectMatches } from './subject.js';
