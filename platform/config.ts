@@ -103,6 +103,8 @@ const EnvSchema = z.object({
   PROJECTION_POLL_MS: z.coerce.number().int().min(10).max(600_000).default(1000),
   PROJECTION_INTERVAL_MS: z.coerce.number().int().min(0).max(10_000).default(20),
   PROJECTION_MODULES: z.string().optional(),
+  PROJECTION_NICE: z.coerce.number().int().min(0).max(19).default(10),
+  PROJECTION_YIELD_BELOW_MS: z.coerce.number().int().min(1).max(600_000).default(100),
 }).refine((e) => e.EDGE_HEADERS_TIMEOUT_MS <= e.EDGE_REQUEST_TIMEOUT_MS, {
   // Node refuses a server whose header deadline is later than its whole-request deadline.
   message: 'EDGE_HEADERS_TIMEOUT_MS must not exceed EDGE_REQUEST_TIMEOUT_MS',
@@ -175,9 +177,10 @@ export interface Config {
   edge: EdgeConfig;
   /**
    * The projection runner: journal partitions (at most `shardCount` are used), entries per read, the
-   * fallback poll interval, and extra projector modules (paths, comma-separated in `PROJECTION_MODULES`).
+   * fallback poll interval, its thread's lower priority while it keeps up, and extra projector modules
+   * (paths, comma-separated in `PROJECTION_MODULES`).
    */
-  projections: { partitions: number; batch: number; pollMs: number; intervalMs: number; modules: string[] };
+  projections: { partitions: number; batch: number; pollMs: number; intervalMs: number; nice: number; yieldBelowMs: number; modules: string[] };
   /** Outbound calls (the call actor): per-trunk concurrency, queueing and ringing limits, status retention. */
   outbound: OutboundConfig;
 }
@@ -349,6 +352,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       batch: e.PROJECTION_BATCH,
       pollMs: e.PROJECTION_POLL_MS,
       intervalMs: e.PROJECTION_INTERVAL_MS,
+      nice: e.PROJECTION_NICE,
+      yieldBelowMs: e.PROJECTION_YIELD_BELOW_MS,
       modules: (e.PROJECTION_MODULES ?? '').split(',').map((m) => m.trim()).filter(Boolean),
     },
   };

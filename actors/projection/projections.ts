@@ -17,6 +17,10 @@ export interface ProjectionOptions {
   pollMs: number;
   /** The least time between two cycles that applied entries (so commits are grouped under load). */
   intervalMs: number;
+  /** How much lower the runner thread's priority is while it keeps up (`nice` steps; 0: never lower). */
+  nice: number;
+  /** The lag (ms) at which the runner thread takes its normal priority back. */
+  yieldBelowMs: number;
 }
 
 /**
@@ -52,6 +56,8 @@ export class Projections {
       batch: this.o.batch,
       pollMs: this.o.pollMs,
       intervalMs: this.o.intervalMs,
+      nice: this.o.nice,
+      yieldBelowMs: this.o.yieldBelowMs,
       runnerId: runnerId.replace(/[^A-Za-z0-9_-]/g, '_'),
       log,
     });

@@ -25,6 +25,11 @@ export interface RunnerOptions {
    * store's single writer lock (and its flush) a bounded number of times a second.
    */
   intervalMs?: number;
+  /**
+   * Told after each read how far behind the runner is: the age in ms of the oldest entry read (0 when none
+   * was). The projection thread lowers its priority while this is small (`priority.ts`).
+   */
+  behind?: (ms: number) => void;
   log?: (msg: string, extra?: object) => void;
 }
 
@@ -87,6 +92,7 @@ export class ProjectionRunner {
     let from = Infinity;
     for (const doc of docs) for (const p of owned) from = Math.min(from, doc.partitions[p] ?? 0);
     const entries = await store.journal.read(from, batch);
+    this.o.behind?.(entries.length ? Math.max(0, Date.now() - entries[0].at) : 0);
     if (entries.length === 0) return 0;
     const last = entries[entries.length - 1].seq;
     const parts = entries.map((e) => partitionOf(e, partitions));

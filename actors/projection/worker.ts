@@ -7,6 +7,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { openStore, type StoreOptions } from '../../store/mod.js';
 import { loadProjectors } from './loading.js';
+import { ThreadPriority } from './priority.js';
 import { ProjectionRunner } from './runner.js';
 
 /** What the main thread passes (`thread.ts`). */
@@ -19,6 +20,10 @@ export interface ThreadData {
   pollMs: number;
   intervalMs: number;
   runnerId: string;
+  /** How much lower the thread's priority is while it keeps up (`nice` steps; 0: never lower). */
+  nice: number;
+  /** The lag (ms) at which it takes its normal priority back. */
+  yieldBelowMs: number;
   /** An Int32Array's buffer: [0] counts wake-ups. */
   signal: SharedArrayBuffer;
 }
@@ -36,6 +41,7 @@ async function main(): Promise<void> {
   let seen = Atomics.load(signal, 0);
   let owned = data.owned;
   const store = await openStore(data.store);
+  const priority = ThreadPriority.ofThisThread(data.nice, data.yieldBelowMs);
   const runner = new ProjectionRunner({
     store,
     projectors: await loadProjectors(data.modules),
@@ -46,6 +52,7 @@ async function main(): Promise<void> {
     intervalMs: data.intervalMs,
     runnerId: data.runnerId,
     log: (msg, extra) => post({ type: 'log', msg, extra }),
+    behind: priority ? (ms) => priority.observe(ms) : undefined,
     waitForWork: async (ms) => {
       const now = Atomics.load(signal, 0);
       if (now === seen) {

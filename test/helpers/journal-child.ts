@@ -13,7 +13,7 @@ const COUNTERS = 50;
 const [dataDir, mode, batch] = process.argv.slice(2);
 const store = await openStore({ dataDir });
 const projections = mode === 'project'
-  ? { store: { dataDir }, modules: [join(dirname(fileURLToPath(import.meta.url)), 'projector.js')], partitions: 4, batch: Number(batch ?? 100), pollMs: 50, intervalMs: 0 }
+  ? { store: { dataDir }, modules: [join(dirname(fileURLToPath(import.meta.url)), 'projector.js')], partitions: 4, batch: Number(batch ?? 100), pollMs: 50, intervalMs: 0, nice: 0, yieldBelowMs: 100 }
   : undefined;
 const runtime = await startRuntime({ store, worker: true, shardCount: 16, leaseTtlMs: 3000, passivateAfterMs: 60_000, askTimeoutMs: 10_000, projections });
 process.stdout.write('ready\n');
