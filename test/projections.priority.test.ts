@@ -6,26 +6,22 @@
  * allows it; without, the thread never yields (checked where the tests do not run as root).
  */
 import t from 'tap';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { openStore, type Store } from '../store/mod.js';
 import { ProjectionRunner } from '../actors/projection/runner.js';
 import { removeDir, startPlatform } from './helpers/platform.js';
+import { statFields } from './helpers/processes.js';
 
 const root = process.getuid?.() === 0;
 const mustYield = root || process.env.CI === 'true';
 
 /** The `nice` of every thread of process `pid` (field 19 of /proc/<pid>/task/<tid>/stat). */
-function niceOfThreads(pid: number | 'self'): Map<number, number> {
+function niceOfThreads(pid: number): Map<number, number> {
   const out = new Map<number, number>();
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-    // The fields after the command name, which may hold spaces: the third field is the first after ')'.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    out.set(Number(tid), Number(fields[19 - 3]));
-  }
+  for (const tid of readdirSync(`/proc/${pid}/task`)) out.set(Number(tid), Number(statFields(`/proc/${pid}/task/${tid}/stat`)[19 - 3]));
   return out;
 }
 
@@ -60,12 +56,12 @@ t.test('the runner says how far behind it is after each read: the age of the old
 
 t.test('a thread yields while the runner keeps up and takes its priority back once it is behind', async (t) => {
   const url = new URL('../actors/projection/priority.js', import.meta.url).href;
+  const helpers = new URL('./helpers/processes.js', import.meta.url).href;
   // In a thread of its own, as the runner's: the test's thread keeps its priority.
   const code = `
     const { parentPort } = require('node:worker_threads');
-    const { readFileSync, readlinkSync } = require('node:fs');
-    const nice = () => { const s = readFileSync('/proc/thread-self/stat', 'utf8'); return Number(s.slice(s.lastIndexOf(')') + 2).split(' ')[16]); };
-    import(${JSON.stringify(url)}).then(({ ThreadPriority }) => {
+    Promise.all([import(${JSON.stringify(url)}), import(${JSON.stringify(helpers)})]).then(([{ ThreadPriority }, { statFields }]) => {
+      const nice = () => Number(statFields('/proc/thread-self/stat')[19 - 3]);
       const base = nice();
       const p = ThreadPriority.ofThisThread(10, 100);
       if (!p) return parentPort.postMessage({ created: false, base });

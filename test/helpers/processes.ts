@@ -1,13 +1,21 @@
 import { readFileSync, readdirSync } from 'node:fs';
 
+/**
+ * The fields of a /proc `stat` file from the third on (state, parent, ...): what follows the command name, which
+ * may hold spaces and parentheses, so the split starts after its last ')'. Field n is at index n - 3.
+ */
+export function statFields(path: string): string[] {
+  const stat = readFileSync(path, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
 /** Every process's parent, read from /proc. */
 function parents(): Map<number, number> {
   const parentOf = new Map<number, number>();
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
     try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      parentOf.set(Number(name), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+      parentOf.set(Number(name), Number(statFields(`/proc/${name}/stat`)[4 - 3]));
     } catch {
       // gone
     }
