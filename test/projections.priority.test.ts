@@ -3,10 +3,11 @@
  * after each read how far behind it is, the thread's `nice` goes up while that is small and back to normal once
  * it reaches `PROJECTION_YIELD_BELOW_MS`, and the platform's projection thread starts niced
  * (`PROJECTION_NICE`, 0: never). Taking the priority back needs root, `CAP_SYS_NICE` or an `RLIMIT_NICE` that
- * allows it; without, the thread never yields (checked where the tests do not run as root).
+ * allows it; without, the thread never yields and the platform warns at start-up (a platform started with RLIMIT_NICE
+ * 0 and, as root, without CAP_SYS_NICE).
  */
 import t from 'tap';
-import { mkdtempSync, readdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -14,6 +15,7 @@ import { openStore, type Store } from '../store/mod.js';
 import { ProjectionRunner } from '../actors/projection/runner.js';
 import { removeDir, startPlatform } from './helpers/platform.js';
 import { statFields } from './helpers/processes.js';
+import { eventually } from './helpers/eventually.js';
 
 const root = process.getuid?.() === 0;
 const mustYield = root || process.env.CI === 'true';
@@ -63,7 +65,7 @@ t.test('a thread yields while the runner keeps up and takes its priority back on
     Promise.all([import(${JSON.stringify(url)}), import(${JSON.stringify(helpers)})]).then(([{ ThreadPriority }, { statFields }]) => {
       const nice = () => Number(statFields('/proc/thread-self/stat')[19 - 3]);
       const base = nice();
-      const p = ThreadPriority.ofThisThread(10, 100);
+      const p = ThreadPriority.ofThisThread(10, 100).priority;
       if (!p) return parentPort.postMessage({ created: false, base });
       const seen = [[p.isYielding, nice()]];
       for (const behind of [20, 150, 80, 60, 40, 120]) { p.observe(behind); seen.push([p.isYielding, nice()]); }
@@ -108,5 +110,33 @@ t.test('the platform\'s projection thread runs niced, and PROJECTION_NICE=0 leav
       await p.stop();
       removeDir(p.dataDir);
     }
+  }
+});
+
+t.test('without the permission to take its priority back, no thread yields and the platform warns at start-up', async (t) => {
+  // RLIMIT_NICE 0 and, as root, CAP_SYS_NICE out of the bounding set: what a service without `LimitNICE=` has.
+  const prefix = ['prlimit', '--nice=0:0', ...(root ? ['setpriv', '--bounding-set=-sys_nice', '--inh-caps=-sys_nice'] : [])];
+  const p = await startPlatform({ prefix, env: { PROJECTION_NICE: '10', LOG_LEVEL: 'warn' } });
+  try {
+    const status = readFileSync(`/proc/${p.child.pid}/status`, 'utf8');
+    t.equal((BigInt(`0x${/^CapEff:\s*(\S+)/m.exec(status)![1]}`) >> 23n) & 1n, 0n, 'the process has no CAP_SYS_NICE');
+    const threads = niceOfThreads(p.child.pid!);
+    const base = threads.get(p.child.pid!)!;
+    t.same([...threads.values()].filter((n) => n !== base), [], 'no thread niced');
+    await eventually(async () => /projection thread runs at normal priority/.test(p.stdout()), 20_000, 'the start-up warning');
+    const line = JSON.parse(p.stdout().split('\n').find((l) => l.includes('projection thread runs at normal priority'))!);
+    t.equal(line.level, 40, 'a warning');
+    t.match(line.msg, /CAP_SYS_NICE, or RLIMIT_NICE of at least 20: LimitNICE=\+0 in a systemd unit, --ulimit nice=20 for Docker, ulimit -e 20/, 'names the limit to raise');
+  } finally {
+    await p.stop();
+    removeDir(p.dataDir);
+  }
+  const quiet = await startPlatform({ prefix, env: { PROJECTION_NICE: '0', LOG_LEVEL: 'warn' } });
+  try {
+    await new Promise((r) => setTimeout(r, 500));
+    t.notMatch(quiet.stdout(), /projection thread runs at normal priority/, 'PROJECTION_NICE=0: no warning');
+  } finally {
+    await quiet.stop();
+    removeDir(quiet.dataDir);
   }
 });

@@ -24,17 +24,26 @@ export class ThreadPriority {
 
   /**
    * The calling thread's priority, `nice` steps lower (at most to 19) while the runner is less than `behindMs`
-   * behind; null where it cannot yield and take its priority back (not Linux, no permission, `nice` 0).
+   * behind. `priority` is null where the thread does not yield: `nice` 0, not Linux, already at 19, or without
+   * the permission to take its priority back, which `unable` then explains for the start-up log.
    */
-  static ofThisThread(nice: number, behindMs: number): ThreadPriority | null {
+  static ofThisThread(nice: number, behindMs: number): { priority: ThreadPriority } | { priority: null; unable?: string } {
     const tid = threadId();
-    if (tid === null || nice <= 0) return null;
+    if (tid === null || nice <= 0) return { priority: null };
     const base = getPriority(tid);
     const lower = Math.min(19, base + nice);
-    if (lower === base || !mayLowerNiceTo(base)) return null;
+    if (lower === base) return { priority: null };
+    if (!mayLowerNiceTo(base)) {
+      return {
+        priority: null,
+        unable:
+          `the projection thread runs at normal priority: yielding the CPU while it keeps up needs the permission to take its priority back (CAP_SYS_NICE, or RLIMIT_NICE of at least ${20 - base}: ` +
+          `LimitNICE=${base < 0 ? '' : '+'}${base} in a systemd unit, --ulimit nice=${20 - base} for Docker, ulimit -e ${20 - base}); PROJECTION_NICE=0 turns yielding off without this warning`,
+      };
+    }
     const p = new ThreadPriority(tid, base, lower, behindMs);
     p.set(true);
-    return p;
+    return { priority: p };
   }
 
   /** Whether the thread runs at the lower priority now. */

@@ -41,7 +41,8 @@ async function main(): Promise<void> {
   let seen = Atomics.load(signal, 0);
   let owned = data.owned;
   const store = await openStore(data.store);
-  const priority = ThreadPriority.ofThisThread(data.nice, data.yieldBelowMs);
+  const { priority, ...yielding } = ThreadPriority.ofThisThread(data.nice, data.yieldBelowMs);
+  if ('unable' in yielding && yielding.unable) post({ type: 'log', msg: yielding.unable });
   const runner = new ProjectionRunner({
     store,
     projectors: await loadProjectors(data.modules),

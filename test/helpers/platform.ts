@@ -35,6 +35,8 @@ export interface StartOptions {
   generateToken?: boolean;
   /** Start the process with this open-file limit (`ulimit -n`), as a small machine would have. */
   fdLimit?: number;
+  /** A command the platform is started through, which execs it (`prlimit`, `setpriv`): the pid stays the platform's. */
+  prefix?: string[];
 }
 
 /** Starts a real platform process on free ports and a fresh data dir, and waits until it serves. */
@@ -46,9 +48,8 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
   // whose JavaScript stack and open handles say where it waits.
   const args = [...NODE_FLAGS, '--report-on-signal', `--report-directory=${dataDir}`, MAIN, ...(opts.roles ?? [])];
   // `exec` keeps the pid: signals sent to the child reach the platform, not a shell.
-  const [command, argv] = opts.fdLimit
-    ? ['/bin/sh', ['-c', `ulimit -n ${opts.fdLimit} && exec "$0" "$@"`, process.execPath, ...args]]
-    : [process.execPath, args];
+  const [node, ...rest] = [...(opts.prefix ?? []), process.execPath, ...args];
+  const [command, argv] = opts.fdLimit ? ['/bin/sh', ['-c', `ulimit -n ${opts.fdLimit} && exec "$0" "$@"`, node, ...rest]] : [node, rest];
   const child = spawn(command, argv, {
     env: {
       ...process.env,
