@@ -10,7 +10,6 @@
  * runs the embedded platform with `SB_TIMINGS=1` and prints its per-step timings.
  */
 import { fork } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
@@ -18,6 +17,7 @@ import { chatProject } from '../test/helpers/chat.js';
 import { chatLoad } from './chat-load.js';
 import { startCluster } from '../test/helpers/cluster.js';
 import { removeDir, startPlatform } from '../test/helpers/platform.js';
+import { cpuSeconds } from './proc.js';
 import { fmt } from './stats.js';
 import { WARMUP_S } from './warmup.js';
 
@@ -32,14 +32,7 @@ const UNLIMITED = { CHAT_RATE_PER_KEY: '1000000', CHAT_RATE_PER_PROJECT: '100000
 type Row = { name: string; rps: number; p50: number; p99: number; errors: number; cpuUs?: number };
 
 /** CPU time (user + system, ms) a process has used so far, or NaN where /proc is not readable. */
-function cpuMs(pid: number | undefined): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10; // clock ticks of 10 ms
-  } catch {
-    return Number.NaN;
-  }
-}
+const cpuMs = (pid: number | undefined): number => cpuSeconds(pid) * 1000;
 
 /** Runs `work` and adds the CPU the processes `pids` spent on it, per request, in µs. */
 async function measured<R extends { rps: number; total: number }>(pids: Array<number | undefined>, work: () => Promise<R>): Promise<R & { cpuUs: number }> {

@@ -12,7 +12,8 @@
  *   BENCH_OPEN_INTERVAL_MS (5,000) ms for BENCH_OPEN_S (30) seconds after BENCH_WARMUP_S seconds of the
  *   same schedule whatever the answers do; the user message to agent message latency, timed from when each
  *   message was due (p50/p99, target p99 under 50 ms; the warm-up's p99 printed apart), BENCH_OPEN_RUNS (3)
- *   times on a fresh platform each, judged by the median run; with each run, the platform's CPU per answered
+ *   times on a fresh platform each, judged by all runs' timed messages together (each run's p99 and the median
+ *   run's printed beside, with the share of messages at 50 ms or later); with each run, the platform's CPU per answered
  *   message over its warm-up and timed part, all threads and the main thread (from /proc).
  * BENCH_MODES (`load,open,idle`) picks the parts; BENCH_CLIENTS (1) spreads the load sockets over processes;
  * BENCH_TIMINGS=1 prints the open loop platform's step timings (SB_TIMINGS).
@@ -29,6 +30,7 @@ import { http } from '../test/helpers/http.js';
 import { startNats } from '../test/helpers/nats.js';
 import { removeDir, startPlatform, type Platform } from '../test/helpers/platform.js';
 import { admin } from '../test/helpers/tenants.js';
+import { cpuSeconds, threadCpuSeconds } from './proc.js';
 import { fmt, latencyRecorder } from './stats.js';
 import { WARMUP_S } from './warmup.js';
 import type { LoadCommand, OpenReply, RunReply } from './ws-load.js';
@@ -67,7 +69,20 @@ const TEXT = 'When do you open on Monday?';
 const FRAME = JSON.stringify({ type: 'EVENT_TYPE_USER_MESSAGE', payload: { text: TEXT }, metadata: { custom: { client_event_id: 'c0s0-1' } } });
 
 /** `answered`: round trips completed in the timed run and its warm-up (an open loop times its warm-up apart). */
-type Row = { name: string; perSecond: number; p50: number; p99: number; warmupP99: number | null; answered: number; errors: number; errorKinds: Record<string, number>; opened: number; setupMs: number };
+type Row = {
+  name: string;
+  perSecond: number;
+  p50: number;
+  p99: number;
+  /** The timed part's round trips, ms (the open loop pools its runs' with them). */
+  latenciesMs: number[];
+  warmupP99: number | null;
+  answered: number;
+  errors: number;
+  errorKinds: Record<string, number>;
+  opened: number;
+  setupMs: number;
+};
 
 /** A load-client process: one command out, one answer back. */
 class LoadClient {
@@ -122,10 +137,14 @@ async function loadRow(
   const runs = await around(() => Promise.all(clients.map((c) => c.ask<RunReply>({ op: 'run', ...schedule }))));
   const lat = latencyRecorder();
   const warm = latencyRecorder();
+  const latenciesMs: number[] = [];
   let done = 0;
   let warmed = 0;
   for (const r of runs) {
-    for (const us of r.latenciesUs) lat.record(us / 1000);
+    for (const us of r.latenciesUs) {
+      lat.record(us / 1000);
+      latenciesMs.push(us / 1000);
+    }
     for (const us of r.warmupLatenciesUs ?? []) warm.record(us / 1000);
     done += r.latenciesUs.length;
     warmed += r.warmupLatenciesUs?.length ?? 0;
@@ -134,7 +153,7 @@ async function loadRow(
   const seconds = Math.max(...runs.map((r) => r.seconds));
   const s = lat.summary();
   const errors = Object.values(errorKinds).reduce((a, b) => a + b, 0);
-  return { name, perSecond: done / seconds, p50: s.p50, p99: s.p99, warmupP99: warmed > 0 ? warm.summary().p99 : null, answered: done + warmed, errors, errorKinds, opened: opened.reduce((n, o) => n + o.opened, 0), setupMs };
+  return { name, perSecond: done / seconds, p50: s.p50, p99: s.p99, latenciesMs, warmupP99: warmed > 0 ? warm.summary().p99 : null, answered: done + warmed, errors, errorKinds, opened: opened.reduce((n, o) => n + o.opened, 0), setupMs };
 }
 
 async function withClients<T>(n: number, f: (clients: LoadClient[]) => Promise<T>): Promise<T> {
@@ -167,25 +186,6 @@ const messagingCommand = (base: string, token: string, join: boolean, concurrenc
   lane,
 });
 
-/** CPU time (user + system) the process (or, with `thread`, that thread of it) has used, in seconds, from /proc. */
-function cpuSeconds(pid: number, thread?: number): number {
-  const fields = readFileSync(thread === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${thread}/stat`, 'utf8').split(') ')[1].split(' ');
-  // utime and stime are fields 14 and 15 of stat, 12 and 13 after the command; in clock ticks of 1/100 s.
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
-/** CPU seconds used so far by each thread of the process, by thread id. */
-function threadCpuSeconds(pid: number): Map<number, number> {
-  const out = new Map<number, number>();
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      out.set(Number(tid), cpuSeconds(pid, Number(tid)));
-    } catch {
-      // The thread ended meanwhile.
-    }
-  }
-  return out;
-}
 
 /**
  * Watches an idle platform (sockets open, no traffic) for `ms`: the share of a core it uses and the most
@@ -346,11 +346,11 @@ async function openLoop(): Promise<string[]> {
       const cpu = { all: 0, main: 0, threads: [] as number[] };
       const row = await withClients(clients, (cs) =>
         loadRow('messaging, embedded, open loop', cs, messagingCommand(p.socket, token, true, 50), OPEN_SESSIONS, async (r) => {
-          const [all, main, threads] = [cpuSeconds(pid), cpuSeconds(pid, pid), threadCpuSeconds(pid)];
+          const [all, main, threads] = [cpuSeconds(pid), cpuSeconds(pid, { thread: pid }), threadCpuSeconds(pid)];
           try {
             return await profiled(profile, r);
           } finally {
-            [cpu.all, cpu.main] = [cpuSeconds(pid) - all, cpuSeconds(pid, pid) - main];
+            [cpu.all, cpu.main] = [cpuSeconds(pid) - all, cpuSeconds(pid, { thread: pid }) - main];
             const used = [...threadCpuSeconds(pid)].map(([tid, s]) => s - (threads.get(tid) ?? 0));
             cpu.threads = used.sort((a, b) => b - a).slice(0, 6);
           }
@@ -380,10 +380,27 @@ async function openLoop(): Promise<string[]> {
   const p99s = runs.map((r) => (r.errors === 0 ? r.p99 : Number.POSITIVE_INFINITY)).sort((a, b) => a - b);
   const median = p99s[Math.floor((p99s.length - 1) / 2)];
   const met = p99s.filter((v) => v < 50).length;
+  // The verdict: every run's timed messages together. One run's p99 rests on its slowest 1 % (about 300
+  // messages in 30 s), which one major GC's backlog can fill alone, so it spreads widely from run to run here
+  // (bench/README.md, twenty-sixth session); pooled, each run weighs by its messages. A message not answered
+  // (an error) counts as late.
+  const pooled = latencyRecorder();
+  let late = 0;
+  let timed = 0;
+  for (const r of runs) {
+    for (const ms of r.latenciesMs) pooled.record(ms);
+    // An unanswered message as the recorder's longest latency (a minute), later than any answer.
+    for (let i = 0; i < r.errors; i++) pooled.record(60_000);
+    late += r.latenciesMs.filter((ms) => ms >= 50).length + r.errors;
+    timed += r.latenciesMs.length + r.errors;
+  }
+  const all = pooled.summary();
+  const pooledP99 = all.p99;
   lines.push(
     `  baseline: the same clients and schedule against the bare uWebSockets.js echo: p50 ${fmt(baseline.p50, 2)} ms, p99 ${fmt(baseline.p99, 2)} ms${baseline.errors ? `, errors ${baseline.errors}` : ''}`,
     `  p99 of the median run: ${fmt(median, 2)} ms (runs: ${runs.map((r) => fmt(r.p99, 1)).join(', ')} ms)`,
-    `  target: p99 under 50 ms (${median < 50 ? 'met' : 'NOT met'} by the median run; met in ${met} of ${runs.length} runs)`,
+    `  all ${runs.length} runs' ${fmt(timed)} timed messages together: p50 ${fmt(all.p50, 2)} ms, p99 ${fmt(pooledP99, 2)} ms; at 50 ms or later (or unanswered): ${fmt(late)}, ${fmt((late / Math.max(1, timed)) * 100, 2)} %`,
+    `  target: p99 under 50 ms (${pooledP99 < 50 ? 'met' : 'NOT met'} by all runs together; by the median run: ${median < 50 ? 'met' : 'not met'}; met in ${met} of ${runs.length} runs)`,
   );
   if (steps) lines.push(steps.trimEnd());
   return lines;

@@ -7,13 +7,13 @@
  * (p50, p99) and how far its checkpoint is behind the journal's head; the second row's rate and CPU show what
  * one more projector costs. Run: `npm run build && node dist/bench/projection-lag.js`.
  */
-import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { chatProject } from '../test/helpers/chat.js';
 import { http } from '../test/helpers/http.js';
 import { removeDir, startPlatform, type Platform } from '../test/helpers/platform.js';
 import { chatLoad } from './chat-load.js';
+import { cpuSeconds } from './proc.js';
 import { fmt } from './stats.js';
 import { WARMUP_S } from './warmup.js';
 
@@ -21,14 +21,7 @@ const DURATION_S = Number(process.env.BENCH_S ?? 10);
 const CONVERSATIONS = 64;
 const TURNS = 20;
 
-function cpuMs(pid: number | undefined): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return Number.NaN;
-  }
-}
+const cpuMs = (pid: number | undefined): number => cpuSeconds(pid) * 1000;
 
 const percentile = (sorted: number[], q: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] : Number.NaN);
 

@@ -11,25 +11,19 @@
  * `node dist/bench/voice.js [levels=10,50,200] [holdSeconds]`
  */
 import dgram from 'node:dgram';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chatProject } from '../test/helpers/chat.js';
 import { freePort } from '../test/helpers/nats.js';
 import { removeDir, startPlatform } from '../test/helpers/platform.js';
 import { bindNumber, MEDIA_ENV, mediaPorts, rtpPcap, runSipp, scenario, speak } from '../test/helpers/voice.js';
+import { cpuSeconds } from './proc.js';
 import { latencyRecorder } from './stats.js';
 
 const levels = (process.argv[2] ?? '10,50,200').split(',').map(Number);
-const CLK = Number(process.env.CLK_TCK ?? 100);
-
-/** CPU seconds of a process (and its waited-for children) from /proc. */
-function cpuSeconds(pid: number): number {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = f.slice(f.lastIndexOf(')') + 2).split(' ');
-  // utime, stime, cutime, cstime are fields 14-17 (1-based); after the name they start at index 11.
-  return (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) / CLK;
-}
+/** CPU seconds of a process and its waited-for children. */
+const cpuOf = (pid: number): number => cpuSeconds(pid, { children: true });
 
 /** A UDP sink: per-SSRC send intervals of the RTP it receives. */
 async function sink() {
@@ -66,11 +60,11 @@ async function main() {
     await bindNumber(project.api, project.agentId, number, { host: '127.0.0.2', port: sippPort });
     const s1 = await sink();
     const file = scenario('bench-call.xml', dir, { NUMBER: number, AUDIO_IP: '127.0.0.2', AUDIO_PORT: s1.port, GREETING_MS: 2000, SPEECH_PCAP: question, GAP_MS: 6000 });
-    const cpu0 = cpuSeconds(p.child.pid!);
+    const cpu0 = cpuOf(p.child.pid!);
     const t0 = performance.now();
     const run = await runSipp({ scenario: file, target: `127.0.0.1:${mediaPorts(p.stdout()).sip}`, port: sippPort, mediaPort: await freePort(), calls: level, rate: Math.max(10, level), limit: level, dir, timeoutS: 300 });
     const wall = (performance.now() - t0) / 1000;
-    const cpu = cpuSeconds(p.child.pid!) - cpu0;
+    const cpu = cpuOf(p.child.pid!) - cpu0;
     const latency = latencyRecorder();
     for (const line of p.stdout().split('\n')) {
       if (!line.includes('voice turn answered')) continue;
@@ -90,33 +84,21 @@ async function main() {
     const echo = runSipp({ scenario: scenario('bench-echo-uas.xml', dir, { AUDIO_IP: '127.0.0.2', AUDIO_PORT: s2.port }), port: echoPort, mediaPort: await freePort(), calls: level, limit: level, extra: ['-rtp_echo'], dir, timeoutS: 300 });
     const echoHost = { pid: echo.pid! };
     await new Promise((r) => setTimeout(r, 300));
-    const b0 = cpuSeconds(echoHost.pid);
+    const b0 = cpuOf(echoHost.pid);
     const callerFile = scenario('bench-call.xml', dir, { NUMBER: number, AUDIO_IP: '127.0.0.2', AUDIO_PORT: await freePort(), GREETING_MS: 2000, SPEECH_PCAP: question, GAP_MS: 6000 });
     const caller = runSipp({ scenario: callerFile, target: `127.0.0.2:${echoPort}`, port: await freePort(), mediaPort: await freePort(), calls: level, rate: Math.max(10, level), limit: level, dir, timeoutS: 300 });
     const callerPid = caller.pid!;
-    let c0 = 0;
-    try {
-      c0 = cpuSeconds(callerPid);
-    } catch {
-      // exited already
-    }
+    // NaN (not readable) once a process has exited.
+    const c0 = cpuOf(callerPid) || 0;
     // Sample the caller's CPU just before it exits (after, /proc has no entry for it).
     let callerCpu = 0;
     const sampler = setInterval(() => {
-      try {
-        callerCpu = cpuSeconds(callerPid) - c0;
-      } catch {
-        // gone
-      }
+      const now = cpuOf(callerPid);
+      if (!Number.isNaN(now)) callerCpu = now - c0;
     }, 200);
     const bRun = await caller;
     clearInterval(sampler);
-    let echoCpu = 0;
-    try {
-      echoCpu = cpuSeconds(echoHost.pid) - b0;
-    } catch {
-      // gone
-    }
+    const echoCpu = cpuOf(echoHost.pid) - b0 || 0;
     await echo;
     s2.close();
 
