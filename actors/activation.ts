@@ -17,9 +17,10 @@ export const REMEMBERED_EVENTS = 8;
 type Job =
   /**
    * `at`: when it was delivered (performance.now), for step timings; 0 when they are off. `ordered`: answer
-   * once the step's commit is queued (`AskOptions.ordered`, from this thread).
+   * once the step's commit is queued (`AskOptions.ordered`, from this thread). `expires`: when its asker stops
+   * waiting (performance.now; `Envelope.waitMs` from delivery), Infinity for none.
    */
-  | { type: 'event'; envelope: Envelope; respond: (r: Reply) => void; at: number; headers?: Headers; ordered: boolean }
+  | { type: 'event'; envelope: Envelope; respond: (r: Reply) => void; at: number; headers?: Headers; ordered: boolean; expires: number }
   | { type: 'persist' }
   /** `before`: the scan's horizon (the scheduler wakes what is indexed at or before it). */
   | { type: 'wake'; before: number }
@@ -39,6 +40,8 @@ export interface ActivationContext {
   fenceOf: (shard: number) => number | null;
   /** Called once when an activation ends (passivated, stale or failed), to drop it from the catalog. */
   ended: (a: Activation) => void;
+  /** Called for each event skipped because its asker had stopped waiting (`Envelope.waitMs`). */
+  expired: (kind: string) => void;
   log?: (msg: string, extra?: object) => void;
 }
 
@@ -164,7 +167,8 @@ export class Activation {
       answered = true;
       respond(r);
     };
-    this.push({ type: 'event', envelope, respond: once, at: timings ? performance.now() : 0, headers, ordered });
+    const expires = typeof envelope.waitMs === 'number' && envelope.waitMs >= 0 ? performance.now() + envelope.waitMs : Infinity;
+    this.push({ type: 'event', envelope, respond: once, at: timings ? performance.now() : 0, headers, ordered, expires });
   }
 
   /**
@@ -239,6 +243,8 @@ export class Activation {
       job.done();
       return;
     }
+    // Its asker has stopped waiting: not applied (it may retry, with the same event id and a new wait).
+    if (job.type === 'event' && job.expires !== Infinity && performance.now() > job.expires) return this.expire(job);
     if (!this.actor) await this.load();
     if (job.type === 'wake') return this.reindex(job.before);
     if (job.type === 'persist') {
@@ -277,6 +283,12 @@ export class Activation {
       respond(answer);
       timings?.since('actor.event', t0);
     }, respond);
+  }
+
+  /** Skips an event whose asker has stopped waiting (`Envelope.waitMs`); the answer reaches no one waiting. */
+  private expire(job: Extract<Job, { type: 'event' }>): void {
+    this.ctx.expired(this.kind.name);
+    job.respond({ ok: false, code: 'EXPIRED', message: `${this.key}: the asker stopped waiting before the event was applied`, retry: true });
   }
 
   /**
@@ -440,7 +452,7 @@ export class Activation {
     if (now < at) return this.startDeadlineTimer(at);
     this.deadlineAt = null;
     const envelope: Envelope = { kind: this.kind.name, id: this.id, event: this.kind.deadline!.event(now), eventId: `deadline:${at}` };
-    this.push({ type: 'event', envelope, respond: ignore, at: timings ? performance.now() : 0, ordered: false });
+    this.push({ type: 'event', envelope, respond: ignore, at: timings ? performance.now() : 0, ordered: false, expires: Infinity });
   }
 
   private clearDeadline(): void {

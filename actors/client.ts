@@ -41,7 +41,8 @@ export const NO_OWNER_GRACE_MS = 1000;
 /**
  * Sends events to actors wherever they live. An ask is retried with the same event id while the shard has
  * no owner (no responders), its owner changes (not owner, stale) or an attempt times out, until the
- * deadline: the actor applies the event once however many attempts reach it.
+ * deadline: the actor applies the event once however many attempts reach it. Each attempt tells the host how
+ * long it waits, and the host skips an event whose attempt has timed out.
  */
 export class ActorClient {
   constructor(
@@ -66,7 +67,6 @@ export class ActorClient {
     const shard = shardOf(`${kind}/${id}`, this.o.shardCount);
     const subject = shardSubject(shard);
     const health = this.o.health;
-    const data = encodeFor(this.transport, options.ordered ? { kind, id, event, eventId, ordered: true } : { kind, id, event, eventId });
     let backoff = FIRST_BACKOFF_MS;
     let last = 'no attempt';
     let noOwnerSince: number | null = null;
@@ -77,7 +77,10 @@ export class ActorClient {
         throw new ActorAskError('DEADLINE', `${kind}/${id}: no answer before the deadline (${last})`);
       }
       try {
-        const reply = decode<Reply>(await this.transport.request(subject, data, Math.min(left, MAX_ATTEMPT_MS), headers));
+        // The host skips the event once this attempt has timed out (`Envelope.waitMs`).
+        const waitMs = Math.min(left, MAX_ATTEMPT_MS);
+        const data = encodeFor(this.transport, options.ordered ? { kind, id, event, eventId, waitMs, ordered: true } : { kind, id, event, eventId, waitMs });
+        const reply = decode<Reply>(await this.transport.request(subject, data, waitMs, headers));
         if (health?.has(shardKey(shard))) health.clear(shardKey(shard));
         if (reply.ok) return reply.reply as T;
         if (!reply.retry) throw new ActorAskError(reply.code, reply.message);

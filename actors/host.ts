@@ -55,9 +55,18 @@ export class Host {
       ended: (a) => {
         if (this.activations.get(a.key) === a) this.activations.delete(a.key);
       },
+      expired: (kind) => {
+        this.expiredByKind[kind] = (this.expiredByKind[kind] ?? 0) + 1;
+      },
       log: o.log,
     };
   }
+
+  /**
+   * Events skipped because their askers had stopped waiting, by kind, since the host started (the Prometheus
+   * counter): a backlog older than the askers' timeouts.
+   */
+  readonly expiredByKind: Record<string, number> = {};
 
   /** Live actors now. */
   get liveActors(): number {

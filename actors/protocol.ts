@@ -16,10 +16,17 @@ export interface Envelope {
    * once the step's commit is queued rather than durable. Honoured only for an ask from this thread.
    */
   ordered?: true;
+  /**
+   * How long the asker waits for this attempt's answer, in ms from when it sent it. The host applies no event
+   * whose asker has stopped waiting (`EXPIRED`): under overload a mailbox would otherwise hold steps no one
+   * waits for, which delay every later one, and a client told that its request failed would see it applied
+   * later. A retry carries the same event id and a new wait. Absent: no limit (events an actor sends itself).
+   */
+  waitMs?: number;
 }
 
 /** Why an ask failed at the host. `retry` tells the sender whether to try again (elsewhere, later). */
-export type HostErrorCode = 'NOT_OWNER' | 'STALE' | 'UNKNOWN_KIND' | 'BAD_REQUEST' | 'ACTOR_ERROR' | 'STORE_ERROR';
+export type HostErrorCode = 'NOT_OWNER' | 'STALE' | 'EXPIRED' | 'UNKNOWN_KIND' | 'BAD_REQUEST' | 'ACTOR_ERROR' | 'STORE_ERROR';
 
 export type Reply = { ok: true; reply: unknown } | { ok: false; code: HostErrorCode; message: string; retry: boolean };
 

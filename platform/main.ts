@@ -11,7 +11,7 @@ import { sessionKind } from '../actors/session/mod.js';
 import { callKind } from '../actors/call/mod.js';
 import { deliveryKind, SecretBox } from '../actors/delivery/mod.js';
 import { alertRuleKind } from '../actors/alert-rule/mod.js';
-import { countConnections, countLiveActors, sandboxCalls, serveMetrics, shareMetrics, webhookAttempts } from './metrics.js';
+import { countConnections, countExpiredEvents, countLiveActors, sandboxCalls, serveMetrics, shareMetrics, webhookAttempts } from './metrics.js';
 import type { Runtime } from '../actors/mod.js';
 import { createFunctionSandbox } from '../actors/functions/mod.js';
 import { createResponderFromEnv } from '../actors/responder/mod.js';
@@ -107,7 +107,10 @@ async function main(): Promise<void> {
   const runtime = await startRuntime({ kinds: builtinKinds(extraKinds), natsUrl: config.natsUrl, worker: roles.has('worker'), ...runtimeOptions(config, log, store) });
   runtimeStarted(runtime);
   const host = runtime.host;
-  if (host) countLiveActors(() => host.liveActorsByKind());
+  if (host) {
+    countLiveActors(() => host.liveActorsByKind());
+    countExpiredEvents(() => host.expiredByKind);
+  }
   const metricsServer = config.metricsPort !== undefined ? await serveMetrics(config.host, config.metricsPort) : null;
   // Over NATS, an operator's write (and a real-time config change) must reach the caches of the other
   // processes too, workers included (platform/invalidation.ts); embedded, those of the edge thread and this one.

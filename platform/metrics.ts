@@ -71,6 +71,22 @@ export function countLiveActors(source: () => Record<string, number>): void {
   liveActorSources.push(source);
 }
 
+const expiredSources: Array<() => Record<string, number>> = [];
+new client.Counter({
+  name: 'switchboard_actor_events_expired_total',
+  help: 'Events not applied because their askers had stopped waiting (a backlog older than their timeouts), by actor kind',
+  labelNames: ['kind'] as const,
+  registers: [registry],
+  collect() {
+    this.reset();
+    for (const source of expiredSources) for (const [kind, n] of Object.entries(source())) this.inc({ kind }, n);
+  },
+});
+/** Adds a source of expired events per kind since start (a worker's host). */
+export function countExpiredEvents(source: () => Record<string, number>): void {
+  expiredSources.push(source);
+}
+
 const connectionSources: Array<() => { sessions: number; sockets: number }> = [];
 new client.Gauge({
   name: 'switchboard_messaging_connections',

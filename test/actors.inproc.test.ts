@@ -65,6 +65,19 @@ const working: ActorKind = {
     done: (output: string) => ({ type: 'WORKED', output }),
   },
 };
+/** The same machine, whose effect takes 400 ms for a job named `slow…` (a mailbox with a backlog behind it). */
+const slow: ActorKind = {
+  ...working,
+  name: 'slow',
+  effect: {
+    ...working.effect!,
+    run: async (job: string) => {
+      effectRuns.push(job);
+      await new Promise((r) => setTimeout(r, job.startsWith('slow') ? 400 : 5));
+      return `did ${job}`;
+    },
+  },
+};
 /** The same machine, whose kind maps the effect's failure to an event (`failed`), as an invoke's `onError` would. */
 const tolerant: ActorKind = { ...working, name: 'tolerant', effect: { ...working.effect!, failed: (error) => ({ type: 'WORK_FAILED', error }) } };
 let store: Store;
@@ -74,7 +87,7 @@ let dir: string;
 t.before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'sb-actors-'));
   store = await openStore({ dataDir: dir });
-  runtime = await startRuntime({ store, worker: true, shardCount: 16, leaseTtlMs: 3000, passivateAfterMs: PASSIVATE_MS, askTimeoutMs: 5000, kinds: builtinKinds([echo, expiring, working, tolerant]) });
+  runtime = await startRuntime({ store, worker: true, shardCount: 16, leaseTtlMs: 3000, passivateAfterMs: PASSIVATE_MS, askTimeoutMs: 5000, kinds: builtinKinds([echo, expiring, working, tolerant, slow]) });
 });
 t.teardown(async () => {
   await runtime.stop();
@@ -251,4 +264,25 @@ t.test("a kind's effect runs again for a snapshot stored while it ran, as a rest
   const reply = await runtime.client.ask<{ state: string; results: string[] }>('working', 'w-restored', { type: 'WORK', job: 'ignored' });
   t.same(reply, { state: 'idle', job: null, results: ['did restored'] });
   t.same(effectRuns.filter((j) => j === 'restored' || j === 'ignored'), ['restored']);
+});
+
+t.test('an event whose asker stopped waiting is not applied: the mailbox sheds it, and the host counts it', async (t) => {
+  const expired = () => runtime.host!.expiredByKind.slow ?? 0;
+  const before = expired();
+  const first = runtime.client.ask<{ results: string[] }>('slow', 'shed', { type: 'WORK', job: 'slow-1' });
+  // Queued behind the 400 ms step; its asker gives up after 100 ms.
+  const started = performance.now();
+  await t.rejects(runtime.client.ask('slow', 'shed', { type: 'WORK', job: 'late' }, { timeoutMs: 100 }), { code: 'DEADLINE' });
+  t.ok(performance.now() - started < 350, 'the asker gave up while the first step still ran');
+  t.same((await first).results, ['did slow-1']);
+  const next = await runtime.client.ask<{ results: string[] }>('slow', 'shed', { type: 'WORK', job: 'next' });
+  t.same(next.results, ['did slow-1', 'did next'], 'the late event was never applied');
+  t.notOk(effectRuns.includes('late'), 'nor did its effect run');
+  t.equal(expired(), before + 1, 'counted once');
+  // The same backlog with an asker that waits: applied in turn.
+  const a = runtime.client.ask('slow', 'kept', { type: 'WORK', job: 'slow-2' });
+  const b = await runtime.client.ask<{ results: string[] }>('slow', 'kept', { type: 'WORK', job: 'waited' }, { timeoutMs: 5000 });
+  await a;
+  t.same(b.results, ['did slow-2', 'did waited']);
+  t.equal(expired(), before + 1, 'nothing more expired');
 });

@@ -36,6 +36,7 @@ t.test('the edge and METRICS_PORT serve the exposition after real traffic', asyn
   t.ok((value(text, 'switchboard_http_responses_total{family="agents",status="201"}') ?? 0) >= 1, 'agents answers');
   t.ok((value(text, 'switchboard_live_actors{kind="conversation"}') ?? 0) >= 1, 'live conversation actors');
   t.match(text, '# TYPE switchboard_webhook_attempts_total counter');
+  t.match(text, '# TYPE switchboard_actor_events_expired_total counter', 'events shed by the actors\' mailboxes');
   t.ok((value(text, 'switchboard_sandbox_calls_total{outcome="ok"}') ?? 0) >= 1, 'sandbox calls by outcome');
   t.equal(value(text, 'switchboard_messaging_connections{what="sockets"}'), 0, 'messaging sockets (none open)');
   t.equal(value(text, 'switchboard_messaging_connections{what="sessions"}'), 0, 'messaging sessions with a socket');
