@@ -17,8 +17,8 @@ export const REMEMBERED_EVENTS = 8;
 type Job =
   /**
    * `at`: when it was delivered (performance.now), for step timings; 0 when they are off. `ordered`: answer
-   * once the step's commit is queued (`AskOptions.ordered`, from this thread). `expires`: when its asker stops
-   * waiting (performance.now; `Envelope.waitMs` from delivery), Infinity for none.
+   * once the step's commit is queued (`AskOptions.ordered`, from this thread). `expires`: when its asker gives
+   * up (performance.now; `Envelope.waitMs` from delivery), Infinity for none.
    */
   | { type: 'event'; envelope: Envelope; respond: (r: Reply) => void; at: number; headers?: Headers; ordered: boolean; expires: number }
   | { type: 'persist' }
@@ -40,7 +40,7 @@ export interface ActivationContext {
   fenceOf: (shard: number) => number | null;
   /** Called once when an activation ends (passivated, stale or failed), to drop it from the catalog. */
   ended: (a: Activation) => void;
-  /** Called for each event skipped because its asker had stopped waiting (`Envelope.waitMs`). */
+  /** Called for each event skipped because its asker had given up (`Envelope.waitMs`). */
   expired: (kind: string) => void;
   log?: (msg: string, extra?: object) => void;
 }
@@ -243,7 +243,7 @@ export class Activation {
       job.done();
       return;
     }
-    // Its asker has stopped waiting: not applied (it may retry, with the same event id and a new wait).
+    // Its asker has given up: not applied.
     if (job.type === 'event' && job.expires !== Infinity && performance.now() > job.expires) return this.expire(job);
     if (!this.actor) await this.load();
     if (job.type === 'wake') return this.reindex(job.before);
@@ -285,10 +285,10 @@ export class Activation {
     }, respond);
   }
 
-  /** Skips an event whose asker has stopped waiting (`Envelope.waitMs`); the answer reaches no one waiting. */
+  /** Skips an event whose asker has given up (`Envelope.waitMs`); the answer reaches no one waiting. */
   private expire(job: Extract<Job, { type: 'event' }>): void {
     this.ctx.expired(this.kind.name);
-    job.respond({ ok: false, code: 'EXPIRED', message: `${this.key}: the asker stopped waiting before the event was applied`, retry: true });
+    job.respond({ ok: false, code: 'EXPIRED', message: `${this.key}: the asker gave up before the event was applied`, retry: false });
   }
 
   /**

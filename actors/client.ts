@@ -42,7 +42,7 @@ export const NO_OWNER_GRACE_MS = 1000;
  * Sends events to actors wherever they live. An ask is retried with the same event id while the shard has
  * no owner (no responders), its owner changes (not owner, stale) or an attempt times out, until the
  * deadline: the actor applies the event once however many attempts reach it. Each attempt tells the host how
- * long it waits, and the host skips an event whose attempt has timed out.
+ * much of the deadline is left, and the host skips an event whose asker has given up.
  */
 export class ActorClient {
   constructor(
@@ -77,10 +77,12 @@ export class ActorClient {
         throw new ActorAskError('DEADLINE', `${kind}/${id}: no answer before the deadline (${last})`);
       }
       try {
-        // The host skips the event once this attempt has timed out (`Envelope.waitMs`).
-        const waitMs = Math.min(left, MAX_ATTEMPT_MS);
-        const data = encodeFor(this.transport, options.ordered ? { kind, id, event, eventId, waitMs, ordered: true } : { kind, id, event, eventId, waitMs });
-        const reply = decode<Reply>(await this.transport.request(subject, data, waitMs, headers));
+        // The host skips the event once the whole ask's deadline has passed (`Envelope.waitMs`). Not this
+        // attempt's timeout: a retry with the same event id, queued behind everything that came meanwhile, would
+        // then stand in for an event already near the front of the mailbox, and under a backlog longer than an
+        // attempt no attempt would ever be applied.
+        const data = encodeFor(this.transport, options.ordered ? { kind, id, event, eventId, waitMs: left, ordered: true } : { kind, id, event, eventId, waitMs: left });
+        const reply = decode<Reply>(await this.transport.request(subject, data, Math.min(left, MAX_ATTEMPT_MS), headers));
         if (health?.has(shardKey(shard))) health.clear(shardKey(shard));
         if (reply.ok) return reply.reply as T;
         if (!reply.retry) throw new ActorAskError(reply.code, reply.message);

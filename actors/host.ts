@@ -63,8 +63,8 @@ export class Host {
   }
 
   /**
-   * Events skipped because their askers had stopped waiting, by kind, since the host started (the Prometheus
-   * counter): a backlog older than the askers' timeouts.
+   * Events skipped because their askers had given up, by kind, since the host started (the Prometheus counter):
+   * a backlog older than the askers' deadlines.
    */
   readonly expiredByKind: Record<string, number> = {};
 

@@ -17,10 +17,10 @@ export interface Envelope {
    */
   ordered?: true;
   /**
-   * How long the asker waits for this attempt's answer, in ms from when it sent it. The host applies no event
-   * whose asker has stopped waiting (`EXPIRED`): under overload a mailbox would otherwise hold steps no one
-   * waits for, which delay every later one, and a client told that its request failed would see it applied
-   * later. A retry carries the same event id and a new wait. Absent: no limit (events an actor sends itself).
+   * How long the asker goes on waiting for the answer (what is left of its deadline, retries included), in ms
+   * from when it sent this attempt. The host applies no event whose asker has given up (`EXPIRED`): under an
+   * overload a mailbox would otherwise hold steps no one waits for, which delay every later one, and a client
+   * told that its request failed would see it applied later. Absent: no limit (events an actor sends itself).
    */
   waitMs?: number;
 }

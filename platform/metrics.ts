@@ -74,7 +74,7 @@ export function countLiveActors(source: () => Record<string, number>): void {
 const expiredSources: Array<() => Record<string, number>> = [];
 new client.Counter({
   name: 'switchboard_actor_events_expired_total',
-  help: 'Events not applied because their askers had stopped waiting (a backlog older than their timeouts), by actor kind',
+  help: 'Events not applied because their askers had given up (a mailbox backlog older than their deadlines), by actor kind',
   labelNames: ['kind'] as const,
   registers: [registry],
   collect() {

@@ -2,7 +2,8 @@ import t from 'tap';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describeSnapshot, startRuntime, builtinKinds, type ActorKind, type JournalEntry, type Runtime } from '../actors/mod.js';
+import { ActorClient, decode, describeSnapshot, startRuntime, builtinKinds, type ActorKind, type JournalEntry, type Runtime } from '../actors/mod.js';
+import { createInprocTransport } from '../actors/transport/mod.js';
 import { counterMachine } from '../machines/counter.js';
 import { sleepUntil } from '../actors/timers.js';
 import { openStore, type Store } from '../store/mod.js';
@@ -266,7 +267,7 @@ t.test("a kind's effect runs again for a snapshot stored while it ran, as a rest
   t.same(effectRuns.filter((j) => j === 'restored' || j === 'ignored'), ['restored']);
 });
 
-t.test('an event whose asker stopped waiting is not applied: the mailbox sheds it, and the host counts it', async (t) => {
+t.test('an event whose asker gave up is not applied: the mailbox sheds it, and the host counts it', async (t) => {
   const expired = () => runtime.host!.expiredByKind.slow ?? 0;
   const before = expired();
   const first = runtime.client.ask<{ results: string[] }>('slow', 'shed', { type: 'WORK', job: 'slow-1' });
@@ -285,4 +286,22 @@ t.test('an event whose asker stopped waiting is not applied: the mailbox sheds i
   await a;
   t.same(b.results, ['did slow-2', 'did waited']);
   t.equal(expired(), before + 1, 'nothing more expired');
+});
+
+t.test('each attempt carries what is left of the whole ask\'s deadline, not its own timeout', async (t) => {
+  // A host that never answers: the client retries every 2 s at most, and each attempt says how long it may still wait.
+  const transport = createInprocTransport();
+  const seen: Array<{ waitMs: number; eventId: string; at: number }> = [];
+  transport.subscribe('sb.actors.*', (data) => seen.push({ ...decode<{ waitMs: number; eventId: string }>(data), at: performance.now() }));
+  const client = new ActorClient(transport, { shardCount: 16, timeoutMs: 5000 });
+  const started = performance.now();
+  await t.rejects(client.ask('counter', 'silent', { type: 'INC' }, { timeoutMs: 4500 }), { code: 'DEADLINE' });
+  await transport.close();
+  t.ok(seen.length >= 2, `retried (${seen.length} attempts)`);
+  t.equal(new Set(seen.map((s) => s.eventId)).size, 1, 'with one event id');
+  t.ok(seen[0].waitMs > 4400 && seen[0].waitMs <= 4500, `the first attempt may wait the whole deadline (${seen[0].waitMs} ms), beyond its own 2 s`);
+  for (const s of seen) {
+    const left = 4500 - (s.at - started);
+    t.ok(Math.abs(s.waitMs - left) < 100, `each later one what is left of it (${Math.round(s.waitMs)} ms, ${Math.round(left)} left)`);
+  }
 });
