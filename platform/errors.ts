@@ -85,12 +85,14 @@ function catalog<K extends string>(family: string, specs: Record<K, Spec>): Reco
 /** Every REST family: request checks the framework makes, shared credentials and path resolution. */
 export const EDGE = catalog('EDGE', {
   VALIDATION: [400, 'validation error'],
+  CONTENT_TYPE_UNSUPPORTED: [400, 'Content-Type must be application/json, not %s', 'body'],
   MALFORMED_PARAMS: [422, 'malformed %s'],
   ROUTE_NOT_FOUND: [404, 'route %s %s not found'],
   INTERNAL: [500, 'internal server error'],
   API_KEY_MISSING: [401, 'missing x-api-key header'],
   API_KEY_INVALID: [401, 'invalid API key'],
   API_KEY_SCOPE: [403, 'this key is for the %s API'],
+  API_KEY_OTHER_SCOPE: [401, 'invalid API key: this key is for the %s API'],
   ACCOUNT_NOT_FOUND: [404, 'account not found'],
   PROJECT_NOT_FOUND: [404, 'project not found'],
 });
@@ -215,7 +217,7 @@ export const EXTERNAL_EVENTS = catalog('EXTERNAL_EVENTS', {
   PARAM_TOO_LONG: [400, '%s is longer than %s characters'],
   LOCATION_INVALID: [400, 'event_id_location must be one of headers, querystring, payload'],
   PATH_INVALID: [400, 'event_id_path must be a name or a dotted path of names'],
-  CONTENT_TYPE_UNSUPPORTED: [415, 'Content-Type must be application/json, application/x-www-form-urlencoded, application/xml or text/plain'],
+  CONTENT_TYPE_UNSUPPORTED: [400, 'Content-Type must be application/json, application/x-www-form-urlencoded, application/xml or text/plain'],
   BODY_TOO_LARGE: [413, 'body is larger than %s bytes'],
   BODY_MALFORMED: [400, 'body is not valid %s'],
   BODY_TOO_DEEP: [400, 'body nests deeper than %s levels'],

@@ -79,8 +79,12 @@ t.test('agents: name must be 1 to 128 characters; bad bodies are 400 in the erro
   t.equal(bad.status, 400, 'unparseable JSON is 400');
   isFieldError(t, bad.body);
   const text = await http(p.edge, 'POST', '/v1/agents', { raw: 'name=x', headers: { 'x-api-key': agentsKey, 'content-type': 'text/plain' } });
-  t.equal(text.status, 415, 'a body that is not JSON is 415');
+  t.equal(text.status, 400, 'a body that is not JSON is 400 (contract 7.1 has no 415)');
   isFieldError(t, text.body);
+  t.same(text.body, { message: 'Content-Type must be application/json, not text/plain', errors: [{ field: 'body', message: 'Content-Type must be application/json, not text/plain' }] });
+  // As curl sends `-d` without a type: the form type.
+  const form = await http(p.edge, 'POST', '/v1/agents', { raw: '{"name":"x"}', headers: { 'x-api-key': agentsKey, 'content-type': 'application/x-www-form-urlencoded' } });
+  t.equal(form.status, 400);
 });
 
 t.test('auth: 401 without or with a bad key, 403 for another account or scope, invisible in lists', async (t) => {

@@ -191,9 +191,14 @@ t.test('keys: alerts scope only, own account only', async (t) => {
   fieldsShape(t, none.body);
   t.equal((await http(p.edge, 'GET', '/v1/alerts', { headers: { 'x-api-key': 'sbk_nope' } })).status, 401);
   const agentsKey = await admin(p)('POST', '/keys', { account_id: a.accountId, scope: 'agents' });
-  const wrong = await http(p.edge, 'GET', BASE, { headers: { 'x-api-key': agentsKey.body.key } });
-  t.equal(wrong.status, 403);
-  fieldsShape(t, wrong.body);
+  // Contract 7.2 has no 403: a key that is not an Alerts key is an invalid key here.
+  for (const path of [BASE, '/v1/alerts']) {
+    const wrong = await http(p.edge, 'GET', path, { headers: { 'x-api-key': agentsKey.body.key } });
+    t.equal(wrong.status, 401, `an Agents key on ${path}`);
+    t.equal(wrong.body.message, 'invalid API key: this key is for the agents API');
+    fieldsShape(t, wrong.body);
+  }
+  t.equal((await http(p.edge, 'POST', BASE, { headers: { 'x-api-key': agentsKey.body.key }, body: {} })).status, 401, 'and on a write');
 });
 
 t.test('GET /v1/alerts: the shape, its filters, and 400 on bad queries', async (t) => {

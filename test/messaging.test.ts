@@ -116,6 +116,12 @@ t.test('access token: every error row, and subdomains of the registered host', a
   t.equal(r.headers.get('access-control-allow-origin'), '*');
   const e = await post({});
   t.match(e.body, { success: false, error: 'Missing authentication headers', error_message: 'Missing authentication headers', error_code: String });
+  // The body: an empty JSON object, or none; anything else is a malformed body (contract 7.4), after the credentials.
+  const raw = (body: string | undefined, headers: Record<string, string> = {}) => http(p.socket, 'POST', '/api/v1/access-token', { raw: body, headers: { 'X-Token': m.connectorToken, 'X-Host': 'example.com', ...headers } });
+  t.equal((await raw(undefined)).status, 200, 'no body, no Content-Type');
+  t.equal((await raw('{}', { 'content-type': 'application/json' })).status, 200);
+  for (const bad of ['bad', '[]', 'null', '{"a":']) t.same(errorOf(await raw(bad, { 'content-type': 'application/json' })), [400, 'Error parsing request'], `body ${bad}`);
+  t.same(errorOf(await http(p.socket, 'POST', '/api/v1/access-token', { raw: 'bad', headers: { 'X-Host': 'example.com' } })), [401, 'Missing authentication headers'], 'credentials first');
 });
 
 t.test('sessions: every error row', async (t) => {

@@ -20,16 +20,19 @@ export function header(request: FastifyRequest, name: string): string | undefine
 }
 
 /**
- * An `onRequest` hook that requires an `x-api-key` of one of `scopes`: 401 when missing or not a live key,
- * 403 when the key is for another interface family.
+ * An `onRequest` hook that requires an `x-api-key` of one of `scopes`: 401 when missing or not a live key;
+ * a key for another interface family gets 403 (`EDGE_API_KEY_SCOPE`), or 401 (`EDGE_API_KEY_OTHER_SCOPE`) with
+ * `otherScope: 401`, for a family whose error table has no 403 (the Alerts API: a key that is not an Alerts key
+ * is an invalid key there).
  */
-export function apiKeyAuth(keys: ApiKeys, scopes: KeyScope[]) {
+export function apiKeyAuth(keys: ApiKeys, scopes: KeyScope[], o: { otherScope?: 401 | 403 } = {}) {
+  const otherScope = o.otherScope === 401 ? EDGE.API_KEY_OTHER_SCOPE : EDGE.API_KEY_SCOPE;
   return async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
     const presented = header(request, 'x-api-key');
     if (!presented) throw EDGE.API_KEY_MISSING();
     const key = await keys.verify(presented);
     if (!key) throw EDGE.API_KEY_INVALID();
-    if (!scopes.includes(key.scope)) throw EDGE.API_KEY_SCOPE(key.scope);
+    if (!scopes.includes(key.scope)) throw otherScope(key.scope);
     request.apiKey = key;
   };
 }

@@ -24,13 +24,16 @@ interface ValidationIssue {
 const problemOf = (err: PlatformError): Problem => ({ status: err.statusCode, message: err.message, errors: err.errors });
 
 /**
- * Turns anything thrown in a request into a status and message; never leaks internals of a 5xx. Other 4xx
- * errors (Fastify's own, the JSON body parser's) keep their status and message.
+ * Turns anything thrown in a request into a status and message; never leaks internals of a 5xx. A body of a
+ * type no parser takes is a 400 (`EDGE_CONTENT_TYPE_UNSUPPORTED`: the contract's error tables have no 415, and
+ * count it among the body's validation errors). Other 4xx errors (Fastify's own, the JSON body parser's) keep
+ * their status and message.
  */
 export function toProblem(err: unknown, request: FastifyRequest): Problem {
   if (err instanceof RateLimitedError) return { ...problemOf(err), headers: { 'retry-after': String(err.retryAfterS) } };
   if (err instanceof PlatformError) return problemOf(err);
   const e = err as FastifyError & { validation?: ValidationIssue[]; validationContext?: string };
+  if (e.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return problemOf(EDGE.CONTENT_TYPE_UNSUPPORTED(request.headers['content-type'] ?? 'none'));
   if (Array.isArray(e.validation)) {
     const context = e.validationContext ?? 'body';
     const errors = e.validation.map((v) => ({

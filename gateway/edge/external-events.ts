@@ -141,7 +141,7 @@ function formData(text: string): Record<string, string | string[]> {
   return Object.fromEntries(entries);
 }
 
-/** Parses the body for its content type; every refusal is a 400 (or 415 for a type not taken). */
+/** Parses the body for its content type; every refusal is a 400 (a type not taken too: contract 7.3 has no 415). */
 function parseBody(kind: Kind, text: string): unknown {
   if (text.trim() === '') return null;
   switch (kind) {
@@ -237,7 +237,6 @@ export const externalEventsPlugin: FastifyPluginAsync<ExternalEventsOptions> = a
         400: ErrorBody,
         401: ErrorBody,
         413: ErrorBody,
-        415: ErrorBody,
         500: ErrorBody,
       },
     },

@@ -32,7 +32,7 @@ const fieldResponses = { 502: fieldErrorResponses[400], ...fieldErrorResponses }
 export const alertsPlugin: FastifyPluginAsync<AlertsOptions> = async (root, opts) => {
   const app = root.withTypeProvider<ZodTypeProvider>();
   useErrorShape(app, 'fields');
-  app.addHook('onRequest', apiKeyAuth(opts.services.keys, ['alerts']));
+  app.addHook('onRequest', apiKeyAuth(opts.services.keys, ['alerts'], { otherScope: 401 }));
   const rules = alertRules(opts.services.store);
   const maxRules = opts.maxRules ?? MAX_RULES_PER_ACCOUNT;
   const tags = ['alerts'];

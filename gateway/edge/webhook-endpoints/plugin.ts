@@ -18,7 +18,7 @@ export const MAX_ENDPOINTS_PER_ACCOUNT = 10;
 export const webhookEndpointsPlugin: FastifyPluginAsync<Omit<WebhooksContext, 'maxEndpoints'> & { keys: ApiKeys; maxEndpoints?: number }> = async (root, opts) => {
   const app = root.withTypeProvider<ZodTypeProvider>();
   useErrorShape(app, 'fields');
-  app.addHook('onRequest', apiKeyAuth(opts.keys, ['alerts']));
+  app.addHook('onRequest', apiKeyAuth(opts.keys, ['alerts'], { otherScope: 401 }));
   const ctx: WebhooksContext = { ...opts, maxEndpoints: opts.maxEndpoints ?? MAX_ENDPOINTS_PER_ACCOUNT };
   for (const group of [endpointRoutes, deliveryRoutes]) group(app, ctx);
 };
