@@ -305,3 +305,19 @@ t.test('each attempt carries what is left of the whole ask\'s deadline, not its 
     t.ok(Math.abs(s.waitMs - left) < 100, `each later one what is left of it (${Math.round(s.waitMs)} ms, ${Math.round(left)} left)`);
   }
 });
+
+t.test('after an overload its askers gave up on, a fresh ask is answered at once, not behind the backlog', async (t) => {
+  const expired = () => runtime.host!.expiredByKind.slow ?? 0;
+  const before = expired();
+  // 400 asks at once on one actor whose steps take over 5 ms each: seconds of work, asked for 300 ms.
+  const burst = await Promise.allSettled(Array.from({ length: 400 }, (_, i) => runtime.client.ask('slow', 'overloaded', { type: 'WORK', job: `burst-${i}` }, { timeoutMs: 300 })));
+  const answered = burst.filter((r) => r.status === 'fulfilled').length;
+  t.ok(answered < 400, `most askers gave up (${400 - answered} of 400)`);
+  const started = performance.now();
+  const fresh = await runtime.client.ask<{ results: string[] }>('slow', 'overloaded', { type: 'WORK', job: 'fresh' }, { timeoutMs: 1000 });
+  t.ok(performance.now() - started < 1000, 'answered within its own deadline');
+  const applied = fresh.results.length - 1;
+  t.equal(fresh.results.at(-1), 'did fresh');
+  t.equal(applied + (expired() - before), 400, `each burst event either applied (${applied}) or shed (${expired() - before})`);
+  t.ok(applied >= answered, 'every answered one applied');
+});
