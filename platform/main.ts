@@ -21,7 +21,7 @@ import { answerDialRequests } from '../gateway/media/dial.js';
 import { speechFromEnv } from '../gateway/media/speech/from-env.js';
 import { Recordings } from '../gateway/media/recordings/recordings.js';
 import { openBlobStore } from '../store/blobs/mod.js';
-import { loadConfig } from './config.js';
+import { loadConfig, WEAK_OPERATOR_TOKEN } from './config.js';
 import { createLogger } from './logger.js';
 import { operatorTokenHash } from './operator-token.js';
 import { createServices } from './services.js';
@@ -55,6 +55,9 @@ async function main(): Promise<void> {
   const services = createServices(store, cached ? config.tenancyCache : undefined);
   services.blobs = await openBlobStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl });
   const tokenHash = await operatorTokenHash(config.dataDir, config.operatorToken, (line) => process.stdout.write(`${line}\n`));
+  if (config.operatorToken && config.operatorToken.length < WEAK_OPERATOR_TOKEN) {
+    logger.warn(`OPERATOR_TOKEN is shorter than ${WEAK_OPERATOR_TOKEN} characters: whoever reaches the edge port could guess the admin API's token; use a long random one (or leave it unset to have one generated)`);
+  }
   if (!config.natsUrl && !roles.has('worker')) {
     logger.warn('no NATS_URL and no worker role in this process: actors are unreachable from it');
   }

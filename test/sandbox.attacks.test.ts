@@ -6,7 +6,7 @@
  */
 import t from 'tap';
 import { createServer } from 'node:net';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { platformFor } from './helpers/platform.js';
@@ -118,6 +118,15 @@ t.test('tenant functions cannot get out', async (t) => {
   t.ok(pids.length > 0, 'the platform runs its sandbox processes as separate processes');
   for (const pid of pids) {
     t.notOk(readFileSync(`/proc/${pid}/environ`, 'latin1').includes(CANARY), `sandbox process ${pid} has no canary in its environment`);
+    // The platform has the store open (LMDB: without close-on-exec); none of it reaches a sandbox process.
+    const fds = readdirSync(`/proc/${pid}/fd`).map((n) => {
+      try {
+        return readlinkSync(`/proc/${pid}/fd/${n}`);
+      } catch {
+        return '';
+      }
+    });
+    t.notOk(fds.some((l) => l.includes(p.dataDir)), `sandbox process ${pid} holds no descriptor into DATA_DIR: ${fds.join(', ')}`);
   }
 
   let victimTurns = 0;

@@ -8,6 +8,8 @@ import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { createFunctionSandbox, MAX_STACK_KB, type ConvInput, type InvokeRequest, type InvokeResult } from '../actors/functions/mod.js';
 import { FairQueue } from '../actors/functions/fair-queue.js';
+import { inheritedDescriptors } from '../platform/inherited-descriptors.js';
+import { openStore } from '../store/mod.js';
 import { loadConfig } from '../platform/config.js';
 import { sandboxNodes } from './helpers/processes.js';
 
@@ -27,8 +29,15 @@ t.test('a sandbox process has an empty environment, no descriptors of ours, and 
   const dataDir = mkdtempSync(join(tmpdir(), 'sb-sandbox-'));
   writeFileSync(join(dataDir, 'secret'), 'x');
   const fd = openSync(join(dataDir, 'secret'), 'r'); // a descriptor of ours that must not be inherited
+  // The store, as the platform has it open: LMDB opens its files without close-on-exec.
+  const store = await openStore({ dataDir: join(dataDir, 'store') });
+  const leaky = inheritedDescriptors().map((n) => readlinkSync(`/proc/self/fd/${n}`));
+  t.ok(leaky.some((l) => l.endsWith('store.mdb')), `the store's files are open here without close-on-exec (${leaky.join(', ')})`);
   const s = createFunctionSandbox({ processes: 1 });
-  t.teardown(() => s.close());
+  t.teardown(async () => {
+    await s.close();
+    await store.close();
+  });
   const report = await s.start();
   if (inCI) t.equal(report.layer, 'bwrap', 'CI installs bubblewrap: the strongest layer is in use');
   t.match(await s.invoke(call('() => 1')), { ok: true }, 'a call runs');
@@ -46,7 +55,7 @@ t.test('a sandbox process has an empty environment, no descriptors of ours, and 
     }
   });
   const fds = entries.map(([, link]) => link);
-  t.notOk(fds.some((l) => l.includes(dataDir)), `no descriptor into the data dir (${fd} is open in the parent)`);
+  t.notOk(fds.some((l) => l.includes(dataDir)), `no descriptor into the data dir (${fd} and the store's files are open in the parent): ${fds.join(', ')}`);
   // Node hands a child its stdio as socket pairs: those three, and no other socket.
   t.notOk(entries.some(([n, l]) => l.startsWith('socket:') && !['0', '1', '2'].includes(n)), 'no socket but stdio');
   t.notOk(fds.some((l) => l.startsWith('/') && !l.startsWith('/dev/') && !l.includes('node_modules') && !l.includes('/dist/') && l !== '/'), `no regular file of the platform: ${fds.join(', ')}`);

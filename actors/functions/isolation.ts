@@ -11,12 +11,16 @@
  *  - `uid` (root without either tool): uid/gid 65534 only.
  *  - `none`: an ordinary child process.
  * Every layer starts the process with an empty environment, `/` as its working directory (never `DATA_DIR`) and
- * only its three pipes as descriptors (Node opens every other descriptor close-on-exec).
+ * only its three pipes as descriptors. Node opens its own descriptors close-on-exec, but native code need not:
+ * LMDB opens the store's files without it, so a child would inherit read-write handles on `store.mdb` and
+ * `read-models.mdb`. Every descriptor that would be inherited is closed before the launch command runs
+ * (`platform/inherited-descriptors.ts`).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, existsSync, lstatSync, readFileSync, readlinkSync } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { canCloseInherited, withoutInherited } from '../../platform/inherited-descriptors.js';
 
 export type IsolationLayer = 'bwrap' | 'unshare' | 'uid' | 'none';
 
@@ -126,10 +130,11 @@ function launchFor(layer: IsolationLayer, script: string, scriptArgs: string[]):
   }
 }
 
-/** Starts the child script under `layer`, with `args` and pipes on stdin, stdout and stderr. */
+/** Starts the child script under `layer`, with `args` and pipes on stdin, stdout and stderr, and no other descriptor of ours. */
 export function launch(layer: IsolationLayer, args: string[]): ChildProcess {
   const l = launchFor(layer, CHILD_SCRIPT, args);
-  return spawn(l.command, l.args, { env: {}, cwd: '/', stdio: ['pipe', 'pipe', 'pipe'], uid: l.uid, gid: l.gid, detached: false });
+  const { command, args: argv } = withoutInherited(l.command, l.args);
+  return spawn(command, argv, { env: {}, cwd: '/', stdio: ['pipe', 'pipe', 'pipe'], uid: l.uid, gid: l.gid, detached: false });
 }
 
 /** Runs `node -e 0` under a layer: whether the OS lets this process use it. */
@@ -188,13 +193,15 @@ export async function chooseIsolation(wanted: IsolationLayer | 'auto'): Promise<
   for (const layer of candidates) {
     if (!available(layer)) continue;
     bwrapAsNobody = true;
+    // Without bash, descriptors opened without close-on-exec (LMDB's) would reach the sandbox processes.
+    const descriptors = canCloseInherited() ? [] : ['no inherited descriptors (needs /bin/bash)'];
     if (await works(layer)) {
       const missing = GIVES.bwrap.filter((g) => !GIVES[layer].includes(g));
-      return { layer, missing };
+      return { layer, missing: [...missing, ...descriptors] };
     }
     if (layer === 'bwrap' && isRoot()) {
       bwrapAsNobody = false;
-      if (await works(layer)) return { layer, missing: ['unprivileged uid outside its user namespace'] };
+      if (await works(layer)) return { layer, missing: ['unprivileged uid outside its user namespace', ...descriptors] };
     }
   }
   throw new Error(`the function sandbox isolation "${wanted}" is not available on this machine`);

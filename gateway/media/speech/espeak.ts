@@ -1,11 +1,16 @@
 import { spawn } from 'node:child_process';
+import { withoutInherited } from '../../../platform/inherited-descriptors.js';
 import { readWav, resample } from './resample.js';
 import type { TextToSpeech, VoiceSettings } from './types.js';
 
-/** Runs a program with stdin closed; resolves with its stdout (rejects on a non-zero exit). */
+/**
+ * Runs a program with stdin closed (or given `input`) and none of our other descriptors (the store's files:
+ * `withoutInherited`); resolves with its stdout (rejects on a non-zero exit).
+ */
 export function run(cmd: string, args: string[], input?: Buffer): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { stdio: [input ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
+    const launch = withoutInherited(cmd, args);
+    const child = spawn(launch.command, launch.args, { stdio: [input ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
     const out: Buffer[] = [];
     let err = '';
     child.stdout!.on('data', (d: Buffer) => out.push(d));
