@@ -139,7 +139,7 @@ t.test('real query parameters and response schemas (no bogus type/additionalProp
     t.notOk(names.includes('type') || names.includes('additionalProperties'), `${method} ${path}: parameters ${names.join(', ')}`);
     for (const [status, response] of Object.entries(op.responses)) {
       if (!status.startsWith('2') || status === '204') continue;
-      const schema = response.content?.['application/json']?.schema;
+      const schema = response.content?.['application/json']?.schema ?? (path.endsWith('/audio') ? response.content?.['audio/wav']?.schema : undefined);
       t.ok(schema && Object.keys(schema).length > 0, `${method} ${path} ${status} has a response schema`);
     }
     if (method === 'post' || method === 'put' || method === 'patch') {
@@ -163,4 +163,10 @@ t.test('real query parameters and response schemas (no bogus type/additionalProp
   t.match(JSON.stringify(list), '"conversations"');
   t.match(JSON.stringify(list), '"cursor"');
   t.same(Object.keys(doc.paths['/v1/external-events/webhook'].post.requestBody!.content).sort(), ['application/json', 'application/x-www-form-urlencoded', 'application/xml', 'text/plain']);
+  // The audio endpoint answers a WAV file, whole or a range: documented as such, not as JSON.
+  const audio = doc.paths['/{version}/{account_id}/{project_id}/conversations/{conversation_id}/audio'].get.responses;
+  for (const status of ['200', '206']) {
+    t.same(Object.keys(audio[status].content ?? {}), ['audio/wav'], `audio ${status}: audio/wav only`);
+    t.match(audio[status].content!['audio/wav'].schema, { type: 'string', format: 'binary' });
+  }
 });

@@ -50,6 +50,16 @@ export const SECURITY_BY_TAG: Record<string, Array<Record<string, string[]>>> = 
 
 type TransformInput = Parameters<typeof jsonSchemaTransform>[0];
 
+/** What a route's `config` may add to its operation (routes whose wire format zod cannot state). */
+interface OpenapiConfig {
+  /** The query as documented, for a route that reads its raw query. */
+  openapiQuery?: ZodType;
+  openapiBody?: ZodType;
+  openapiResponses?: Record<number, ZodType>;
+  /** The media type of `openapiResponses` when not JSON (`audio/wav`): documented as a binary string of that type. */
+  openapiResponseMedia?: string;
+}
+
 /**
  * `jsonSchemaTransform` of fastify-type-provider-zod, after giving each operation its family's `security`
  * (unless the route names its own) and a hand-read query its documented parameters.
@@ -60,9 +70,19 @@ export function openapiTransform(input: TransformInput): ReturnType<typeof jsonS
     const security = (schema.tags ?? []).map((tag) => SECURITY_BY_TAG[tag]).find(Boolean);
     if (security) schema.security = security;
   }
-  const config = (input.route as { config?: { openapiQuery?: ZodType; openapiBody?: ZodType; openapiResponses?: Record<number, ZodType> } } | undefined)?.config;
+  const config = (input.route as { config?: OpenapiConfig } | undefined)?.config;
   if (config?.openapiQuery) schema.querystring = config.openapiQuery;
   if (config?.openapiBody) schema.body = config.openapiBody;
   if (config?.openapiResponses) schema.response = { ...(schema.response as object), ...config.openapiResponses };
-  return jsonSchemaTransform({ ...input, schema });
+  const out = jsonSchemaTransform({ ...input, schema });
+  const media = config?.openapiResponseMedia;
+  if (media && config.openapiResponses) {
+    // @fastify/swagger takes a response's `content` as given: the body is bytes of that type, not JSON.
+    const responses = (out.schema as { response?: Record<string, { description?: string }> }).response ?? {};
+    for (const status of Object.keys(config.openapiResponses)) {
+      const description = responses[status]?.description;
+      responses[status] = { description, content: { [media]: { schema: { type: 'string', format: 'binary', description } } } } as { description?: string };
+    }
+  }
+  return out;
 }

@@ -104,4 +104,4 @@ export const AudioQueryDoc = z.object({
 });
 
 /** The audio endpoint's body: a WAV file (8 kHz, 16-bit, mono PCM), whole (200) or the asked range (206). */
-export const AudioResponseDoc = z.string().describe('audio/wav: RIFF/WAVE, PCM 8 kHz 16-bit mono; Range requests get 206 with Content-Range');
+export const AudioResponseDoc = z.string().describe('A WAV file (RIFF/WAVE, PCM 8 kHz 16-bit mono); a Range request gets 206 with Content-Range');

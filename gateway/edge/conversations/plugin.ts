@@ -136,7 +136,7 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
   });
 
   app.get('/:version/:account_id/:project_id/conversations/:conversation_id/audio', {
-    config: { openapiQuery: AudioQueryDoc, openapiResponses: { 200: AudioResponseDoc, 206: AudioResponseDoc } },
+    config: { openapiQuery: AudioQueryDoc, openapiResponses: { 200: AudioResponseDoc, 206: AudioResponseDoc }, openapiResponseMedia: 'audio/wav' },
     schema: {
       tags: ['conversations'],
       summary: 'A call\'s recording as WAV (direction combined, user or agent; redacted; Range)',
