@@ -10,9 +10,10 @@ import { assign, emit, fromPromise, setup } from 'xstate';
  * move from `alert` back to `ok` emits `alert.resolved`; either also sets a notice that the `notify` effect
  * sends as a webhook (kept until sent, tried again after the next evaluation when sending failed).
  *
- * States: `new` → (`CREATE`) `evaluating` (tag `busy`) → `notifying` (tag `busy`, only with a notice) →
- * `waiting` (until `nextAt`) → `evaluating` ...; a disabled rule rests in `disabled`; `UPDATE` re-evaluates
- * at once (or rests when it disables the rule); `DELETE` ends in `deleted` (tag `done`).
+ * States: `new` → (`CREATE`) `waiting` (until `nextAt`, the creation time: a new rule is `ok` until its first
+ * evaluation, contract 3.1) → `evaluating` (tag `busy`) → `notifying` (tag `busy`, only with a notice) →
+ * `waiting` → `evaluating` ...; a disabled rule rests in `disabled`; `UPDATE` re-evaluates at once (or rests
+ * when it disables the rule); `DELETE` ends in `deleted` (tag `done`).
  */
 
 export const METRICS = ['turn_latency_p50', 'turn_latency_p95', 'api_errors', 'function_errors', 'call_crashes', 'call_volume'] as const;
@@ -206,11 +207,16 @@ export const alertRuleMachine = setup({
   states: {
     new: {
       on: {
+        // `ok` until the first evaluation (contract 3.1), which the durable tick starts at once, after the
+        // step that creates the rule: the answer to the create is the new rule, not its first reading.
         CREATE: {
-          target: 'deciding',
-          actions: assign(({ event }) => ({ accountId: event.account_id, rule: event.rule, createdAt: event.at, updatedAt: event.at, evalAt: event.at })),
+          target: 'created',
+          actions: assign(({ event }) => ({ accountId: event.account_id, rule: event.rule, createdAt: event.at, updatedAt: event.at, nextAt: event.at })),
         },
       },
+    },
+    created: {
+      always: [{ guard: 'enabled', target: 'waiting' }, { target: 'disabled' }],
     },
     deciding: {
       always: [{ guard: 'enabled', target: 'evaluating' }, { target: 'disabled' }],

@@ -62,8 +62,9 @@ const untilState = (id: string, state: string, what: string) =>
   }, 30_000, what);
 
 t.test('no_data without traffic', async (t) => {
-  const r = await rule({ metric: 'function_errors' });
-  t.equal(r.current_state, 'no_data', 'evaluated at creation');
+  const created = await rule({ metric: 'function_errors' });
+  t.equal(created.current_state, 'ok', 'ok until the first evaluation');
+  const r = await untilState(created.id, 'no_data', 'evaluated at once after creation');
   t.equal(r.current_value, null);
   // And it stays so across scheduled evaluations.
   const later = await eventually(async () => {

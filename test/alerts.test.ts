@@ -9,6 +9,7 @@ import { platformFor, type Platform } from './helpers/platform.js';
 import { admin } from './helpers/tenants.js';
 import { client, http } from './helpers/http.js';
 import { alertsTenant } from './helpers/webhooks.js';
+import { eventually } from './helpers/eventually.js';
 
 let p: Platform;
 t.before(async () => {
@@ -39,14 +40,18 @@ t.test('create, read, list, patch, delete', async (t) => {
   t.match(r.id, /^ar_[A-Za-z0-9]+$/);
   t.match(r, { name: 'errors', project_id: null, metric: 'function_errors', operator: '>=', threshold_value: 3, window_duration: '5m', enabled: true });
   t.ok(Date.parse(r.created_at) > 0 && Date.parse(r.updated_at) > 0, 'timestamps');
-  // Evaluated at once: an account without traffic has no data.
-  t.equal(r.current_state, 'no_data');
+  // Contract 3.1: a new rule is `ok` until its first evaluation, which follows at once.
+  t.equal(r.current_state, 'ok');
   t.equal(r.current_value, null);
-  t.ok(r.last_evaluated_at && r.since, 'evaluation recorded');
-
-  const read = await api('GET', `${BASE}/${r.id}`);
+  t.equal(r.last_evaluated_at, null);
+  t.equal(r.since, null);
+  // An account without traffic has no data.
+  const read = await eventually(async () => {
+    const x = await api('GET', `${BASE}/${r.id}`);
+    return x.body.last_evaluated_at ? x : undefined;
+  }, 10_000, 'the first evaluation');
   t.equal(read.status, 200);
-  t.same(read.body, r);
+  t.match(read.body, { ...r, current_state: 'no_data', current_value: null, last_evaluated_at: String, since: String });
 
   const patched = await api('PATCH', `${BASE}/${r.id}`, { name: 'renamed', threshold_value: 0 });
   t.equal(patched.status, 200);

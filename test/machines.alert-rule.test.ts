@@ -71,7 +71,8 @@ t.test('alert rule: every transition of the machine is taken by some path', asyn
     }
   }
   const expected = [
-    '"new"/ok -CREATE-> "evaluating"/ok',
+    '"new"/ok -CREATE-> "waiting"/ok',
+    '"waiting"/ok -done:tick-> "evaluating"/ok',
     '"evaluating"/ok -read:5-> "notifying"/alert',
     '"evaluating"/ok -read:0-> "waiting"/ok',
     '"evaluating"/ok -read:null-> "waiting"/no_data',
@@ -103,6 +104,11 @@ t.test('alert rule: the readings, the notices and the domain events of a rule th
   let c = actor.getSnapshot().context;
   t.equal(c.state, 'ok', 'ok until the first evaluation');
   t.equal(c.since, null);
+  t.equal(c.lastEvaluatedAt, null);
+  t.equal(actor.getSnapshot().value, 'waiting', 'not evaluated in the creating step');
+  t.same(actor.getSnapshot().children.tick?.getSnapshot().input, { until: 1000 }, 'the first evaluation due at once');
+  actor.send({ type: 'xstate.done.actor.tick', output: 1000 } as any);
+  t.equal(actor.getSnapshot().value, 'evaluating');
   actor.send(reading(null) as any);
   c = actor.getSnapshot().context;
   t.match(c, { state: 'no_data', since: 1000, lastEvaluatedAt: 1000, currentValue: null, nextAt: 2000 });
