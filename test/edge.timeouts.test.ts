@@ -146,6 +146,25 @@ t.test("while the edge is slow-loris'd, the socket gateway accepts and serves a 
   t.equal((await http(p.edge, 'GET', '/healthz')).status, 200, 'the edge serves once the attack stops');
 });
 
+t.test('an answer before the body has all arrived closes the connection: no second, unasked-for 408 on it', async (t) => {
+  const url = new URL(p.edge);
+  const s = net.connect(Number(url.port), url.hostname);
+  let said = '';
+  s.on('data', (d) => (said += d));
+  s.on('error', () => undefined);
+  const started = Date.now();
+  // No key (refused before the body is read), and 5 of the 100 bytes the request announces.
+  s.on('connect', () => s.write('POST /v1/agents HTTP/1.1\r\nHost: edge\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"nam'));
+  const ms = await within(new Promise<number>((resolve) => s.on('close', () => resolve(Date.now() - started))), BOUND_MS, 'the connection to close');
+  t.match(said, /^HTTP\/1\.1 401 /, 'answered 401 at once');
+  t.match(said, /\r\nconnection: close\r\n/i, 'with Connection: close');
+  t.equal(said.match(/HTTP\/1\.1 \d{3} /g)?.length, 1, `one answer only: ${JSON.stringify(said.slice(0, 400))}`);
+  t.ok(ms < 2 * HEADERS_TIMEOUT_MS, `closed after the answer (${ms} ms), not at the request deadline`);
+  // A complete request keeps its connection.
+  const kept = await http(p.edge, 'GET', '/healthz');
+  t.not(kept.headers.get('connection'), 'close');
+});
+
 t.test('a body dribbled to the socket gateway is answered 408 and its connection closed', async (t) => {
   const token = await m.accessToken();
   const url = new URL(p.socket);

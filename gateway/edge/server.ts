@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
@@ -70,6 +71,11 @@ function traceRequests(app: FastifyInstance): void {
   };
   app.addHook('onResponse', async (request, reply) => end(request, reply.statusCode));
   app.addHook('onRequestAbort', async (request) => end(request, null));
+}
+
+/** Whether a request's headers announce a body (HTTP/1.1: a non-zero `Content-Length`, or chunked). */
+function hasBody(headers: IncomingHttpHeaders): boolean {
+  return headers['transfer-encoding'] !== undefined || (headers['content-length'] !== undefined && headers['content-length'] !== '0');
 }
 
 export interface EdgeOptions {
@@ -159,6 +165,10 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
   traceRequests(app);
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    // Answered before the request's body has all arrived (a key refused in `onRequest`, a body still being
+    // dribbled): the connection closes after this answer. Node would otherwise go on waiting for the rest of the
+    // body and, at the request deadline, write a second, unasked-for 408 on the same connection.
+    if (!request.raw.complete && hasBody(request.raw.headers)) reply.header('connection', 'close');
   });
   if (opts.requestLevel === 'debug') {
     app.addHook('onResponse', async (request, reply) => {
