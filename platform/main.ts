@@ -180,22 +180,35 @@ async function main(): Promise<void> {
     draining = true;
     serving = false;
     logger.info({ signal }, 'draining');
-    await socket?.close();
-    dialing?.unsubscribe();
-    await media?.close();
-    await media?.o.recordings?.close();
-    await edge?.close();
-    await edgeThread?.drain();
-    metricsShared?.unsubscribe();
-    metricsServer?.close();
-    await bus?.stop();
-    await runtime.stop();
-    await sandbox?.close();
-    await services.blobs?.close();
-    await store.close();
-    await telemetry?.shutdown();
+    // Each step runs whatever failed before it: with NATS gone, releasing the leases fails, and the store must
+    // still be closed. Everything acknowledged is durable already (each commit is flushed before it answers).
+    let storeClosed = true;
+    const step = async (name: string, f: () => unknown) => {
+      try {
+        await f();
+      } catch (err) {
+        if (name === 'store') storeClosed = false;
+        logger.warn({ step: name, err: String(err instanceof Error ? err.message : err) }, 'a drain step failed; going on');
+      }
+    };
+    await step('socket gateway', () => socket?.close());
+    await step('outbound dialling', () => dialing?.unsubscribe());
+    await step('media gateway', () => media?.close());
+    await step('recordings', () => media?.o.recordings?.close());
+    await step('edge', () => edge?.close());
+    await step('edge thread', () => edgeThread?.drain());
+    await step('metrics', () => {
+      metricsShared?.unsubscribe();
+      metricsServer?.close();
+    });
+    await step('invalidation bus', () => bus?.stop());
+    await step('runtime', () => runtime.stop());
+    await step('sandbox', () => sandbox?.close());
+    await step('blobs', () => services.blobs?.close());
+    await step('store', () => store.close());
+    await step('telemetry', () => telemetry?.shutdown());
     logger.info('drained');
-    process.exit(0);
+    process.exit(storeClosed ? 0 : 1);
   };
   process.on('SIGTERM', () => void drain('SIGTERM'));
   process.on('SIGINT', () => void drain('SIGINT'));

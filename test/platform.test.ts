@@ -2,6 +2,7 @@ import t from 'tap';
 import { request } from 'node:http';
 import { http } from './helpers/http.js';
 import { platformFor, removeDir, startPlatform } from './helpers/platform.js';
+import { startNats } from './helpers/nats.js';
 import { admin } from './helpers/tenants.js';
 
 // This file takes 90 to 110 s on a 2-core machine (it starts and stops nine platform processes), close to the suite's 120 s per
@@ -96,6 +97,17 @@ t.test('an OPERATOR_TOKEN of any length works (operator.md sets none); a short o
     const warned = /OPERATOR_TOKEN is shorter than 16 characters/.test(p.stdout());
     t.equal(warned, token.length < 16, token.length < 16 ? 'warned about' : 'no warning');
   }
+});
+
+t.test('SIGTERM with NATS gone: every drain step still runs, the store closes, exit 0', async (t) => {
+  const nats = await startNats();
+  const worker = await startPlatform({ roles: ['worker'], env: { NATS_URL: nats.url, LOG_LEVEL: 'info' } });
+  t.teardown(() => removeDir(worker.dataDir));
+  await nats.stop();
+  await new Promise((r) => setTimeout(r, 500));
+  t.equal(await worker.stop(), 0, 'exit code 0');
+  t.match(worker.stdout(), /drained/, 'drained to the end');
+  t.notMatch(worker.stderr(), /Unhandled|unhandled/, 'no unhandled rejection');
 });
 
 t.test('bad configuration stops the start with a message', async (t) => {
