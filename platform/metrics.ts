@@ -55,37 +55,39 @@ export const socketCloses = new client.Counter({
   registers: [registry],
 });
 
-const liveActorSources: Array<() => Record<string, number>> = [];
-new client.Gauge({
-  name: 'switchboard_live_actors',
-  help: 'Live (activated) actors of this process, by kind',
-  labelNames: ['kind'] as const,
-  registers: [registry],
-  collect() {
-    this.reset();
-    for (const source of liveActorSources) for (const [kind, n] of Object.entries(source())) this.inc({ kind }, n);
-  },
-});
-/** Adds a source of live actors per kind (a worker's host). */
-export function countLiveActors(source: () => Record<string, number>): void {
-  liveActorSources.push(source);
+/** Per-kind counts a worker's host keeps, summed over every source at each scrape. */
+type KindCounts = () => Record<string, number>;
+
+/**
+ * A series by actor kind read from its sources at each scrape (`Gauge` for a level, `Counter` for a count that
+ * only grows); returns how to add a source.
+ */
+function byKind(Series: typeof client.Gauge | typeof client.Counter, name: string, help: string): (source: KindCounts) => void {
+  const sources: KindCounts[] = [];
+  new (Series as typeof client.Gauge)({
+    name,
+    help,
+    labelNames: ['kind'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const source of sources) for (const [kind, n] of Object.entries(source())) this.inc({ kind }, n);
+    },
+  });
+  return (source) => {
+    sources.push(source);
+  };
 }
 
-const expiredSources: Array<() => Record<string, number>> = [];
-new client.Counter({
-  name: 'switchboard_actor_events_expired_total',
-  help: 'Events not applied because their askers had given up (a mailbox backlog older than their deadlines), by actor kind',
-  labelNames: ['kind'] as const,
-  registers: [registry],
-  collect() {
-    this.reset();
-    for (const source of expiredSources) for (const [kind, n] of Object.entries(source())) this.inc({ kind }, n);
-  },
-});
+/** Adds a source of live actors per kind (a worker's host). */
+export const countLiveActors = byKind(client.Gauge, 'switchboard_live_actors', 'Live (activated) actors of this process, by kind');
+
 /** Adds a source of expired events per kind since start (a worker's host). */
-export function countExpiredEvents(source: () => Record<string, number>): void {
-  expiredSources.push(source);
-}
+export const countExpiredEvents = byKind(
+  client.Counter,
+  'switchboard_actor_events_expired_total',
+  'Events not applied because their askers had given up (a mailbox backlog older than their deadlines), by actor kind',
+);
 
 const connectionSources: Array<() => { sessions: number; sockets: number }> = [];
 new client.Gauge({
