@@ -1,4 +1,5 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
+import { statFields } from '../test/helpers/processes.js';
 
 /** Clock ticks per second of /proc's CPU times (`getconf CLK_TCK`; 100 on Linux unless told otherwise). */
 const CLK_TCK = Number(process.env.CLK_TCK ?? 100);
@@ -10,11 +11,9 @@ const CLK_TCK = Number(process.env.CLK_TCK ?? 100);
  */
 export function cpuSeconds(pid: number | undefined, o: { thread?: number; children?: boolean } = {}): number {
   try {
-    const stat = readFileSync(o.thread === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${o.thread}/stat`, 'utf8');
-    // The command (field 2) is in parentheses and may hold spaces: the fields after it start at state (3).
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // utime, stime, cutime and cstime are fields 14 to 17, so 11 to 14 here.
-    const ticks = Number(f[11]) + Number(f[12]) + (o.children ? Number(f[13]) + Number(f[14]) : 0);
+    const f = statFields(o.thread === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${o.thread}/stat`);
+    // utime, stime, cutime and cstime are fields 14 to 17 (field n at index n - 3).
+    const ticks = Number(f[14 - 3]) + Number(f[15 - 3]) + (o.children ? Number(f[16 - 3]) + Number(f[17 - 3]) : 0);
     return ticks / CLK_TCK;
   } catch {
     return Number.NaN;
