@@ -80,7 +80,7 @@ async function inprocWorker(
   t: Test,
   nats: NatsServer,
   id: string,
-  opts: { prefix: string; ttl: number; fences: FenceLog },
+  opts: { prefix: string; ttl: number; fences: FenceLog; log?: (msg: string, extra?: object) => void },
 ): Promise<InprocWorker> {
   const nc = await connect({ servers: nats.url, name: id });
   const placement = createNatsPlacement({
@@ -89,6 +89,7 @@ async function inprocWorker(
     shardCount: SHARDS,
     leaseTtlMs: opts.ttl,
     bucketPrefix: opts.prefix,
+    log: opts.log,
   });
   const w: InprocWorker = { id, placement, nc, acquired: [], releasing: [], lost: [] };
   t.teardown(async () => {
@@ -380,6 +381,27 @@ t.test('nats placement', { skip: natsAvailable() ? false : 'nats-server is not i
     await c.exited;
     t.equal(c.child.exitCode, 0, 'C stops gracefully');
     await until('A and B take C’s shards again', balanced([a, b].map(inprocOwns)));
+  });
+
+  t.test('with the broker gone, a worker writes one line per cause naming its shards, not one per shard', async (t) => {
+    // A broker of its own, so that stopping it leaves the other tests theirs.
+    const gone = await startNats();
+    t.teardown(() => gone.stop());
+    const lines: { msg: string; extra: { shard?: number; shards?: number[]; count?: number } }[] = [];
+    const opts = { prefix: 'gone', ttl: 1000, fences: new FenceLog(), log: (msg: string, extra?: object) => lines.push({ msg, extra: extra ?? {} }) };
+    const a = await inprocWorker(t, gone, 'A', opts);
+    t.equal(a.placement.owned().length, SHARDS, 'a lone worker owns every shard');
+
+    await gone.stop();
+    await until('A gives up every lease', () => a.lost.length === SHARDS);
+    await sleep(200);
+    const shardsOf = (msg: string) =>
+      lines.filter((l) => l.msg === msg).flatMap((l) => (l.extra.shards ?? (l.extra.shard === undefined ? [] : [l.extra.shard])));
+    const lost = lines.filter((l) => l.msg === 'placement: lease lost');
+    t.same(shardsOf('placement: lease lost').sort((x, y) => x - y), expected('A', ['A']), 'every lost shard is named once');
+    t.ok(lost.length < SHARDS / 8, `the ${SHARDS} losses take ${lost.length} line(s)`);
+    t.ok(lost.every((l) => l.extra.shards === undefined || l.extra.count === l.extra.shards.length), 'each line counts its shards');
+    t.ok(lines.length < 16, `${lines.length} lines in all: ${[...new Set(lines.map((l) => l.msg))].join('; ')}`);
   });
 
   t.test('every worker of a deployment must use one TTL', async (t) => {

@@ -4,6 +4,7 @@ import { Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { bucketNames, liveKeys, openLeaseBuckets, purgeKey, readWorkers, type LeaseBuckets } from './nats-buckets.js';
 import { DEFAULT_SHARDS, ownerOf, shardOf } from './shard.js';
+import { shardLog, type PlacementLog } from './shard-log.js';
 import type { Placement, PlacementEvents, WorkerDirectory, WorkerInfo } from './types.js';
 import { defaultWorkerId } from './worker-id.js';
 
@@ -20,8 +21,11 @@ export interface NatsPlacementOptions {
   bucketPrefix?: string;
   /** The actor kinds this worker hosts, published with its heartbeat (the admin API lists them). */
   kinds?: string[];
-  /** Receives diagnostics (failed renewals, lost leases); silent by default. */
-  log?: (msg: string, extra?: object) => void;
+  /**
+   * Receives diagnostics (failed renewals, lost leases); silent by default. Those about shards come one line
+   * per message and cause, with the shards it concerns (`shard`, or `shards` and `count`).
+   */
+  log?: PlacementLog;
 }
 
 /**
@@ -71,6 +75,7 @@ export function createNatsPlacement(options: NatsPlacementOptions): Placement {
   const ttl = options.leaseTtlMs ?? 3000;
   const prefix = options.bucketPrefix ?? 'sb';
   const log = options.log ?? (() => {});
+  const logShard = shardLog(log);
   const interval = Math.max(1, Math.floor(ttl / 3));
   const startedAt = new Date().toISOString();
 
@@ -92,11 +97,11 @@ export function createNatsPlacement(options: NatsPlacementOptions): Placement {
   function lose(shard: number, lease: Lease, why: string, err?: unknown): void {
     if (leases.get(shard) !== lease) return;
     leases.delete(shard);
-    log('placement: lease lost', { workerId, shard, why, error: err === undefined ? undefined : String(err) });
+    logShard('placement: lease lost', shard, { workerId, why, error: err === undefined ? undefined : String(err) });
     try {
       events!.lost(shard);
     } catch (thrown) {
-      log('placement: lost handler threw', { workerId, shard, error: String(thrown) });
+      logShard('placement: lost handler threw', shard, { workerId, error: String(thrown) });
     }
   }
 
@@ -112,7 +117,7 @@ export function createNatsPlacement(options: NatsPlacementOptions): Placement {
       // disconnection) may be passing; the lease is given up once it must have expired anyway.
       if (wrongRevision(err)) lose(shard, lease, 'taken or expired', err);
       else if (performance.now() - lease.renewedAt >= ttl) lose(shard, lease, 'not renewed within the TTL', err);
-      else log('placement: renewal failed, retrying', { workerId, shard, error: String(err) });
+      else logShard('placement: renewal failed, retrying', shard, { workerId, error: String(err) });
     }
   }
 
@@ -123,7 +128,7 @@ export function createNatsPlacement(options: NatsPlacementOptions): Placement {
       revision = await buckets!.shards.create(shardKey(shard), workerId);
     } catch (err) {
       // Another worker's lease still lives: it releases the shard or its lease expires.
-      if (!wrongRevision(err)) log('placement: acquisition failed', { workerId, shard, error: String(err) });
+      if (!wrongRevision(err)) logShard('placement: acquisition failed', shard, { workerId, error: String(err) });
       return;
     }
     const lease: Lease = { revision, renewedAt: sentAt, state: 'held', acquired: Promise.resolve() };
@@ -132,7 +137,7 @@ export function createNatsPlacement(options: NatsPlacementOptions): Placement {
       try {
         await events!.acquired(shard, revision);
       } catch (err) {
-        log('placement: acquired handler failed', { workerId, shard, error: String(err) });
+        logShard('placement: acquired handler failed', shard, { workerId, error: String(err) });
       }
     })();
   }
@@ -145,7 +150,7 @@ export function createNatsPlacement(options: NatsPlacementOptions): Placement {
       try {
         await events!.releasing(shard);
       } catch (err) {
-        log('placement: releasing handler failed', { workerId, shard, error: String(err) });
+        logShard('placement: releasing handler failed', shard, { workerId, error: String(err) });
       }
       if (leases.get(shard) !== lease) return;
       lease.state = 'deleting';
@@ -155,7 +160,7 @@ export function createNatsPlacement(options: NatsPlacementOptions): Placement {
         await buckets!.shards.delete(shardKey(shard), { previousSeq: lease.revision });
       } catch (err) {
         // Taken or expired meanwhile, or unreachable: then the key expires after the TTL.
-        log('placement: lease delete failed', { workerId, shard, error: String(err) });
+        logShard('placement: lease delete failed', shard, { workerId, error: String(err) });
       }
       if (leases.get(shard) === lease) leases.delete(shard);
     })();
@@ -250,6 +255,7 @@ export function createNatsPlacement(options: NatsPlacementOptions): Placement {
     stopped = true;
     clearTimeout(timer);
     await inflight;
+    logShard.flush();
   }
 
   return {
@@ -271,6 +277,7 @@ export function createNatsPlacement(options: NatsPlacementOptions): Placement {
         stopped = true;
         clearTimeout(timer);
         for (const [shard, lease] of [...leases]) lose(shard, lease, 'connection closed');
+        logShard.flush();
       });
       await runRound();
       schedule(interval);
