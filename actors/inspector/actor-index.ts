@@ -1,4 +1,5 @@
 import type { Collection, Doc, Filter, JournalEntry, Store } from '../../store/mod.js';
+import { LiveCache } from '../projection/live-cache.js';
 import type { Projector } from '../projection/mod.js';
 import { decode } from '../protocol.js';
 
@@ -101,11 +102,30 @@ async function tenantFromSnapshot(store: Store, key: string): Promise<{ account_
   return tenantInContext(persisted.s?.context);
 }
 
+/** What the index holds of an actor that its next step needs: the `before` of `actorIndexProjector`. */
+type Indexed = Pick<ActorIndexRecord, 'version' | 'account_id' | 'project_id' | 'tenant_looked_up'>;
+
+/**
+ * Live actors whose index record the projector keeps in memory, per store (several platforms may share a
+ * process), and how long an entry must have been idle before a new one may take its place (`LiveCache`).
+ * Beyond it an actor's record is read back at its next step.
+ */
+const indexed = (r: Indexed): Indexed => ({ version: r.version, account_id: r.account_id, project_id: r.project_id, tenant_looked_up: r.tenant_looked_up });
+const LIVE_ACTORS = 16_384;
+const LIVE_IDLE_MS = 60_000;
+const live = new WeakMap<Store, LiveCache<Indexed>>();
+const liveOf = (store: Store) => {
+  let cache = live.get(store);
+  if (!cache) live.set(store, (cache = new LiveCache<Indexed>(LIVE_ACTORS, LIVE_IDLE_MS)));
+  return cache;
+};
+
 /** The projector that keeps the actor index (idempotent: an entry seen again writes nothing newer). */
 export const actorIndexProjector: Projector = {
   name: 'actor-index',
   async apply(entries, store) {
     const index = actorIndex(store);
+    const cache = liveOf(store);
     // Only each actor's newest step of the batch matters (plus the tenant any of its steps names); the
     // actors' reads and writes are issued together, so a batch costs one group commit, not one per entry.
     const byActor = new Map<string, JournalEntry[]>();
@@ -118,8 +138,16 @@ export const actorIndexProjector: Projector = {
     await Promise.all(
       [...byActor.values()].map(async (list) => {
         const entry = list.reduce((a, b) => (b.version > a.version ? b : a));
-        const before = await index.get(entry.key);
-        if (before && before.version >= entry.version) return;
+        // What this projector last wrote of the actor stands for the stored record only for the step that
+        // directly follows it (version + 1); anything else (a replay, a rebuild, another runner's write)
+        // reads the store, as `putNewer` does anyway.
+        const cached = cache.take(entry.key);
+        const before: Indexed | null =
+          cached && cached.version === list[0].version - 1 ? cached : await index.get(entry.key);
+        if (before && before.version >= entry.version) {
+          cache.set(entry.key, indexed(before));
+          return;
+        }
         const { all, leaves } = statePaths(entry.value);
         let tenant: { account_id?: string; project_id?: string } = {};
         for (const e of list) if (e.version > (before?.version ?? 0)) tenant = { ...tenant, ...tenantOf(e) };
@@ -139,11 +167,15 @@ export const actorIndexProjector: Projector = {
           updated_at: new Date(entry.at).toISOString(),
           ...(lookUp || before?.tenant_looked_up ? { tenant_looked_up: true } : {}),
         };
-        await index.putNewer(doc, 'version');
+        // Refused: a newer record is stored (another runner got further); it is not remembered then.
+        if (await index.putNewer(doc, 'version')) {
+          cache.set(entry.key, indexed(doc));
+        }
       }),
     );
   },
   async reset(store) {
+    liveOf(store).clear();
     await actorIndex(store).delete({});
   },
 };
