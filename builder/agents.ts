@@ -22,6 +22,7 @@ export class Agents {
 
   /** Creates an agent with its `main` branch; `agentId` picks the id (409 when taken), else one is made. */
   async create(caller: Caller, input: { name: string; description: string; agentId?: string }): Promise<{ agent: AgentRecord; main: BranchRecord }> {
+    if (caller.projectId) throw AGENTS.AGENT_CREATE_BOUND();
     const id = input.agentId ?? newId('agent').replace('_', '-');
     if (input.agentId && (await this.r.agents.get(id))) {
       throw AGENTS.AGENT_EXISTS();
@@ -82,13 +83,17 @@ export class Agents {
   }
 
   /**
-   * The agent the caller addresses, by id (or by slug within the caller's account). Another account's agent
-   * is 403, as is another agent than the one a project-bound key names; an unknown one is 404.
+   * The agent the caller addresses, by id or by slug within the caller's account: its own agents first, so
+   * that another account's agent created with a chosen `agentId` equal to one of its slugs cannot take that
+   * slug over. Another account's agent is 403, as is another agent than the one a project-bound key names;
+   * an unknown one is 404.
    */
   async access(caller: Caller, agentId: string): Promise<AgentRecord> {
+    const byId = await this.r.agents.get(agentId);
     const agent =
-      (await this.r.agents.get(agentId)) ??
-      (await this.r.agents.findOne({ account_id: caller.accountId, slug: agentId }));
+      byId?.account_id === caller.accountId
+        ? byId
+        : ((await this.r.agents.findOne({ account_id: caller.accountId, slug: agentId })) ?? byId);
     if (!agent) throw AGENTS.AGENT_NOT_FOUND();
     if (agent.account_id !== caller.accountId) throw AGENTS.AGENT_OTHER_ACCOUNT();
     if (caller.projectId && caller.projectId !== agent.id) throw AGENTS.AGENT_OTHER_PROJECT();

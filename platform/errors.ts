@@ -103,6 +103,7 @@ export const AGENTS = catalog('AGENTS', {
   AGENT_NOT_FOUND: [404, 'agent not found', 'agentId'],
   AGENT_OTHER_ACCOUNT: [403, 'this key has no access to that agent'],
   AGENT_OTHER_PROJECT: [403, 'this key is bound to another agent'],
+  AGENT_CREATE_BOUND: [403, 'a key bound to one agent cannot create agents'],
   BRANCH_EXISTS: [409, 'a branch with that name exists', 'name'],
   BRANCH_NOT_FOUND: [404, 'branch not found', 'branch'],
   BRANCH_READ_ONLY: [409, 'the branch is merged and read-only', 'branch', 'branch already merged'],

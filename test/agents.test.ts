@@ -106,6 +106,29 @@ t.test('auth: 401 without or with a bad key, 403 for another account or scope, i
   t.equal((await boundApi('GET', `/v1/agents/${agentId}`)).status, 200, 'a project-bound key reaches its agent');
   t.equal((await boundApi('GET', `/v1/agents/${otherAgent}`)).status, 403, 'and no other');
   t.same((await boundApi('GET', '/v1/agents')).body.agents.map((a: any) => a.agentId), [agentId]);
+  const made = await boundApi('POST', '/v1/agents', { name: 'From a bound key' });
+  t.equal(made.status, 403, 'a bound key creates no agent (it could not reach it)');
+  t.equal(made.body.message, 'a key bound to one agent cannot create agents');
+  t.same((await api('GET', '/v1/agents')).body.agents.filter((a: any) => a.name === 'From a bound key'), []);
+});
+
+t.test("another account's agent created with an agentId equal to a slug of ours does not take that slug over", async (t) => {
+  const name = `Squat target ${Date.now()}`;
+  const ours = await api('POST', '/v1/agents', { name });
+  const slug = ours.body.slug;
+  t.type(slug, 'string', 'the agent has a slug');
+  const squat = await other('POST', '/v1/agents', { name: 'squat', agentId: slug });
+  t.equal(squat.status, 201, 'ids are chosen freely; a slug of another account is not an id');
+  const bySlug = await api('GET', `/v1/agents/${slug}`);
+  t.equal(bySlug.status, 200, 'our slug still names our agent');
+  t.equal(bySlug.body.agentId, ours.body.agentId);
+  t.equal((await api('PATCH', `/v1/agents/${slug}/branches/main/behavior`, { behavior: 'ours' })).status, 200);
+  t.equal((await other('GET', `/v1/agents/${slug}`)).body.agentId, slug, 'and their id still names theirs');
+  const key = await admin(p)('POST', '/keys', { account_id: accountId, scope: 'conversations', project_id: slug, permissions: ['conversations_data'] });
+  t.equal(key.status, 201, 'the admin API resolves the slug within the account');
+  t.equal(key.body.project_id, ours.body.agentId);
+  const conversations = await http(p.edge, 'GET', `/v3/${accountId}/${slug}/conversations`, { headers: { 'x-api-key': key.body.key } });
+  t.equal(conversations.status, 200, 'so do the path-addressed families');
 });
 
 t.test('ids: 422 malformed, 404 unknown', async (t) => {
