@@ -87,6 +87,8 @@ export const EDGE = catalog('EDGE', {
   VALIDATION: [400, 'validation error'],
   CONTENT_TYPE_UNSUPPORTED: [400, 'Content-Type must be application/json, not %s', 'body'],
   MALFORMED_PARAMS: [422, 'malformed %s'],
+  URL_MALFORMED: [400, 'the URL is malformed: a path segment is not valid percent-encoding', 'path'],
+  PATH_SEGMENT_TOO_LONG: [400, 'a path segment is longer than %s characters', 'path'],
   ROUTE_NOT_FOUND: [404, 'route %s %s not found'],
   INTERNAL: [500, 'internal server error'],
   API_KEY_MISSING: [401, 'missing x-api-key header'],

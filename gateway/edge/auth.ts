@@ -13,6 +13,27 @@ declare module 'fastify' {
   }
 }
 
+/**
+ * Credentials checked in `onRequest`, before the body is read and validated: a request with bad credentials
+ * is 401 whatever its body (a malformed body of a caller without a valid key says nothing about the body).
+ * `hook` goes in the routes' `onRequest`; the handler takes what `check` found with `of(request)`.
+ */
+export function credentialsFirst<T>(check: (request: FastifyRequest) => Promise<T>): {
+  hook: (request: FastifyRequest) => Promise<void>;
+  of: (request: FastifyRequest) => T;
+} {
+  const found = new WeakMap<FastifyRequest, T>();
+  return {
+    hook: async (request) => {
+      found.set(request, await check(request));
+    },
+    of: (request) => {
+      if (!found.has(request)) throw new Error('credentialsFirst: the route lacks its onRequest hook');
+      return found.get(request)!;
+    },
+  };
+}
+
 /** One request header's value (the first, when repeated). */
 export function header(request: FastifyRequest, name: string): string | undefined {
   const v = request.headers[name];

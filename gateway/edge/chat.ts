@@ -10,7 +10,7 @@ import { uuidv7 } from '../../platform/ids.js';
 import { RateLimiter } from '../../platform/rate-limit.js';
 import type { Services } from '../../platform/services.js';
 import { timings } from '../../platform/timings.js';
-import { header, resolvePathProject } from './auth.js';
+import { credentialsFirst, header, resolvePathProject } from './auth.js';
 import { useErrorShape } from './errors.js';
 import { JsonObject, PathId } from './schemas.js';
 
@@ -87,6 +87,9 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
     return { account, project, connector, key };
   };
 
+  const credentials = credentialsFirst((req) => authorize(req, req.params as z.infer<typeof Params>));
+  app.addHook('onRequest', credentials.hook);
+
   /** The request's later log lines (its completion line included) name the conversation. */
   const aboutConversation = (req: FastifyRequest, reply: FastifyReply, id: string) => {
     req.log = req.log.child({ conversation_id: id });
@@ -149,7 +152,7 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
       response: { 200: z.object({ conversation_id: z.string(), response: z.string() }), ...errors },
     },
   }, async (req, res) => {
-    const { account, project, connector } = await authorize(req, req.params);
+    const { account, project, connector } = credentials.of(req);
     const variantId = req.body.variant_id ?? connector.variant_id;
     if (req.body.variant_id) {
       const running = await runningContent(services.builder, project.id, connector.environment);
@@ -207,7 +210,7 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
     },
   }, async (req, res) => {
     const t0 = timings ? performance.now() : 0;
-    const { project } = await authorize(req, req.params);
+    const { project } = credentials.of(req);
     if (timings) timings.since('edge.authorize', t0);
     const t1 = timings ? performance.now() : 0;
     aboutConversation(req, res, req.body.conversation_id);
@@ -242,7 +245,7 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
       response: { 200: z.object({ success: z.boolean() }), ...errors },
     },
   }, async (req, res) => {
-    const { project } = await authorize(req, req.params);
+    const { project } = credentials.of(req);
     aboutConversation(req, res, req.body.conversation_id);
     await existing(project.id, req.body.conversation_id);
     const reply = await ask(req.body.conversation_id, { type: 'CLOSE', at: Date.now() });

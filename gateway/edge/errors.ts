@@ -58,13 +58,52 @@ function fieldName(context: string, instancePath: string | undefined): string {
   return context === 'querystring' ? 'query' : context;
 }
 
+/**
+ * The answer to a URL the router refuses before any route sees it (Fastify's `frameworkErrors`): a path
+ * segment that is not valid percent-encoding, or one longer than the router takes. Both are 400 in the shape
+ * of the family the path belongs to, not Fastify's own body.
+ */
+export function frameworkProblem(err: FastifyError): Problem {
+  if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') return problemOf(EDGE.PATH_SEGMENT_TOO_LONG(MAX_PARAM_LENGTH));
+  return problemOf(EDGE.URL_MALFORMED());
+}
+
+/** The router's longest path segment (Fastify's default); agent, conversation and call ids are far shorter. */
+export const MAX_PARAM_LENGTH = 100;
+
+/**
+ * What the edge answers a connection whose request Node's parser refused before any route (headers larger
+ * than Node takes: 431; a malformed request line: 400; a request not complete by the request deadline: 408).
+ * No path is known then, so the body carries both error shapes: `message` and `errors` as the Agents, Alerts
+ * and admin families write them, and `error_message` as the others do.
+ */
+export function clientErrorResponse(err: NodeJS.ErrnoException): string {
+  const [status, reason, message] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'Request Header Fields Too Large', 'the request headers are larger than the edge takes']
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'Request Timeout', 'the request did not arrive in time']
+        : [400, 'Bad Request', 'the request is not valid HTTP'];
+  const body = JSON.stringify({ message, errors: [{ field: 'request', message }], error_message: message });
+  return `HTTP/1.1 ${status} ${reason}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n${body}`;
+}
+
 /** The answer to a request no route matches. */
 export const routeNotFound = (request: FastifyRequest): Problem =>
   problemOf(EDGE.ROUTE_NOT_FOUND(request.method, request.url.split('?')[0]));
 
+/**
+ * The one-line message of the `{error_message}` shape, which has no field list: a validation error names its
+ * fields in it (`validation error: conversation_id is required; channel must be ...`).
+ */
+function errorMessage(p: Problem): string {
+  if (p.message !== EDGE.VALIDATION.message || p.errors.length === 0) return p.message;
+  return `${p.message}: ${p.errors.map((e) => (e.message.startsWith(e.field) ? e.message : `${e.field} ${e.message}`)).join('; ')}`;
+}
+
 /** Renders a problem in the given shape. */
 export function sendProblem(reply: FastifyReply, shape: ErrorShape, p: Problem): FastifyReply {
-  const body = shape === 'fields' ? { message: p.message, errors: p.errors } : { error_message: p.message };
+  const body = shape === 'fields' ? { message: p.message, errors: p.errors } : { error_message: errorMessage(p) };
   if (p.headers) reply.headers(p.headers);
   return reply.code(p.status).type('application/json').send(JSON.stringify(body));
 }

@@ -20,7 +20,7 @@ import { EXTERNAL_EVENTS, PlatformError } from '../../platform/errors.js';
 import { jsonTooDeep } from '../../platform/json-depth.js';
 import type { Services } from '../../platform/services.js';
 import type { ApiKey } from '../../tenancy/keys.js';
-import { header, resolvePathProject } from './auth.js';
+import { credentialsFirst, header, resolvePathProject } from './auth.js';
 import { sendProblem, toProblem } from './errors.js';
 
 /**
@@ -203,6 +203,8 @@ async function transient<T>(work: () => Promise<T>, log: FastifyRequest['log']):
 /** `POST /v1/external-events/webhook` (contract 4.8). */
 export const externalEventsPlugin: FastifyPluginAsync<ExternalEventsOptions> = async (app, { services, runtime, maxBytes }) => {
   errorShape(app, maxBytes);
+  const credentials = credentialsFirst((req) => verifyKey(services, req));
+  app.addHook('onRequest', credentials.hook);
   // Every body as a string (the root takes JSON only); the route decides what it accepts.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'string', bodyLimit: maxBytes }, (_req, body, done) => done(null, body));
@@ -241,7 +243,7 @@ export const externalEventsPlugin: FastifyPluginAsync<ExternalEventsOptions> = a
       },
     },
   }, async (req, reply) => {
-    const key = await verifyKey(services, req);
+    const key = credentials.of(req);
     const q = queryOf(req.url);
     const [location, path, accountParam, projectParam] = OWN_PARAMS.map((n) => ownParam(q, n));
     if (!(LOCATIONS as readonly string[]).includes(location)) throw EXTERNAL_EVENTS.LOCATION_INVALID();
@@ -344,6 +346,8 @@ const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typ
 /** `POST /internal/v1/agentic-dial/bridge-ended` (contract 4.9): 200 `{success: true, conversation_id, bridge_ended}`. */
 export const bridgeEndedPlugin: FastifyPluginAsync<BridgeOptions> = async (app, { services, runtime }) => {
   app.setErrorHandler((err, request, reply) => sendProblem(reply, 'error_message', toProblem(err, request)));
+  const credentials = credentialsFirst((req) => verifyKey(services, req));
+  app.addHook('onRequest', credentials.hook);
 
   app.post('/internal/v1/agentic-dial/bridge-ended', {
     config: {
@@ -365,7 +369,7 @@ export const bridgeEndedPlugin: FastifyPluginAsync<BridgeOptions> = async (app, 
       },
     },
   }, async (req) => {
-    const key = await verifyKey(services, req);
+    const key = credentials.of(req);
     const body = req.body;
     if (!isObject(body)) throw EXTERNAL_EVENTS.BRIDGE_BODY_INVALID();
     const cid = body.conversation_id;

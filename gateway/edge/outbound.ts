@@ -8,7 +8,7 @@ import { isSupportedCountry, toE164 } from '../../platform/phone-numbers.js';
 import { randomBase62 } from '../../platform/secrets.js';
 import type { Services } from '../../platform/services.js';
 import type { Connector } from '../../tenancy/connectors.js';
-import { header } from './auth.js';
+import { credentialsFirst, header } from './auth.js';
 import { useErrorShape } from './errors.js';
 
 /** Contract 8: the metadata's base64 form must be under 26 KB. */
@@ -103,6 +103,8 @@ export const outboundPlugin: FastifyPluginAsync<OutboundOptions> = async (root, 
     if (connector.kind !== 'outbound') throw OUTBOUND.NOT_OUTBOUND();
     return connector;
   };
+  const credentials = credentialsFirst(authorize);
+  app.addHook('onRequest', credentials.hook);
 
   app.post('/v1/outbound-calling', {
     schema: {
@@ -113,7 +115,7 @@ export const outboundPlugin: FastifyPluginAsync<OutboundOptions> = async (root, 
     },
     config: { openapiBody: TriggerBody },
   }, async (req) => {
-    const connector = await authorize(req);
+    const connector = credentials.of(req);
     if (!connector.telephony_connector_id || !connector.from_number) throw OUTBOUND.NOT_OUTBOUND();
     const body = parseOutboundBody(req.body);
     const trunk = await services.builder.telephony.connectorById(connector.telephony_connector_id);
@@ -149,7 +151,7 @@ export const outboundPlugin: FastifyPluginAsync<OutboundOptions> = async (root, 
       response: { 200: StatusBody, 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 500: ErrorBody },
     },
   }, async (req) => {
-    const connector = await authorize(req);
+    const connector = credentials.of(req);
     if (!CALL_SID.test(req.params.call_sid)) throw OUTBOUND.CALL_SID_INVALID();
     const record = await records.get(req.params.call_sid).catch((err: unknown) => {
       if (err instanceof PlatformError) throw err;

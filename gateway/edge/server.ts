@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
+import type { Duplex } from 'node:stream';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
@@ -15,7 +16,7 @@ import { agentsPlugin } from './agents/plugin.js';
 import { chatPlugin } from './chat.js';
 import { outboundPlugin } from './outbound.js';
 import { conversationsPlugin } from './conversations/plugin.js';
-import { routeNotFound, sendProblem, shapeForPath, toProblem } from './errors.js';
+import { clientErrorResponse, frameworkProblem, MAX_PARAM_LENGTH, routeNotFound, sendProblem, shapeForPath, toProblem } from './errors.js';
 import { healthPlugin } from './health.js';
 import { bridgeEndedPlugin, externalEventsPlugin } from './external-events.js';
 import { jsonBodyParser } from './json-body.js';
@@ -136,6 +137,14 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     bodyLimit: 1024 * 1024,
+    maxParamLength: MAX_PARAM_LENGTH,
+    frameworkErrors: (err, request, reply) => sendProblem(reply, shapeForPath(request.url), frameworkProblem(err)),
+    clientErrorHandler: (err: NodeJS.ErrnoException, socket: Duplex) => {
+      // A reset connection has nobody to answer.
+      if (err.code === 'ECONNRESET' || socket.destroyed) return;
+      if (socket.writable) socket.write(clientErrorResponse(err));
+      socket.destroy(err);
+    },
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     // Slow clients (slow-loris: headers or bodies dribbled a byte at a time) must not hold connections, and

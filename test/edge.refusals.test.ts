@@ -1,0 +1,98 @@
+/**
+ * What the edge answers before a route's own checks: URLs the router refuses and requests Node's parser
+ * refuses, in the family's error shape (never Fastify's own body); credentials checked before the body, so
+ * that a caller without valid credentials learns nothing about its body; and validation errors of the
+ * `{error_message}` families naming their fields.
+ */
+import { connect } from 'node:net';
+import t, { type Test } from 'tap';
+import { chatProject, type ChatProject } from './helpers/chat.js';
+import { http } from './helpers/http.js';
+import { platformFor, type Platform } from './helpers/platform.js';
+
+let p: Platform;
+let c: ChatProject;
+t.before(async () => {
+  p = await platformFor(t);
+  c = await chatProject(p);
+});
+
+const fieldsShape = (t: Test, body: any) => {
+  t.type(body.message, 'string');
+  t.ok(Array.isArray(body.errors) && body.errors.every((e: any) => typeof e.field === 'string' && typeof e.message === 'string'), '{message, errors: [{field, message}]}');
+  t.notOk('code' in body || 'statusCode' in body, "not Fastify's own body");
+};
+const errorMessageShape = (t: Test, body: any) => {
+  t.type(body.error_message, 'string', '{error_message}');
+  t.notOk('code' in body || 'statusCode' in body, "not Fastify's own body");
+};
+
+t.test('a path segment that is not valid percent-encoding: 400 in the family shape', async (t) => {
+  const agents = await http(p.edge, 'GET', '/v1/agents/%zz', { headers: { 'x-api-key': 'any' } });
+  t.equal(agents.status, 400);
+  fieldsShape(t, agents.body);
+  t.equal(agents.body.message, 'the URL is malformed: a path segment is not valid percent-encoding');
+  const concurrency = await http(p.edge, 'GET', `/v1/${c.accountId}/%FF/conversations/concurrency?start_time=2026-12-01T00:00:00Z&end_time=2026-12-02T00:00:00Z`);
+  t.equal(concurrency.status, 400);
+  errorMessageShape(t, concurrency.body);
+});
+
+t.test('a path segment longer than the router takes: 400 in the family shape, not 414', async (t) => {
+  const status = await http(p.edge, 'GET', `/v1/outbound-calling/OUT-${'a'.repeat(200)}/status`, { headers: { 'x-service-auth-token': 'x' } });
+  t.equal(status.status, 400);
+  errorMessageShape(t, status.body);
+  t.equal(status.body.error_message, 'a path segment is longer than 100 characters');
+  const agents = await http(p.edge, 'PATCH', `/v1/agents/${'c'.repeat(3000)}/real-time-configs/x/variables`, { body: {}, headers: { 'x-api-key': 'any' } });
+  t.equal(agents.status, 400);
+  fieldsShape(t, agents.body);
+});
+
+/** One raw request over a socket; the whole answer as text. */
+function raw(request: string): Promise<string> {
+  const url = new URL(p.edge);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(url.port), url.hostname, () => socket.end(request));
+    let text = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (d) => (text += d));
+    socket.on('close', () => resolve(text));
+    socket.on('error', (err) => (text ? resolve(text) : reject(err)));
+  });
+}
+
+t.test("headers larger than Node takes, or a request that is not HTTP: a body in both shapes, the connection closed", async (t) => {
+  const big = await raw(`GET /v1/agents HTTP/1.1\r\nHost: x\r\nx-api-key: ${'k'.repeat(20_000)}\r\n\r\n`);
+  t.match(big, /^HTTP\/1\.1 431 /);
+  const body = JSON.parse(big.slice(big.indexOf('\r\n\r\n') + 4));
+  fieldsShape(t, body);
+  errorMessageShape(t, body);
+  const garbage = await raw('NOT HTTP AT ALL\r\n\r\n');
+  t.match(garbage, /^HTTP\/1\.1 400 /);
+  errorMessageShape(t, JSON.parse(garbage.slice(garbage.indexOf('\r\n\r\n') + 4)));
+});
+
+t.test('credentials are checked before the body: 401 for a malformed body without valid credentials', async (t) => {
+  const malformed = { raw: '{bad', headers: { 'content-type': 'application/json' } };
+  const outbound = await http(p.edge, 'POST', '/v1/outbound-calling', { ...malformed, headers: { ...malformed.headers, 'x-service-auth-token': 'nope' } });
+  t.equal(outbound.status, 401, 'outbound trigger');
+  errorMessageShape(t, outbound.body);
+  const bridge = await http(p.edge, 'POST', '/internal/v1/agentic-dial/bridge-ended', { ...malformed, headers: { ...malformed.headers, 'x-api-key': 'x' } });
+  t.equal(bridge.status, 401, 'bridge-ended');
+  const chat = await http(p.edge, 'POST', `/v1/${c.accountId}/${c.agentId}/chat/create`, { ...malformed, headers: { ...malformed.headers, 'x-api-key': 'x', 'x-token': 'y' } });
+  t.equal(chat.status, 401, 'chat create');
+  const events = await http(p.edge, 'POST', `/v1/external-events/webhook?event_id_location=payload&event_id_path=id&account_id=${c.accountId}&project_id=${c.agentId}`, {
+    raw: 'x'.repeat(300_000),
+    headers: { 'content-type': 'text/plain', 'x-api-key': 'x' },
+  });
+  t.equal(events.status, 401, 'external events: the key before the body size');
+  const valid = await c.chat('create', '{bad' as unknown);
+  t.not(valid.status, 401, 'with valid credentials the body is judged');
+});
+
+t.test('a Chat API validation error names its fields in error_message', async (t) => {
+  const r = await c.chat('respond', { conversation_id: 7, channel: 'pigeon' });
+  t.equal(r.status, 400);
+  t.match(r.body.error_message, /^validation error: /);
+  t.match(r.body.error_message, /conversation_id/);
+  t.comment(r.body.error_message);
+});
