@@ -223,6 +223,7 @@ export const EXTERNAL_EVENTS = catalog('EXTERNAL_EVENTS', {
   CONTENT_TYPE_UNSUPPORTED: [400, 'Content-Type must be application/json, application/x-www-form-urlencoded, application/xml or text/plain'],
   BODY_TOO_LARGE: [413, 'body is larger than %s bytes'],
   BODY_MALFORMED: [400, 'body is not valid %s'],
+  QUERY_MALFORMED: [400, 'the query string is not valid percent-encoded UTF-8'],
   BODY_TOO_DEEP: [400, 'body nests deeper than %s levels'],
   XML_DOCTYPE_REFUSED: [400, 'XML with a DOCTYPE or entity declarations is refused'],
   EVENT_ID_NOT_FOUND: [400, 'event id not found in %s at %s'],

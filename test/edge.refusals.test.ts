@@ -89,6 +89,17 @@ t.test('credentials are checked before the body: 401 for a malformed body withou
   t.not(valid.status, 401, 'with valid credentials the body is judged');
 });
 
+t.test('a JSON body that is not UTF-8 is refused, in the family shape', async (t) => {
+  const bytes = Buffer.concat([Buffer.from('{"initial_message":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]);
+  const r = await fetch(new URL(`/v1/${c.accountId}/${c.agentId}/chat/create`, p.edge), {
+    method: 'POST',
+    headers: { 'x-api-key': c.chatKey, 'x-token': c.token, 'content-type': 'application/json' },
+    body: bytes,
+  });
+  t.equal(r.status, 400);
+  t.same(await r.json(), { error_message: 'body is not valid UTF-8' });
+});
+
 t.test('a Chat API validation error names its fields in error_message', async (t) => {
   const r = await c.chat('respond', { conversation_id: 7, channel: 'pigeon' });
   t.equal(r.status, 400);

@@ -236,6 +236,23 @@ t.test('every error row answers {error_message}', async (t) => {
   }
 });
 
+t.test('bytes that are not UTF-8, in the body or the query, are refused, not stored replaced', async (t) => {
+  const base = `/v1/external-events/webhook?account_id=${c.accountId}&project_id=${c.agentId}`;
+  const send = (query: string, body: Buffer | string, type: string) =>
+    fetch(new URL(`${base}&${query}`, p.edge), { method: 'POST', headers: { 'x-api-key': key, 'content-type': type }, body: typeof body === 'string' ? body : new Blob([new Uint8Array(body)]) });
+  const text = await send('event_id_location=payload&event_id_path=id', Buffer.from([0xff, 0xfe, 0xfd]), 'text/plain');
+  t.equal(text.status, 400);
+  t.same(await text.json(), { error_message: 'body is not valid UTF-8' });
+  const json = await send('event_id_location=payload&event_id_path=id', Buffer.concat([Buffer.from('{"id":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}')]), 'application/json');
+  t.equal(json.status, 400, 'JSON too');
+  t.same(await json.json(), { error_message: 'body is not valid UTF-8' });
+  const query = await send('event_id_location=querystring&event_id_path=r&r=%E0%A4%A', '', 'text/plain');
+  t.equal(query.status, 400);
+  t.same(await query.json(), { error_message: 'the query string is not valid percent-encoded UTF-8' });
+  const fine = await send(`event_id_location=querystring&event_id_path=r&r=${encodeURIComponent('caf\u00e9-' + Date.now())}`, '', 'text/plain');
+  t.equal(fine.status, 201, 'percent-encoded UTF-8 is taken');
+});
+
 t.test('XML entity expansion is refused (billion laughs, external entities)', async (t) => {
   const laughs = '<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">]><lolz><id>&lol2;</id></lolz>';
   const xxe = '<?xml version="1.0"?><!DOCTYPE foo [<!ENTITY xxe SYSTEM "file:///etc/passwd">]><foo><id>&xxe;</id></foo>';

@@ -258,6 +258,10 @@ t.test('a call is recorded per direction; the card number keyed over the caller\
   t.equal((await audio(p, project, otherKey, c.id)).status, 403, 'a key of another project: 403 on this project\'s path');
   t.equal((await audio(p, other, otherKey, c.id)).status, 404, 'this conversation under another project: 404');
   t.equal((await audio(p, project, 'sk_nope', c.id)).status, 401, 'an unknown key: 401');
+  // A recording is conversation data (contract 5, rule 5).
+  const noData = await audio(p, project, await conversationsKey(p, project, ['pii']), c.id);
+  t.equal(noData.status, 403, 'a key without conversations_data: 403, even with pii');
+  t.match(JSON.parse(noData.bytes.toString()), { error_message: /conversations_data/ });
 });
 
 t.test('a gateway killed mid-call leaves a playable recording up to the crash', needsTools, async (t) => {

@@ -21,6 +21,7 @@ import { jsonTooDeep } from '../../platform/json-depth.js';
 import type { Services } from '../../platform/services.js';
 import type { ApiKey } from '../../tenancy/keys.js';
 import { credentialsFirst, header, resolvePathProject } from './auth.js';
+import { utf8 } from './json-body.js';
 import { sendProblem, toProblem } from './errors.js';
 
 /**
@@ -95,14 +96,21 @@ function errorShape(app: FastifyInstance, maxBytes: number): void {
   });
 }
 
-/** The raw query string's parameters (repeated keys keep every value). */
+/**
+ * The raw query string's parameters (repeated keys keep every value). Percent-encoding that does not decode
+ * to UTF-8 is refused: `URLSearchParams` would replace it, and an event id would be stored as nobody sent it.
+ */
 function queryOf(url: string): URLSearchParams {
   const i = url.indexOf('?');
-  try {
-    return new URLSearchParams(i < 0 ? '' : url.slice(i + 1));
-  } catch {
-    return new URLSearchParams();
+  const raw = i < 0 ? '' : url.slice(i + 1);
+  for (const part of raw.split('&')) {
+    try {
+      decodeURIComponent(part.replace(/\+/g, ' '));
+    } catch {
+      throw EXTERNAL_EVENTS.QUERY_MALFORMED();
+    }
   }
+  return new URLSearchParams(raw);
 }
 
 function ownParam(q: URLSearchParams, name: (typeof OWN_PARAMS)[number]): string {
@@ -207,7 +215,11 @@ export const externalEventsPlugin: FastifyPluginAsync<ExternalEventsOptions> = a
   app.addHook('onRequest', credentials.hook);
   // Every body as a string (the root takes JSON only); the route decides what it accepts.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'string', bodyLimit: maxBytes }, (_req, body, done) => done(null, body));
+  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: maxBytes }, (_req, body, done) => {
+    const text = utf8(body as Buffer);
+    if (text === null) done(EXTERNAL_EVENTS.BODY_MALFORMED('UTF-8'));
+    else done(null, text);
+  });
   const events = externalEventRecords(services.store);
   const waits = externalWaitRecords(services.store);
 

@@ -170,7 +170,7 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
   app.decorateRequest('apiKey', null);
   // JSON only at the root; a family that takes other bodies (external events) adds its parsers in its own context.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, jsonBodyParser);
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, jsonBodyParser);
   traceRequests(app);
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);

@@ -146,7 +146,9 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
     },
   }, async (req, reply) => {
     if (req.params.version !== 'v3') throw CONVERSATIONS.VERSION_NOT_FOUND(req.params.version);
-    const { account, project, key } = await authorize(req, req.params, false);
+    // A recording is conversation data (contract 5, rule 5): the key needs `conversations_data`; `pii` then
+    // decides whether it may hear the raw rendering.
+    const { account, project, key } = await authorize(req, req.params, true);
     return serveAudio(services, req, reply, req.params.conversation_id, { account, project, permissions: key.permissions });
   });
 
