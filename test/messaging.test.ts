@@ -248,11 +248,27 @@ t.test('reconnect with a cursor replays what came after it; an invalid cursor re
   t.same(await replayOf('seq:6'), [], 'nothing after the last');
   t.same(await replayOf('banana'), [1, 2, 3, 4, 5, 6], 'invalid cursor reads as seq:0');
   t.same(await replayOf('-3'), [1, 2, 3, 4, 5, 6]);
+  t.same(await replayOf('999'), [1, 2, 3, 4, 5, 6], 'a cursor past the last event names no position: read as seq:0');
   // The replay has the agent's join: a reconnecting client does not join again.
   const r = await connect(p.socket, { session_id: sessionId, access_token: accessToken });
   const b = await r.waitFor(is('EVENT_BATCH'));
   t.ok(b.payload.events.some(is('SERVICE_AGENT_JOINED')));
   await r.close();
+});
+
+t.test('a socket resumed at a cursor past the end gets every live event after the history, and the session end', async (t) => {
+  const { sessionId, accessToken, c } = await joinedSession(m);
+  const late = await connect(p.socket, { session_id: sessionId, access_token: accessToken, cursor: '999' });
+  const batch = await late.waitFor(is('EVENT_BATCH'));
+  const head = Math.max(...batch.payload.events.map((e: Ev) => e.sequence));
+  c.send(T('USER_MESSAGE'), { text: 'from the first socket' });
+  const echo = await late.waitFor((e) => is('USER_MESSAGE')(e) && e.payload.text === 'from the first socket', 'the echo on the resumed socket');
+  t.equal(echo.sequence, head + 1, 'live events follow the history');
+  await late.waitFor((e) => is('SERVICE_AGENT_MESSAGE')(e) && e.sequence! > head + 1, 'the answer');
+  c.send(T('USER_END_SESSION'));
+  await late.waitFor(is('SESSION_END'), 'the session end');
+  t.equal((await late.closed).code, 1000, 'and is closed with it');
+  await c.close();
 });
 
 t.test('a dropped connection does not end the session: events sent meanwhile arrive on resume', async (t) => {

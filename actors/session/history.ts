@@ -25,6 +25,17 @@ export function sessionHistory(store: Store) {
       const frames = journaled(id, await journal().ofActor(sessionKey(id))).filter((f) => f.s! > after);
       return frames.length > limit ? frames.slice(0, limit) : frames;
     },
+    /**
+     * What a socket resuming at `cursor` is sent: the frames after it, and the session's last sequence. A cursor
+     * past that sequence names no position of this session (one from another session, or from before a
+     * restore): it is `past`, and the frames are the whole history, as for an invalid cursor (contract 4.7).
+     */
+    async resume(id: string, cursor: number): Promise<{ frames: Frame[]; head: number; past: boolean }> {
+      const all = journaled(id, await journal().ofActor(sessionKey(id))).filter((f) => f.s !== null);
+      const head = all.length > 0 ? all[all.length - 1].s! : 0;
+      if (cursor > head) return { frames: all, head, past: true };
+      return { frames: all.filter((f) => f.s! > cursor), head, past: false };
+    },
     /** The frame at one sequence (a duplicate client event is answered with its original echo), or null. */
     async at(id: string, seq: number): Promise<string | null> {
       const entries = await journal().ofActor(sessionKey(id));

@@ -194,8 +194,12 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
   const replay = async (ws: Socket, d: SocketData) => {
     // Read after the subscription is in place: whatever was committed before is in the journal, whatever
     // is committed after is published to this gateway; overlaps are dropped by sequence.
-    const frames = await ctx.history.after(d.sessionId, d.cursor);
+    const { frames, head: last, past } = await ctx.history.resume(d.sessionId, d.cursor);
     if (d.closed) return;
+    if (past) {
+      ctx.logger.info({ session: d.sessionId, cursor: d.cursor, last }, 'cursor past the session\'s last event read as seq:0');
+      d.cursor = 0;
+    }
     const batch = gatewayEvent('EVENT_BATCH', {}, null);
     const head = JSON.stringify({ ...batch, payload: undefined }).slice(0, -1);
     // Frames are wire JSON already: the batch is assembled without parsing them again.
