@@ -179,6 +179,7 @@ export const CONVERSATIONS = catalog('CONVERSATIONS', {
   CONCURRENCY_VERSION_NOT_FOUND: [404, 'Concurrent Calls API version %s not found'],
   KEY_OTHER_PROJECT: [403, 'this key is not valid for this project'],
   KEY_NO_DATA_PERMISSION: [403, 'this key lacks the conversations_data permission'],
+  TRANSCRIPTS_HIDDEN: [403, 'transcript and semantic search are off while the project hides its transcripts (show_transcripts)'],
   PARAM_REPEATED: [400, '%s may be given only once', '%s'],
   PARAM_NOT_BOOLEAN: [400, '%s must be true or false', '%s'],
   PARAM_NOT_INTEGER: [400, '%s must be an integer from %s to %s', '%s'],

@@ -75,6 +75,8 @@ t.test('agents: name must be 1 to 128 characters; bad bodies are 400 in the erro
   const r = await api('POST', '/v1/agents', { name: '' });
   t.same(r.body.errors.map((e: any) => e.field), ['name']);
   t.equal(r.body.errors[0].message, 'name must be between 1 and 128 characters');
+  const long = await api('POST', '/v1/agents', { name: 'ok', description: 'd'.repeat(4097) });
+  t.same(long.body.errors, [{ field: 'description', message: 'description must be at most 4096 characters' }], 'too long is not "not a string"');
   const bad = await http(p.edge, 'POST', '/v1/agents', { raw: '{"name":', headers: { 'x-api-key': agentsKey, 'content-type': 'application/json' } });
   t.equal(bad.status, 400, 'unparseable JSON is 400');
   isFieldError(t, bad.body);

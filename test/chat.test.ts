@@ -157,6 +157,8 @@ t.test('channels, languages, initial message, slugs', async (t) => {
   }
   t.equal((await c.chat('create', { channel: 'fax' })).status, 400);
   t.equal((await c.chat('create', { tts_lang_code: 'not a code' })).status, 400);
+  t.equal((await c.chat('create', { tts_lang_code: 'en' })).status, 400, 'tts_lang_code needs a region (contract 4.6)');
+  t.equal((await c.chat('create', { tts_lang_code: 'es-419' })).status, 200, 'a numeric region is one');
   const slugs = await c.chat('create', {}, { account: c.accountSlug, project: c.agentSlug });
   t.equal(slugs.status, 200, 'slug forms of account and project');
 });

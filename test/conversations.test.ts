@@ -198,7 +198,14 @@ t.test('show_transcripts off: turns empty, num_turns true; chunked streaming', a
   const hidden = await get({ start_time: since, include_latency: 'true' });
   t.same(hidden.body.conversations[0].turns, []);
   t.equal(hidden.body.conversations[0].num_turns, 2);
+  const end = new Date(Date.now() + 60_000).toISOString();
+  for (const query_type of ['transcript', 'semantic']) {
+    const search = await get({ start_time: since, end_time: end, query_type, query: 'hello' });
+    t.equal(search.status, 403, `${query_type} search would tell what the hidden transcripts hold`);
+    t.match(search.body, { error_message: /show_transcripts/ });
+  }
   await a('PATCH', `/projects/${c.agentId}/settings`, { show_transcripts: true, chunked_streaming: true });
+  t.equal((await get({ start_time: since, end_time: end, query_type: 'transcript', query: 'hello' })).status, 200, 'shown again: search works');
   const plain = await get({ start_time: since, limit: '2' }, { version: 'v1' });
   t.not(plain.headers.get('transfer-encoding'), 'chunked', 'never on v1');
   for (const version of ['v2', 'v3']) {

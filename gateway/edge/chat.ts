@@ -17,6 +17,9 @@ import { JsonObject, PathId } from './schemas.js';
 const CHANNELS = { webchat: 'WEBCHAT', whatsapp: 'WHATSAPP', sms: 'SMS', api: 'API' } as const;
 const LANG = /^[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})*$/;
 const LangCode = z.string().regex(LANG, 'must be a language code such as en or en-US');
+/** A speech voice is chosen by language and region (contract 4.6: "language code with region"). */
+const LANG_REGION = /^[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{1,8})*[-_](?:[A-Za-z]{2}|\d{3})(?:[-_][A-Za-z0-9]{1,8})*$/;
+const TtsLangCode = z.string().regex(LANG_REGION, 'must be a language code with region such as en-US');
 const ErrorBody = z.object({ error_message: z.string() });
 const errors = { 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody, 422: ErrorBody, 429: ErrorBody, 503: ErrorBody };
 const Params = z.object({ version: z.string().regex(/^v\d{1,3}$/, 'malformed version'), account_id: PathId, project_id: PathId });
@@ -145,7 +148,7 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
           variant_id: z.string().min(1).max(128).optional(),
           channel: z.enum(['webchat', 'whatsapp', 'sms', 'api']).optional(),
           asr_lang_code: LangCode.optional(),
-          tts_lang_code: LangCode.optional(),
+          tts_lang_code: TtsLangCode.optional(),
           initial_message: z.string().max(32_768).optional(),
         })
         .default({}),
@@ -196,7 +199,7 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
         integration_attributes: JsonObject.optional(),
         metadata: JsonObject.optional(),
         asr_lang_code: LangCode.optional(),
-        tts_lang_code: LangCode.optional(),
+        tts_lang_code: TtsLangCode.optional(),
       }, { error: 'body must be a JSON object with conversation_id' }),
       response: {
         200: z.object({

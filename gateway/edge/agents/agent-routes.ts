@@ -24,7 +24,7 @@ export const agentRoutes: RouteGroup = (app, { builder }) => {
       summary: 'Create an agent with its main branch',
       body: z.object({
         name: z.string({ error: NAME }).min(1, NAME).max(128, NAME),
-        description: z.string({ error: 'description must be a string' }).max(4096).default(''),
+        description: z.string({ error: 'description must be a string' }).max(4096, 'description must be at most 4096 characters').default(''),
         agentId: z.string().regex(/^[a-zA-Z0-9-]{1,64}$/, 'agentId must be 1 to 64 letters, digits or "-"').optional(),
       }),
       response: { 201: AgentView.extend({ defaultBranch: z.string(), branches: z.array(BranchView) }), ...fieldErrorResponses },

@@ -6,7 +6,7 @@ import { DeploymentResultView, DeploymentView, deploymentView } from './views.js
 
 const AgentParams = z.object({ agentId: PathId });
 const DeploymentParams = AgentParams.extend({ deploymentId: PathId });
-const Message = z.string({ error: 'deploymentMessage must be a string' }).max(2000).default('');
+const Message = z.string({ error: 'deploymentMessage must be a string' }).max(2000, 'deploymentMessage must be at most 2000 characters').default('');
 const Env = z.enum(ENVIRONMENTS, { error: 'environment must be one of sandbox, pre-release, live' });
 
 /** Publish, promote, rollback, and reading what runs where. */

@@ -97,6 +97,8 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
     const { account, project, key } = await authorize(req, req.params, true);
     const q = parseListQuery(version, req.query as RawQuery);
     const settings = await services.settings.get(project.id);
+    // A search by what was said would tell what the hidden transcripts hold (contract 4.3, rule 7).
+    if (!settings.show_transcripts && (q.mode === 'transcript' || q.mode === 'semantic')) throw CONVERSATIONS.TRANSCRIPTS_HIDDEN();
     const filters = filterKey(project.id, q);
     const position = q.cursor !== null ? cursors.decode(filters, q.cursor) : null;
     if (position && (position.kind === 'rank') !== (q.mode === 'semantic')) throw malformedCursor();
