@@ -36,10 +36,16 @@ export function toProblem(err: unknown, request: FastifyRequest): Problem {
   if (e.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return problemOf(EDGE.CONTENT_TYPE_UNSUPPORTED(request.headers['content-type'] ?? 'none'));
   if (Array.isArray(e.validation)) {
     const context = e.validationContext ?? 'body';
-    const errors = e.validation.map((v) => ({
-      field: fieldName(context, v.instancePath),
-      message: v.message ?? 'invalid value',
-    }));
+    // One entry per field and message: a value can break two checks that say the same thing (an integer past
+    // 2^53 is neither a safe integer nor under the maximum).
+    const seen = new Set<string>();
+    const errors: FieldError[] = [];
+    for (const v of e.validation) {
+      const error = { field: fieldName(context, v.instancePath), message: v.message ?? 'invalid value' };
+      const key = `${error.field}\u0000${error.message}`;
+      if (!seen.has(key)) errors.push(error);
+      seen.add(key);
+    }
     // A malformed path id is 422 (contract 7.1); everything else about the request is 400.
     if (context === 'params') return problemOf(EDGE.MALFORMED_PARAMS.withErrors(errors, errors.map((x) => x.field).join(', ')));
     return problemOf(EDGE.VALIDATION.withErrors(errors));

@@ -39,13 +39,20 @@ export const UpdateRuleBody = z.object({ name, project_id: projectId, metric, op
 
 const bool = z.enum(['true', 'false'], { error: MESSAGES.enabled });
 
-/** `GET /v1/alert-rules`: the four filters (contract 4.2). */
-export const ListRulesQuery = z
-  .object({ enabled: bool.optional(), metric: metric.optional(), project_id: z.string().min(1).max(128).optional(), state: z.enum(RULE_STATES, { error: MESSAGES.state }).optional() })
-  .strict();
+/**
+ * `GET /v1/alert-rules`: the four filters (contract 4.2). Other query parameters are ignored, as a list without
+ * pagination is usually called with whatever a client's generic list helper adds (`limit`, `page`); a filter
+ * given a bad value is refused.
+ */
+export const ListRulesQuery = z.object({
+  enabled: bool.optional(),
+  metric: metric.optional(),
+  project_id: z.string().min(1).max(128).optional(),
+  state: z.enum(RULE_STATES, { error: MESSAGES.state }).optional(),
+});
 
-/** `GET /v1/alerts` (addendum). */
-export const ListAlertsQuery = z.object({ project_id: z.string().min(1).max(128).optional(), metric: metric.optional() }).strict();
+/** `GET /v1/alerts` (addendum); other query parameters are ignored, as for the rules. */
+export const ListAlertsQuery = z.object({ project_id: z.string().min(1).max(128).optional(), metric: metric.optional() });
 
 /** The rule id in a path: anything else is a malformed id (422). */
 export const RuleParams = z.object({ rule_id: z.string().regex(RULE_ID, 'malformed alert rule id') });

@@ -46,8 +46,7 @@ export const deliveryRoutes: RouteGroup = (app, ctx) => {
           limit: z.coerce.number({ error: LIMIT }).int(LIMIT).min(1, LIMIT).max(100, LIMIT).default(20),
           cursor: z.string().max(512).optional(),
           event_id: z.string().max(128).optional(),
-        })
-        .strict(),
+        }),
       response: { 200: z.object({ data: z.array(DeliveryView), next_cursor: z.string().nullable() }), ...fieldErrorResponses },
     },
   }, async (req) => {

@@ -72,7 +72,7 @@ export const endpointRoutes: RouteGroup = (app, ctx) => {
     schema: {
       tags,
       summary: "List the account's webhook endpoints (no pagination)",
-      querystring: z.object({ enabled: z.enum(['true', 'false'], { error: 'enabled must be true or false' }).optional() }).strict(),
+      querystring: z.object({ enabled: z.enum(['true', 'false'], { error: 'enabled must be true or false' }).optional() }),
       response: { 200: z.object({ data: z.array(EndpointView) }), ...fieldErrorResponses },
     },
   }, async (req) => {
