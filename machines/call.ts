@@ -32,7 +32,7 @@ export interface CallRequest {
 }
 
 /** Why a call failed: a code the status endpoint renders as its `reason`. */
-export type FailureCode = 'queue_timeout' | 'busy' | 'no_answer' | 'rejected' | 'unreachable' | 'trunk_missing' | 'error';
+export type FailureCode = 'queue_timeout' | 'busy' | 'no_answer' | 'rejected' | 'unreachable' | 'trunk_unusable' | 'trunk_missing' | 'error';
 
 /** The settings a call runs with, fixed when its actor is created (from the worker's configuration). */
 export interface CallSettings {
@@ -72,7 +72,7 @@ export type CallEvent =
 
 /** What `dial` resolves with: the media gateway's outcome, and when it came. */
 export interface DialOutput {
-  outcome: 'answered' | 'busy' | 'no_answer' | 'rejected' | 'unreachable' | 'error';
+  outcome: 'answered' | 'busy' | 'no_answer' | 'rejected' | 'unreachable' | 'trunk_unusable' | 'error';
   sipStatus: number | null;
   conversationId: string | null;
   at: number;
@@ -101,6 +101,7 @@ const FAILURE_OF: Record<Exclude<DialOutput['outcome'], 'answered'>, FailureCode
   no_answer: 'no_answer',
   rejected: 'rejected',
   unreachable: 'unreachable',
+  trunk_unusable: 'trunk_unusable',
   error: 'error',
 };
 

@@ -38,8 +38,11 @@ async function outboundConnector(p: Platform, accountId: string, projectId: stri
   return r.body.token as string;
 }
 
+const received: Buffer[] = [];
+
 t.before(async () => {
   blackhole = createSocket('udp4');
+  blackhole.on('message', (m) => received.push(m));
   await new Promise<void>((resolve) => blackhole.bind(0, '127.0.0.2', resolve));
   deadTrunk = { name: 'Nowhere', host: '127.0.0.2', port: blackhole.address().port, transport: 'udp' };
   p = await startPlatform({
@@ -89,9 +92,18 @@ const errorShaped = (t: any, r: { status: number; body: any }, status: number, m
 
 t.test('trigger: a call_sid OUT-… at once, the status is queued or calling, and a failure keeps its reason', async (t) => {
   // UDP: the INVITEs go to the silent trunk (TLS, the default, would fail at once: nothing accepts there).
-  const r = await trigger({ to_number: '+14155550123', metadata: { 'X-Ref': 'abc' }, encryption: 'UDP/RTP' });
+  const r = await trigger({ to_number: '+14155550123', metadata: { 'X-Ref': 'abc', 'X-Name': 'José 日本' }, encryption: 'UDP/RTP' });
   t.equal(r.status, 200, r.text);
   t.match(r.body.call_sid, /^OUT-[A-Za-z0-9]{24}$/);
+  // Metadata reaches the trunk as SIP headers, their values in UTF-8 (RFC 3261, 7.3.1).
+  const invite = async () => {
+    for (;;) {
+      const m = received.find((b) => b.includes(`X-Ref: abc`));
+      if (m) return m;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  };
+  t.ok((await invite()).includes(Buffer.from('X-Name: José 日本', 'utf8')), 'the INVITE carries the header in UTF-8');
   const first = await status(r.body.call_sid);
   t.equal(first.status, 200);
   t.ok(['queued', 'calling'].includes(first.body.status), `first status ${first.body.status}`);
@@ -127,6 +139,21 @@ t.test('queue: one call at a time on the trunk; the second fails with a queue ti
   const third = await until(c.body.call_sid, (s) => s.body?.status === 'calling' || s.body?.status === 'failure');
   t.equal(third[third.length - 1].body.status, 'calling', 'a freed slot is taken');
   await until(c.body.call_sid, (s) => s.body?.status === 'failure');
+});
+
+t.test("a trunk on the gateway's own SIP address fails at once, saying why", async (t) => {
+  const own = (await api('POST', `/v1/agents/${agent}/telephony/connectors`, { name: 'Same host', host: '127.0.0.1', port: 5080, transport: 'udp' })).body.id;
+  const ownToken = await outboundConnector(p, accountId, agent, { telephony_connector_id: own, from_number: '+14155550100' });
+  const r = await trigger({ to_number: '+14155550126', encryption: 'UDP/RTP' }, ownToken);
+  t.equal(r.status, 200);
+  for (;;) {
+    const s = await status(r.body.call_sid, ownToken);
+    if (s.body?.status === 'failure') {
+      t.match(s.body.reason, /own SIP address/);
+      break;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 });
 
 t.test('auth: missing, unknown, wrong kind, or an outbound connector without trunk and number is 401', async (t) => {

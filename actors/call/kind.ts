@@ -35,6 +35,7 @@ const REASONS: Record<FailureCode, string> = {
   no_answer: 'no answer',
   rejected: 'rejected',
   unreachable: 'unreachable',
+  trunk_unusable: "the trunk cannot be dialled: its host is the media gateway's own SIP address (HOST); put the PBX on another address",
   trunk_missing: 'the telephony connector of this call no longer exists',
   error: 'failed to place the call',
 };

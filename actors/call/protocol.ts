@@ -51,7 +51,7 @@ export interface DialRequest {
   ring_timeout_ms: number;
 }
 
-export type DialOutcome = 'answered' | 'busy' | 'no_answer' | 'rejected' | 'unreachable' | 'error';
+export type DialOutcome = 'answered' | 'busy' | 'no_answer' | 'rejected' | 'unreachable' | 'trunk_unusable' | 'error';
 
 /** A media gateway's answer, sent once the call is answered (and its conversation started) or has failed. */
 export interface DialResult {

@@ -61,6 +61,9 @@ async function dial(gw: MediaGateway, runtime: Runtime, req: DialRequest): Promi
   // media part decides SRTP. TLS/* on a trunk that is not `tls` is logged: its SDES keys travel in clear SIP.
   const transport: SipTransport = req.trunk.transport;
   if (req.encryption.startsWith('TLS/') && transport !== 'tls') gw.o.log('info', 'TLS asked for a call through a trunk without TLS: signalling goes over its own transport', { call_sid: req.call_sid, transport });
+  // The SIP stack takes a request to its own host for one to itself (it answers 404 without sending anything),
+  // whatever the port: a trunk there cannot be dialled, and the reason says so rather than "404".
+  if (req.trunk.host === gw.ua.o.host) return { outcome: 'trunk_unusable', sip_status: null, reason: 'the trunk is on this gateway\'s own SIP address', conversation_id: null };
   const speech = await gw.agentSpeech(req.project_id, req.environment);
   if (!speech) return { outcome: 'error', sip_status: null, reason: 'the agent has nothing deployed to run', conversation_id: null };
   const leg = await openLeg(gw.ports, secure);

@@ -56,12 +56,34 @@ export function userOf(h: Aor | undefined): string {
   }
 }
 
+/*
+ * The `sip` stack reads and writes messages as latin1 ("binary") strings, one character per byte, while SIP
+ * header values are UTF-8 (RFC 3261, 7.3.1). Header values the platform passes through are converted at this
+ * edge: written as their UTF-8 bytes, read back from them.
+ */
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** A header value as the stack writes it: its UTF-8 bytes, one character each. */
+export function toWire(value: string): string {
+  return Buffer.from(value, 'utf8').toString('latin1');
+}
+
+/** A header value as the stack read it, decoded from UTF-8; bytes that are not UTF-8 are kept as latin1. */
+export function fromWire(value: string): string {
+  if (!/[\u0080-\u00ff]/.test(value)) return value;
+  try {
+    return strictUtf8.decode(Buffer.from(value, 'latin1'));
+  } catch {
+    return value;
+  }
+}
+
 /** The headers of a request the platform does not interpret, as name → value (names lower-case). */
 export function extraHeaders(m: SipMessage): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(m.headers)) {
     if (CORE_HEADERS.has(name) || typeof value !== 'string') continue;
-    out[name] = value;
+    out[name] = fromWire(value);
   }
   return out;
 }
@@ -447,7 +469,7 @@ export class SipEndpoint {
         contact: [{ uri: this.contactUri(o.target.transport), params: {} }],
         'max-forwards': 70,
         'content-type': 'application/sdp',
-        ...(o.headers ?? {}),
+        ...Object.fromEntries(Object.entries(o.headers ?? {}).map(([name, value]) => [name, toWire(value)])),
       },
       content: o.sdp,
     });
