@@ -520,16 +520,23 @@ export const sessionMachine = setup({
         ],
       };
     }),
+    /**
+     * No live agent can take the conversation, and the agent has handed it off: the session ends after the
+     * error (contract 6.3, "some errors are followed by SESSION_END"), rather than refusing every later message.
+     */
     handoffFailed: step((_c, e) => {
       const r = e.output as AgentReply;
-      return {
-        set: { handoff: { destination: r.handoff!.destination, reason: r.handoff!.reason, mode: 'failed', queuePosition: null, queuedAt: null } },
-        out: [
-          j('session.handoff_triggered', { destination: r.handoff!.destination, reason: r.handoff!.reason, mode: 'failed', at: r.at }),
-          j('session.handoff_failed'),
-          transient('session.failure', { reason: r.handoffMode === 'invalid' ? 'handoff_init' : 'handoff_connect', custom: null }),
-        ],
-      };
+      return seqSteps(
+        {
+          set: { handoff: { destination: r.handoff!.destination, reason: r.handoff!.reason, mode: 'failed', queuePosition: null, queuedAt: null } },
+          out: [
+            j('session.handoff_triggered', { destination: r.handoff!.destination, reason: r.handoff!.reason, mode: 'failed', at: r.at }),
+            j('session.handoff_failed'),
+            transient('session.failure', { reason: r.handoffMode === 'invalid' ? 'handoff_init' : 'handoff_connect', custom: null }),
+          ],
+        },
+        ended('REASON_NATURAL_END', r.at),
+      );
     }),
     handoffTimeout: step((_c, e) => {
       const at = e.output as number;
@@ -700,8 +707,8 @@ export const sessionMachine = setup({
                   { guard: 'agentEnds', target: '#session.ending', actions: ['answer', 'naturalEnd'] },
                   { guard: 'serverHandoff', target: 'queuedForLive', actions: ['answer', 'handoffServer'] },
                   { guard: 'clientHandoff', target: 'clientHandoff', actions: ['answer', 'handoffClient'] },
-                  { guard: 'failedHandoff', target: 'handoffFailed', actions: ['answer', 'handoffFailed'] },
-                  { guard: 'invalidHandoff', target: 'handoffFailed', actions: ['answer', 'handoffFailed'] },
+                  { guard: 'failedHandoff', target: '#session.ending', actions: ['answer', 'handoffFailed'] },
+                  { guard: 'invalidHandoff', target: '#session.ending', actions: ['answer', 'handoffFailed'] },
                   { target: 'answered', actions: 'answer' },
                 ],
                 TURN_FAILED: { target: 'answered', actions: 'turnError' },
@@ -750,7 +757,6 @@ export const sessionMachine = setup({
             },
             /** Client-managed handoff: the client routes the user elsewhere; nothing here forwards messages. */
             clientHandoff: {},
-            handoffFailed: {},
           },
         },
       },

@@ -470,6 +470,11 @@ t.test('handoff without live agents fails; a bad handoff configuration cannot be
   const failed = await c.waitFor(is('SYSTEM_MESSAGE'), 'error', from);
   t.equal(failed.payload.message, 'Sorry, we could not connect you to an agent. Please try again.');
   t.ok(c.flat().slice(from).some(is('HANDOFF_FAILED')));
+  // The agent has handed the conversation off and no live agent can take it: the session ends after the error
+  // (contract 6.3), instead of refusing every later message.
+  const end = await c.waitFor(is('SESSION_END'), 'the session ends', from);
+  t.equal(end.payload.reason, 'REASON_NATURAL_END');
+  t.equal((await c.closed).code, 1000);
   await c.close();
 
   await h.api('PATCH', `/v1/agents/${h.agentId}/real-time-configs/live/variables`, { variables: { handoff_mode: 'carrier-pigeon' } });
@@ -477,6 +482,7 @@ t.test('handoff without live agents fails; a bad handoff configuration cannot be
   const f2 = s2.c.flat().length;
   s2.c.send(T('USER_MESSAGE'), { text: 'I want to speak to a person' });
   t.equal((await s2.c.waitFor(is('SYSTEM_MESSAGE'), 'error', f2)).payload.message, 'Sorry, handoff could not be initiated.');
+  await s2.c.waitFor(is('SESSION_END'), 'this session ends too', f2);
   await s2.c.close();
 });
 
