@@ -95,6 +95,12 @@ export class Branches {
       { id: branch.id, rev: branch.rev, status: 'open' },
       { $set: { status: 'merged', merged_at: now, updated_at: now } },
     );
-    return { branch: merged ?? (await this.get(agent, branch.id)), main, applied };
+    if (!merged) {
+      // Another merge of the same branch got there first (its changes are in main once, as a second three-way
+      // merge of them applies nothing), or the branch changed meanwhile: either way this one did not merge it.
+      const now = await this.get(agent, branch.id);
+      throw now.status === 'merged' ? AGENTS.BRANCH_MERGED() : AGENTS.BRANCH_BUSY();
+    }
+    return { branch: merged, main, applied };
   }
 }

@@ -185,6 +185,16 @@ t.test('branches: behavior and topics on main and on a branch; merge combines', 
   t.equal((await api('POST', `${base}/branches/main/merge`)).status, 400, 'main does not merge into itself');
 });
 
+t.test('merge: concurrent merges of one branch: one merges it, the others get 409', async (t) => {
+  const agentId = await newAgent();
+  const base = `/v1/agents/${agentId}`;
+  const branch = (await api('POST', `${base}/branches`, { name: 'race' })).body.branchId;
+  t.equal((await api('POST', `${base}/branches/race/knowledge-base/topics`, { name: 'Only once', content: 'x' })).status, 201);
+  const merges = await Promise.all(Array.from({ length: 6 }, () => api('POST', `${base}/branches/${branch}/merge`)));
+  t.same(merges.map((m) => m.status).sort(), [200, 409, 409, 409, 409, 409], merges.map((m) => m.status).join(' '));
+  t.same((await api('GET', `${base}/branches/main`)).body.topics.map((x: any) => x.name), ['Only once'], 'its changes are in main once');
+});
+
 t.test('merge: a thing changed on both sides is a 409 naming the fields, and nothing changes', async (t) => {
   const agentId = await newAgent();
   const base = `/v1/agents/${agentId}`;
