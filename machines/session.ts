@@ -91,7 +91,8 @@ export type Refusal =
 /** Errors the session reports to the user (transient): an agent failure, or a handoff that cannot happen. */
 export type SessionFailure = AgentFailure | 'handoff_connect' | 'handoff_init';
 
-type Custom = Record<string, unknown> | null;
+/** The client's `metadata.custom`, whatever JSON value it is (contract 6.3: echoed back); null when none was sent. */
+type Custom = unknown;
 
 /**
  * The semantic events a session emits. Every one carries the session's `account_id` and `project_id`

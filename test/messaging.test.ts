@@ -188,6 +188,10 @@ t.test('event errors: SYSTEM_MESSAGE at level ERROR, custom echoed, the socket s
   t.match(e, { payload: { message: 'Unknown event type or invalid message format' }, metadata: { custom: { n: 1 } } });
   e = await errorAfter(() => c.send(T('SERVICE_AGENT_MESSAGE'), { text: 'I am the agent now' }, { n: 2 }));
   t.match(e, { payload: { level: 'SYSTEM_MESSAGE_LEVEL_ERROR', message: 'Event type not allowed: EVENT_TYPE_SERVICE_AGENT_MESSAGE' }, metadata: { custom: { n: 2 } } });
+  for (const custom of ['a string', 7, ['a', 1], true]) {
+    e = await errorAfter(() => c.raw(JSON.stringify({ type: 'EVENT_TYPE_DANCE', payload: {}, metadata: { custom } })));
+    t.same(e.metadata, { custom }, `metadata.custom ${JSON.stringify(custom)} is echoed as it was sent`);
+  }
   e = await errorAfter(() => c.send(T('SESSION_END'), {}));
   t.equal(e.payload.message, 'Event type not allowed: EVENT_TYPE_SESSION_END');
   e = await errorAfter(() => c.send(T('USER_MESSAGE'), { text: 42 }));
@@ -261,9 +265,10 @@ t.test('a socket resumed at a cursor past the end gets every live event after th
   const late = await connect(p.socket, { session_id: sessionId, access_token: accessToken, cursor: '999' });
   const batch = await late.waitFor(is('EVENT_BATCH'));
   const head = Math.max(...batch.payload.events.map((e: Ev) => e.sequence));
-  c.send(T('USER_MESSAGE'), { text: 'from the first socket' });
+  c.raw(JSON.stringify({ type: T('USER_MESSAGE'), payload: { text: 'from the first socket' }, metadata: { custom: 'draft-7' } }));
   const echo = await late.waitFor((e) => is('USER_MESSAGE')(e) && e.payload.text === 'from the first socket', 'the echo on the resumed socket');
   t.equal(echo.sequence, head + 1, 'live events follow the history');
+  t.same(echo.metadata, { custom: 'draft-7' }, 'a metadata.custom that is not an object is echoed too');
   await late.waitFor((e) => is('SERVICE_AGENT_MESSAGE')(e) && e.sequence! > head + 1, 'the answer');
   c.send(T('USER_END_SESSION'));
   await late.waitFor(is('SESSION_END'), 'the session end');

@@ -19,7 +19,7 @@ export interface WireEvent {
   timestamp: string;
   type: string;
   payload: Record<string, unknown>;
-  metadata: { custom?: Record<string, unknown> };
+  metadata: { custom?: unknown };
 }
 
 /** A rendered frame: its sequence (null: transient) and its wire JSON. */
@@ -226,14 +226,14 @@ export function renderStep(sessionId: string, step: CommittedStep, journaledOnly
     const d = dataOf(e);
     if (journaledOnly && typeof d.seq !== 'number') continue;
     for (const f of frames(sessionId, e.type, d)) {
-      const custom = f.custom && typeof f.custom === 'object' ? (f.custom as Record<string, unknown>) : null;
+      const custom = f.custom ?? null;
       const wire: WireEvent = {
         id: eventUuid(sessionId, f.seq !== null ? `s${f.seq}` : `v${step.version}.${t++}`),
         sequence: f.seq,
         timestamp,
         type: EVENT_PREFIX + f.type,
         payload: f.payload,
-        metadata: custom ? { custom } : {},
+        metadata: custom !== null ? { custom } : {},
       };
       out.push({ s: f.seq, j: JSON.stringify(wire) });
     }
@@ -252,17 +252,17 @@ export function replyOf(emitted: Array<{ type: string; data?: Record<string, unk
 }
 
 /** A server event made at the gateway (errors and warnings for one socket): transient, random id. */
-export function gatewayEvent(type: string, payload: Record<string, unknown>, custom: Record<string, unknown> | null): WireEvent {
+export function gatewayEvent(type: string, payload: Record<string, unknown>, custom: unknown): WireEvent {
   return {
     id: randomUUID(),
     sequence: null,
     timestamp: new Date().toISOString(),
     type: EVENT_PREFIX + type,
     payload,
-    metadata: custom ? { custom } : {},
+    metadata: custom !== null && custom !== undefined ? { custom } : {},
   };
 }
 
 /** A SYSTEM_MESSAGE at a level, as the gateway sends it to one socket. */
-export const systemMessage = (level: 'INFO' | 'WARNING' | 'ERROR', message: string, custom: Record<string, unknown> | null) =>
+export const systemMessage = (level: 'INFO' | 'WARNING' | 'ERROR', message: string, custom: unknown) =>
   gatewayEvent('SYSTEM_MESSAGE', { level: `SYSTEM_MESSAGE_LEVEL_${level}`, message }, custom);

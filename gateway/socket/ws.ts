@@ -76,7 +76,7 @@ export function parseCursor(raw: string | undefined): { cursor: number; valid: b
  * than `JSON_MAX_DEPTH` is an invalid format (checked on the text before parsing): its `custom` would be
  * journaled and encoded by recursive encoders.
  */
-export function parseClientEvent(text: string): { event: Omit<Extract<SessionEvent, { type: 'CLIENT' }>, 'at'> } | { error: string; custom: Record<string, unknown> | null } {
+export function parseClientEvent(text: string): { event: Omit<Extract<SessionEvent, { type: 'CLIENT' }>, 'at'> } | { error: string; custom: unknown } {
   if (jsonTooDeep(text)) return { error: EVENT_ERRORS.invalidFormat, custom: null };
   let raw: unknown;
   try {
@@ -88,7 +88,9 @@ export function parseClientEvent(text: string): { event: Omit<Extract<SessionEve
   const msg = raw as { type?: unknown; payload?: unknown; metadata?: unknown };
   const metadata = msg.metadata && typeof msg.metadata === 'object' && !Array.isArray(msg.metadata) ? (msg.metadata as Record<string, unknown>) : null;
   const customRaw = metadata?.custom;
-  const custom = customRaw && typeof customRaw === 'object' && !Array.isArray(customRaw) ? (customRaw as Record<string, unknown>) : null;
+  // Echoed back whatever JSON value it is (contract 6.3); only an object can carry a client_event_id.
+  const custom: unknown = customRaw === undefined ? null : customRaw;
+  const fields = customRaw && typeof customRaw === 'object' && !Array.isArray(customRaw) ? (customRaw as Record<string, unknown>) : null;
   if (typeof msg.type !== 'string') return { error: EVENT_ERRORS.invalidFormat, custom };
   if (SERVER_TYPES.has(msg.type)) return { error: EVENT_ERRORS.notAllowed(msg.type), custom };
   const kind = CLIENT_TYPES[msg.type];
@@ -97,7 +99,7 @@ export function parseClientEvent(text: string): { event: Omit<Extract<SessionEve
   const payload = msg.payload === undefined || msg.payload === null ? {} : msg.payload;
   if (typeof payload !== 'object' || Array.isArray(payload)) return { error: EVENT_ERRORS.invalidFormat, custom };
   const p = payload as Record<string, unknown>;
-  const clientEventId = typeof custom?.client_event_id === 'string' || typeof custom?.client_event_id === 'number' ? String(custom.client_event_id).slice(0, 256) : null;
+  const clientEventId = typeof fields?.client_event_id === 'string' || typeof fields?.client_event_id === 'number' ? String(fields.client_event_id).slice(0, 256) : null;
   const base = { type: 'CLIENT' as const, kind, custom, clientEventId };
   if (kind === 'MESSAGE') {
     if (typeof p.text !== 'string' || p.text.trim() === '') return { error: EVENT_ERRORS.invalidFormat, custom };
@@ -217,7 +219,7 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
   };
 
   const onMessage = async (ws: Socket, d: SocketData, text: string | null) => {
-    const fail = (message: string, custom: Record<string, unknown> | null) => sendEvent(ws, d, systemMessage('ERROR', message, custom));
+    const fail = (message: string, custom: unknown) => sendEvent(ws, d, systemMessage('ERROR', message, custom));
     if (text === null) return fail(EVENT_ERRORS.invalidFormat, null);
     const parsed = parseClientEvent(text);
     if ('error' in parsed) return fail(parsed.error, parsed.custom);
