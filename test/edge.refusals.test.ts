@@ -27,6 +27,10 @@ const errorMessageShape = (t: Test, body: any) => {
   t.notOk('code' in body || 'statusCode' in body, "not Fastify's own body");
 };
 
+t.test('the edge starts without a framework warning (its router options are the current ones)', async (t) => {
+  t.notMatch(p.stderr(), /FSTDEP|DeprecationWarning|FastifyWarning/);
+});
+
 t.test('a path segment that is not valid percent-encoding: 400 in the family shape', async (t) => {
   const agents = await http(p.edge, 'GET', '/v1/agents/%zz', { headers: { 'x-api-key': 'any' } });
   t.equal(agents.status, 400);

@@ -135,7 +135,10 @@ export function conversationEffects(deps: ConversationDeps) {
     if (r.conv.ended) w.end = true;
     const wait = waitOf(r.conv.awaiting ?? null);
     if (wait) w.awaiting = wait;
-    if (r.conv.pii?.length) (w.pii ??= []).push(...r.conv.pii);
+    if (r.conv.pii?.length) {
+      const pii = (w.pii ??= []);
+      for (const mark of r.conv.pii) pii.push(mark);
+    }
     return { said: r.conv.said, value: r.value };
   };
 

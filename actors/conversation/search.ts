@@ -159,7 +159,9 @@ export function searchIndexer(store: Store, embedder: Embedder, log: (msg: strin
       const agent = searchTerms(turn.agent_response);
       for (const t of user) if (!analysed.user.has(t)) (analysed.user.add(t), fresh.u.push(t));
       for (const t of agent) if (!analysed.agent.has(t)) (analysed.agent.add(t), fresh.a.push(t));
-      analysed.terms.push(...user, ...agent);
+      // One push per word: a turn of hundreds of thousands of words spread as arguments overflows the stack.
+      for (const t of user) analysed.terms.push(t);
+      for (const t of agent) analysed.terms.push(t);
     }
     analysed.turns = record.turns.length;
     if (record.in_progress) cache.set(id, analysed);

@@ -15,6 +15,9 @@ export const BOOTSTRAP_SOURCE = String.raw`(function () {
   const isFinite = Number.isFinite;
   const apply = Reflect.apply, lower = String.prototype.toLowerCase;
   const hidden = (o, k, v) => defineProperty(o, k, { value: v, writable: true, configurable: true, enumerable: false });
+  // Appends by definition, not assignment: an assignment would call a setter the tenant put on
+  // Array.prototype for that index, handing it this array.
+  const append = (list, v) => defineProperty(list, list.length, { value: v, writable: true, configurable: true, enumerable: true });
   // No deferred work: nothing of a call may run outside the call's own job loop.
   delete G.FinalizationRegistry;
   const noop = function () {};
@@ -66,7 +69,7 @@ export const BOOTSTRAP_SOURCE = String.raw`(function () {
         sip_headers: sip,
         variables: obj(input.variables),
       };
-      hidden(conv, 'say', function say(text) { said[said.length] = S(text); });
+      hidden(conv, 'say', function say(text) { append(said, S(text)); });
       hidden(conv, 'handoff', function handoff_(destination, reason) {
         handoff = { destination: S(destination), reason: reason === undefined ? '' : S(reason) };
       });
@@ -77,7 +80,7 @@ export const BOOTSTRAP_SOURCE = String.raw`(function () {
         const v = S(value);
         if (v.length === 0 || v.length > 256) throw new TypeError('conv.mark_pii: the value must be 1 to 256 characters');
         if (marked.length >= 32) throw new TypeError('conv.mark_pii: at most 32 values per call');
-        marked[marked.length] = v;
+        append(marked, v);
       });
       // Asks the platform to hold the conversation until the external event with this id arrives (or the
       // timeout passes); the project's external_event(conv, event) function then runs. Recorded only: the

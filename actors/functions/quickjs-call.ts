@@ -25,6 +25,16 @@ function withoutTrailingSemicolons(source: string): string {
   return source.slice(0, end);
 }
 
+/**
+ * The most a call may hand back: its conversation output (the state, what it said, its handoff, as JSON text)
+ * and its return value. Past either the call is a function error and changes nothing: the platform writes the
+ * state into every later snapshot and what was said into the journal and the read models, so an unbounded
+ * output would cost every later turn, and every tenant sharing the disk and the projection thread.
+ */
+export const MAX_OUTPUT_CHARS = 256 * 1024;
+export const MAX_VALUE_CHARS = 64 * 1024;
+const TOO_LARGE = `the function's output is too large: the conversation state with what it said at most ${MAX_OUTPUT_CHARS / 1024} KiB as JSON, its return value at most ${MAX_VALUE_CHARS / 1024} KiB`;
+
 function clip(s: string): string {
   return s.length > MAX_MESSAGE ? `${s.slice(0, MAX_MESSAGE)}…` : s;
 }
@@ -174,6 +184,7 @@ export function runCall(quickjs: QuickJSWASMModule, call: CallMessage, prepared:
     }
     const conv = invoke('output');
     if (conv === undefined) throw new Stop('error', 'the sandbox could not read the conversation back', false);
+    if (conv.length > MAX_OUTPUT_CHARS) return { ok: false, error: { kind: 'error', message: TOO_LARGE } };
     if (invoke('status') === 'error') {
       const message = invoke('message') ?? 'error';
       // The async wrapper sees what the function threw, the engine's own limit errors included.
@@ -182,10 +193,12 @@ export function runCall(quickjs: QuickJSWASMModule, call: CallMessage, prepared:
       return { ok: false, error: { kind: 'error', message: clip(message) }, conv };
     }
     const value = invoke('value');
+    if (value !== undefined && value.length > MAX_VALUE_CHARS) return { ok: false, error: { kind: 'error', message: TOO_LARGE } };
     return value === undefined ? { ok: true, conv } : { ok: true, value, conv };
   } catch (e) {
     if (!(e instanceof Stop)) throw e;
-    const conv = e.withOutput ? output() : undefined;
+    const read = e.withOutput ? output() : undefined;
+    const conv = read !== undefined && read.length <= MAX_OUTPUT_CHARS ? read : undefined;
     return conv === undefined ? { ok: false, error: { kind: e.kind, message: e.message } } : { ok: false, error: { kind: e.kind, message: e.message }, conv };
   }
   }

@@ -137,7 +137,7 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     bodyLimit: 1024 * 1024,
-    maxParamLength: MAX_PARAM_LENGTH,
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     frameworkErrors: (err, request, reply) => sendProblem(reply, shapeForPath(request.url), frameworkProblem(err)),
     clientErrorHandler: (err: NodeJS.ErrnoException, socket: Duplex) => {
       // A reset connection has nobody to answer.

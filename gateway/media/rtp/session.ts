@@ -78,7 +78,7 @@ export class RtpSession {
   /** Queues G.711 frames (already encoded for this call's codec) to be sent one per 20 ms. */
   play(frames: Buffer[]): void {
     if (this.queue.length === 0) this.marker = true;
-    this.queue.push(...frames);
+    for (const frame of frames) this.queue.push(frame);
   }
 
   /** Drops what is still queued (barge-in). */
