@@ -13,6 +13,7 @@ import { platformFor } from './helpers/platform.js';
 import { chatProject } from './helpers/chat.js';
 import { http } from './helpers/http.js';
 import { sandboxNodes } from './helpers/processes.js';
+import { waitForProjections } from './helpers/projections.js';
 
 const CANARY = `canary-${randomBytes(16).toString('hex')}`;
 const VICTIM_SECRET = `victim-source-${randomBytes(8).toString('hex')}`;
@@ -78,6 +79,24 @@ const ATTACKER = String.raw`async function turn(conv, msg) {
       const r = (n) => r(n + 1) + 1;
       return String(r(0));
     }
+    case 'huge-reply':
+      // 600,000 words: the read models' search analysis once spread a turn's words as arguments, and its
+      // stack overflow ended the projection thread on this journal entry again after every restart.
+      return 'ab '.repeat(600000);
+    case 'huge-say':
+      for (let i = 0; i < 40; i++) conv.say('cd '.repeat(20000));
+      return 'said';
+    case 'huge-state':
+      conv.state.big = 'x'.repeat(1 << 20);
+      return 'stored';
+    case 'state-size':
+      return 'state ' + (conv.state.big === undefined ? 0 : conv.state.big.length);
+    case 'said-setter':
+      // A setter on Array.prototype for index 0 would be handed the sandbox's own list of what was said.
+      Object.defineProperty(Array.prototype, '0', { set(v) { globalThis.grabbed = this; }, configurable: true });
+      conv.say('a');
+      delete Array.prototype[0];
+      return 'grabbed ' + typeof globalThis.grabbed;
     default:
       return 'ready';
   }
@@ -90,7 +109,10 @@ const VICTIM = `function turn(conv, msg) {
   return 'victim turn ' + conv.state.n + ' ' + secret.length;
 }`;
 
-const ATTACKS = ['prepare-return', 'prepare-nested', 'prepare-throw', 'constructor', 'replace-globals', 'files', 'network', 'kill', 'array-buffer', 'array-buffer-huge', 'spin', 'spin-async', 'recurse'];
+const ATTACKS = [
+  'prepare-return', 'prepare-nested', 'prepare-throw', 'constructor', 'replace-globals', 'files', 'network', 'kill', 'array-buffer',
+  'array-buffer-huge', 'spin', 'spin-async', 'recurse', 'huge-reply', 'huge-say', 'huge-state', 'state-size', 'said-setter',
+];
 
 t.test('tenant functions cannot get out', async (t) => {
   let connections = 0;
@@ -149,7 +171,14 @@ t.test('tenant functions cannot get out', async (t) => {
       t.notOk(/=/.test(hit.body.response.replace(/^[a-z]+: /, '').replace(/![^|]*/g, '')), `${attack}: every attempt failed: ${hit.body.response}`);
     }
     if (attack === 'constructor') t.equal(hit.body.response, 'undefinedundefined', 'constructor chains stay inside QuickJS');
+    if (attack === 'huge-reply' || attack === 'huge-say') t.ok(hit.text.length < 64 * 1024, `${attack}: an output past the limit is a function error (${hit.text.length} bytes answered)`);
+    if (attack === 'state-size') t.equal(hit.body.response, 'state 0', 'a state past the limit was not kept');
+    if (attack === 'said-setter') t.equal(hit.body.response, 'grabbed undefined', "no setter of the tenant's is handed the sandbox's own list");
   }
+  // Every read model kept up with the journal through the attacks (a projection thread that died on an entry
+  // would stop them all at its checkpoint).
+  await waitForProjections(p);
+  t.pass('the projections caught up with the journal after the attacks');
   t.equal(connections, 0, 'no connection reached the loopback listener');
   t.equal(p.child.exitCode, null, 'the platform process is alive');
   for (const pid of sandboxNodes(p.child.pid!)) {

@@ -95,13 +95,17 @@ export function conversationsProjector(opts: ConversationsProjectorOptions = {})
         // run in another thread: the admin API's rebuild).
         if (!before) search.forget(id);
         const version = record.snapshot_version ?? 0;
-        const indexing = search.project(id, record as unknown as RecordFields, version);
+        // Settled into a value at once: a rejection left unobserved while the writes below are awaited is an
+        // unhandled rejection, which ends the projection thread (and with it every projector) instead of failing
+        // this batch of this projector.
+        const indexing = search.project(id, record as unknown as RecordFields, version).then(() => null, (err: unknown) => ({ err }));
         try {
           if (!record.in_progress) await documents.putNewer(documentOf(record), 'snapshot_version');
           // Refused: a newer record is stored (another runner got further); it is not remembered then.
           if (await records.putNewer(record, 'snapshot_version')) remember(record);
         } finally {
-          await indexing;
+          const failed = await indexing;
+          if (failed) throw failed.err;
         }
       }));
     },
