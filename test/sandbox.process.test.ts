@@ -203,7 +203,9 @@ t.test('a project past its queue bound is refused, not queued', async (t) => {
   t.equal(results.filter((r) => !r.ok && r.error.kind === 'overloaded').length, 3, 'three calls beyond the two waiting are refused');
 });
 
-t.test('FairQueue: quota, fewest running first, every item served once (fast-check)', async (t) => {
+t.test('FairQueue: quota per project and per account, fewest running first, every item served once (fast-check)', async (t) => {
+  // Projects a and b belong to one account, c and d to another.
+  const accountOf = (project: string) => (project < 'c' ? 'x' : 'y');
   fc.assert(
     fc.property(
       fc.integer({ min: 1, max: 4 }),
@@ -211,30 +213,32 @@ t.test('FairQueue: quota, fewest running first, every item served once (fast-che
       (quota, ops) => {
         const q = new FairQueue<number>(quota, 1000);
         const running = new Map<string, number>();
+        const count = (project: string, by: number) => {
+          for (const key of [project, accountOf(project)]) running.set(key, (running.get(key) ?? 0) + by);
+          return running.get(project)! <= quota && running.get(accountOf(project))! <= quota;
+        };
         const live: string[] = [];
         let pushed = 0;
         let taken = 0;
         for (const [project, op] of ops) {
           if (op === 'push') {
-            q.push(project, pushed++);
+            q.push(accountOf(project), project, pushed++);
           } else if (op === 'done' && live.length) {
             const p = live.shift()!;
             q.done(p);
-            running.set(p, running.get(p)! - 1);
+            count(p, -1);
           } else {
             const next = q.take();
             if (next) {
               taken++;
-              running.set(next.project, (running.get(next.project) ?? 0) + 1);
               live.push(next.project);
-              if (running.get(next.project)! > quota) return false;
+              if (!count(next.project, 1)) return false;
             }
           }
         }
         for (let next = q.take(); next; next = q.take()) {
           taken++;
-          running.set(next.project, (running.get(next.project) ?? 0) + 1);
-          if (running.get(next.project)! > quota) return false;
+          if (!count(next.project, 1)) return false;
         }
         // Whatever is left waits only because its project is at its quota.
         return taken + q.length === pushed;
@@ -242,9 +246,20 @@ t.test('FairQueue: quota, fewest running first, every item served once (fast-che
     ),
   );
   const q = new FairQueue<string>(4, 100);
-  for (let i = 0; i < 5; i++) q.push('busy', `busy${i}`);
+  for (let i = 0; i < 5; i++) q.push('acme', 'busy', `busy${i}`);
   q.take();
   q.take();
-  q.push('quiet', 'quiet0');
+  q.push('acme', 'quiet', 'quiet0');
   t.equal(q.take()?.project, 'quiet', 'the project with fewer calls running goes first');
+
+  // One account spinning in many projects holds at most the quota: another account's call is next.
+  const spread = new FairQueue<string>(2, 100);
+  for (let i = 0; i < 16; i++) spread.push('mallory', `m${i}`, `spin${i}`);
+  t.match(spread.take(), { project: 'm0' });
+  t.match(spread.take(), { project: 'm1' });
+  t.equal(spread.take(), null, "the account is at its quota, whatever its projects' own counts");
+  spread.push('victim', 'v', 'turn');
+  t.match(spread.take(), { project: 'v', item: 'turn' }, "another account's call runs at once");
+  spread.done('m0');
+  t.match(spread.take(), { project: 'm2' }, 'a freed place goes back to the account, to its least recently served project');
 });

@@ -70,7 +70,7 @@ export function conversationEffects(deps: ConversationDeps) {
     const running = content ? { content, artifactVersion: pinned! } : await runningContent(deps.builder, start.projectId, start.environment);
     if (!running) throw new Error(`project ${start.projectId} has no content to run`);
     const variables = await deps.builder.realtimeConfigs.effective(start.projectId, start.environment as Environment);
-    return { variables, projectId: start.projectId, ...running, ...derived(running.content) };
+    return { variables, projectId: start.projectId, accountId: start.accountId, ...running, ...derived(running.content) };
   };
 
   /**
@@ -121,11 +121,11 @@ export function conversationEffects(deps: ConversationDeps) {
 
   /** Runs a function if the artifact has it; its effects go into `w`. Returns what it said and returned. */
   /** The functions of what a conversation runs, and the project they belong to (calls queue fairly per project). */
-  type Runnable = { sources: Record<string, string>; projectId: string };
+  type Runnable = { sources: Record<string, string>; projectId: string; accountId: string };
 
-  const hook = async ({ sources: functions, projectId: project }: Runnable, name: string, input: ConvInput, args: unknown[], w: Working): Promise<{ said: string[]; value: unknown } | null> => {
+  const hook = async ({ sources: functions, projectId: project, accountId: account }: Runnable, name: string, input: ConvInput, args: unknown[], w: Working): Promise<{ said: string[]; value: unknown } | null> => {
     if (!functions[name]) return null;
-    const r = await invoke({ functions, name, conv: input, args, timeoutMs: deps.functionTimeoutMs, project });
+    const r = await invoke({ functions, name, conv: input, args, timeoutMs: deps.functionTimeoutMs, project, account });
     if (!r.ok) {
       w.functionErrors++;
       return null;
@@ -142,13 +142,13 @@ export function conversationEffects(deps: ConversationDeps) {
     return { said: r.conv.said, value: r.value };
   };
 
-  const tools = ({ sources: functions, projectId: project }: Runnable, base: () => ConvInput, w: Working): ToolFunction[] =>
+  const tools = ({ sources: functions, projectId: project, accountId: account }: Runnable, base: () => ConvInput, w: Working): ToolFunction[] =>
     Object.keys(functions)
       .filter((name) => !HOOKS.has(name))
       .map((name) => ({
         name,
         call: async (args: unknown) => {
-          const r = await invoke({ functions, name, conv: { ...base(), state: w.state }, args: [args], timeoutMs: deps.functionTimeoutMs, project });
+          const r = await invoke({ functions, name, conv: { ...base(), state: w.state }, args: [args], timeoutMs: deps.functionTimeoutMs, project, account });
           if (!r.ok) {
             w.functionErrors++;
             return `error: ${r.error.message}`;

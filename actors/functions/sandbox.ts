@@ -247,7 +247,7 @@ export function createFunctionSandbox(options: FunctionSandboxOptions = {}): Fun
       const timeoutMs = Math.max(1, Math.floor(request.timeoutMs ?? defaultTimeoutMs));
       const message: CallMessage = { type: 'call', id: nextId++, name: String(request.name), source, conv, args, timeoutMs, memoryBytes, stackBytes };
       return new Promise<InvokeResult>((resolve) => {
-        if (!queue.push(String(request.project ?? ''), { message, inputState, queuedAt, starvedAtQueue: starved(queuedAt), resolve })) {
+        if (!queue.push(String(request.account ?? ''), String(request.project ?? ''), { message, inputState, queuedAt, starvedAtQueue: starved(queuedAt), resolve })) {
           resolve({ ok: false, error: { kind: 'overloaded', message: 'too many calls of this project are waiting' }, conv: unchanged(inputState), durationMs: 0 });
           return;
         }

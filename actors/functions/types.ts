@@ -68,6 +68,8 @@ export interface InvokeRequest {
   timeoutMs?: number;
   /** The project the call runs for: calls queue fairly per project (see `fair-queue.ts`). */
   project?: string;
+  /** The project's account: an account's projects together get one account's share (see `fair-queue.ts`). */
+  account?: string;
 }
 
 export interface FunctionSandbox {
