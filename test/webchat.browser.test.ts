@@ -270,9 +270,46 @@ function run() {
     await says(e, '.sbw-agent', 'Hello');
     await e.click('.sbw-end');
     await says(e, '.sbw-note', 'The conversation has ended.');
+    t.equal(await e.evaluate(() => document.activeElement?.className), 'sbw-restart', 'focus moves from the hidden End button to the restart button');
     await e.click('.sbw-restart');
     await e.locator('.sbw-log .sbw-agent', { hasText: 'Hello' }).waitFor();
     t.equal(await e.locator('.sbw-log .sbw-msg').count(), 1, 'a new conversation: the greeting only');
+  });
+
+  t.test('theming: CSS variables on :root, or on .sbw before the widget\'s stylesheet, win', async (t) => {
+    const pg = await page();
+    await pg.goto(demo(m));
+    const accent = () => pg.$eval('.sbw-bubble', (el) => getComputedStyle(el).backgroundColor);
+    t.equal(await accent(), 'rgb(48, 86, 211)', 'the default');
+    await pg.addStyleTag({ content: ':root { --sbw-accent: rgb(10, 125, 79); }' });
+    t.equal(await accent(), 'rgb(10, 125, 79)', ':root');
+    await pg.evaluate(() => {
+      const style = document.createElement('style');
+      style.textContent = '.sbw { --sbw-accent: rgb(200, 30, 30); }';
+      document.head.prepend(style);
+    });
+    t.equal(await accent(), 'rgb(200, 30, 30)', '.sbw, placed before the widget\'s stylesheet');
+  });
+
+  t.test('an access token refused at reconnect is renewed: the same session and its history go on', async (t) => {
+    // A page of its own, without the console check: the refused handshake is logged by the browser.
+    const ctx = await browser.newContext();
+    contexts.push(ctx);
+    const pg = await ctx.newPage();
+    await pg.goto(demo(m));
+    await pg.click('.sbw-bubble');
+    await says(pg, '.sbw-agent', 'Hello, welcome to Acme Dental!');
+    const session = await pg.evaluate(() => (window as any).__switchboardWidget.state().sessionId);
+    await pg.evaluate(() => {
+      const key = Object.keys(sessionStorage).find((k) => k.startsWith('sbw:'))!;
+      const st = JSON.parse(sessionStorage.getItem(key)!);
+      st.accessToken = 'not-a-token';
+      sessionStorage.setItem(key, JSON.stringify(st));
+    });
+    await pg.reload();
+    await pg.waitForSelector('.sbw[data-connected]');
+    t.equal(await pg.evaluate(() => (window as any).__switchboardWidget.state().sessionId), session, 'the same session');
+    t.same(await texts(pg), ['sbw-msg sbw-agent: Hello, welcome to Acme Dental!'], 'its history, and no "ended" note');
   });
 
   t.test('no console errors on any page', async (t) => {

@@ -16,7 +16,7 @@
 
   // Stored state: the session, its token and the journaled events seen (the history a reload restores).
   var st = load() || fresh();
-  var ws = null, attempts = 0, maxAttempts = 5, beat = null, retryTimer = null, typingTimer = null, typingOn = false;
+  var ws = null, attempts = 0, maxAttempts = 5, renewed = false, beat = null, retryTimer = null, typingTimer = null, typingOn = false;
   var pending = {}; // client_event_id -> text: sent, not yet echoed (re-sent after a reconnect)
   var ended = false, starting = false;
 
@@ -199,7 +199,8 @@
       '&access_token=' + encodeURIComponent(st.accessToken) + '&cursor=' + lastSeq();
     var s = (ws = new WebSocket(url)), opened = false;
     s.onopen = function () {
-      opened = true; attempts = 0; setStatus(''); root.setAttribute('data-connected', '');
+      opened = true; attempts = 0; renewed = false; setStatus(''); root.setAttribute('data-connected', '');
+      if (!ended) restart.hidden = true;
       clearInterval(beat);
       beat = setInterval(function () { out('HEARTBEAT', {}); }, 30000);
     };
@@ -213,15 +214,24 @@
       if (ws !== s) return;
       ws = null; clearInterval(beat); root.removeAttribute('data-connected');
       if (ended) return;
-      // A handshake refused (the session ended or expired while we were away): a new conversation.
-      if (attempts >= maxAttempts) { setStatus('Disconnected.'); restart.textContent = 'Reconnect'; restart.hidden = false; return; }
+      // Past the quick attempts: a button, and a slow retry (a deploy must not strand the page).
+      if (attempts >= maxAttempts) {
+        setStatus('Disconnected.'); restart.textContent = 'Reconnect'; restart.hidden = false;
+        retryTimer = setTimeout(connect, 15000);
+        return;
+      }
       setStatus('Reconnecting…');
       var retry = function () { retryTimer = setTimeout(connect, Math.min(8000, 300 * Math.pow(2, attempts++))); };
       if (opened) return retry();
-      // The handshake was refused while the gateway is up: the session ended or expired. A new conversation.
+      // Refused, gateway up: a fresh token for the same session; refused again: it ended, start anew.
       fetch(base + '/healthz').then(function (r) {
         if (!r.ok) return retry();
+        if (!renewed) {
+          renewed = true;
+          return post('/api/v1/access-token', { 'X-Token': token, 'X-Host': host }).then(function (t) { st.accessToken = t.access_token; save(); connect(); }, retry);
+        }
         reset();
+        note('The previous conversation has ended.');
         if (!panel.hidden) start();
       }, retry);
     };
@@ -257,6 +267,8 @@
     showTyping(false); setStatus(''); suggestions([]);
     note('The conversation has ended.');
     form.hidden = true; restart.textContent = 'Start a new conversation'; restart.hidden = false;
+    // Focus moves from the hidden End button.
+    if (panel.contains(document.activeElement) || document.activeElement === document.body) restart.focus();
     q('.sbw-end').hidden = true;
     try { sessionStorage.removeItem(KEY); } catch (e) { /* ignore */ }
     clearInterval(beat);
@@ -283,6 +295,7 @@
     } else bubble.focus();
   }
   bubble.addEventListener('click', function () { open(panel.hidden); });
+  addEventListener('online', function () { if (!ws && !ended && st.sessionId) { attempts = 0; connect(); } });
   q('.sbw-close').addEventListener('click', function () { open(false); });
   panel.addEventListener('keydown', function (e) { if (e.key === 'Escape') open(false); });
   q('.sbw-end').addEventListener('click', function () { if (!out('USER_END_SESSION', {}, cid())) { finish(); } });
