@@ -18,8 +18,9 @@ const CHANNELS = { webchat: 'WEBCHAT', whatsapp: 'WHATSAPP', sms: 'SMS', api: 'A
 const LANG = /^[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})*$/;
 const LangCode = z.string().regex(LANG, 'must be a language code such as en or en-US');
 /** A speech voice is chosen by language and region (contract 4.6: "language code with region"). */
-const LANG_REGION = /^[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{1,8})*[-_](?:[A-Za-z]{2}|\d{3})(?:[-_][A-Za-z0-9]{1,8})*$/;
-const TtsLangCode = z.string().regex(LANG_REGION, 'must be a language code with region such as en-US');
+const REGION = /^(?:[A-Za-z]{2}|\d{3})$/;
+const hasRegion = (code: string) => code.split(/[-_]/).slice(1).some((subtag) => REGION.test(subtag));
+const TtsLangCode = LangCode.refine(hasRegion, 'must be a language code with region such as en-US');
 const ErrorBody = z.object({ error_message: z.string() });
 const errors = { 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody, 422: ErrorBody, 429: ErrorBody, 503: ErrorBody };
 const Params = z.object({ version: z.string().regex(/^v\d{1,3}$/, 'malformed version'), account_id: PathId, project_id: PathId });
