@@ -21,7 +21,7 @@ import { jsonTooDeep } from '../../platform/json-depth.js';
 import type { Services } from '../../platform/services.js';
 import type { ApiKey } from '../../tenancy/keys.js';
 import { credentialsFirst, header, resolvePathProject } from './auth.js';
-import { utf8 } from './json-body.js';
+import { utf8 } from '../../platform/utf8.js';
 import { sendProblem, toProblem } from './errors.js';
 
 /**

@@ -1,23 +1,10 @@
 import type { FastifyRequest } from 'fastify';
 import secureJsonParse from 'secure-json-parse';
 import { jsonTooDeep, tooDeepMessage } from '../../platform/json-depth.js';
-
-const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
-
-/**
- * `bytes` as UTF-8 text, or null when they are not valid UTF-8: a body is refused rather than read with its
- * bad bytes replaced (JSON is UTF-8, RFC 8259; a replaced byte would be stored as if the client had sent it).
- */
-export function utf8(bytes: Uint8Array): string | null {
-  try {
-    return strictUtf8.decode(bytes);
-  } catch {
-    return null;
-  }
-}
+import { utf8 } from '../../platform/utf8.js';
 
 /**
- * JSON bodies: invalid UTF-8 is refused, an empty body reads as no body and a literal `null` body is refused (clients often send `Content-Type: application/json` on a
+ * JSON bodies: invalid UTF-8 is refused (JSON is UTF-8, RFC 8259), an empty body reads as no body and a literal `null` body is refused (clients often send `Content-Type: application/json` on a
  * POST without one), `__proto__`/`constructor.prototype` keys are refused, as Fastify's own parser does, and so
  * is anything nested deeper than `JSON_MAX_DEPTH` (checked on the raw text, before parsing). Every refusal is a
  * 400, which each family renders in its own error shape.

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import sip, { type Aor, type Remote, type SipMessage, type Stack } from 'sip';
 import digest from 'sip/digest.js';
 import { allListening, capturingListeners } from './listening.js';
+import { utf8 } from '../../platform/utf8.js';
 
 /**
  * The SIP dialog layer of the media gateway, in one place (RFC 3261): a user agent over the `sip` package's
@@ -61,8 +62,6 @@ export function userOf(h: Aor | undefined): string {
  * header values are UTF-8 (RFC 3261, 7.3.1). Header values the platform passes through are converted at this
  * edge: written as their UTF-8 bytes, read back from them.
  */
-const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
-
 /** A header value as the stack writes it: its UTF-8 bytes, one character each. */
 export function toWire(value: string): string {
   return Buffer.from(value, 'utf8').toString('latin1');
@@ -71,11 +70,7 @@ export function toWire(value: string): string {
 /** A header value as the stack read it, decoded from UTF-8; bytes that are not UTF-8 are kept as latin1. */
 export function fromWire(value: string): string {
   if (!/[\u0080-\u00ff]/.test(value)) return value;
-  try {
-    return strictUtf8.decode(Buffer.from(value, 'latin1'));
-  } catch {
-    return value;
-  }
+  return utf8(Buffer.from(value, 'latin1')) ?? value;
 }
 
 /** The headers of a request the platform does not interpret, as name → value (names lower-case). */
