@@ -12,8 +12,8 @@ import { NODE_FLAGS } from './helpers/platform.js';
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const command = `node ${NODE_FLAGS.join(' ')} dist/platform/main.js`;
 
-t.test('the flags are the young generation and no allocation-site pretenuring', async (t) => {
-  t.same(NODE_FLAGS, ['--max-semi-space-size=64', '--no-allocation-site-pretenuring']);
+t.test('the flags are the young generation, the first size of the old generation and no allocation-site pretenuring', async (t) => {
+  t.same(NODE_FLAGS, ['--max-semi-space-size=64', '--initial-old-space-size=1024', '--no-allocation-site-pretenuring']);
 });
 
 t.test('npm start runs the platform with them', async (t) => {

@@ -10,7 +10,7 @@ export const DIST = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const MAIN = join(DIST, 'platform', 'main.js');
 export const CLI = join(DIST, 'bin', 'switchboard.js');
 /** The node flags `npm start` and the Procfile give the platform. */
-export const NODE_FLAGS = ['--max-semi-space-size=64', '--no-allocation-site-pretenuring'];
+export const NODE_FLAGS = ['--max-semi-space-size=64', '--initial-old-space-size=1024', '--no-allocation-site-pretenuring'];
 
 export interface Platform {
   edge: string;
