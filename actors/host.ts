@@ -45,6 +45,8 @@ export class Host {
 
   constructor(private readonly o: HostOptions) {
     this.commit = new CommitQueue(o.snapshots, o.committed);
+    // Every hosted kind has a sample from the start, 0 included (`liveActorsByKind`).
+    for (const kind of o.kinds.keys()) this.expiredByKind[kind] = 0;
     this.context = {
       system: new ActorSystem(),
       snapshots: o.snapshots,
@@ -75,7 +77,10 @@ export class Host {
 
   /** Live actors now, by kind (the Prometheus gauge). */
   liveActorsByKind(): Record<string, number> {
+    // Every hosted kind has a sample, 0 included: a series that appears only once it is non-zero cannot be
+    // told apart from a process that does not count it.
     const out: Record<string, number> = {};
+    for (const kind of this.o.kinds.keys()) out[kind] = 0;
     for (const key of this.activations.keys()) {
       const kind = key.slice(0, key.indexOf('/'));
       out[kind] = (out[kind] ?? 0) + 1;

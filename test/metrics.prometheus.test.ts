@@ -37,6 +37,9 @@ t.test('the edge and METRICS_PORT serve the exposition after real traffic', asyn
   t.ok((value(text, 'switchboard_live_actors{kind="conversation"}') ?? 0) >= 1, 'live conversation actors');
   t.match(text, '# TYPE switchboard_webhook_attempts_total counter');
   t.match(text, '# TYPE switchboard_actor_events_expired_total counter', 'events shed by the actors\' mailboxes');
+  // Every hosted kind has a sample from the start, 0 included, for both per-kind series.
+  t.equal(value(text, 'switchboard_actor_events_expired_total{kind="session"}'), 0, 'no session events shed: a sample of 0');
+  t.equal(value(text, 'switchboard_live_actors{kind="alert-rule"}'), 0, 'no live alert rule: a sample of 0');
   t.ok((value(text, 'switchboard_sandbox_calls_total{outcome="ok"}') ?? 0) >= 1, 'sandbox calls by outcome');
   t.equal(value(text, 'switchboard_messaging_connections{what="sockets"}'), 0, 'messaging sockets (none open)');
   t.equal(value(text, 'switchboard_messaging_connections{what="sessions"}'), 0, 'messaging sessions with a socket');

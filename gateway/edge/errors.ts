@@ -10,6 +10,8 @@ export type ErrorShape = 'fields' | 'error_message';
 
 interface Problem {
   status: number;
+  /** The catalog code (`platform/errors.ts`) when the error came from a catalog. */
+  code?: string;
   message: string;
   errors: FieldError[];
   /** Response headers that belong to the error (`Retry-After` of a 429). */
@@ -21,7 +23,7 @@ interface ValidationIssue {
   message?: string;
 }
 
-const problemOf = (err: PlatformError): Problem => ({ status: err.statusCode, message: err.message, errors: err.errors });
+const problemOf = (err: PlatformError): Problem => ({ status: err.statusCode, code: err.code, message: err.message, errors: err.errors });
 
 /**
  * Turns anything thrown in a request into a status and message; never leaks internals of a 5xx. A body of a
@@ -103,7 +105,7 @@ export const routeNotFound = (request: FastifyRequest): Problem =>
  * fields in it (`validation error: conversation_id is required; channel must be ...`).
  */
 function errorMessage(p: Problem): string {
-  if (p.message !== EDGE.VALIDATION.message || p.errors.length === 0) return p.message;
+  if (p.code !== EDGE.VALIDATION.code || p.errors.length === 0) return p.message;
   return `${p.message}: ${p.errors.map((e) => (e.message.startsWith(e.field) ? e.message : `${e.field} ${e.message}`)).join('; ')}`;
 }
 
