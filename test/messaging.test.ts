@@ -126,7 +126,7 @@ t.test('access token: every error row, and subdomains of the registered host', a
 
 t.test('sessions: every error row', async (t) => {
   const token = await m.accessToken();
-  const post = (headers: Record<string, string>, raw?: string) => http(p.socket, 'POST', '/api/v1/sessions', { raw, headers: { 'content-type': 'application/json', ...headers } });
+  const post = (headers: Record<string, string>, raw?: string | Uint8Array<ArrayBuffer>) => http(p.socket, 'POST', '/api/v1/sessions', { raw, headers: { 'content-type': 'application/json', ...headers } });
   const errorOf = (r: { status: number; body: any }) => [r.status, r.body?.error];
   t.same(errorOf(await post({})), [400, 'Missing access token']);
   t.same(errorOf(await post({ Authorization: token })), [401, 'Missing authentication headers'], 'not in Bearer form');
@@ -143,6 +143,8 @@ t.test('sessions: every error row', async (t) => {
   t.same(errorOf(await post({ Authorization: `Bearer ${expired}` })), [401, 'Invalid access token'], 'expired');
   t.same(errorOf(await post({ Authorization: `Bearer ${token}` }, '{not json')), [400, 'Error parsing request']);
   t.same(errorOf(await post({ Authorization: `Bearer ${token}` }, '[1,2]')), [400, 'Error parsing request'], 'not an object');
+  const notUtf8 = Buffer.concat([Buffer.from('{"x":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]);
+  t.same(errorOf(await post({ Authorization: `Bearer ${token}` }, notUtf8)), [400, 'Error parsing request'], 'a body that is not UTF-8');
   t.equal((await post({ Authorization: `Bearer ${token}` }, '{"platform":"fridge"}')).status, 400, 'unknown platform');
   t.equal((await post({ Authorization: `Bearer ${token}` }, '{"streaming_enabled":"yes"}')).status, 400, 'streaming_enabled not a boolean');
   t.equal((await post({ Authorization: `Bearer ${token}` })).status, 200, 'the body may be omitted');

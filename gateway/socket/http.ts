@@ -1,5 +1,6 @@
 import type { HttpRequest, HttpResponse } from '@trufflesuite/uws-js-unofficial';
 import { jsonTooDeep } from '../../platform/json-depth.js';
+import { utf8 } from '../../platform/utf8.js';
 import { errorBody, HTTP_ERRORS, type MessagingHttpError } from './errors.js';
 import { context, contextFromHeaders, SpanKind, SpanStatusCode, trace, tracer, tracingStarted, type Context, type Span } from '../../platform/telemetry.js';
 
@@ -166,12 +167,15 @@ export function route(headerNames: string[], paramCount: number, handler: (call:
 export const ok = (value: unknown, status = 200): HttpAnswer => ({ status, body: JSON.stringify(value) });
 
 /**
- * Parses a JSON object body: empty means `{}`; anything else that is not an object, or that nests deeper
- * than `JSON_MAX_DEPTH`, is null (the callers' 400).
+ * Parses a JSON object body: empty means `{}`; anything else that is not a UTF-8 JSON object, or that nests
+ * deeper than `JSON_MAX_DEPTH`, is null (the callers' 400).
  */
 export function jsonObject(body: Buffer | undefined): Record<string, unknown> | null {
   if (body === undefined) return null;
-  const text = body.toString('utf8').trim();
+  // Not UTF-8 is a malformed body, like the edge's (`platform/utf8.ts`): decoding it with replacement characters
+  // would store text nobody sent (a desk agent's message).
+  const text = utf8(body)?.trim();
+  if (text === undefined) return null;
   if (!text) return {};
   if (jsonTooDeep(text)) return null;
   try {

@@ -6,16 +6,16 @@ export interface Res<T = any> {
   headers: Headers;
 }
 
-/** One HTTP request with a JSON body (or raw text when `raw` is given) over loopback. */
+/** One HTTP request with a JSON body (or the raw text or bytes of `raw`) over loopback. */
 export async function http<T = any>(
   base: string,
   method: string,
   path: string,
-  opts: { body?: unknown; raw?: string; headers?: Record<string, string> } = {},
+  opts: { body?: unknown; raw?: string | Uint8Array<ArrayBuffer>; headers?: Record<string, string> } = {},
 ): Promise<Res<T>> {
   const headers: Record<string, string> = { ...opts.headers };
-  let body: string | undefined;
-  if (opts.raw !== undefined) body = opts.raw;
+  let body: string | Blob | undefined;
+  if (opts.raw !== undefined) body = typeof opts.raw === 'string' ? opts.raw : new Blob([opts.raw]);
   else if (opts.body !== undefined) {
     body = JSON.stringify(opts.body);
     headers['content-type'] ??= 'application/json';
