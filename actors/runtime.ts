@@ -12,13 +12,20 @@ import { remoteDirectory, serveDirectory } from './placement/remote-directory.js
 import { bytesOf } from './protocol.js';
 import type { WorkerDirectory, WorkerInfo } from './placement/types.js';
 import { Projections, type ProjectionOptions } from './projection/projections.js';
-import { connectNatsTransport, createInprocTransport, portTransport, servePort } from './transport/mod.js';
+import { connectNatsTransport, createInprocTransport, portTransport, servePort, type NatsWaitLog } from './transport/mod.js';
 import type { Transport } from './transport/types.js';
 
 export interface RuntimeOptions {
   store: Store;
   /** NATS server URL; unset means the in-process transport (one process hosts everything). */
   natsUrl?: string;
+  /**
+   * Over NATS, the start waits for a server that is not reachable yet; aborting this signal (the process is
+   * told to stop meanwhile) ends the wait: `startRuntime` rejects with the signal's reason.
+   */
+  signal?: AbortSignal;
+  /** Where that wait is told (a warning every 30 s while it lasts). */
+  natsLog?: NatsWaitLog;
   /**
    * Reach the actors of another thread of this process over this port (its runtime's `servePort`) instead:
    * the embedded default's edge thread. Not with `natsUrl` nor `worker`.
@@ -75,7 +82,7 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
   if (o.port && (o.natsUrl || o.worker)) throw new Error('a runtime reached over a port hosts no actors and uses no NATS');
   // What another thread or process sends may follow a write it saw committed: this thread reads afresh first.
   const arrived = () => o.store.refresh();
-  const nats = o.natsUrl ? await connectNatsTransport(o.natsUrl, { name: `switchboard-${process.pid}`, arrived }) : null;
+  const nats = o.natsUrl ? await connectNatsTransport(o.natsUrl, { name: `switchboard-${process.pid}`, arrived, signal: o.signal, log: o.natsLog }) : null;
   const transport: Transport = nats ?? (o.port ? portTransport(o.port, arrived) : createInprocTransport());
   /** What to stop with the runtime: the directory answered and the ports served to other threads. */
   const serving: Array<() => void> = [];

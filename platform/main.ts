@@ -30,6 +30,7 @@ import { startTelemetry } from './telemetry.js';
 import { busOptions, runtimeOptions } from './runtime-options.js';
 import { serveEdge } from './edge-role.js';
 import { startEdgeThread, type EdgeThread } from './edge-thread.js';
+import { StoppedWhileStarting, watchStartSignals } from './start-signals.js';
 
 const ROLES = ['edge', 'socket', 'worker', 'media'] as const;
 type Role = (typeof ROLES)[number];
@@ -107,7 +108,32 @@ async function main(): Promise<void> {
         alertRuleKind({ store, client: async () => (await runtimeReady).client, intervalMs: config.alerts.evalIntervalMs }),
       ]
     : [];
-  const runtime = await startRuntime({ kinds: builtinKinds(extraKinds), natsUrl: config.natsUrl, worker: roles.has('worker'), ...runtimeOptions(config, log, store) });
+  // Over NATS the runtime waits for a server that is not reachable yet; told to stop meanwhile, the process
+  // exits 0 as a drain would (start-signals.ts).
+  const startSignals = watchStartSignals();
+  let runtime: Runtime;
+  try {
+    runtime = await startRuntime({ kinds: builtinKinds(extraKinds), natsUrl: config.natsUrl, worker: roles.has('worker'), signal: startSignals.signal, ...runtimeOptions(config, log, store) });
+  } catch (err) {
+    if (!(err instanceof StoppedWhileStarting)) throw err;
+    startSignals.stop();
+    logger.info({ signal: err.received }, 'stopped while waiting for NATS');
+    // Nothing was served: close what is open. As after a drain, the exit code is 1 only if the store did not close.
+    const quietly = async (f: () => unknown) => {
+      try {
+        await f();
+        return true;
+      } catch (e) {
+        logger.warn({ err: String(e instanceof Error ? e.message : e) }, 'closing after the stop failed; going on');
+        return false;
+      }
+    };
+    await quietly(() => sandbox?.close());
+    await quietly(() => services.blobs?.close());
+    const storeClosed = await quietly(() => store.close());
+    await quietly(() => telemetry?.shutdown());
+    process.exit(storeClosed ? 0 : 1);
+  }
   runtimeStarted(runtime);
   const host = runtime.host;
   if (host) {
@@ -212,6 +238,9 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => void drain('SIGTERM'));
   process.on('SIGINT', () => void drain('SIGINT'));
+  // Told to stop after NATS answered but before this process served: drain now.
+  const early = startSignals.stop();
+  if (early) void drain(early);
 }
 
 main().catch((err) => {

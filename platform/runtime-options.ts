@@ -11,7 +11,7 @@ import type { InvalidationBusOptions } from './invalidation.js';
 import type { PlatformLogger } from './logger.js';
 
 /** What `runtimeOptions` sets; the caller sets the rest (kinds, transport, role), none of which it overrides. */
-type ConfiguredOption = 'store' | 'shardCount' | 'leaseTtlMs' | 'passivateAfterMs' | 'askTimeoutMs' | 'log' | 'healthLog' | 'projections';
+type ConfiguredOption = 'store' | 'shardCount' | 'leaseTtlMs' | 'passivateAfterMs' | 'askTimeoutMs' | 'log' | 'healthLog' | 'natsLog' | 'projections';
 
 /** The runtime's and the bus's warnings, as log lines at warn level. */
 const warnings = (log: PlatformLogger) => (msg: string, extra?: object) => log.logger.warn(extra ?? {}, msg);
@@ -26,6 +26,7 @@ export function runtimeOptions(config: Config, log: PlatformLogger, store: Store
     askTimeoutMs: config.askTimeoutMs,
     log: warnings(log),
     healthLog: (level, msg, extra) => log.logger[level](extra ?? {}, msg),
+    natsLog: (level, msg, extra) => log.logger[level](extra, msg),
     projections: { store: { dataDir: config.dataDir, mongodbUrl: config.mongodbUrl }, ...config.projections },
   };
 }

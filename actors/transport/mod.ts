@@ -3,7 +3,8 @@
  *
  * - `createInprocTransport()`: in-process, for the embedded single-process default;
  * - `connectNatsTransport(url)`: NATS core over nats.js v3, for multi-node deployments; it also exposes
- *   its `connection` for the placement leases and other JetStream users;
+ *   its `connection` for the placement leases and other JetStream users. It waits for a server that is not
+ *   reachable yet (`nats-connect.ts`), so the roles of a deployment can start in any order;
  * - `portTransport(port)`: a thread's transport whose other end (`servePort`) is another thread's in-process
  *   transport: the embedded default's edge thread reaches the actors of its main thread over it.
  *
@@ -29,5 +30,6 @@ export type {
 export { createInprocTransport } from './inproc.js';
 export { portTransport, servePort } from './port.js';
 export { connectNatsTransport, type NatsTransport, type NatsTransportOptions } from './nats.js';
+export { NATS_RETRY_MS, NATS_WAIT_WARN_MS, NatsCredentialsError, parseNatsUrl, type NatsWaitLog } from './nats-connect.js';
 export type { Arrived } from './arrival.js';
 export { isLiteralSubject, isSubscriptionSubject, subjectMatches } from './subject.js';

@@ -1,6 +1,5 @@
 import {
   ClosedConnectionError,
-  connect,
   createInbox,
   DrainingConnectionError,
   headers as natsHeaders,
@@ -9,6 +8,7 @@ import {
   type NatsConnection,
 } from '@nats-io/transport-node';
 import { oncePerRun, type Arrived } from './arrival.js';
+import { connectNats, type NatsWaitLog } from './nats-connect.js';
 import { Outbox } from './nats-outbox.js';
 import { TransportError, type Handler, type Headers, type SubscribeOptions, type Subscription, type Transport } from './types.js';
 
@@ -18,6 +18,10 @@ export interface NatsTransportOptions {
   name?: string;
   /** Runs before the messages of each socket read are handled (`Arrived`). */
   arrived?: Arrived;
+  /** Stops the wait for a server that is not reachable yet (`connectNats`): the process is told to stop. */
+  signal?: AbortSignal;
+  /** Where that wait is told. */
+  log?: NatsWaitLog;
 }
 
 /** The NATS transport, with its connection for the placement leases and KV buckets that share it. */
@@ -59,7 +63,8 @@ interface Pending {
 }
 
 /**
- * Connects to NATS at `url` (reconnecting without limit) and returns a transport over that connection.
+ * Connects to NATS at `url` (waiting for a server that is not reachable yet, then reconnecting without limit:
+ * `connectNats`) and returns a transport over that connection.
  * Subscriptions use callbacks rather than async iterators: one less promise hop per message. What it sends
  * goes through an `Outbox`: one socket write per turn of the event loop. Requests are its own: one inbox
  * subscription (`_INBOX.<id>.*`) and a table of the pending ones, each with one timer; nats.js's `request`
@@ -67,13 +72,7 @@ interface Pending {
  * `close()` drains: subscriptions receive what was already sent, then the connection closes.
  */
 export async function connectNatsTransport(url: string, options: NatsTransportOptions = {}): Promise<NatsTransport> {
-  const nc = await connect({
-    servers: url,
-    name: options.name,
-    maxReconnectAttempts: -1,
-    // Async traces allocate an Error per request to improve stacks; not worth it on the hot path.
-    noAsyncTraces: true,
-  });
+  const nc = await connectNats(url, { name: options.name, signal: options.signal, log: options.log });
 
   const arrived = options.arrived ? oncePerRun(options.arrived) : () => {};
   const pending = new Map<string, Pending>();

@@ -24,6 +24,8 @@ export interface StartNatsOptions {
   port?: number;
   /** JetStream store directory (e.g. a stopped server's); default a fresh temporary directory. */
   storeDir?: string;
+  /** More nats-server arguments (e.g. `--user`, `--pass`). */
+  args?: string[];
 }
 
 // Debian installs nats-server in /usr/sbin, which is not on every user's PATH.
@@ -94,8 +96,8 @@ function canConnect(port: number): Promise<boolean> {
   });
 }
 
-async function spawnServer(bin: string, port: number, storeDir: string): Promise<NatsServer> {
-  const child = spawn(bin, ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', storeDir], {
+async function spawnServer(bin: string, port: number, storeDir: string, args: string[] = []): Promise<NatsServer> {
+  const child = spawn(bin, ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', storeDir, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   running.add(child);
@@ -158,12 +160,12 @@ export async function startNats(options: StartNatsOptions = {}): Promise<NatsSer
     storeDir = mkdtempSync(join(tmpdir(), 'sb-nats-'));
     createdDirs.add(storeDir);
   }
-  if (options.port !== undefined) return spawnServer(bin, options.port, storeDir);
+  if (options.port !== undefined) return spawnServer(bin, options.port, storeDir, options.args);
   // Another process may take the free port before the server binds it: try a few.
   let lastError: unknown;
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
-      return await spawnServer(bin, await freePort(), storeDir);
+      return await spawnServer(bin, await freePort(), storeDir, options.args);
     } catch (err) {
       lastError = err;
     }

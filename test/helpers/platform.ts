@@ -37,6 +37,22 @@ export interface StartOptions {
   fdLimit?: number;
   /** A command the platform is started through, which execs it (`prlimit`, `setpriv`): the pid stays the platform's. */
   prefix?: string[];
+  /**
+   * Called once the process is spawned, before it serves: a test can watch a process that waits (for a NATS
+   * server started after it) or stops before it serves, and kill it if it never will.
+   */
+  spawned?: (p: Spawned) => void;
+  /** How long the process may take to serve before it is killed (default 30 s; longer when it waits on purpose). */
+  readyTimeoutMs?: number;
+}
+
+/** A platform process that may not serve yet: what `StartOptions.spawned` is given. */
+export interface Spawned {
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  /** Resolves with the exit code (null when a signal ended it). */
+  exited: Promise<number | null>;
 }
 
 /** Starts a real platform process on free ports and a fresh data dir, and waits until it serves. */
@@ -73,13 +89,15 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (err += d));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  opts.spawned?.({ child, stdout: () => out, stderr: () => err, exited });
+  const readyTimeoutMs = opts.readyTimeoutMs ?? 30_000;
   const ready = await new Promise<{ edge: string; socket: string; worker: string }>((resolve, reject) => {
     // A process that does not start is killed, so that it cannot keep the test file running into tap's timeout.
     const timer = setTimeout(async () => {
       const report = await diagnosticReport(child, dataDir);
       child.kill('SIGKILL');
-      reject(new Error(`platform (${opts.roles?.join('+') ?? 'all roles'}) did not start in 30 s:\n${out}\n${err}\n${report}`));
-    }, 30_000);
+      reject(new Error(`platform (${opts.roles?.join('+') ?? 'all roles'}) did not start in ${readyTimeoutMs / 1000} s:\n${out}\n${err}\n${report}`));
+    }, readyTimeoutMs);
     const check = () => {
       const m = /serving: (.*)\n/.exec(out);
       if (!m) return;
