@@ -60,6 +60,12 @@ const TYPING_STATES = new Set(['TYPING_STATE_STARTED', 'TYPING_STATE_STOPPED']);
 const LANGUAGE = /^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})*$/;
 /** The transport refuses frames this large outright (closing the socket); up to it, oversize gets an error event. */
 const TRANSPORT_MAX_PAYLOAD = 1024 * 1024;
+/**
+ * `Retry-After` of the connection limit's 429 (contract 7.4: a 429 says when to retry). A place frees when one
+ * of the session's sockets closes, which no clock predicts: a fixed 5 s is long enough that a client retrying
+ * on it does not spend its address's rate on refusals, and short next to a tab being closed and reopened.
+ */
+const CONNECTION_LIMIT_RETRY_AFTER_S = 5;
 
 /**
  * A client event as the gateway validated it, or the error message to answer it with. A frame nested deeper
@@ -263,7 +269,10 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
         ctx.logger.warn({ err: String(err), session: sessionId }, 'session connect failed');
         return refuse(res, isAborted, HTTP_ERRORS.internal);
       }
-      if (!reply.ok) return refuse(res, isAborted, reply.error === 'limit' ? HTTP_ERRORS.connectionLimit : HTTP_ERRORS.sessionNotFound);
+      if (!reply.ok) {
+        if (reply.error === 'limit') return refuse(res, isAborted, HTTP_ERRORS.connectionLimit, { 'retry-after': String(CONNECTION_LIMIT_RETRY_AFTER_S) });
+        return refuse(res, isAborted, HTTP_ERRORS.sessionNotFound);
+      }
       if (aborted) {
         void ask(sessionId, { type: 'DISCONNECT', connectionId, at: Date.now() }).catch(() => undefined);
         return;
