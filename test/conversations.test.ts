@@ -42,7 +42,7 @@ t.test('v3 lists the project conversations in ascending order, in the contract s
   t.notOk('next_offset' in r.body, 'no next_offset without more results');
   const a = r.body.conversations[0];
   t.same(Object.keys(a).sort(), [...v3Fields, 'audio'].sort(), 'v3 rows: the contract fields and audio (docs/recordings.md)');
-  t.same(a.audio, { available: false, redactions: null }, 'a text conversation has no audio');
+  t.same(a.audio, { available: false }, 'a text conversation has no audio (and no redactions field)');
   t.match(a, {
     account_id: c.accountId, project_id: c.agentId, variant_id: variants.London, variant_name: 'London', environment: 'live',
     channel: 'WEBCHAT', from_number: '', to_number: '', in_progress: false, num_turns: 2, handoff: false, handoff_reason: '', handoff_destination: '',
@@ -56,6 +56,30 @@ t.test('v3 lists the project conversations in ascending order, in the contract s
   t.type(withLatency.body.conversations[0].turns[1].latency, 'number');
   t.equal(r.body.conversations[1].in_progress, true);
   t.equal(r.body.conversations[1].channel, 'CHAT');
+});
+
+/** The paths of every null inside a value (`$.audio.redactions`, `$.turns[0].user_input`). */
+function nullPaths(v: unknown, path = '$'): string[] {
+  if (v === null) return [path];
+  if (Array.isArray(v)) return v.flatMap((x, i) => nullPaths(x, `${path}[${i}]`));
+  if (typeof v === 'object') return Object.entries(v as Record<string, unknown>).flatMap(([k, x]) => nullPaths(x, `${path}.${k}`));
+  return [];
+}
+
+t.test('v3 rows hold no null anywhere (contract 2.5): ended and in-progress rows, with and without latency, a cursor page', async (t) => {
+  const pages = [
+    await get({ start_time: since }),
+    await get({ start_time: since, include_latency: 'true' }),
+    await get({ start_time: since, limit: '1' }),
+  ];
+  pages.push(await get({ start_time: since, limit: '1', cursor: pages[2].body.cursor }));
+  const rows = pages.flatMap((r) => {
+    t.equal(r.status, 200, r.text);
+    return r.body.conversations as Array<{ id: string }>;
+  });
+  t.ok(rows.length >= 5, `${rows.length} rows walked`);
+  t.ok(rows.some((r: any) => r.in_progress === false) && rows.some((r: any) => r.in_progress === true), 'ended and in-progress rows among them');
+  for (const row of rows) t.same(nullPaths(row), [], `row ${row.id}: no null values`);
 });
 
 t.test('filters: channel (repeatable), client_env, variant, in_progress, time range', async (t) => {

@@ -167,6 +167,12 @@ t.test('handshake: every error row, and the connection limit', async (t) => {
   const open = [];
   for (let i = 0; i < 10; i++) open.push(await connect(p.socket, { session_id: sessionId, access_token: accessToken }));
   t.match(await handshakeStatus(p.socket, { session_id: sessionId, access_token: accessToken }), { status: 429, body: { error: 'connection limit exceeded for session' } }, 'the 11th is refused');
+  const refused = await connect(p.socket, { session_id: sessionId, access_token: accessToken }).then(
+    (c) => c.close().then(() => null),
+    (err: { status?: number; headers?: Record<string, string> }) => err,
+  );
+  t.equal(refused?.status, 429, 'the 11th again');
+  t.equal(refused?.headers?.['retry-after'], '5', 'the connection limit\'s 429 says when to retry (Retry-After: 5)');
   await open.pop()!.close();
   // The close deregisters the connection: a new one fits again.
   const again = await eventually(async () => connect(p.socket, { session_id: sessionId, access_token: accessToken }).catch(() => null), 10_000, 'a connection that fits again', 50);

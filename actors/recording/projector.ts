@@ -10,18 +10,21 @@ import { markedValues } from './marks.js';
 export interface AudioInfo {
   /** Whether the call has a recording the audio endpoint serves. */
   available: boolean;
-  /** The muted spans of the redacted rendering (offsets in ms and kind, never the value); null until rendered. */
-  redactions: Redaction[] | null;
+  /**
+   * The muted spans of the redacted rendering (offsets in ms and kind, never the value); absent until it is
+   * rendered, never null: a v3 row has no nulls (contract 2.5).
+   */
+  redactions?: Redaction[];
 }
 
 /** A conversation's audio as its row shows it: one small read of the recording's meta (and spans). */
 export async function audioOf(blobs: BlobStore | undefined, accountId: string, projectId: string, conversationId: string, now = Date.now()): Promise<AudioInfo> {
-  if (!blobs) return { available: false, redactions: null };
+  if (!blobs) return { available: false };
   const prefix = recordingPrefix(accountId, projectId, conversationId);
   const meta = await blobs.read(`${prefix}/meta`).catch(() => null);
-  if (!meta || (JSON.parse(meta.toString()) as RecordingMeta).expires_at <= now) return { available: false, redactions: null };
+  if (!meta || (JSON.parse(meta.toString()) as RecordingMeta).expires_at <= now) return { available: false };
   const spans = await blobs.read(`${prefix}/redactions`).catch(() => null);
-  return { available: true, redactions: spans ? (JSON.parse(spans.toString()) as Redaction[]) : null };
+  return spans ? { available: true, redactions: JSON.parse(spans.toString()) as Redaction[] } : { available: true };
 }
 
 const isEnd = (e: JournalEntry) => e.value === 'ended' || e.events.some((x) => x.type === 'conversation.ended');

@@ -49,6 +49,14 @@ export function sessionHistory(store: Store) {
       const d = started.data as Record<string, string>;
       return { account_id: d.account_id, project_id: d.project_id, connector_id: d.connector_id };
     },
+    /**
+     * Whether the session is over (ending or ended), from the state its newest step committed: one read of the
+     * actor's last entry. A session never reopens, so a later step cannot make this false again.
+     */
+    async closed(id: string): Promise<boolean> {
+      const [last] = await journal().ofActor(sessionKey(id), { last: 1 });
+      return last?.value === 'ending' || last?.value === 'ended';
+    },
   };
 }
 export type SessionHistory = ReturnType<typeof sessionHistory>;

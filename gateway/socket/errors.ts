@@ -32,6 +32,8 @@ export const HTTP_ERRORS = {
   authenticationFailed: e(401, 'AUTHENTICATION_FAILED', 'authentication failed'),
   connectionLimit: e(429, 'CONNECTION_LIMIT_EXCEEDED', 'connection limit exceeded for session'),
   invalidConnectionParameters: e(400, 'INVALID_CONNECTION_PARAMETERS', 'invalid connection parameters'),
+  // A GET of the socket path without a WebSocket upgrade, whose handshake checks passed (contract 7.4 lists no 426).
+  upgradeRequired: e(400, 'UPGRADE_REQUIRED', 'a WebSocket upgrade is required'),
   // Every step.
   rateLimited: e(429, 'RATE_LIMIT_EXCEEDED', 'Rate limit exceeded'),
   requestTimeout: e(408, 'REQUEST_TIMEOUT', 'Request body not received in time'),

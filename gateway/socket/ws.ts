@@ -17,6 +17,7 @@ import { jsonTooDeep } from '../../platform/json-depth.js';
 import type { MessagingContext } from './context.js';
 import type { GatewayDirectory } from './gateways.js';
 import { errorBody, EVENT_ERRORS, HTTP_ERRORS, RATE_LIMIT_WARNING, type MessagingHttpError } from './errors.js';
+import { checkHandshake, handshakeRequest } from './handshake.js';
 import { statusLine } from './http.js';
 import { socketCloses } from '../../platform/metrics.js';
 import { RateLimiter } from '../../platform/rate-limit.js';
@@ -57,19 +58,14 @@ const CLIENT_TYPES: Record<string, ClientKind> = {
 const SERVER_TYPES = new Set<string>(SERVER_EVENT_TYPES.map((t) => EVENT_PREFIX + t));
 const TYPING_STATES = new Set(['TYPING_STATE_STARTED', 'TYPING_STATE_STOPPED']);
 const LANGUAGE = /^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})*$/;
-const SESSION_ID = /^[A-Za-z0-9_-]{1,128}$/;
 /** The transport refuses frames this large outright (closing the socket); up to it, oversize gets an error event. */
 const TRANSPORT_MAX_PAYLOAD = 1024 * 1024;
-
 /**
- * Reads `cursor`: an integer sequence or `seq:<n>`; anything else (logged) reads as 0, which replays the
- * whole history (contract 4.7).
+ * `Retry-After` of the connection limit's 429 (contract 7.4: a 429 says when to retry). A place frees when one
+ * of the session's sockets closes, which no clock predicts: a fixed 5 s is long enough that a client retrying
+ * on it does not spend its address's rate on refusals, and short next to a tab being closed and reopened.
  */
-export function parseCursor(raw: string | undefined): { cursor: number; valid: boolean } {
-  if (raw === undefined || raw === '') return { cursor: 0, valid: true };
-  const m = /^(?:seq:)?(\d{1,15})$/.exec(raw.trim());
-  return m ? { cursor: Number(m[1]), valid: true } : { cursor: 0, valid: false };
-}
+const CONNECTION_LIMIT_RETRY_AFTER_S = 5;
 
 /**
  * A client event as the gateway validated it, or the error message to answer it with. A frame nested deeper
@@ -247,33 +243,24 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
     });
   };
 
-  /** The handshake: every check before the upgrade, so that errors are HTTP statuses (contract 7.4). */
+  /**
+   * The handshake: every check before the upgrade, so that errors are HTTP statuses (contract 7.4); then the
+   * session actor's CONNECT, which registers the connection (refused when the session is over or full).
+   */
   const upgrade = (res: HttpResponse, req: HttpRequest, context: us_socket_context_t) => {
     const key = req.getHeader('sec-websocket-key');
     const protocol = req.getHeader('sec-websocket-protocol');
     const extensions = req.getHeader('sec-websocket-extensions');
-    const sessionId = req.getQuery('session_id') ?? '';
-    const accessToken = req.getQuery('access_token') ?? '';
-    const rawCursor = req.getQuery('cursor');
+    const request = handshakeRequest(res, req);
     let aborted = false;
     res.onAborted(() => {
       aborted = true;
     });
     const isAborted = () => aborted;
-    // Upgrades count against the client address's bucket, like the HTTP steps: refused before any lookup.
-    const wait = ctx.limitAddress(Buffer.from(res.getRemoteAddressAsText()).toString());
-    if (wait) return refuse(res, isAborted, HTTP_ERRORS.rateLimited, { 'retry-after': String(wait) });
     void (async () => {
-      if (!sessionId || !accessToken) return refuse(res, isAborted, HTTP_ERRORS.invalidConnectionParameters);
-      const claims = await ctx.tokens.verify(accessToken);
-      if (!claims || !(await ctx.connectorOf(claims))) return refuse(res, isAborted, HTTP_ERRORS.authenticationFailed);
-      // Who the session belongs to comes from its creation in the journal (no projection is read); whether
-      // it is still open, from its actor's answer to CONNECT.
-      const owner = SESSION_ID.test(sessionId) ? await ctx.history.owner(sessionId) : null;
-      if (!owner) return refuse(res, isAborted, HTTP_ERRORS.sessionNotFound);
-      if (owner.connector_id !== claims.connector_id || owner.account_id !== claims.account_id) return refuse(res, isAborted, HTTP_ERRORS.authenticationFailed);
-      const { cursor, valid } = parseCursor(rawCursor);
-      if (!valid) ctx.logger.info({ session: sessionId, cursor: rawCursor }, 'invalid cursor read as seq:0');
+      const checked = await checkHandshake(ctx, request);
+      if (!checked.ok) return refuse(res, isAborted, checked.error, checked.headers);
+      const { sessionId, claims, cursor } = checked;
       const connectionId = randomUUID();
       let reply: SessionReply;
       try {
@@ -282,7 +269,10 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
         ctx.logger.warn({ err: String(err), session: sessionId }, 'session connect failed');
         return refuse(res, isAborted, HTTP_ERRORS.internal);
       }
-      if (!reply.ok) return refuse(res, isAborted, reply.error === 'limit' ? HTTP_ERRORS.connectionLimit : HTTP_ERRORS.sessionNotFound);
+      if (!reply.ok) {
+        if (reply.error === 'limit') return refuse(res, isAborted, HTTP_ERRORS.connectionLimit, { 'retry-after': String(CONNECTION_LIMIT_RETRY_AFTER_S) });
+        return refuse(res, isAborted, HTTP_ERRORS.sessionNotFound);
+      }
       if (aborted) {
         void ask(sessionId, { type: 'DISCONNECT', connectionId, at: Date.now() }).catch(() => undefined);
         return;
@@ -291,6 +281,30 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
       res.cork(() => res.upgrade(data, key, protocol, extensions, context));
     })().catch((err) => {
       ctx.logger.error({ err }, 'handshake failed');
+      refuse(res, isAborted, HTTP_ERRORS.internal);
+    });
+  };
+
+  /**
+   * A plain GET of the socket path (no WebSocket upgrade: uWebSockets.js hands the socket route only requests
+   * with a `Sec-WebSocket-Key`): the handshake's checks, so bad parameters, credentials and sessions get the
+   * statuses an upgrade would; then 400 UPGRADE_REQUIRED. Nothing is registered with the session; whether it
+   * is over is read from its journal's last step, which CONNECT would otherwise tell.
+   */
+  const plainGet = (res: HttpResponse, req: HttpRequest) => {
+    const request = handshakeRequest(res, req);
+    let aborted = false;
+    res.onAborted(() => {
+      aborted = true;
+    });
+    const isAborted = () => aborted;
+    void (async () => {
+      const checked = await checkHandshake(ctx, request);
+      if (!checked.ok) return refuse(res, isAborted, checked.error, checked.headers);
+      if (await ctx.history.closed(checked.sessionId)) return refuse(res, isAborted, HTTP_ERRORS.sessionNotFound);
+      refuse(res, isAborted, HTTP_ERRORS.upgradeRequired);
+    })().catch((err) => {
+      ctx.logger.error({ err }, 'socket path GET failed');
       refuse(res, isAborted, HTTP_ERRORS.internal);
     });
   };
@@ -324,6 +338,8 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
       void ask(d.sessionId, { type: 'DISCONNECT', connectionId: d.connectionId, at: Date.now() }).catch(() => undefined);
     },
   });
+
+  app.get('/ws', plainGet);
 
   return {
     /** Sessions with at least one socket on this gateway now. */

@@ -67,7 +67,7 @@ export interface Client {
   close(): Promise<void>;
 }
 
-/** Opens `/ws` and resolves once open, or rejects with the handshake's HTTP status. */
+/** Opens `/ws` and resolves once open, or rejects with the handshake's HTTP status, body and headers. */
 export function connect(socket: string, q: Record<string, string | undefined>): Promise<Client> {
   const url = new URL('/ws', socket.replace(/^http/, 'ws'));
   for (const [k, v] of Object.entries(q)) if (v !== undefined) url.searchParams.set(k, v);
@@ -120,7 +120,7 @@ export function connect(socket: string, q: Record<string, string | undefined>): 
     ws.once('unexpected-response', (_req, res) => {
       let body = '';
       res.on('data', (d) => (body += d));
-      res.on('end', () => reject(Object.assign(new Error(`handshake ${res.statusCode}: ${body}`), { status: res.statusCode, body })));
+      res.on('end', () => reject(Object.assign(new Error(`handshake ${res.statusCode}: ${body}`), { status: res.statusCode, body, headers: res.headers })));
     });
     ws.once('error', (err) => reject(err));
   });

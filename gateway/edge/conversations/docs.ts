@@ -69,6 +69,15 @@ const Conversation = z.object({
   metrics: z.record(z.string(), z.unknown()),
   state: z.record(z.string(), z.unknown()),
   turns: z.array(Turn).describe('Empty when the project hides transcripts (show_transcripts false)'),
+  audio: z.object({
+    available: z.boolean().describe('Whether the audio endpoint serves a recording of this conversation'),
+    redactions: z.array(z.object({
+      start_ms: z.number(),
+      end_ms: z.number(),
+      kind: z.enum(['card_number', 'phone_number', 'email', 'date_of_birth', 'marked']),
+      source: z.enum(['speech', 'dtmf']),
+    })).optional().describe('What the redacted rendering muted; absent until it is rendered (docs/recordings.md)'),
+  }).optional().describe('v3 only'),
 });
 
 /** 200 of the list: v2 and v3 (`cursor`, `next_offset` while more exist), or v1 (`descriptions`, nullable fields). */

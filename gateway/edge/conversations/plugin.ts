@@ -219,7 +219,7 @@ function maskedRow(parts: Buffer[], marked: string[] = []): Buffer[] {
   return changed ? [Buffer.from(JSON.stringify(row))] : parts;
 }
 
-const NO_AUDIO: AudioInfo = { available: false, redactions: null };
+const NO_AUDIO: AudioInfo = { available: false };
 
 /** A row's JSON chunks with `"audio": {...}` added as its last field (the row is an object: it ends in `}`). */
 function withAudio(parts: Buffer[], audio: AudioInfo): Buffer[] {
