@@ -17,6 +17,7 @@ import { entryOfRecord } from './helpers/journal-entries.js';
 import { conversationV3 } from '../actors/conversation/view.js';
 import { parseListQuery } from '../gateway/edge/conversations/query.js';
 import type { Position } from '../gateway/edge/conversations/cursor.js';
+import type { Masking } from '../gateway/edge/conversations/mask.js';
 import { storeFor } from './helpers/store.js';
 
 const store = await storeFor(t, 'sb-reader-');
@@ -242,4 +243,66 @@ t.test('span slots: one packed entry per conversation; concurrent writers lose n
   t.equal(got.length, 200, 'every entry stored once');
   t.equal(got.find((e) => e[0] === 'k1')![2], T0 + 6, 'an ended entry stays ended');
   t.ok(contended.rev! > 2 && contended.rev! < 200, `writes coalesced (${contended.rev} revisions for 201 entries)`);
+});
+
+/**
+ * A key that reads transcripts masked (`mask.ts`) must search what it reads. Here most conversations have
+ * their user turn masked (a marked value: the masking reads marks through `Masking`, stubbed), so the filter
+ * drops most of what the postings and the vectors find: walks by cursor and offset, and semantic pages
+ * deep enough that the held candidates run out and are looked for again among more, must still equal the
+ * brute-force answer over the masked text.
+ */
+t.test('masked transcript and semantic search equal the brute-force answer over the masked turns', async (t) => {
+  const number = (id: string) => Number(id.slice(1));
+  const hidden = (id: string) => number(id) % 25 !== 0;
+  const masking: Masking = { marks: async (ids) => new Map(ids.map((id) => [id, hidden(id) ? ['open', 'parking'] : []])) };
+  const userSays = (r: ConversationRecord, word: RegExp) => !hidden(r.id) && word.test(r.turns[0].user_input);
+  const from = new Date(T0 + 2.5 * 3_600_000).toISOString();
+  const to = new Date(T0 + 27.25 * 3_600_000).toISOString();
+  const wide = { start_time: new Date(T0 - 3_600_000).toISOString(), end_time: new Date(T0 + 31 * 3_600_000).toISOString() };
+  const walkMasked = async (query: Record<string, string>, documents: boolean) => {
+    const q = parseListQuery('v3', { query_type: 'transcript', ...query });
+    const seen: string[] = [];
+    let position: Position | null = null;
+    for (let pages = 0; pages < 1000; pages++) {
+      const rows = keysetRows(src, 'proj', q, position, documents, masking);
+      seen.push(...(await collect(rows.rows)));
+      position = rows.next().position;
+      if (!position) return seen;
+    }
+    throw new Error('walk did not end');
+  };
+  for (const documents of [false, true]) {
+    t.same(await walkMasked({ query: 'permit', limit: '3', start_time: from, end_time: to }, documents),
+      all.filter((r) => within(r, from, to) && userSays(r, /permit/)).map((r) => r.id), `user words of masked turns are not found (documents: ${documents})`);
+    t.same(await walkMasked({ query: 'open', turn_type: 'user', limit: '2', ...wide }, documents),
+      all.filter((r) => userSays(r, /open/)).map((r) => r.id), 'one side: the user\'s');
+    t.same(await walkMasked({ query: 'open', limit: '50', ...wide }, documents),
+      all.filter((r) => /open/.test(r.turns[0].agent_response) || userSays(r, /open/)).map((r) => r.id), 'the agent\'s words are not masked');
+    const q = parseListQuery('v3', { query_type: 'transcript', query: 'permit', limit: '4', offset: '3', ...wide });
+    const want = all.filter((r) => userSays(r, /permit/));
+    const rows = keysetRows(src, 'proj', q, null, documents, masking);
+    t.same(await collect(rows.rows), want.slice(3, 7).map((r) => r.id), 'an offset page counts only what the key may find');
+    t.equal(rows.next().nextOffset, want.length > 7 ? 7 : null);
+  }
+
+  const range = wide;
+  for (const documents of [false, true]) {
+    for (const query of ['open', 'parking permit']) {
+      // The full ranking, then what the key may find of it, in the same order.
+      const everything = await collect((await semanticRows(src, 'proj', parseListQuery('v3', { query_type: 'semantic', query, limit: '1000', ...range }), null, documents)).rows);
+      const byId = new Map(all.map((r) => [r.id, r]));
+      const want = everything.filter((id) => !hidden(id) || !/open|parking/.test(byId.get(id)!.turns[0].user_input));
+      t.ok(want.length < everything.length / 5, `"${query}": most candidates are left out`);
+      const seen: string[] = [];
+      let position: Position | null = null;
+      for (let pages = 0; pages < 100; pages++) {
+        const rows = await semanticRows(src, 'proj', parseListQuery('v3', { query_type: 'semantic', query, limit: '7', ...range }), position, documents, masking);
+        seen.push(...(await collect(rows.rows)));
+        position = rows.next().position;
+        if (!position) break;
+      }
+      t.same(seen, want, `"${query}": pages by rank equal the ranking without the masked conversations (documents: ${documents})`);
+    }
+  }
 });

@@ -34,6 +34,17 @@ export async function projectedMarks(store: Store, conversationId: string): Prom
   return (await marksOf(store).get(conversationId))?.values ?? [];
 }
 
+/**
+ * The values marked in each of several conversations, from the projection, in one read (a conversation
+ * without marks maps to an empty list): what a page of rows or a search window needs at once.
+ */
+export async function projectedMarksOf(store: Store, conversationIds: string[]): Promise<Map<string, string[]>> {
+  const out = new Map<string, string[]>(conversationIds.map((id) => [id, []]));
+  if (conversationIds.length === 0) return out;
+  for (const r of await marksOf(store).find({ id: { $in: conversationIds } })) out.set(r.id, r.values ?? []);
+  return out;
+}
+
 /** The `pii-marks` projector: one record per conversation that has marked values, the values added once each. */
 export const piiMarksProjector: Projector = {
   name: 'pii-marks',

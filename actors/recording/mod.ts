@@ -5,8 +5,8 @@
  * (gateway/edge/conversations/audio.ts).
  */
 export { RECORDING_RATE, recordingPrefix, type RecordingEvent, type RecordingMeta, type Redaction } from './layout.js';
-export { digitsKind, digitRuns, luhn, maskText, textKinds } from './pii.js';
+export { digitsKind, digitRuns, luhn, maskText, REDACTED, textKinds } from './pii.js';
 export { muted, parseEvents, redactionSpans, renderRedacted, utterancesOf, type TurnText } from './redact.js';
 export { mix, wavHeader } from './wav.js';
 export { recordingsProjector, audioOf, type AudioInfo } from './projector.js';
-export { markedValues, piiMarksProjector, projectedMarks } from './marks.js';
+export { markedValues, piiMarksProjector, projectedMarks, projectedMarksOf } from './marks.js';

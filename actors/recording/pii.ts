@@ -94,7 +94,10 @@ export function digitRuns(text: string): string[] {
   return runs;
 }
 
+/** What a masked transcript field reads instead of the personal data it held (redacted views). */
+export const REDACTED = '[redacted]';
+
 /** A transcript line with its personal data masked (redacted views): the whole utterance when it holds any. */
 export function maskText(text: string, marked: string[] = []): string {
-  return text && textKinds(text, marked).length ? '[redacted]' : text;
+  return text && textKinds(text, marked).length ? REDACTED : text;
 }

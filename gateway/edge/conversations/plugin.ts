@@ -30,12 +30,13 @@ import { useErrorShape } from '../errors.js';
 import { PathId } from '../schemas.js';
 import { concurrency, parseConcurrencyQuery } from './concurrency.js';
 import { serveAudio } from './audio.js';
-import { audioOf, digitsKind, maskText, projectedMarks, type AudioInfo } from '../../../actors/recording/mod.js';
+import { audioOf, type AudioInfo } from '../../../actors/recording/mod.js';
 import { AudioQueryDoc, AudioResponseDoc, ConcurrencyQueryDoc, ConversationsQueryDoc, ConversationsResponseDoc } from './docs.js';
 import { cursorCodec, malformedCursor, type Position } from './cursor.js';
 import type { RawQuery } from './params.js';
 import { filterKey, parseListQuery, VERSIONS, type Version } from './query.js';
 import { isDocument, keysetRows, randomRows, type ReadSources, type Row, type Rows } from './reader.js';
+import { maskedRow, requestMasking } from './mask.js';
 import { semanticRows } from './semantic.js';
 import { conversationV1, conversationV3, V1_DESCRIPTIONS, type ViewOptions } from './views.js';
 
@@ -104,13 +105,15 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
     if (position && (position.kind === 'rank') !== (q.mode === 'semantic')) throw malformedCursor();
     // Ended conversations are served from their stored v3 rendering where it is the answer: v2/v3, no latency.
     const documents = version !== 'v1' && !q.includeLatency;
+    // With the project's pii_redaction on, a key without the pii permission reads transcripts with personal
+    // data masked, and its searches match what it reads (mask.ts): the rows and the search share the marks.
+    const masking = settings.pii_redaction && !key.permissions.includes('pii') ? requestMasking(services.store) : null;
     const rows: Rows =
-      q.mode === 'semantic' ? await semanticRows(src, project.id, q, position, documents)
+      q.mode === 'semantic' ? await semanticRows(src, project.id, q, position, documents, masking)
       : q.mode === 'random' ? await randomRows(src, project.id, q, documents)
-      : keysetRows(src, project.id, q, position, documents);
+      : keysetRows(src, project.id, q, position, documents, masking);
     const view: ViewOptions = { version, showTranscripts: settings.show_transcripts, includeLatency: q.includeLatency };
-    // With the project's pii_redaction on, a key without the pii permission reads transcripts with personal data masked.
-    const mask = settings.pii_redaction && !key.permissions.includes('pii');
+    const marksOf = async (id: string) => (masking ? ((await masking.marks([id])).get(id) ?? []) : []);
     const tail = () => {
       const next = rows.next();
       if (version === 'v1') return { next_offset: next.nextOffset };
@@ -121,12 +124,12 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
       const conversations: unknown[] = [];
       for await (const r of rows.rows) {
         const row = conversationV1(r as ConversationRecord, view);
-        conversations.push(mask ? JSON.parse(maskedRow([Buffer.from(JSON.stringify(row))], await projectedMarks(services.store, r.id))[0].toString()) : row);
+        conversations.push(masking ? JSON.parse(maskedRow([Buffer.from(JSON.stringify(row))], await marksOf(r.id))[0].toString()) : row);
       }
       return reply.type('application/json').send(JSON.stringify({ conversations, descriptions: { conversations: V1_DESCRIPTIONS }, ...tail() }));
     }
     // v3 rows say whether the call has audio (and, once rendered, what its redacted rendering muted).
-    const rendered = async (r: Row) => (mask ? maskedRow(rowJson(r, view), await projectedMarks(services.store, r.id)) : rowJson(r, view));
+    const rendered = async (r: Row) => (masking ? maskedRow(rowJson(r, view), await marksOf(r.id)) : rowJson(r, view));
     const json = version === 'v3'
       ? async (r: Row) => withAudio(await rendered(r), r.channel === 'VOICE-SIP' ? await audioOf(services.blobs, account.id, project.id, r.id) : NO_AUDIO)
       : async (r: Row) => rendered(r);
@@ -187,36 +190,6 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
 function rowJson(row: Row, view: ViewOptions): Buffer[] {
   if (isDocument(row)) return documentJson(row, view.showTranscripts);
   return [Buffer.from(JSON.stringify(conversationV3(row, view)))];
-}
-
-/** A row's JSON with each turn's personal data masked (docs/recordings.md: the same rules as the audio's). */
-function maskedRow(parts: Buffer[], marked: string[] = []): Buffer[] {
-  const row = JSON.parse(Buffer.concat(parts).toString()) as { turns?: Array<Record<string, unknown>> };
-  if (!Array.isArray(row.turns)) return parts;
-  let changed = false;
-  for (const t of row.turns) {
-    for (const field of ['user_input', 'translated_user_input'] as const) {
-      if (typeof t[field] === 'string' && t[field] !== maskText(t[field] as string, marked)) {
-        t[field] = maskText(t[field] as string, marked);
-        changed = true;
-      }
-    }
-    if (typeof t.user_input_dtmf === 'string' && (digitsKind(t.user_input_dtmf.replace(/[^0-9]/g, '')) || marked.includes(t.user_input_dtmf))) {
-      t.user_input_dtmf = '[redacted]';
-      changed = true;
-    }
-    // Entities extracted from the caller's words carry the same values.
-    const entities = t.entities;
-    if (entities && typeof entities === 'object' && !Array.isArray(entities)) {
-      for (const [k, v] of Object.entries(entities as Record<string, unknown>)) {
-        if (typeof v === 'string' && (maskText(v, marked) !== v || digitsKind(v.replace(/[^0-9]/g, '')) === 'card_number')) {
-          (entities as Record<string, unknown>)[k] = '[redacted]';
-          changed = true;
-        }
-      }
-    }
-  }
-  return changed ? [Buffer.from(JSON.stringify(row))] : parts;
 }
 
 const NO_AUDIO: AudioInfo = { available: false };

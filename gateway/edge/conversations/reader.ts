@@ -12,9 +12,14 @@
  *   `semantic.ts`, on the helpers exported here.
  * - rows are records, or (v2/v3 without latency) the stored documents of ended conversations merged with
  *   the records of those in progress.
+ * - for a key that reads transcripts masked (`mask.ts`), transcript mode keeps, of the rows the postings
+ *   found, those whose masked turns still hold every term: the postings index raw text, and a match on a
+ *   value the key is shown as `[redacted]` would tell it the value is there. The filter is applied to each
+ *   window, inside the walk, so pages, offsets and cursors count only the rows the key may find.
  */
 import type { Collection, Filter } from '../../../store/mod.js';
 import {
+  documentJson,
   eachSpan,
   hourOf,
   postingId,
@@ -30,6 +35,7 @@ import {
 } from '../../../actors/conversation/mod.js';
 import type { ListQuery } from './query.js';
 import type { Position } from './cursor.js';
+import { maskedTerms, type Masking, type Turn } from './mask.js';
 
 export interface ReadSources {
   records: Collection<ConversationRecord>;
@@ -50,6 +56,20 @@ export interface ReadSources {
 export type Row = ConversationRecord | ConversationDocument;
 
 export const isDocument = (row: Row): row is ConversationDocument => 'json' in row && row.json !== undefined;
+
+/** A row's turns: a record's own, or a document's rendered ones (parsed from the bytes of its turns array alone). */
+export function turnsOf(row: Row): Turn[] {
+  if (!isDocument(row)) return (row.turns ?? []) as unknown as Turn[];
+  const turns = JSON.parse(documentJson(row, true)[0].subarray(row.turns_at, row.turns_end).toString()) as unknown;
+  return Array.isArray(turns) ? (turns as Turn[]) : [];
+}
+
+/** The rows `keep` accepts, given each row's turns and marked values (the marks of all of them read at once). */
+export async function keepRows(rows: Row[], masking: Masking, keep: (turns: Turn[], marked: string[]) => boolean): Promise<Row[]> {
+  if (rows.length === 0) return rows;
+  const marks = await masking.marks(rows.map((r) => r.id));
+  return rows.filter((r) => keep(turnsOf(r), marks.get(r.id) ?? []));
+}
 
 /** The rows of one response, streamed, and where the next page starts (known once the rows are consumed). */
 export interface Rows {
@@ -185,9 +205,10 @@ function rowReader(src: ReadSources, documents: boolean): (filter: Filter) => Pr
 
 /**
  * The rows of a list or transcript request (keyset order), from `position` or `q.offset`; `documents`:
- * whether rows may be documents.
+ * whether rows may be documents; `masking`: the caller reads transcripts masked, and transcript mode
+ * matches the masked text (null: the raw text).
  */
-export function keysetRows(src: ReadSources, projectId: string, q: ListQuery, position: Position | null, documents = false): Rows {
+export function keysetRows(src: ReadSources, projectId: string, q: ListQuery, position: Position | null, documents = false, masking: Masking | null = null): Rows {
   const after = position?.kind === 'after' ? { startedAt: position.startedAt, id: position.id } : null;
   const skip = position ? 0 : q.offset;
   const base = recordFilter(projectId, q);
@@ -216,7 +237,14 @@ export function keysetRows(src: ReadSources, projectId: string, q: ListQuery, po
         const has = new Set(found.map((p) => p.conversation_id));
         ids = ids.filter((id) => has.has(id));
       }
-      return ids.length === 0 ? [] : readRecords(from, to, { id: { $in: ids } });
+      if (ids.length === 0) return [];
+      const rows = await readRecords(from, to, { id: { $in: ids } });
+      if (!masking) return rows;
+      // The postings found the raw text's matches; the key may find only those its masked text still gives.
+      return keepRows(rows, masking, (turns, marked) => {
+        const found = maskedTerms(turns, marked, sides);
+        return terms.every((term) => found.has(term));
+      });
     };
   }
   const need = skip + q.limit + 1;

@@ -2,11 +2,19 @@
  * Semantic search (v3 `query_type=semantic`): the query's embedding against the final vectors of the ended
  * conversations (packed vector slots, scored in place) and the transcripts of those in progress (embedded
  * now), most similar first, paged by rank.
+ *
+ * A key that reads transcripts masked (`mask.ts`) is never ranked on what it cannot read: the stored
+ * vectors were computed from the raw turns, so a conversation's rank against a query that spells a hidden
+ * value (an e-mail address, a number) would tell how close the hidden text is to it. Such a key's search
+ * leaves out every conversation that has a masked turn, in progress or ended alike (a conversation does not
+ * appear or vanish when it ends); the others' vectors are of exactly the text it reads. Embedding the masked
+ * text instead would need a second stored vector per conversation, written once its marks are known.
  */
 import { Candidates, scoreVectorSlot, searchTerms, type ConversationRecord, type Embedder } from '../../../actors/conversation/mod.js';
 import type { Position } from './cursor.js';
 import type { ListQuery } from './query.js';
-import { bucketFilter, each, recordFilter, rowsInOrder, slotQuery, timeRange, type ReadSources, type Rows } from './reader.js';
+import { bucketFilter, each, keepRows, recordFilter, rowsInOrder, slotQuery, timeRange, type ReadSources, type Row, type Rows } from './reader.js';
+import { hasMaskedTurn, type Masking } from './mask.js';
 
 // The tests of the candidates' columns import them from here.
 export { Candidates };
@@ -66,32 +74,106 @@ export function topK(scores: number[], startOf: (i: number) => number, idOf: (i:
   return keep.slice(0, k);
 }
 
-/** Semantic search: most similar first; pages by rank (offset or cursor). */
-export async function semanticRows(src: ReadSources, projectId: string, q: ListQuery, position: Position | null, documents = false): Promise<Rows> {
+/** How many ranked candidates a masked key's search checks for masked turns per read. */
+const CHECK_BATCH = 500;
+
+/**
+ * Semantic search: most similar first; pages by rank (offset or cursor). `masking`: the caller reads
+ * transcripts masked, and conversations with a masked turn are left out before ranks are counted (so
+ * offsets and cursors page over what it may find).
+ */
+export async function semanticRows(
+  src: ReadSources,
+  projectId: string,
+  q: ListQuery,
+  position: Position | null,
+  documents = false,
+  masking: Masking | null = null,
+): Promise<Rows> {
   const offset = position?.kind === 'rank' ? position.offset : q.offset;
   const [query] = await src.embedder.embed([q.query]);
   const model = src.embedder.model;
-  const found = new Candidates(offset + q.limit);
-  if (q.inProgress !== true) {
-    // Float64: the products then need no float32 to float64 conversion.
-    const query64 = Float64Array.from(query);
-    for (const doc of await src.vectorBuckets.find(bucketFilter(projectId, q))) scoreVectorSlot(doc, model, slotQuery(q), query64, found);
-  }
+  const slots = q.inProgress !== true ? await src.vectorBuckets.find(bucketFilter(projectId, q)) : [];
+  // Conversations in progress have no final vector yet: they are embedded from their records now.
+  let live: ConversationRecord[] = [];
   if (q.inProgress !== false) {
-    // Conversations in progress have no final vector yet: they are embedded from their records now.
     const range = timeRange(q.start, q.end);
-    const live = await src.records.find(
+    live = await src.records.find(
       Object.assign(recordFilter(projectId, q), { in_progress: true }, range ? { started_at: range } : {}),
       { sort: { started_at: 1 }, limit: MAX_LIVE_EMBEDDED },
     );
-    const vectors = await embedTranscripts(src.embedder, live);
-    live.forEach((r, i) => found.add(r.id, Date.parse(r.started_at), similarityOf(query, vectors[i])));
   }
-  const page = topK(found.scores, found.startOf, found.idOf, offset + q.limit).slice(offset);
-  const more = found.count > offset + q.limit;
-  const rows = await rowsInOrder(src, page.map(found.idOf), documents);
+  const liveVectors = await embedTranscripts(src.embedder, live);
+  /** The candidates scored above 0, of which at least the best `want` are held (`Candidates`). */
+  const score = (want: number): Candidates => {
+    const found = new Candidates(want);
+    // Float64: the products then need no float32 to float64 conversion.
+    const query64 = Float64Array.from(query);
+    for (const doc of slots) scoreVectorSlot(doc, model, slotQuery(q), query64, found);
+    live.forEach((r, i) => found.add(r.id, Date.parse(r.started_at), similarityOf(query, liveVectors[i])));
+    return found;
+  };
+  let rows: Row[];
+  let more: boolean;
+  if (masking) {
+    // Conversations left out make room for lower ranks, which `Candidates` drops beyond `want`: a page not
+    // filled while some were dropped is looked for again among more (scoring the slots again costs less
+    // than the rows checked; twice the page holds it when no more than half of the best are left out).
+    let want = 2 * (offset + q.limit + 1);
+    for (;;) {
+      const found = score(want);
+      const page = await unmaskedPage(src, found, offset, q.limit, documents, masking);
+      if (page.complete || found.scores.length >= found.count) {
+        ({ rows, more } = page);
+        break;
+      }
+      // Holding them all (`count`) drops none: the next round is the last.
+      want = Math.min(want * 4, found.count);
+    }
+  } else {
+    const found = score(offset + q.limit);
+    const page = topK(found.scores, found.startOf, found.idOf, offset + q.limit).slice(offset);
+    more = found.count > offset + q.limit;
+    rows = await rowsInOrder(src, page.map(found.idOf), documents);
+  }
   return {
     rows: each(rows),
     next: () => ({ more, nextOffset: more ? offset + q.limit : null, position: more ? { kind: 'rank', offset: offset + q.limit } : null }),
   };
+}
+
+/**
+ * The page `[offset, offset + limit)` of the candidates, best first, that have no masked turn, and whether
+ * another follows. Candidates are ranked in growing prefixes (`topK` of a larger k begins with the smaller
+ * k's answer: the order is total) and checked in rank order, a batch of rows and their marks at a time,
+ * until the page and one more are found (`complete`) or the held candidates run out: the rows read grow
+ * with the depth of the page, as the ranking itself does.
+ */
+async function unmaskedPage(
+  src: ReadSources,
+  found: Candidates,
+  offset: number,
+  limit: number,
+  documents: boolean,
+  masking: Masking,
+): Promise<{ rows: Row[]; more: boolean; complete: boolean }> {
+  const want = offset + limit + 1;
+  const page: Row[] = [];
+  let kept = 0;
+  let checked = 0;
+  let k = Math.max(want, CHECK_BATCH);
+  for (;;) {
+    const ranked = topK(found.scores, found.startOf, found.idOf, Math.min(k, found.scores.length));
+    while (checked < ranked.length && kept < want) {
+      const batch = ranked.slice(checked, checked + CHECK_BATCH).map(found.idOf);
+      checked += batch.length;
+      for (const row of await keepRows(await rowsInOrder(src, batch, documents), masking, (turns, marked) => !hasMaskedTurn(turns, marked))) {
+        if (kept >= offset && kept < offset + limit) page.push(row);
+        kept++;
+        if (kept >= want) break;
+      }
+    }
+    if (kept >= want || ranked.length >= found.scores.length) return { rows: page, more: kept > offset + limit, complete: kept >= want };
+    k *= 2;
+  }
 }

@@ -1,0 +1,108 @@
+/**
+ * What a key without the `pii` permission reads of a conversation when the project's `pii_redaction` is on
+ * (docs/recordings.md, Transcripts), in one place: the rows it is sent and the text its searches match.
+ *
+ * Both must be the same text. A transcript search matched on the raw turns would answer, for a value the
+ * key is shown as `[redacted]`, which conversations hold it: the personal data the masking hides, learnt
+ * from which rows come back. So transcript search matches each turn as `maskedTurn` renders it
+ * (`reader.ts`), and semantic search, whose stored vectors were computed from the raw turns, leaves out the
+ * conversations that have a masked turn (`semantic.ts`).
+ *
+ * The rules are the recordings' (`actors/recording`: `maskText`, `digitsKind`, the marked values of the
+ * `pii-marks` projection); this module only applies them to turns.
+ */
+import { digitsKind, maskText, projectedMarksOf, REDACTED } from '../../../actors/recording/mod.js';
+import { searchTerms } from '../../../actors/conversation/mod.js';
+import type { Store } from '../../../store/mod.js';
+
+/** A turn as rows carry it (a record's turn or a rendered one), read field by field: either shape will do. */
+export type Turn = Record<string, unknown>;
+
+/** The sides of a conversation transcript search can look at: `u` the user's turns, `a` the agent's. */
+export type Side = 'u' | 'a';
+
+/** A request's masking: the marked values of the conversations it reads. */
+export interface Masking {
+  /**
+   * The marked values of each conversation (empty when none), read once per request and conversation: the
+   * rows a search kept are rendered with the very marks they were matched with, although the `pii-marks`
+   * projection may grow meanwhile.
+   */
+  marks(conversationIds: string[]): Promise<Map<string, string[]>>;
+}
+
+/** The masking of one request of a key without `pii`, reading marks from the store's projection. */
+export function requestMasking(store: Store): Masking {
+  const known = new Map<string, string[]>();
+  return {
+    async marks(ids) {
+      const missing = [...new Set(ids.filter((id) => !known.has(id)))];
+      if (missing.length > 0) for (const [id, values] of await projectedMarksOf(store, missing)) known.set(id, values);
+      return new Map(ids.map((id) => [id, known.get(id) ?? []]));
+    },
+  };
+}
+
+/**
+ * The turn as a key without `pii` reads it: a copy with its personal data masked, or the turn itself (the
+ * same object) when it holds none. The caller's words (and their translation) are masked whole, keyed
+ * digits that form personal data or a marked value, and entity values that are personal data (entities are
+ * extracted from the caller's words, so they carry the same values).
+ */
+export function maskedTurn<T extends Turn>(turn: T, marked: string[]): T {
+  let out: Turn | null = null;
+  const set = (field: string, value: unknown) => {
+    (out ??= { ...turn })[field] = value;
+  };
+  for (const field of ['user_input', 'translated_user_input'] as const) {
+    const text = turn[field];
+    if (typeof text === 'string' && maskText(text, marked) !== text) set(field, maskText(text, marked));
+  }
+  const dtmf = turn.user_input_dtmf;
+  if (typeof dtmf === 'string' && (digitsKind(dtmf.replace(/[^0-9]/g, '')) || marked.includes(dtmf))) set('user_input_dtmf', REDACTED);
+  const entities = turn.entities;
+  if (entities && typeof entities === 'object' && !Array.isArray(entities)) {
+    let masked: Record<string, unknown> | null = null;
+    for (const [k, v] of Object.entries(entities as Record<string, unknown>)) {
+      if (typeof v === 'string' && (maskText(v, marked) !== v || digitsKind(v.replace(/[^0-9]/g, '')) === 'card_number')) {
+        (masked ??= { ...(entities as Record<string, unknown>) })[k] = REDACTED;
+      }
+    }
+    if (masked) set('entities', masked);
+  }
+  return (out ?? turn) as T;
+}
+
+/** A row's JSON (chunks) with each turn masked; the chunks themselves when nothing is. */
+export function maskedRow(parts: Buffer[], marked: string[]): Buffer[] {
+  const row = JSON.parse(Buffer.concat(parts).toString()) as { turns?: unknown };
+  if (!Array.isArray(row.turns)) return parts;
+  const turns = (row.turns as Turn[]).map((t) => maskedTurn(t, marked));
+  if (turns.every((t, i) => t === (row.turns as Turn[])[i])) return parts;
+  // Assigning an existing key keeps its place: the bytes differ from the raw row's only in the masked values.
+  row.turns = turns;
+  return [Buffer.from(JSON.stringify(row))];
+}
+
+/** Whether any turn reads differently to a key without `pii`. */
+export function hasMaskedTurn(turns: Turn[], marked: string[]): boolean {
+  return turns.some((t) => maskedTurn(t, marked) !== t);
+}
+
+const text = (v: unknown) => (typeof v === 'string' ? v : '');
+
+/**
+ * The search terms of a conversation's turns as a key without `pii` reads them, on the given sides: the
+ * postings index the same fields (`user_input` for `u`, `agent_response` for `a`, `searchTerms`), raw. A
+ * masked utterance gives no term at all, not even the mask's `redacted`: transcript search reads the
+ * postings first, so a match on the mask's word would need the raw text to hold it too, and would tell
+ * whether a hidden utterance said "redacted".
+ */
+export function maskedTerms(turns: Turn[], marked: string[], sides: readonly Side[]): Set<string> {
+  const terms = new Set<string>();
+  for (const turn of turns) {
+    if (sides.includes('u') && maskedTurn(turn, marked).user_input === turn.user_input) for (const t of searchTerms(text(turn.user_input))) terms.add(t);
+    if (sides.includes('a')) for (const t of searchTerms(text(turn.agent_response))) terms.add(t);
+  }
+  return terms;
+}
