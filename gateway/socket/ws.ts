@@ -17,7 +17,7 @@ import { jsonTooDeep } from '../../platform/json-depth.js';
 import type { MessagingContext } from './context.js';
 import type { GatewayDirectory } from './gateways.js';
 import { errorBody, EVENT_ERRORS, HTTP_ERRORS, RATE_LIMIT_WARNING, type MessagingHttpError } from './errors.js';
-import { checkHandshake, handshakeRequest } from './handshake.js';
+import { checkHandshake, handshakeRequest, type HandshakeCheck } from './handshake.js';
 import { statusLine } from './http.js';
 import { socketCloses } from '../../platform/metrics.js';
 import { RateLimiter } from '../../platform/rate-limit.js';
@@ -244,13 +244,16 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
   };
 
   /**
-   * The handshake: every check before the upgrade, so that errors are HTTP statuses (contract 7.4); then the
-   * session actor's CONNECT, which registers the connection (refused when the session is over or full).
+   * Runs the handshake's checks on the socket path's request (read at once: uWebSockets.js invalidates it when
+   * the handler returns) and answers a refusal; `then` gets what passed, and answers or upgrades. A failure of
+   * `then` is a 500, logged as `failed`.
    */
-  const upgrade = (res: HttpResponse, req: HttpRequest, context: us_socket_context_t) => {
-    const key = req.getHeader('sec-websocket-key');
-    const protocol = req.getHeader('sec-websocket-protocol');
-    const extensions = req.getHeader('sec-websocket-extensions');
+  const afterChecks = (
+    res: HttpResponse,
+    req: HttpRequest,
+    failed: string,
+    then: (checked: Extract<HandshakeCheck, { ok: true }>, isAborted: () => boolean) => Promise<void>,
+  ) => {
     const request = handshakeRequest(res, req);
     let aborted = false;
     res.onAborted(() => {
@@ -260,7 +263,22 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
     void (async () => {
       const checked = await checkHandshake(ctx, request);
       if (!checked.ok) return refuse(res, isAborted, checked.error, checked.headers);
-      const { sessionId, claims, cursor } = checked;
+      await then(checked, isAborted);
+    })().catch((err) => {
+      ctx.logger.error({ err }, failed);
+      refuse(res, isAborted, HTTP_ERRORS.internal);
+    });
+  };
+
+  /**
+   * The handshake: every check before the upgrade, so that errors are HTTP statuses (contract 7.4); then the
+   * session actor's CONNECT, which registers the connection (refused when the session is over or full).
+   */
+  const upgrade = (res: HttpResponse, req: HttpRequest, context: us_socket_context_t) => {
+    const key = req.getHeader('sec-websocket-key');
+    const protocol = req.getHeader('sec-websocket-protocol');
+    const extensions = req.getHeader('sec-websocket-extensions');
+    afterChecks(res, req, 'handshake failed', async ({ sessionId, claims, cursor }, isAborted) => {
       const connectionId = randomUUID();
       let reply: SessionReply;
       try {
@@ -273,15 +291,12 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
         if (reply.error === 'limit') return refuse(res, isAborted, HTTP_ERRORS.connectionLimit, { 'retry-after': String(CONNECTION_LIMIT_RETRY_AFTER_S) });
         return refuse(res, isAborted, HTTP_ERRORS.sessionNotFound);
       }
-      if (aborted) {
+      if (isAborted()) {
         void ask(sessionId, { type: 'DISCONNECT', connectionId, at: Date.now() }).catch(() => undefined);
         return;
       }
       const data: SocketData = { sessionId, connectionId, claims, cursor, lastSeq: cursor, pending: [], closed: false, openedAt: Date.now() };
       res.cork(() => res.upgrade(data, key, protocol, extensions, context));
-    })().catch((err) => {
-      ctx.logger.error({ err }, 'handshake failed');
-      refuse(res, isAborted, HTTP_ERRORS.internal);
     });
   };
 
@@ -292,20 +307,9 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
    * is over is read from its journal's last step, which CONNECT would otherwise tell.
    */
   const plainGet = (res: HttpResponse, req: HttpRequest) => {
-    const request = handshakeRequest(res, req);
-    let aborted = false;
-    res.onAborted(() => {
-      aborted = true;
-    });
-    const isAborted = () => aborted;
-    void (async () => {
-      const checked = await checkHandshake(ctx, request);
-      if (!checked.ok) return refuse(res, isAborted, checked.error, checked.headers);
-      if (await ctx.history.closed(checked.sessionId)) return refuse(res, isAborted, HTTP_ERRORS.sessionNotFound);
+    afterChecks(res, req, 'socket path GET failed', async ({ sessionId }, isAborted) => {
+      if (await ctx.history.closed(sessionId)) return refuse(res, isAborted, HTTP_ERRORS.sessionNotFound);
       refuse(res, isAborted, HTTP_ERRORS.upgradeRequired);
-    })().catch((err) => {
-      ctx.logger.error({ err }, 'socket path GET failed');
-      refuse(res, isAborted, HTTP_ERRORS.internal);
     });
   };
 
