@@ -198,3 +198,12 @@ export function preflight(res: HttpResponse): void {
       .end();
   });
 }
+
+/**
+ * Ends the answer to a HEAD: the headers with the length `body` would have, no body. The length is written as a
+ * header because this uWebSockets.js build aborts the process when `endWithoutBody` is given one.
+ */
+export function withoutBody(res: HttpResponse, body: string): void {
+  res.writeHeader('content-length', String(Buffer.byteLength(body)));
+  res.endWithoutBody();
+}

@@ -1,3 +1,4 @@
+import type { HttpResponse } from '@trufflesuite/uws-js-unofficial';
 import type { Logger } from 'pino';
 import type { Runtime } from '../../actors/mod.js';
 import type { MessagingConfig } from '../../platform/config.js';
@@ -6,7 +7,7 @@ import { mountAccessToken } from './access-token.js';
 import { messagingContext } from './context.js';
 import { mountDesk } from './desk.js';
 import { errorBody, HTTP_ERRORS } from './errors.js';
-import { preflight } from './http.js';
+import { preflight, withoutBody } from './http.js';
 import { mountSessions } from './sessions.js';
 import { AccessTokens } from './tokens.js';
 import { loadNativeUws } from './uws.js';
@@ -56,15 +57,18 @@ export async function startSocketGateway(opts: SocketGatewayOptions): Promise<So
     gatewayId,
   });
   const app = uws.App();
-  app.get('/healthz', (res) => {
+  const health = (head: boolean) => (res: HttpResponse) => {
     res.cork(() => {
       // As the edge's: 200 while serving, with the runtime's degradation causes when there are any.
       const degraded = opts.runtime.health.degraded();
       const body = degraded.length ? JSON.stringify({ status: 'ok', degraded }) : '{"status":"ok"}';
-      if (opts.isServing()) res.writeStatus('200 OK').writeHeader('content-type', 'application/json').end(body);
-      else res.writeStatus('503 Service Unavailable').writeHeader('content-type', 'application/json').end('{"status":"draining"}');
+      if (opts.isServing()) endJson(res.writeStatus('200 OK'), body, head);
+      else endJson(res.writeStatus('503 Service Unavailable'), '{"status":"draining"}', head);
     });
-  });
+  };
+  // Probes and load balancers may ask with HEAD, which uWebSockets.js routes apart from GET.
+  app.get('/healthz', health(false));
+  app.head('/healthz', health(true));
   app.options('/api/v1/*', (res) => preflight(res));
   mountAccessToken(app, ctx);
   mountSessions(app, ctx);
@@ -73,9 +77,10 @@ export async function startSocketGateway(opts: SocketGatewayOptions): Promise<So
   const sockets = mountSocket(app, ctx, { gateways });
   app.any('/*', (res, req) => {
     const url = req.getUrl();
-    res.cork(() => {
-      res.writeStatus('404 Not Found').writeHeader('content-type', 'application/json').end(errorBody(HTTP_ERRORS.notFound, `route ${url} not found`));
-    });
+    // A HEAD is answered without its body: one sent after a HEAD's headers would be read by a keep-alive client
+    // as the start of its next response.
+    const head = req.getMethod().toLowerCase() === 'head';
+    res.cork(() => endJson(res.writeStatus('404 Not Found'), errorBody(HTTP_ERRORS.notFound, `route ${url} not found`), head));
   });
   const socket = await new Promise<unknown>((resolve, reject) => {
     app.listen(opts.host, opts.port, (token) => (token ? resolve(token) : reject(new Error(`socket gateway could not listen on ${opts.host}:${opts.port}`))));
@@ -94,4 +99,11 @@ export async function startSocketGateway(opts: SocketGatewayOptions): Promise<So
       await gateways.stop();
     },
   };
+}
+
+/** Ends a JSON answer; a HEAD's without its body, with the length the GET's would have. */
+function endJson(res: HttpResponse, body: string, head: boolean): void {
+  res.writeHeader('content-type', 'application/json');
+  if (head) withoutBody(res, body);
+  else res.end(body);
 }

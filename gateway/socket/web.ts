@@ -1,7 +1,8 @@
-import type { HttpResponse, TemplatedApp } from '@trufflesuite/uws-js-unofficial';
+import type { HttpRequest, HttpResponse, TemplatedApp } from '@trufflesuite/uws-js-unofficial';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { withoutBody } from './http.js';
 
 /** Where the browser files are: `gateway/socket/web/`, copied next to this module by `npm run build`. */
 export const WEB_DIR = join(dirname(fileURLToPath(import.meta.url)), 'web');
@@ -57,23 +58,29 @@ ${tag}
  */
 export function mountWeb(app: TemplatedApp): void {
   const file = (name: string) => readFileSync(join(WEB_DIR, name), 'utf8');
-  const serve = (res: HttpResponse, type: string, body: string, cors = false) => {
+  const serve = (res: HttpResponse, type: string, body: string, cors: boolean, head: boolean) => {
     res.cork(() => {
       res.writeStatus('200 OK').writeHeader('content-type', TYPES[type]).writeHeader('cache-control', 'no-cache');
       res.writeHeader('x-content-type-options', 'nosniff');
       // The widget's files load from any customer site.
       if (cors) res.writeHeader('access-control-allow-origin', '*');
       if (type === 'html') res.writeHeader('referrer-policy', 'no-referrer');
-      res.end(body);
+      if (head) withoutBody(res, body);
+      else res.end(body);
     });
+  };
+  /** GET and HEAD of a page (uWebSockets.js routes HEAD apart from GET; a HEAD answers the GET's headers). */
+  const page = (path: string, type: string, body: (req: HttpRequest) => string, cors = false) => {
+    app.get(path, (res, req) => serve(res, type, body(req), cors, false));
+    app.head(path, (res, req) => serve(res, type, body(req), cors, true));
   };
   const widgetJs = file('widget.js');
   const widgetCss = file('widget.css');
   const deskHtml = file('desk.html');
   const deskJs = file('desk.js');
-  app.get('/widget.js', (res) => serve(res, 'js', widgetJs, true));
-  app.get('/widget.css', (res) => serve(res, 'css', widgetCss, true));
-  app.get('/demo', (res, req) => serve(res, 'html', demoPage(req.getQuery() ?? '')));
-  app.get('/desk', (res) => serve(res, 'html', deskHtml));
-  app.get('/desk.js', (res) => serve(res, 'js', deskJs));
+  page('/widget.js', 'js', () => widgetJs, true);
+  page('/widget.css', 'css', () => widgetCss, true);
+  page('/demo', 'html', (req) => demoPage(req.getQuery() ?? ''));
+  page('/desk', 'html', () => deskHtml);
+  page('/desk.js', 'js', () => deskJs);
 }
