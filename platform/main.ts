@@ -23,6 +23,7 @@ import { Recordings } from '../gateway/media/recordings/recordings.js';
 import { openBlobStore } from '../store/blobs/mod.js';
 import { loadConfig, WEAK_OPERATOR_TOKEN } from './config.js';
 import { createLogger } from './logger.js';
+import type { Logger } from 'pino';
 import { operatorTokenHash } from './operator-token.js';
 import { createServices } from './services.js';
 import { startInvalidationBus } from './invalidation.js';
@@ -34,6 +35,28 @@ import { StoppedWhileStarting, watchStartSignals } from './start-signals.js';
 
 const ROLES = ['edge', 'socket', 'worker', 'media'] as const;
 type Role = (typeof ROLES)[number];
+
+/** The steps of a stop: each runs whatever failed before it, a failure logged at warn. */
+interface StopSteps {
+  step(name: string, f: () => unknown): Promise<void>;
+  /** Whether the `store` step (if it ran) closed the store. */
+  storeClosed(): boolean;
+}
+
+function createStopSteps(logger: Logger): StopSteps {
+  let storeClosed = true;
+  return {
+    async step(name, f) {
+      try {
+        await f();
+      } catch (err) {
+        if (name === 'store') storeClosed = false;
+        logger.warn({ step: name, err: String(err instanceof Error ? err.message : err) }, 'a drain step failed; going on');
+      }
+    },
+    storeClosed: () => storeClosed,
+  };
+}
 
 async function main(): Promise<void> {
   const asked = process.argv.slice(2).filter((a) => a !== 'all');
@@ -64,6 +87,18 @@ async function main(): Promise<void> {
   }
   // A worker hosts the conversation actors, whose effects run project functions and the responder.
   const sandbox = roles.has('worker') ? createFunctionSandbox({ timeoutMs: config.functionTimeoutMs, ...config.functions }) : null;
+  /**
+   * The last steps of every stop, a drain's or one while waiting for NATS: what the start opened first, closed
+   * last; then the exit, 1 only if the store did not close.
+   */
+  const closeAndExit = async ({ step, storeClosed }: StopSteps, closed = () => {}): Promise<never> => {
+    await step('sandbox', () => sandbox?.close());
+    await step('blobs', () => services.blobs?.close());
+    await step('store', () => store.close());
+    await step('telemetry', () => telemetry?.shutdown());
+    closed();
+    process.exit(storeClosed() ? 0 : 1);
+  };
   if (sandbox) {
     // Prometheus: every function call by outcome (ok, or the error kind: error, timeout, ...).
     const invoke = sandbox.invoke.bind(sandbox);
@@ -118,21 +153,8 @@ async function main(): Promise<void> {
     if (!(err instanceof StoppedWhileStarting)) throw err;
     startSignals.stop();
     logger.info({ signal: err.received }, 'stopped while waiting for NATS');
-    // Nothing was served: close what is open. As after a drain, the exit code is 1 only if the store did not close.
-    const quietly = async (f: () => unknown) => {
-      try {
-        await f();
-        return true;
-      } catch (e) {
-        logger.warn({ err: String(e instanceof Error ? e.message : e) }, 'closing after the stop failed; going on');
-        return false;
-      }
-    };
-    await quietly(() => sandbox?.close());
-    await quietly(() => services.blobs?.close());
-    const storeClosed = await quietly(() => store.close());
-    await quietly(() => telemetry?.shutdown());
-    process.exit(storeClosed ? 0 : 1);
+    // Nothing was served: close what is open, as the drain's last steps do.
+    return closeAndExit(createStopSteps(logger));
   }
   runtimeStarted(runtime);
   const host = runtime.host;
@@ -208,15 +230,8 @@ async function main(): Promise<void> {
     logger.info({ signal }, 'draining');
     // Each step runs whatever failed before it: with NATS gone, releasing the leases fails, and the store must
     // still be closed. Everything acknowledged is durable already (each commit is flushed before it answers).
-    let storeClosed = true;
-    const step = async (name: string, f: () => unknown) => {
-      try {
-        await f();
-      } catch (err) {
-        if (name === 'store') storeClosed = false;
-        logger.warn({ step: name, err: String(err instanceof Error ? err.message : err) }, 'a drain step failed; going on');
-      }
-    };
+    const steps = createStopSteps(logger);
+    const { step } = steps;
     await step('socket gateway', () => socket?.close());
     await step('outbound dialling', () => dialing?.unsubscribe());
     await step('media gateway', () => media?.close());
@@ -229,12 +244,7 @@ async function main(): Promise<void> {
     });
     await step('invalidation bus', () => bus?.stop());
     await step('runtime', () => runtime.stop());
-    await step('sandbox', () => sandbox?.close());
-    await step('blobs', () => services.blobs?.close());
-    await step('store', () => store.close());
-    await step('telemetry', () => telemetry?.shutdown());
-    logger.info('drained');
-    process.exit(storeClosed ? 0 : 1);
+    await closeAndExit(steps, () => logger.info('drained'));
   };
   process.on('SIGTERM', () => void drain('SIGTERM'));
   process.on('SIGINT', () => void drain('SIGINT'));

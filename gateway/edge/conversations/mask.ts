@@ -56,7 +56,9 @@ export function maskedTurn<T extends Turn>(turn: T, marked: string[]): T {
   };
   for (const field of ['user_input', 'translated_user_input'] as const) {
     const text = turn[field];
-    if (typeof text === 'string' && maskText(text, marked) !== text) set(field, maskText(text, marked));
+    if (typeof text !== 'string') continue;
+    const masked = maskText(text, marked);
+    if (masked !== text) set(field, masked);
   }
   const dtmf = turn.user_input_dtmf;
   if (typeof dtmf === 'string' && (digitsKind(dtmf.replace(/[^0-9]/g, '')) || marked.includes(dtmf))) set('user_input_dtmf', REDACTED);
@@ -101,7 +103,9 @@ const text = (v: unknown) => (typeof v === 'string' ? v : '');
 export function maskedTerms(turns: Turn[], marked: string[], sides: readonly Side[]): Set<string> {
   const terms = new Set<string>();
   for (const turn of turns) {
-    if (sides.includes('u') && maskedTurn(turn, marked).user_input === turn.user_input) for (const t of searchTerms(text(turn.user_input))) terms.add(t);
+    // Only the utterance decides here (`maskedTurn`'s rule for it): the postings index no other field of the turn.
+    const said = text(turn.user_input);
+    if (sides.includes('u') && maskText(said, marked) === said) for (const t of searchTerms(said)) terms.add(t);
     if (sides.includes('a')) for (const t of searchTerms(text(turn.agent_response))) terms.add(t);
   }
   return terms;
