@@ -65,6 +65,20 @@ async function found(t: Test, get: typeof masked, query: Record<string, string>)
   return (r.body.conversations ?? []).map((x: any) => x.id);
 }
 
+/** The ids of a v3 search walked by cursor, one row a page (ten pages at most), asserting each page answered 200. */
+async function walked(t: Test, get: typeof masked, query: Record<string, string>): Promise<string[]> {
+  const seen: string[] = [];
+  let cursor: string | null = null;
+  for (let pages = 0; pages < 10; pages++) {
+    const r = await get({ ...range(), ...query, limit: '1', ...(cursor ? { cursor } : {}) });
+    t.equal(r.status, 200, r.status === 200 ? 'answered' : r.text);
+    seen.push(...r.body.conversations.map((x: any) => x.id));
+    cursor = r.body.cursor;
+    if (!cursor) break;
+  }
+  return seen;
+}
+
 t.test('every version: a key without pii never finds a conversation by a value it reads as [redacted]', async (t) => {
   // v1 and v2 have no search filters (contract 4.3: v3 only): refused for every key, so nothing to learn there.
   for (const version of ['v1', 'v2']) {
@@ -106,20 +120,9 @@ t.test('v3 transcript search: words the key reads still find their conversations
   t.same(await found(t, masked, { query_type: 'transcript', query: 'invoice zebracrossing' }), [], 'masked: every term must be in what the key reads');
   t.same(await found(t, full, { query_type: 'transcript', query: 'invoice zebracrossing' }), [ids.email]);
   // A cursor walk of one row a page: no empty page, no row the key may not find, an end where its rows end.
-  const walk = async (get: typeof masked) => {
-    const seen: string[] = [];
-    let cursor: string | null = null;
-    for (let pages = 0; pages < 10; pages++) {
-      const r = await get({ ...range(), query_type: 'transcript', query: 'parking', limit: '1', ...(cursor ? { cursor } : {}) });
-      t.equal(r.status, 200, r.status === 200 ? 'answered' : r.text);
-      seen.push(...r.body.conversations.map((x: any) => x.id));
-      cursor = r.body.cursor;
-      if (!cursor) return seen;
-    }
-    return seen;
-  };
-  t.same(await walk(masked), [ids.plain], 'masked: the walk finds one conversation, on one page');
-  t.same(await walk(full), [ids.phone, ids.live, ids.plain], 'pii: three');
+  const parking = { query_type: 'transcript', query: 'parking' };
+  t.same(await walked(t, masked, parking), [ids.plain], 'masked: the walk finds one conversation, on one page');
+  t.same(await walked(t, full, parking), [ids.phone, ids.live, ids.plain], 'pii: three');
   const first = await masked({ ...range(), query_type: 'transcript', query: 'parking', limit: '1' });
   t.notOk('next_offset' in first.body, 'masked: no next page after the only row it may find');
 });
@@ -133,15 +136,7 @@ t.test('v3 semantic search leaves out, for a key without pii, the conversations 
   t.ok((await found(t, full, { query_type: 'semantic', query: 'jane.doe@example.com invoice refund' })).includes(ids.email), 'pii: ranked on the whole transcript');
   t.ok((await found(t, full, { query_type: 'semantic', query: 'parking fine' })).includes(ids.live), 'pii: in progress too');
   // Paged by rank: the pages hold what the key may find, and the walk ends with them.
-  const seen: string[] = [];
-  let cursor: string | null = null;
-  for (let pages = 0; pages < 10; pages++) {
-    const r = await masked({ ...range(), query_type: 'semantic', query: 'parking fine invoice refund zebracrossing', limit: '1', ...(cursor ? { cursor } : {}) });
-    t.equal(r.status, 200, r.status === 200 ? 'answered' : r.text);
-    seen.push(...r.body.conversations.map((x: any) => x.id));
-    cursor = r.body.cursor;
-    if (!cursor) break;
-  }
+  const seen = await walked(t, masked, { query_type: 'semantic', query: 'parking fine invoice refund zebracrossing' });
   t.same(seen, [ids.plain], 'masked: one page, one conversation, then the end');
 });
 
