@@ -42,6 +42,8 @@ t.test('each handshake refusal is the same on a plain GET as on an upgrade', asy
     t.equal(r.status, status, `${what}: ${status} (${r.text})`);
     t.same(r.body, shape(code, message), `${what}: the Messaging API's error shape`);
     t.match(r.headers.get('content-type'), /application\/json/, `${what}: JSON`);
+    // As every Messaging API answer: a browser widget reads the refusal rather than a CORS failure.
+    t.equal(r.headers.get('access-control-allow-origin'), '*', `${what}: the CORS header`);
     t.same(await handshakeStatus(p.socket, q), { status, body: shape(code, message) }, `${what}: an upgrade is answered alike`);
   }
 });
@@ -51,6 +53,9 @@ t.test('checks passed: 400 UPGRADE_REQUIRED, and nothing registered with the ses
   const r = await plainGet({ session_id: sessionId, access_token: accessToken, cursor: 'seq:0' });
   t.equal(r.status, 400, r.text);
   t.same(r.body, shape('UPGRADE_REQUIRED', 'a WebSocket upgrade is required'));
+  t.equal(r.headers.get('access-control-allow-origin'), '*', 'the CORS header');
+  const head = await http(p.socket, 'HEAD', wsPath({ session_id: sessionId, access_token: accessToken }));
+  t.equal(head.status, 400, 'a HEAD of the socket path is told what its GET is');
   t.equal((await plainGet({ session_id: sessionId, access_token: accessToken, cursor: 'not a cursor' })).status, 400, 'an invalid cursor is read as 0, as on an upgrade');
   // Plain GETs take no place in the session's connection count (MESSAGING_MAX_CONNECTIONS, 10): ten sockets still fit.
   for (let i = 0; i < 10; i++) await plainGet({ session_id: sessionId, access_token: accessToken });
@@ -77,5 +82,7 @@ t.test('other methods and paths are still unknown routes', async (t) => {
   const r = await http(p.socket, 'POST', '/ws');
   t.equal(r.status, 404);
   t.match(r.body, { success: false, error_code: 'NOT_FOUND', data: null });
-  t.equal((await http(p.socket, 'GET', '/wsx')).status, 404);
+  const wrong = await http(p.socket, 'GET', '/wsx');
+  t.equal(wrong.status, 404);
+  t.equal(wrong.headers.get('access-control-allow-origin'), '*', 'the 404 carries the CORS header');
 });

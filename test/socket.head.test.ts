@@ -49,7 +49,8 @@ function answers(raw: string): Array<{ status: number; headers: Map<string, stri
 }
 
 t.test('HEAD answers the GET\'s status and length and no body, on a keep-alive connection', async (t) => {
-  const paths = ['/healthz', '/widget.js', '/widget.css', '/desk', '/desk.js', '/demo', '/no-such-page'];
+  // The socket path without an upgrade is the plain GET's handshake answer (400 parameters, 401 credentials).
+  const paths = ['/healthz', '/widget.js', '/widget.css', '/desk', '/desk.js', '/demo', '/no-such-page', '/ws', '/ws?session_id=ses_x&access_token=garbage'];
   for (const path of paths) {
     const get = await fetch(new URL(path, p.socket));
     const body = Buffer.from(await get.arrayBuffer());

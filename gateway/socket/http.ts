@@ -53,8 +53,11 @@ const STATUS_TEXT: Record<number, string> = {
 
 export const statusLine = (status: number) => `${status} ${STATUS_TEXT[status] ?? 'Unknown'}`;
 
-/** Writes a response unless the client has gone. */
-export function write(res: HttpResponse, aborted: () => boolean, a: HttpAnswer): void {
+/**
+ * Writes a response unless the client has gone; the answer to a HEAD (`head`) without its body, with the
+ * length the GET's would have.
+ */
+export function write(res: HttpResponse, aborted: () => boolean, a: HttpAnswer, head = false): void {
   if (aborted()) return;
   res.cork(() => {
     res.writeStatus(statusLine(a.status)).writeHeader('content-type', 'application/json');
@@ -62,7 +65,8 @@ export function write(res: HttpResponse, aborted: () => boolean, a: HttpAnswer):
     res.writeHeader('access-control-allow-origin', '*');
     if (a.status === 429) res.writeHeader('access-control-expose-headers', 'Retry-After');
     for (const [k, v] of Object.entries(a.headers ?? {})) res.writeHeader(k, v);
-    res.end(a.body);
+    if (head) withoutBody(res, a.body);
+    else res.end(a.body);
   });
 }
 

@@ -80,7 +80,8 @@ export async function startSocketGateway(opts: SocketGatewayOptions): Promise<So
     // A HEAD is answered without its body: one sent after a HEAD's headers would be read by a keep-alive client
     // as the start of its next response.
     const head = req.getMethod().toLowerCase() === 'head';
-    res.cork(() => endJson(res.writeStatus('404 Not Found'), errorBody(HTTP_ERRORS.notFound, `route ${url} not found`), head));
+    // The CORS header as on every Messaging API answer: a widget calling a wrong path reads the 404, not a CORS failure.
+    res.cork(() => endJson(res.writeStatus('404 Not Found').writeHeader('access-control-allow-origin', '*'), errorBody(HTTP_ERRORS.notFound, `route ${url} not found`), head));
   });
   const socket = await new Promise<unknown>((resolve, reject) => {
     app.listen(opts.host, opts.port, (token) => (token ? resolve(token) : reject(new Error(`socket gateway could not listen on ${opts.host}:${opts.port}`))));

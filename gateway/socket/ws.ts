@@ -18,7 +18,7 @@ import type { MessagingContext } from './context.js';
 import type { GatewayDirectory } from './gateways.js';
 import { errorBody, EVENT_ERRORS, HTTP_ERRORS, RATE_LIMIT_WARNING, type MessagingHttpError } from './errors.js';
 import { checkHandshake, handshakeRequest, type HandshakeCheck } from './handshake.js';
-import { statusLine } from './http.js';
+import { write } from './http.js';
 import { socketCloses } from '../../platform/metrics.js';
 import { RateLimiter } from '../../platform/rate-limit.js';
 import type { AccessClaims } from './tokens.js';
@@ -234,14 +234,12 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
     if (reply.duplicateOf !== undefined) await answerDuplicate(ws, d, reply.duplicateOf);
   };
 
-  const refuse = (res: HttpResponse, aborted: () => boolean, err: MessagingHttpError, headers: Record<string, string> = {}) => {
-    if (aborted()) return;
-    res.cork(() => {
-      res.writeStatus(statusLine(err.status)).writeHeader('content-type', 'application/json');
-      for (const [k, v] of Object.entries(headers)) res.writeHeader(k, v);
-      res.end(errorBody(err));
-    });
-  };
+  /**
+   * Answers a refusal as the Messaging API's other HTTP answers are (`write`: the browser widget's CORS header,
+   * `Retry-After` exposed on a 429); a HEAD's without its body.
+   */
+  const refuse = (res: HttpResponse, aborted: () => boolean, err: MessagingHttpError, headers: Record<string, string> = {}, head = false) =>
+    write(res, aborted, { status: err.status, body: errorBody(err), headers }, head);
 
   /**
    * Runs the handshake's checks on the socket path's request (read at once: uWebSockets.js invalidates it when
@@ -252,6 +250,7 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
     res: HttpResponse,
     req: HttpRequest,
     failed: string,
+    head: boolean,
     then: (checked: Extract<HandshakeCheck, { ok: true }>, isAborted: () => boolean) => Promise<void>,
   ) => {
     const request = handshakeRequest(res, req);
@@ -262,11 +261,11 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
     const isAborted = () => aborted;
     void (async () => {
       const checked = await checkHandshake(ctx, request);
-      if (!checked.ok) return refuse(res, isAborted, checked.error, checked.headers);
+      if (!checked.ok) return refuse(res, isAborted, checked.error, checked.headers, head);
       await then(checked, isAborted);
     })().catch((err) => {
       ctx.logger.error({ err }, failed);
-      refuse(res, isAborted, HTTP_ERRORS.internal);
+      refuse(res, isAborted, HTTP_ERRORS.internal, {}, head);
     });
   };
 
@@ -278,7 +277,7 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
     const key = req.getHeader('sec-websocket-key');
     const protocol = req.getHeader('sec-websocket-protocol');
     const extensions = req.getHeader('sec-websocket-extensions');
-    afterChecks(res, req, 'handshake failed', async ({ sessionId, claims, cursor }, isAborted) => {
+    afterChecks(res, req, 'handshake failed', false, async ({ sessionId, claims, cursor }, isAborted) => {
       const connectionId = randomUUID();
       let reply: SessionReply;
       try {
@@ -306,10 +305,10 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
    * statuses an upgrade would; then 400 UPGRADE_REQUIRED. Nothing is registered with the session; whether it
    * is over is read from its journal's last step, which CONNECT would otherwise tell.
    */
-  const plainGet = (res: HttpResponse, req: HttpRequest) => {
-    afterChecks(res, req, 'socket path GET failed', async ({ sessionId }, isAborted) => {
-      if (await ctx.history.closed(sessionId)) return refuse(res, isAborted, HTTP_ERRORS.sessionNotFound);
-      refuse(res, isAborted, HTTP_ERRORS.upgradeRequired);
+  const plainGet = (head: boolean) => (res: HttpResponse, req: HttpRequest) => {
+    afterChecks(res, req, 'socket path GET failed', head, async ({ sessionId }, isAborted) => {
+      if (await ctx.history.closed(sessionId)) return refuse(res, isAborted, HTTP_ERRORS.sessionNotFound, {}, head);
+      refuse(res, isAborted, HTTP_ERRORS.upgradeRequired, {}, head);
     });
   };
 
@@ -343,7 +342,9 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
     },
   });
 
-  app.get('/ws', plainGet);
+  app.get('/ws', plainGet(false));
+  // A HEAD of the socket path is told what its GET would be, without the body (uWebSockets.js routes it apart).
+  app.head('/ws', plainGet(true));
 
   return {
     /** Sessions with at least one socket on this gateway now. */
