@@ -2,7 +2,6 @@ import t from 'tap';
 import { waitForProjections } from './helpers/projections.js';
 import dgram from 'node:dgram';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import alawmulaw from 'alawmulaw';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import wavefile from 'wavefile';
@@ -10,7 +9,7 @@ import fc from 'fast-check';
 import { startPlatform, removeDir, type Platform } from './helpers/platform.js';
 import { chatProject, type ChatProject } from './helpers/chat.js';
 import { conversationsClient, conversationsKey } from './helpers/conversations.js';
-import { bindNumber, MEDIA_ENV, mediaPorts, rtpPcap, runSipp, scenario, speak, voiceTools, writePcap, quietPort } from './helpers/voice.js';
+import { bindNumber, callerMedia, loud, MEDIA_ENV, mediaPorts, rtpPcap, runSipp, scenario, speak, voiceTools, quietPort } from './helpers/voice.js';
 import { waitFor } from './helpers/wait.js';
 
 // Without sipp, espeak-ng or pocketsphinx these skip locally; with CI=true voiceTools() throws instead.
@@ -25,47 +24,14 @@ async function audioSink() {
   return { port: socket.address().port, close: () => socket.close() };
 }
 
-/**
- * A pcap of a caller speaking and keying at once (sipp plays one pcap per call at a time): `pcm` as
- * G.711 µ-law RTP every 20 ms, and from `firstDigitMs` on, `digits` as RFC 4733 events (PT 101, their
- * own SSRC and sequence numbers) `gapMs` apart, each 100 ms long with its three end packets.
- */
-function speechAndDigitsPcap(pcm: Int16Array, digits: string, firstDigitMs: number, gapMs: number, file: string): void {
-  type Pkt = { t: number; rtp: Buffer };
-  const pkts: Pkt[] = [];
-  const lead = 200;
-  const frames = Math.ceil(pcm.length / 160) + 60;
-  for (let i = 0; i < frames; i++) {
-    const frame = new Int16Array(160);
-    frame.set(pcm.subarray(i * 160, i * 160 + 160));
-    const payload = Buffer.from(alawmulaw.mulaw.encode(frame));
-    pkts.push({ t: lead + i * 20, rtp: rtpOf(0, i === 0, 1000 + i, 160_000 + i * 160, 0x1234abcd, payload) });
-  }
-  let seq = 5000;
-  [...digits].forEach((d, k) => {
-    const at = lead + firstDigitMs + k * gapMs;
-    const ts = 160_000 + Math.round((at - lead) * 8);
-    const code = '0123456789*#'.indexOf(d);
-    for (let j = 0; j < 8; j++) {
-      const end = j >= 5;
-      const payload = Buffer.from([code, (end ? 0x80 : 0) | 10, 0, 0]);
-      payload.writeUInt16BE(Math.min(5, j + 1) * 160, 2);
-      pkts.push({ t: at + Math.min(j, 5) * 20, rtp: rtpOf(101, j === 0, seq++, ts, 0x5678ef01, payload) });
-    }
-  });
-  pkts.sort((a, b) => a.t - b.t);
-  writePcap(file, pkts);
-}
-
-function rtpOf(pt: number, marker: boolean, seq: number, ts: number, ssrc: number, payload: Buffer): Buffer {
-  const rtp = Buffer.alloc(12 + payload.length);
-  rtp[0] = 0x80;
-  rtp[1] = (marker ? 0x80 : 0) | pt;
-  rtp.writeUInt16BE(seq & 0xffff, 2);
-  rtp.writeUInt32BE(ts >>> 0, 4);
-  rtp.writeUInt32BE(ssrc >>> 0, 8);
-  payload.copy(rtp, 12);
-  return rtp;
+/** `pcm` without its quiet start and end (speech said over and over then has no pause longer than its own). */
+function trimmed(pcm: Int16Array): Int16Array {
+  const frames = Math.floor(pcm.length / 160);
+  let a = 0;
+  let b = frames;
+  while (a < b && !loud(pcm.subarray(a * 160, a * 160 + 160))) a++;
+  while (b > a && !loud(pcm.subarray((b - 1) * 160, b * 160))) b--;
+  return pcm.subarray(a * 160, b * 160);
 }
 
 /** GET .../audio as bytes. */
@@ -116,17 +82,44 @@ t.teardown(async () => {
 
 t.test('a call is recorded per direction; the card number keyed over the caller\'s speech is muted in the redacted rendering', needsTools, async (t) => {
   const number = '+442079460150';
-  const project = await chatProject(p, { name: 'Rec Co', functions: { start: 'function start(conv) { conv.say("Hello, you are through to Acme payments. Please key your card number."); }' } });
+  // The card number is answered at length, so that the agent speaks while the caller talks on; a 9 has the
+  // call transferred. (A transfer rather than conv.end(): the conversation then ends with the call, once the
+  // media gateway has hung up, so the redacted rendering is of the whole recording; docs/recordings.md, Known gap.)
+  const project = await chatProject(p, {
+    name: 'Rec Co',
+    functions: {
+      start: 'function start(conv) { conv.say("Hello, you are through to Acme payments. Please key your card number."); }',
+      turn: 'function turn(conv, message) { if (message === "9") { conv.handoff("sip:desk@127.0.0.2:5999", "card_checked"); return "Goodbye."; } return "Thank you. Please stay on the line while I check the card with your bank, this will take a moment."; }',
+    },
+  });
   const sippPort = await quietPort();
   await bindNumber(project.api, project.agentId, number, { host: '127.0.0.2', port: sippPort });
-  const sink = await audioSink();
-  t.teardown(() => sink.close());
-  const speech = join(dir, 'speech.pcap');
-  // The caller talks on while keying the card number (digits 300 ms apart from 800 ms into the speech).
-  speechAndDigitsPcap(speak('I am reading my card number to you now, please wait one moment while I find it, it is on the front of the card', dir), CARD, 800, 300, speech);
-  const file = scenario('recording-card.xml', dir, { NUMBER: number, AUDIO_IP: '127.0.0.2', AUDIO_PORT: sink.port, GREETING_MS: 5500, SPEECH_PCAP: speech, END_MS: 14000 });
-  const run = await runSipp({ scenario: file, target: `127.0.0.1:${sip}`, port: sippPort, mediaPort: await quietPort(), dir });
-  t.equal(run.code, 0, 'sipp completed the call', { out: run.out.slice(-3000) });
+  const caller = await callerMedia();
+  t.teardown(() => caller.close());
+  const file = scenario('recording-live.xml', dir, { NUMBER: number, AUDIO_IP: '127.0.0.2', AUDIO_PORT: caller.port });
+  const run = runSipp({ scenario: file, target: `127.0.0.1:${sip}`, port: sippPort, mediaPort: await quietPort(), dir });
+  await caller.connected();
+  // Each step waits for what the caller has heard (or, spacing the digits, for its own frames), never for the
+  // platform to be quick enough: the greeting first, whole (sound, then a second of none).
+  await caller.until(() => caller.heard.voiced > 20 && caller.heard.quiet >= 50);
+  // Then the caller talks, keying the card number while talking (digits 300 ms apart from 800 ms into the speech)...
+  caller.talk(trimmed(speak('I am reading my card number to you now, please wait one moment while I find it, it is on the front of the card', dir)));
+  await caller.frames(40);
+  for (const d of CARD) {
+    caller.key(d);
+    await caller.frames(15);
+  }
+  // ...and talks on until it has heard a second of the agent's answer to the digits: both speak at once on the
+  // line, however long the answer took to come.
+  const heardBefore = caller.heard.voiced;
+  await caller.until(() => caller.heard.voiced >= heardBefore + 50);
+  caller.quiet();
+  caller.key('9');
+  await caller.frames(10);
+  caller.key('#');
+  const done = await run;
+  caller.close();
+  t.equal(done.code, 0, 'sipp completed the call: the agent transferred it after the 9 and hung up', { out: done.out.slice(-3000) });
 
   const dataKey = await conversationsKey(p, project, ['conversations_data']);
   const piiKey = await conversationsKey(p, project, ['conversations_data', 'pii']);
@@ -161,7 +154,8 @@ t.test('a call is recorded per direction; the card number keyed over the caller\
   t.ok(greeting.every((f) => !userVoiced.includes(f)), 'user holds only the caller: silent under the greeting');
   const callerOnly = userVoiced.filter((f) => !agentVoiced.includes(f));
   t.ok(callerOnly.length > 20, 'agent holds only the agent: silent under (most of) the caller\'s speech');
-  // The agent answers the keyed digits while the caller still talks: both tracks keep that overlap.
+  // The agent answered the keyed digits while the caller still talked (the caller went on until it had heard
+  // a second of the answer): both tracks keep that overlap.
   const overlap = userVoiced.filter((f) => agentVoiced.includes(f));
   t.ok(overlap.length > 5, `overlapping speech is kept on both tracks (${overlap.length} frames where both speak)`);
   let mixed = true;

@@ -7,7 +7,7 @@ import alawmulaw from 'alawmulaw';
 import { startPlatform, removeDir, type Platform } from './helpers/platform.js';
 import { chatProject, type ChatProject } from './helpers/chat.js';
 import { conversationsClient, conversationsKey } from './helpers/conversations.js';
-import { bindNumber, MEDIA_ENV, mediaPorts, rtpPcap, runSipp, scenario, SIPP_PCAPS, speak, voiceTools, quietPort } from './helpers/voice.js';
+import { bindNumber, callerMedia, MEDIA_ENV, mediaPorts, rtpPcap, runSipp, scenario, SIPP_PCAPS, speak, voiceTools, quietPort } from './helpers/voice.js';
 import { waitFor } from './helpers/wait.js';
 
 // Without sipp, espeak-ng or pocketsphinx these skip locally; with CI=true voiceTools() throws instead.
@@ -15,13 +15,11 @@ const needsTools = voiceTools() ? {} : { skip: 'sipp, espeak-ng or pocketsphinx 
 const NUMBER = '+442079460123';
 const GREETING = 'Hello, you are through to the Acme dental practice. We can help with appointments, opening hours, parking and prices. How can I help you today?';
 
-/** A UDP socket on 127.0.0.2 that stands for the caller's audio port: counts the agent's RTP and its loudness. */
-async function audioSink() {
-  const socket = dgram.createSocket('udp4');
-  await new Promise<void>((r) => socket.bind(0, '127.0.0.2', () => r()));
+/** Counts the agent's RTP and its loudness, packet by packet. */
+function agentCounter() {
   // firstRun: packets of the agent's first stretch of speech (from its first sound to 200 ms of quiet).
   const got = { packets: 0, voiced: 0, payloadTypes: new Set<number>(), firstRun: 0, quiet: 0, broken: false };
-  socket.on('message', (m) => {
+  const packet = (m: Buffer) => {
     got.packets++;
     got.payloadTypes.add(m[1] & 0x7f);
     const pcm = alawmulaw.mulaw.decode(m.subarray(12));
@@ -33,7 +31,16 @@ async function audioSink() {
     got.quiet = loud ? 0 : got.quiet + 1;
     if (got.quiet >= 10) got.broken = true;
     else got.firstRun++;
-  });
+  };
+  return { got, packet };
+}
+
+/** A UDP socket on 127.0.0.2 that stands for the caller's audio port: counts the agent's RTP and its loudness. */
+async function audioSink() {
+  const socket = dgram.createSocket('udp4');
+  await new Promise<void>((r) => socket.bind(0, '127.0.0.2', () => r()));
+  const { got, packet } = agentCounter();
+  socket.on('message', packet);
   return { port: socket.address().port, got, close: () => socket.close() };
 }
 
@@ -120,21 +127,27 @@ t.test('barge-in: the caller speaks over the greeting, the greeting stops; then 
   const project = await chatProject(p, { name: 'Barge Co', functions: { start: `function start(conv) { conv.say(${JSON.stringify(GREETING)}); }` } });
   const sippPort = await quietPort();
   await bindNumber(project.api, project.agentId, number, { host: '127.0.0.2', port: sippPort });
-  const sink = await audioSink();
-  t.teardown(() => sink.close());
-  const question = join(dir, 'barge.pcap');
-  rtpPcap(speak('what are your opening hours', dir), question);
+  const { got, packet } = agentCounter();
+  const caller = await callerMedia({ onPacket: packet });
+  t.teardown(() => caller.close());
   // Long enough for the no-input timeout (VOICE_NO_INPUT_MS of this platform) after the answer.
-  const file = scenario('inbound-barge-in.xml', dir, { NUMBER: number, AUDIO_IP: '127.0.0.2', AUDIO_PORT: sink.port, GREETING_MS: 1500, SPEECH_PCAP: question, END_MS: 14000 });
-  const run = await runSipp({ scenario: file, target: `127.0.0.1:${sip}`, port: sippPort, mediaPort: await quietPort(), dir });
-  t.equal(run.code, 0, 'sipp completed the call', { out: run.out.slice(-3000) });
+  const file = scenario('inbound-hold.xml', dir, { NUMBER: number, AUDIO_IP: '127.0.0.2', AUDIO_PORT: caller.port, HOLD_MS: 15500 });
+  const run = runSipp({ scenario: file, target: `127.0.0.1:${sip}`, port: sippPort, mediaPort: await quietPort(), dir });
+  await caller.connected();
+  // The caller asks its question once it hears the greeting (200 ms of its sound), whenever the greeting comes:
+  // a caller on a fixed schedule would be talking over nothing if the greeting was late.
+  await caller.until(() => caller.heard.voiced >= 10);
+  caller.say(speak('what are your opening hours', dir));
+  const done = await run;
+  caller.close();
+  t.equal(done.code, 0, 'sipp completed the call', { out: done.out.slice(-3000) });
   const [c] = await endedCalls(project);
   const spoken = c.turns.slice(1).find((x: any) => !x.is_silence);
   t.ok(spoken, 'a spoken turn');
   t.equal(spoken.barge_in, true, 'marked barge_in: the caller spoke while the agent was speaking');
   // The whole greeting, as the platform's voice speaks it, is many more 20 ms frames than were sent before the caller cut in.
   const greetingFrames = Math.ceil(speak(GREETING, dir, { voice: 'en-us', rate: 150 }).length / 160);
-  t.ok(sink.got.firstRun < greetingFrames * 0.8, `the greeting stopped (${sink.got.firstRun} of its ${greetingFrames} frames sent)`);
+  t.ok(got.firstRun < greetingFrames * 0.8, `the greeting stopped (${got.firstRun} of its ${greetingFrames} frames sent)`);
   t.same(c.turns.filter((x: any) => x.is_silence).length > 0, true, 'the quiet caller gave silence turns');
   t.equal(c.num_silences, c.turns.filter((x: any) => x.is_silence).length, 'num_silences counts them');
 });

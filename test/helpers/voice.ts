@@ -96,6 +96,141 @@ export function rtpPcap(pcm: Int16Array, file: string, opts: { leadMs?: number; 
   writePcap(file, pkts);
 }
 
+/** Whether 20 ms of audio has sound (RMS above 300 on the 16-bit scale). */
+export const loud = (pcm: ArrayLike<number>) => {
+  let sum = 0;
+  for (let i = 0; i < pcm.length; i++) sum += pcm[i] * pcm[i];
+  return Math.sqrt(sum / pcm.length) > 300;
+};
+
+/**
+ * The caller's end of the media, played by the test on the socket the SDP names, so that what the caller
+ * does can wait for what it hears: sipp's pcap replay runs on a schedule fixed before the call, and the
+ * agent's answers come when the platform gets to them, which under load is later by any amount.
+ * It hears the agent's RTP (counting its voiced frames) and sends the caller's audio back to where it came
+ * from (the gateway takes RTP from any source): G.711 µ-law frames every 20 ms, silence when the caller
+ * says nothing (a continuous stream, as a phone sends), and RFC 4733 digits (PT 101, their own SSRC and
+ * sequence numbers) as the sipp pcaps did. `onPacket` sees each of the agent's packets too.
+ */
+export async function callerMedia(o: { onPacket?: (rtp: Buffer) => void } = {}) {
+  const socket = dgram.createSocket('udp4');
+  await new Promise<void>((r) => socket.bind(0, '127.0.0.2', () => r()));
+  socket.on('error', () => {});
+  let closed = false;
+  let gateway: { address: string; port: number } | null = null;
+  // voiced: the agent's frames with sound; quiet: how many in a row it has now sent without.
+  const heard = { voiced: 0, quiet: 0 };
+  const waiters: Array<() => void> = [];
+  const wake = () => {
+    for (const w of waiters.splice(0)) w();
+  };
+  socket.on('message', (m, rinfo) => {
+    gateway ??= { address: rinfo.address, port: rinfo.port };
+    o.onPacket?.(m);
+    if ((m[1] & 0x7f) === 0) {
+      if (loud(alawmulaw.mulaw.decode(m.subarray(12)))) {
+        heard.voiced++;
+        heard.quiet = 0;
+      } else heard.quiet++;
+    }
+    wake();
+  });
+  /** Resolves once `test` holds (checked at each packet of the agent and each frame of the caller). */
+  const until = (test: () => boolean) =>
+    new Promise<void>((resolve) => {
+      const check = () => (test() ? resolve() : waiters.push(check));
+      check();
+    });
+  const silence = new Int16Array(160);
+  let speech: Int16Array[] = [];
+  let once: Int16Array[] = [];
+  let spoken = 0;
+  let frame = 0;
+  let digitSeq = 5000;
+  const send = (rtp: Buffer) => gateway && socket.send(rtp, gateway.port, gateway.address);
+  const audioFrame = (pcm: Int16Array) => send(rtpOf(0, frame === 0, 1000 + frame, 160_000 + frame * 160, 0x1234abcd, Buffer.from(alawmulaw.mulaw.encode(pcm))));
+  // One 20 ms clock, against absolute times: a late timer sends the frames due meanwhile at once, as a
+  // network burst would, and the RTP timestamps still say when each was spoken.
+  let start = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const tick = () => {
+    if (closed) return;
+    while (performance.now() - start >= frame * 20) {
+      audioFrame(once.length ? once.shift()! : speech.length ? speech[spoken++ % speech.length] : silence);
+      frame++;
+    }
+    wake();
+    timer = setTimeout(tick, Math.max(0, start + frame * 20 - performance.now()));
+  };
+  return {
+    port: socket.address().port,
+    heard,
+    until,
+    /** Once the agent's RTP has come (the call is answered), the caller's stream starts. */
+    async connected() {
+      await until(() => gateway !== null);
+      start = performance.now();
+      tick();
+    },
+    /** Resolves after `n` more of the caller's frames (its own 20 ms clock). */
+    frames(n: number) {
+      const at = frame + n;
+      return until(() => frame >= at);
+    },
+    /** The caller talks from now on, `pcm` over and over, until `quiet`. */
+    talk(pcm: Int16Array) {
+      const frames: Int16Array[] = [];
+      for (let i = 0; i + 160 <= pcm.length; i += 160) frames.push(pcm.subarray(i, i + 160));
+      speech = frames;
+      spoken = 0;
+    },
+    quiet() {
+      speech = [];
+    },
+    /** The caller says `pcm` once, then nothing. */
+    say(pcm: Int16Array) {
+      const frames: Int16Array[] = [];
+      for (let i = 0; i < pcm.length; i += 160) {
+        const f = new Int16Array(160);
+        f.set(pcm.subarray(i, i + 160));
+        frames.push(f);
+      }
+      once = frames;
+    },
+    /** Keys `digit` now: 100 ms of RFC 4733 events (start, updates, three end packets), timestamped with the audio. */
+    key(digit: string) {
+      const code = '0123456789*#'.indexOf(digit);
+      const ts = 160_000 + frame * 160;
+      for (let j = 0; j < 8; j++) {
+        const end = j >= 5;
+        const payload = Buffer.from([code, (end ? 0x80 : 0) | 10, 0, 0]);
+        payload.writeUInt16BE(Math.min(5, j + 1) * 160, 2);
+        const rtp = rtpOf(101, j === 0, digitSeq++, ts, 0x5678ef01, payload);
+        setTimeout(() => send(rtp), Math.min(j, 5) * 20);
+      }
+    },
+    /** Hangs up the media (idempotent). */
+    close() {
+      clearTimeout(timer);
+      if (closed) return;
+      closed = true;
+      socket.close();
+    },
+  };
+}
+
+/** One RTP packet (version 2, no extensions). */
+function rtpOf(pt: number, marker: boolean, seq: number, ts: number, ssrc: number, payload: Buffer): Buffer {
+  const rtp = Buffer.alloc(12 + payload.length);
+  rtp[0] = 0x80;
+  rtp[1] = (marker ? 0x80 : 0) | pt;
+  rtp.writeUInt16BE(seq & 0xffff, 2);
+  rtp.writeUInt32BE(ts >>> 0, 4);
+  rtp.writeUInt32BE(ssrc >>> 0, 8);
+  payload.copy(rtp, 12);
+  return rtp;
+}
+
 /** A scenario from test/fixtures/sipp with its `{{NAME}}` placeholders filled, written into `dir`. */
 export function scenario(name: string, dir: string, vars: Record<string, string | number> = {}): string {
   let xml = readFileSync(join(SIPP_FIXTURES, name), 'utf8');
