@@ -8,11 +8,12 @@
  * (`reader.ts`), and semantic search, whose stored vectors were computed from the raw turns, leaves out the
  * conversations that have a masked turn (`semantic.ts`).
  *
- * The rules are the recordings' (`actors/recording`: `maskText`, `digitsKind`, the marked values of the
- * `pii-marks` projection); this module only applies them to turns.
+ * The rules are the recordings' (`actors/recording`: `maskText`, `digitsKind`), over the marked values the
+ * `conversations` projector writes before the turns they mask (`actors/conversation/marks.ts`); this module
+ * only applies them to turns.
  */
-import { digitsKind, maskText, projectedMarksOf, REDACTED } from '../../../actors/recording/mod.js';
-import { searchTerms } from '../../../actors/conversation/mod.js';
+import { digitsKind, maskText, REDACTED } from '../../../actors/recording/mod.js';
+import { projectedMarksOf, searchTerms } from '../../../actors/conversation/mod.js';
 import type { Store } from '../../../store/mod.js';
 
 /** A turn as rows carry it (a record's turn or a rendered one), read field by field: either shape will do. */
@@ -25,8 +26,8 @@ export type Side = 'u' | 'a';
 export interface Masking {
   /**
    * The marked values of each conversation (empty when none), read once per request and conversation: the
-   * rows a search kept are rendered with the very marks they were matched with, although the `pii-marks`
-   * projection may grow meanwhile.
+   * rows a search kept are rendered with the very marks they were matched with, although the marks may grow
+   * meanwhile.
    */
   marks(conversationIds: string[]): Promise<Map<string, string[]>>;
 }
