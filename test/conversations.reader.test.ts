@@ -163,6 +163,27 @@ t.test('Candidates keep every one of the best k (ties included) and count the re
   );
 });
 
+t.test('Candidates hold room for what was scored, not for the depth asked: a page a billion deep allocates no billion', async (t) => {
+  fc.assert(
+    fc.property(
+      fc.array(fc.tuple(fc.constantFrom(-0.2, 0.001, 0.5, 0.5004, 1), fc.integer({ min: 0, max: 5 })), { maxLength: 3000 }),
+      fc.constantFrom(1, 7, 1000, 2500, 1_000_000_000, 2_000_002_002),
+      (rows, k) => {
+        const found = new Candidates(k);
+        t.ok(found.capacity <= 1024, 'it starts small');
+        rows.forEach((r, i) => found.add(`c${i}`, r[1], r[0]));
+        t.ok(found.capacity <= Math.max(1024, 2 * found.count) && found.capacity <= Math.max(1, k), `room for ${found.capacity} after ${found.count} scored, ${k} wanted`);
+        const want = rows
+          .map((r, i) => ({ score: r[0], start: r[1], id: `c${i}` }))
+          .filter((r) => r.score > 0)
+          .sort((a, b) => b.score - a.score || a.start - b.start || (a.id < b.id ? -1 : 1));
+        t.same(topK(found.scores, found.startOf, found.idOf, Math.min(k, found.scores.length)).map(found.idOf), want.slice(0, k).map((r) => r.id), 'the best k, as before');
+      },
+    ),
+    { numRuns: 60 },
+  );
+});
+
 t.test('topK equals the first k of a full sort (score, then start, then id)', async (t) => {
   fc.assert(
     fc.property(
@@ -219,6 +240,29 @@ t.test('semantic mode: packed slots rank exactly as slots written before packing
   t.ok(packed.every((ids) => ids.length > 0), 'every query finds conversations');
   t.notOk(packed[6].includes(first[0]), 'not found under the channel of its earlier entry');
   t.equal(packed[7].filter((id) => id === first[0]).length, 1, 'found once under the channel of its newest entry');
+});
+
+t.test('semantic mode: an offset past every candidate (up to the 1e9 the API takes) is an empty last page', async (t) => {
+  const wide = { start_time: new Date(T0 - 3_600_000).toISOString(), end_time: new Date(T0 + 31 * 3_600_000).toISOString() };
+  const masking: Masking = { marks: async (ids) => new Map(ids.map((id) => [id, Number(id.slice(1)) % 3 === 0 ? ['parking'] : []])) };
+  for (const m of [null, masking]) {
+    for (const offset of ['1000000000', '999999999', String(all.length)]) {
+      const q = parseListQuery('v3', { query_type: 'semantic', query: 'parking permit', limit: '1000', offset, ...wide });
+      const rows = await semanticRows(src, 'proj', q, null, true, m);
+      t.same(await collect(rows.rows), [], `offset ${offset}${m ? ', masked' : ''}: no rows`);
+      t.same(rows.next(), { more: false, nextOffset: null, position: null }, 'and no next page');
+    }
+    // From a rank cursor as deep.
+    const q = parseListQuery('v3', { query_type: 'semantic', query: 'parking permit', limit: '1000', ...wide });
+    const rows = await semanticRows(src, 'proj', q, { kind: 'rank', offset: 1_000_000_000 }, false, m);
+    t.same(await collect(rows.rows), [], 'a cursor a billion deep: no rows');
+    t.equal(rows.next().more, false);
+  }
+  // The last rows are still there just before the end.
+  const q = parseListQuery('v3', { query_type: 'semantic', query: 'parking permit', limit: '1000', ...wide });
+  const ranked = await collect((await semanticRows(src, 'proj', q, null)).rows);
+  const tail = parseListQuery('v3', { query_type: 'semantic', query: 'parking permit', limit: '1000', offset: String(ranked.length - 2), ...wide });
+  t.same(await collect((await semanticRows(src, 'proj', tail, null)).rows), ranked.slice(-2), 'an offset short of the end: the last rows');
 });
 
 t.test('span slots: one packed entry per conversation; concurrent writers lose no entry', async (t) => {
