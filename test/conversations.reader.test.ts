@@ -9,7 +9,7 @@ import { conversationRecords, type ConversationRecord } from '../actors/conversa
 import { conversationHours, conversationSpans, conversationTerms, conversationVectorBuckets, conversationVectors } from '../actors/conversation/search.js';
 import { FIELD_END, spanEntries, spanSlotWriter, vectorEntries, vectorSlotWriter, type VectorEntry } from '../actors/conversation/slots.js';
 import { createOfflineEmbedder } from '../actors/conversation/embedding.js';
-import { isDocument, keysetRows, randomRows, type ReadSources, type Row } from '../gateway/edge/conversations/reader.js';
+import { isDocument, keepRows, keysetRows, randomRows, type ReadSources, type Row } from '../gateway/edge/conversations/reader.js';
 import { Candidates, semanticRows, topK } from '../gateway/edge/conversations/semantic.js';
 import { conversationDocuments, documentOf, jsonOf, withoutTurns } from '../actors/conversation/document.js';
 import { conversationsProjector } from '../actors/conversation/projectors/conversations.js';
@@ -17,7 +17,8 @@ import { entryOfRecord } from './helpers/journal-entries.js';
 import { conversationV3 } from '../actors/conversation/view.js';
 import { parseListQuery } from '../gateway/edge/conversations/query.js';
 import type { Position } from '../gateway/edge/conversations/cursor.js';
-import type { Masking } from '../gateway/edge/conversations/mask.js';
+import { maskedRow, requestMasking, type Masking } from '../gateway/edge/conversations/mask.js';
+import { maskedJson, rowJson } from '../gateway/edge/conversations/views.js';
 import { storeFor } from './helpers/store.js';
 
 const store = await storeFor(t, 'sb-reader-');
@@ -263,6 +264,38 @@ t.test('semantic mode: an offset past every candidate (up to the 1e9 the API tak
   const ranked = await collect((await semanticRows(src, 'proj', q, null)).rows);
   const tail = parseListQuery('v3', { query_type: 'semantic', query: 'parking permit', limit: '1000', offset: String(ranked.length - 2), ...wide });
   t.same(await collect((await semanticRows(src, 'proj', tail, null)).rows), ranked.slice(-2), 'an offset short of the end: the last rows');
+});
+
+t.test('a masked search\'s documents are rendered from the turns its filter parsed: no second parse, the same bytes', async (t) => {
+  const docs = (await src.documents.find({ project_id: 'proj' })).slice(0, 60);
+  t.ok(docs.length > 20, 'documents to render');
+  const view = { version: 'v3' as const, showTranscripts: true, includeLatency: false };
+  // Some rows with marked words (masked turns), some without; the stub's marks through a request's masking.
+  const marksFor = (id: string) => (Number(id.slice(1)) % 3 === 0 ? ['parking', 'open'] : []);
+  const masking: Masking = { marks: async (ids) => new Map(ids.map((id) => [id, marksFor(id)])), kept: requestMasking(store).kept };
+  const kept = await keepRows(docs, masking, () => true);
+  t.equal(kept.length, docs.length);
+  const parse = JSON.parse;
+  let parses = 0;
+  JSON.parse = ((...args: Parameters<typeof JSON.parse>) => (parses++, parse(...args))) as typeof JSON.parse;
+  let rendered: Buffer[][];
+  try {
+    rendered = kept.map((r) => maskedJson(r, view, marksFor(r.id), masking));
+  } finally {
+    JSON.parse = parse;
+  }
+  t.equal(parses, 0, 'rendering parses no row again');
+  let masked = 0;
+  kept.forEach((r, i) => {
+    const expected = Buffer.concat(maskedRow(rowJson(r, view), marksFor(r.id)));
+    const got = Buffer.concat(rendered[i]);
+    if (!got.equals(expected)) t.fail(`${r.id}: ${got} != ${expected}`);
+    if (got.includes('[redacted]')) masked++;
+  });
+  t.ok(masked > 0 && masked < kept.length, `byte for byte the row parsed and masked whole (${masked} of ${kept.length} masked)`);
+  // A row the filter did not see (a list page) is parsed to be masked, as before.
+  const unseen = (await src.documents.find({ project_id: 'proj' }))[0];
+  t.same(Buffer.concat(maskedJson(unseen, view, ['parking'], masking)), Buffer.concat(maskedRow(rowJson(unseen, view), ['parking'])));
 });
 
 t.test('span slots: one packed entry per conversation; concurrent writers lose no entry', async (t) => {

@@ -30,12 +30,18 @@ export interface Masking {
    * meanwhile.
    */
   marks(conversationIds: string[]): Promise<Map<string, string[]>>;
+  /**
+   * The turns of the rows a search kept, as its filter parsed them (raw), by row: the renderer masks these
+   * instead of parsing the row's JSON again (absent: the renderer parses).
+   */
+  readonly kept?: WeakMap<object, Turn[]>;
 }
 
 /** The masking of one request of a key without `pii`, reading marks from the store's projection. */
 export function requestMasking(store: Store): Masking {
   const known = new Map<string, string[]>();
   return {
+    kept: new WeakMap(),
     async marks(ids) {
       const missing = [...new Set(ids.filter((id) => !known.has(id)))];
       if (missing.length > 0) for (const [id, values] of await projectedMarksOf(store, missing)) known.set(id, values);
@@ -85,6 +91,17 @@ export function maskedRow(parts: Buffer[], marked: string[]): Buffer[] {
   // Assigning an existing key keeps its place: the bytes differ from the raw row's only in the masked values.
   row.turns = turns;
   return [Buffer.from(JSON.stringify(row))];
+}
+
+/**
+ * A row's JSON whose turns array is the bytes `[at, end)` of `json` and parses to `turns`, with each turn
+ * masked: the same bytes `maskedRow` gives (the JSON was written by `JSON.stringify`, so re-writing the rest
+ * changes nothing), without parsing the row. The JSON itself when nothing is masked.
+ */
+export function maskedTurnsOf(json: Buffer, at: number, end: number, turns: Turn[], marked: string[]): Buffer[] {
+  const masked = turns.map((t) => maskedTurn(t, marked));
+  if (masked.every((t, i) => t === turns[i])) return [json];
+  return [json.subarray(0, at), Buffer.from(JSON.stringify(masked)), json.subarray(end)];
 }
 
 /** Whether any turn reads differently to a key without `pii`. */
