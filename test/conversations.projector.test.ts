@@ -10,6 +10,7 @@ import { conversationsProjector } from '../actors/conversation/projectors/conver
 import { foldRecord } from '../actors/conversation/projectors/record-fold.js';
 import { conversationRecords } from '../actors/conversation/record.js';
 import { conversationDocuments } from '../actors/conversation/document.js';
+import { conversationMarks, projectedMarksOf } from '../actors/conversation/marks.js';
 import { conversationHours, conversationSpans, conversationTerms, conversationVectorBuckets, conversationVectors } from '../actors/conversation/search.js';
 import { createOfflineEmbedder } from '../actors/conversation/embedding.js';
 import type { TurnRecord } from '../machines/conversation.js';
@@ -68,6 +69,7 @@ t.test('the record folded from the entries: turns, changed fields, derived field
 
 const collections = (s: Store) => [
   conversationRecords(s), conversationDocuments(s), conversationVectors(s), conversationTerms(s), conversationHours(s), conversationSpans(s), conversationVectorBuckets(s),
+  conversationMarks(s),
 ];
 /** Everything the projector wrote, comparable (updated_at and slot revisions aside: they count writes). */
 const dump = async () => {
@@ -92,8 +94,17 @@ t.test('entries applied one by one, again after a crash, and a rebuild from the 
     ...conversation('c3', T0 + 3_600_000, ['invoice amount wrong', 'speak to a manager', 'thanks'], true),
   ].sort((a, b) => a.version - b.version || a.seq - b.seq);
   journal.forEach((e, i) => (e.seq = i + 1));
+  // Values functions marked personal, in the steps of the turns that said them (a value marked twice is kept
+  // once), and in a step that recorded nothing else.
+  const mark = (id: string, version: number, values: string[]) =>
+    journal.find((e) => e.id === id && e.version === version)!.events.push({ type: 'conversation.pii_marked', data: { ...owner, values } });
+  mark('c1', 2, ['monday']);
+  mark('c3', 2, ['invoice', 'amount']);
+  mark('c3', 3, ['manager', 'invoice']);
+  mark('c2', 3, ['order']);
   for (const e of journal) await projector.apply([e], store);
   const live = await dump();
+  t.same(Object.fromEntries(await projectedMarksOf(store, ['c1', 'c2', 'c3'])), { c1: ['monday'], c2: ['order'], c3: ['invoice', 'amount', 'manager'] }, 'the marked values, once each, in order');
   t.equal((live[0] as unknown[]).length, 3, 'three records');
   t.equal((live[1] as unknown[]).length, 2, 'two documents (the ended conversations)');
   t.ok((live[3] as unknown[]).length > 10, 'postings');

@@ -9,7 +9,7 @@ import { conversationRecords, type ConversationRecord } from '../actors/conversa
 import { conversationHours, conversationSpans, conversationTerms, conversationVectorBuckets, conversationVectors } from '../actors/conversation/search.js';
 import { FIELD_END, spanEntries, spanSlotWriter, vectorEntries, vectorSlotWriter, type VectorEntry } from '../actors/conversation/slots.js';
 import { createOfflineEmbedder } from '../actors/conversation/embedding.js';
-import { isDocument, keysetRows, randomRows, type ReadSources, type Row } from '../gateway/edge/conversations/reader.js';
+import { isDocument, keepRows, keysetRows, randomRows, type ReadSources, type Row } from '../gateway/edge/conversations/reader.js';
 import { Candidates, semanticRows, topK } from '../gateway/edge/conversations/semantic.js';
 import { conversationDocuments, documentOf, jsonOf, withoutTurns } from '../actors/conversation/document.js';
 import { conversationsProjector } from '../actors/conversation/projectors/conversations.js';
@@ -17,7 +17,8 @@ import { entryOfRecord } from './helpers/journal-entries.js';
 import { conversationV3 } from '../actors/conversation/view.js';
 import { parseListQuery } from '../gateway/edge/conversations/query.js';
 import type { Position } from '../gateway/edge/conversations/cursor.js';
-import type { Masking } from '../gateway/edge/conversations/mask.js';
+import { maskedRow, requestMasking, type Masking } from '../gateway/edge/conversations/mask.js';
+import { maskedJson, rowJson } from '../gateway/edge/conversations/views.js';
 import { storeFor } from './helpers/store.js';
 
 const store = await storeFor(t, 'sb-reader-');
@@ -163,6 +164,27 @@ t.test('Candidates keep every one of the best k (ties included) and count the re
   );
 });
 
+t.test('Candidates hold room for what was scored, not for the depth asked: a page a billion deep allocates no billion', async (t) => {
+  fc.assert(
+    fc.property(
+      fc.array(fc.tuple(fc.constantFrom(-0.2, 0.001, 0.5, 0.5004, 1), fc.integer({ min: 0, max: 5 })), { maxLength: 3000 }),
+      fc.constantFrom(1, 7, 1000, 2500, 1_000_000_000, 2_000_002_002),
+      (rows, k) => {
+        const found = new Candidates(k);
+        t.ok(found.capacity <= 1024, 'it starts small');
+        rows.forEach((r, i) => found.add(`c${i}`, r[1], r[0]));
+        t.ok(found.capacity <= Math.max(1024, 2 * found.count) && found.capacity <= Math.max(1, k), `room for ${found.capacity} after ${found.count} scored, ${k} wanted`);
+        const want = rows
+          .map((r, i) => ({ score: r[0], start: r[1], id: `c${i}` }))
+          .filter((r) => r.score > 0)
+          .sort((a, b) => b.score - a.score || a.start - b.start || (a.id < b.id ? -1 : 1));
+        t.same(topK(found.scores, found.startOf, found.idOf, Math.min(k, found.scores.length)).map(found.idOf), want.slice(0, k).map((r) => r.id), 'the best k, as before');
+      },
+    ),
+    { numRuns: 60 },
+  );
+});
+
 t.test('topK equals the first k of a full sort (score, then start, then id)', async (t) => {
   fc.assert(
     fc.property(
@@ -219,6 +241,61 @@ t.test('semantic mode: packed slots rank exactly as slots written before packing
   t.ok(packed.every((ids) => ids.length > 0), 'every query finds conversations');
   t.notOk(packed[6].includes(first[0]), 'not found under the channel of its earlier entry');
   t.equal(packed[7].filter((id) => id === first[0]).length, 1, 'found once under the channel of its newest entry');
+});
+
+t.test('semantic mode: an offset past every candidate (up to the 1e9 the API takes) is an empty last page', async (t) => {
+  const wide = { start_time: new Date(T0 - 3_600_000).toISOString(), end_time: new Date(T0 + 31 * 3_600_000).toISOString() };
+  const masking: Masking = { marks: async (ids) => new Map(ids.map((id) => [id, Number(id.slice(1)) % 3 === 0 ? ['parking'] : []])) };
+  for (const m of [null, masking]) {
+    for (const offset of ['1000000000', '999999999', String(all.length)]) {
+      const q = parseListQuery('v3', { query_type: 'semantic', query: 'parking permit', limit: '1000', offset, ...wide });
+      const rows = await semanticRows(src, 'proj', q, null, true, m);
+      t.same(await collect(rows.rows), [], `offset ${offset}${m ? ', masked' : ''}: no rows`);
+      t.same(rows.next(), { more: false, nextOffset: null, position: null }, 'and no next page');
+    }
+    // From a rank cursor as deep.
+    const q = parseListQuery('v3', { query_type: 'semantic', query: 'parking permit', limit: '1000', ...wide });
+    const rows = await semanticRows(src, 'proj', q, { kind: 'rank', offset: 1_000_000_000 }, false, m);
+    t.same(await collect(rows.rows), [], 'a cursor a billion deep: no rows');
+    t.equal(rows.next().more, false);
+  }
+  // The last rows are still there just before the end.
+  const q = parseListQuery('v3', { query_type: 'semantic', query: 'parking permit', limit: '1000', ...wide });
+  const ranked = await collect((await semanticRows(src, 'proj', q, null)).rows);
+  const tail = parseListQuery('v3', { query_type: 'semantic', query: 'parking permit', limit: '1000', offset: String(ranked.length - 2), ...wide });
+  t.same(await collect((await semanticRows(src, 'proj', tail, null)).rows), ranked.slice(-2), 'an offset short of the end: the last rows');
+});
+
+t.test('a masked search\'s documents are rendered from the turns its filter parsed: no second parse, the same bytes', async (t) => {
+  const docs = (await src.documents.find({ project_id: 'proj' })).slice(0, 60);
+  t.ok(docs.length > 20, 'documents to render');
+  const view = { version: 'v3' as const, showTranscripts: true, includeLatency: false };
+  // Some rows with marked words (masked turns), some without; the stub's marks through a request's masking.
+  const marksFor = (id: string) => (Number(id.slice(1)) % 3 === 0 ? ['parking', 'open'] : []);
+  const masking: Masking = { marks: async (ids) => new Map(ids.map((id) => [id, marksFor(id)])), kept: requestMasking(store).kept };
+  const kept = await keepRows(docs, masking, () => true);
+  t.equal(kept.length, docs.length);
+  const parse = JSON.parse;
+  let parses = 0;
+  JSON.parse = ((...args: Parameters<typeof JSON.parse>) => (parses++, parse(...args))) as typeof JSON.parse;
+  let rendered: Buffer[][];
+  try {
+    rendered = kept.map((r) => maskedJson(r, view, marksFor(r.id), masking));
+  } finally {
+    JSON.parse = parse;
+  }
+  t.equal(parses, 0, 'rendering parses no row again');
+  let masked = 0;
+  kept.forEach((r, i) => {
+    const expected = Buffer.concat(maskedRow(rowJson(r, view), marksFor(r.id)));
+    const got = Buffer.concat(rendered[i]);
+    if (!got.equals(expected)) t.fail(`${r.id}: ${got} != ${expected}`);
+    if (got.includes('[redacted]')) masked++;
+  });
+  t.ok(masked > 0 && masked < kept.length, `byte for byte the row parsed and masked whole (${masked} of ${kept.length} masked)`);
+  // A row the filter did not see (a list page) is parsed to be masked, as before.
+  const unseen = (await src.documents.find({ project_id: 'proj' }))[0];
+  t.same(Buffer.concat(maskedJson(unseen, view, ['parking'], masking)), Buffer.concat(maskedRow(rowJson(unseen, view), ['parking'])));
 });
 
 t.test('span slots: one packed entry per conversation; concurrent writers lose no entry', async (t) => {

@@ -2,7 +2,8 @@
  * A rebuilt projection equals the live one: conversations driven through the Chat API are projected live;
  * then `POST /admin/v1/runtime/projections/conversations/rebuild` drops the read models and replays the
  * journal, and every Conversations API answer (pages in v3 and v1 with latency: records and documents;
- * transcript search: postings; semantic search: vectors; concurrency: spans) is the same as before. And
+ * transcript search: postings; semantic search: vectors; concurrency: spans; a key without `pii`: the marked
+ * values that mask its rows and searches) is the same as before. And
  * the embedded store's read-models file, removed while the platform is stopped, is rebuilt at the next start.
  */
 import t from 'tap';
@@ -16,11 +17,13 @@ import { waitForProjections } from './helpers/projections.js';
 
 t.test('conversations: a projection rebuilt from the journal gives the same Conversations API answers as the live one', async (t) => {
   const p = await platformFor(t);
-  const c = await chatProject(p);
-  const get = conversationsClient(p, c, await conversationsKey(p, c));
+  // A function marks member codes personal: a key without `pii` reads them masked, from the marks projected with the turns.
+  const c = await chatProject(p, { functions: { turn: `function turn(conv, message) { const m = /member code (\\w+)/.exec(message); if (m) conv.mark_pii(m[1]); return 'noted'; }` } });
+  const get = conversationsClient(p, c, await conversationsKey(p, c, ['conversations_data', 'pii']));
+  const masked = conversationsClient(p, c, await conversationsKey(p, c));
   const since = new Date(Date.now() - 60_000).toISOString();
   const until = new Date(Date.now() + 3_600_000).toISOString();
-  const messages = ['When are you opening on Monday?', 'Is there somewhere to park the car?', 'What is the capital of Peru?', 'My invoice is wrong'];
+  const messages = ['When are you opening on Monday?', 'Is there somewhere to park the car?', 'My member code Zq81Wx for parking', 'My invoice is wrong'];
   for (let i = 0; i < 6; i++) {
     const created = await c.chat('create', { channel: i % 2 ? 'sms' : 'webchat' });
     t.equal(created.status, 200, created.text);
@@ -41,6 +44,10 @@ t.test('conversations: a projection rebuilt from the journal gives the same Conv
     transcript: await ok(get({ ...range, query_type: 'transcript', query: 'park' })),
     semantic: await ok(get({ ...range, query_type: 'semantic', query: 'parking the car' })),
     concurrency: await ok(get(range, { version: 'v1', path: '/concurrency' })),
+    masked: await ok(masked(range)),
+    maskedTranscript: await ok(masked({ ...range, query_type: 'transcript', query: 'park' })),
+    maskedValue: await ok(masked({ ...range, query_type: 'transcript', query: 'Zq81Wx' })),
+    maskedSemantic: await ok(masked({ ...range, query_type: 'semantic', query: 'parking the car' })),
   });
   const live = await answers();
   t.equal(live.v3.conversations.length, 6, 'every conversation listed');
@@ -48,6 +55,10 @@ t.test('conversations: a projection rebuilt from the journal gives the same Conv
   t.same(live.v3.conversations.map((x: any) => x.num_turns).sort(), [2, 2, 3, 3, 4, 5], 'every turn recorded');
   t.ok(live.transcript.conversations.length > 0, 'found by transcript search');
   t.ok(live.concurrency.intervals.some((x: any) => x.max_concurrent_conversations > 0), 'concurrency counted');
+  t.match(JSON.stringify(live.v3), 'Zq81Wx', 'a key with pii reads the marked value');
+  t.notMatch(JSON.stringify(live.masked), 'Zq81Wx', 'a key without pii does not');
+  t.equal(live.masked.conversations.flatMap((x: any) => x.turns).filter((x: any) => x.user_input === '[redacted]').length, 2, 'it reads the two turns that said it masked');
+  t.same(live.maskedValue.conversations, [], 'nor finds them by it');
 
   const rebuilt = await http(p.edge, 'POST', '/admin/v1/runtime/projections/conversations/rebuild', { headers: { authorization: `Bearer ${p.operatorToken}` } });
   t.equal(rebuilt.status, 202, rebuilt.text);

@@ -7,7 +7,8 @@
  *   is (`conversationOwner`, from the journal).
  * - The read models' projector (`conversationsProjector`, listed in `actors/projection/registry.ts`), and
  *   the queries over what it writes:
- *   records, documents (ended conversations as JSON bytes, `documentJson`), search (terms, vectors, hour
+ *   records, documents (ended conversations as JSON bytes, `documentJson`), the values functions marked
+ *   personal (`projectedMarksOf`, written before the turns they mask), search (terms, vectors, hour
  *   counts) and the packed slots (spans, vector buckets), read only through the queries of `slot-queries.ts`
  *   (`eachSpan`, `scoreVectorSlot`): the packed format stays in this module.
  * - Rendering: the v3/v2 view of a record. Embeddings: `Embedder` and the one the environment asks for.
@@ -28,6 +29,7 @@ export { pickVariant, runningContent, type Running } from './deployment.js';
 export { conversationOwner, type ConversationOwner } from './owner.js';
 export { conversationRecords, type ConversationRecord } from './record.js';
 export { conversationDocuments, documentJson, type ConversationDocument } from './document.js';
+export { conversationMarks, marksIn, projectedMarksOf } from './marks.js';
 export {
   conversationHours,
   conversationSpans,

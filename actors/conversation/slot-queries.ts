@@ -7,6 +7,9 @@
  */
 import { eachEntry, field, FIELD_END, fieldIs, fieldNumber, HEAD, packedSpans, packedVectors, readEntry, SPAN, type SpanSlot, type VectorSlot } from './slots.js';
 
+/** The room a `Candidates` heap starts with (it doubles as needed, up to the page's depth). */
+const INITIAL_HEAP = 1024;
+
 /** An hour, in ms: a slot holds the conversations that started in one. */
 const HOUR = 3_600_000;
 
@@ -73,13 +76,23 @@ export class Candidates {
   private readonly texts: string[] = [];
   private readonly text: number[] = [];
   private readonly at: number[] = [];
-  /** A min-heap of the best `want` scores so far: below its least, a candidate cannot make the page. */
-  private readonly best: Float64Array;
+  /**
+   * A min-heap of the best `want` scores so far: below its least, a candidate cannot make the page. It grows
+   * (doubling) as candidates come, so it never holds more than twice the candidates scored, however deep the
+   * page: `want` is offset + limit, and the offset may be up to 1e9 (query.ts), far past any project's
+   * conversations.
+   */
+  private best: Float64Array;
   private size = 0;
 
   /** `want`: how many of the best the caller will take (offset + limit). */
   constructor(private readonly want: number) {
-    this.best = new Float64Array(Math.max(1, want));
+    this.best = new Float64Array(Math.max(1, Math.min(want, INITIAL_HEAP)));
+  }
+
+  /** How many scores the heap has room for now (the tests' view of its memory). */
+  get capacity(): number {
+    return this.best.length;
   }
 
   /** Registers a packed text whose entries begin with id and start; returns its number. */
@@ -104,10 +117,15 @@ export class Candidates {
   }
 
   private keepScore(score: number): void {
-    const heap = this.best;
+    let heap = this.best;
     if (this.want === 0) return;
     let i: number;
     if (this.size < this.want) {
+      if (this.size === heap.length) {
+        const grown = new Float64Array(Math.min(this.want, heap.length * 2));
+        grown.set(heap);
+        this.best = heap = grown;
+      }
       i = this.size++;
       while (i > 0 && heap[(i - 1) >> 1] > score) {
         heap[i] = heap[(i - 1) >> 1];

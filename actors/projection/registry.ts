@@ -4,7 +4,6 @@ import type { Projector } from './types.js';
 import { sessionRecordsProjector } from '../session/mod.js';
 import { actorIndexProjector } from '../inspector/mod.js';
 import { recordingsProjector } from '../recording/projector.js';
-import { piiMarksProjector } from '../recording/marks.js';
 
 /**
  * Every read model projected from the journal. A branch that adds a projector adds one line here. The
@@ -17,6 +16,5 @@ export function projectors(): Projector[] {
     conversationsProjector(),
     metricsProjector(),
     recordingsProjector(),
-    piiMarksProjector,
   ];
 }

@@ -9,4 +9,4 @@ export { digitsKind, digitRuns, luhn, maskText, REDACTED, textKinds } from './pi
 export { muted, parseEvents, redactionSpans, renderRedacted, utterancesOf, type TurnText } from './redact.js';
 export { mix, wavHeader } from './wav.js';
 export { recordingsProjector, audioOf, type AudioInfo } from './projector.js';
-export { markedValues, piiMarksProjector, projectedMarks, projectedMarksOf } from './marks.js';
+export { markedValues } from './marks.js';

@@ -7,7 +7,11 @@
  * - once the conversation has ended, its rendered document (`document.ts`), before the record, so that no
  *   reader sees an ended record without its document;
  * - the search records (`search.ts`: postings, the summary with its vector, hour counts, the span and vector
- *   slots), from the folded record, in the same batch as the record.
+ *   slots), from the folded record, in the same batch as the record;
+ * - first of all, the values functions marked personal (`marks.ts`), which mask the turns for keys without
+ *   `pii`: written and awaited before anything else of the batch, so no turn (record, document, posting) is
+ *   readable before the marks of its own step. This projector owns them for that: projected separately, they
+ *   came later than the turns, which were shown raw meanwhile.
  *
  * A batch reads each conversation's record once, folds all its entries, and writes it once. Every write is
  * idempotent (versioned records and documents, postings and slot entries keyed by conversation), so a batch
@@ -15,6 +19,7 @@
  */
 
 import { conversationDocuments, documentOf } from '../document.js';
+import { addMarks, conversationMarks, marksIn } from '../marks.js';
 import { createEmbedderFromEnv, type Embedder } from '../embedding.js';
 import { conversationRecords, type ConversationRecord } from '../record.js';
 import { conversationHours, conversationSpans, conversationTerms, conversationVectorBuckets, conversationVectors, searchIndexer, type RecordFields, type SearchIndexer } from '../search.js';
@@ -66,6 +71,14 @@ export function conversationsProjector(opts: ConversationsProjectorOptions = {})
     name: 'conversations',
     kinds: ['conversation'],
     async apply(entries: JournalEntry[], store: Store): Promise<void> {
+      // The marks before the turns they mask (a step's marks and its turn are in one entry): each
+      // conversation's values in seq order, one idempotent write each, all durable before the rest is written.
+      const marks = new Map<string, string[]>();
+      for (const e of entries) {
+        const values = e.kind === 'conversation' ? marksIn(e) : [];
+        if (values.length > 0) marks.set(e.id, [...(marks.get(e.id) ?? []), ...values]);
+      }
+      if (marks.size > 0) await Promise.all([...marks].map(([id, values]) => addMarks(store, id, values)));
       const byId = new Map<string, JournalEntry[]>();
       for (const e of entries) {
         if (e.kind !== 'conversation' || !e.events.some((ev) => RECORD_EVENTS.has(ev.type))) continue;
@@ -121,6 +134,8 @@ export function conversationsProjector(opts: ConversationsProjectorOptions = {})
         conversationSpans(store).delete({}),
         conversationVectorBuckets(store).delete({}),
       ]);
+      // The marks last: dropped together with (or before) the turns, a turn would be readable unmasked.
+      await conversationMarks(store).delete({});
     },
   };
 }

@@ -8,11 +8,12 @@
  * (`reader.ts`), and semantic search, whose stored vectors were computed from the raw turns, leaves out the
  * conversations that have a masked turn (`semantic.ts`).
  *
- * The rules are the recordings' (`actors/recording`: `maskText`, `digitsKind`, the marked values of the
- * `pii-marks` projection); this module only applies them to turns.
+ * The rules are the recordings' (`actors/recording`: `maskText`, `digitsKind`), over the marked values the
+ * `conversations` projector writes before the turns they mask (`actors/conversation/marks.ts`); this module
+ * only applies them to turns.
  */
-import { digitsKind, maskText, projectedMarksOf, REDACTED } from '../../../actors/recording/mod.js';
-import { searchTerms } from '../../../actors/conversation/mod.js';
+import { digitsKind, maskText, REDACTED } from '../../../actors/recording/mod.js';
+import { projectedMarksOf, searchTerms } from '../../../actors/conversation/mod.js';
 import type { Store } from '../../../store/mod.js';
 
 /** A turn as rows carry it (a record's turn or a rendered one), read field by field: either shape will do. */
@@ -25,16 +26,22 @@ export type Side = 'u' | 'a';
 export interface Masking {
   /**
    * The marked values of each conversation (empty when none), read once per request and conversation: the
-   * rows a search kept are rendered with the very marks they were matched with, although the `pii-marks`
-   * projection may grow meanwhile.
+   * rows a search kept are rendered with the very marks they were matched with, although the marks may grow
+   * meanwhile.
    */
   marks(conversationIds: string[]): Promise<Map<string, string[]>>;
+  /**
+   * The turns of the rows a search kept, as its filter parsed them (raw), by row: the renderer masks these
+   * instead of parsing the row's JSON again (absent: the renderer parses).
+   */
+  readonly kept?: WeakMap<object, Turn[]>;
 }
 
 /** The masking of one request of a key without `pii`, reading marks from the store's projection. */
 export function requestMasking(store: Store): Masking {
   const known = new Map<string, string[]>();
   return {
+    kept: new WeakMap(),
     async marks(ids) {
       const missing = [...new Set(ids.filter((id) => !known.has(id)))];
       if (missing.length > 0) for (const [id, values] of await projectedMarksOf(store, missing)) known.set(id, values);
@@ -84,6 +91,17 @@ export function maskedRow(parts: Buffer[], marked: string[]): Buffer[] {
   // Assigning an existing key keeps its place: the bytes differ from the raw row's only in the masked values.
   row.turns = turns;
   return [Buffer.from(JSON.stringify(row))];
+}
+
+/**
+ * A row's JSON whose turns array is the bytes `[at, end)` of `json` and parses to `turns`, with each turn
+ * masked: the same bytes `maskedRow` gives (the JSON was written by `JSON.stringify`, so re-writing the rest
+ * changes nothing), without parsing the row. The JSON itself when nothing is masked.
+ */
+export function maskedTurnsOf(json: Buffer, at: number, end: number, turns: Turn[], marked: string[]): Buffer[] {
+  const masked = turns.map((t) => maskedTurn(t, marked));
+  if (masked.every((t, i) => t === turns[i])) return [json];
+  return [json.subarray(0, at), Buffer.from(JSON.stringify(masked)), json.subarray(end)];
 }
 
 /** Whether any turn reads differently to a key without `pii`. */

@@ -19,7 +19,6 @@ import {
   conversationVectorBuckets,
   conversationVectors,
   createEmbedderFromEnv,
-  documentJson,
   type ConversationRecord,
   type Embedder,
 } from '../../../actors/conversation/mod.js';
@@ -35,10 +34,10 @@ import { AudioQueryDoc, AudioResponseDoc, ConcurrencyQueryDoc, ConversationsQuer
 import { cursorCodec, malformedCursor, type Position } from './cursor.js';
 import type { RawQuery } from './params.js';
 import { filterKey, parseListQuery, VERSIONS, type Version } from './query.js';
-import { isDocument, keysetRows, randomRows, type ReadSources, type Row, type Rows } from './reader.js';
+import { keysetRows, randomRows, type ReadSources, type Row, type Rows } from './reader.js';
 import { maskedRow, requestMasking } from './mask.js';
 import { semanticRows } from './semantic.js';
-import { conversationV1, conversationV3, V1_DESCRIPTIONS, type ViewOptions } from './views.js';
+import { conversationV1, maskedJson, rowJson, V1_DESCRIPTIONS, type ViewOptions } from './views.js';
 
 export interface ConversationsOptions {
   services: Services;
@@ -129,7 +128,7 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
       return reply.type('application/json').send(JSON.stringify({ conversations, descriptions: { conversations: V1_DESCRIPTIONS }, ...tail() }));
     }
     // v3 rows say whether the call has audio (and, once rendered, what its redacted rendering muted).
-    const rendered = async (r: Row) => (masking ? maskedRow(rowJson(r, view), await marksOf(r.id)) : rowJson(r, view));
+    const rendered = async (r: Row) => (masking ? maskedJson(r, view, await marksOf(r.id), masking) : rowJson(r, view));
     const json = version === 'v3'
       ? async (r: Row) => withAudio(await rendered(r), r.channel === 'VOICE-SIP' ? await audioOf(services.blobs, account.id, project.id, r.id) : NO_AUDIO)
       : async (r: Row) => rendered(r);
@@ -185,12 +184,6 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
     return { account_id: account.id, project_id: project.id, intervals: await concurrency(src.spans, project.id, q) };
   });
 };
-
-/** A row's v2/v3 JSON: a document's stored bytes (turns spliced out when transcripts are hidden), else rendered. */
-function rowJson(row: Row, view: ViewOptions): Buffer[] {
-  if (isDocument(row)) return documentJson(row, view.showTranscripts);
-  return [Buffer.from(JSON.stringify(conversationV3(row, view)))];
-}
 
 const NO_AUDIO: AudioInfo = { available: false };
 

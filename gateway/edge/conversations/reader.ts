@@ -64,11 +64,19 @@ export function turnsOf(row: Row): Turn[] {
   return Array.isArray(turns) ? (turns as Turn[]) : [];
 }
 
-/** The rows `keep` accepts, given each row's turns and marked values (the marks of all of them read at once). */
+/**
+ * The rows `keep` accepts, given each row's turns and marked values (the marks of all of them read at once).
+ * The turns of those it keeps are left with the masking (`Masking.kept`), so rendering them parses nothing again.
+ */
 export async function keepRows(rows: Row[], masking: Masking, keep: (turns: Turn[], marked: string[]) => boolean): Promise<Row[]> {
   if (rows.length === 0) return rows;
   const marks = await masking.marks(rows.map((r) => r.id));
-  return rows.filter((r) => keep(turnsOf(r), marks.get(r.id) ?? []));
+  return rows.filter((r) => {
+    const turns = turnsOf(r);
+    if (!keep(turns, marks.get(r.id) ?? [])) return false;
+    if (isDocument(r)) masking.kept?.set(r, turns);
+    return true;
+  });
 }
 
 /** The rows of one response, streamed, and where the next page starts (known once the rows are consumed). */

@@ -132,7 +132,8 @@ export async function semanticRows(
     }
   } else {
     const found = score(offset + q.limit);
-    const page = topK(found.scores, found.startOf, found.idOf, offset + q.limit).slice(offset);
+    // A page past every candidate is empty: nothing to rank.
+    const page = offset >= found.scores.length ? [] : topK(found.scores, found.startOf, found.idOf, offset + q.limit).slice(offset);
     more = found.count > offset + q.limit;
     rows = await rowsInOrder(src, page.map(found.idOf), documents);
   }

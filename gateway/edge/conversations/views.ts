@@ -4,9 +4,27 @@
  * the translation fields always present. v1 is the legacy shape: the same fields, null where a text is
  * empty, no `latency` or translation fields, and the `descriptions` object beside the rows.
  */
-import { conversationV3, type ConversationRecord, type ViewOptions } from '../../../actors/conversation/mod.js';
+import { conversationV3, documentJson, type ConversationRecord, type ViewOptions } from '../../../actors/conversation/mod.js';
+import { maskedRow, maskedTurnsOf, type Masking } from './mask.js';
+import { isDocument, type Row } from './reader.js';
 
 export { conversationV3, type ViewOptions };
+
+/** A row's v2/v3 JSON: a document's stored bytes (turns spliced out when transcripts are hidden), else rendered. */
+export function rowJson(row: Row, view: ViewOptions): Buffer[] {
+  if (isDocument(row)) return documentJson(row, view.showTranscripts);
+  return [Buffer.from(JSON.stringify(conversationV3(row, view)))];
+}
+
+/**
+ * A row's v2/v3 JSON as a key without `pii` reads it. A document a search kept is masked from the turns its
+ * filter parsed (`Masking.kept`), spliced into the stored bytes; any other row's JSON is parsed to mask it.
+ */
+export function maskedJson(row: Row, view: ViewOptions, marked: string[], masking: Masking): Buffer[] {
+  const turns = isDocument(row) && view.showTranscripts ? masking.kept?.get(row) : undefined;
+  if (turns && isDocument(row)) return maskedTurnsOf(documentJson(row, true)[0], row.turns_at, row.turns_end, turns, marked);
+  return maskedRow(rowJson(row, view), marked);
+}
 
 const orNull = (v: unknown) => (v === '' || v === undefined ? null : v);
 
