@@ -71,7 +71,10 @@ export interface Runtime {
    * one's in-process transport, until that thread closes it or this runtime stops. In-process runtimes only.
    */
   servePort(port: MessagePort): void;
-  /** Stops hosting (handing shards over), then closes the transport. */
+  /**
+   * Stops hosting (handing shards over), then the projections' thread, then closes the transport. Every step
+   * runs, whatever failed before it; then it rejects with the failure (an `AggregateError` for several).
+   */
   stop(): Promise<void>;
 }
 
@@ -155,12 +158,28 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
       serving.push(servePort(transport, port, bytesOf, arrived).stop);
     },
     stop: async () => {
-      stopWatch();
-      stopOwnership();
-      for (const stop of serving) stop();
-      await host?.stop();
-      await projections?.stop();
-      await transport.close();
+      // Each step runs whatever failed before it: a projection thread left running reads a store the caller
+      // closes next (a worker once crashed so, its host's stop having thrown in a drain after a NATS outage).
+      const failed: Array<{ step: string; err: unknown }> = [];
+      const step = async (name: string, f: () => unknown) => {
+        try {
+          await f();
+        } catch (err) {
+          failed.push({ step: name, err });
+        }
+      };
+      await step('placement watch', stopWatch);
+      await step('projection ownership', stopOwnership);
+      for (const stop of serving) await step('served port', stop);
+      await step('host', () => host?.stop());
+      await step('projections', () => projections?.stop());
+      await step('transport', () => transport.close());
+      // The caller still learns of it (the drain logs it): the first failure, or all of them.
+      if (failed.length === 1) throw failed[0].err;
+      if (failed.length > 1) {
+        const what = failed.map(({ step, err }) => `${step}: ${err instanceof Error ? err.message : String(err)}`).join('; ');
+        throw new AggregateError(failed.map((f) => f.err), `the runtime's stop failed in ${failed.length} steps (${what})`);
+      }
     },
   };
 }

@@ -13,8 +13,7 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ActorClient, startRuntime } from '../actors/mod.js';
-import { connect } from '@nats-io/transport-node';
-import { connectNatsTransport } from '../actors/transport/mod.js';
+import { connectNats, connectNatsTransport } from '../actors/transport/mod.js';
 import { openStore } from '../store/mod.js';
 import { startNats } from '../test/helpers/nats.js';
 import { startPlatform } from '../test/helpers/platform.js';
@@ -54,7 +53,8 @@ async function main() {
   // Baseline: bare NATS request/reply (nats.js's own `request`) to an echo responder in another process.
   const echo = fork(fileURLToPath(new URL('./nats-echo.js', import.meta.url)), [nats.url], { stdio: 'inherit' });
   await new Promise((r) => echo.once('message', r));
-  const nc = await connect({ servers: nats.url, noAsyncTraces: true });
+  // The roles' connect (credentials read from the URL, a server not up yet waited for), so only the request differs.
+  const nc = await connectNats(nats.url, { name: 'bench-actors' });
   const payload = new Uint8Array(64);
   const bareResult = await warmed(() => nc.request('bench.echo', payload, { timeout: 5000 }));
   line('bare NATS request/reply (echo process)', bareResult);

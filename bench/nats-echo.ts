@@ -1,7 +1,8 @@
 /** The bare baseline's responder: answers every request on `bench.echo` with its own payload. */
-import { connect } from '@nats-io/transport-node';
+import { connectNats } from '../actors/transport/mod.js';
 
-const nc = await connect({ servers: process.argv[2] });
+// The roles' connect: a URL with credentials, or a server not up yet, behaves here as it does for them.
+const nc = await connectNats(process.argv[2], { name: 'bench-echo' });
 nc.subscribe('bench.echo', {
   callback: (_err, msg) => {
     msg.respond(msg.data);

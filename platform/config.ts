@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { MAX_STACK_KB, type FunctionSandboxOptions } from '../actors/functions/mod.js';
+import { NatsUrlError, parseNatsUrl } from '../actors/mod.js';
 import type { TurnTakingOptions } from '../gateway/media/turn-taking.js';
 
 /** The regions a deployment can serve (operator.md). */
@@ -41,7 +42,20 @@ const EnvSchema = z.object({
   // warned about at start (`WEAK_OPERATOR_TOKEN`).
   OPERATOR_TOKEN: z.string().min(1).optional(),
   REGION: z.enum(REGIONS).default('us-1'),
-  NATS_URL: z.string().min(1).optional(),
+  // Refused at start when it does not name its servers cleanly (an unencoded '@' in a password made the
+  // password's tail the host); the message never shows the URL.
+  NATS_URL: z
+    .string()
+    .min(1)
+    .superRefine((url, ctx) => {
+      try {
+        parseNatsUrl(url);
+      } catch (err) {
+        if (!(err instanceof NatsUrlError)) throw err;
+        ctx.addIssue({ code: z.ZodIssueCode.custom, message: err.message });
+      }
+    })
+    .optional(),
   EDGE_THREAD: z.enum(['on', 'off']).default('on'),
   MONGODB_URL: z.string().min(1).optional(),
   SHARDS: z.coerce.number().int().min(1).max(4096).default(64),

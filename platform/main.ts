@@ -4,7 +4,7 @@
  * Procfile's processes, which need `NATS_URL` to reach each other); no role (what `npm start` does) runs
  * every role in one process on the embedded defaults.
  */
-import { openStore } from '../store/mod.js';
+import { openStore, type Store } from '../store/mod.js';
 import { builtinKinds, startRuntime } from '../actors/mod.js';
 import { conversationKind } from '../actors/conversation/mod.js';
 import { sessionKind } from '../actors/session/mod.js';
@@ -13,14 +13,14 @@ import { deliveryKind, SecretBox } from '../actors/delivery/mod.js';
 import { alertRuleKind } from '../actors/alert-rule/mod.js';
 import { countConnections, countExpiredEvents, countLiveActors, sandboxCalls, serveMetrics, shareMetrics, webhookAttempts } from './metrics.js';
 import type { Runtime } from '../actors/mod.js';
-import { createFunctionSandbox } from '../actors/functions/mod.js';
+import { createFunctionSandbox, type FunctionSandbox } from '../actors/functions/mod.js';
 import { createResponderFromEnv } from '../actors/responder/mod.js';
 import { startSocketGateway, type SocketGateway } from '../gateway/socket/server.js';
 import { startMediaGateway, type MediaGateway } from '../gateway/media/server.js';
 import { answerDialRequests } from '../gateway/media/dial.js';
 import { speechFromEnv } from '../gateway/media/speech/from-env.js';
 import { Recordings } from '../gateway/media/recordings/recordings.js';
-import { openBlobStore } from '../store/blobs/mod.js';
+import { openBlobStore, type BlobStore } from '../store/blobs/mod.js';
 import { loadConfig, WEAK_OPERATOR_TOKEN } from './config.js';
 import { createLogger } from './logger.js';
 import type { Logger } from 'pino';
@@ -59,6 +59,9 @@ function createStopSteps(logger: Logger): StopSteps {
 }
 
 async function main(): Promise<void> {
+  // From here until the drain's own listeners take over, SIGTERM and SIGINT stop the start: it closes what it
+  // opened and exits 0, as a drain would (start-signals.ts).
+  const startSignals = watchStartSignals();
   const asked = process.argv.slice(2).filter((a) => a !== 'all');
   const unknown = asked.filter((a) => !(ROLES as readonly string[]).includes(a));
   if (unknown.length) throw new Error(`unknown role(s) ${unknown.join(', ')}; roles are ${ROLES.join(', ')}`);
@@ -71,14 +74,43 @@ async function main(): Promise<void> {
   const telemetry = await startTelemetry({ attributes: { 'switchboard.roles': [...roles].join('+') } });
   const log = createLogger({ level: config.logLevel, format: config.logFormat, isTTY: !!process.stdout.isTTY, base: { role: [...roles].join('+') } });
   const logger = log.logger;
-  const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl });
+  /** What the start has opened so far: every stop closes it, the drain's and one while starting. */
+  const opened: { store?: Store; blobs?: BlobStore; sandbox?: FunctionSandbox } = {};
+  /**
+   * The last steps of every stop, a drain's or one while starting: what the start opened first, closed last;
+   * then the exit, 1 only if the store did not close.
+   */
+  const closeAndExit = async ({ step, storeClosed }: StopSteps, closed = () => {}): Promise<never> => {
+    await step('sandbox', () => opened.sandbox?.close());
+    await step('blobs', () => opened.blobs?.close());
+    await step('store', () => opened.store?.close());
+    await step('telemetry', () => telemetry?.shutdown());
+    closed();
+    process.exit(storeClosed() ? 0 : 1);
+  };
+  /**
+   * A step of the start, whose `StoppedWhileStarting` (the process was told to stop meanwhile) ends the start:
+   * nothing was served, so what is open is closed as the drain's last steps do, and the process exits.
+   */
+  const orStop = <T>(step: Promise<T>, phase: string): Promise<T> =>
+    step.catch(async (err: unknown) => {
+      if (!(err instanceof StoppedWhileStarting)) throw err;
+      logger.info({ signal: err.received }, `stopped while ${phase}`);
+      return closeAndExit(createStopSteps(logger));
+    });
+  /** Goes on with the start unless the process was told to stop meanwhile. */
+  const goOn = () => orStop(startSignals.until(Promise.resolve()), 'starting');
+  await goOn();
+  // The wait for MongoDB (an unreachable server is waited for until the driver gives up) ends at a signal.
+  const store = (opened.store = await orStop(startSignals.until(openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl })), 'opening the store'));
   // Processes that serve requests read keys, connectors, accounts, projects and settings through a cache;
   // workers read agents' real-time config pages through it on every turn.
   const servesRequests = roles.has('edge') || roles.has('socket');
   const cached = servesRequests || roles.has('worker');
   const services = createServices(store, cached ? config.tenancyCache : undefined);
-  services.blobs = await openBlobStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl });
+  services.blobs = opened.blobs = await orStop(startSignals.until(openBlobStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl })), 'opening the blob store');
   const tokenHash = await operatorTokenHash(config.dataDir, config.operatorToken, (line) => process.stdout.write(`${line}\n`));
+  await goOn();
   if (config.operatorToken && config.operatorToken.length < WEAK_OPERATOR_TOKEN) {
     logger.warn(`OPERATOR_TOKEN is shorter than ${WEAK_OPERATOR_TOKEN} characters: whoever reaches the edge port could guess the admin API's token; use a long random one (or leave it unset to have one generated)`);
   }
@@ -86,19 +118,7 @@ async function main(): Promise<void> {
     logger.warn('no NATS_URL and no worker role in this process: actors are unreachable from it');
   }
   // A worker hosts the conversation actors, whose effects run project functions and the responder.
-  const sandbox = roles.has('worker') ? createFunctionSandbox({ timeoutMs: config.functionTimeoutMs, ...config.functions }) : null;
-  /**
-   * The last steps of every stop, a drain's or one while waiting for NATS: what the start opened first, closed
-   * last; then the exit, 1 only if the store did not close.
-   */
-  const closeAndExit = async ({ step, storeClosed }: StopSteps, closed = () => {}): Promise<never> => {
-    await step('sandbox', () => sandbox?.close());
-    await step('blobs', () => services.blobs?.close());
-    await step('store', () => store.close());
-    await step('telemetry', () => telemetry?.shutdown());
-    closed();
-    process.exit(storeClosed() ? 0 : 1);
-  };
+  const sandbox = roles.has('worker') ? (opened.sandbox = createFunctionSandbox({ timeoutMs: config.functionTimeoutMs, ...config.functions })) : null;
   if (sandbox) {
     // Prometheus: every function call by outcome (ok, or the error kind: error, timeout, ...).
     const invoke = sandbox.invoke.bind(sandbox);
@@ -110,12 +130,13 @@ async function main(): Promise<void> {
   }
   if (sandbox) {
     // Said once at start: what the OS gives the sandbox processes here, and what it does not.
-    const isolation = await sandbox.start();
+    const isolation = await orStop(startSignals.until(sandbox.start()), 'starting the function sandbox');
     if (isolation.missing.length > 0) logger.warn({ isolation: isolation.layer, missing: isolation.missing }, 'function sandbox runs without some OS isolation');
     else logger.info({ isolation: isolation.layer }, 'function sandbox isolated');
   }
   // Endpoints' signing secrets are sealed at rest: the edge seals them, a worker's deliveries open them.
   const webhookSecrets = roles.has('edge') || roles.has('worker') ? await SecretBox.open(config.dataDir, config.webhooks.secretsKey) : null;
+  await goOn();
   // Session actors ask conversation actors and publish their events through the runtime started below.
   let runtimeStarted!: (r: Runtime) => void;
   const runtimeReady = new Promise<Runtime>((resolve) => (runtimeStarted = resolve));
@@ -143,19 +164,13 @@ async function main(): Promise<void> {
         alertRuleKind({ store, client: async () => (await runtimeReady).client, intervalMs: config.alerts.evalIntervalMs }),
       ]
     : [];
-  // Over NATS the runtime waits for a server that is not reachable yet; told to stop meanwhile, the process
-  // exits 0 as a drain would (start-signals.ts).
-  const startSignals = watchStartSignals();
-  let runtime: Runtime;
-  try {
-    runtime = await startRuntime({ kinds: builtinKinds(extraKinds), natsUrl: config.natsUrl, worker: roles.has('worker'), signal: startSignals.signal, ...runtimeOptions(config, log, store) });
-  } catch (err) {
-    if (!(err instanceof StoppedWhileStarting)) throw err;
-    startSignals.stop();
-    logger.info({ signal: err.received }, 'stopped while waiting for NATS');
-    // Nothing was served: close what is open, as the drain's last steps do.
-    return closeAndExit(createStopSteps(logger));
-  }
+  // Over NATS the runtime waits for a server that is not reachable yet, until the signal ends the wait. Not
+  // through `until`: a runtime that started after all would be left running (its projection thread reading
+  // the store being closed); one that starts is drained instead, once the process serves.
+  const runtime = await orStop(
+    startRuntime({ kinds: builtinKinds(extraKinds), natsUrl: config.natsUrl, worker: roles.has('worker'), signal: startSignals.signal, ...runtimeOptions(config, log, store) }),
+    'waiting for NATS',
+  );
   runtimeStarted(runtime);
   const host = runtime.host;
   if (host) {
@@ -248,7 +263,7 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => void drain('SIGTERM'));
   process.on('SIGINT', () => void drain('SIGINT'));
-  // Told to stop after NATS answered but before this process served: drain now.
+  // Told to stop once the runtime had started but before this process served: drain now.
   const early = startSignals.stop();
   if (early) void drain(early);
 }

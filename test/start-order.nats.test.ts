@@ -12,7 +12,7 @@ import { chatProject } from './helpers/chat.js';
 import { eventually } from './helpers/eventually.js';
 import { http } from './helpers/http.js';
 import { freePort, natsAvailable, startNats } from './helpers/nats.js';
-import { removeDir, startPlatform, type Platform, type Spawned, type StartOptions } from './helpers/platform.js';
+import { removeDir, startPlatform, starting, type Spawned, type Starting } from './helpers/platform.js';
 import { MEDIA_ENV } from './helpers/voice.js';
 
 // Without nats-server this skips locally; with CI=true natsAvailable() throws, so it fails instead.
@@ -20,34 +20,6 @@ const needsNats = natsAvailable() ? {} : { skip: 'nats-server is not installed' 
 
 /** The warning a role logs (JSON, at warn) while no NATS server answers. */
 const WAITING = /"level":40,[^\n]*"msg":"NATS is not reachable yet/;
-
-/** A platform process being started: the promise of its start, and the process as soon as it is spawned. */
-interface Starting {
-  role: string;
-  started: Promise<Platform>;
-  process: () => Spawned | undefined;
-}
-
-/**
- * Starts a platform process for test `t` without waiting for it to serve; when `t` ends, it is stopped (killed
- * if it never stopped by itself) and its data dir is left to the caller.
- */
-function starting(t: { teardown(fn: () => unknown): void }, role: string, opts: StartOptions): Starting {
-  let spawned: Spawned | undefined;
-  // Its time to serve includes the wait for a NATS server the test starts later.
-  const started = startPlatform({ readyTimeoutMs: 90_000, ...opts, spawned: (p) => (spawned = p) });
-  // A start that fails is the test's to report (it awaits `started`), not an unhandled rejection meanwhile.
-  started.catch(() => {});
-  t.teardown(async () => {
-    if (spawned && spawned.child.exitCode === null && spawned.child.signalCode === null) {
-      spawned.child.kill('SIGTERM');
-      const force = setTimeout(() => spawned!.child.kill('SIGKILL'), 15_000);
-      await spawned.exited;
-      clearTimeout(force);
-    }
-  });
-  return { role, started, process: () => spawned };
-}
 
 /** Waits until the process has logged that it waits for NATS. */
 function waiting(s: Starting): Promise<Spawned> {

@@ -30,6 +30,6 @@ export type {
 export { createInprocTransport } from './inproc.js';
 export { portTransport, servePort } from './port.js';
 export { connectNatsTransport, type NatsTransport, type NatsTransportOptions } from './nats.js';
-export { NATS_RETRY_MS, NATS_WAIT_WARN_MS, NatsCredentialsError, parseNatsUrl, type NatsWaitLog } from './nats-connect.js';
+export { connectNats, NATS_RETRY_MS, NATS_WAIT_WARN_MS, NatsCredentialsError, NatsUrlError, parseNatsUrl, type NatsWaitLog } from './nats-connect.js';
 export type { Arrived } from './arrival.js';
 export { isLiteralSubject, isSubscriptionSubject, subjectMatches } from './subject.js';

@@ -33,7 +33,10 @@ export class NatsCredentialsError extends Error {
 
 /** The server part and the credentials of a NATS URL (`nats://user:pass@host:port`, `nats://token@host:port`). */
 export interface NatsServer {
-  /** The URL without its credentials: what nats.js is given, and what logs show. */
+  /**
+   * The URL without its credentials: what logs show. A comma-separated list of servers (as the Go client and
+   * the `nats` command line take) stays one, each server without its credentials; nats.js is given the list.
+   */
   server: string;
   user?: string;
   pass?: string;
@@ -41,16 +44,59 @@ export interface NatsServer {
 }
 
 /**
- * Splits the credentials off a NATS URL. nats.js v3 ignores a URL's user info (the Go client and the `nats`
- * command line read it), so they are passed as options; and a password must never reach a log line.
+ * A NATS URL that does not name its servers unambiguously, so that a connection would go to a wrong address
+ * (or send part of a password as the host). Its message never shows the URL: it may hold a password.
+ */
+export class NatsUrlError extends Error {
+  constructor(why: string) {
+    super(`NATS_URL ${why}: it must be nats://[user:password@]host[:port] or nats://token@host[:port] (or a comma-separated list of such URLs); percent-encode any '@', ':', '/' or ',' in the user, password or token (%40, %3A, %2F, %2C)`);
+    this.name = 'NatsUrlError';
+  }
+}
+
+/** A host name, an IPv4 address or a bracketed IPv6 address, with an optional port and an optional `/`. */
+const HOST_PORT = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)(?::\d{1,5})?\/?$/;
+
+function decoded(part: string, what: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    throw new NatsUrlError(`has a ${what} that is not percent-encoded correctly`);
+  }
+}
+
+/** One server URL of the list. */
+function parseOne(url: string, n: number, of: number): NatsServer {
+  const which = of > 1 ? ` (server ${n + 1} of ${of})` : '';
+  const m = /^([a-z][a-z0-9+.-]*:\/\/)?(.*)$/is.exec(url)!;
+  const [scheme, rest] = [m[1] ?? '', m[2]];
+  const at = rest.indexOf('@');
+  if (at >= 0 && rest.indexOf('@', at + 1) >= 0) throw new NatsUrlError(`has more than one '@'${which}, so the server's address is ambiguous`);
+  const userInfo = at >= 0 ? rest.slice(0, at) : null;
+  const hostPort = at >= 0 ? rest.slice(at + 1) : rest;
+  if (userInfo !== null && /[/?#]/.test(userInfo)) throw new NatsUrlError(`has a '/', '?' or '#' in its user, password or token${which}`);
+  if (!HOST_PORT.test(hostPort)) throw new NatsUrlError(`does not name one host and port${which}`);
+  const server = `${scheme}${hostPort}`;
+  if (userInfo === null) return { server };
+  const colon = userInfo.indexOf(':');
+  if (colon < 0) return { server, token: decoded(userInfo, 'token') };
+  return { server, user: decoded(userInfo.slice(0, colon), 'user'), pass: decoded(userInfo.slice(colon + 1), 'password') };
+}
+
+/**
+ * Splits the credentials off a NATS URL, or a comma-separated list of them. nats.js v3 ignores a URL's user
+ * info (the Go client and the `nats` command line read it), so they are passed as options; and a password
+ * must never reach a log line. Throws `NatsUrlError` for a URL that does not name each server's host and port
+ * cleanly (an unencoded '@' in a password, say) and for servers with different credentials.
  */
 export function parseNatsUrl(url: string): NatsServer {
-  const m = /^([a-z][a-z0-9+.-]*:\/\/)?([^@/]*)@(.*)$/i.exec(url);
-  if (!m) return { server: url };
-  const server = `${m[1] ?? ''}${m[3]}`;
-  const colon = m[2].indexOf(':');
-  if (colon < 0) return { server, token: decodeURIComponent(m[2]) };
-  return { server, user: decodeURIComponent(m[2].slice(0, colon)), pass: decodeURIComponent(m[2].slice(colon + 1)) };
+  const urls = url.split(',').map((u) => u.trim());
+  if (urls.some((u) => u === '')) throw new NatsUrlError('has an empty server in its comma-separated list');
+  const servers = urls.map((u, i) => parseOne(u, i, urls.length));
+  const auth = servers.filter((s) => s.user !== undefined || s.token !== undefined);
+  const same = (a: NatsServer, b: NatsServer) => a.user === b.user && a.pass === b.pass && a.token === b.token;
+  if (auth.some((s) => !same(s, auth[0]))) throw new NatsUrlError('gives its servers different credentials, and one connection uses one set');
+  return { ...auth[0], server: servers.map((s) => s.server).join(',') };
 }
 
 function refusedCredentials(err: unknown): err is Error {
@@ -113,7 +159,7 @@ export async function connectNats(url: string, o: NatsConnectOptions = {}): Prom
     try {
       const nc = await unlessAborted(
         connect({
-          servers: server,
+          servers: server.split(','),
           ...auth,
           name: o.name,
           maxReconnectAttempts: -1,

@@ -130,6 +130,34 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
   };
 }
 
+/** A platform process being started: the promise of its start, and the process as soon as it is spawned. */
+export interface Starting {
+  role: string;
+  started: Promise<Platform>;
+  process: () => Spawned | undefined;
+}
+
+/**
+ * Starts a platform process for test `t` without waiting for it to serve; when `t` ends, it is stopped (killed
+ * if it never stopped by itself) and its data dir is left to the caller.
+ */
+export function starting(t: { teardown(fn: () => unknown): void }, role: string, opts: StartOptions): Starting {
+  let spawned: Spawned | undefined;
+  // Its time to serve may include a wait on purpose (for a NATS server the test starts later).
+  const started = startPlatform({ readyTimeoutMs: 90_000, ...opts, spawned: (p) => (spawned = p) });
+  // A start that fails is the test's to report (it awaits `started`), not an unhandled rejection meanwhile.
+  started.catch(() => {});
+  t.teardown(async () => {
+    if (spawned && spawned.child.exitCode === null && spawned.child.signalCode === null) {
+      spawned.child.kill('SIGTERM');
+      const force = setTimeout(() => spawned!.child.kill('SIGKILL'), 15_000);
+      await spawned.exited;
+      clearTimeout(force);
+    }
+  });
+  return { role, started, process: () => spawned };
+}
+
 /**
  * Starts a platform for test `t` and, when `t` ends, stops it and removes its data dir (one given in `opts` too).
  * Teardowns run last-added first: one added after this runs before the platform stops.

@@ -1,0 +1,66 @@
+/**
+ * SIGTERM or SIGINT at any point of the start exits 0 promptly, having closed what was open, as a drain would:
+ * here while the store waits for a MongoDB server that accepts connections and never answers, and for one
+ * that closes each (the driver waits out its server selection timeout in both). The wait for NATS is
+ * test/start-order.nats.test.ts's.
+ */
+import t from 'tap';
+import { createServer, type Socket } from 'node:net';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { removeDir, starting } from './helpers/platform.js';
+import { MEDIA_ENV } from './helpers/voice.js';
+
+/** How long a stopped start may take to exit: well under the driver's wait, and a process manager's grace period. */
+const PROMPT_MS = 5000;
+
+/** Resolves with the exit code, or rejects once `ms` have passed. */
+function exitWithin(exited: Promise<number | null>, ms: number): Promise<number | null> {
+  return Promise.race([exited, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`not exited within ${ms} ms`)), ms).unref())]);
+}
+
+/**
+ * A loopback server standing in for MongoDB: `silent` accepts connections and never answers, otherwise each is
+ * closed as soon as it is accepted (as a server going down does). Resolves once a first connection came.
+ */
+async function mongoStandIn(t: { teardown(fn: () => unknown): void }, silent: boolean): Promise<{ port: number; reached: Promise<void> }> {
+  const sockets = new Set<Socket>();
+  let connected!: () => void;
+  const reached = new Promise<void>((resolve) => (connected = resolve));
+  const server = createServer((socket) => {
+    socket.on('error', () => {});
+    if (silent) sockets.add(socket);
+    else socket.destroy();
+    connected();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => {
+    for (const s of sockets) s.destroy();
+    server.close();
+  });
+  return { port: (server.address() as { port: number }).port, reached };
+}
+
+for (const [silent, signal, roles] of [
+  [true, 'SIGTERM', []],
+  [false, 'SIGINT', ['worker']],
+] as const) {
+  t.test(`${signal} while the store waits for a MongoDB server that ${silent ? 'never answers' : 'closes every connection'}: exit 0, promptly`, async (t) => {
+    const mongo = await mongoStandIn(t, silent);
+    const dataDir = mkdtempSync(join(tmpdir(), 'sb-start-signals-'));
+    t.teardown(() => removeDir(dataDir));
+    const env = { ...MEDIA_ENV, MONGODB_URL: `mongodb://127.0.0.1:${mongo.port}/sb`, LOG_LEVEL: 'info' };
+    const s = starting(t, roles.join('+') || 'all roles', { roles: [...roles], dataDir, env });
+    await mongo.reached;
+    // A second into the wait.
+    await new Promise((r) => setTimeout(r, 1000));
+    const p = s.process()!;
+    t.equal(p.child.exitCode, null, 'still waiting for MongoDB');
+    p.child.kill(signal);
+    t.equal(await exitWithin(p.exited, PROMPT_MS), 0, 'exits 0');
+    t.match(p.stdout(), /"msg":"stopped while opening the store"/, 'saying why');
+    t.notMatch(p.stdout(), /serving:/, 'it never served');
+    t.equal(p.stderr(), '', 'nothing on stderr');
+  });
+}
