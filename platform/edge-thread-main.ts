@@ -14,6 +14,7 @@ import { startInvalidationBus } from './invalidation.js';
 import { createLogger } from './logger.js';
 import { shareMetrics } from './metrics.js';
 import { createServices } from './services.js';
+import { createStopSteps } from './stop-steps.js';
 import { startTelemetry } from './telemetry.js';
 import { busOptions, runtimeOptions } from './runtime-options.js';
 
@@ -37,14 +38,17 @@ async function main(data: EdgeThreadData): Promise<void> {
   parentPort!.on('message', (m: { type: string }) => {
     if (m.type !== 'drain') return;
     serving = false;
+    // Every step runs whatever failed before it, as on the main thread (`stop-steps.ts`): a step that threw here
+    // would end the thread mid-drain, and the main thread would exit 1 at once, its own store still open.
+    const { step } = createStopSteps(log.logger);
     void (async () => {
-      await edge.close();
-      metrics.unsubscribe();
-      await bus.stop();
-      await runtime.stop();
-      await services.blobs?.close();
-      await store.close();
-      await telemetry?.shutdown();
+      await step('edge', () => edge.close());
+      await step('metrics', () => metrics.unsubscribe());
+      await step('invalidation bus', () => bus.stop());
+      await step('runtime', () => runtime.stop());
+      await step('blobs', () => services.blobs?.close());
+      await step('store', () => store.close());
+      await step('telemetry', () => telemetry?.shutdown());
       post({ type: 'drained' });
     })();
   });

@@ -23,7 +23,6 @@ import { Recordings } from '../gateway/media/recordings/recordings.js';
 import { openBlobStore, type BlobStore } from '../store/blobs/mod.js';
 import { loadConfig, WEAK_OPERATOR_TOKEN } from './config.js';
 import { createLogger } from './logger.js';
-import type { Logger } from 'pino';
 import { operatorTokenHash } from './operator-token.js';
 import { createServices } from './services.js';
 import { startInvalidationBus } from './invalidation.js';
@@ -32,31 +31,10 @@ import { busOptions, runtimeOptions } from './runtime-options.js';
 import { serveEdge } from './edge-role.js';
 import { startEdgeThread, type EdgeThread } from './edge-thread.js';
 import { StoppedWhileStarting, watchStartSignals } from './start-signals.js';
+import { createStopSteps, type StopSteps } from './stop-steps.js';
 
 const ROLES = ['edge', 'socket', 'worker', 'media'] as const;
 type Role = (typeof ROLES)[number];
-
-/** The steps of a stop: each runs whatever failed before it, a failure logged at warn. */
-interface StopSteps {
-  step(name: string, f: () => unknown): Promise<void>;
-  /** Whether the `store` step (if it ran) closed the store. */
-  storeClosed(): boolean;
-}
-
-function createStopSteps(logger: Logger): StopSteps {
-  let storeClosed = true;
-  return {
-    async step(name, f) {
-      try {
-        await f();
-      } catch (err) {
-        if (name === 'store') storeClosed = false;
-        logger.warn({ step: name, err: String(err instanceof Error ? err.message : err) }, 'a drain step failed; going on');
-      }
-    },
-    storeClosed: () => storeClosed,
-  };
-}
 
 async function main(): Promise<void> {
   // From here until the drain's own listeners take over, SIGTERM and SIGINT stop the start: it closes what it
