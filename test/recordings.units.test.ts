@@ -123,6 +123,35 @@ t.test('the tap: a project\'s own retention wins, 0 records nothing; frames land
   t.equal(other.expires_at - other.started_at, 30 * 86_400_000, 'no project setting: RECORDING_RETENTION_DAYS');
 });
 
+t.test('a complete recording is journaled once its last writes are done', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'sb-blobs-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const blobs = new FsBlobStore(dir);
+  const appended: Array<{ key: string; kind: string; events: Array<{ type: string; data: Record<string, unknown> }>; meta: unknown }> = [];
+  const journal = {
+    append: async (e: { key: string; kind: string; events: Array<{ type: string; data: Record<string, unknown> }> }) => {
+      // What the projector will read when it applies the entry: the meta as it stands at the append.
+      appended.push({ ...e, meta: JSON.parse((await blobs.read(`rec/a/${e.key.endsWith('none') ? 'none' : 'p'}/${e.key.split('/')[1]}/meta`))?.toString() ?? 'null') });
+      return appended.length;
+    },
+  };
+  const own: Record<string, number | undefined> = { none: 0 };
+  const rec = new Recordings(blobs, { retentionDays: 30, chunkMs: 100_000, projectRetentionDays: async (p) => own[p], log: () => {}, journal });
+  const call = { audio(_: Int16Array) {}, digit(_: string) {} };
+  const rtp: { onSent: ((b: Buffer) => void) | null } = { onSent: null };
+  const h = rec.tap({ conversationId: 'c1', callSid: 'IN-1', accountId: 'a', projectId: 'p' }, 'PCMU', call as never, rtp as never)!;
+  call.audio(new Int16Array(160).fill(1000));
+  t.same(appended, [], 'nothing journaled while the call runs');
+  await h.end(Date.now());
+  t.equal(appended.length, 1, 'one entry once the call has ended');
+  t.match(appended[0], { key: 'recording/c1', kind: 'recording', events: [{ type: 'recording.completed', data: { conversation_id: 'c1', account_id: 'a', project_id: 'p', call_sid: 'IN-1' } }] });
+  t.ok((appended[0].meta as { ended_at: number | null }).ended_at !== null, 'appended after the meta says the recording ended');
+  const off = rec.tap({ conversationId: 'c2', callSid: 'IN-2', accountId: 'a', projectId: 'none' }, 'PCMU', call as never, rtp as never)!;
+  await off.end(Date.now());
+  t.equal(appended.length, 1, 'a call recorded with 0 days of retention: nothing journaled');
+
+});
+
 t.test('e-mail addresses are found by a scan from each @, as the pattern they replace found them', async (t) => {
   // '0@a.aa..' was a counterexample fast-check found (a scan that only read the last label missed it).
   for (const s of ['mail bob@example.com please', 'bob.smith+x@mail.example.co.uk', 'write to bob@example.com.', 'a@b.io', '0@a.aa..', 'a@b.cd.e']) t.ok(textKinds(s).includes('email'), s);

@@ -24,6 +24,8 @@ export class CallRecorder {
   private writes: Promise<void> = Promise.resolve();
   private readonly timer: NodeJS.Timeout;
   private ended = false;
+  /** Set once the meta's `ended_at` is written after the last chunks: the recording is complete. */
+  private complete = false;
   /** Set when the project's retention turns out to be 0: nothing is written. */
   private off = false;
   private meta: RecordingMeta | null = null;
@@ -102,16 +104,24 @@ export class CallRecorder {
     }
   }
 
-  /** The call is over: the rest is written and the meta says when it ended. */
-  async end(at: number): Promise<void> {
-    if (this.ended) return this.writes;
-    clearInterval(this.timer);
-    this.flush();
-    this.ended = true;
-    this.queue(async () => {
-      if (!this.off && this.meta) await this.blobs.put(`${this.prefix}/meta`, Buffer.from(JSON.stringify({ ...this.meta, ended_at: at })));
-    });
-    return this.writes;
+  /**
+   * The call is over: the rest is written and the meta says when it ended. Resolves true once the
+   * recording is complete (the last chunks, then the meta's `ended_at`, written: nothing more comes);
+   * false when nothing was recorded (retention 0) or the meta could not be written.
+   */
+  async end(at: number): Promise<boolean> {
+    if (!this.ended) {
+      clearInterval(this.timer);
+      this.flush();
+      this.ended = true;
+      this.queue(async () => {
+        if (this.off || !this.meta) return;
+        await this.blobs.put(`${this.prefix}/meta`, Buffer.from(JSON.stringify({ ...this.meta, ended_at: at })));
+        this.complete = true;
+      });
+    }
+    await this.writes;
+    return this.complete;
   }
 }
 
