@@ -74,9 +74,15 @@ export class CallRecorder {
     this.frame('agent', decode(codec, payload), at);
   }
 
+  /**
+   * A digit the caller keyed, arriving at epoch ms `at`, placed on the caller's track as a frame arriving
+   * then would be: at its arrival time, or at the track's end when early frames (a burst) have already put
+   * the caller's audio past it, so that its span mutes the audio heard with it.
+   */
   digit(digit: string, at: number): void {
     if (this.ended) return;
-    this.events.push({ kind: 'dtmf', digit, at_ms: at - this.ids.started_at });
+    const trackMs = (this.tracks.caller.written * 1000) / RECORDING_RATE;
+    this.events.push({ kind: 'dtmf', digit, at_ms: Math.max(at - this.ids.started_at, Math.round(trackMs)) });
   }
 
   private queue(f: () => Promise<void>): void {
