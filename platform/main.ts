@@ -196,6 +196,7 @@ async function main(): Promise<void> {
         recordings: new Recordings(services.blobs, {
           projectRetentionDays: async (projectId) => (await services.settings.get(projectId)).recording_retention_days,
           log: (level, msg, extra) => logger[level](extra ?? {}, msg),
+          journal: services.store.journal,
           ...config.recordings,
         }),
       })

@@ -83,8 +83,8 @@ t.teardown(async () => {
 t.test('a call is recorded per direction; the card number keyed over the caller\'s speech is muted in the redacted rendering', needsTools, async (t) => {
   const number = '+442079460150';
   // The card number is answered at length, so that the agent speaks while the caller talks on; a 9 has the
-  // call transferred. (A transfer rather than conv.end(): the conversation then ends with the call, once the
-  // media gateway has hung up, so the redacted rendering is of the whole recording; docs/recordings.md, Known gap.)
+  // call transferred (the conversation then ends with the call, after the hang-up; a call the agent ends with
+  // conv.end() is the next test).
   const project = await chatProject(p, {
     name: 'Rec Co',
     functions: {
@@ -256,6 +256,81 @@ t.test('a call is recorded per direction; the card number keyed over the caller\
   const noData = await audio(p, project, await conversationsKey(p, project, ['pii']), c.id);
   t.equal(noData.status, 403, 'a key without conversations_data: 403, even with pii');
   t.match(JSON.parse(noData.bytes.toString()), { error_message: /conversations_data/ });
+});
+
+t.test('a call the agent ends with conv.end() after its goodbye: a key without pii gets the whole recording, muted only over the spans', needsTools, async (t) => {
+  const number = '+442079460152';
+  // conv.end() ends the conversation when the 9's turn is answered, before the goodbye is spoken and the call
+  // hung up: the recording goes on for the goodbye's seconds after that.
+  const project = await chatProject(p, {
+    name: 'End Co',
+    functions: {
+      start: 'function start(conv) { conv.say("Hello, you are through to Acme payments. Please key your card number."); }',
+      turn: 'function turn(conv, message) { if (message === "9") { conv.end(); return "Thank you, your card is checked and your payment is on its way. Thank you for calling Acme payments today, and goodbye."; } return "Thank you. Press nine when you are done."; }',
+    },
+  });
+  const sippPort = await quietPort();
+  await bindNumber(project.api, project.agentId, number, { host: '127.0.0.2', port: sippPort });
+  const caller = await callerMedia();
+  t.teardown(() => caller.close());
+  const file = scenario('recording-agent-end.xml', dir, { NUMBER: number, AUDIO_IP: '127.0.0.2', AUDIO_PORT: caller.port });
+  const run = runSipp({ scenario: file, target: `127.0.0.1:${sip}`, port: sippPort, mediaPort: await quietPort(), dir });
+  await caller.connected();
+  // The greeting, whole; then the card number keyed (300 ms apart), and its answer, whole.
+  await caller.until(() => caller.heard.voiced > 20 && caller.heard.quiet >= 50);
+  for (const d of CARD) {
+    caller.key(d);
+    await caller.frames(15);
+  }
+  const beforeAnswer = caller.heard.voiced;
+  await caller.until(() => caller.heard.voiced > beforeAnswer + 20 && caller.heard.quiet >= 50);
+  const beforeGoodbye = caller.heard.voiced;
+  caller.key('9');
+  await caller.frames(10);
+  caller.key('#');
+  // While the goodbye is spoken the conversation has ended and the call goes on: a key without pii asking then
+  // gets the redacted recording as it stands, rendered for that answer only (had it been kept, the redacted
+  // recording read after the hang-up, below, would stop short of the raw one).
+  await caller.until(() => caller.heard.voiced >= beforeGoodbye + 25);
+  const dataKey = await conversationsKey(p, project, ['conversations_data']);
+  const piiKey = await conversationsKey(p, project, ['conversations_data', 'pii']);
+  const read = conversationsClient(p, project, piiKey);
+  const c = await waitFor(async () => ((await read({ channel: 'VOICE-SIP' })).body.conversations ?? []).find((x: any) => x.in_progress === false) ?? null, 30_000);
+  const early = await audio(p, project, dataKey, c.id);
+  t.equal(early.status, 200, 'once the conversation has ended, a key without pii gets audio');
+  t.equal(early.headers.get('x-audio-redacted'), 'true', 'redacted');
+  samplesOf(t, early.bytes, 'redacted before the hang-up');
+  const done = await run;
+  caller.close();
+  t.equal(done.code, 0, 'sipp completed the call: the agent hung up after its goodbye', { out: done.out.slice(-3000) });
+
+  // The recordings projector renders the call once its recording is complete.
+  const listed = await waitFor(async () => ((await read({ channel: 'VOICE-SIP' })).body.conversations ?? []).find((x: any) => x.id === c.id && x.audio?.redactions)?.audio.redactions ?? null, 30_000);
+  t.same(listed.map((s: any) => [s.kind, s.source]), [['card_number', 'dtmf']], 'the row lists what was muted: the keyed card number');
+  const get = (key: string, q = '') => audio(p, project, key, c.id, q);
+  for (const direction of ['combined', 'user', 'agent']) {
+    const raw = await get(piiKey, `direction=${direction}`);
+    const red = await get(dataKey, `direction=${direction}`);
+    t.equal(raw.headers.get('x-audio-redacted'), 'false');
+    t.equal(red.headers.get('x-audio-redacted'), 'true', `${direction}: a key without pii gets the redacted rendering`);
+    const spans = JSON.parse(red.headers.get('x-audio-redactions') ?? '[]');
+    t.same(spans, listed, `${direction}: the spans the row lists`);
+    const rawSamples = samplesOf(t, raw.bytes, `raw ${direction}`);
+    const redSamples = samplesOf(t, red.bytes, `redacted ${direction}`);
+    t.equal(redSamples.length, rawSamples.length, `${direction}: the redacted recording is as long as the raw one, the goodbye's end included (${(redSamples.length / RATE).toFixed(2)} s of ${(rawSamples.length / RATE).toFixed(2)} s)`);
+    let silentInSpan = true;
+    let equalElsewhere = true;
+    for (let i = 0; i < Math.max(rawSamples.length, redSamples.length); i++) {
+      if (inSpans(i, spans)) silentInSpan &&= redSamples[i] === 0;
+      else equalElsewhere &&= redSamples[i] === rawSamples[i];
+    }
+    t.ok(silentInSpan, `${direction}: silent over the card number's span`);
+    t.ok(equalElsewhere, `${direction}: equal to the raw recording everywhere else`);
+    if (direction === 'agent') {
+      const voiced = voicedFrames(rawSamples);
+      t.ok(voiced.length > 0 && !inSpans(voiced[voiced.length - 1] * 160, spans), 'the goodbye\'s last words are in the raw agent track, outside the span');
+    }
+  }
 });
 
 t.test('a gateway killed mid-call leaves a playable recording up to the crash', needsTools, async (t) => {

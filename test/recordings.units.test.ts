@@ -7,6 +7,7 @@ import { digitRuns, digitsKind, luhn, maskText, muted, redactionSpans, textKinds
 import { parseRange } from '../gateway/edge/conversations/audio.js';
 import { FsBlobStore } from '../store/blobs/mod.js';
 import { Recordings } from '../gateway/media/recordings/recordings.js';
+import { CallRecorder } from '../gateway/media/recordings/recorder.js';
 
 /** The Luhn check digit of a body of digits. */
 const checkDigit = (body: string) => [...'0123456789'].find((d) => luhn(body + d))!;
@@ -121,6 +122,46 @@ t.test('the tap: a project\'s own retention wins, 0 records nothing; frames land
   await tapped('other');
   const other = JSON.parse((await blobs.read('rec/a/other/c-other/meta'))!.toString());
   t.equal(other.expires_at - other.started_at, 30 * 86_400_000, 'no project setting: RECORDING_RETENTION_DAYS');
+});
+
+t.test('a complete recording is journaled once its last writes are done; a digit is placed on the caller\'s audio as it was recorded', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'sb-blobs-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const blobs = new FsBlobStore(dir);
+  const appended: Array<{ key: string; kind: string; events: Array<{ type: string; data: Record<string, unknown> }>; meta: unknown }> = [];
+  const journal = {
+    append: async (e: { key: string; kind: string; events: Array<{ type: string; data: Record<string, unknown> }> }) => {
+      // What the projector will read when it applies the entry: the meta as it stands at the append.
+      appended.push({ ...e, meta: JSON.parse((await blobs.read(`rec/a/${e.key.endsWith('none') ? 'none' : 'p'}/${e.key.split('/')[1]}/meta`))?.toString() ?? 'null') });
+      return appended.length;
+    },
+  };
+  const own: Record<string, number | undefined> = { none: 0 };
+  const rec = new Recordings(blobs, { retentionDays: 30, chunkMs: 100_000, projectRetentionDays: async (p) => own[p], log: () => {}, journal });
+  const call = { audio(_: Int16Array) {}, digit(_: string) {} };
+  const rtp: { onSent: ((b: Buffer) => void) | null } = { onSent: null };
+  const h = rec.tap({ conversationId: 'c1', callSid: 'IN-1', accountId: 'a', projectId: 'p' }, 'PCMU', call as never, rtp as never)!;
+  call.audio(new Int16Array(160).fill(1000));
+  t.same(appended, [], 'nothing journaled while the call runs');
+  await h.end(Date.now());
+  t.equal(appended.length, 1, 'one entry once the call has ended');
+  t.match(appended[0], { key: 'recording/c1', kind: 'recording', events: [{ type: 'recording.completed', data: { conversation_id: 'c1', account_id: 'a', project_id: 'p', call_sid: 'IN-1' } }] });
+  t.ok((appended[0].meta as { ended_at: number | null }).ended_at !== null, 'appended after the meta says the recording ended');
+  const off = rec.tap({ conversationId: 'c2', callSid: 'IN-2', accountId: 'a', projectId: 'none' }, 'PCMU', call as never, rtp as never)!;
+  await off.end(Date.now());
+  t.equal(appended.length, 1, 'a call recorded with 0 days of retention: nothing journaled');
+
+  // A burst: ten frames arriving at once 100 ms into the call (the first placed to end there) take the track to
+  // 280 ms, ahead of the clock; a digit arriving with them is placed where the caller's audio then is, not at 100 ms.
+  const started = 1_000_000;
+  const r = new CallRecorder(blobs, { conversation_id: 'c3', account_id: 'a', project_id: 'p', call_sid: 'IN-3', started_at: started }, Promise.resolve(started + 86_400_000), 100_000, () => {});
+  for (let i = 0; i < 10; i++) r.frame('caller', new Int16Array(160).fill(1000), started + 100);
+  r.digit('5', started + 100);
+  // After a stall (no audio for a second), the digit is at its arrival: the next frame fills the gap with silence.
+  r.digit('6', started + 1200);
+  await r.end(started + 2000);
+  const events = (await blobs.read('rec/a/p/c3/events'))!.toString().trim().split('\n').map((l) => JSON.parse(l));
+  t.same(events.map((e) => [e.digit, e.at_ms]), [['5', 280], ['6', 1200]]);
 });
 
 t.test('e-mail addresses are found by a scan from each @, as the pattern they replace found them', async (t) => {

@@ -13,7 +13,10 @@ export interface RecordingMeta {
   call_sid: string;
   /** Epoch ms of sample 0. */
   started_at: number;
-  /** Epoch ms the call ended; null while it runs (or when the gateway died mid-call). */
+  /**
+   * Epoch ms the call ended, written after the last chunk of each track: set, the recording is complete;
+   * null while it runs (or when the gateway died mid-call).
+   */
   ended_at: number | null;
   /** Epoch ms after which the recording is deleted (RECORDING_RETENTION_DAYS). */
   expires_at: number;
@@ -32,6 +35,25 @@ export interface Redaction {
   end_ms: number;
   kind: 'card_number' | 'phone_number' | 'email' | 'date_of_birth' | 'marked';
   source: 'speech' | 'dtmf';
+}
+
+/**
+ * The journal's "recording complete" fact: once a call's media has ended and the recorder has written the
+ * last chunk of each track and the meta's `ended_at`, the media gateway appends one non-actor entry
+ * `recording/<conversation>` (kind `recording`) holding this event. The recordings projector renders a
+ * call's redacted audio only once its conversation has ended and this fact exists (the meta's `ended_at`).
+ */
+export const RECORDING_KIND = 'recording';
+export const RECORDING_COMPLETED = 'recording.completed';
+
+/** The data of `recording.completed`. */
+export interface RecordingCompleted {
+  conversation_id: string;
+  account_id: string;
+  project_id: string;
+  call_sid: string;
+  /** Epoch ms the call ended (the meta's `ended_at`). */
+  ended_at: number;
 }
 
 export const recordingPrefix = (accountId: string, projectId: string, conversationId: string) => `rec/${accountId}/${projectId}/${conversationId}`;

@@ -2,7 +2,7 @@ import type { JournalEntry, Store } from '../../store/mod.js';
 import { openBlobStore, type BlobStore } from '../../store/blobs/mod.js';
 import type { Projector } from '../projection/types.js';
 import { conversationRecords } from '../conversation/mod.js';
-import { recordingPrefix, type RecordingMeta, type Redaction } from './layout.js';
+import { RECORDING_COMPLETED, RECORDING_KIND, recordingPrefix, type RecordingMeta, type Redaction } from './layout.js';
 import { renderRedacted } from './redact.js';
 import { markedValues } from './marks.js';
 
@@ -28,24 +28,36 @@ export async function audioOf(blobs: BlobStore | undefined, accountId: string, p
 }
 
 const isEnd = (e: JournalEntry) => e.value === 'ended' || e.events.some((x) => x.type === 'conversation.ended');
+const isComplete = (e: JournalEntry) => e.kind === RECORDING_KIND && e.events.some((x) => x.type === RECORDING_COMPLETED);
 
 /**
- * `recordings`: renders each ended call's redacted audio once (both tracks muted over the spans, and the
- * spans listed), from the conversation's turns and the recording's digit times. Idempotent: an entry seen
- * again finds the rendering done. It opens the deployment's blob store from the environment (DATA_DIR or
- * MONGODB_URL, as the process that runs it is configured), since a projector is handed the record store only.
+ * `recordings`: renders each call's redacted audio once (both tracks muted over the spans, and the spans
+ * listed), from the conversation's turns and the recording's digit times, once both facts hold: the
+ * conversation has ended, and the recording is complete (the media gateway journals `recording.completed`
+ * after the meta's `ended_at`, itself written after the last chunks). Either can come first: a call the
+ * agent ends with `conv.end()` ends its conversation before the goodbye is spoken and the call hung up; one
+ * the caller hangs up completes its recording first. So each of the two entries checks the other fact, and
+ * the second one renders: a conversation's end finds the meta's `ended_at` (written before the completion
+ * entry is appended), a completion finds the conversation's end in its journal (appended before). The two
+ * kinds may sit in different partitions; both checks read what was written before the entry that triggers
+ * them, so whichever is applied last sees both. Idempotent: an entry seen again finds the rendering done.
+ * It opens the deployment's blob store from the environment (DATA_DIR or MONGODB_URL, as the process that
+ * runs it is configured), since a projector is handed the record store only.
  */
 export function recordingsProjector(blobsOf: () => Promise<BlobStore> = defaultBlobs): Projector {
   return {
     name: 'recordings',
-    kinds: ['conversation'],
+    kinds: ['conversation', RECORDING_KIND],
     async apply(entries: JournalEntry[], store: Store): Promise<void> {
-      const ended = [...new Set(entries.filter(isEnd).map((e) => e.id))];
-      if (ended.length === 0) return;
+      const ended = new Set(entries.filter((e) => e.kind === 'conversation' && isEnd(e)).map((e) => e.id));
+      const completed = new Set(entries.filter(isComplete).map((e) => e.id));
+      if (ended.size === 0 && completed.size === 0) return;
       const blobs = await blobsOf();
       const records = conversationRecords(store);
-      for (const id of ended) {
-        // The record is written just after the snapshot whose entry this is: wait for it to say so.
+      for (const id of new Set([...ended, ...completed])) {
+        // A completed recording whose conversation has not ended yet: its end will render it.
+        if (!ended.has(id) && !(await store.journal.ofActor(`conversation/${id}`)).some(isEnd)) continue;
+        // The record is written just after the snapshot whose entry ended it: wait for it to say so.
         let r = await records.get(id);
         for (let i = 0; i < 50 && r && r.in_progress; i++) {
           await new Promise((res) => setTimeout(res, 100));
@@ -53,7 +65,10 @@ export function recordingsProjector(blobsOf: () => Promise<BlobStore> = defaultB
         }
         if (!r || r.channel !== 'VOICE-SIP' || r.in_progress) continue;
         const prefix = recordingPrefix(r.account_id, r.project_id, r.id);
-        if (!(await blobs.read(`${prefix}/meta`)) || (await blobs.read(`${prefix}/redactions`))) continue;
+        const meta = await blobs.read(`${prefix}/meta`);
+        // No recording, or one still being written: its `recording.completed` will render it.
+        if (!meta || (JSON.parse(meta.toString()) as RecordingMeta).ended_at === null) continue;
+        if (await blobs.read(`${prefix}/redactions`)) continue;
         await renderRedacted(blobs, prefix, r.turns, await markedValues(store, id));
       }
     },

@@ -107,16 +107,30 @@ export function parseEvents(raw: Buffer | null): RecordingEvent[] {
   return raw.toString().split('\n').filter(Boolean).map((l) => JSON.parse(l) as RecordingEvent);
 }
 
-/**
- * Renders a call's redacted recording once: both tracks muted over every span, stored beside the raw
- * ones with the list of spans (`redactions`: offsets and kinds, never the values).
- */
-export async function renderRedacted(blobs: BlobStore, prefix: string, turns: TurnText[], marked: string[] = []): Promise<Redaction[]> {
+/** A redacted rendering: both tracks muted over the spans, and the spans. */
+export interface RedactedTracks {
+  caller: Buffer;
+  agent: Buffer;
+  spans: Redaction[];
+}
+
+/** A call's redacted recording as it now stands, computed and not stored. */
+export async function redactedTracks(blobs: BlobStore, prefix: string, turns: TurnText[], marked: string[] = []): Promise<RedactedTracks> {
   const [caller, agent, events] = await Promise.all([blobs.read(`${prefix}/caller`), blobs.read(`${prefix}/agent`), blobs.read(`${prefix}/events`)]);
   const spans = redactionSpans(caller ?? Buffer.alloc(0), parseEvents(events), turns, marked);
-  await blobs.put(`${prefix}/redacted-caller`, muted(caller ?? Buffer.alloc(0), spans));
-  await blobs.put(`${prefix}/redacted-agent`, muted(agent ?? Buffer.alloc(0), spans));
+  return { caller: muted(caller ?? Buffer.alloc(0), spans), agent: muted(agent ?? Buffer.alloc(0), spans), spans };
+}
+
+/**
+ * Renders a call's redacted recording once: both tracks muted over every span, stored beside the raw
+ * ones with the list of spans (`redactions`: offsets and kinds, never the values). Only for a complete
+ * recording (its meta's `ended_at` set): what is stored is served as the call's redacted audio for good.
+ */
+export async function renderRedacted(blobs: BlobStore, prefix: string, turns: TurnText[], marked: string[] = []): Promise<Redaction[]> {
+  const r = await redactedTracks(blobs, prefix, turns, marked);
+  await blobs.put(`${prefix}/redacted-caller`, r.caller);
+  await blobs.put(`${prefix}/redacted-agent`, r.agent);
   // Written last: its presence says the rendering is complete.
-  await blobs.put(`${prefix}/redactions`, Buffer.from(JSON.stringify(spans)));
-  return spans;
+  await blobs.put(`${prefix}/redactions`, Buffer.from(JSON.stringify(r.spans)));
+  return r.spans;
 }

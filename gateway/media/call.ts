@@ -30,8 +30,11 @@ export interface CallSetup {
   hints: SpeechHints;
   dialog: Dialog;
   rtp: RtpSession;
-  /** Called once when the call is over (either side hung up, or the agent ended or transferred it). */
-  onEnded: (how: CallEnd) => void;
+  /**
+   * Called once when the call is over (either side hung up, or the agent ended or transferred it); what it
+   * returns (the recording being finished) is awaited before the conversation is closed.
+   */
+  onEnded: (how: CallEnd) => void | Promise<unknown>;
 }
 
 export interface CallEnd {
@@ -185,9 +188,10 @@ export class VoiceCall {
   /** The caller hung up: the conversation is closed. */
   private async hungUp(): Promise<void> {
     if (this.ended) return;
-    this.finish('caller_hangup');
-    // A turn still in flight first: the machine takes CLOSE only between turns.
-    await this.chain.catch(() => {});
+    const recorded = this.finish('caller_hangup');
+    // A turn still in flight first: the machine takes CLOSE only between turns. The recording is finished
+    // first too, so that the conversation ends on a complete recording.
+    await Promise.all([this.chain.catch(() => {}), recorded]);
     await this.ask({ type: 'CLOSE', at: Date.now() }, `${this.s.callSid}:close`).catch((err) =>
       this.d.log('warn', 'could not close the conversation of a call', { call_sid: this.s.callSid, err: String(err) }),
     );
@@ -196,17 +200,21 @@ export class VoiceCall {
   /** We hang up (agent ended, transfer done, failure); the conversation is closed if it is not already. */
   async hangUp(reason: CallEnd['reason']): Promise<void> {
     if (this.ended) return;
-    this.finish(reason);
-    await this.s.dialog.bye().catch(() => {});
+    const recorded = this.finish(reason);
+    await Promise.all([this.s.dialog.bye().catch(() => {}), recorded]);
     // Called at the end of a turn (its ask answered) or outside one: the conversation takes CLOSE now.
     await this.ask({ type: 'CLOSE', at: Date.now() }, `${this.s.callSid}:close`).catch(() => {});
   }
 
-  private finish(reason: CallEnd['reason']): void {
+  /** The call's media is over; resolves once what `onEnded` started (the recording's last writes) is done. */
+  private finish(reason: CallEnd['reason']): Promise<void> {
     this.ended = true;
     this.turns.close();
     this.s.rtp.close();
-    this.s.onEnded({ reason, at: Date.now() });
+    return Promise.resolve(this.s.onEnded({ reason, at: Date.now() })).then(
+      () => {},
+      () => {},
+    );
   }
 }
 

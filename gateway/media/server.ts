@@ -228,8 +228,11 @@ export class MediaGateway {
             rtp_sent: rtp.stats.sent,
             rtp_rejected: rtp.stats.rejected,
           });
-          void recording?.end(how.at);
           onEnded(how);
+          // The last chunks and the meta's ended_at, then the journal's `recording.completed`: awaited by the
+          // call before it closes the conversation (a call the agent ended has its conversation ended already;
+          // the recordings projector renders its redacted audio on that fact, not on the conversation's end).
+          return recording?.end(how.at);
         },
       },
     );

@@ -10,7 +10,7 @@ import { conversationRecords } from '../../../actors/conversation/mod.js';
 import { CONVERSATIONS } from '../../../platform/errors.js';
 import type { Services } from '../../../platform/services.js';
 import type { BlobStore } from '../../../store/blobs/mod.js';
-import { markedValues, mix, RECORDING_RATE, recordingPrefix, renderRedacted, wavHeader, type RecordingMeta, type Redaction } from '../../../actors/recording/mod.js';
+import { markedValues, mix, RECORDING_RATE, recordingPrefix, redactedTracks, renderRedacted, wavHeader, type RecordingMeta, type Redaction } from '../../../actors/recording/mod.js';
 import { bool, oneOf, type RawQuery } from './params.js';
 
 export const DIRECTIONS = ['combined', 'user', 'agent'] as const;
@@ -22,13 +22,14 @@ export interface AudioRequest {
   permissions: readonly string[];
 }
 
-/** The WAV bytes of one rendering of a call: header then PCM, and the spans muted in it (redacted only). */
-async function wavOf(blobs: BlobStore, prefix: string, direction: (typeof DIRECTIONS)[number], redacted: boolean): Promise<Buffer | null> {
+/**
+ * The WAV bytes of one rendering of a call: header then PCM. `tracks`: a redacted rendering computed for
+ * this answer (an unfinished recording's, never stored); otherwise the stored tracks.
+ */
+async function wavOf(blobs: BlobStore, prefix: string, direction: (typeof DIRECTIONS)[number], redacted: boolean, tracks?: { caller: Buffer; agent: Buffer }): Promise<Buffer | null> {
   const name = (track: 'caller' | 'agent') => `${prefix}/${redacted ? `redacted-${track}` : track}`;
-  const [caller, agent] = await Promise.all([
-    direction === 'agent' ? null : blobs.read(name('caller')),
-    direction === 'user' ? null : blobs.read(name('agent')),
-  ]);
+  const read = (track: 'caller' | 'agent') => (tracks ? Promise.resolve(tracks[track].length ? tracks[track] : null) : blobs.read(name(track)));
+  const [caller, agent] = await Promise.all([direction === 'agent' ? null : read('caller'), direction === 'user' ? null : read('agent')]);
   const pcm = direction === 'user' ? caller : direction === 'agent' ? agent : caller || agent ? mix(caller ?? Buffer.alloc(0), agent ?? Buffer.alloc(0)) : null;
   if (!pcm) return null;
   const even = pcm.subarray(0, pcm.length & ~1);
@@ -66,8 +67,13 @@ export async function serveAudio(services: Services, req: FastifyRequest, reply:
   const meta = metaRaw ? (JSON.parse(metaRaw.toString()) as RecordingMeta) : null;
   if (!meta || meta.expires_at <= Date.now()) throw CONVERSATIONS.AUDIO_NOT_FOUND(conversationId);
   let redactions: Redaction[] | null = null;
-  if (redacted) redactions = await ensureRedacted(blobs, prefix, record, () => markedValues(services.store, record.id));
-  const wav = await wavOf(blobs, prefix, direction, redacted);
+  let unkept: { caller: Buffer; agent: Buffer } | undefined;
+  if (redacted) {
+    const r = await ensureRedacted(blobs, prefix, record, meta, () => markedValues(services.store, record.id));
+    redactions = r.spans;
+    unkept = r.tracks;
+  }
+  const wav = await wavOf(blobs, prefix, direction, redacted, unkept);
   if (!wav) throw CONVERSATIONS.AUDIO_NOT_FOUND(conversationId);
   const range = parseRange(req.headers.range, wav.length);
   if (range === 'bad') {
@@ -87,10 +93,27 @@ function* pieces(b: Buffer, from: number, to: number): Generator<Buffer> {
   for (let o = from; o < to; o += PIECE) yield b.subarray(o, Math.min(to, o + PIECE));
 }
 
-/** Renders the redacted audio once (the call is over), or reads the spans of an earlier rendering. */
-async function ensureRedacted(blobs: BlobStore, prefix: string, record: { id: string; in_progress: boolean; turns: Array<{ user_input: string; user_input_dtmf: string; is_silence: boolean }> }, marked: () => Promise<string[]>): Promise<Redaction[]> {
+/**
+ * The redacted rendering: the stored one; else, once the conversation has ended, rendered now and stored
+ * when the recording is complete (its meta's `ended_at`, written after the last chunks: the same rendering
+ * the recordings projector makes), or, while the media gateway is still writing it (a call the agent ended
+ * with `conv.end()` ends its conversation before the goodbye is spoken and the call hung up; or a gateway
+ * that died mid-call), rendered for this answer only and not kept, so the stored rendering is always of the
+ * whole recording.
+ */
+async function ensureRedacted(
+  blobs: BlobStore,
+  prefix: string,
+  record: { id: string; in_progress: boolean; turns: Array<{ user_input: string; user_input_dtmf: string; is_silence: boolean }> },
+  meta: RecordingMeta,
+  marked: () => Promise<string[]>,
+): Promise<{ spans: Redaction[]; tracks?: { caller: Buffer; agent: Buffer } }> {
   const done = await blobs.read(`${prefix}/redactions`);
-  if (done) return JSON.parse(done.toString()) as Redaction[];
+  if (done) return { spans: JSON.parse(done.toString()) as Redaction[] };
   if (record.in_progress) throw CONVERSATIONS.AUDIO_NOT_READY(record.id);
-  return renderRedacted(blobs, prefix, record.turns, await marked());
+  if (meta.ended_at === null) {
+    const r = await redactedTracks(blobs, prefix, record.turns, await marked());
+    return { spans: r.spans, tracks: { caller: r.caller, agent: r.agent } };
+  }
+  return { spans: await renderRedacted(blobs, prefix, record.turns, await marked()) };
 }

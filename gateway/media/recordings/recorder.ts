@@ -24,6 +24,8 @@ export class CallRecorder {
   private writes: Promise<void> = Promise.resolve();
   private readonly timer: NodeJS.Timeout;
   private ended = false;
+  /** Set once the meta's `ended_at` is written after the last chunks: the recording is complete. */
+  private complete = false;
   /** Set when the project's retention turns out to be 0: nothing is written. */
   private off = false;
   private meta: RecordingMeta | null = null;
@@ -72,9 +74,15 @@ export class CallRecorder {
     this.frame('agent', decode(codec, payload), at);
   }
 
+  /**
+   * A digit the caller keyed, arriving at epoch ms `at`, placed on the caller's track as a frame arriving
+   * then would be: at its arrival time, or at the track's end when early frames (a burst) have already put
+   * the caller's audio past it, so that its span mutes the audio heard with it.
+   */
   digit(digit: string, at: number): void {
     if (this.ended) return;
-    this.events.push({ kind: 'dtmf', digit, at_ms: at - this.ids.started_at });
+    const trackMs = (this.tracks.caller.written * 1000) / RECORDING_RATE;
+    this.events.push({ kind: 'dtmf', digit, at_ms: Math.max(at - this.ids.started_at, Math.round(trackMs)) });
   }
 
   private queue(f: () => Promise<void>): void {
@@ -102,16 +110,24 @@ export class CallRecorder {
     }
   }
 
-  /** The call is over: the rest is written and the meta says when it ended. */
-  async end(at: number): Promise<void> {
-    if (this.ended) return this.writes;
-    clearInterval(this.timer);
-    this.flush();
-    this.ended = true;
-    this.queue(async () => {
-      if (!this.off && this.meta) await this.blobs.put(`${this.prefix}/meta`, Buffer.from(JSON.stringify({ ...this.meta, ended_at: at })));
-    });
-    return this.writes;
+  /**
+   * The call is over: the rest is written and the meta says when it ended. Resolves true once the
+   * recording is complete (the last chunks, then the meta's `ended_at`, written: nothing more comes);
+   * false when nothing was recorded (retention 0) or the meta could not be written.
+   */
+  async end(at: number): Promise<boolean> {
+    if (!this.ended) {
+      clearInterval(this.timer);
+      this.flush();
+      this.ended = true;
+      this.queue(async () => {
+        if (this.off || !this.meta) return;
+        await this.blobs.put(`${this.prefix}/meta`, Buffer.from(JSON.stringify({ ...this.meta, ended_at: at })));
+        this.complete = true;
+      });
+    }
+    await this.writes;
+    return this.complete;
   }
 }
 

@@ -1,9 +1,10 @@
 import type { BlobStore } from '../../../store/blobs/mod.js';
+import type { JournalStore } from '../../../store/mod.js';
 import type { VoiceCall } from '../call.js';
 import type { Codec } from '../rtp/codec.js';
 import type { RtpSession } from '../rtp/session.js';
 import { CallRecorder } from './recorder.js';
-import type { RecordingMeta } from '../../../actors/recording/mod.js';
+import { RECORDING_COMPLETED, RECORDING_KIND, type RecordingCompleted, type RecordingMeta } from '../../../actors/recording/mod.js';
 
 export interface RecordingsOptions {
   /** Days a recording is kept after its call started (RECORDING_RETENTION_DAYS); 0 records nothing. */
@@ -13,6 +14,11 @@ export interface RecordingsOptions {
   /** How much audio one durable chunk holds (RECORDING_CHUNK_MS): what a crash can lose at most. */
   chunkMs: number;
   log: (level: 'info' | 'warn', msg: string, extra?: Record<string, unknown>) => void;
+  /**
+   * Where a complete recording is said to be so (`recording.completed`, a non-actor entry): what the
+   * recordings projector waits for before it renders the redacted audio. Absent: nothing is journaled.
+   */
+  journal?: Pick<JournalStore, 'append'>;
 }
 
 /** What a call's recording tap needs to know of the call. */
@@ -59,7 +65,15 @@ export class Recordings {
       rec.sent(codec, payload, Date.now());
       sent?.(payload);
     };
-    return { end: (at) => rec.end(at) };
+    return {
+      end: async (at) => {
+        if (!(await rec.end(at)) || !this.o.journal) return;
+        const data: RecordingCompleted = { conversation_id: p.conversationId, account_id: p.accountId, project_id: p.projectId, call_sid: p.callSid, ended_at: at };
+        await this.o.journal
+          .append({ key: `${RECORDING_KIND}/${p.conversationId}`, kind: RECORDING_KIND, id: p.conversationId, shard: -1, version: 0, value: null, events: [{ type: RECORDING_COMPLETED, data: { ...data } }] })
+          .catch((err) => this.o.log('warn', 'could not journal a complete recording', { conversation_id: p.conversationId, err: String(err) }));
+      },
+    };
   }
 
   /** Deletes the recordings whose retention is over; started hourly by `startSweeping`. */
