@@ -13,18 +13,11 @@
  */
 import t, { type Test } from 'tap';
 import { chatProject, type ChatProject } from './helpers/chat.js';
-import { conversationsKey, toQuery } from './helpers/conversations.js';
+import { conversationsKey, MARKING_FUNCTIONS, toQuery } from './helpers/conversations.js';
 import { http } from './helpers/http.js';
 import { platformFor, type Platform } from './helpers/platform.js';
 import { waitForProjections } from './helpers/projections.js';
 
-const FUNCTIONS = {
-  turn: `function turn(conv, message) {
-    const m = /member code (\\w+)/.exec(message);
-    if (m) conv.mark_pii(m[1]);
-    return 'noted';
-  }`,
-};
 
 let p: Platform;
 let c: ChatProject;
@@ -34,7 +27,7 @@ const until = new Date(Date.now() + 3_600_000).toISOString();
 
 t.before(async () => {
   p = await platformFor(t);
-  c = await chatProject(p, { name: 'Window Co', functions: FUNCTIONS });
+  c = await chatProject(p, { name: 'Window Co', functions: MARKING_FUNCTIONS });
   key = await conversationsKey(p, c, ['conversations_data']);
 });
 

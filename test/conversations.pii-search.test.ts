@@ -8,18 +8,10 @@
 import t, { type Test } from 'tap';
 import fc from 'fast-check';
 import { chatProject, type ChatProject } from './helpers/chat.js';
-import { conversationsClient, conversationsKey } from './helpers/conversations.js';
+import { conversationsClient, conversationsKey, MARKING_FUNCTIONS } from './helpers/conversations.js';
 import { platformFor, type Platform } from './helpers/platform.js';
 import { admin } from './helpers/tenants.js';
 
-/** Marks a member code as personal data (`conv.mark_pii`): masked although no built-in rule knows it. */
-const FUNCTIONS = {
-  turn: `function turn(conv, message) {
-    const m = /member code (\\w+)/.exec(message);
-    if (m) conv.mark_pii(m[1]);
-    return 'noted';
-  }`,
-};
 
 let p: Platform;
 let c: ChatProject;
@@ -43,7 +35,7 @@ async function conversation(messages: string[], open = false): Promise<string> {
 
 t.before(async () => {
   p = await platformFor(t);
-  c = await chatProject(p, { name: 'Search Co', functions: FUNCTIONS });
+  c = await chatProject(p, { name: 'Search Co', functions: MARKING_FUNCTIONS });
   masked = conversationsClient(p, c, await conversationsKey(p, c, ['conversations_data']));
   full = conversationsClient(p, c, await conversationsKey(p, c, ['conversations_data', 'pii']));
   since = new Date(Date.now() - 1000).toISOString();

@@ -1,4 +1,4 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { waitForProjections } from './helpers/projections.js';
 import dgram from 'node:dgram';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -80,28 +80,39 @@ t.teardown(async () => {
   if (!process.env.KEEP) rmSync(dir, { recursive: true, force: true });
 });
 
+/**
+ * A project whose agent greets the caller and asks for a card number, `turn` answering, called from sipp on
+ * 127.0.0.2 (`scenario`) with the caller's media played by the test (`callerMedia`); returned once the caller
+ * has heard the greeting whole (sound, then a second of none): each step after waits for what the caller has
+ * heard (or, spacing the digits, for its own frames), never for the platform to be quick enough.
+ */
+async function cardLineCall(t: Test, o: { name: string; number: string; scenario: string; turn: string }) {
+  const project = await chatProject(p, {
+    name: o.name,
+    functions: { start: 'function start(conv) { conv.say("Hello, you are through to Acme payments. Please key your card number."); }', turn: o.turn },
+  });
+  const sippPort = await quietPort();
+  await bindNumber(project.api, project.agentId, o.number, { host: '127.0.0.2', port: sippPort });
+  const caller = await callerMedia();
+  t.teardown(() => caller.close());
+  const file = scenario(o.scenario, dir, { NUMBER: o.number, AUDIO_IP: '127.0.0.2', AUDIO_PORT: caller.port });
+  const run = runSipp({ scenario: file, target: `127.0.0.1:${sip}`, port: sippPort, mediaPort: await quietPort(), dir });
+  await caller.connected();
+  await caller.until(() => caller.heard.voiced > 20 && caller.heard.quiet >= 50);
+  return { project, caller, run };
+}
+
 t.test('a call is recorded per direction; the card number keyed over the caller\'s speech is muted in the redacted rendering', needsTools, async (t) => {
   const number = '+442079460150';
   // The card number is answered at length, so that the agent speaks while the caller talks on; a 9 has the
   // call transferred (the conversation then ends with the call, after the hang-up; a call the agent ends with
   // conv.end() is the next test).
-  const project = await chatProject(p, {
+  const { project, caller, run } = await cardLineCall(t, {
     name: 'Rec Co',
-    functions: {
-      start: 'function start(conv) { conv.say("Hello, you are through to Acme payments. Please key your card number."); }',
-      turn: 'function turn(conv, message) { if (message === "9") { conv.handoff("sip:desk@127.0.0.2:5999", "card_checked"); return "Goodbye."; } return "Thank you. Please stay on the line while I check the card with your bank, this will take a moment."; }',
-    },
+    number,
+    scenario: 'recording-live.xml',
+    turn: 'function turn(conv, message) { if (message === "9") { conv.handoff("sip:desk@127.0.0.2:5999", "card_checked"); return "Goodbye."; } return "Thank you. Please stay on the line while I check the card with your bank, this will take a moment."; }',
   });
-  const sippPort = await quietPort();
-  await bindNumber(project.api, project.agentId, number, { host: '127.0.0.2', port: sippPort });
-  const caller = await callerMedia();
-  t.teardown(() => caller.close());
-  const file = scenario('recording-live.xml', dir, { NUMBER: number, AUDIO_IP: '127.0.0.2', AUDIO_PORT: caller.port });
-  const run = runSipp({ scenario: file, target: `127.0.0.1:${sip}`, port: sippPort, mediaPort: await quietPort(), dir });
-  await caller.connected();
-  // Each step waits for what the caller has heard (or, spacing the digits, for its own frames), never for the
-  // platform to be quick enough: the greeting first, whole (sound, then a second of none).
-  await caller.until(() => caller.heard.voiced > 20 && caller.heard.quiet >= 50);
   // Then the caller talks, keying the card number while talking (digits 300 ms apart from 800 ms into the speech)...
   caller.talk(trimmed(speak('I am reading my card number to you now, please wait one moment while I find it, it is on the front of the card', dir)));
   await caller.frames(40);
@@ -262,22 +273,13 @@ t.test('a call the agent ends with conv.end() after its goodbye: a key without p
   const number = '+442079460152';
   // conv.end() ends the conversation when the 9's turn is answered, before the goodbye is spoken and the call
   // hung up: the recording goes on for the goodbye's seconds after that.
-  const project = await chatProject(p, {
+  const { project, caller, run } = await cardLineCall(t, {
     name: 'End Co',
-    functions: {
-      start: 'function start(conv) { conv.say("Hello, you are through to Acme payments. Please key your card number."); }',
-      turn: 'function turn(conv, message) { if (message === "9") { conv.end(); return "Thank you, your card is checked and your payment is on its way. Thank you for calling Acme payments today, and goodbye."; } return "Thank you. Press nine when you are done."; }',
-    },
+    number,
+    scenario: 'recording-agent-end.xml',
+    turn: 'function turn(conv, message) { if (message === "9") { conv.end(); return "Thank you, your card is checked and your payment is on its way. Thank you for calling Acme payments today, and goodbye."; } return "Thank you. Press nine when you are done."; }',
   });
-  const sippPort = await quietPort();
-  await bindNumber(project.api, project.agentId, number, { host: '127.0.0.2', port: sippPort });
-  const caller = await callerMedia();
-  t.teardown(() => caller.close());
-  const file = scenario('recording-agent-end.xml', dir, { NUMBER: number, AUDIO_IP: '127.0.0.2', AUDIO_PORT: caller.port });
-  const run = runSipp({ scenario: file, target: `127.0.0.1:${sip}`, port: sippPort, mediaPort: await quietPort(), dir });
-  await caller.connected();
-  // The greeting, whole; then the card number keyed (300 ms apart), and its answer, whole.
-  await caller.until(() => caller.heard.voiced > 20 && caller.heard.quiet >= 50);
+  // The card number keyed (300 ms apart), and its answer, whole.
   for (const d of CARD) {
     caller.key(d);
     await caller.frames(15);

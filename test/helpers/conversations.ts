@@ -30,3 +30,15 @@ export function toQuery(query: Record<string, string | string[]>): string {
   for (const [k, v] of Object.entries(query)) for (const x of Array.isArray(v) ? v : [v]) sp.append(k, x);
   return sp.toString();
 }
+
+/**
+ * An agent's functions that mark a member code as personal data (`conv.mark_pii`): masked for keys without
+ * `pii` although no built-in rule knows it.
+ */
+export const MARKING_FUNCTIONS = {
+  turn: `function turn(conv, message) {
+    const m = /member code (\\w+)/.exec(message);
+    if (m) conv.mark_pii(m[1]);
+    return 'noted';
+  }`,
+};
