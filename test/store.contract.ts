@@ -243,6 +243,11 @@ export async function storeContract(t: Test, makeStore: MakeStore, reopen?: Reop
       ['d2'],
       'and forgets the old value',
     );
+    // $addToSet with $each adds each value once, whether the array exists or the update creates it (mingo alone
+    // would set a missing array to the list as given, duplicates and all).
+    t.same((await docs.update({ id: 'd3' }, { $addToSet: { tags: { $each: ['x', 'y', 'x'] }, fresh: { $each: ['b', 'a', 'b', 'a'] } } }))?.tags, ['x', 'y']);
+    t.same((await docs.get('d3'))?.fresh, ['b', 'a'], 'a missing array: each value once, in order');
+    t.same((await docs.update({ id: 'd-set' }, { $addToSet: { tags: { $each: [{ k: 1 }, { k: 1 }, 'z'] } } }, { upsert: true }))?.tags, [{ k: 1 }, 'z'], 'an upsert: the same');
     t.equal(await docs.update({ id: 'zz' }, { $set: { state: 'x' } }), null, 'no match, no upsert: null');
     t.equal(await docs.update({ state: 'gone' }, { $set: { state: 'x' } }), null);
 

@@ -5,9 +5,9 @@
  * (`gateway/edge/conversations/mask.ts`); the recordings read the journal instead (`actors/recording/marks.ts`).
  *
  * Written by the `conversations` projector (`projectors/conversations.ts`), in the batch that writes the turns
- * they mask and before them: a turn is never readable before its marks. As a projection of its own, projected
- * beside the turns, a turn was shown raw until that other projection caught up (after the turn, while it failed
- * or lagged, while it was rebuilt): `test/conversations.marks-window.test.ts`.
+ * they mask and before them, and kept by its reset: a turn is never readable before its marks. As a projection
+ * of its own, projected beside the turns, a turn was shown raw until that other projection caught up (after the
+ * turn, while it failed or lagged, while it was rebuilt): `test/conversations.marks-window.test.ts`.
  */
 import type { JournalEntry, Store } from '../../store/mod.js';
 
@@ -16,6 +16,14 @@ interface MarksRecord {
   values: string[];
   [k: string]: unknown;
 }
+
+/**
+ * The values of a conversation that mask its turns and mute its recording: the first this many distinct values
+ * marked, in the order they were first marked, for both readers (the projection keeps every value; a function
+ * that marks endlessly must not make each read scan more). Values marked after them are neither masked nor muted
+ * (docs/recordings.md).
+ */
+export const MAX_MARKED_VALUES = 1000;
 
 export const conversationMarks = (store: Store) => store.collection<MarksRecord>({ name: 'conversation_pii_marks', readModel: true });
 
@@ -38,6 +46,6 @@ export async function addMarks(store: Store, conversationId: string, values: str
 export async function projectedMarksOf(store: Store, conversationIds: string[]): Promise<Map<string, string[]>> {
   const out = new Map<string, string[]>(conversationIds.map((id) => [id, []]));
   if (conversationIds.length === 0) return out;
-  for (const r of await conversationMarks(store).find({ id: { $in: conversationIds } })) out.set(r.id, r.values ?? []);
+  for (const r of await conversationMarks(store).find({ id: { $in: conversationIds } })) out.set(r.id, (r.values ?? []).slice(0, MAX_MARKED_VALUES));
   return out;
 }

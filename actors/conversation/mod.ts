@@ -29,7 +29,7 @@ export { pickVariant, runningContent, type Running } from './deployment.js';
 export { conversationOwner, type ConversationOwner } from './owner.js';
 export { conversationRecords, type ConversationRecord } from './record.js';
 export { conversationDocuments, documentJson, type ConversationDocument } from './document.js';
-export { conversationMarks, marksIn, projectedMarksOf } from './marks.js';
+export { conversationMarks, marksIn, MAX_MARKED_VALUES, projectedMarksOf } from './marks.js';
 export {
   conversationHours,
   conversationSpans,

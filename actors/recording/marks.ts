@@ -9,12 +9,10 @@
  * (`actors/conversation/marks.ts`).
  */
 import type { Store } from '../../store/mod.js';
-import { marksIn } from '../conversation/mod.js';
+import { marksIn, MAX_MARKED_VALUES } from '../conversation/mod.js';
 
-const MAX_VALUES = 1000;
-
-/** The values marked in a conversation, from its journal. */
+/** The values marked in a conversation, from its journal: the same first `MAX_MARKED_VALUES` as the projection's. */
 export async function markedValues(store: Store, conversationId: string): Promise<string[]> {
   const entries = await store.journal.ofActor(`conversation/${conversationId}`);
-  return [...new Set(entries.flatMap(marksIn))].slice(0, MAX_VALUES);
+  return [...new Set(entries.flatMap(marksIn))].slice(0, MAX_MARKED_VALUES);
 }

@@ -1,5 +1,6 @@
 import { update as applyUpdate } from 'mingo';
 import type { Modifier } from 'mingo/updater';
+import { isEqual } from 'mingo/util';
 import { applySimpleUpdate } from './simple-update.js';
 import { page, sortWithId } from '../cursor.js';
 import { StoreDuplicateError } from '../errors.js';
@@ -176,9 +177,27 @@ export class LmdbCollection<T extends Doc = Doc> implements Collection<T> {
  * dropped otherwise.
  */
 function modifier<T extends Doc>(update: Update, inserting: boolean): Modifier<T> {
-  const { $setOnInsert, ...rest } = update;
+  const { $setOnInsert, ...given } = update;
+  const rest = distinctEach(given);
   if (!inserting || !isPlainObject($setOnInsert)) return rest as Modifier<T>;
   return Object.assign({}, rest, { $set: Object.assign({}, rest.$set as Record<string, unknown> | undefined, $setOnInsert) }) as Modifier<T>;
+}
+
+/**
+ * `$addToSet` with `$each` adds each value once, as in MongoDB; mingo sets a missing array to the list as given,
+ * duplicates and all. The list is made distinct first (values compared as MongoDB does, whole).
+ */
+function distinctEach(update: Update): Update {
+  const add = update.$addToSet;
+  if (!isPlainObject(add)) return update;
+  let changed: Record<string, unknown> | null = null;
+  for (const [field, value] of Object.entries(add)) {
+    if (!isPlainObject(value) || !Array.isArray(value.$each)) continue;
+    const distinct: unknown[] = [];
+    for (const v of value.$each) if (!distinct.some((d) => isEqual(d, v))) distinct.push(v);
+    if (distinct.length < value.$each.length) (changed ??= { ...add })[field] = { ...value, $each: distinct };
+  }
+  return changed ? { ...update, $addToSet: changed } : update;
 }
 
 /** The fields an upsert starts from: the filter's top-level equality conditions, as in MongoDB. */

@@ -15,11 +15,12 @@
  *
  * A batch reads each conversation's record once, folds all its entries, and writes it once. Every write is
  * idempotent (versioned records and documents, postings and slot entries keyed by conversation), so a batch
- * applied again after a crash changes nothing. `switchboard rebuild conversations` resets and replays it.
+ * applied again after a crash changes nothing. `switchboard rebuild conversations` resets and replays it (the
+ * marks excepted: see `reset`).
  */
 
 import { conversationDocuments, documentOf } from '../document.js';
-import { addMarks, conversationMarks, marksIn } from '../marks.js';
+import { addMarks, marksIn } from '../marks.js';
 import { createEmbedderFromEnv, type Embedder } from '../embedding.js';
 import { conversationRecords, type ConversationRecord } from '../record.js';
 import { conversationHours, conversationSpans, conversationTerms, conversationVectorBuckets, conversationVectors, searchIndexer, type RecordFields, type SearchIndexer } from '../search.js';
@@ -134,8 +135,11 @@ export function conversationsProjector(opts: ConversationsProjectorOptions = {})
         conversationSpans(store).delete({}),
         conversationVectorBuckets(store).delete({}),
       ]);
-      // The marks last: dropped together with (or before) the turns, a turn would be readable unmasked.
-      await conversationMarks(store).delete({});
+      // The marks are kept. A batch a runner is applying while this runs may write its records after they were
+      // dropped here: with the marks dropped too, those turns would read unmasked until the replay wrote the
+      // marks again. Kept, they mask from the first turn the replay writes; the replay only adds to them
+      // (`addMarks`: the same values, in the same order), and a value is only ever marked, never unmarked, so a
+      // kept mark is never one the journal no longer holds.
     },
   };
 }
