@@ -1,14 +1,15 @@
 /**
  * SIGTERM or SIGINT at any point of the start exits 0 promptly, having closed what was open, as a drain would:
  * here while the store waits for a MongoDB server that accepts connections and never answers, and for one
- * that closes each (the driver waits out its server selection timeout in both). The wait for NATS is
- * test/start-order.nats.test.ts's.
+ * that closes each (the driver waits out its server selection timeout in both), and while the platform's modules
+ * still load. The wait for NATS is test/start-order.nats.test.ts's.
  */
 import t from 'tap';
 import { createServer, type Socket } from 'node:net';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { removeDir, starting } from './helpers/platform.js';
 import { MEDIA_ENV } from './helpers/voice.js';
 
@@ -64,3 +65,24 @@ for (const [silent, signal, roles] of [
     t.equal(p.stderr(), '', 'nothing on stderr');
   });
 }
+
+t.test('SIGTERM while the platform\'s modules still load (seconds on a loaded machine): exit 0, promptly', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'sb-start-signals-'));
+  t.teardown(() => removeDir(dataDir));
+  // A preload holds `platform/config.js` back for 2 s once it prints `loading`: the entry module has run by then,
+  // the modules it imports next have not.
+  const slowLoad = pathToFileURL(join(import.meta.dirname, 'fixtures', 'slow-load.js')).href;
+  const held = 2000;
+  const env = { ...MEDIA_ENV, LOG_LEVEL: 'info', NODE_OPTIONS: `--import=${slowLoad}`, SLOW_LOAD_MS: String(held) };
+  const s = starting(t, 'all roles', { dataDir, env });
+  const p = s.process()!;
+  const deadline = Date.now() + 30_000;
+  while (!p.stdout().includes('loading\n') && p.child.exitCode === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+  t.match(p.stdout(), /^loading$/m, 'the modules are loading');
+  p.child.kill('SIGTERM');
+  t.equal(await exitWithin(p.exited, held + PROMPT_MS), 0, 'exits 0, not ended by the signal');
+  t.equal(p.child.signalCode, null);
+  t.match(p.stdout(), /"msg":"stopped while starting"/, 'saying why');
+  t.notMatch(p.stdout(), /serving:/, 'it never served');
+  t.equal(p.stderr(), '', 'nothing on stderr');
+});

@@ -22,6 +22,12 @@ export interface RecordingMeta {
   expires_at: number;
 }
 
+/**
+ * Whether the recording is complete (its last chunks written): what its redacted rendering is made from, once,
+ * and kept. Rendered from one that is not, a redaction would be short by the call's last seconds.
+ */
+export const isComplete = (meta: RecordingMeta): boolean => meta.ended_at !== null;
+
 /** One line of `events`: a digit the caller keyed, at `at_ms` from sample 0. */
 export interface RecordingEvent {
   kind: 'dtmf';

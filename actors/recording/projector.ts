@@ -2,7 +2,7 @@ import type { JournalEntry, Store } from '../../store/mod.js';
 import { openBlobStore, type BlobStore } from '../../store/blobs/mod.js';
 import type { Projector } from '../projection/types.js';
 import { conversationRecords } from '../conversation/mod.js';
-import { RECORDING_COMPLETED, RECORDING_KIND, recordingPrefix, type RecordingMeta, type Redaction } from './layout.js';
+import { isComplete, RECORDING_COMPLETED, RECORDING_KIND, recordingPrefix, type RecordingMeta, type Redaction } from './layout.js';
 import { renderRedacted } from './redact.js';
 import { markedValues } from './marks.js';
 
@@ -28,7 +28,7 @@ export async function audioOf(blobs: BlobStore | undefined, accountId: string, p
 }
 
 const isEnd = (e: JournalEntry) => e.value === 'ended' || e.events.some((x) => x.type === 'conversation.ended');
-const isComplete = (e: JournalEntry) => e.kind === RECORDING_KIND && e.events.some((x) => x.type === RECORDING_COMPLETED);
+const completesRecording = (e: JournalEntry) => e.kind === RECORDING_KIND && e.events.some((x) => x.type === RECORDING_COMPLETED);
 
 /**
  * `recordings`: renders each call's redacted audio once (both tracks muted over the spans, and the spans
@@ -50,7 +50,7 @@ export function recordingsProjector(blobsOf: () => Promise<BlobStore> = defaultB
     kinds: ['conversation', RECORDING_KIND],
     async apply(entries: JournalEntry[], store: Store): Promise<void> {
       const ended = new Set(entries.filter((e) => e.kind === 'conversation' && isEnd(e)).map((e) => e.id));
-      const completed = new Set(entries.filter(isComplete).map((e) => e.id));
+      const completed = new Set(entries.filter(completesRecording).map((e) => e.id));
       if (ended.size === 0 && completed.size === 0) return;
       const blobs = await blobsOf();
       const records = conversationRecords(store);
@@ -67,7 +67,7 @@ export function recordingsProjector(blobsOf: () => Promise<BlobStore> = defaultB
         const prefix = recordingPrefix(r.account_id, r.project_id, r.id);
         const meta = await blobs.read(`${prefix}/meta`);
         // No recording, or one still being written: its `recording.completed` will render it.
-        if (!meta || (JSON.parse(meta.toString()) as RecordingMeta).ended_at === null) continue;
+        if (!meta || !isComplete(JSON.parse(meta.toString()) as RecordingMeta)) continue;
         if (await blobs.read(`${prefix}/redactions`)) continue;
         await renderRedacted(blobs, prefix, r.turns, await markedValues(store, id));
       }

@@ -10,7 +10,7 @@ import { conversationRecords } from '../../../actors/conversation/mod.js';
 import { CONVERSATIONS } from '../../../platform/errors.js';
 import type { Services } from '../../../platform/services.js';
 import type { BlobStore } from '../../../store/blobs/mod.js';
-import { markedValues, mix, RECORDING_RATE, recordingPrefix, redactedTracks, renderRedacted, wavHeader, type RecordingMeta, type Redaction } from '../../../actors/recording/mod.js';
+import { isComplete, markedValues, mix, RECORDING_RATE, recordingPrefix, redactedTracks, renderRedacted, wavHeader, type RecordingMeta, type Redaction } from '../../../actors/recording/mod.js';
 import { bool, oneOf, type RawQuery } from './params.js';
 
 export const DIRECTIONS = ['combined', 'user', 'agent'] as const;
@@ -111,7 +111,7 @@ async function ensureRedacted(
   const done = await blobs.read(`${prefix}/redactions`);
   if (done) return { spans: JSON.parse(done.toString()) as Redaction[] };
   if (record.in_progress) throw CONVERSATIONS.AUDIO_NOT_READY(record.id);
-  if (meta.ended_at === null) {
+  if (!isComplete(meta)) {
     const r = await redactedTracks(blobs, prefix, record.turns, await marked());
     return { spans: r.spans, tracks: { caller: r.caller, agent: r.agent } };
   }
