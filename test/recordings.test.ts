@@ -13,7 +13,8 @@ import { bindNumber, callerMedia, loud, MEDIA_ENV, mediaPorts, rtpPcap, runSipp,
 import { waitFor } from './helpers/wait.js';
 
 // Without sipp, espeak-ng or pocketsphinx these skip locally; with CI=true voiceTools() throws instead.
-const needsTools = voiceTools() ? {} : { skip: 'sipp, espeak-ng or pocketsphinx is not installed' };
+/** A fresh options object per test: tap writes a filtered-out test's skip onto the object it is given. */
+const needsTools = () => (voiceTools() ? {} : { skip: 'sipp, espeak-ng or pocketsphinx is not installed' });
 const CARD = '4111111111111111';
 const RATE = 8000;
 
@@ -102,7 +103,7 @@ async function cardLineCall(t: Test, o: { name: string; number: string; scenario
   return { project, caller, run };
 }
 
-t.test('a call is recorded per direction; the card number keyed over the caller\'s speech is muted in the redacted rendering', needsTools, async (t) => {
+t.test('a call is recorded per direction; the card number keyed over the caller\'s speech is muted in the redacted rendering', needsTools(), async (t) => {
   const number = '+442079460150';
   // The card number is answered at length, so that the agent speaks while the caller talks on; a 9 has the
   // call transferred (the conversation then ends with the call, after the hang-up; a call the agent ends with
@@ -269,7 +270,7 @@ t.test('a call is recorded per direction; the card number keyed over the caller\
   t.match(JSON.parse(noData.bytes.toString()), { error_message: /conversations_data/ });
 });
 
-t.test('a call the agent ends with conv.end() after its goodbye: a key without pii gets the whole recording, muted only over the spans', needsTools, async (t) => {
+t.test('a call the agent ends with conv.end() after its goodbye: a key without pii gets the whole recording, muted only over the spans', needsTools(), async (t) => {
   const number = '+442079460152';
   // conv.end() ends the conversation when the 9's turn is answered, before the goodbye is spoken and the call
   // hung up: the recording goes on for the goodbye's seconds after that.
@@ -335,7 +336,7 @@ t.test('a call the agent ends with conv.end() after its goodbye: a key without p
   }
 });
 
-t.test('a gateway killed mid-call leaves a playable recording up to the crash', needsTools, async (t) => {
+t.test('a gateway killed mid-call leaves a playable recording up to the crash', needsTools(), async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'sb-rec-crash-'));
   const token = `test-operator-crash-${Math.random().toString(36).slice(2)}`;
   let q = await startPlatform({ dataDir, env: { ...MEDIA_ENV, OPERATOR_TOKEN: token, VOICE_NO_INPUT_MS: '20000' } });

@@ -21,7 +21,8 @@ import { waitFor } from './helpers/wait.js';
 
 // sipp and espeak-ng (the agent's voice); missing, these skip locally and fail with CI=true.
 const tools = () => toolAvailable('/usr/bin/sipp', 'sip-tester') && toolAvailable('/usr/bin/espeak-ng', 'espeak-ng');
-const needsTools = tools() ? {} : { skip: 'sipp or espeak-ng is not installed' };
+/** A fresh options object per test: tap writes a filtered-out test's skip onto the object it is given. */
+const needsTools = () => (tools() ? {} : { skip: 'sipp or espeak-ng is not installed' });
 
 let p: Platform;
 let sip: number;
@@ -70,7 +71,7 @@ const platformOut = () => `${p.stdout().slice(-3000)}\n--- stderr ---\n${p.stder
 let project: ChatProject;
 const NUMBER = '+442079460140';
 
-t.test('inbound CANCEL on the first provisional answer: a clean end either way, nothing in progress, the RTP port freed', needsTools, async (t) => {
+t.test('inbound CANCEL on the first provisional answer: a clean end either way, nothing in progress, the RTP port freed', needsTools(), async (t) => {
   project = await chatProject(p, { name: 'Dialog Co', functions: { start: 'function start(conv) { conv.say("Key a digit."); }', turn: 'function turn(conv, message) { return "You pressed " + message + "."; }' } });
   const sippPort = await quietPort();
   await bindNumber(project.api, project.agentId, NUMBER, { host: '127.0.0.2', port: sippPort });
@@ -92,7 +93,7 @@ t.test('inbound CANCEL on the first provisional answer: a clean end either way, 
   t.ok(freed, `the RTP port ${rtpPort} is free again`, { platform: freed ? '' : platformOut() });
 });
 
-t.test('re-INVITE mid-call: 200 OK with SDP, the call goes on, the next answer reaches the new audio port', needsTools, async (t) => {
+t.test('re-INVITE mid-call: 200 OK with SDP, the call goes on, the next answer reaches the new audio port', needsTools(), async (t) => {
   const sippPort = await quietPort();
   await bindNumber(project.api, project.agentId, '+442079460141', { host: '127.0.0.2', port: sippPort });
   const before = await audioSink();
@@ -116,7 +117,7 @@ t.test('re-INVITE mid-call: 200 OK with SDP, the call goes on, the next answer r
   t.ok((await voiceCalls(project)).every((x: any) => x.in_progress === false), 'nothing in progress; the one RTP port served this call after the cancelled one');
 });
 
-t.test('outbound through a trunk with digest auth: 401 challenge, INVITE again with valid Authorization, success', needsTools, async (t) => {
+t.test('outbound through a trunk with digest auth: 401 challenge, INVITE again with valid Authorization, success', needsTools(), async (t) => {
   const port = await quietPort();
   const c = await project.api('POST', `/v1/agents/${project.agentId}/telephony/connectors`, { name: 'digest trunk', host: '127.0.0.2', port, transport: 'udp', username: 'acct7', password: 's3cret-pw' });
   t.equal(c.status, 201, c.text);

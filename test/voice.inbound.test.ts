@@ -11,7 +11,8 @@ import { bindNumber, callerMedia, MEDIA_ENV, mediaPorts, rtpPcap, runSipp, scena
 import { waitFor } from './helpers/wait.js';
 
 // Without sipp, espeak-ng or pocketsphinx these skip locally; with CI=true voiceTools() throws instead.
-const needsTools = voiceTools() ? {} : { skip: 'sipp, espeak-ng or pocketsphinx is not installed' };
+/** A fresh options object per test: tap writes a filtered-out test's skip onto the object it is given. */
+const needsTools = () => (voiceTools() ? {} : { skip: 'sipp, espeak-ng or pocketsphinx is not installed' });
 const NUMBER = '+442079460123';
 const GREETING = 'Hello, you are through to the Acme dental practice. We can help with appointments, opening hours, parking and prices. How can I help you today?';
 
@@ -69,7 +70,7 @@ async function endedCalls(project: ChatProject, n = 1): Promise<any[]> {
   });
 }
 
-t.test('an inbound call: spoken question and DTMF become turns of a VOICE-SIP conversation, the answers are spoken', needsTools, async (t) => {
+t.test('an inbound call: spoken question and DTMF become turns of a VOICE-SIP conversation, the answers are spoken', needsTools(), async (t) => {
   const project = await chatProject(p, {
     name: 'Voice Co',
     topics: [['Opening hours', 'We are open from 9am to 5pm, Monday to Friday.'], ['Parking', 'Free parking is available behind the building.']],
@@ -122,7 +123,7 @@ t.test('an inbound call: spoken question and DTMF become turns of a VOICE-SIP co
   t.equal(c.metrics.CALL_DURATION, String(c.total_duration));
 });
 
-t.test('barge-in: the caller speaks over the greeting, the greeting stops; then silence turns', needsTools, async (t) => {
+t.test('barge-in: the caller speaks over the greeting, the greeting stops; then silence turns', needsTools(), async (t) => {
   const number = '+442079460124';
   const project = await chatProject(p, { name: 'Barge Co', functions: { start: `function start(conv) { conv.say(${JSON.stringify(GREETING)}); }` } });
   const sippPort = await quietPort();
@@ -152,7 +153,7 @@ t.test('barge-in: the caller speaks over the greeting, the greeting stops; then 
   t.equal(c.num_silences, c.turns.filter((x: any) => x.is_silence).length, 'num_silences counts them');
 });
 
-t.test('handoff on a call: a REFER to the destination, then BYE; the record has the handoff', needsTools, async (t) => {
+t.test('handoff on a call: a REFER to the destination, then BYE; the record has the handoff', needsTools(), async (t) => {
   const number = '+442079460125';
   const sippPort = await quietPort();
   const destination = 'sip:desk@127.0.0.2:5999';
@@ -176,7 +177,7 @@ t.test('handoff on a call: a REFER to the destination, then BYE; the record has 
   t.equal(c.turns[c.turns.length - 1].user_input_dtmf, '0');
 });
 
-t.test('SIP over TCP: a call from sipp with -t t1 runs the same way', needsTools, async (t) => {
+t.test('SIP over TCP: a call from sipp with -t t1 runs the same way', needsTools(), async (t) => {
   const number = '+442079460128';
   const project = await chatProject(p, { name: 'Tcp Co', functions: { start: 'function start(conv) { conv.say("Key a digit."); }', turn: 'function turn(conv, message) { return "You pressed " + message + "."; }' } });
   const sippPort = await quietPort();

@@ -16,7 +16,8 @@ import { admin } from './helpers/tenants.js';
 import { conversationsClient, conversationsKey } from './helpers/conversations.js';
 import { runSipp, scenario, voiceTools, quietPort } from './helpers/voice.js';
 
-const needsTools = voiceTools() ? {} : { skip: 'sipp, espeak-ng or pocketsphinx is not installed' };
+/** A fresh options object per test: tap writes a filtered-out test's skip onto the object it is given. */
+const needsTools = () => (voiceTools() ? {} : { skip: 'sipp, espeak-ng or pocketsphinx is not installed' });
 
 let p: Platform;
 let project: ChatProject;
@@ -60,7 +61,7 @@ async function statusesUntil(token: string, sid: string, done: (b: any) => boole
   throw new Error(`status never settled: ${seen.join(' → ')}`);
 }
 
-t.test('an answered call: header at sipp, conversation after connect, agent speech as RTP, success', needsTools, async (t) => {
+t.test('an answered call: header at sipp, conversation after connect, agent speech as RTP, success', needsTools(), async (t) => {
   const port = await quietPort();
   const token = await trunkTo(port);
   const sink = dgram.createSocket('udp4');
@@ -106,7 +107,7 @@ t.test('an answered call: header at sipp, conversation after connect, agent spee
 });
 
 for (const [code, reason, expected] of [[486, 'Busy Here', /busy/], [603, 'Decline', /rejected/]] as const) {
-  t.test(`a ${code} answer: failure, ${expected.source}`, needsTools, async (t) => {
+  t.test(`a ${code} answer: failure, ${expected.source}`, needsTools(), async (t) => {
     const port = await quietPort();
     const token = await trunkTo(port);
     const sipp = runSipp({ scenario: scenario('outbound-reject.xml', dir, { STATUS: code, REASON: reason }), port, mediaPort: await quietPort(), dir });
@@ -120,7 +121,7 @@ for (const [code, reason, expected] of [[486, 'Busy Here', /busy/], [603, 'Decli
   });
 }
 
-t.test('nobody answers within the ring timeout: CANCEL, failure with no answer', needsTools, async (t) => {
+t.test('nobody answers within the ring timeout: CANCEL, failure with no answer', needsTools(), async (t) => {
   const port = await quietPort();
   const token = await trunkTo(port);
   const sipp = runSipp({ scenario: scenario('outbound-no-answer.xml', dir), port, mediaPort: await quietPort(), dir });

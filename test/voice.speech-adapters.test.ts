@@ -19,7 +19,8 @@ import { bindNumber, MEDIA_ENV, mediaPorts, rtpPcap, runSipp, scenario, SIPP_PCA
 import { toolAvailable } from './helpers/tools.js';
 
 const tools = () => toolAvailable('/usr/bin/sipp', 'sip-tester') && toolAvailable('/usr/bin/espeak-ng', 'espeak-ng');
-const needsTools = tools() ? {} : { skip: 'sipp or espeak-ng is not installed' };
+/** A fresh options object per test: tap writes a filtered-out test's skip onto the object it is given. */
+const needsTools = () => (tools() ? {} : { skip: 'sipp or espeak-ng is not installed' });
 const TRANSCRIPT = 'what are your opening hours';
 
 const body = (rq: IncomingMessage) => new Promise<Buffer>((r) => { const c: Buffer[] = []; rq.on('data', (d) => c.push(d)); rq.on('end', () => r(Buffer.concat(c))); });
@@ -60,7 +61,7 @@ async function standIn(dir: string) {
   return { seen, url: `http://127.0.0.1:${port}/v1`, close: () => new Promise((r) => server.close(r)) };
 }
 
-t.test('an inbound call with both adapters set: the stand-in transcript is the turn, its speech reaches sipp', needsTools, async (t) => {
+t.test('an inbound call with both adapters set: the stand-in transcript is the turn, its speech reaches sipp', needsTools(), async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'sb-voice-adapters-'));
   const model = await standIn(dir);
   const p: Platform = await startPlatform({
