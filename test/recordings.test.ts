@@ -336,10 +336,11 @@ t.test('a call the agent ends with conv.end() after its goodbye: a key without p
   }
 });
 
-t.test('a gateway killed mid-call leaves a playable recording up to the crash', needsTools(), async (t) => {
+t.test('a gateway killed mid-call leaves a playable recording up to the crash, completed and rendered once its conversation ends idle', needsTools(), async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'sb-rec-crash-'));
   const token = `test-operator-crash-${Math.random().toString(36).slice(2)}`;
-  let q = await startPlatform({ dataDir, env: { ...MEDIA_ENV, OPERATOR_TOKEN: token, VOICE_NO_INPUT_MS: '20000' } });
+  // The conversation ends idle 15 s after its last turn (the greeting's), once nothing feeds it.
+  let q = await startPlatform({ dataDir, env: { ...MEDIA_ENV, OPERATOR_TOKEN: token, VOICE_NO_INPUT_MS: '20000', CONVERSATION_IDLE_MS: '15000' } });
   t.teardown(async () => {
     await q.stop();
     removeDir(dataDir);
@@ -374,4 +375,14 @@ t.test('a gateway killed mid-call leaves a playable recording up to the crash', 
   t.ok(voicedFrames(s).length > 20, 'with the agent\'s speech in it');
   const combined = await audio(q, project, key, c.id);
   samplesOf(t, combined.bytes, 'combined after the crash');
+
+  // Nothing feeds the conversation any more: it ends idle, and the recording is completed as it was written up
+  // to the crash and rendered once, as any other (its row lists the redactions: none here).
+  const readAgain = conversationsClient(q, project, key);
+  const row = await waitFor(async () => ((await readAgain({ channel: 'VOICE-SIP' })).body.conversations ?? []).find((x: any) => x.id === c.id && !x.in_progress && x.audio?.redactions) ?? null, 60_000);
+  t.same(row.audio.redactions, [], 'the row lists the redacted rendering\'s spans: none');
+  const red = await audio(q, project, key, c.id, 'redacted=true');
+  t.equal(red.status, 200);
+  t.equal(red.headers.get('x-audio-redacted'), 'true');
+  t.same(samplesOf(t, red.bytes, 'redacted after the crash'), samplesOf(t, (await audio(q, project, key, c.id)).bytes, 'combined once ended'), 'the redacted rendering: the whole recording, nothing muted');
 });

@@ -28,6 +28,12 @@ export async function audioOf(blobs: BlobStore | undefined, accountId: string, p
 }
 
 const isEnd = (e: JournalEntry) => e.value === 'ended' || e.events.some((x) => x.type === 'conversation.ended');
+/** When an entry ends its conversation for being idle (no turn, no audio event for `CONVERSATION_IDLE_MS`), the end's time. */
+const idleEnd = (e: JournalEntry): number | null => {
+  const ended = e.events.find((x) => x.type === 'conversation.ended' && x.data.reason === 'idle');
+  const at = ended ? Date.parse(String(ended.data.ended_at)) : Number.NaN;
+  return Number.isFinite(at) ? at : null;
+};
 const completesRecording = (e: JournalEntry) => e.kind === RECORDING_KIND && e.events.some((x) => x.type === RECORDING_COMPLETED);
 
 /**
@@ -41,6 +47,11 @@ const completesRecording = (e: JournalEntry) => e.kind === RECORDING_KIND && e.e
  * entry is appended), a completion finds the conversation's end in its journal (appended before). The two
  * kinds may sit in different partitions; both checks read what was written before the entry that triggers
  * them, so whichever is applied last sees both. Idempotent: an entry seen again finds the rendering done.
+ *
+ * A media gateway that died mid-call never completes its recording. Its conversation, with no media feeding it
+ * any more, ends idle: a live call never does (its caller's speech, silence and digits are all turns). So a
+ * recording still incomplete when its conversation ends idle is completed here, as what was written up to the
+ * crash (the meta's `ended_at`: the conversation's end), and rendered.
  * It opens the deployment's blob store from the environment (DATA_DIR or MONGODB_URL, as the process that
  * runs it is configured), since a projector is handed the record store only.
  */
@@ -50,6 +61,11 @@ export function recordingsProjector(blobsOf: () => Promise<BlobStore> = defaultB
     kinds: ['conversation', RECORDING_KIND],
     async apply(entries: JournalEntry[], store: Store): Promise<void> {
       const ended = new Set(entries.filter((e) => e.kind === 'conversation' && isEnd(e)).map((e) => e.id));
+      const idled = new Map<string, number>();
+      for (const e of entries) {
+        const at = e.kind === 'conversation' ? idleEnd(e) : null;
+        if (at !== null) idled.set(e.id, at);
+      }
       const completed = new Set(entries.filter(completesRecording).map((e) => e.id));
       if (ended.size === 0 && completed.size === 0) return;
       const blobs = await blobsOf();
@@ -65,9 +81,13 @@ export function recordingsProjector(blobsOf: () => Promise<BlobStore> = defaultB
         }
         if (!r || r.channel !== 'VOICE-SIP' || r.in_progress) continue;
         const prefix = recordingPrefix(r.account_id, r.project_id, r.id);
-        const meta = await blobs.read(`${prefix}/meta`);
-        // No recording, or one still being written: its `recording.completed` will render it.
-        if (!meta || !isComplete(JSON.parse(meta.toString()) as RecordingMeta)) continue;
+        const raw = await blobs.read(`${prefix}/meta`);
+        if (!raw) continue;
+        const meta = JSON.parse(raw.toString()) as RecordingMeta;
+        const orphanedAt = isComplete(meta) ? undefined : idled.get(id);
+        // Still being written: its `recording.completed` will render it.
+        if (!isComplete(meta) && orphanedAt === undefined) continue;
+        if (orphanedAt !== undefined) await blobs.put(`${prefix}/meta`, Buffer.from(JSON.stringify({ ...meta, ended_at: orphanedAt } satisfies RecordingMeta)));
         if (await blobs.read(`${prefix}/redactions`)) continue;
         await renderRedacted(blobs, prefix, r.turns, await markedValues(store, id));
       }

@@ -1,0 +1,58 @@
+/**
+ * The recordings projector's rule for a recording its media gateway never completed (it died mid-call): rendered
+ * once its conversation ends idle (nothing feeds a conversation whose call's media is gone), never at another end
+ * while it is incomplete (a live gateway is still writing its last chunks). Real LMDB store and blob store; the
+ * whole path, a gateway killed mid-call, is `test/recordings.test.ts`'s.
+ */
+import t from 'tap';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openBlobStore, type BlobStore } from '../store/blobs/mod.js';
+import type { JournalEntry } from '../store/mod.js';
+import { conversationRecords } from '../actors/conversation/mod.js';
+import { recordingPrefix, type RecordingMeta } from '../actors/recording/mod.js';
+import { recordingsProjector } from '../actors/recording/projector.js';
+import { storeFor } from './helpers/store.js';
+import { removeDir } from './helpers/platform.js';
+
+const store = await storeFor(t, 'sb-recproj-');
+const blobsDir = mkdtempSync(join(tmpdir(), 'sb-recproj-blobs-'));
+t.teardown(() => removeDir(blobsDir));
+const blobs: BlobStore = await openBlobStore({ dataDir: blobsDir });
+const projector = recordingsProjector(async () => blobs);
+const owner = { account_id: 'acc', project_id: 'proj' };
+const T0 = Date.parse('2026-03-02T10:00:00.000Z');
+let seq = 0;
+
+/** A call's conversation, ended, with a recording of a second per track whose meta says it is still being written. */
+async function endedCall(id: string): Promise<string> {
+  await conversationRecords(store).insert({ id, ...owner, channel: 'VOICE-SIP', in_progress: false, turns: [], snapshot_version: 3 } as never);
+  const prefix = recordingPrefix(owner.account_id, owner.project_id, id);
+  const meta: RecordingMeta = { conversation_id: id, ...owner, call_sid: `sid-${id}`, started_at: T0, ended_at: null, expires_at: T0 + 86_400_000 * 365 * 10 };
+  await blobs.put(`${prefix}/meta`, Buffer.from(JSON.stringify(meta)));
+  for (const track of ['caller', 'agent']) await blobs.putChunk(`${prefix}/${track}`, 0, Buffer.alloc(16_000, 1));
+  return prefix;
+}
+const end = (id: string, reason: string, at: number): JournalEntry => ({
+  seq: ++seq, key: `conversation/${id}`, kind: 'conversation', id, shard: 0, version: 3, at, value: 'ended',
+  events: [{ type: 'conversation.ended', data: { ...owner, channel: 'VOICE-SIP', ended_at: new Date(at).toISOString(), reason, crashed: false } }],
+});
+const metaOf = async (prefix: string) => JSON.parse((await blobs.read(`${prefix}/meta`))!.toString()) as RecordingMeta;
+
+t.test('an incomplete recording whose conversation ends idle: completed as written, and rendered', async (t) => {
+  const prefix = await endedCall('c-idle');
+  await projector.apply([end('c-idle', 'idle', T0 + 1_800_000)], store);
+  t.equal((await metaOf(prefix)).ended_at, T0 + 1_800_000, 'complete: ended when its conversation did');
+  t.same(JSON.parse((await blobs.read(`${prefix}/redactions`))!.toString()), [], 'rendered (nothing to mute)');
+  t.equal((await blobs.read(`${prefix}/redacted-caller`))?.length, 16_000, 'the whole caller track');
+});
+
+for (const reason of ['closed', 'agent']) {
+  t.test(`an incomplete recording whose conversation ends ${reason}: left to its gateway, which is still writing it`, async (t) => {
+    const prefix = await endedCall(`c-${reason}`);
+    await projector.apply([end(`c-${reason}`, reason, T0 + 60_000)], store);
+    t.equal((await metaOf(prefix)).ended_at, null, 'not completed here');
+    t.equal(await blobs.read(`${prefix}/redactions`), null, 'not rendered');
+  });
+}
