@@ -195,9 +195,9 @@ function distinctEach(update: Update): Update {
     if (!isPlainObject(value) || !Array.isArray(value.$each)) continue;
     const distinct: unknown[] = [];
     for (const v of value.$each) if (!distinct.some((d) => isEqual(d, v))) distinct.push(v);
-    if (distinct.length < value.$each.length) (changed ??= { ...add })[field] = { ...value, $each: distinct };
+    if (distinct.length < value.$each.length) (changed ??= { ...add })[field] = Object.assign({}, value, { $each: distinct });
   }
-  return changed ? { ...update, $addToSet: changed } : update;
+  return changed ? Object.assign({}, update, { $addToSet: changed }) : update;
 }
 
 /** The fields an upsert starts from: the filter's top-level equality conditions, as in MongoDB. */
