@@ -96,20 +96,20 @@ t.test('the tap: a project\'s own retention wins, 0 records nothing; frames land
   const blobs = new FsBlobStore(dir);
   const own: Record<string, number | undefined> = { none: 0, short: 2 };
   const rec = new Recordings(blobs, { retentionDays: 30, chunkMs: 100_000, projectRetentionDays: async (p) => own[p], log: () => {} });
-  // The tap reaches only a call's audio/digit entry points and the RTP session's send hook.
-  const callOf = () => ({ heard: 0, audio(_: Int16Array) { this.heard++; }, digit(_: string) {} });
+  // The tap reaches only a call's digit entry point and the RTP session's receive and send hooks.
   const tapped = async (project: string) => {
-    const call = callOf();
-    const rtp: { onSent: ((b: Buffer) => void) | null } = { onSent: null };
+    const call = { digit(_: string) {} };
+    // A tap set before this one (another per-direction tap) still gets the caller's frames.
+    const before = { heard: 0 };
+    const rtp: { onSent: ((b: Buffer) => void) | null; onReceived: ((pcm: Int16Array, ts: number) => void) | null } = { onSent: null, onReceived: () => before.heard++ };
     const h = rec.tap({ conversationId: `c-${project}`, callSid: 'IN-x', accountId: 'a', projectId: project }, 'PCMU', call as never, rtp as never)!;
-    call.audio(new Int16Array(160).fill(1000));
+    rtp.onReceived!(new Int16Array(160).fill(1000), 123_456);
     call.digit('5');
     rtp.onSent!(Buffer.alloc(160, 0xff));
     await h.end(Date.now());
-    return call;
+    return before;
   };
-  const call = await tapped('short');
-  t.equal(call.heard, 1, 'the call still gets its audio');
+  t.equal((await tapped('short')).heard, 1, 'the tap set before still gets the caller\'s audio');
   const meta = JSON.parse((await blobs.read('rec/a/short/c-short/meta'))!.toString());
   t.equal(meta.expires_at - meta.started_at, 2 * 86_400_000, 'the project\'s 2 days');
   t.ok(meta.ended_at >= meta.started_at, 'the end is recorded');
@@ -138,10 +138,10 @@ t.test('a complete recording is journaled once its last writes are done; a digit
   };
   const own: Record<string, number | undefined> = { none: 0 };
   const rec = new Recordings(blobs, { retentionDays: 30, chunkMs: 100_000, projectRetentionDays: async (p) => own[p], log: () => {}, journal });
-  const call = { audio(_: Int16Array) {}, digit(_: string) {} };
-  const rtp: { onSent: ((b: Buffer) => void) | null } = { onSent: null };
+  const call = { digit(_: string) {} };
+  const rtp: { onSent: ((b: Buffer) => void) | null; onReceived: ((pcm: Int16Array, ts: number) => void) | null } = { onSent: null, onReceived: null };
   const h = rec.tap({ conversationId: 'c1', callSid: 'IN-1', accountId: 'a', projectId: 'p' }, 'PCMU', call as never, rtp as never)!;
-  call.audio(new Int16Array(160).fill(1000));
+  rtp.onReceived!(new Int16Array(160).fill(1000), 0);
   t.same(appended, [], 'nothing journaled while the call runs');
   await h.end(Date.now());
   t.equal(appended.length, 1, 'one entry once the call has ended');
@@ -155,13 +155,54 @@ t.test('a complete recording is journaled once its last writes are done; a digit
   // 280 ms, ahead of the clock; a digit arriving with them is placed where the caller's audio then is, not at 100 ms.
   const started = 1_000_000;
   const r = new CallRecorder(blobs, { conversation_id: 'c3', account_id: 'a', project_id: 'p', call_sid: 'IN-3', started_at: started }, Promise.resolve(started + 86_400_000), 100_000, () => {});
-  for (let i = 0; i < 10; i++) r.frame('caller', new Int16Array(160).fill(1000), started + 100);
+  for (let i = 0; i < 10; i++) r.callerFrame(new Int16Array(160).fill(1000), started + 100, 7_000 + i * 160);
   r.digit('5', started + 100);
   // After a stall (no audio for a second), the digit is at its arrival: the next frame fills the gap with silence.
   r.digit('6', started + 1200);
   await r.end(started + 2000);
   const events = (await blobs.read('rec/a/p/c3/events'))!.toString().trim().split('\n').map((l) => JSON.parse(l));
   t.same(events.map((e) => [e.digit, e.at_ms]), [['5', 280], ['6', 1200]]);
+});
+
+t.test('the caller\'s frames are placed by their RTP timestamps: a stall, a lost packet, a wrapped clock, a new stream', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'sb-blobs-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const blobs = new FsBlobStore(dir);
+  const started = 1_000_000;
+  const r = new CallRecorder(blobs, { conversation_id: 'c4', account_id: 'a', project_id: 'p', call_sid: 'IN-4', started_at: started }, Promise.resolve(started + 86_400_000), 100_000, () => {});
+  // Frame n carries the value n + 1; its timestamp starts near the 32-bit wrap.
+  const T = 0xffffffff - 800;
+  const frame = (n: number, at: number) => r.callerFrame(new Int16Array(160).fill(n + 1), started + at, (T + n * 160) >>> 0);
+  const agent = (n: number, at: number) => r.frame('agent', new Int16Array(160).fill(100 + n), started + at);
+  // Frames 0 to 4 on time (frame n ends at 20 (n + 1) ms), and the agent's with them.
+  for (let n = 0; n < 5; n++) {
+    frame(n, 20 * (n + 1));
+    agent(n, 20 * (n + 1));
+  }
+  // A stall from 100 to 400 ms: frames 5 to 19 arrive at once at 400 ms (the clock wraps past frame 5), with a
+  // digit keyed after frame 9 among them; frames 20 to 24 on time again.
+  for (let n = 5; n < 10; n++) frame(n, 400);
+  r.digit('7', started + 400);
+  for (let n = 10; n < 20; n++) frame(n, 400);
+  for (let n = 20; n < 25; n++) frame(n, 20 * (n + 1));
+  // Frame 25 is lost: 20 ms of silence where it belonged.
+  frame(26, 540);
+  // A new stream (a re-INVITE): timestamps from elsewhere, placed by arrival, then by their own clock again.
+  r.callerFrame(new Int16Array(160).fill(90), started + 1000, 2_000_000_000);
+  r.callerFrame(new Int16Array(160).fill(91), started + 1020, 2_000_000_160);
+  await r.end(started + 2000);
+  const read = async (track: string) => {
+    const b = (await blobs.read(`rec/a/p/c4/${track}`))!;
+    return Array.from({ length: b.length / 320 }, (_, i) => b.readInt16LE(i * 320));
+  };
+  const caller = await read('caller');
+  t.same(caller.slice(0, 25), Array.from({ length: 25 }, (_, n) => n + 1), 'frames 0 to 24 in their 20 ms places, the stalled ones too');
+  t.same(caller.slice(25, 28), [0, 27, 0], 'the lost frame silent, the next in its place');
+  t.equal(caller.indexOf(90), 49, 'the new stream\'s first frame where it arrived (980 ms)');
+  t.equal(caller[50], 91, 'and the next after it');
+  t.same((await read('agent')).slice(0, 5), [100, 101, 102, 103, 104], 'the agent\'s track on the same timeline');
+  const events = (await blobs.read('rec/a/p/c4/events'))!.toString().trim().split('\n').map((l) => JSON.parse(l));
+  t.same(events.map((e) => [e.digit, e.at_ms]), [['7', 200]], 'the digit with the audio it came with (frame 9 ends at 200 ms), not 200 ms later');
 });
 
 t.test('e-mail addresses are found by a scan from each @, as the pattern they replace found them', async (t) => {

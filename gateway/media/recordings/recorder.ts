@@ -4,6 +4,14 @@ import { RECORDING_RATE, recordingPrefix, type RecordingEvent, type RecordingMet
 
 type Direction = 'caller' | 'agent';
 
+/**
+ * How far the caller's RTP clock may put a frame from where its arrival would (samples): further, and the clock
+ * is not this stream's any more (a new stream after a re-INVITE, a sender that restarted its timestamps, one
+ * whose clock stopped while it sent nothing), so the frame is placed by its arrival and the clock set from it.
+ * An event-loop stall that delays frames by more than this is placed by arrival too.
+ */
+const MAX_CLOCK_SKEW = 2 * RECORDING_RATE;
+
 interface Track {
   /** Samples written (flushed or pending) so far. */
   written: number;
@@ -13,9 +21,12 @@ interface Track {
 
 /**
  * One call's recorder: the caller's audio as the gateway heard it and the agent's as it was sent, each
- * on its own track of one timeline (a frame goes where its arrival time puts it; a gap is filled with
- * silence, so both parties speaking at once, barge-in, stays two overlapping tracks). Every `chunkMs` what
- * is pending becomes one durable chunk per track, so a gateway that dies loses at most that much.
+ * on its own track of one timeline (a gap is filled with silence, so both parties speaking at once, barge-in,
+ * stays two overlapping tracks). An agent's frame goes where the time it was sent puts it; a caller's where
+ * its RTP timestamp does, on the clock set by its first frame's arrival: frames that reach the gateway late
+ * (an event-loop stall, a network burst) are still placed when they were spoken, and the caller's track does
+ * not drift later than the agent's. Every `chunkMs` what is pending becomes one durable chunk per track, so a
+ * gateway that dies loses at most that much.
  */
 export class CallRecorder {
   private readonly tracks: Record<Direction, Track> = { caller: { written: 0, pending: [], chunk: 0 }, agent: { written: 0, pending: [], chunk: 0 } };
@@ -29,6 +40,10 @@ export class CallRecorder {
   /** Set when the project's retention turns out to be 0: nothing is written. */
   private off = false;
   private meta: RecordingMeta | null = null;
+  /** The caller's RTP clock: the timestamp of its last frame and where that frame belongs (samples). */
+  private clock: { timestamp: number; at: number } | null = null;
+  /** How late the caller's last frame arrived after the time its timestamp gives it (samples, at least 0). */
+  private callerLag = 0;
   readonly prefix: string;
 
   constructor(
@@ -53,14 +68,37 @@ export class CallRecorder {
     this.timer.unref();
   }
 
-  /** A 20 ms frame of one party at epoch ms `at`. */
+  /** A 20 ms frame of one party at epoch ms `at` (its arrival, or when it was sent). */
   frame(dir: Direction, pcm: Int16Array, at: number): void {
     if (this.ended) return;
+    // Arrival times jitter: a frame up to a frame late is taken as following the previous one.
+    this.place(dir, pcm, this.sampleAt(at) - pcm.length, FRAME_SAMPLES);
+  }
+
+  /** A 20 ms frame of the caller's audio that arrived at epoch ms `at`, with its RTP `timestamp` (8 kHz units). */
+  callerFrame(pcm: Int16Array, at: number, timestamp: number): void {
+    if (this.ended) return;
+    const arrival = this.sampleAt(at) - pcm.length;
+    // The difference of two 32-bit timestamps, across their wrap.
+    let pos = this.clock ? this.clock.at + ((timestamp - this.clock.timestamp) | 0) : arrival;
+    if (Math.abs(pos - arrival) > MAX_CLOCK_SKEW) pos = arrival;
+    this.clock = { timestamp, at: pos };
+    this.callerLag = Math.max(0, arrival - pos);
+    // The clock is exact: any gap is audio that never came (a lost packet), kept as silence.
+    this.place('caller', pcm, pos, 0);
+  }
+
+  private sampleAt(at: number): number {
+    return Math.round(((at - this.ids.started_at) * RECORDING_RATE) / 1000);
+  }
+
+  /**
+   * Puts `pcm` on a track at sample `pos`: past the track's end by more than `tolerance`, after silence up to
+   * there; before it (a burst that overlaps what is written), right after it, so nothing is ever dropped.
+   */
+  private place(dir: Direction, pcm: Int16Array, pos: number, tolerance: number): void {
     const t = this.tracks[dir];
-    const pos = Math.round(((at - this.ids.started_at) * RECORDING_RATE) / 1000) - pcm.length;
-    // Late by more than a frame: silence up to where this frame belongs. Early (a burst from the jitter
-    // buffer): right after the previous frame, so nothing is ever dropped.
-    if (pos - t.written > FRAME_SAMPLES) {
+    if (pos - t.written > tolerance) {
       const gap = new Int16Array(pos - t.written);
       t.pending.push(gap);
       t.written += gap.length;
@@ -75,14 +113,16 @@ export class CallRecorder {
   }
 
   /**
-   * A digit the caller keyed, arriving at epoch ms `at`, placed on the caller's track as a frame arriving
-   * then would be: at its arrival time, or at the track's end when early frames (a burst) have already put
-   * the caller's audio past it, so that its span mutes the audio heard with it.
+   * A digit the caller keyed, arriving at epoch ms `at`, placed on the caller's track where the audio heard
+   * with it is: at its arrival less how late the caller's audio was then arriving (a digit delayed by the same
+   * stall as the audio around it), or at the track's end when frames sent ahead of the clock (a burst) have
+   * already put the caller's audio past that, so that its span mutes the audio heard with it.
    */
   digit(digit: string, at: number): void {
     if (this.ended) return;
-    const trackMs = (this.tracks.caller.written * 1000) / RECORDING_RATE;
-    this.events.push({ kind: 'dtmf', digit, at_ms: Math.max(at - this.ids.started_at, Math.round(trackMs)) });
+    const arrival = this.sampleAt(at) - this.callerLag;
+    const pos = Math.max(arrival, this.tracks.caller.written);
+    this.events.push({ kind: 'dtmf', digit, at_ms: Math.round((pos * 1000) / RECORDING_RATE) });
   }
 
   private queue(f: () => Promise<void>): void {

@@ -33,8 +33,8 @@ const DAY = 86_400_000;
 
 /**
  * The media gateway's recordings: `tap` is the one hook in a call (gateway/media/server.ts `callOf`): it
- * records the caller's frames as they reach turn-taking, the agent's as the RTP session sends them, and
- * the caller's digits, with their times. `sweep` deletes recordings past their retention.
+ * records the caller's frames as the RTP session receives them (in order, with their RTP timestamps), the
+ * agent's as it sends them, and the caller's digits as they reach the call, with their times. `sweep` deletes recordings past their retention.
  */
 export class Recordings {
   private sweeper: NodeJS.Timeout | null = null;
@@ -50,12 +50,12 @@ export class Recordings {
     });
     const ids = { conversation_id: p.conversationId, account_id: p.accountId, project_id: p.projectId, call_sid: p.callSid, started_at: now };
     const rec = new CallRecorder(this.blobs, ids, expires, this.o.chunkMs, (msg, extra) => this.o.log('warn', msg, extra));
-    const audio = call.audio.bind(call);
-    const digit = call.digit.bind(call);
-    call.audio = (pcm) => {
-      rec.frame('caller', pcm, Date.now());
-      audio(pcm);
+    const received = rtp.onReceived;
+    rtp.onReceived = (pcm, timestamp) => {
+      rec.callerFrame(pcm, Date.now(), timestamp);
+      received?.(pcm, timestamp);
     };
+    const digit = call.digit.bind(call);
     call.digit = (d) => {
       rec.digit(d, Date.now());
       digit(d);

@@ -51,6 +51,11 @@ export class RtpSession {
   onDrained: (() => void) | null = null;
   /** Called with every frame sent (for per-direction taps, e.g. recordings). */
   onSent: ((payload: Buffer) => void) | null = null;
+  /**
+   * Called with every frame of the caller's audio received, decoded, in order, before `onAudio`, with its RTP
+   * timestamp (for per-direction taps: recordings place it by that clock, not by when it arrived).
+   */
+  onReceived: ((pcm: Int16Array, timestamp: number) => void) | null = null;
   /** Counts for tests and the benchmark. */
   readonly stats = { received: 0, sent: 0, rejected: 0 };
 
@@ -144,8 +149,11 @@ export class RtpSession {
       return;
     }
     for (const q of this.jitter.push(p)) {
-      if (q.payloadType === PAYLOAD_TYPE.PCMU) this.o.onAudio(decode('PCMU', q.payload));
-      else if (q.payloadType === PAYLOAD_TYPE.PCMA) this.o.onAudio(decode('PCMA', q.payload));
+      const codec = q.payloadType === PAYLOAD_TYPE.PCMU ? 'PCMU' : q.payloadType === PAYLOAD_TYPE.PCMA ? 'PCMA' : null;
+      if (!codec) continue;
+      const pcm = decode(codec, q.payload);
+      this.onReceived?.(pcm, q.timestamp);
+      this.o.onAudio(pcm);
     }
   }
 
