@@ -112,7 +112,9 @@ t.test('re-INVITE mid-call: 200 OK with SDP, the call goes on, the next answer r
   t.ok(before.got.voiced > 5, `the greeting reached the first port (${before.got.voiced} voiced packets)`);
   t.ok(after.got.voiced > 5, `the answer after the re-INVITE reached the new port (${after.got.voiced} voiced packets)`);
   t.ok(atReinvite >= 0 && before.got.packets - atReinvite <= 1, 'and nothing more went to the old port');
-  const [c] = await waitFor(async () => (await voiceCalls(project)).filter((x: any) => x.in_progress === false && x.to_number === '+442079460141'));
+  // Until the call has ended (its hang-up waits for the recording's last writes before it closes the conversation):
+  // an empty list is no answer yet.
+  const c = await waitFor(async () => (await voiceCalls(project)).find((x: any) => x.in_progress === false && x.to_number === '+442079460141'));
   t.equal(c.turns.find((x: any) => x.user_input_dtmf === '7')?.agent_response, 'You pressed 7.', 'the DTMF turn after the re-INVITE was answered');
   t.ok((await voiceCalls(project)).every((x: any) => x.in_progress === false), 'nothing in progress; the one RTP port served this call after the cancelled one');
 });
