@@ -84,10 +84,12 @@ export function recordingsProjector(blobsOf: () => Promise<BlobStore> = defaultB
         const raw = await blobs.read(`${prefix}/meta`);
         if (!raw) continue;
         const meta = JSON.parse(raw.toString()) as RecordingMeta;
-        const orphanedAt = isComplete(meta) ? undefined : idled.get(id);
-        // Still being written: its `recording.completed` will render it.
-        if (!isComplete(meta) && orphanedAt === undefined) continue;
-        if (orphanedAt !== undefined) await blobs.put(`${prefix}/meta`, Buffer.from(JSON.stringify({ ...meta, ended_at: orphanedAt } satisfies RecordingMeta)));
+        if (!isComplete(meta)) {
+          const orphanedAt = idled.get(id);
+          // Still being written: its `recording.completed` will render it.
+          if (orphanedAt === undefined) continue;
+          await blobs.put(`${prefix}/meta`, Buffer.from(JSON.stringify({ ...meta, ended_at: orphanedAt } satisfies RecordingMeta)));
+        }
         if (await blobs.read(`${prefix}/redactions`)) continue;
         await renderRedacted(blobs, prefix, r.turns, await markedValues(store, id));
       }

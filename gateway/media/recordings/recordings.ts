@@ -34,7 +34,8 @@ const DAY = 86_400_000;
 /**
  * The media gateway's recordings: `tap` is the one hook in a call (gateway/media/server.ts `callOf`): it
  * records the caller's frames as the RTP session receives them (in order, with their RTP timestamps), the
- * agent's as it sends them, and the caller's digits as they reach the call, with their times. `sweep` deletes recordings past their retention.
+ * agent's as it sends them, and the caller's digits as they reach the call, with their times. `sweep` deletes
+ * recordings past their retention.
  */
 export class Recordings {
   private sweeper: NodeJS.Timeout | null = null;
