@@ -2,13 +2,14 @@
  * Slow clients. A slow-loris client (many connections to the edge, each dribbling header lines) is
  * disconnected once the header deadline passes (408), and while the edge is under such an attack the socket
  * gateway in the same process still accepts and serves a messaging session: the edge holds at most
- * EDGE_MAX_CONNECTIONS connections, so the process's file descriptors (here a small `ulimit -n`) are not used
+ * EDGE_MAX_CONNECTIONS connections, so the process's file descriptors (here a small open-file limit, set once it serves) are not used
  * up. A body dribbled to the socket gateway is answered 408 once its deadline passes, and a WebSocket peer
  * that answers no pings is closed after the socket idle timeout.
  * Deadlines are set small through the environment; bounds are generous multiples of them.
  */
 import t from 'tap';
 import net from 'node:net';
+import { readdirSync, readFileSync } from 'node:fs';
 import { connect, is, T, messagingProject, type MessagingProject } from './helpers/messaging.js';
 import { http } from './helpers/http.js';
 import { platformFor, type Platform } from './helpers/platform.js';
@@ -21,6 +22,8 @@ const MAX_CONNECTIONS = 32;
 /** The platform needs a few dozen descriptors of its own; an attack of ATTACKERS connections would take the rest. */
 const FD_LIMIT = 160;
 const ATTACKERS = 200;
+/** What the cap leaves free through the attack, at least: without it the attack would take every descriptor. */
+const SPARE_FDS = 32;
 /** Generous: the deadline, Node's check interval and a loaded machine's delays several times over. */
 const BOUND_MS = 5 * HEADERS_TIMEOUT_MS + 3000;
 
@@ -38,6 +41,9 @@ t.before(async () => {
       SOCKET_IDLE_TIMEOUT_S: String(SOCKET_IDLE_TIMEOUT_S),
     },
   });
+  // The limit is the process's own, in force before any attack.
+  const limits = readFileSync(`/proc/${p.child.pid}/limits`, 'utf8');
+  t.match(limits, new RegExp(`^Max open files\\s+${FD_LIMIT}\\s+${FD_LIMIT}\\s`, 'm'), `the platform may open ${FD_LIMIT} files`);
   // Everything that needs the edge is set up before the attacks.
   m = await messagingProject(p);
 });
@@ -120,6 +126,15 @@ t.test("while the edge is slow-loris'd, the socket gateway accepts and serves a 
     }
   };
   const attackers = Array.from({ length: ATTACKERS }, attacker);
+  // The process's open files, sampled through the attack: the edge's cap leaves the rest free.
+  let peak = 0;
+  const sampler = setInterval(() => {
+    try {
+      peak = Math.max(peak, readdirSync(`/proc/${p.child.pid}/fd`).length);
+    } catch {
+      // a descriptor closed while being listed
+    }
+  }, 50);
   await new Promise((r) => setTimeout(r, 500));
   try {
     const step = 15_000;
@@ -138,11 +153,13 @@ t.test("while the edge is slow-loris'd, the socket gateway accepts and serves a 
       await c.close();
     }
   } finally {
+    clearInterval(sampler);
     attacking = false;
     for (const c of live) c.stop();
     await Promise.all(attackers);
   }
   t.ok(opened > ATTACKERS, `the attack was sustained (${opened} connections)`);
+  t.ok(peak > 0 && peak <= FD_LIMIT - SPARE_FDS, `at most ${FD_LIMIT - SPARE_FDS} files open during the attack (${peak})`);
   t.equal((await http(p.edge, 'GET', '/healthz')).status, 200, 'the edge serves once the attack stops');
 });
 

@@ -33,7 +33,11 @@ export interface StartOptions {
   roles?: string[];
   /** Pass no OPERATOR_TOKEN so the platform generates one. */
   generateToken?: boolean;
-  /** Start the process with this open-file limit (`ulimit -n`), as a small machine would have. */
+  /**
+   * Lower the process's open-file limit to this (`prlimit --nofile`) once it serves, as a small machine would
+   * have it. Not at the start: Node's module loader reads the whole import graph at once, a burst of open
+   * files several times what the running process holds, which a limit this low would refuse.
+   */
   fdLimit?: number;
   /** A command the platform is started through, which execs it (`prlimit`, `setpriv`): the pid stays the platform's. */
   prefix?: string[];
@@ -64,8 +68,7 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
   // whose JavaScript stack and open handles say where it waits.
   const args = [...NODE_FLAGS, '--report-on-signal', `--report-directory=${dataDir}`, MAIN, ...(opts.roles ?? [])];
   // `exec` keeps the pid: signals sent to the child reach the platform, not a shell.
-  const [node, ...rest] = [...(opts.prefix ?? []), process.execPath, ...args];
-  const [command, argv] = opts.fdLimit ? ['/bin/sh', ['-c', `ulimit -n ${opts.fdLimit} && exec "$0" "$@"`, node, ...rest]] : [node, rest];
+  const [command, ...argv] = [...(opts.prefix ?? []), process.execPath, ...args];
   const child = spawn(command, argv, {
     env: {
       ...process.env,
@@ -115,6 +118,7 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
       reject(new Error(`platform exited with ${code}:\n${out}\n${err}`));
     });
   });
+  if (opts.fdLimit) await lowerFdLimit(child, opts.fdLimit);
   const generated = /OPERATOR_TOKEN=(\S+)/.exec(out)?.[1];
   return {
     ...ready,
@@ -128,6 +132,15 @@ export async function startPlatform(opts: StartOptions = {}): Promise<Platform> 
       return exited;
     },
   };
+}
+
+/** Sets a running process's open-file limit, soft and hard (`prlimit` from util-linux). */
+async function lowerFdLimit(child: ChildProcess, limit: number): Promise<void> {
+  const prlimit = spawn('prlimit', ['--pid', String(child.pid), `--nofile=${limit}:${limit}`], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  prlimit.stderr!.on('data', (d) => (err += d));
+  const code = await new Promise<number | null>((resolve, reject) => prlimit.once('error', reject).once('exit', resolve));
+  if (code !== 0) throw new Error(`prlimit --nofile=${limit} failed (${code}): ${err}`);
 }
 
 /** A platform process being started: the promise of its start, and the process as soon as it is spawned. */
