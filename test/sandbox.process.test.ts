@@ -12,6 +12,7 @@ import { inheritedDescriptors } from '../platform/inherited-descriptors.js';
 import { openStore } from '../store/mod.js';
 import { loadConfig } from '../platform/config.js';
 import { sandboxNodes } from './helpers/processes.js';
+import { eventually } from './helpers/eventually.js';
 
 const conv: ConvInput = { conversation_id: 'c', channel: 'chat', environment: 'live', variant: null, state: {}, integration_attributes: {}, metadata: {}, sip_headers: {}, variables: {} };
 const call = (source: string, extra: Partial<InvokeRequest> = {}): InvokeRequest => ({ functions: { f: source }, name: 'f', conv, args: [], ...extra });
@@ -124,6 +125,28 @@ t.test('what QuickJS cannot stop itself is contained: the call fails, the proces
     t.same(next.ok ? next.value : next.error, 2, `${what}: the next call is served`);
     t.not(s.pids()[0], pid, `${what}: by a fresh process (one that was interrupted from outside is not trusted again)`);
   }
+});
+
+t.test("a call that costs its process holds its project's slot until a new process is ready", async (t) => {
+  // Two processes, one call at a time per project and per account: when A's call crashes its process, A's next
+  // call waits for the replacement (A pays for the cold start it caused) though the other process is free;
+  // B's, of another account, is not held.
+  const s = createFunctionSandbox({ processes: 2, projectConcurrency: 1, timeoutMs: 30_000 });
+  t.teardown(() => s.close());
+  await s.start();
+  const before = await eventually(async () => s.pids().length === 2 && s.pids(), 30_000, 'two ready processes');
+  const crash = s.invoke(call('() => eval("(".repeat(100000) + "1" + ")".repeat(100000))', { account: 'a', project: 'A' }));
+  // The ready processes as each call answers.
+  const answered = (r: Promise<InvokeResult>) => r.then((result) => ({ result, pids: s.pids() }));
+  const next = answered(s.invoke(call('() => 2', { account: 'a', project: 'A' })));
+  const crashed = await crash;
+  t.equal(crashed.ok ? 'ok' : crashed.error.kind, 'error', 'the crashing call is a function error');
+  const other = await answered(s.invoke(call('() => 3', { account: 'b', project: 'B' })));
+  t.same(other.result.ok && other.result.value, 3, "B's call is served");
+  t.ok(other.pids.every((pid) => before.includes(pid)), 'on the free process, before the replacement is ready');
+  const { result: second, pids: after } = await next;
+  t.same(second.ok && second.value, 2, "A's next call is served");
+  t.ok(after.some((pid) => !before.includes(pid)), `once a new process was ready (${before} before, ${after} when it answered)`);
 });
 
 t.test('a short time limit: the pool starting or replacing its process is not counted as waiting', async (t) => {

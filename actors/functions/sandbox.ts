@@ -117,6 +117,12 @@ export function createFunctionSandbox(options: FunctionSandboxOptions = {}): Fun
   let isolation: Promise<IsolationReport> | null = null;
   let layer: IsolationLayer | null = null;
   let startFailures = 0;
+  /**
+   * Projects whose call cost its process (killed, crashed or retired past the ceiling), oldest first: each
+   * keeps that call's slot in the fair queue until a new process is ready, so the cold start counts against
+   * the project that caused it, not against whoever the pool would have served meanwhile.
+   */
+  const restarting: string[] = [];
   let nextId = 1;
   let closed = false;
   /** Time the pool has spent with no ready process, up to `starvedSince` (when the current such spell began). */
@@ -174,6 +180,8 @@ export function createFunctionSandbox(options: FunctionSandboxOptions = {}): Fun
     proc.started().then(
       () => {
         startFailures = 0;
+        const charged = restarting.shift();
+        if (charged !== undefined) queue.done(charged);
         pump();
       },
       () => undefined,
@@ -182,10 +190,11 @@ export function createFunctionSandbox(options: FunctionSandboxOptions = {}): Fun
 
   function dispatch(proc: SandboxProcess, project: string, job: Job): void {
     void proc.call(job.message).then((reply) => {
-      queue.done(project);
       finish(job, reply);
       // A failed WebAssembly module, or memory that WebAssembly will not give back: start afresh.
       if (proc.alive && (reply.fatal || proc.rss > ceiling)) proc.kill();
+      if (proc.isReady) queue.done(project);
+      else restarting.push(project);
       pump();
     });
   }
