@@ -3,7 +3,7 @@ import { natsAvailable } from './helpers/nats.js';
 import { eventually } from './helpers/eventually.js';
 import { startCluster } from './helpers/cluster.js';
 
-// This file takes 90 to 110 s on a 2-core machine (it starts three clusters of worker processes and kills one in each), close to the suite's 120 s per
+// This file takes 90 to 110 s on a 2-core machine (it starts three clusters of worker processes and kills one in each), within reach of the suite's 180 s per
 // file: it asks the runner for more, so that a slower or busier machine does not fail it on time alone.
 t.setTimeout(300_000);
 

@@ -5,7 +5,7 @@ import { platformFor, removeDir, startPlatform } from './helpers/platform.js';
 import { startNats } from './helpers/nats.js';
 import { admin } from './helpers/tenants.js';
 
-// This file takes 90 to 110 s on a 2-core machine (it starts and stops nine platform processes), close to the suite's 120 s per
+// This file takes 90 to 110 s on a 2-core machine (it starts and stops nine platform processes), within reach of the suite's 180 s per
 // file: it asks the runner for more, so that a slower or busier machine does not fail it on time alone.
 t.setTimeout(300_000);
 

@@ -25,7 +25,7 @@ const CHILD = join(DIST, 'test', 'helpers', 'journal-child.js');
 const PROJECTOR = join(DIST, 'test', 'helpers', 'projector.js');
 const dir = mkdtempSync(join(tmpdir(), 'sb-journal-'));
 t.teardown(() => removeDir(dir));
-// A replay on a loaded machine may take longer than tap's default for a file; STALL_MS bounds a stuck one.
+// A replay on a loaded machine may take longer than the suite's 180 s a file; STALL_MS bounds a stuck one.
 t.setTimeout(300_000);
 
 /** Starts the child; resolves once it printed a line matching `until`. */

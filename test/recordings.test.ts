@@ -15,7 +15,7 @@ import { waitFor } from './helpers/wait.js';
 // Without sipp, espeak-ng or pocketsphinx these skip locally; with CI=true voiceTools() throws instead.
 /** A fresh options object per test: tap writes a filtered-out test's skip onto the object it is given. */
 const needsTools = () => (voiceTools() ? {} : { skip: 'sipp, espeak-ng or pocketsphinx is not installed' });
-// Three calls of 20 to 40 s each, one of them waiting out its conversation's idle end: more than tap's 120 s a file
+// Three calls of 20 to 40 s each, one of them waiting out its conversation's idle end: more than the suite's 180 s a file
 // on a loaded machine.
 t.setTimeout(300_000);
 const CARD = '4111111111111111';

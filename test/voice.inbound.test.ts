@@ -13,7 +13,7 @@ import { waitFor } from './helpers/wait.js';
 // Without sipp, espeak-ng or pocketsphinx these skip locally; with CI=true voiceTools() throws instead.
 /** A fresh options object per test: tap writes a filtered-out test's skip onto the object it is given. */
 const needsTools = () => (voiceTools() ? {} : { skip: 'sipp, espeak-ng or pocketsphinx is not installed' });
-// Five calls, one held 24 s: room beyond tap's 120 s a file on a loaded machine.
+// Five calls, one held 24 s: room beyond the suite's 180 s a file on a loaded machine.
 t.setTimeout(300_000);
 const NUMBER = '+442079460123';
 const GREETING = 'Hello, you are through to the Acme dental practice. We can help with appointments, opening hours, parking and prices. How can I help you today?';

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { DIST } from './helpers/platform.js';
 import { freePort } from './helpers/nats.js';
 
-// This file takes 90 to 110 s on a 2-core machine (it runs the README's walkthrough end to end on real processes), close to the suite's 120 s per
+// This file takes 90 to 110 s on a 2-core machine (it runs the README's walkthrough end to end on real processes), within reach of the suite's 180 s per
 // file: it asks the runner for more, so that a slower or busier machine does not fail it on time alone.
 t.setTimeout(300_000);
 
