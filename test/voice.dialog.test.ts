@@ -28,6 +28,7 @@ let p: Platform;
 let sip: number;
 let dir: string;
 let rtpPort: number;
+let project: ChatProject;
 t.before(async () => {
   if (!tools()) return;
   dir = mkdtempSync(join(tmpdir(), 'sb-voice-dialog-'));
@@ -37,6 +38,8 @@ t.before(async () => {
   rtpPort = await quietPort(RTP_PORTS);
   p = await startPlatform({ env: { ...MEDIA_ENV, RTP_PORT_MIN: String(rtpPort), RTP_PORT_MAX: String(rtpPort + 1), VOICE_NO_INPUT_MS: '60000', VOICE_INTER_DIGIT_MS: '800' } });
   sip = mediaPorts(p.stdout()).sip;
+  // One project for the file's calls, made here so that any test runs alone (`--grep`).
+  project = await chatProject(p, { name: 'Dialog Co', functions: { start: 'function start(conv) { conv.say("Key a digit."); }', turn: 'function turn(conv, message) { return "You pressed " + message + "."; }' } });
 });
 t.teardown(async () => {
   if (!p) return;
@@ -68,11 +71,9 @@ async function voiceCalls(project: ChatProject): Promise<any[]> {
 /** What the platform printed, for a failed dialog: its log is where the SIP stack's and the calls' errors go. */
 const platformOut = () => `${p.stdout().slice(-3000)}\n--- stderr ---\n${p.stderr().slice(-3000)}`;
 
-let project: ChatProject;
 const NUMBER = '+442079460140';
 
 t.test('inbound CANCEL on the first provisional answer: a clean end either way, nothing in progress, the RTP port freed', needsTools(), async (t) => {
-  project = await chatProject(p, { name: 'Dialog Co', functions: { start: 'function start(conv) { conv.say("Key a digit."); }', turn: 'function turn(conv, message) { return "You pressed " + message + "."; }' } });
   const sippPort = await quietPort();
   await bindNumber(project.api, project.agentId, NUMBER, { host: '127.0.0.2', port: sippPort });
   const file = scenario('inbound-cancel.xml', dir, { NUMBER, AUDIO_IP: '127.0.0.2', AUDIO_PORT: await quietPort() });
