@@ -173,7 +173,7 @@ t.test('the caller\'s frames are placed by their RTP timestamps: a stall, a lost
   // Frame n carries the value n + 1; its timestamp starts near the 32-bit wrap.
   const T = 0xffffffff - 800;
   const frame = (n: number, at: number) => r.callerFrame(new Int16Array(160).fill(n + 1), started + at, (T + n * 160) >>> 0);
-  const agent = (n: number, at: number) => r.frame('agent', new Int16Array(160).fill(100 + n), started + at);
+  const agent = (n: number, at: number) => r.agentFrame(new Int16Array(160).fill(100 + n), started + at);
   // Frames 0 to 4 on time (frame n ends at 20 (n + 1) ms), and the agent's with them.
   for (let n = 0; n < 5; n++) {
     frame(n, 20 * (n + 1));

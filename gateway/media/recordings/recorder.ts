@@ -68,11 +68,11 @@ export class CallRecorder {
     this.timer.unref();
   }
 
-  /** A 20 ms frame of one party at epoch ms `at` (its arrival, or when it was sent). */
-  frame(dir: Direction, pcm: Int16Array, at: number): void {
+  /** A 20 ms frame of the agent's audio, sent at epoch ms `at` (the caller's go through `callerFrame`). */
+  agentFrame(pcm: Int16Array, at: number): void {
     if (this.ended) return;
-    // Arrival times jitter: a frame up to a frame late is taken as following the previous one.
-    this.place(dir, pcm, this.sampleAt(at) - pcm.length, FRAME_SAMPLES);
+    // Send times jitter with the event loop: a frame up to a frame late is taken as following the previous one.
+    this.place('agent', pcm, this.sampleAt(at) - pcm.length, FRAME_SAMPLES);
   }
 
   /** A 20 ms frame of the caller's audio that arrived at epoch ms `at`, with its RTP `timestamp` (8 kHz units). */
@@ -109,7 +109,7 @@ export class CallRecorder {
 
   /** The agent's frame as sent (G.711 of the call's codec). */
   sent(codec: Codec, payload: Buffer, at: number): void {
-    this.frame('agent', decode(codec, payload), at);
+    this.agentFrame(decode(codec, payload), at);
   }
 
   /**
