@@ -8,8 +8,11 @@ import { parseRange } from '../gateway/edge/conversations/audio.js';
 import { FsBlobStore } from '../store/blobs/mod.js';
 import { Recordings } from '../gateway/media/recordings/recordings.js';
 import { CallRecorder } from '../gateway/media/recordings/recorder.js';
+import type { RtpSession } from '../gateway/media/rtp/session.js';
 
 /** The Luhn check digit of a body of digits. */
+/** An RTP timestamp far from any clock these tests' frames run on: a sender whose events keep a clock of their own. */
+const OTHER_CLOCK = 3_000_000_000;
 const checkDigit = (body: string) => [...'0123456789'].find((d) => luhn(body + d))!;
 
 t.test('card numbers: any 12-18 digit body with its Luhn check digit is a card number; a wrong check digit is not', async (t) => {
@@ -96,20 +99,19 @@ t.test('the tap: a project\'s own retention wins, 0 records nothing; frames land
   const blobs = new FsBlobStore(dir);
   const own: Record<string, number | undefined> = { none: 0, short: 2 };
   const rec = new Recordings(blobs, { retentionDays: 30, chunkMs: 100_000, projectRetentionDays: async (p) => own[p], log: () => {} });
-  // The tap reaches only a call's digit entry point and the RTP session's receive and send hooks.
+  // The tap reaches only the RTP session's receive, digit and send hooks.
   const tapped = async (project: string) => {
-    const call = { digit(_: string) {} };
-    // A tap set before this one (another per-direction tap) still gets the caller's frames.
-    const before = { heard: 0 };
-    const rtp: { onSent: ((b: Buffer) => void) | null; onReceived: ((pcm: Int16Array, ts: number) => void) | null } = { onSent: null, onReceived: () => before.heard++ };
-    const h = rec.tap({ conversationId: `c-${project}`, callSid: 'IN-x', accountId: 'a', projectId: project }, 'PCMU', call as never, rtp as never)!;
+    // A tap set before this one (another per-direction tap) still gets the caller's frames and digits.
+    const before = { heard: 0, keyed: '' };
+    const rtp: Pick<RtpSession, 'onSent' | 'onReceived' | 'onDigitReceived'> = { onSent: null, onReceived: () => before.heard++, onDigitReceived: (d) => (before.keyed += d) };
+    const h = rec.tap({ conversationId: `c-${project}`, callSid: 'IN-x', accountId: 'a', projectId: project }, 'PCMU', rtp as RtpSession)!;
     rtp.onReceived!(new Int16Array(160).fill(1000), 123_456);
-    call.digit('5');
+    rtp.onDigitReceived!('5', 123_616);
     rtp.onSent!(Buffer.alloc(160, 0xff));
     await h.end(Date.now());
     return before;
   };
-  t.equal((await tapped('short')).heard, 1, 'the tap set before still gets the caller\'s audio');
+  t.same(await tapped('short'), { heard: 1, keyed: '5' }, 'the tap set before still gets the caller\'s audio and digits');
   const meta = JSON.parse((await blobs.read('rec/a/short/c-short/meta'))!.toString());
   t.equal(meta.expires_at - meta.started_at, 2 * 86_400_000, 'the project\'s 2 days');
   t.ok(meta.ended_at >= meta.started_at, 'the end is recorded');
@@ -138,27 +140,27 @@ t.test('a complete recording is journaled once its last writes are done; a digit
   };
   const own: Record<string, number | undefined> = { none: 0 };
   const rec = new Recordings(blobs, { retentionDays: 30, chunkMs: 100_000, projectRetentionDays: async (p) => own[p], log: () => {}, journal });
-  const call = { digit(_: string) {} };
-  const rtp: { onSent: ((b: Buffer) => void) | null; onReceived: ((pcm: Int16Array, ts: number) => void) | null } = { onSent: null, onReceived: null };
-  const h = rec.tap({ conversationId: 'c1', callSid: 'IN-1', accountId: 'a', projectId: 'p' }, 'PCMU', call as never, rtp as never)!;
+  const rtp: Pick<RtpSession, 'onSent' | 'onReceived' | 'onDigitReceived'> = { onSent: null, onReceived: null, onDigitReceived: null };
+  const h = rec.tap({ conversationId: 'c1', callSid: 'IN-1', accountId: 'a', projectId: 'p' }, 'PCMU', rtp as RtpSession)!;
   rtp.onReceived!(new Int16Array(160).fill(1000), 0);
   t.same(appended, [], 'nothing journaled while the call runs');
   await h.end(Date.now());
   t.equal(appended.length, 1, 'one entry once the call has ended');
   t.match(appended[0], { key: 'recording/c1', kind: 'recording', events: [{ type: 'recording.completed', data: { conversation_id: 'c1', account_id: 'a', project_id: 'p', call_sid: 'IN-1' } }] });
   t.ok((appended[0].meta as { ended_at: number | null }).ended_at !== null, 'appended after the meta says the recording ended');
-  const off = rec.tap({ conversationId: 'c2', callSid: 'IN-2', accountId: 'a', projectId: 'none' }, 'PCMU', call as never, rtp as never)!;
+  const off = rec.tap({ conversationId: 'c2', callSid: 'IN-2', accountId: 'a', projectId: 'none' }, 'PCMU', rtp as RtpSession)!;
   await off.end(Date.now());
   t.equal(appended.length, 1, 'a call recorded with 0 days of retention: nothing journaled');
 
   // A burst: ten frames arriving at once 100 ms into the call (the first placed to end there) take the track to
-  // 280 ms, ahead of the clock; a digit arriving with them is placed where the caller's audio then is, not at 100 ms.
+  // 280 ms, ahead of the clock; a digit arriving with them (its events on a clock of their own, as sipp's
+  // recorded ones are) is placed where the caller's audio then is, not at 100 ms.
   const started = 1_000_000;
   const r = new CallRecorder(blobs, { conversation_id: 'c3', account_id: 'a', project_id: 'p', call_sid: 'IN-3', started_at: started }, Promise.resolve(started + 86_400_000), 100_000, () => {});
   for (let i = 0; i < 10; i++) r.callerFrame(new Int16Array(160).fill(1000), started + 100, 7_000 + i * 160);
-  r.digit('5', started + 100);
+  r.digit('5', started + 100, OTHER_CLOCK);
   // After a stall (no audio for a second), the digit is at its arrival: the next frame fills the gap with silence.
-  r.digit('6', started + 1200);
+  r.digit('6', started + 1200, OTHER_CLOCK);
   await r.end(started + 2000);
   const events = (await blobs.read('rec/a/p/c3/events'))!.toString().trim().split('\n').map((l) => JSON.parse(l));
   t.same(events.map((e) => [e.digit, e.at_ms]), [['5', 280], ['6', 1200]]);
@@ -182,7 +184,7 @@ t.test('the caller\'s frames are placed by their RTP timestamps: a stall, a lost
   // A stall from 100 to 400 ms: frames 5 to 19 arrive at once at 400 ms (the clock wraps past frame 5), with a
   // digit keyed after frame 9 among them; frames 20 to 24 on time again.
   for (let n = 5; n < 10; n++) frame(n, 400);
-  r.digit('7', started + 400);
+  r.digit('7', started + 400, OTHER_CLOCK);
   for (let n = 10; n < 20; n++) frame(n, 400);
   for (let n = 20; n < 25; n++) frame(n, 20 * (n + 1));
   // Frame 25 is lost: 20 ms of silence where it belonged.
@@ -203,6 +205,28 @@ t.test('the caller\'s frames are placed by their RTP timestamps: a stall, a lost
   t.same((await read('agent')).slice(0, 5), [100, 101, 102, 103, 104], 'the agent\'s track on the same timeline');
   const events = (await blobs.read('rec/a/p/c4/events'))!.toString().trim().split('\n').map((l) => JSON.parse(l));
   t.same(events.map((e) => [e.digit, e.at_ms]), [['7', 200]], 'the digit with the audio it came with (frame 9 ends at 200 ms), not 200 ms later');
+});
+
+t.test('a digit on the audio\'s RTP clock is placed by its timestamp, also when the audio paused; one on a clock of its own by its arrival', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'sb-blobs-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const blobs = new FsBlobStore(dir);
+  const started = 1_000_000;
+  const r = new CallRecorder(blobs, { conversation_id: 'c5', account_id: 'a', project_id: 'p', call_sid: 'IN-5', started_at: started }, Promise.resolve(started + 86_400_000), 100_000, () => {});
+  const T = 40_000;
+  const frame = (n: number, at: number) => r.callerFrame(new Int16Array(160).fill(n + 1), started + at, T + n * 160);
+  // Frames 0 to 4 on time, then 5 to 9 held up by a stall and arriving at 400 ms (200 ms late), then nothing:
+  // the caller's phone stops its audio while the caller keys (silence suppression).
+  for (let n = 0; n < 5; n++) frame(n, 20 * (n + 1));
+  for (let n = 5; n < 10; n++) frame(n, 400);
+  // A tone that began at 1,000 ms on the caller's clock, its first event packet arriving 10 ms later, on time:
+  // the last audio's lateness (200 ms) no longer applies.
+  r.digit('8', started + 1010, T + 50 * 160);
+  // A digit whose events run on a clock of their own, arriving at 1,500 ms: by its arrival less that lateness.
+  r.digit('9', started + 1500, OTHER_CLOCK);
+  await r.end(started + 2000);
+  const events = (await blobs.read('rec/a/p/c5/events'))!.toString().trim().split('\n').map((l) => JSON.parse(l));
+  t.same(events.map((e) => [e.digit, e.at_ms]), [['8', 1000], ['9', 1300]]);
 });
 
 t.test('e-mail addresses are found by a scan from each @, as the pattern they replace found them', async (t) => {

@@ -236,7 +236,7 @@ export class MediaGateway {
         },
       },
     );
-    const recording = this.o.recordings?.tap(p, codec, call, rtp) ?? null;
+    const recording = this.o.recordings?.tap(p, codec, rtp) ?? null;
     this.live.add(call);
     return call;
   }

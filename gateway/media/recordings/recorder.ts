@@ -113,15 +113,18 @@ export class CallRecorder {
   }
 
   /**
-   * A digit the caller keyed, arriving at epoch ms `at`, placed on the caller's track where the audio heard
-   * with it is: at its arrival less how late the caller's audio was then arriving (a digit delayed by the same
-   * stall as the audio around it), or at the track's end when frames sent ahead of the clock (a burst) have
-   * already put the caller's audio past that, so that its span mutes the audio heard with it.
+   * A digit the caller keyed, arriving at epoch ms `at` with its RTP `timestamp`. A sender that keeps its
+   * events on its audio's clock (RFC 4733's rule) has the digit placed by it, where the tone began, like its
+   * frames. Otherwise (events on a clock of their own, more than MAX_CLOCK_SKEW away) it is placed where the
+   * audio heard with it is: at its arrival less how late the caller's audio was last arriving (a digit delayed by
+   * the same stall as the audio around it), or at the track's end when frames sent ahead of the clock (a burst)
+   * have already put the caller's audio past that, so that its span mutes the audio heard with it.
    */
-  digit(digit: string, at: number): void {
+  digit(digit: string, at: number, timestamp: number): void {
     if (this.ended) return;
-    const arrival = this.sampleAt(at) - this.callerLag;
-    const pos = Math.max(arrival, this.tracks.caller.written);
+    const arrival = this.sampleAt(at);
+    const onClock = this.clock ? this.clock.at + ((timestamp - this.clock.timestamp) | 0) : null;
+    const pos = onClock !== null && Math.abs(onClock - arrival) <= MAX_CLOCK_SKEW ? onClock : Math.max(arrival - this.callerLag, this.tracks.caller.written);
     this.events.push({ kind: 'dtmf', digit, at_ms: Math.round((pos * 1000) / RECORDING_RATE) });
   }
 

@@ -1,6 +1,5 @@
 import type { BlobStore } from '../../../store/blobs/mod.js';
 import type { JournalStore } from '../../../store/mod.js';
-import type { VoiceCall } from '../call.js';
 import type { Codec } from '../rtp/codec.js';
 import type { RtpSession } from '../rtp/session.js';
 import { CallRecorder } from './recorder.js';
@@ -33,15 +32,14 @@ const DAY = 86_400_000;
 
 /**
  * The media gateway's recordings: `tap` is the one hook in a call (gateway/media/server.ts `callOf`): it
- * records the caller's frames as the RTP session receives them (in order, with their RTP timestamps), the
- * agent's as it sends them, and the caller's digits as they reach the call, with their times. `sweep` deletes
- * recordings past their retention.
+ * records the caller's frames and digits as the RTP session receives them (in order, with their times and
+ * RTP timestamps), and the agent's frames as it sends them. `sweep` deletes recordings past their retention.
  */
 export class Recordings {
   private sweeper: NodeJS.Timeout | null = null;
   constructor(readonly blobs: BlobStore, private readonly o: RecordingsOptions) {}
 
-  tap(p: RecordedCall, codec: Codec, call: VoiceCall, rtp: RtpSession): { end(at: number): Promise<void> } | null {
+  tap(p: RecordedCall, codec: Codec, rtp: RtpSession): { end(at: number): Promise<void> } | null {
     const now = Date.now();
     const own = this.o.projectRetentionDays?.(p.projectId).catch(() => undefined) ?? Promise.resolve(undefined);
     // The project's setting, else the deployment's; 0 records nothing (what was buffered meanwhile is dropped).
@@ -56,10 +54,10 @@ export class Recordings {
       rec.callerFrame(pcm, Date.now(), timestamp);
       received?.(pcm, timestamp);
     };
-    const digit = call.digit.bind(call);
-    call.digit = (d) => {
-      rec.digit(d, Date.now());
-      digit(d);
+    const digit = rtp.onDigitReceived;
+    rtp.onDigitReceived = (d, timestamp) => {
+      rec.digit(d, Date.now(), timestamp);
+      digit?.(d, timestamp);
     };
     const sent = rtp.onSent;
     rtp.onSent = (payload) => {

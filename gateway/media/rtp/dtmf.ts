@@ -32,11 +32,12 @@ export const isDtmfDigit = (d: string) => d.length === 1 && EVENTS.includes(d.to
  */
 export class DtmfReceiver {
   private last = -1;
-  constructor(private readonly onDigit: (digit: string) => void) {}
+  /** `onDigit` gets the event's RTP timestamp too: when the tone began, on the sender's clock (RFC 4733 2.3). */
+  constructor(private readonly onDigit: (digit: string, timestamp: number) => void) {}
   receive(timestamp: number, payload: Buffer): void {
     const e = readDtmf(payload);
     if (!e || timestamp === this.last) return;
     this.last = timestamp;
-    this.onDigit(e.digit);
+    this.onDigit(e.digit, timestamp);
   }
 }

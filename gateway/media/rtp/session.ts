@@ -56,6 +56,8 @@ export class RtpSession {
    * timestamp (for per-direction taps: recordings place it by that clock, not by when it arrived).
    */
   onReceived: ((pcm: Int16Array, timestamp: number) => void) | null = null;
+  /** Called with every digit received, before `onDigit`, with its RTP timestamp (the same taps' use). */
+  onDigitReceived: ((digit: string, timestamp: number) => void) | null = null;
   /** Counts for tests and the benchmark. */
   readonly stats = { received: 0, sent: 0, rejected: 0 };
 
@@ -65,7 +67,10 @@ export class RtpSession {
   constructor(private readonly o: RtpSessionOptions) {
     this.localPort = o.socket.address().port;
     this.secure = o.srtp !== null;
-    this.dtmf = new DtmfReceiver(o.onDigit);
+    this.dtmf = new DtmfReceiver((digit, timestamp) => {
+      this.onDigitReceived?.(digit, timestamp);
+      o.onDigit(digit);
+    });
     if (o.srtp) {
       this.send = new SrtpContext(o.srtp.local);
       this.receive = new SrtpContext(o.srtp.remote);
