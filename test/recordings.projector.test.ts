@@ -1,8 +1,9 @@
 /**
  * The recordings projector's rule for a recording its media gateway never completed (it died mid-call): rendered
  * once its conversation ends idle (nothing feeds a conversation whose call's media is gone), never at another end
- * while it is incomplete (a live gateway is still writing its last chunks). Real LMDB store and blob store; the
- * whole path, a gateway killed mid-call, is `test/recordings.test.ts`'s.
+ * while it is incomplete (a live gateway is still writing its last chunks); the media gateways' sweep completes
+ * one still incomplete long after such an end (`completeOrphaned`). Real LMDB store and blob store; the whole
+ * path, a gateway killed mid-call, is `test/recordings.test.ts`'s.
  */
 import t from 'tap';
 import { mkdtempSync } from 'node:fs';
@@ -11,8 +12,9 @@ import { join } from 'node:path';
 import { openBlobStore, type BlobStore } from '../store/blobs/mod.js';
 import type { JournalEntry } from '../store/mod.js';
 import { conversationRecords } from '../actors/conversation/mod.js';
-import { recordingPrefix, type RecordingMeta } from '../actors/recording/mod.js';
+import { completeOrphaned, ORPHANED_AFTER_MS, recordingPrefix, type RecordingMeta } from '../actors/recording/mod.js';
 import { recordingsProjector } from '../actors/recording/projector.js';
+import { Recordings } from '../gateway/media/recordings/recordings.js';
 import { storeFor } from './helpers/store.js';
 import { removeDir } from './helpers/platform.js';
 
@@ -56,3 +58,36 @@ for (const reason of ['closed', 'agent']) {
     t.equal(await blobs.read(`${prefix}/redactions`), null, 'not rendered');
   });
 }
+
+t.test('an incomplete recording whose conversation ended otherwise, its gateway gone: completed by the orphan sweep, then rendered', async (t) => {
+  const endedAt = T0 + 120_000;
+  const prefix = await endedCall('c-orphan');
+  const { seq: _seq, at: _at, ...ended } = end('c-orphan', 'agent', endedAt);
+  await store.journal.append(ended);
+  // Another call's recording, its conversation still going (no end journaled): never an orphan.
+  const live = await endedCall('c-live');
+  await store.journal.append({ key: 'conversation/c-live', kind: 'conversation', id: 'c-live', shard: 0, version: 1, value: 'active', events: [] });
+  // A call's recording its gateway completed: left as it is.
+  const done = await endedCall('c-done');
+  await blobs.put(`${done}/meta`, Buffer.from(JSON.stringify({ ...(await metaOf(done)), ended_at: endedAt })));
+  await store.journal.append(end('c-done', 'agent', endedAt));
+
+  t.same(await completeOrphaned(blobs, store.journal, endedAt + ORPHANED_AFTER_MS - 1000), [], 'not while its gateway may still be writing it');
+  t.equal((await metaOf(prefix)).ended_at, null);
+  const head = await store.journal.head();
+  // As a media gateway's hourly sweep runs it.
+  const logged: string[] = [];
+  const gateway = new Recordings(blobs, { retentionDays: 30, chunkMs: 1000, log: (_level, msg) => logged.push(msg), journal: store.journal });
+  t.same(await gateway.completeOrphans(endedAt + ORPHANED_AFTER_MS + 1000), ['c-orphan'], 'completed once that time has passed');
+  t.same(logged, ['completed a recording its gateway left incomplete'], 'and said so');
+  t.equal((await metaOf(prefix)).ended_at, endedAt, 'ended when its conversation did');
+  t.equal((await metaOf(live)).ended_at, null, 'a recording whose conversation goes on is left alone');
+  t.equal((await metaOf(done)).ended_at, endedAt, 'a complete one is untouched');
+  const appended = await store.journal.read(head, 10);
+  t.match(appended, [{ key: 'recording/c-orphan', kind: 'recording', events: [{ type: 'recording.completed', data: { conversation_id: 'c-orphan', call_sid: 'sid-c-orphan', ended_at: endedAt } }] }], 'recording.completed journaled, once');
+  t.equal(appended.length, 1);
+  // What the projector then does with it, as with a completion its gateway journaled.
+  await projector.apply(appended, store);
+  t.same(JSON.parse((await blobs.read(`${prefix}/redactions`))!.toString()), [], 'rendered');
+  t.same(await completeOrphaned(blobs, store.journal, endedAt + ORPHANED_AFTER_MS + 2000), [], 'a second sweep finds nothing');
+});

@@ -137,6 +137,8 @@ t.test('a complete recording is journaled once its last writes are done; a digit
       appended.push({ ...e, meta: JSON.parse((await blobs.read(`rec/a/${e.key.endsWith('none') ? 'none' : 'p'}/${e.key.split('/')[1]}/meta`))?.toString() ?? 'null') });
       return appended.length;
     },
+    // No conversation has ended: nothing for the orphan sweep.
+    ofActor: async () => [],
   };
   const own: Record<string, number | undefined> = { none: 0 };
   const rec = new Recordings(blobs, { retentionDays: 30, chunkMs: 100_000, projectRetentionDays: async (p) => own[p], log: () => {}, journal });

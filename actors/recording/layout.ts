@@ -4,6 +4,8 @@
  * each track is the same instant), `events` (JSON lines: DTMF digits with their offsets), `meta` (JSON,
  * `RecordingMeta`) and, once rendered, `redacted-caller`, `redacted-agent` and `redactions` (JSON).
  */
+import type { JournalEntry } from '../../store/mod.js';
+
 export const RECORDING_RATE = 8000;
 
 export interface RecordingMeta {
@@ -61,5 +63,16 @@ export interface RecordingCompleted {
   /** Epoch ms the call ended (the meta's `ended_at`). */
   ended_at: number;
 }
+
+/** The non-actor journal entry saying a recording is complete. */
+export const recordingCompletedEntry = (data: RecordingCompleted): Omit<JournalEntry, 'seq' | 'at'> => ({
+  key: `${RECORDING_KIND}/${data.conversation_id}`,
+  kind: RECORDING_KIND,
+  id: data.conversation_id,
+  shard: -1,
+  version: 0,
+  value: null,
+  events: [{ type: RECORDING_COMPLETED, data: { ...data } }],
+});
 
 export const recordingPrefix = (accountId: string, projectId: string, conversationId: string) => `rec/${accountId}/${projectId}/${conversationId}`;

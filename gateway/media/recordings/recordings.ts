@@ -3,7 +3,7 @@ import type { JournalStore } from '../../../store/mod.js';
 import type { Codec } from '../rtp/codec.js';
 import type { RtpSession } from '../rtp/session.js';
 import { CallRecorder } from './recorder.js';
-import { RECORDING_COMPLETED, RECORDING_KIND, type RecordingCompleted, type RecordingMeta } from '../../../actors/recording/mod.js';
+import { completeOrphaned, recordingCompletedEntry, type RecordingMeta } from '../../../actors/recording/mod.js';
 
 export interface RecordingsOptions {
   /** Days a recording is kept after its call started (RECORDING_RETENTION_DAYS); 0 records nothing. */
@@ -17,7 +17,7 @@ export interface RecordingsOptions {
    * Where a complete recording is said to be so (`recording.completed`, a non-actor entry): what the
    * recordings projector waits for before it renders the redacted audio. Absent: nothing is journaled.
    */
-  journal?: Pick<JournalStore, 'append'>;
+  journal?: Pick<JournalStore, 'append' | 'ofActor'>;
 }
 
 /** What a call's recording tap needs to know of the call. */
@@ -67,9 +67,8 @@ export class Recordings {
     return {
       end: async (at) => {
         if (!(await rec.end(at)) || !this.o.journal) return;
-        const data: RecordingCompleted = { conversation_id: p.conversationId, account_id: p.accountId, project_id: p.projectId, call_sid: p.callSid, ended_at: at };
         await this.o.journal
-          .append({ key: `${RECORDING_KIND}/${p.conversationId}`, kind: RECORDING_KIND, id: p.conversationId, shard: -1, version: 0, value: null, events: [{ type: RECORDING_COMPLETED, data: { ...data } }] })
+          .append(recordingCompletedEntry({ conversation_id: p.conversationId, account_id: p.accountId, project_id: p.projectId, call_sid: p.callSid, ended_at: at }))
           .catch((err) => this.o.log('warn', 'could not journal a complete recording', { conversation_id: p.conversationId, err: String(err) }));
       },
     };
@@ -90,8 +89,22 @@ export class Recordings {
     return removed;
   }
 
+  /**
+   * Completes the recordings that a gateway which died never completed, long after their conversations ended
+   * (`completeOrphaned`); started hourly by `startSweeping`, on every media gateway (they agree).
+   */
+  async completeOrphans(now = Date.now()): Promise<string[]> {
+    if (!this.o.journal) return [];
+    const completed = await completeOrphaned(this.blobs, this.o.journal, now);
+    for (const id of completed) this.o.log('info', 'completed a recording its gateway left incomplete', { conversation_id: id });
+    return completed;
+  }
+
   startSweeping(everyMs = 3_600_000): void {
-    const run = () => void this.sweep().catch((err) => this.o.log('warn', 'recording retention sweep failed', { err: String(err) }));
+    const run = () => {
+      void this.sweep().catch((err) => this.o.log('warn', 'recording retention sweep failed', { err: String(err) }));
+      void this.completeOrphans().catch((err) => this.o.log('warn', 'completing orphaned recordings failed', { err: String(err) }));
+    };
     run();
     this.sweeper = setInterval(run, everyMs);
     this.sweeper.unref();
