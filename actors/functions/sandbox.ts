@@ -168,6 +168,8 @@ export function createFunctionSandbox(options: FunctionSandboxOptions = {}): Fun
       startFailures++;
       if (startFailures >= START_FAILURES) {
         failQueued({ kind: 'error', message: `the function sandbox cannot start: ${why}` });
+        // No replacement is coming: a project held for one would stay held.
+        for (const charged of restarting.splice(0)) queue.done(charged);
         return;
       }
     }
