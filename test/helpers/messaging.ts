@@ -67,8 +67,30 @@ export interface Client {
   close(): Promise<void>;
 }
 
-/** Opens `/ws` and resolves once open, or rejects with the handshake's HTTP status, body and headers. */
-export function connect(socket: string, q: Record<string, string | undefined>): Promise<Client> {
+/**
+ * Opens `/ws` and resolves once the socket is open and its replay (the `EVENT_BATCH` every socket gets first)
+ * has come, or it closed; rejects with the handshake's HTTP status, body and headers.
+ *
+ * A socket closed without a close frame (1006) before its replay is opened again, as the webchat widget does:
+ * the known issue of docs/messaging.md (uWebSockets.js 20.30 may close a socket upgraded asynchronously
+ * right after its `open`: uNetworking/uWebSockets#1929). A test of the Messaging API's behaviour would
+ * otherwise fail on it about once in ten full runs here.
+ */
+export async function connect(socket: string, q: Record<string, string | undefined>): Promise<Client> {
+  for (let attempt = 1; ; attempt++) {
+    const c = await openSocket(socket, q);
+    // Its first message, or its close (or nothing for 20 s: the test goes on and fails on its own terms).
+    if (await c.waitFor(() => true, 'the replay').then(() => true, () => false)) return c;
+    const { code } = await Promise.race([c.closed, new Promise<{ code: null }>((r) => setTimeout(() => r({ code: null }), 0))]);
+    if (code !== 1006 || attempt === MAX_SOCKET_ATTEMPTS) return c;
+    console.error(`# the socket closed (1006) before its replay (uNetworking/uWebSockets#1929): opened again (attempt ${attempt + 1})`);
+  }
+}
+
+/** How many times `connect` opens a socket that the known uWebSockets.js issue closed at once. */
+const MAX_SOCKET_ATTEMPTS = 3;
+
+function openSocket(socket: string, q: Record<string, string | undefined>): Promise<Client> {
   const url = new URL('/ws', socket.replace(/^http/, 'ws'));
   for (const [k, v] of Object.entries(q)) if (v !== undefined) url.searchParams.set(k, v);
   const ws = new WebSocket(url);
