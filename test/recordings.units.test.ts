@@ -168,12 +168,20 @@ t.test('a complete recording is journaled once its last writes are done; a digit
   t.same(events.map((e) => [e.digit, e.at_ms]), [['5', 280], ['6', 1200]]);
 });
 
-t.test('the caller\'s frames are placed by their RTP timestamps: a stall, a lost packet, a wrapped clock, a new stream', async (t) => {
+/** A recorder of call `id`, started at `started`, writing to a blob store of its own (removed when `test` ends). */
+function recorderFor(test: Pick<typeof t, 'teardown'>, id: string, started: number) {
   const dir = mkdtempSync(join(tmpdir(), 'sb-blobs-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  test.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const blobs = new FsBlobStore(dir);
+  const r = new CallRecorder(blobs, { conversation_id: id, account_id: 'a', project_id: 'p', call_sid: `IN-${id}`, started_at: started }, Promise.resolve(started + 86_400_000), 100_000, () => {});
+  /** The digits written to the call's events, with their offsets. */
+  const digits = async () => (await blobs.read(`rec/a/p/${id}/events`))!.toString().trim().split('\n').map((l) => JSON.parse(l)).map((e) => [e.digit, e.at_ms]);
+  return { blobs, r, digits };
+}
+
+t.test('the caller\'s frames are placed by their RTP timestamps: a stall, a lost packet, a wrapped clock, a new stream', async (t) => {
   const started = 1_000_000;
-  const r = new CallRecorder(blobs, { conversation_id: 'c4', account_id: 'a', project_id: 'p', call_sid: 'IN-4', started_at: started }, Promise.resolve(started + 86_400_000), 100_000, () => {});
+  const { blobs, r, digits } = recorderFor(t, 'c4', started);
   // Frame n carries the value n + 1; its timestamp starts near the 32-bit wrap.
   const T = 0xffffffff - 800;
   const frame = (n: number, at: number) => r.callerFrame(new Int16Array(160).fill(n + 1), started + at, (T + n * 160) >>> 0);
@@ -205,16 +213,12 @@ t.test('the caller\'s frames are placed by their RTP timestamps: a stall, a lost
   t.equal(caller.indexOf(90), 49, 'the new stream\'s first frame where it arrived (980 ms)');
   t.equal(caller[50], 91, 'and the next after it');
   t.same((await read('agent')).slice(0, 5), [100, 101, 102, 103, 104], 'the agent\'s track on the same timeline');
-  const events = (await blobs.read('rec/a/p/c4/events'))!.toString().trim().split('\n').map((l) => JSON.parse(l));
-  t.same(events.map((e) => [e.digit, e.at_ms]), [['7', 200]], 'the digit with the audio it came with (frame 9 ends at 200 ms), not 200 ms later');
+  t.same(await digits(), [['7', 200]], 'the digit with the audio it came with (frame 9 ends at 200 ms), not 200 ms later');
 });
 
 t.test('a digit on the audio\'s RTP clock is placed by its timestamp, also when the audio paused; one on a clock of its own by its arrival', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'sb-blobs-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const blobs = new FsBlobStore(dir);
   const started = 1_000_000;
-  const r = new CallRecorder(blobs, { conversation_id: 'c5', account_id: 'a', project_id: 'p', call_sid: 'IN-5', started_at: started }, Promise.resolve(started + 86_400_000), 100_000, () => {});
+  const { r, digits } = recorderFor(t, 'c5', started);
   const T = 40_000;
   const frame = (n: number, at: number) => r.callerFrame(new Int16Array(160).fill(n + 1), started + at, T + n * 160);
   // Frames 0 to 4 on time, then 5 to 9 held up by a stall and arriving at 400 ms (200 ms late), then nothing:
@@ -227,8 +231,7 @@ t.test('a digit on the audio\'s RTP clock is placed by its timestamp, also when 
   // A digit whose events run on a clock of their own, arriving at 1,500 ms: by its arrival less that lateness.
   r.digit('9', started + 1500, OTHER_CLOCK);
   await r.end(started + 2000);
-  const events = (await blobs.read('rec/a/p/c5/events'))!.toString().trim().split('\n').map((l) => JSON.parse(l));
-  t.same(events.map((e) => [e.digit, e.at_ms]), [['8', 1000], ['9', 1300]]);
+  t.same(await digits(), [['8', 1000], ['9', 1300]]);
 });
 
 t.test('e-mail addresses are found by a scan from each @, as the pattern they replace found them', async (t) => {
