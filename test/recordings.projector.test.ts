@@ -2,7 +2,7 @@
  * The recordings projector's rule for a recording its media gateway never completed (it died mid-call): rendered
  * once its conversation ends idle (nothing feeds a conversation whose call's media is gone), never at another end
  * while it is incomplete (a live gateway is still writing its last chunks); the media gateways' sweep completes
- * one still incomplete long after such an end (`completeOrphaned`). Real LMDB store and blob store; the whole
+ * one still incomplete long after such an end (`completeIfOrphaned`). Real LMDB store and blob store; the whole
  * path, a gateway killed mid-call, is `test/recordings.test.ts`'s.
  */
 import t from 'tap';
@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { openBlobStore, type BlobStore } from '../store/blobs/mod.js';
 import type { JournalEntry } from '../store/mod.js';
 import { conversationRecords } from '../actors/conversation/mod.js';
-import { completeOrphaned, ORPHANED_AFTER_MS, recordingPrefix, type RecordingMeta } from '../actors/recording/mod.js';
+import { ORPHANED_AFTER_MS, recordingPrefix, type RecordingMeta } from '../actors/recording/mod.js';
 import { recordingsProjector } from '../actors/recording/projector.js';
 import { Recordings } from '../gateway/media/recordings/recordings.js';
 import { storeFor } from './helpers/store.js';
@@ -72,13 +72,13 @@ t.test('an incomplete recording whose conversation ended otherwise, its gateway 
   await blobs.put(`${done}/meta`, Buffer.from(JSON.stringify({ ...(await metaOf(done)), ended_at: endedAt })));
   await store.journal.append(end('c-done', 'agent', endedAt));
 
-  t.same(await completeOrphaned(blobs, store.journal, endedAt + ORPHANED_AFTER_MS - 1000), [], 'not while its gateway may still be writing it');
-  t.equal((await metaOf(prefix)).ended_at, null);
-  const head = await store.journal.head();
   // As a media gateway's hourly sweep runs it.
   const logged: string[] = [];
   const gateway = new Recordings(blobs, { retentionDays: 30, chunkMs: 1000, log: (_level, msg) => logged.push(msg), journal: store.journal });
-  t.same(await gateway.completeOrphans(endedAt + ORPHANED_AFTER_MS + 1000), ['c-orphan'], 'completed once that time has passed');
+  t.same((await gateway.sweep(endedAt + ORPHANED_AFTER_MS - 1000)).completed, [], 'not while its gateway may still be writing it');
+  t.equal((await metaOf(prefix)).ended_at, null);
+  const head = await store.journal.head();
+  t.same((await gateway.sweep(endedAt + ORPHANED_AFTER_MS + 1000)).completed, ['c-orphan'], 'completed once that time has passed');
   t.same(logged, ['completed a recording its gateway left incomplete'], 'and said so');
   t.equal((await metaOf(prefix)).ended_at, endedAt, 'ended when its conversation did');
   t.equal((await metaOf(live)).ended_at, null, 'a recording whose conversation goes on is left alone');
@@ -89,5 +89,5 @@ t.test('an incomplete recording whose conversation ended otherwise, its gateway 
   // What the projector then does with it, as with a completion its gateway journaled.
   await projector.apply(appended, store);
   t.same(JSON.parse((await blobs.read(`${prefix}/redactions`))!.toString()), [], 'rendered');
-  t.same(await completeOrphaned(blobs, store.journal, endedAt + ORPHANED_AFTER_MS + 2000), [], 'a second sweep finds nothing');
+  t.same(await gateway.sweep(endedAt + ORPHANED_AFTER_MS + 2000), { removed: 0, completed: [] }, 'a second sweep finds nothing');
 });

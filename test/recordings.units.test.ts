@@ -87,7 +87,7 @@ t.test('retention: the sweep deletes recordings past their expiry and keeps the 
   await blobs.putChunk('rec/a/p/new/caller', 0, Buffer.alloc(320));
   await blobs.putChunk('rec/a/p/new/caller', 1, Buffer.alloc(160, 1));
   const rec = new Recordings(blobs, { retentionDays: 30, chunkMs: 1000, log: () => {} });
-  t.equal(await rec.sweep(2000), 1, 'one recording removed');
+  t.equal((await rec.sweep(2000)).removed, 1, 'one recording removed');
   t.equal(await blobs.read('rec/a/p/old/caller'), null);
   t.equal((await blobs.read('rec/a/p/new/caller'))!.length, 480, 'chunks read back in order, concatenated');
   await t.rejects(blobs.put('rec/../../etc', Buffer.from('x')), 'no path escapes the blob root');

@@ -10,4 +10,4 @@ export { muted, parseEvents, redactedTracks, redactionSpans, renderRedacted, utt
 export { mix, wavHeader } from './wav.js';
 export { recordingsProjector, audioOf, type AudioInfo } from './projector.js';
 export { markedValues } from './marks.js';
-export { completeOrphaned, ORPHANED_AFTER_MS } from './orphans.js';
+export { completeIfOrphaned, ORPHANED_AFTER_MS } from './orphans.js';

@@ -28,11 +28,16 @@ export async function audioOf(blobs: BlobStore | undefined, accountId: string, p
 }
 
 const isEnd = (e: JournalEntry) => e.value === 'ended' || e.events.some((x) => x.type === 'conversation.ended');
+/** The end an entry journals for its conversation (`conversation.ended`): when (epoch ms), and why. */
+export function conversationEnd(e: JournalEntry): { at: number; reason: string } | null {
+  const ended = e.events.find((x) => x.type === 'conversation.ended');
+  const at = ended ? Date.parse(String(ended.data.ended_at)) : Number.NaN;
+  return Number.isFinite(at) ? { at, reason: String(ended!.data.reason) } : null;
+}
 /** When an entry ends its conversation for being idle (no turn, no audio event for `CONVERSATION_IDLE_MS`), the end's time. */
 const idleEnd = (e: JournalEntry): number | null => {
-  const ended = e.events.find((x) => x.type === 'conversation.ended' && x.data.reason === 'idle');
-  const at = ended ? Date.parse(String(ended.data.ended_at)) : Number.NaN;
-  return Number.isFinite(at) ? at : null;
+  const end = conversationEnd(e);
+  return end?.reason === 'idle' ? end.at : null;
 };
 const completesRecording = (e: JournalEntry) => e.kind === RECORDING_KIND && e.events.some((x) => x.type === RECORDING_COMPLETED);
 

@@ -3,7 +3,7 @@ import type { JournalStore } from '../../../store/mod.js';
 import type { Codec } from '../rtp/codec.js';
 import type { RtpSession } from '../rtp/session.js';
 import { CallRecorder } from './recorder.js';
-import { completeOrphaned, recordingCompletedEntry, type RecordingMeta } from '../../../actors/recording/mod.js';
+import { completeIfOrphaned, recordingCompletedEntry, type RecordingMeta } from '../../../actors/recording/mod.js';
 
 export interface RecordingsOptions {
   /** Days a recording is kept after its call started (RECORDING_RETENTION_DAYS); 0 records nothing. */
@@ -33,7 +33,8 @@ const DAY = 86_400_000;
 /**
  * The media gateway's recordings: `tap` is the one hook in a call (gateway/media/server.ts `callOf`): it
  * records the caller's frames and digits as the RTP session receives them (in order, with their times and
- * RTP timestamps), and the agent's frames as it sends them. `sweep` deletes recordings past their retention.
+ * RTP timestamps), and the agent's frames as it sends them. `sweep` deletes recordings past their retention and
+ * completes those a gateway that died left incomplete.
  */
 export class Recordings {
   private sweeper: NodeJS.Timeout | null = null;
@@ -74,37 +75,32 @@ export class Recordings {
     };
   }
 
-  /** Deletes the recordings whose retention is over; started hourly by `startSweeping`. */
-  async sweep(now = Date.now()): Promise<number> {
+  /**
+   * One pass over every recording's meta, started hourly by `startSweeping` on every media gateway: deletes the
+   * recordings whose retention is over, and completes those that a gateway which died left incomplete long after
+   * their conversations ended (`completeIfOrphaned`; the ids it completed).
+   */
+  async sweep(now = Date.now()): Promise<{ removed: number; completed: string[] }> {
     let removed = 0;
+    const completed: string[] = [];
     for (const name of await this.blobs.list('rec')) {
       if (!name.endsWith('/meta')) continue;
       const raw = await this.blobs.read(name);
       const meta = raw ? (JSON.parse(raw.toString()) as RecordingMeta) : null;
-      if (meta && meta.expires_at <= now) {
+      if (!meta) continue;
+      if (meta.expires_at <= now) {
         await this.blobs.remove(name.slice(0, -'/meta'.length));
         removed++;
+      } else if (this.o.journal && (await completeIfOrphaned(this.blobs, this.o.journal, meta, now))) {
+        this.o.log('info', 'completed a recording its gateway left incomplete', { conversation_id: meta.conversation_id });
+        completed.push(meta.conversation_id);
       }
     }
-    return removed;
-  }
-
-  /**
-   * Completes the recordings that a gateway which died never completed, long after their conversations ended
-   * (`completeOrphaned`); started hourly by `startSweeping`, on every media gateway (they agree).
-   */
-  async completeOrphans(now = Date.now()): Promise<string[]> {
-    if (!this.o.journal) return [];
-    const completed = await completeOrphaned(this.blobs, this.o.journal, now);
-    for (const id of completed) this.o.log('info', 'completed a recording its gateway left incomplete', { conversation_id: id });
-    return completed;
+    return { removed, completed };
   }
 
   startSweeping(everyMs = 3_600_000): void {
-    const run = () => {
-      void this.sweep().catch((err) => this.o.log('warn', 'recording retention sweep failed', { err: String(err) }));
-      void this.completeOrphans().catch((err) => this.o.log('warn', 'completing orphaned recordings failed', { err: String(err) }));
-    };
+    const run = () => void this.sweep().catch((err) => this.o.log('warn', 'recording sweep failed', { err: String(err) }));
     run();
     this.sweeper = setInterval(run, everyMs);
     this.sweeper.unref();
