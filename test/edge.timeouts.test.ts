@@ -2,8 +2,8 @@
  * Slow clients. A slow-loris client (many connections to the edge, each dribbling header lines) is
  * disconnected once the header deadline passes (408), and while the edge is under such an attack the socket
  * gateway in the same process still accepts and serves a messaging session: the edge holds at most
- * EDGE_MAX_CONNECTIONS connections, so the process's file descriptors (here a small open-file limit, set once it serves) are not used
- * up. A body dribbled to the socket gateway is answered 408 once its deadline passes, and a WebSocket peer
+ * EDGE_MAX_CONNECTIONS connections, so the process's file descriptors (here a small open-file limit, set once
+ * it serves) are not used up. A body dribbled to the socket gateway is answered 408 once its deadline passes, and a WebSocket peer
  * that answers no pings is closed after the socket idle timeout.
  * Deadlines are set small through the environment; bounds are generous multiples of them.
  */
