@@ -9,12 +9,17 @@ import t, { type Test } from 'tap';
 import { chatProject, type ChatProject } from './helpers/chat.js';
 import { http } from './helpers/http.js';
 import { platformFor, type Platform } from './helpers/platform.js';
+import { admin } from './helpers/tenants.js';
 
 let p: Platform;
 let c: ChatProject;
+let agentsKey: string;
+let conversationsKey: string;
 t.before(async () => {
   p = await platformFor(t);
   c = await chatProject(p);
+  agentsKey = (await admin(p)('POST', '/keys', { account_id: c.accountId, scope: 'agents' })).body.key;
+  conversationsKey = (await admin(p)('POST', '/keys', { account_id: c.accountId, scope: 'conversations', project_id: c.agentId, permissions: ['conversations_data'] })).body.key;
 });
 
 const fieldsShape = (t: Test, body: any) => {
@@ -41,12 +46,31 @@ t.test('a path segment that is not valid percent-encoding: 400 in the family sha
   errorMessageShape(t, concurrency.body);
 });
 
+t.test('a long path id reaches its route: credentials first, then the family\'s answer to the id', async (t) => {
+  const long = 'a'.repeat(300);
+  const agentsNoKey = await http(p.edge, 'GET', `/v1/agents/${long}`);
+  t.equal(agentsNoKey.status, 401, 'Agents: no key is 401 whatever the id');
+  const agents = await http(p.edge, 'PATCH', `/v1/agents/${long}/real-time-configs/x/variables`, { body: { variables: {} }, headers: { 'x-api-key': agentsKey } });
+  t.equal(agents.status, 422, 'Agents: an id past 128 characters is malformed (contract 7.1)');
+  fieldsShape(t, agents.body);
+  const statusNoToken = await http(p.edge, 'GET', `/v1/outbound-calling/OUT-${long}/status`);
+  t.equal(statusNoToken.status, 401, 'Outbound status: no token is 401');
+  const conversations = `/v3/${c.accountId}/${long}/conversations`;
+  t.equal((await http(p.edge, 'GET', conversations)).status, 401, 'Conversations: no key is 401 whatever the id');
+  const unknown = await http(p.edge, 'GET', conversations, { headers: { 'x-api-key': conversationsKey } });
+  t.equal(unknown.status, 404, 'Conversations: a project id no one was given is not found');
+  errorMessageShape(t, unknown.body);
+  const audio = await http(p.edge, 'GET', `/v3/${c.accountId}/${c.agentId}/conversations/${'é'.repeat(200)}/audio`, { headers: { 'x-api-key': conversationsKey } });
+  t.equal(audio.status, 404, 'audio: a conversation id no one was given is not found');
+  errorMessageShape(t, audio.body);
+});
+
 t.test('a path segment longer than the router takes: 400 in the family shape, not 414', async (t) => {
-  const status = await http(p.edge, 'GET', `/v1/outbound-calling/OUT-${'a'.repeat(200)}/status`, { headers: { 'x-service-auth-token': 'x' } });
+  const status = await http(p.edge, 'GET', `/v1/outbound-calling/OUT-${'a'.repeat(5000)}/status`, { headers: { 'x-service-auth-token': 'x' } });
   t.equal(status.status, 400);
   errorMessageShape(t, status.body);
-  t.equal(status.body.error_message, 'a path segment is longer than 100 characters');
-  const agents = await http(p.edge, 'PATCH', `/v1/agents/${'c'.repeat(3000)}/real-time-configs/x/variables`, { body: {}, headers: { 'x-api-key': 'any' } });
+  t.equal(status.body.error_message, 'a path segment is longer than 4096 characters');
+  const agents = await http(p.edge, 'PATCH', `/v1/agents/${'c'.repeat(5000)}/real-time-configs/x/variables`, { body: {}, headers: { 'x-api-key': 'any' } });
   t.equal(agents.status, 400);
   fieldsShape(t, agents.body);
 });

@@ -76,8 +76,12 @@ export function frameworkProblem(err: FastifyError): Problem {
   return problemOf(EDGE.URL_MALFORMED());
 }
 
-/** The router's longest path segment (Fastify's default); agent, conversation and call ids are far shorter. */
-export const MAX_PARAM_LENGTH = 100;
+/**
+ * The router's longest path segment. Far past any id, so that a long id reaches its route, which checks the
+ * credentials first and then answers it as that family answers a malformed or unknown id (Agents: 422);
+ * only a segment past this is refused before any route, with 400.
+ */
+export const MAX_PARAM_LENGTH = 4096;
 
 /**
  * What the edge answers a connection whose request Node's parser refused before any route (headers larger

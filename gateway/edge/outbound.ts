@@ -13,10 +13,7 @@ import { useErrorShape } from './errors.js';
 
 /** Contract 8: the metadata's base64 form must be under 26 KB. */
 export const METADATA_MAX_BASE64 = 26 * 1024;
-/**
- * `OUT-` and an opaque id (addendum); ours are 24 base62 characters. At most 96 characters in all: a longer
- * path segment never reaches the route (Fastify answers 414 past its `maxParamLength` of 100).
- */
+/** `OUT-` and an opaque id (addendum); ours are 24 base62 characters. Anything else is an invalid call sid (400). */
 const CALL_SID = /^OUT-[A-Za-z0-9_-]{1,92}$/;
 /** RFC 3261 `token`: what a header name may be. */
 const SIP_TOKEN = /^[A-Za-z0-9\-.!%*_+`'~]{1,128}$/;

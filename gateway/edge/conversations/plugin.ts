@@ -49,7 +49,12 @@ export interface ConversationsOptions {
 
 const ErrorBody = z.object({ error_message: z.string() });
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 501: ErrorBody };
-const Params = z.object({ version: z.string().max(16), account_id: PathId, project_id: PathId });
+/**
+ * The path as it comes: an account, project or conversation id that no one could have been given is not found
+ * (404) once the key is checked (401 first, as for any id), as the contract's tables have it for this family;
+ * a malformed id (422) is the Agents API's answer, not this family's.
+ */
+const Params = z.object({ version: z.string(), account_id: z.string(), project_id: z.string() });
 const Query = z.record(z.string(), z.union([z.string(), z.array(z.string())]));
 
 export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = async (root, opts) => {
@@ -93,7 +98,7 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
     },
   }, async (req, reply) => {
     const version = req.params.version as Version;
-    if (!(VERSIONS as readonly string[]).includes(version)) throw CONVERSATIONS.VERSION_NOT_FOUND(req.params.version);
+    if (!(VERSIONS as readonly string[]).includes(version)) throw CONVERSATIONS.VERSION_NOT_FOUND(req.params.version.slice(0, 16));
     const { account, project, key } = await authorize(req, req.params, true);
     const q = parseListQuery(version, req.query as RawQuery);
     const settings = await services.settings.get(project.id);
@@ -144,15 +149,16 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
     schema: {
       tags: ['conversations'],
       summary: 'A call\'s recording as WAV (direction combined, user or agent; redacted; Range)',
-      params: Params.extend({ conversation_id: PathId }),
+      params: Params.extend({ conversation_id: z.string() }),
       querystring: Query,
       response: { 200: z.any(), 206: z.any(), ...errors, 416: ErrorBody },
     },
   }, async (req, reply) => {
-    if (req.params.version !== 'v3') throw CONVERSATIONS.VERSION_NOT_FOUND(req.params.version);
+    if (req.params.version !== 'v3') throw CONVERSATIONS.VERSION_NOT_FOUND(req.params.version.slice(0, 16));
     // A recording is conversation data (contract 5, rule 5): the key needs `conversations_data`; `pii` then
     // decides whether it may hear the raw rendering.
     const { account, project, key } = await authorize(req, req.params, true);
+    if (!PathId.safeParse(req.params.conversation_id).success) throw CONVERSATIONS.CONVERSATION_NOT_FOUND(req.params.conversation_id.slice(0, 128));
     return serveAudio(services, req, reply, req.params.conversation_id, { account, project, permissions: key.permissions });
   });
 
@@ -178,7 +184,7 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
       },
     },
   }, async (req) => {
-    if (req.params.version !== 'v1') throw CONVERSATIONS.CONCURRENCY_VERSION_NOT_FOUND(req.params.version);
+    if (req.params.version !== 'v1') throw CONVERSATIONS.CONCURRENCY_VERSION_NOT_FOUND(req.params.version.slice(0, 16));
     const { account, project } = await authorize(req, req.params, false);
     const q = parseConcurrencyQuery(req.query as RawQuery);
     return { account_id: account.id, project_id: project.id, intervals: await concurrency(src.spans, project.id, q) };
