@@ -182,6 +182,19 @@ t.test('errors', async (t) => {
   t.equal((await c.chat('respond', { conversation_id: id, message: 'hi' })).status, 409);
 });
 
+t.test("a connector reaches only its own environment's conversations (contract 5, rule 2)", async (t) => {
+  const sandbox = (await admin(p)('POST', '/connectors', { account_id: c.accountId, project_id: c.agentId, kind: 'chat', environment: 'sandbox' })).body.token;
+  const live = (await c.chat('create', {})).body.conversation_id;
+  t.equal((await c.chat('respond', { conversation_id: live, message: 'hi' }, { token: sandbox })).status, 404, "the sandbox connector: a live conversation is unknown");
+  t.equal((await c.chat('close', { conversation_id: live }, { token: sandbox })).status, 404, 'nor can it close it');
+  t.equal((await c.chat('respond', { conversation_id: live, message: 'hi' })).status, 200, 'the live connector carries on');
+  const created = await c.chat('create', {}, { token: sandbox });
+  t.equal(created.status, 200, 'the sandbox connector starts its own');
+  const own = created.body.conversation_id;
+  t.equal((await c.chat('respond', { conversation_id: own, message: 'hi' })).status, 404, 'which the live connector does not reach');
+  t.equal((await c.chat('respond', { conversation_id: own, message: 'hi' }, { token: sandbox })).status, 200, 'and the sandbox connector does');
+});
+
 t.test('an idle chat ends by itself (durable timer)', async (t) => {
   const id = (await c.chat('create', {})).body.conversation_id;
   t.equal((await record(id))!.in_progress, true);

@@ -1,10 +1,11 @@
 import type { JournalEntry, Store } from '../../store/mod.js';
 import type { StartedData } from '../../machines/conversation.js';
 
-/** Who a conversation belongs to. */
+/** Who a conversation belongs to, and the client environment it was started in. */
 export interface ConversationOwner {
   accountId: string;
   projectId: string;
+  environment: string;
 }
 
 /**
@@ -29,5 +30,5 @@ function startedBy(entry: JournalEntry): ConversationOwner | null {
   const started = entry.events.find((e) => e.type === 'conversation.started');
   if (!started) return null;
   const d = started.data as unknown as StartedData;
-  return { accountId: d.account_id, projectId: d.project_id };
+  return { accountId: d.account_id, projectId: d.project_id, environment: d.environment };
 }

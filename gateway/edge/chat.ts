@@ -120,16 +120,18 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
    * projection that may lag). Bounded; oldest out first.
    */
   const projectOf = new Map<string, string>();
-  const known = (conversationId: string, projectId: string) => {
-    projectOf.set(conversationId, projectId);
+  /** A connector reaches the conversations of its project and client environment (contract 5, rule 2). */
+  const scope = (projectId: string, environment: string) => `${projectId}\u0000${environment}`;
+  const known = (conversationId: string, projectId: string, environment: string) => {
+    projectOf.set(conversationId, scope(projectId, environment));
     if (projectOf.size > KNOWN_CONVERSATIONS) projectOf.delete(projectOf.keys().next().value!);
   };
-  /** The conversation of this project, or 404. */
-  const existing = async (projectId: string, conversationId: string): Promise<void> => {
-    if (projectOf.get(conversationId) === projectId) return;
+  /** The conversation of this project started in this environment, or 404: another's is not shown to exist. */
+  const existing = async (projectId: string, environment: string, conversationId: string): Promise<void> => {
+    if (projectOf.get(conversationId) === scope(projectId, environment)) return;
     const owner = await conversationOwner(services.store, conversationId);
-    if (!owner || owner.projectId !== projectId) throw CHAT.CONVERSATION_NOT_FOUND();
-    known(conversationId, projectId);
+    if (!owner || owner.projectId !== projectId || owner.environment !== environment) throw CHAT.CONVERSATION_NOT_FOUND();
+    known(conversationId, projectId, environment);
   };
 
   const refused = (r: Reply): never => {
@@ -185,7 +187,7 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
     });
     if (!reply.ok) refused(reply);
     // Started here, in this project: its first respond need not look for its start in the journal.
-    known(id, project.id);
+    known(id, project.id, connector.environment);
     return { conversation_id: id, response: reply.ok ? reply.response : '' };
   });
 
@@ -214,11 +216,11 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
     },
   }, async (req, res) => {
     const t0 = timings ? performance.now() : 0;
-    const { project } = credentials.of(req);
+    const { project, connector } = credentials.of(req);
     if (timings) timings.since('edge.authorize', t0);
     const t1 = timings ? performance.now() : 0;
     aboutConversation(req, res, req.body.conversation_id);
-    await existing(project.id, req.body.conversation_id);
+    await existing(project.id, connector.environment, req.body.conversation_id);
     if (timings) timings.since('edge.existing', t1);
     const t2 = timings ? performance.now() : 0;
     const reply = await ask(req.body.conversation_id, {
@@ -249,9 +251,9 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
       response: { 200: z.object({ success: z.boolean() }), ...errors },
     },
   }, async (req, res) => {
-    const { project } = credentials.of(req);
+    const { project, connector } = credentials.of(req);
     aboutConversation(req, res, req.body.conversation_id);
-    await existing(project.id, req.body.conversation_id);
+    await existing(project.id, connector.environment, req.body.conversation_id);
     const reply = await ask(req.body.conversation_id, { type: 'CLOSE', at: Date.now() });
     return { success: reply.ok };
   });
