@@ -9,6 +9,7 @@ import { startPlatform, removeDir, type Platform } from './helpers/platform.js';
 import { admin } from './helpers/tenants.js';
 import { http } from './helpers/http.js';
 import { alertsTenant, startReceiver, type Receiver } from './helpers/webhooks.js';
+import { eventually } from './helpers/eventually.js';
 
 let p: Platform;
 let strict: Platform;
@@ -224,6 +225,26 @@ t.test('without WEBHOOK_ALLOW_PRIVATE_URLS: loopback and private destinations ar
   const moved = await api('PATCH', `${BASE}/${pub.body.id}`, { url: `http://localhost:${port}/x` });
   t.equal(moved.status, 400, 'an update to a private URL is refused too');
   t.equal((await api('GET', `${BASE}/${pub.body.id}`)).body.url, 'https://93.184.216.34/hook');
+});
+
+t.test('a name that does not resolve now is accepted; each attempt resolves it again, and fails as a network error', async (t) => {
+  const { api } = await alertsTenant(strict);
+  // `.test` is reserved (RFC 6761): no DNS answers it, on this machine or any other.
+  const created = await api('POST', BASE, { name: 'later', url: 'https://hooks.switchboard.test/hook', event_types: ['alerts.triggered'] });
+  t.equal(created.status, 201, 'accepted: DNS when an endpoint is saved does not judge its URL');
+  t.equal((await api('POST', BASE, { name: 'never', url: 'http://hooks.example.invalid/x', event_types: ['alerts.triggered'] })).status, 400, '`.invalid` never resolves: refused');
+  const local = await api('POST', BASE, { name: 'local', url: 'http://app.localhost/x', event_types: ['alerts.triggered'] });
+  t.equal(local.status, 400, '`localhost` names are this host: private');
+  t.equal(local.body.message, 'url resolves to a loopback or private address');
+  const sent = await api('POST', `${BASE}/${created.body.id}/test`, {});
+  t.equal(sent.status, 202, 'a test event is accepted');
+  const attempt = await eventually(async () => {
+    const d = (await api('GET', `${BASE}/${created.body.id}/deliveries/${sent.body.id}`)).body;
+    return d.attempts?.length > 0 && d.attempts[0];
+  }, 20_000, 'the first attempt');
+  t.equal(attempt.response_status, null, 'no response: the name did not resolve');
+  t.equal(attempt.error, 'network', 'a network error');
+  t.match(attempt.error_detail, /ENOTFOUND|EAI_AGAIN/, `that the name did not resolve (${attempt.error_detail})`);
 });
 
 t.test('fast-check: any create body gets 201 or a 400 in the Alerts shape, never a 500', async (t) => {

@@ -40,23 +40,44 @@ export function hostOf(url: URL): string {
   return url.hostname.replace(/^\[|\]$/g, '');
 }
 
+/** How long a check waits for DNS before it judges the name as one that does not resolve now. */
+const CHECK_LOOKUP_MS = 2000;
+
+/** Names that never resolve (RFC 6761 `.invalid`) and names that always mean this host (`localhost`). */
+const NEVER_RESOLVES = /(?:^|\.)invalid\.?$/i;
+const LOCALHOST = /(?:^|\.)localhost\.?$/i;
+
 /**
  * Checks where a URL leads: every address its host resolves to must be public unless `allowPrivate`. Used when
  * an endpoint is created or its URL changed; a delivery checks again at connect time (`guardedLookup`),
  * since DNS answers change.
+ *
+ * A name that does not resolve now is accepted (docs/webhooks.md): DNS at the moment an endpoint is saved does
+ * not judge a URL (a platform without outside DNS, a name published later, split-horizon DNS), and accepting it
+ * lets nothing through, as each delivery resolves and checks the name again before it connects (an attempt
+ * whose name does not resolve fails as a network error and is retried). Only names that can never resolve
+ * (`.invalid`) are refused as unresolvable, and `localhost` names as private.
  */
 export async function checkDestination(raw: string, allowPrivate: boolean): Promise<DestinationProblem | null> {
   const url = parseWebhookUrl(raw);
   if (typeof url === 'string') return url;
   const host = hostOf(url);
   if (isIP(host)) return !allowPrivate && isBlockedAddress(host) ? 'private' : null;
+  if (NEVER_RESOLVES.test(host)) return 'unresolvable';
+  if (LOCALHOST.test(host)) return allowPrivate ? null : 'private';
   let addresses: LookupAddress[];
   try {
-    addresses = await new Promise<LookupAddress[]>((resolve, reject) => dnsLookup(host, { all: true }, (err, a) => (err ? reject(err) : resolve(a))));
+    addresses = await new Promise<LookupAddress[]>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('lookup timed out')), CHECK_LOOKUP_MS);
+      dnsLookup(host, { all: true }, (err, a) => {
+        clearTimeout(timer);
+        if (err) reject(err);
+        else resolve(a);
+      });
+    });
   } catch {
-    return 'unresolvable';
+    return null;
   }
-  if (addresses.length === 0) return 'unresolvable';
   if (!allowPrivate && addresses.some((a) => isBlockedAddress(a.address))) return 'private';
   return null;
 }
