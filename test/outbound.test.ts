@@ -221,6 +221,10 @@ t.test('trigger: national numbers with country_code, each encryption, metadata j
   for (const body of [
     { to_number: '020 7946 0018', country_code: 'GB' },
     { to_number: '(415) 555-0123', country_code: 'us' },
+    // Numbers that parse though no carrier assigns them: fictional 555 lines, Ofcom's drama range.
+    { to_number: '+15551234567' },
+    { to_number: '5551234567', country_code: 'US' },
+    { to_number: '+447700900123' },
     ...['TLS/SRTP', 'TLS/RTP', 'UDP/SRTP', 'UDP/RTP'].map((encryption) => ({ to_number: '+14155550123', encryption })),
     // JSON {"X-Big":"…"} is 12 + n bytes; base64 of 19_956 bytes is 26_608 < 26_624.
     { to_number: '+14155550123', metadata: { 'X-Big': 'a'.repeat(19_944) } },
