@@ -121,12 +121,12 @@ export type SessionEmitted = { account_id: string | null; project_id: string | n
   | { type: 'session.thinking'; custom: Custom }
   | { type: 'session.agent_message'; seq: number; parts: number; streamed: boolean; text: string; suggestions: string[]; custom: Custom }
   | { type: 'session.failure'; reason: SessionFailure; custom: Custom }
-  | { type: 'session.handoff_triggered'; seq: number; destination: string; reason: string; mode: 'server' | 'client' | 'failed'; at: number }
-  | { type: 'session.agent_left'; seq: number }
-  | { type: 'session.handoff_accepted'; seq: number }
-  | { type: 'session.client_handoff_required'; seq: number; reason: string; destination: string }
-  | { type: 'session.handoff_failed'; seq: number }
-  | { type: 'session.queue_status'; seq: number; destination: string; position: number | null }
+  | { type: 'session.handoff_triggered'; seq: number; destination: string; reason: string; mode: 'server' | 'client' | 'failed'; at: number; custom: Custom }
+  | { type: 'session.agent_left'; seq: number; custom: Custom }
+  | { type: 'session.handoff_accepted'; seq: number; custom: Custom }
+  | { type: 'session.client_handoff_required'; seq: number; reason: string; destination: string; custom: Custom }
+  | { type: 'session.handoff_failed'; seq: number; custom: Custom }
+  | { type: 'session.queue_status'; seq: number; destination: string; position: number | null; custom: Custom }
   | { type: 'session.handoff_timeout'; seq: number }
   | { type: 'session.live_agent_joined'; seq: number; agent: LiveAgent }
   | { type: 'session.live_agent_typing'; agent_id: string; state: string }
@@ -398,6 +398,9 @@ const seqSteps = (...steps: Step[]): Step => ({
   out: steps.flatMap((s) => s.out ?? []),
 });
 
+/** The `custom` of the user message the agent is answering (null: none is, or it carried none). */
+const answering = (c: SessionContext): Custom => c.current?.custom ?? null;
+
 const ended = (reason: string, at: number, custom: Custom = null): Step => ({
   set: { endedAt: at },
   out: [j('session.ended', { reason, at, custom })],
@@ -460,8 +463,11 @@ export const sessionMachine = setup({
     }),
     answer: step((c, e) => {
       const r = e.output as AgentReply;
+      // A reply that ends the session or hands it off is followed by that step, which answers the same message
+      // (it echoes its `custom`, contract 2.9) and lets it go.
+      const goesOn = r.end || r.handoff !== null;
       return {
-        set: { current: null, idleDeadline: Math.max(c.idleDeadline, r.at + c.info!.idleMs) },
+        set: { current: goesOn ? c.current : null, idleDeadline: Math.max(c.idleDeadline, r.at + c.info!.idleMs) },
         out: [agentMessage(c, r.text, r.suggestions, c.current?.custom ?? null)],
       };
     }),
@@ -487,37 +493,40 @@ export const sessionMachine = setup({
       return { set: { joinFailed: true }, out: [transient('session.failure', { reason: r.failure === 'overload' ? 'overload' : 'start', custom: c.joinCustom })] };
     }),
     joinError: step((c) => ({ set: { joinFailed: true }, out: [transient('session.failure', { reason: 'start', custom: c.joinCustom })] })),
-    naturalEnd: step((_c, e) => {
+    naturalEnd: step((c, e) => {
       const at = typeof e.output === 'object' && e.output !== null ? (e.output as AgentReply).at : (e.at as number);
-      return ended('REASON_NATURAL_END', at);
+      return seqSteps({ set: { current: null } }, ended('REASON_NATURAL_END', at, answering(c)));
     }),
     abandoned: step((_c, e) => ended('REASON_USER_ABANDONED', e.at as number)),
     handoffServer: step((c, e) => {
       const r = e.output as AgentReply;
       const h = r.handoff!;
+      const custom = answering(c);
       return {
         set: {
+          current: null,
           handoff: { destination: h.destination, reason: h.reason, mode: 'server', queuePosition: r.queuePosition, queuedAt: r.at },
           handoffDeadline: r.at + c.info!.handoffTimeoutMs,
           queueCheckAt: r.at + c.info!.queueStatusMs,
         },
         out: [
-          j('session.handoff_triggered', { destination: h.destination, reason: h.reason, mode: 'server', at: r.at }),
-          j('session.agent_left'),
-          j('session.handoff_accepted'),
-          j('session.queue_status', { destination: h.destination, position: r.queuePosition }),
+          j('session.handoff_triggered', { destination: h.destination, reason: h.reason, mode: 'server', at: r.at, custom }),
+          j('session.agent_left', { custom }),
+          j('session.handoff_accepted', { custom }),
+          j('session.queue_status', { destination: h.destination, position: r.queuePosition, custom }),
         ],
       };
     }),
-    handoffClient: step((_c, e) => {
+    handoffClient: step((c, e) => {
       const r = e.output as AgentReply;
       const h = r.handoff!;
+      const custom = answering(c);
       return {
-        set: { handoff: { destination: h.destination, reason: h.reason, mode: 'client', queuePosition: null, queuedAt: null } },
+        set: { current: null, handoff: { destination: h.destination, reason: h.reason, mode: 'client', queuePosition: null, queuedAt: null } },
         out: [
-          j('session.handoff_triggered', { destination: h.destination, reason: h.reason, mode: 'client', at: r.at }),
-          j('session.client_handoff_required', { reason: clientHandoffReason(h.reason), destination: h.destination }),
-          j('session.agent_left'),
+          j('session.handoff_triggered', { destination: h.destination, reason: h.reason, mode: 'client', at: r.at, custom }),
+          j('session.client_handoff_required', { reason: clientHandoffReason(h.reason), destination: h.destination, custom }),
+          j('session.agent_left', { custom }),
         ],
       };
     }),
@@ -525,18 +534,19 @@ export const sessionMachine = setup({
      * No live agent can take the conversation, and the agent has handed it off: the session ends after the
      * error (contract 6.3, "some errors are followed by SESSION_END"), rather than refusing every later message.
      */
-    handoffFailed: step((_c, e) => {
+    handoffFailed: step((c, e) => {
       const r = e.output as AgentReply;
+      const custom = answering(c);
       return seqSteps(
         {
-          set: { handoff: { destination: r.handoff!.destination, reason: r.handoff!.reason, mode: 'failed', queuePosition: null, queuedAt: null } },
+          set: { current: null, handoff: { destination: r.handoff!.destination, reason: r.handoff!.reason, mode: 'failed', queuePosition: null, queuedAt: null } },
           out: [
-            j('session.handoff_triggered', { destination: r.handoff!.destination, reason: r.handoff!.reason, mode: 'failed', at: r.at }),
-            j('session.handoff_failed'),
-            transient('session.failure', { reason: r.handoffMode === 'invalid' ? 'handoff_init' : 'handoff_connect', custom: null }),
+            j('session.handoff_triggered', { destination: r.handoff!.destination, reason: r.handoff!.reason, mode: 'failed', at: r.at, custom }),
+            j('session.handoff_failed', { custom }),
+            transient('session.failure', { reason: r.handoffMode === 'invalid' ? 'handoff_init' : 'handoff_connect', custom }),
           ],
         },
-        ended('REASON_NATURAL_END', r.at),
+        ended('REASON_NATURAL_END', r.at, custom),
       );
     }),
     handoffTimeout: step((_c, e) => {
@@ -549,7 +559,7 @@ export const sessionMachine = setup({
       const h = c.handoff!;
       const next = { queueCheckAt: at + c.info!.queueStatusMs };
       if (position === h.queuePosition) return { set: next };
-      return { set: { handoff: { ...h, queuePosition: position }, ...next }, out: [j('session.queue_status', { destination: h.destination, position })] };
+      return { set: { handoff: { ...h, queuePosition: position }, ...next }, out: [j('session.queue_status', { destination: h.destination, position, custom: null })] };
     }),
     /** What the agent said outside a turn (an external event's function), as an agent message. */
     agentPush: step((c, e) => ({

@@ -287,6 +287,27 @@ t.test('session: idle expiry is a deadline the host keeps: an active session ask
   a.stop();
 });
 
+t.test("session: the events that answer a user message echo its custom, a handoff's and an end's included (contract 2.9)", async (t) => {
+  const cases: Array<[string, Record<string, unknown>, string[]]> = [
+    ['server handoff', { handoff }, ['session.agent_message', 'session.handoff_triggered', 'session.agent_left', 'session.handoff_accepted', 'session.queue_status']],
+    ['client handoff', { handoff, handoffMode: 'client' }, ['session.agent_message', 'session.handoff_triggered', 'session.client_handoff_required', 'session.agent_left']],
+    ['failed handoff', { handoff, handoffMode: 'unavailable' }, ['session.agent_message', 'session.handoff_triggered', 'session.handoff_failed', 'session.failure', 'session.ended']],
+    ['invalid handoff', { handoff, handoffMode: 'invalid' }, ['session.agent_message', 'session.handoff_triggered', 'session.handoff_failed', 'session.failure', 'session.ended']],
+    ['the agent ends', { end: true }, ['session.agent_message', 'session.ended']],
+  ];
+  for (const [what, o, types] of cases) {
+    const a = start();
+    a.step(client('JOIN'));
+    a.step(done('start', reply()));
+    a.step(client('MESSAGE', { text: 'person please', custom: { ref: what } }));
+    const out = a.step(turnDone(reply(o)));
+    t.same(out.map((e) => e.type), types, what);
+    for (const e of out) t.same((e as { custom?: unknown }).custom, { ref: what }, `${what}: ${e.type}`);
+    t.equal(a.getSnapshot().context.current, null, `${what}: the message is answered`);
+    a.stop();
+  }
+});
+
 t.test('session: while waiting, a changed place in the queue is announced', async (t) => {
   const a = start();
   a.step(client('JOIN'));

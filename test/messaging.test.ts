@@ -479,7 +479,7 @@ t.test('handoff without live agents fails; a bad handoff configuration cannot be
   const h = await messagingProject(p, { name: 'No Desk Co' });
   const { c } = await joinedSession(h);
   const from = c.flat().length;
-  c.send(T('USER_MESSAGE'), { text: 'I want to speak to a person' });
+  c.send(T('USER_MESSAGE'), { text: 'I want to speak to a person' }, { ref: 'm1' });
   const failed = await c.waitFor(is('SYSTEM_MESSAGE'), 'error', from);
   t.equal(failed.payload.message, 'Sorry, we could not connect you to an agent. Please try again.');
   t.ok(c.flat().slice(from).some(is('HANDOFF_FAILED')));
@@ -487,6 +487,8 @@ t.test('handoff without live agents fails; a bad handoff configuration cannot be
   // (contract 6.3), instead of refusing every later message.
   const end = await c.waitFor(is('SESSION_END'), 'the session ends', from);
   t.equal(end.payload.reason, 'REASON_NATURAL_END');
+  // Every event that answers the message echoes its custom, the error's included (contract 2.9).
+  for (const e of c.flat().slice(from)) t.same(e.metadata, { custom: { ref: 'm1' } }, `${e.type} echoes the message's custom`);
   t.equal((await c.closed).code, 1000);
   await c.close();
 

@@ -181,17 +181,17 @@ function frames(sessionId: string, type: string, d: Data): Draft[] {
     case 'session.failure':
       return one('SYSTEM_MESSAGE', { level: 'SYSTEM_MESSAGE_LEVEL_ERROR', message: FAILURE_MESSAGES[d.reason as SessionFailure] }, d.custom);
     case 'session.handoff_triggered':
-      return one('SERVICE_AGENT_TRIGGERED_HANDOFF');
+      return one('SERVICE_AGENT_TRIGGERED_HANDOFF', {}, d.custom);
     case 'session.agent_left':
-      return one('SERVICE_AGENT_LEFT');
+      return one('SERVICE_AGENT_LEFT', {}, d.custom);
     case 'session.handoff_accepted':
-      return one('HANDOFF_ACCEPTED');
+      return one('HANDOFF_ACCEPTED', {}, d.custom);
     case 'session.client_handoff_required':
-      return one('CLIENT_HANDOFF_REQUIRED', { reason: d.reason, queue_name: d.destination });
+      return one('CLIENT_HANDOFF_REQUIRED', { reason: d.reason, queue_name: d.destination }, d.custom);
     case 'session.handoff_failed':
-      return one('HANDOFF_FAILED');
+      return one('HANDOFF_FAILED', {}, d.custom);
     case 'session.queue_status':
-      return one('HANDOFF_QUEUE_STATUS', { queue_name: d.destination, ...(d.position !== null && d.position !== undefined ? { position_in_queue: d.position } : {}) });
+      return one('HANDOFF_QUEUE_STATUS', { queue_name: d.destination, ...(d.position !== null && d.position !== undefined ? { position_in_queue: d.position } : {}) }, d.custom);
     case 'session.handoff_timeout':
       return one('HANDOFF_TIMEOUT');
     case 'session.live_agent_joined':
