@@ -145,3 +145,22 @@ t.test('api_errors from a real 5xx answered by the edge', async (t) => {
   t.ok(fired.current_value >= 1);
   await api('DELETE', `/v1/alert-rules/${r.id}`);
 });
+
+t.test("api_errors counts every family's 5xx for the project its credentials name: the Conversations API's too", async (t) => {
+  const reporting = await chatProject(p, { name: 'Reporting Co' });
+  const alertsKey = (await admin(p)('POST', '/keys', { account_id: reporting.accountId, scope: 'alerts' })).body.key;
+  const alerts = client(p.edge, { 'x-api-key': alertsKey });
+  const r = (await alerts('POST', '/v1/alert-rules', { name: 'reads', metric: 'api_errors', operator: '>=', threshold_value: 2, window_duration: '5m', project_id: reporting.agentId })).body;
+  const key = (await admin(p)('POST', '/keys', { account_id: reporting.accountId, scope: 'conversations', project_id: reporting.agentId })).body.key;
+  const from = new Date(Date.now() - 3_600_000).toISOString();
+  const to = new Date().toISOString();
+  for (let i = 0; i < 2; i++) {
+    const reserved = await client(p.edge, { 'x-api-key': key })('GET', `/v1/${reporting.accountId}/${reporting.agentId}/conversations/concurrency?start_time=${from}&end_time=${to}&slice_by=language`);
+    t.equal(reserved.status, 501, 'a reserved slice_by is a 5xx the edge answers (contract 7.3)');
+  }
+  const fired = await eventually(async () => {
+    const x = (await alerts('GET', `/v1/alert-rules/${r.id}`)).body;
+    return x.current_state === 'alert' ? x : undefined;
+  }, 30_000, 'api_errors to fire');
+  t.equal(fired.current_value, 2, 'both counted');
+});

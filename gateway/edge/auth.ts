@@ -10,7 +10,18 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The verified API key of the request, set by `apiKeyAuth`. */
     apiKey: ApiKey | null;
+    /**
+     * Whose request this is, once its credentials are verified (a key's or a connector's account and project;
+     * project null for an account-wide key): the `api_errors` metric counts its 5xx answers for them.
+     */
+    tenant: Tenant | null;
   }
+}
+
+/** The account and project a request's credentials speak for. */
+export interface Tenant {
+  account_id: string;
+  project_id: string | null;
 }
 
 /**
@@ -55,6 +66,7 @@ export function apiKeyAuth(keys: ApiKeys, scopes: KeyScope[], o: { otherScope?: 
     if (!key) throw EDGE.API_KEY_INVALID();
     if (!scopes.includes(key.scope)) throw otherScope(key.scope);
     request.apiKey = key;
+    request.tenant = key;
   };
 }
 

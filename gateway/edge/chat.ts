@@ -86,8 +86,9 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
     if (key.account_id !== account.id || key.project_id !== project.id) throw CHAT.API_KEY_OTHER_PROJECT();
     if (connector.account_id !== account.id || connector.project_id !== project.id) throw CHAT.TOKEN_OTHER_PROJECT();
     limit(key.id, project.id);
-    // The edge's 5xx counts (api_errors) are per project: they read it from the request's key.
+    // The edge's 5xx counts (api_errors) are per project.
     req.apiKey = key;
+    req.tenant = key;
     return { account, project, connector, key };
   };
 

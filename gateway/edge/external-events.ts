@@ -79,6 +79,7 @@ async function verifyKey(services: Services, request: FastifyRequest): Promise<A
   if (!presented) throw EXTERNAL_EVENTS.API_KEY_MISSING();
   const key = await services.keys.verify(presented);
   if (!key || key.scope !== 'external_events' || !key.project_id) throw EXTERNAL_EVENTS.API_KEY_INVALID();
+  request.tenant = key;
   return key;
 }
 

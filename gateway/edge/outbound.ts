@@ -98,6 +98,7 @@ export const outboundPlugin: FastifyPluginAsync<OutboundOptions> = async (root, 
     const connector = await services.connectors.verify(token);
     if (!connector) throw OUTBOUND.TOKEN_INVALID();
     if (connector.kind !== 'outbound') throw OUTBOUND.NOT_OUTBOUND();
+    req.tenant = connector;
     return connector;
   };
   const credentials = credentialsFirst(authorize);

@@ -168,6 +168,7 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
   app.setValidatorCompiler(bodyAwareValidatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.decorateRequest('apiKey', null);
+  app.decorateRequest('tenant', null);
   // JSON only at the root; a family that takes other bodies (external events) adds its parsers in its own context.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, jsonBodyParser);

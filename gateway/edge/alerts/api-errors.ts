@@ -15,8 +15,8 @@ export function familyOf(path: string): string {
 }
 
 /**
- * Counts every answer by family and status for Prometheus (`platform/metrics.ts`), and every 5xx the edge answers for a request whose key names an account (and a project, for project
- * keys) into the `api_errors` metric: per minute, appended to the journal every few seconds off the request
+ * Counts every answer by family and status for Prometheus (`platform/metrics.ts`), and every 5xx the edge answers for a request whose credentials name an account (and a project, for
+ * project keys and connectors: `request.tenant`) into the `api_errors` metric: per minute, appended to the journal every few seconds off the request
  * path (`actors/metrics/edge-errors.ts`), flushed when the edge closes.
  */
 export function countServerErrors(app: FastifyInstance, journal: Pick<JournalStore, 'append'>, flushMs?: number): EdgeErrorCounter {
@@ -27,8 +27,8 @@ export function countServerErrors(app: FastifyInstance, journal: Pick<JournalSto
     // Prometheus: every answer by family and status; chat turns' latency as the client saw it.
     httpResponses.inc({ family, status: String(reply.statusCode) });
     if (family === 'chat' && path.endsWith('/chat/respond') && reply.statusCode === 200) turnLatency.observe({ channel: 'chat' }, reply.elapsedTime / 1000);
-    const key = request.apiKey;
-    if (reply.statusCode >= 500 && key) counter.record(key.account_id, key.project_id, family, reply.statusCode);
+    const tenant = request.tenant;
+    if (reply.statusCode >= 500 && tenant) counter.record(tenant.account_id, tenant.project_id, family, reply.statusCode);
   });
   app.addHook('onClose', async () => counter.close());
   return counter;

@@ -83,6 +83,7 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
     if (key.scope !== 'conversations') throw EDGE.API_KEY_SCOPE(key.scope);
     if (key.account_id !== account.id || key.project_id !== project.id) throw CONVERSATIONS.KEY_OTHER_PROJECT();
     if (needsData && !key.permissions.includes('conversations_data')) throw CONVERSATIONS.KEY_NO_DATA_PERMISSION();
+    req.tenant = key;
     return { account, project, key };
   };
 
