@@ -19,9 +19,11 @@ export function nextEnvironment(env: Environment): Environment | null {
 }
 
 /**
- * Deployments: publish freezes main into an immutable, content-addressed artifact and deploys it to sandbox;
- * promote and rollback deploy an existing artifact to an environment. The active deployment of an
- * environment is the one with the highest `seq` there.
+ * Deployments (contract 3.2): publish freezes main into an immutable, content-addressed artifact and deploys it
+ * to sandbox; promote moves a deployment on to the next environment (a new deployment of its artifact there);
+ * rollback reverts an environment to an earlier deployment of it, which becomes active again (the same
+ * deployment, its id and `version` unchanged). The active deployment of an environment is the one activated
+ * last there (`activated_seq`).
  */
 export class Deployments {
   constructor(
@@ -48,7 +50,9 @@ export class Deployments {
     deploymentId: string,
     input: { targetEnvironment?: Environment; deploymentMessage: string },
   ): Promise<DeploymentResult> {
-    const source = await this.get(agent, deploymentId);
+    // The deployment moves on from the furthest environment it has reached: promoted twice, a sandbox
+    // deployment goes to pre-release, then live.
+    const source = await this.furthest(agent, await this.get(agent, deploymentId));
     const next = nextEnvironment(source.environment);
     const target = input.targetEnvironment ?? next;
     if (!target || next === null) {
@@ -65,14 +69,32 @@ export class Deployments {
     });
   }
 
+  /**
+   * Reverts the deployment's environment to it: it becomes the active deployment there again, with what the
+   * rollback was (when, by whom, from which deployment, its message) in `metadata.rollback`.
+   */
   async rollback(caller: Caller, agent: AgentRecord, deploymentId: string, input: { deploymentMessage: string }): Promise<DeploymentResult> {
     const target = await this.get(agent, deploymentId);
-    return this.deploy(caller, agent, target.environment, target.artifact_version, {
-      action: 'rollback',
-      rolledBackTo: target.id,
-      rolledBackToVersion: String(target.seq),
-      deploymentMessage: input.deploymentMessage,
-    });
+    const from = await this.active(agent.id, target.environment);
+    const counted = await this.r.agents.update({ id: agent.id }, { $inc: { deployment_seq: 1 }, $set: { updated_at: nowIso() } });
+    if (!counted) throw AGENTS.AGENT_NOT_FOUND();
+    const rollback = { deploymentMessage: input.deploymentMessage, rolledBackAt: nowIso(), rolledBackBy: caller.keyId, rolledBackFrom: from?.id ?? null };
+    const deployment = await this.r.deployments.update(
+      { id: target.id },
+      { $set: { activated_seq: counted.deployment_seq, metadata: { ...target.metadata, rollback } } },
+    );
+    if (!deployment) throw AGENTS.DEPLOYMENT_NOT_FOUND();
+    return { deployment, testRunIds: [] };
+  }
+
+  /** The furthest deployment `d` has been promoted to (itself, or one promoted from it, and so on). */
+  private async furthest(agent: AgentRecord, d: DeploymentRecord): Promise<DeploymentRecord> {
+    const all = await this.r.deployments.find({ agent_id: agent.id }, { sort: { seq: 1 } });
+    let reached = d;
+    for (const x of all) {
+      if (x.metadata.action === 'promote' && x.metadata.sourceDeploymentId === reached.id) reached = x;
+    }
+    return reached;
   }
 
   async get(agent: AgentRecord, deploymentId: string): Promise<DeploymentRecord> {
@@ -81,16 +103,16 @@ export class Deployments {
     return d;
   }
 
-  /** Deployments of an agent, newest first, optionally of one environment. */
+  /** Deployments of an agent, the one activated last first, optionally of one environment. */
   list(agent: AgentRecord, environment?: Environment, limit = 100): Promise<DeploymentRecord[]> {
     const filter: Record<string, unknown> = { agent_id: agent.id };
     if (environment) filter.environment = environment;
-    return this.r.deployments.find(filter, { sort: { seq: -1 }, limit });
+    return this.r.deployments.find(filter, { sort: { activated_seq: -1 }, limit });
   }
 
   /** What runs in an environment now, or null. */
   active(agentId: string, environment: Environment): Promise<DeploymentRecord | null> {
-    return this.r.deployments.findOne({ agent_id: agentId, environment }, { sort: { seq: -1 } });
+    return this.r.deployments.findOne({ agent_id: agentId, environment }, { sort: { activated_seq: -1 } });
   }
 
   /** The frozen content running in an environment (what a conversation there runs), or null. */
@@ -141,6 +163,7 @@ export class Deployments {
       environment,
       artifact_version: artifactVersion,
       seq: counted.deployment_seq,
+      activated_seq: counted.deployment_seq,
       created_by: caller.keyId,
       created_at: nowIso(),
       metadata,

@@ -43,7 +43,14 @@ export interface DeploymentRecord extends Doc {
   agent_id: string;
   environment: Environment;
   artifact_version: string;
+  /** The per-agent counter when it was made: its `version`, which never changes. */
   seq: number;
+  /**
+   * The per-agent counter when it last became its environment's active deployment: when it was made, or when
+   * a rollback reverted the environment to it. The active deployment of an environment is the one with the
+   * highest.
+   */
+  activated_seq: number;
   created_by: string;
   created_at: string;
   metadata: Record<string, unknown>;
@@ -80,7 +87,7 @@ export function builderRecords(store: Store): BuilderRecords {
     artifacts: store.collection<ArtifactRecord>({ name: 'artifacts', indexes: [{ fields: ['agent_id'] }] }),
     deployments: store.collection<DeploymentRecord>({
       name: 'deployments',
-      indexes: [{ fields: ['agent_id', 'environment', 'seq'] }, { fields: ['agent_id', 'seq'] }],
+      indexes: [{ fields: ['agent_id', 'environment', 'activated_seq'] }, { fields: ['agent_id', 'activated_seq'] }],
     }),
     realtimeConfigs: store.collection<RealtimeConfigRecord>({
       name: 'realtime_configs',

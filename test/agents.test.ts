@@ -248,9 +248,12 @@ t.test('deployments: publish to sandbox, promote to pre-release and live, rollba
   const pre = await api('POST', `${base}/deployments/${d1.id}/promote`);
   t.equal(pre.status, 200);
   t.match(pre.body.deployment, { environment: 'pre-release', artifactVersion: d1.artifactVersion });
-  const live = await api('POST', `${base}/deployments/${pre.body.deployment.id}/promote`, {});
-  t.match(live.body.deployment, { environment: 'live', artifactVersion: d1.artifactVersion });
+  // The deployment moves on (contract 3.2): promoting the same one again takes it from where it has got to.
+  const live = await api('POST', `${base}/deployments/${d1.id}/promote`, {});
+  t.match(live.body.deployment, { environment: 'live', artifactVersion: d1.artifactVersion, metadata: { sourceDeploymentId: pre.body.deployment.id } });
   t.equal((await api('POST', `${base}/deployments/${live.body.deployment.id}/promote`)).status, 409, 'nothing after live');
+  t.equal((await api('POST', `${base}/deployments/${d1.id}/promote`)).status, 409, 'nor for the deployment that got there');
+  t.equal((await api('POST', `${base}/deployments/${pre.body.deployment.id}/promote`)).status, 409, 'nor for any step of its way');
 
   await api('PATCH', `${base}/branches/main/behavior`, { behavior: 'v2' });
   const v2 = (await api('POST', `${base}/deployments/publish`, { environment: 'sandbox' })).body.deployment;
@@ -260,13 +263,22 @@ t.test('deployments: publish to sandbox, promote to pre-release and live, rollba
   const active = await api('GET', `${base}/deployments/active`);
   t.equal(active.body.activeDeployments.live.artifactVersion, v2.artifactVersion);
 
+  // Rollback reverts the environment to the given deployment: that one is active again, as it was.
   const rb = await api('POST', `${base}/deployments/${live.body.deployment.id}/rollback`, { deploymentMessage: 'v2 broke greetings' });
   t.equal(rb.status, 200);
-  t.match(rb.body.deployment, { environment: 'live', artifactVersion: d1.artifactVersion, metadata: { deploymentMessage: 'v2 broke greetings', action: 'rollback' } });
+  t.match(rb.body.deployment, {
+    id: live.body.deployment.id,
+    version: live.body.deployment.version,
+    environment: 'live',
+    artifactVersion: d1.artifactVersion,
+    metadata: { action: 'promote', rollback: { deploymentMessage: 'v2 broke greetings', rolledBackFrom: v2live.id, rolledBackAt: String, rolledBackBy: String } },
+  });
+  t.equal((await api('GET', `${base}/deployments/active`)).body.activeDeployments.live.id, live.body.deployment.id, 'the active live deployment');
   const rbDefault = await api('POST', `${base}/deployments/${v2live.id}/rollback`);
-  t.equal(rbDefault.body.deployment.metadata.deploymentMessage, '', 'deploymentMessage defaults to empty');
+  t.equal(rbDefault.body.deployment.id, v2live.id);
+  t.equal(rbDefault.body.deployment.metadata.rollback.deploymentMessage, '', 'deploymentMessage defaults to empty');
   const lives = await api('GET', `${base}/deployments?environment=live`);
-  t.same(lives.body.deployments.map((d: any) => d.version), [rbDefault.body.deployment.version, rb.body.deployment.version, v2live.version, live.body.deployment.version]);
+  t.same(lives.body.deployments.map((d: any) => d.id), [v2live.id, live.body.deployment.id], 'the one activated last first');
   t.equal((await api('GET', `${base}/deployments?environment=nowhere`)).status, 400);
   t.equal((await api('GET', `${base}/deployments/${d1.id}`)).body.id, d1.id);
   t.equal((await api('POST', `${base}/deployments/${d1.id}/rollback`, { deploymentMessage: 5 })).status, 400);

@@ -195,6 +195,24 @@ t.test("a connector reaches only its own environment's conversations (contract 5
   t.equal((await c.chat('respond', { conversation_id: own, message: 'hi' }, { token: sandbox })).status, 200, 'and the sandbox connector does');
 });
 
+t.test('a new conversation runs what is active in its environment: promoted, then rolled back (contract 3.2)', async (t) => {
+  const v = await chatProject(p, { name: 'Versions Co', behavior: 'Hello from version one.' });
+  const base = `/v1/agents/${v.agentId}`;
+  const greeting = async () => (await v.chat('create', {})).body.response as string;
+  t.match(await greeting(), /version one/);
+  const first = (await v.api('GET', `${base}/deployments/active`)).body.activeDeployments.live;
+  await v.api('PATCH', `${base}/branches/main/behavior`, { behavior: 'Hello from version two.' });
+  const published = (await v.api('POST', `${base}/deployments/publish`, {})).body.deployment;
+  t.match(await greeting(), /version one/, 'published to sandbox only: live runs what it ran');
+  await v.api('POST', `${base}/deployments/${published.id}/promote`);
+  t.match(await greeting(), /version one/, 'promoted to pre-release: live still runs what it ran');
+  await v.api('POST', `${base}/deployments/${published.id}/promote`);
+  t.match(await greeting(), /version two/, 'promoted again: it moved on to live');
+  const rolled = await v.api('POST', `${base}/deployments/${first.id}/rollback`, { deploymentMessage: 'back' });
+  t.equal(rolled.body.deployment.id, first.id, 'live reverted to the given deployment');
+  t.match(await greeting(), /version one/, 'and new conversations run it');
+});
+
 t.test('an idle chat ends by itself (durable timer)', async (t) => {
   const id = (await c.chat('create', {})).body.conversation_id;
   t.equal((await record(id))!.in_progress, true);
