@@ -34,7 +34,7 @@ export const deploymentRoutes: RouteGroup = (app, { builder }) => {
   app.post('/agents/:agentId/deployments/:deploymentId/promote', {
     schema: {
       tags: ['agents'],
-      summary: "Deploy a deployment's artifact to the next environment (sandbox → pre-release → live)",
+      summary: 'Move a deployment on to the next environment after the furthest it has reached (sandbox → pre-release → live)',
       params: DeploymentParams,
       body: z.object({ targetEnvironment: Env.optional(), deploymentMessage: Message }).default({ deploymentMessage: '' }),
       response: { 200: DeploymentResultView, ...fieldErrorResponses },
@@ -48,7 +48,7 @@ export const deploymentRoutes: RouteGroup = (app, { builder }) => {
   app.post('/agents/:agentId/deployments/:deploymentId/rollback', {
     schema: {
       tags: ['agents'],
-      summary: "Put a deployment's artifact back in its environment",
+      summary: 'Revert the deployment\'s environment to it: it is active there again',
       params: DeploymentParams,
       body: z.object({ deploymentMessage: Message }).default({ deploymentMessage: '' }),
       response: { 200: DeploymentResultView, ...fieldErrorResponses },
@@ -62,7 +62,7 @@ export const deploymentRoutes: RouteGroup = (app, { builder }) => {
   app.get('/agents/:agentId/deployments', {
     schema: {
       tags: ['agents'],
-      summary: 'List deployments, newest first',
+      summary: 'List deployments, the one activated last first',
       params: AgentParams,
       querystring: z.object({ environment: Env.optional(), limit: z.coerce.number().int().min(1).max(1000).default(100) }),
       response: { 200: z.object({ deployments: z.array(DeploymentView) }), ...fieldErrorResponses },
