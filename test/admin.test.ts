@@ -104,6 +104,19 @@ t.test('connectors: kinds, environments, host rule, delete', async (t) => {
   t.equal((await a('DELETE', `/connectors/${encodeURIComponent('bad id')}`)).status, 422);
 });
 
+t.test('optional fields may be sent as null, as the answers show them', async (t) => {
+  const acc = (await a('POST', '/accounts', { name: 'Nulls' })).body;
+  const key = await a('POST', '/keys', { account_id: acc.id, scope: 'agents', project_id: null });
+  t.equal(key.status, 201, key.text);
+  t.equal(key.body.project_id, null, 'an account-wide key');
+  t.equal((await a('POST', '/keys', { account_id: acc.id, scope: 'chat', project_id: null })).status, 400, 'a chat key still needs its project');
+  const agent = (await client(p.edge, { 'x-api-key': key.body.key })('POST', '/v1/agents', { name: 'Bot' })).body;
+  const chat = await a('POST', '/connectors', { account_id: acc.id, project_id: agent.agentId, kind: 'chat', variant_id: null, host: null, telephony_connector_id: null, from_number: null });
+  t.equal(chat.status, 201, chat.text);
+  t.match(chat.body, { variant_id: null, host: null });
+  t.equal((await a('POST', '/connectors', { account_id: acc.id, project_id: agent.agentId, kind: 'messaging', host: null })).status, 400, 'a messaging connector still needs its host');
+});
+
 t.test('project settings: defaults, patch, unknown project', async (t) => {
   const acc = (await a('POST', '/accounts', { name: 'Settings' })).body;
   const key = (await a('POST', '/keys', { account_id: acc.id, scope: 'agents' })).body.key;

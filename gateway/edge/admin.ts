@@ -57,15 +57,15 @@ export const adminPlugin: FastifyPluginAsync<AdminOptions> = async (root, { serv
   };
 
   /** The outbound fields of a connector, checked: the trunk must be the project's, the number E.164. */
-  const outboundFields = async (accountId: string, agentId: string, b: { telephony_connector_id?: string; from_number?: string }) => {
+  const outboundFields = async (accountId: string, agentId: string, b: { telephony_connector_id?: string | null; from_number?: string | null }) => {
     const out: { telephony_connector_id: string | null; from_number: string | null } = { telephony_connector_id: null, from_number: null };
-    if (b.telephony_connector_id !== undefined) {
+    if (b.telephony_connector_id != null) {
       await builder.telephony.getConnector({ account_id: accountId, agent_id: agentId }, b.telephony_connector_id).catch(() => {
         throw ADMIN.TELEPHONY_CONNECTOR_NOT_FOUND();
       });
       out.telephony_connector_id = b.telephony_connector_id;
     }
-    if (b.from_number !== undefined) {
+    if (b.from_number != null) {
       out.from_number = toE164(b.from_number);
       if (!out.from_number) throw ADMIN.FROM_NUMBER_INVALID();
     }
@@ -95,7 +95,8 @@ export const adminPlugin: FastifyPluginAsync<AdminOptions> = async (root, { serv
       body: z.object({
         account_id: z.string().min(1),
         scope: z.enum(KEY_SCOPES),
-        project_id: z.string().min(1).optional(),
+        // null as the answers show it: none (an account-wide key).
+        project_id: z.string().min(1).nullish(),
         permissions: z.array(z.enum(KEY_PERMISSIONS)).default([]),
       }),
       response: { 201: KeyView.omit({ created_at: true }).extend({ key: z.string() }), ...errors },
@@ -137,17 +138,18 @@ export const adminPlugin: FastifyPluginAsync<AdminOptions> = async (root, { serv
         project_id: z.string().min(1),
         kind: z.enum(CONNECTOR_KINDS),
         environment: z.enum(ENVIRONMENTS).default('live'),
-        variant_id: z.string().min(1).max(128).optional(),
-        host: z.string().regex(HOST, 'host must be a domain name or app namespace, without scheme or path').optional(),
-        telephony_connector_id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/).optional(),
-        from_number: z.string().min(1).max(32).optional(),
+        // Each optional field may be null, as the answers show it: none.
+        variant_id: z.string().min(1).max(128).nullish(),
+        host: z.string().regex(HOST, 'host must be a domain name or app namespace, without scheme or path').nullish(),
+        telephony_connector_id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/).nullish(),
+        from_number: z.string().min(1).max(32).nullish(),
       }),
       response: { 201: ConnectorView.omit({ created_at: true }).extend({ token: z.string() }), ...errors },
     },
   }, async (req, reply) => {
     const b = req.body;
     if (b.kind === 'messaging' && !b.host) throw ADMIN.HOST_REQUIRED();
-    for (const field of ['telephony_connector_id', 'from_number'] as const) if (b.kind !== 'outbound' && b[field] !== undefined) throw ADMIN.OUTBOUND_FIELDS_KIND(field);
+    for (const field of ['telephony_connector_id', 'from_number'] as const) if (b.kind !== 'outbound' && b[field] != null) throw ADMIN.OUTBOUND_FIELDS_KIND(field);
     const account = await accounts.require(b.account_id);
     const agent = await project(account.id, b.project_id);
     const outbound = b.kind === 'outbound' ? await outboundFields(account.id, agent.id, b) : {};
