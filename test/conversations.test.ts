@@ -91,6 +91,7 @@ t.test('filters: channel (repeatable), client_env, variant, in_progress, time ra
   t.same(await idsOf({ channel: 'WEBCHAT' }), [ids.a]);
   t.same(await idsOf({ channel: ['WEBCHAT', 'SMS'] }), [ids.a, ids.d]);
   t.same(await idsOf({ channel: 'VOICE-SIP' }), []);
+  t.same(await idsOf({ channel: ['webchat', 'Sms'] }), [ids.a, ids.d], 'in any letter case: as the Chat API names them');
   t.same(await idsOf({ client_env: 'sandbox' }), []);
   t.same(await idsOf({ client_env: 'live' }), [ids.a, ids.b, ids.d]);
   t.same(await idsOf({ variant_id: variants.Paris }), [ids.b, ids.d]);

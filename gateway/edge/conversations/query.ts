@@ -77,7 +77,9 @@ export function parseListQuery(version: Version, q: RawQuery): ListQuery {
     mode: queryType ?? sample ?? 'list',
     query: query?.trim() ?? '',
     turnType: turnType ?? null,
-    channels: [...new Set(channels)].sort(),
+    // Channel labels are stored upper-case (`WEBCHAT`, `VOICE-SIP`); a client may name one as it created it
+    // (`channel: "webchat"` on the Chat API).
+    channels: [...new Set(channels.map((c) => c.toUpperCase()))].sort(),
     environment: oneOf(q, 'client_env', ENVIRONMENTS) ?? 'live',
     variantId: variantId ?? null,
     variantName: variantName ?? null,
