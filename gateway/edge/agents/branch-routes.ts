@@ -8,7 +8,12 @@ import { BranchDetailView, BranchView, TopicView, branchDetailView, branchView, 
 
 const BranchParams = z.object({ agentId: PathId, branch: PathId });
 const TopicParams = BranchParams.extend({ topicId: PathId });
-const BRANCH_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
+/**
+ * A branch name (the contract: a string): 1 to 100 characters, not blank, no control characters. Any name is
+ * addressable by the branch's id in paths (`{branch}` is an id or a name); names of path-safe characters by
+ * name too.
+ */
+const BRANCH_NAME = /^(?=[^]*\S)[^\u0000-\u001f\u007f]{1,100}$/u;
 const TopicName = z.string().min(1, 'name must be between 1 and 256 characters').max(256, 'name must be between 1 and 256 characters');
 const TopicContent = z.string().max(100_000, 'content must be at most 100000 characters');
 
@@ -24,8 +29,8 @@ export const branchRoutes: RouteGroup = (app, { builder }) => {
       // `branchName` is what the hosted service's own clients send; `name` is the contract's field.
       body: z
         .object({
-          name: z.string({ error: 'name must be a string' }).regex(BRANCH_NAME, 'name must be 1 to 100 letters, digits, ".", "_" or "-"').optional(),
-          branchName: z.string({ error: 'branchName must be a string' }).regex(BRANCH_NAME, 'branchName must be 1 to 100 letters, digits, ".", "_" or "-"').optional(),
+          name: z.string({ error: 'name must be a string' }).regex(BRANCH_NAME, 'name must be 1 to 100 characters, not blank, without control characters').optional(),
+          branchName: z.string({ error: 'branchName must be a string' }).regex(BRANCH_NAME, 'branchName must be 1 to 100 characters, not blank, without control characters').optional(),
         })
         .refine((b) => b.name !== undefined || b.branchName !== undefined, { message: 'name is required', path: ['name'] }),
       response: { 201: BranchView, ...fieldErrorResponses },
