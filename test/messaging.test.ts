@@ -145,8 +145,12 @@ t.test('sessions: every error row', async (t) => {
   t.same(errorOf(await post({ Authorization: `Bearer ${token}` }, '[1,2]')), [400, 'Error parsing request'], 'not an object');
   const notUtf8 = Buffer.concat([Buffer.from('{"x":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]);
   t.same(errorOf(await post({ Authorization: `Bearer ${token}` }, notUtf8)), [400, 'Error parsing request'], 'a body that is not UTF-8');
-  t.equal((await post({ Authorization: `Bearer ${token}` }, '{"platform":"fridge"}')).status, 400, 'unknown platform');
-  t.equal((await post({ Authorization: `Bearer ${token}` }, '{"streaming_enabled":"yes"}')).status, 400, 'streaming_enabled not a boolean');
+  // The table's message exactly (contract 7.4), what was wrong beside it.
+  const fridge = await post({ Authorization: `Bearer ${token}` }, '{"platform":"fridge"}');
+  t.same([fridge.status, fridge.body.error, fridge.body.error_message], [400, 'Error parsing request', 'Error parsing request'], 'unknown platform');
+  t.match(fridge.body.error_detail, /^platform must be one of web, /);
+  const yes = await post({ Authorization: `Bearer ${token}` }, '{"streaming_enabled":"yes"}');
+  t.same([yes.status, yes.body.error_message, yes.body.error_detail], [400, 'Error parsing request', 'streaming_enabled must be a boolean'], 'streaming_enabled not a boolean');
   t.equal((await post({ Authorization: `Bearer ${token}` })).status, 200, 'the body may be omitted');
   for (const platform of ['web', 'ios', 'android', 'custom', 'ios-web', 'android-web']) {
     t.equal((await post({ Authorization: `Bearer ${token}` }, JSON.stringify({ platform }))).status, 200, `platform ${platform}`);

@@ -2,7 +2,8 @@
  * The Messaging API's error catalog (contract 7.4): the exact messages, with their HTTP statuses for the
  * access-token, session and handshake steps, and the event-level messages sent as SYSTEM_MESSAGE at level
  * ERROR. HTTP error bodies are `{success: false, error, error_code, error_message, data: null}`: the
- * hosted service's error shape, whose `error` and `error_message` both carry the table's message.
+ * hosted service's error shape, whose `error` and `error_message` both carry the table's message, exactly;
+ * what in particular was wrong (which field), when there is more to say, is in `error_detail`.
  * The reference page `docs/errors.md` lists every code (a test keeps the two in step).
  */
 import { SESSION_ERRORS } from '../../actors/session/mod.js';
@@ -46,8 +47,8 @@ export const HTTP_ERRORS = {
   deskNotAgent: e(403, 'NOT_SESSION_AGENT', 'another live agent holds the session'),
 } as const;
 
-export const errorBody = (err: MessagingHttpError, message = err.message) =>
-  JSON.stringify({ success: false, error: message, error_code: err.code, error_message: message, data: null });
+export const errorBody = (err: MessagingHttpError, detail?: string) =>
+  JSON.stringify({ success: false, error: err.message, error_code: err.code, error_message: err.message, ...(detail ? { error_detail: detail } : {}), data: null });
 
 /** Event-level errors (SYSTEM_MESSAGE, level ERROR; the socket stays open). */
 export const EVENT_ERRORS = {

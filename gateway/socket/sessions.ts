@@ -34,9 +34,9 @@ export function mountSessions(app: TemplatedApp, ctx: MessagingContext): void {
     if (!parsed) throw new HttpFailure(HTTP_ERRORS.badRequest);
     const streaming = parsed.streaming_enabled ?? false;
     const platform = parsed.platform ?? 'web';
-    if (typeof streaming !== 'boolean') throw new HttpFailure(HTTP_ERRORS.badRequest, {}, 'Error parsing request: streaming_enabled must be a boolean');
+    if (typeof streaming !== 'boolean') throw new HttpFailure(HTTP_ERRORS.badRequest, {}, 'streaming_enabled must be a boolean');
     if (typeof platform !== 'string' || !(PLATFORMS as readonly string[]).includes(platform)) {
-      throw new HttpFailure(HTTP_ERRORS.badRequest, {}, `Error parsing request: platform must be one of ${PLATFORMS.join(', ')}`);
+      throw new HttpFailure(HTTP_ERRORS.badRequest, {}, `platform must be one of ${PLATFORMS.join(', ')}`);
     }
     const id = timeOrderedId('ses');
     const info: SessionInfo = {
