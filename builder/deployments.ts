@@ -81,7 +81,7 @@ export class Deployments {
     const rollback = { deploymentMessage: input.deploymentMessage, rolledBackAt: nowIso(), rolledBackBy: caller.keyId, rolledBackFrom: from?.id ?? null };
     const deployment = await this.r.deployments.update(
       { id: target.id },
-      { $set: { activated_seq: counted.deployment_seq, metadata: { ...target.metadata, rollback } } },
+      { $set: { activated_seq: counted.deployment_seq, metadata: Object.assign({}, target.metadata, { rollback }) } },
     );
     if (!deployment) throw AGENTS.DEPLOYMENT_NOT_FOUND();
     return { deployment, testRunIds: [] };
