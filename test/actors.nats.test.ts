@@ -17,7 +17,7 @@ t.teardown(async () => cluster?.stop());
 /** Every shard is with the worker rendezvous hashing picks among `workers` (`ownerOf`). */
 function placed(workers: Array<{ id: string; shards: number[] }>): boolean {
   const ids = workers.map((w) => w.id);
-  return Array.from({ length: cluster.shardCount }, (_, s) => s).every((s) => workers.find((w) => w.shards.includes(s))?.id === ownerOf(s, ids));
+  return Array.from({ length: cluster.shardCount }, (_, s) => s).every((s) => workers.find((w) => w.shards.includes(s))?.id === ownerOf(s, ids, cluster.shardCount));
 }
 
 actorBehaviour(t, () => cluster, needsNats);

@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { Kvm } from '@nats-io/kv';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import t, { type Test } from 'tap';
+import fc from 'fast-check';
 import {
   createLocalPlacement,
   createLocalWorkerDirectory,
@@ -37,7 +38,7 @@ async function until(what: string, check: () => boolean | Promise<boolean>, ms =
 
 /** The shards `id` should own among `workers`, by rendezvous hashing. */
 function expected(id: string, workers: string[]): number[] {
-  return Array.from({ length: SHARDS }, (_, s) => s).filter((s) => ownerOf(s, workers) === id);
+  return Array.from({ length: SHARDS }, (_, s) => s).filter((s) => ownerOf(s, workers, SHARDS) === id);
 }
 
 const same = (a: number[], b: number[]) => a.length === b.length && a.every((x, i) => x === b[i]);
@@ -215,6 +216,27 @@ const balanced = (workers: Array<{ id: string; owns: () => number[] }>) => () =>
 };
 const inprocOwns = (w: InprocWorker) => ({ id: w.id, owns: () => w.placement.owned() });
 const childOwns = (w: ChildWorker) => ({ id: w.id, owns: () => [...w.holding].sort((a, b) => a - b) });
+
+t.test('shards spread evenly over the workers, the same on every node, most staying put as workers come and go', async (t) => {
+  const id = fc.stringMatching(/^[a-z0-9-]{1,16}$/);
+  fc.assert(
+    fc.property(fc.uniqueArray(id, { minLength: 1, maxLength: 8 }), fc.integer({ min: 1, max: 256 }), (workers, shards) => {
+      const owners = Array.from({ length: shards }, (_, s) => ownerOf(s, workers, shards));
+      const counts = new Map<string, number>();
+      for (const o of owners) counts.set(o!, (counts.get(o!) ?? 0) + 1);
+      const reversed = Array.from({ length: shards }, (_, s) => ownerOf(s, [...workers].reverse(), shards));
+      return owners.every((o) => o !== null && workers.includes(o)) && Math.max(...counts.values()) <= Math.ceil(shards / workers.length) && owners.every((o, s) => o === reversed[s]);
+    }),
+    { numRuns: 300 },
+  );
+  // A worker joining takes its share; the others' shards stay where they were, but for a few.
+  const ids = ['worker-a', 'worker-b', 'worker-c', 'worker-d'];
+  const before = Array.from({ length: SHARDS }, (_, s) => ownerOf(s, ids.slice(0, 3), SHARDS));
+  const after = Array.from({ length: SHARDS }, (_, s) => ownerOf(s, ids, SHARDS));
+  const moved = after.filter((o, s) => o !== before[s]);
+  t.equal(after.filter((o) => o === 'worker-d').length, SHARDS / 4, 'the new worker takes its quarter');
+  t.ok(moved.length < SHARDS / 2, `most shards keep their owner (${moved.length} of ${SHARDS} moved)`);
+});
 
 t.test('local placement', async (t) => {
   const placement = createLocalPlacement({ shardCount: 8, workerId: 'solo' });

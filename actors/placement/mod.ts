@@ -5,7 +5,7 @@
  *
  * - `createLocalPlacement()`: the embedded default, one worker owning every shard with fence 1.
  * - `createNatsPlacement({connection})`: leases in a JetStream KV bucket, spread over the live workers by
- *   rendezvous hashing (`ownerOf`), taken over after the TTL when a worker dies.
+ *   rendezvous hashing with bounded loads (`ownerOf`), taken over after the TTL when a worker dies.
  *
  * Each has a `WorkerDirectory` listing the workers for the admin API.
  *

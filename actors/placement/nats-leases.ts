@@ -205,14 +205,14 @@ export function createNatsPlacement(options: NatsPlacementOptions): Placement {
     const work: Promise<void>[] = [];
     for (const [shard, lease] of leases) {
       if (lease.state === 'deleting') continue;
-      if (lease.state === 'held' && (stopping || (live !== null && ownerOf(shard, live) !== workerId))) {
+      if (lease.state === 'held' && (stopping || (live !== null && ownerOf(shard, live, shardCount) !== workerId))) {
         release(shard, lease);
       }
       work.push(renew(shard, lease));
     }
     if (live !== null) {
       for (let shard = 0; shard < shardCount; shard++) {
-        if (!leases.has(shard) && ownerOf(shard, live) === workerId) work.push(acquire(shard));
+        if (!leases.has(shard) && ownerOf(shard, live, shardCount) === workerId) work.push(acquire(shard));
       }
     }
     await Promise.all(work);
