@@ -13,8 +13,11 @@ import { pathToFileURL } from 'node:url';
 import { removeDir, starting } from './helpers/platform.js';
 import { MEDIA_ENV } from './helpers/voice.js';
 
-/** How long a stopped start may take to exit: well under the driver's wait, and a process manager's grace period. */
-const PROMPT_MS = 5000;
+/**
+ * How long a stopped start may take to exit: under the driver's 30 s server selection wait, so that the exit is
+ * the signal's doing, with room for a machine busy with other tests (7 s was not enough once in CI).
+ */
+const PROMPT_MS = 20_000;
 
 /** Resolves with the exit code, or rejects once `ms` have passed. */
 function exitWithin(exited: Promise<number | null>, ms: number): Promise<number | null> {
