@@ -261,11 +261,15 @@ t.test('XML entity expansion is refused (billion laughs, external entities)', as
     t.equal(r.status, 400, r.text);
     t.match(r.body, { error_message: 'XML with a DOCTYPE or entity declarations is refused' });
   }
-  // Predefined entities are kept as written, never expanded.
-  const id = await waiting(t, 'ent-1');
-  const r = await hook({ type: 'application/xml', query: { event_id_path: 'e.id' }, raw: '<e><id>ent-1</id><note>a &amp; b</note></e>' });
+  // XML's own escapes (the five predefined entities, character references) are decoded, as any XML reader
+  // does: in the id, which then matches the conversation waiting for `ent&1`, in text and in attributes.
+  const id = await waiting(t, 'ent&1');
+  const r = await hook({ type: 'application/xml', query: { event_id_path: 'e.id' }, raw: '<e kind="a&lt;b"><id>ent&amp;1</id><note>caf&#233; &#x263A; &amp;#233;</note></e>' });
   t.equal(r.status, 201, r.text);
-  t.equal((await rec(id))!.state.events[0].data.e.note, 'a &amp; b');
+  t.match(r.body, { event_id: 'ent&1', status: 'delivered', conversation_id: id });
+  const data = (await rec(id))!.state.events[0].data.e;
+  t.equal(data.note, 'café ☺ &#233;', 'decoded once: an escaped reference stays a reference');
+  t.equal(data['@kind'], 'a<b');
 });
 
 t.test('bridge-ended runs bridge_ended once and shows in the record via the Conversations API', async (t) => {

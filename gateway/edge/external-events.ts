@@ -58,7 +58,26 @@ const MEDIA: Record<string, Kind> = {
   'text/plain': 'text',
 };
 
-/** XML as data: attributes as `@name`, text next to attributes as `#text`, values as strings; entities never expanded. */
+const PREDEFINED: Record<string, string> = { lt: '<', gt: '>', amp: '&', quot: '"', apos: "'" };
+
+/**
+ * XML's own escapes in a text or attribute value, decoded in one pass (so `&amp;#233;` reads `&#233;`): the five
+ * predefined entities and character references. Anything else (a declared entity) stays as written: a document
+ * with a DOCTYPE is refused before parsing, so none can be declared.
+ */
+export function decodeXmlEscapes(value: string): string {
+  if (!value.includes('&')) return value;
+  return value.replace(/&(?:(lt|gt|amp|quot|apos)|#(\d{1,7})|#x([0-9A-Fa-f]{1,6}));/g, (whole, name: string | undefined, dec: string | undefined, hex: string | undefined) => {
+    if (name) return PREDEFINED[name];
+    const code = dec !== undefined ? Number(dec) : parseInt(hex!, 16);
+    return code > 0 && code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff) ? String.fromCodePoint(code) : whole;
+  });
+}
+
+/**
+ * XML as data: attributes as `@name`, text next to attributes as `#text`, values as strings, XML's escapes
+ * decoded (`decodeXmlEscapes`); no entity is ever expanded beyond those.
+ */
 const xml = new XMLParser({
   ignoreAttributes: false,
   attributeNamePrefix: '@',
@@ -69,6 +88,8 @@ const xml = new XMLParser({
   htmlEntities: false,
   ignoreDeclaration: true,
   ignorePiTags: true,
+  tagValueProcessor: (_name: string, value: string) => decodeXmlEscapes(value),
+  attributeValueProcessor: (_name: string, value: string) => decodeXmlEscapes(value),
 });
 
 const ErrorBody = z.object({ error_message: z.string() });
