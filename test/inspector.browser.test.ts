@@ -40,6 +40,8 @@ function run() {
     t.match(html.headers.get('content-type') ?? '', /text\/html/);
     t.match(html.headers.get('content-security-policy') ?? '', "default-src 'self'");
     t.notMatch(html.text, /https?:\/\//, 'no external address in the page');
+    const slash = await fetch(new URL('/inspector/', p.edge), { redirect: 'manual' });
+    t.same([slash.status, slash.headers.get('location')], [301, '/inspector'], 'typed with a trailing slash: redirected to the page');
     const js = await http(p.edge, 'GET', '/inspector/inspector.js');
     t.match(js.headers.get('content-type') ?? '', /text\/javascript/);
     t.notMatch(js.text, /https?:\/\//, 'nor in its script');

@@ -30,4 +30,6 @@ export const inspectorPagePlugin: FastifyPluginAsync = async (app) => {
         .send(body),
     );
   }
+  // The page's address as people type it too; redirected, so that the page's own links resolve the same way.
+  app.get('/inspector/', { schema: { hide: true } }, async (_req, reply) => reply.redirect('/inspector', 301));
 };
