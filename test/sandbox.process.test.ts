@@ -75,6 +75,14 @@ t.test('a sandbox process has an empty environment, no descriptors of ours, and 
     t.notOk(root.includes('etc') || root.includes('root') || root.includes('home'), `a minimal root filesystem: ${root.join(' ')}`);
     const tmp = readdirSync(`/proc/${pid}/root/tmp`);
     t.notOk(tmp.includes(basename(dataDir)), `its own /tmp, not the host's: ${tmp.join(' ')}`);
+    // mountinfo: id, parent, major:minor, root, mount point, options, ...
+    const mounts = readFileSync(`/proc/${pid}/mountinfo`, 'utf8').trim().split('\n').map((l) => l.split(' '));
+    const rootMount = mounts.filter((m) => m[4] === '/').at(-1);
+    t.ok(rootMount?.[5].split(',').includes('ro'), `its root filesystem is read-only (${rootMount?.slice(4, 6).join(' ')})`);
+    for (const dir of ['/usr', '/proc/sys']) {
+      const m = mounts.filter((x) => x[4] === dir).at(-1);
+      if (m) t.ok(m[5].split(',').includes('ro'), `${dir} is read-only`);
+    }
   }
   t.same(report.missing, report.layer === 'bwrap' ? [] : report.missing, 'what is missing is reported');
   delete process.env.SANDBOX_CANARY;

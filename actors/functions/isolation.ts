@@ -73,7 +73,8 @@ function bwrapArgs(): string[] {
   // The code the child runs, and package.json for its module type; never the data directory.
   args.push('--ro-bind', DIST, DIST, '--ro-bind', join(ROOT, 'node_modules'), join(ROOT, 'node_modules'));
   if (existsSync(join(ROOT, 'package.json'))) args.push('--ro-bind', join(ROOT, 'package.json'), join(ROOT, 'package.json'));
-  args.push('--chdir', '/');
+  // Last, once every mount point is made in it: the root itself (bwrap's tmpfs) read-only too; /tmp stays writable.
+  args.push('--remount-ro', '/', '--chdir', '/');
   return args;
 }
 
