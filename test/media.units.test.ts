@@ -126,6 +126,8 @@ t.test('dial outcomes from SIP statuses', async (t) => {
   t.equal(outcomeOf(487, 'Request Terminated', true, true).outcome, 'no_answer', 'CANCELled while ringing');
   t.same(outcomeOf(408, 'Request Timeout', false, true), { outcome: 'unreachable', sip_status: null, reason: 'Request Timeout', conversation_id: null }, 'nothing ever answered');
   t.equal(outcomeOf(503, 'Service Unavailable', false, false).outcome, 'unreachable');
+  t.equal(outcomeOf(500, 'Server Internal Error', false, false).outcome, 'unreachable', 'any 5xx');
+  t.equal(outcomeOf(488, 'Not Acceptable Here', false, false).outcome, 'rejected', 'other refusals');
   t.equal(outcomeOf(486, 'Busy Here', true, false).reason, '486 Busy Here');
 });
 

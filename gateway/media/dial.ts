@@ -15,7 +15,8 @@ export function outcomeOf(status: number, reason: string, rang: boolean, gaveUp:
   if (status === 486 || status === 600) return r('busy');
   if (status === 403 || status === 603) return r('rejected');
   if (status === 480 || status === 487) return r('no_answer');
-  if (status === 408 || status === 404 || status === 410 || status === 484 || status >= 502) return r('unreachable');
+  // Any 5xx: the far end's server failed, whatever its reason (500 too, not a refusal of the call).
+  if (status === 408 || status === 404 || status === 410 || status === 484 || (status >= 500 && status < 600)) return r('unreachable');
   return r('rejected');
 }
 
