@@ -145,3 +145,26 @@ t.test('outbound through a trunk with digest auth: 401 challenge, INVITE again w
   t.equal(done.code, 0, 'sipp found the Authorization header with the username, realm and nonce, and its BYE was answered', { out: done.out.slice(-3000) });
   t.ok(sink.got.voiced > 5, `the agent spoke to the far end (${sink.got.voiced} voiced packets)`);
 });
+
+t.test('a caller gone without a BYE (no RTP for VOICE_MEDIA_TIMEOUT_MS): the platform hangs up, the conversation ends', needsTools(), async (t) => {
+  const quiet = await startPlatform({ env: { ...MEDIA_ENV, VOICE_MEDIA_TIMEOUT_MS: '3000', VOICE_NO_INPUT_MS: '1000', LOG_LEVEL: 'info' } });
+  t.teardown(async () => {
+    await quiet.stop();
+    removeDir(quiet.dataDir);
+  });
+  const gone = await chatProject(quiet, { name: 'Quiet Co', functions: { start: 'function start(conv) { conv.say("Hello?"); }' } });
+  const sippPort = await quietPort();
+  const number = '+442079460143';
+  await bindNumber(gone.api, gone.agentId, number, { host: '127.0.0.2', port: sippPort });
+  // The caller's audio address: a socket that hears the agent and never sends a packet (a phone that died).
+  const sink = await audioSink();
+  t.teardown(() => sink.close());
+  const file = scenario('recording-agent-end.xml', dir, { NUMBER: number, AUDIO_IP: '127.0.0.2', AUDIO_PORT: sink.port });
+  const run = await runSipp({ scenario: file, target: `127.0.0.1:${mediaPorts(quiet.stdout()).sip}`, port: sippPort, mediaPort: await quietPort(), dir, timeoutS: 40 });
+  t.equal(run.code, 0, 'sipp got the platform\'s BYE and answered it', { out: run.out.slice(-3000), platform: quiet.stdout().slice(-3000) });
+  t.match(quiet.stdout(), /"msg":"call hung up: no media from the far end"/, 'saying why');
+  t.ok(sink.got.packets > 0, 'the agent was heard meanwhile');
+  const read = conversationsClient(quiet, gone, await conversationsKey(quiet, gone));
+  const c = await waitFor(async () => ((await read({ channel: 'VOICE-SIP' })).body.conversations ?? []).find((x: any) => x.to_number === number && x.in_progress === false));
+  t.ok(c, 'the conversation is over, not left in progress');
+});

@@ -14,6 +14,8 @@ export interface CallDeps {
   tts: TextToSpeech;
   stt: SpeechToText;
   turnTaking: TurnTakingOptions;
+  /** A call whose far end sends no RTP for this long is hung up: its caller is gone without a BYE. */
+  mediaTimeoutMs: number;
   /** How long one turn's ask may take (retries over a worker failover included). */
   askTimeoutMs: number;
   log: (level: 'debug' | 'info' | 'warn', msg: string, extra?: Record<string, unknown>) => void;
@@ -38,7 +40,7 @@ export interface CallSetup {
 }
 
 export interface CallEnd {
-  reason: 'caller_hangup' | 'agent_end' | 'handoff' | 'failed';
+  reason: 'caller_hangup' | 'agent_end' | 'handoff' | 'failed' | 'media_timeout';
   at: number;
 }
 
@@ -57,6 +59,8 @@ export class VoiceCall {
   private closing = false;
   /** When the caller's last turn ended, until the first packet of the answer goes out. */
   private awaitingFirstPacket: number | null = null;
+  /** Checks that the far end still sends media (`CallDeps.mediaTimeoutMs`). */
+  private readonly mediaWatch: ReturnType<typeof setInterval>;
 
   constructor(private readonly d: CallDeps, private readonly s: CallSetup) {
     this.turns = new TurnTaking(d.turnTaking, () => s.rtp.playing, () => s.rtp.stopPlayback(), (t) => this.enqueue(t));
@@ -74,6 +78,15 @@ export class VoiceCall {
       previousTap?.(frame);
     };
     s.dialog.onBye = () => void this.hungUp();
+    // A phone keeps sending RTP (silence too) for as long as the call lasts; when none has come for the timeout,
+    // the far end is gone without a BYE (a crash, a lost network): the call is hung up, as it would otherwise
+    // take silence turns and hold its trunk line and its concurrency slot forever.
+    this.mediaWatch = setInterval(() => {
+      if (this.ended || !(d.mediaTimeoutMs > 0) || performance.now() - s.rtp.lastReceivedAt < d.mediaTimeoutMs) return;
+      d.log('info', 'call hung up: no media from the far end', { call_sid: s.callSid, timeout_ms: d.mediaTimeoutMs });
+      void this.hangUp('media_timeout');
+    }, Math.min(5000, Math.max(250, (d.mediaTimeoutMs || 0) / 4)));
+    this.mediaWatch.unref?.();
   }
 
   /** Feeds the caller's audio and digits from the RTP session. */
@@ -209,6 +222,7 @@ export class VoiceCall {
   /** The call's media is over; resolves once what `onEnded` started (the recording's last writes) is done. */
   private finish(reason: CallEnd['reason']): Promise<void> {
     this.ended = true;
+    clearInterval(this.mediaWatch);
     this.turns.close();
     this.s.rtp.close();
     return Promise.resolve(this.s.onEnded({ reason, at: Date.now() })).then(

@@ -42,6 +42,8 @@ export interface MediaGatewayOptions {
   tts: TextToSpeech;
   stt: SpeechToText;
   turnTaking: TurnTakingOptions;
+  /** A call whose far end sends no RTP for this long is hung up (its caller is gone without a BYE). */
+  mediaTimeoutMs: number;
   conversationIdleMs: number;
   /** How long a turn's ask keeps retrying (a worker failover included). */
   askTimeoutMs: number;
@@ -198,6 +200,7 @@ export class MediaGateway {
         tts: this.o.tts,
         stt: this.o.stt,
         turnTaking: this.o.turnTaking,
+        mediaTimeoutMs: this.o.mediaTimeoutMs,
         askTimeoutMs: this.o.askTimeoutMs,
         log: this.o.log,
         onResponseLatency: (ms) => {
@@ -256,7 +259,7 @@ export type MediaSettings = MediaConfig;
  * starts the user agent.
  */
 export async function startMediaGateway(
-  o: Omit<MediaGatewayOptions, 'sipPort' | 'tls' | 'rtpPortMin' | 'rtpPortMax' | 'turnTaking'> & {
+  o: Omit<MediaGatewayOptions, 'sipPort' | 'tls' | 'rtpPortMin' | 'rtpPortMax' | 'turnTaking' | 'mediaTimeoutMs'> & {
     settings: MediaSettings;
     dataDir: string;
     /** How port 0 becomes a port (tests hand out a taken one first). */
@@ -285,7 +288,7 @@ export async function startMediaGateway(
   for (let attempt = 1; ; attempt++) {
     const sipPort = s.sipPort || (await freeSipPort(o.host));
     const tls: MediaGatewayOptions['tls'] = creds ? { port: s.tlsPort || (await freeSipPort(o.host)), cert: creds.cert, key: creds.key, verifyPeer: s.tlsVerify } : null;
-    const gw = new MediaGateway(Object.assign({}, o, { sipPort, tls, rtpPortMin: s.rtpPortMin, rtpPortMax: s.rtpPortMax, turnTaking: s.turnTaking }));
+    const gw = new MediaGateway(Object.assign({}, o, { sipPort, tls, rtpPortMin: s.rtpPortMin, rtpPortMax: s.rtpPortMax, turnTaking: s.turnTaking, mediaTimeoutMs: s.mediaTimeoutMs }));
     try {
       await gw.start();
       return gw;

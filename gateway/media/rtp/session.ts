@@ -60,6 +60,8 @@ export class RtpSession {
   onDigitReceived: ((digit: string, timestamp: number) => void) | null = null;
   /** Counts for tests and the benchmark. */
   readonly stats = { received: 0, sent: 0, rejected: 0 };
+  /** When the far end's last packet came (performance.now), or when the session opened: its media's liveness. */
+  lastReceivedAt = performance.now();
 
   /** Whether the stream is SRTP. */
   readonly secure: boolean;
@@ -149,6 +151,7 @@ export class RtpSession {
     // Symmetric RTP: answer where the audio comes from when the SDP named no usable address.
     if (!this.peer) this.peer = { address: rinfo.address, port: rinfo.port };
     this.stats.received++;
+    this.lastReceivedAt = performance.now();
     if (this.o.dtmfPayloadType !== null && p.payloadType === this.o.dtmfPayloadType) {
       this.dtmf.receive(p.timestamp, p.payload);
       return;
