@@ -129,6 +129,13 @@ export function breaches(value: number, operator: Operator, threshold: number): 
 export const judged = (rule: RuleDefinition, r: Reading): RuleState =>
   r.value === null ? 'no_data' : breaches(r.value, rule.operator, rule.threshold_value) ? 'alert' : 'ok';
 
+/**
+ * Whether a move ends a firing alert: back within the threshold (`ok`, contract 3.1), or no data left in the
+ * window (the traffic that breached it stopped: the alert is over, and a receiver's incident would otherwise
+ * stay open until traffic came back). A failed evaluation (`unknown`) ends nothing: the alert may still hold.
+ */
+export const ends = (from: RuleState, to: RuleState): boolean => from === 'alert' && (to === 'ok' || to === 'no_data');
+
 /** The context after a reading (or a failed one, `reading` null) at `at`. */
 function afterReading(c: AlertRuleContext, reading: Reading | null): Partial<AlertRuleContext> {
   const at = c.evalAt!;
@@ -138,7 +145,7 @@ function afterReading(c: AlertRuleContext, reading: Reading | null): Partial<Ale
   let notice = c.notice;
   let notices = c.notices;
   if (next === 'alert' && c.state !== 'alert') notice = { type: 'alerts.triggered', n: ++notices, previousState: c.state, currentValue: value, at };
-  else if (next === 'ok' && c.state === 'alert') notice = { type: 'alerts.resolved', n: ++notices, previousState: c.state, currentValue: value, at };
+  else if (ends(c.state, next)) notice = { type: 'alerts.resolved', n: ++notices, previousState: c.state, currentValue: value, at };
   return {
     state: next,
     since: moved ? at : c.since,
@@ -236,7 +243,7 @@ export const alertRuleMachine = setup({
     judged: {
       always: [
         { guard: ({ context }) => context.previousState !== 'alert' && context.state === 'alert', target: 'notifying', actions: 'emitTriggered' },
-        { guard: ({ context }) => context.previousState === 'alert' && context.state === 'ok', target: 'notifying', actions: 'emitResolved' },
+        { guard: ({ context }) => ends(context.previousState, context.state), target: 'notifying', actions: 'emitResolved' },
         { guard: 'hasNotice', target: 'notifying' },
         { target: 'waiting' },
       ],

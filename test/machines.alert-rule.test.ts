@@ -82,7 +82,8 @@ t.test('alert rule: every transition of the machine is taken by some path', asyn
     '"waiting"/alert -done:tick-> "evaluating"/alert',
     '"evaluating"/alert -read:0-> "notifying"/ok',
     '"evaluating"/alert -read:5-> "waiting"/alert',
-    '"evaluating"/alert -read:null-> "waiting"/no_data',
+    // The traffic that breached it stopped: the alert is over (alerts.resolved).
+    '"evaluating"/alert -read:null-> "notifying"/no_data',
     '"evaluating"/alert -error:evaluate-> "waiting"/unknown',
     '"evaluating"/no_data -read:5-> "notifying"/alert',
     '"evaluating"/unknown -read:5-> "notifying"/alert',
@@ -143,6 +144,29 @@ t.test('alert rule: the readings, the notices and the domain events of a rule th
   actor.send({ type: 'UPDATE', changes: { enabled: true }, at: 5000 } as any);
   t.equal(actor.getSnapshot().value, 'deleted', 'nothing after delete');
   actor.stop();
+});
+
+t.test('alert rule: a firing alert whose window empties resolves; one whose evaluation fails does not', async (t) => {
+  for (const [what, last, state, resolved] of [
+    ['no data left', reading(null), 'no_data', true],
+    ['the metric store unreadable', { type: 'xstate.error.actor.evaluate', error: new Error('down') }, 'unknown', false],
+  ] as const) {
+    const actor = createActor(machine, { input });
+    const emitted: AlertRuleEmitted[] = [];
+    actor.on('*', (e: any) => emitted.push(e));
+    actor.start();
+    actor.send({ type: 'CREATE', account_id: 'acc', rule, at: 1000 });
+    actor.send({ type: 'xstate.done.actor.tick', output: 1000 } as any);
+    actor.send(reading(5) as any);
+    actor.send({ type: 'xstate.done.actor.notify' } as any);
+    actor.send({ type: 'xstate.done.actor.tick', output: 2000 } as any);
+    actor.send(last as any);
+    const c = actor.getSnapshot().context;
+    t.equal(c.state, state, what);
+    t.same(emitted.map((e) => e.type), resolved ? ['alert.triggered', 'alert.resolved'] : ['alert.triggered'], `${what}: ${resolved ? 'resolved' : 'not resolved'}`);
+    if (resolved) t.same(c.notice, { type: 'alerts.resolved', n: 2, previousState: 'alert', currentValue: null, at: 2000 });
+    actor.stop();
+  }
 });
 
 t.test('breaches and judged', async (t) => {
