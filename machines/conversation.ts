@@ -623,28 +623,43 @@ export const conversationMachine = setup({
     },
     /** A function awaits an external event: until it arrives (early ones are picked up here) or the deadline passes. */
     waiting: {
-      invoke: [
-        {
-          id: 'externalTimer',
-          src: 'sleepUntil',
-          input: ({ context }) => ({ until: context.awaiting!.deadline }),
-          onDone: {
-            target: 'externalResponding',
-            // Not a handled event: an event of this id that comes later was not awaited any more and resumes nothing.
-            actions: assign(({ context }) => ({ external: timedOut(context.awaiting!.eventId), awaiting: null })),
+      invoke: {
+        id: 'externalTimer',
+        src: 'sleepUntil',
+        input: ({ context }) => ({ until: context.awaiting!.deadline }),
+        onDone: {
+          target: 'externalResponding',
+          // Not a handled event: an event of this id that comes later was not awaited any more and resumes nothing.
+          actions: assign(({ context }) => ({ external: timedOut(context.awaiting!.eventId), awaiting: null })),
+        },
+      },
+      initial: 'checking',
+      states: {
+        /**
+         * Registers the wait and looks for an event that came before it, within the step that started the wait
+         * (`busy`): the client's next message finds an early event handled, its words in that answer.
+         */
+        checking: {
+          tags: ['busy'],
+          invoke: {
+            id: 'externalWatch',
+            src: 'watchExternalEvent',
+            input: ({ context }) => ({ id: context.id, projectId: context.start!.projectId, wait: context.awaiting! }),
+            onDone: [
+              {
+                guard: ({ context, event }) => event.output !== null && !context.handledEvents.includes(event.output.id),
+                target: '#conversation.externalResponding',
+                actions: assign(({ context, event }) => ({ external: event.output, handledEvents: handled(context, event.output!.id), awaiting: null })),
+              },
+              { target: 'listening' },
+            ],
+            // The wait stands all the same: the webhook finds it, or its deadline passes.
+            onError: 'listening',
           },
         },
-        {
-          id: 'externalWatch',
-          src: 'watchExternalEvent',
-          input: ({ context }) => ({ id: context.id, projectId: context.start!.projectId, wait: context.awaiting! }),
-          onDone: {
-            guard: ({ context, event }) => event.output !== null && !context.handledEvents.includes(event.output.id),
-            target: 'externalResponding',
-            actions: assign(({ context, event }) => ({ external: event.output, handledEvents: handled(context, event.output!.id), awaiting: null })),
-          },
-        },
-      ],
+        /** Until the webhook brings the event (`EXTERNAL_EVENT`) or the deadline passes. */
+        listening: {},
+      },
       on: {
         MESSAGE: {
           target: 'responding',

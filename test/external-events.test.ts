@@ -120,6 +120,15 @@ t.test('every id location, with nested paths, and every content type', async (t)
   }
 });
 
+t.test('an early event is handled within the step that starts the wait: the very next respond has its words', async (t) => {
+  const r = await hook({ raw: JSON.stringify({ id: 'early-next', action: 'none' }) });
+  t.match(r.body, { event_id: 'early-next', status: 'queued' });
+  const id = await waiting(t, 'early-next');
+  // No pause: the client's next message right after the one that started the wait.
+  const next = await c.chat('respond', { conversation_id: id, message: 'When are you open?' });
+  t.match(next.body.response, /^Event early-next arrived/);
+});
+
 t.test('an event that arrives before anyone waits is kept and delivered when the wait starts', async (t) => {
   const r = await hook({ raw: JSON.stringify({ id: 'early-1', action: 'none' }) });
   t.equal(r.status, 201, r.text);
