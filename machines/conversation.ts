@@ -151,6 +151,8 @@ export interface DeliverInput {
   channel: string;
   text: string;
   end: boolean;
+  /** The handoff the function made (the live channel hands its user over too), or null. */
+  handoff: Handoff | null;
   askId: string;
 }
 
@@ -701,6 +703,7 @@ export const conversationMachine = setup({
           channel: context.start!.channel,
           text: context.unread.join(' '),
           end: context.endReason === 'agent',
+          handoff: context.handoff,
           askId: `${context.id}:external:${context.handledEvents.length}:${context.counts.turns}`,
         }),
         onDone: [

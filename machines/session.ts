@@ -208,8 +208,11 @@ export type SessionEvent =
   | { type: 'DESK_TYPING'; agentId: string; state: string; at: number }
   | { type: 'DESK_MESSAGE'; agentId: string; text: string; at: number }
   | { type: 'DESK_LEAVE'; agentId: string; at: number }
-  /** The conversation's agent speaks without a user message: an external event's function said `text` (and maybe ended). */
-  | { type: 'AGENT_PUSH'; text: string; end: boolean; at: number }
+  /**
+   * The conversation's agent speaks without a user message: an external event's function said `text`, and maybe
+   * ended the conversation or handed it off (`handoff`).
+   */
+  | { type: 'AGENT_PUSH'; text: string; end: boolean; handoff?: { destination: string; reason: string } | null; at: number }
   /** A turn's reply (the actor host runs the turn while the agent is `responding`, tagged `turn`). */
   | { type: 'TURN_DONE'; output: AgentReply }
   /** The turn failed: no reply came. */
@@ -221,6 +224,13 @@ export interface StartAgentInput {
   sessionId: string;
   info: SessionInfo;
   askId: string;
+  at: number;
+}
+/** What deciding how a pushed handoff goes (`decideHandoff`) is run with: what the agent said, and the handoff. */
+export interface PushedHandoffInput {
+  info: SessionInfo;
+  text: string;
+  handoff: { destination: string; reason: string };
   at: number;
 }
 export interface ConverseInput extends StartAgentInput {
@@ -412,6 +422,7 @@ export const sessionMachine = setup({
     startAgent: fromPromise<AgentReply, StartAgentInput>(notProvided),
     closeConversation: fromPromise<number, CloseInput>(notProvided),
     queuePosition: fromPromise<{ at: number; position: number }, QueueInput>(notProvided),
+    decideHandoff: fromPromise<AgentReply, PushedHandoffInput>(notProvided),
     sleepUntil: fromPromise<number, { until: number }>(notProvided),
   },
   guards: {
@@ -466,9 +477,11 @@ export const sessionMachine = setup({
       // A reply that ends the session or hands it off is followed by that step, which answers the same message
       // (it echoes its `custom`, contract 2.9) and lets it go.
       const goesOn = r.end || r.handoff !== null;
+      // A pushed handoff (no user message to answer) whose function said nothing has no message to send.
+      const silent = r.text === '' && c.current === null;
       return {
         set: { current: goesOn ? c.current : null, idleDeadline: Math.max(c.idleDeadline, r.at + c.info!.idleMs) },
-        out: [agentMessage(c, r.text, r.suggestions, c.current?.custom ?? null)],
+        out: silent ? [] : [agentMessage(c, r.text, r.suggestions, c.current?.custom ?? null)],
       };
     }),
     agentFailure: step((c, e) => {
@@ -668,6 +681,8 @@ export const sessionMachine = setup({
               { guard: 'isMessage', actions: { type: 'refuse', params: 'forward' } },
             ],
             AGENT_PUSH: [
+              // Handed off by an external event's function: decided and announced as a turn's handoff is.
+              { guard: ({ context, event }) => !!event.handoff && context.handoff === null && !event.end, target: '.pushedHandoff' },
               { guard: ({ event }) => event.end, target: '#session.ending', actions: ['agentPush', 'naturalEnd'] },
               { actions: 'agentPush' },
             ],
@@ -697,6 +712,29 @@ export const sessionMachine = setup({
                   { target: 'answered', actions: 'joined' },
                 ],
                 onError: { target: 'absent', actions: 'joinError' },
+              },
+              on: { CLIENT: { guard: 'isMessage', actions: 'acceptMessage' } },
+            },
+            /**
+             * An external event's function handed the conversation off: how the handoff goes is decided (the
+             * project's handoff mode, a live-agent desk) and announced, after what the function said, as for a turn.
+             */
+            pushedHandoff: {
+              invoke: {
+                id: 'pushedHandoff',
+                src: 'decideHandoff',
+                input: ({ context, event }) => {
+                  const push = event as Extract<SessionEvent, { type: 'AGENT_PUSH' }>;
+                  return { info: context.info!, text: push.text, handoff: push.handoff!, at: push.at };
+                },
+                onDone: [
+                  { guard: 'serverHandoff', target: 'queuedForLive', actions: ['answer', 'handoffServer'] },
+                  { guard: 'clientHandoff', target: 'clientHandoff', actions: ['answer', 'handoffClient'] },
+                  { guard: 'failedHandoff', target: '#session.ending', actions: ['answer', 'handoffFailed'] },
+                  { guard: 'invalidHandoff', target: '#session.ending', actions: ['answer', 'handoffFailed'] },
+                  { target: 'answered', actions: 'answer' },
+                ],
+                onError: { target: 'answered', actions: 'turnError' },
               },
               on: { CLIENT: { guard: 'isMessage', actions: 'acceptMessage' } },
             },

@@ -354,6 +354,22 @@ t.test('webchat: the agent\'s message arrives at once as an agent message event'
   await ws.waitFor((e) => e.type === T('SERVICE_AGENT_MESSAGE') && e.payload.text === 'Payment received, goodbye', 'goodbye', from2);
   const end = await ws.waitFor(is('SESSION_END'), 'session end', from2);
   t.equal(end.payload.reason, 'REASON_NATURAL_END');
+
+  // A handoff from an external event's function hands the webchat user over too, as a turn's handoff does: here
+  // no live agent can take it (the account has no live_agent key), so the handoff fails and the session ends.
+  const s2 = await m.session();
+  const ws2 = await connect(p.socket, { session_id: s2.sessionId, access_token: s2.accessToken });
+  t.teardown(() => ws2.close());
+  ws2.send(T('REQUEST_SERVICE_AGENT_JOIN'));
+  await ws2.waitFor(is('SERVICE_AGENT_MESSAGE'), 'greeting');
+  const from3 = ws2.flat().length;
+  ws2.send(T('USER_MESSAGE'), { text: 'wait:web-3' });
+  await ws2.waitFor((e) => e.payload?.text === 'Waiting for web-3', 'third wait', from3);
+  t.equal((await webhook(p.edge, m, mkey, { raw: '{"id":"web-3","action":"handoff"}' })).status, 201);
+  await ws2.waitFor(is('SESSION_END'), 'the session ends after the failed handoff', from3);
+  const flow = ws2.flat().slice(from3).map((e) => e.type).filter((type) => type !== T('SERVICE_AGENT_THINKING'));
+  t.same(flow.slice(flow.indexOf(T('SERVICE_AGENT_MESSAGE'), 2)), [T('SERVICE_AGENT_MESSAGE'), T('SERVICE_AGENT_TRIGGERED_HANDOFF'), T('HANDOFF_FAILED'), T('SYSTEM_MESSAGE'), T('SESSION_END')], 'what the function said, then the handoff as a turn\'s');
+  t.ok(ws2.flat().some((e) => e.payload?.text === 'Passing you to a person'));
 });
 
 const shaped = (status: number, body: any, allowed: number[]) => {

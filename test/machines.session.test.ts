@@ -20,6 +20,7 @@ const machine = sessionMachine.provide({
     closeConversation: fromPromise(() => never<number>()),
     sleepUntil: fromPromise(() => never<number>()),
     queuePosition: fromPromise(() => never<{ at: number; position: number }>()),
+    decideHandoff: fromPromise(() => never<AgentReply>()),
   },
 });
 const client = (kind: string, o: Record<string, unknown> = {}) => ({ type: 'CLIENT', kind, custom: null, clientEventId: null, at: 1500, ...o }) as any;
@@ -67,12 +68,14 @@ t.test('session: every agent state is reachable, and each shortest path replays 
     done('queueTimer', 17_000), done('queue', { at: 17_000, position: 1 }),
     { type: 'AGENT_PUSH', text: 'Your payment arrived', end: false, at: 3500 },
     { type: 'AGENT_PUSH', text: 'Goodbye', end: true, at: 3600 },
+    { type: 'AGENT_PUSH', text: 'Passing you on', end: false, handoff, at: 3700 },
+    done('pushedHandoff', reply({ handoff, text: 'Passing you on' })),
   ] as any[];
   const serializeState = (s: any) => JSON.stringify([s.value, s.context.joinFailed, Math.min(1, s.context.queue.length)]);
   const paths = getShortestPaths(machine, { events, serializeState, input: { id: 's1' } } as any);
   const agentOf = (v: any) => (typeof v === 'string' ? v : typeof v.active.agent === 'string' ? v.active.agent : Object.keys(v.active.agent)[0]);
   const agentStates = new Set(paths.map((p) => agentOf(p.state.value)));
-  t.same([...agentStates].sort(), ['absent', 'clientHandoff', 'ended', 'ending', 'joining', 'live', 'new', 'queuedForLive', 'ready', 'responding'].sort());
+  t.same([...agentStates].sort(), ['absent', 'clientHandoff', 'ended', 'ending', 'joining', 'live', 'new', 'pushedHandoff', 'queuedForLive', 'ready', 'responding'].sort());
   for (const path of paths) {
     const actor = createActor(machine, { input: { id: 's1' } });
     actor.start();
@@ -83,6 +86,29 @@ t.test('session: every agent state is reachable, and each shortest path replays 
 });
 
 const seqs = (es: SessionEmitted[]) => es.map((e) => ('seq' in e ? e.seq : null));
+
+t.test("session: a handoff an external event's function made is decided and announced as a turn's", async (t) => {
+  const a = start();
+  a.step(client('JOIN'));
+  a.step(done('start', reply({ text: 'Hi!' })));
+  a.step({ type: 'AGENT_PUSH', text: 'Passing you on', end: false, handoff, at: 3500 } as any);
+  t.same(a.getSnapshot().value, { active: { agent: 'pushedHandoff' } }, 'how it goes is decided first');
+  t.match(a.getSnapshot().children.pushedHandoff?.getSnapshot().input, { text: 'Passing you on', handoff, at: 3500 });
+  const out = a.step(done('pushedHandoff', reply({ handoff, text: 'Passing you on', queuePosition: 2, at: 3600 })));
+  t.same(out.map((e) => e.type), ['session.agent_message', 'session.handoff_triggered', 'session.agent_left', 'session.handoff_accepted', 'session.queue_status']);
+  t.match(out[0], { text: 'Passing you on' });
+  t.same(a.getSnapshot().value, { active: { agent: { queuedForLive: 'waiting' } } });
+  // Already handed off: a second push with a handoff is only words.
+  t.same(a.step({ type: 'AGENT_PUSH', text: 'Still here', end: false, handoff, at: 3700 } as any).map((e) => e.type), ['session.agent_message']);
+  // Said nothing: no empty message.
+  const b = start();
+  b.step(client('JOIN'));
+  b.step(done('start', reply({ text: 'Hi!' })));
+  b.step({ type: 'AGENT_PUSH', text: '', end: false, handoff, at: 3500 } as any);
+  t.same(b.step(done('pushedHandoff', reply({ handoff, text: '', handoffMode: 'client', at: 3600 }))).map((e) => e.type), ['session.handoff_triggered', 'session.client_handoff_required', 'session.agent_left']);
+  a.stop();
+  b.stop();
+});
 
 t.test('session: an agent push (an external event\'s function spoke) is an agent message; with end, the session ends', async (t) => {
   const a = start();

@@ -320,11 +320,11 @@ export function conversationEffects(deps: ConversationDeps) {
      * the machine, so a restarted effect is answered from the session's memory.
      */
     async deliver(input: DeliverInput): Promise<boolean> {
-      if (input.channel !== 'WEBCHAT' || !deps.client || (input.text === '' && !input.end)) return false;
+      if (input.channel !== 'WEBCHAT' || !deps.client || (input.text === '' && !input.end && !input.handoff)) return false;
       // Asking a session id that was never created would bring an empty session actor to life.
       if (deps.hasSession && !(await deps.hasSession(input.id))) return false;
       const client = await deps.client();
-      const reply = await client.ask<{ ok: boolean }>('session', input.id, { type: 'AGENT_PUSH', text: input.text, end: input.end, at: Date.now() }, { eventId: input.askId });
+      const reply = await client.ask<{ ok: boolean }>('session', input.id, { type: 'AGENT_PUSH', text: input.text, end: input.end, handoff: input.handoff, at: Date.now() }, { eventId: input.askId });
       return reply?.ok === true;
     },
 

@@ -1,6 +1,6 @@
 import type { Builder } from '../../builder/mod.js';
 import type { Outcome } from '../../machines/conversation.js';
-import type { AgentReply, CloseInput, ConverseInput, QueueInput, SessionInfo, StartAgentInput } from '../../machines/session.js';
+import type { AgentReply, CloseInput, ConverseInput, PushedHandoffInput, QueueInput, SessionInfo, StartAgentInput } from '../../machines/session.js';
 import type { Store } from '../../store/mod.js';
 import type { Environment } from '../../tenancy/connectors.js';
 import { ActorAskError, type ActorClient } from '../client.js';
@@ -79,6 +79,11 @@ export function sessionEffects(deps: SessionDeps) {
   };
 
   return {
+    /** How a handoff an external event's function made goes: as a turn's would (`reply`), after what it said. */
+    async decideHandoff(input: PushedHandoffInput): Promise<AgentReply> {
+      return reply(input.info, { ok: true, response: input.text, end: false, handoff: input.handoff, state: 'handedOff' }, await variables(input.info));
+    },
+
     async startAgent(input: StartAgentInput): Promise<AgentReply> {
       const { info } = input;
       const answer = await ask(input.sessionId, {

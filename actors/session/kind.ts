@@ -27,6 +27,7 @@ export function sessionKind(deps: SessionDeps & { transport: () => Promise<Trans
       startAgent: fromEffect(effects.startAgent),
       closeConversation: fromEffect(effects.closeConversation),
       queuePosition: fromEffect(effects.queuePosition),
+      decideHandoff: fromEffect(effects.decideHandoff),
       sleepUntil,
     },
   });

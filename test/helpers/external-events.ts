@@ -24,6 +24,7 @@ export const FUNCTIONS: Record<string, string> = {
     if (event.timed_out) { conv.say('No answer for ' + event.id); return; }
     const action = event.data && typeof event.data === 'object' ? event.data.action : undefined;
     if (action === 'end') { conv.say('Payment received, goodbye'); conv.end(); return; }
+    if (action === 'handoff') { conv.say('Passing you to a person'); conv.handoff('desk', 'payment query'); return; }
     if (action === 'again') { conv.await_external_event(event.id + '-2'); }
     conv.say('Event ' + event.id + ' arrived');
   }`,
