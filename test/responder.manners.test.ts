@@ -4,7 +4,7 @@
  * misspelled topic word still finds its topic. Unit checks, then the same through the Chat API.
  */
 import t from 'tap';
-import { createOfflineResponder, withinOneEdit, type ResponderContext } from '../actors/responder/mod.js';
+import { createOfflineResponder, swappedLetters, withinOneEdit, type ResponderContext } from '../actors/responder/mod.js';
 import { chatProject } from './helpers/chat.js';
 import { waitForProjections } from './helpers/projections.js';
 import { platformFor } from './helpers/platform.js';
@@ -66,7 +66,10 @@ t.test('close misspellings of topic words still match', async (t) => {
   t.same((await r.respond(ctx(), 'when is it openning?')).intents, ['topic:Opening hours'], 'insertion');
   t.same((await r.respond(ctx(), 'is there parkng')).intents, ['topic:Parking'], 'deletion');
   t.same((await r.respond(ctx(), 'do you have a vaucher?')).intents, ['topic:Thank-you gifts'], 'substitution');
-  t.equal((await r.respond(ctx(), 'is there a prak')).isOod, true, 'short words are not guessed');
+  t.same((await r.respond(ctx(), 'when do you opne?')).intents, ['topic:Opening hours'], 'a swap in a short word');
+  t.equal((await r.respond(ctx(), 'is the oven warm')).isOod, true, 'other edits of short words are not guessed (oven is not open)');
+  t.ok(swappedLetters('opne', 'open') && swappedLetters('prak', 'park'));
+  t.notOk(swappedLetters('oven', 'open') || swappedLetters('open', 'open') || swappedLetters('opn', 'open'), 'a swap only');
   t.ok(withinOneEdit('parking', 'parkign') && withinOneEdit('parking', 'parkng') && withinOneEdit('parking', 'parkings'));
   t.ok(withinOneEdit('voucher', 'vaucher'));
   t.notOk(withinOneEdit('parking', 'prakign'), 'two edits');

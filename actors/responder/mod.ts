@@ -29,7 +29,7 @@ export {
 } from './offline.js';
 export { isVoiceChannel, smallTalk, smallTalkReply } from './smalltalk.js';
 export type { SmallTalk, SmallTalkIntent } from './smalltalk.js';
-export { withinOneEdit, MIN_FUZZY_LENGTH } from './fuzzy.js';
+export { withinOneEdit, swappedLetters, MIN_FUZZY_LENGTH, MIN_SWAP_LENGTH } from './fuzzy.js';
 export { createOpenAiResponder, promptTopics, systemPrompt, MAX_PROMPT_TOPICS, MAX_TOOL_ROUNDS } from './openai.js';
 export type { OpenAiResponderOptions } from './openai.js';
 export { rankTopics, NAME_WEIGHT } from './retrieval.js';

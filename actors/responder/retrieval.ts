@@ -4,7 +4,7 @@
  * of at least `MIN_FUZZY_LENGTH` letters that no topic uses is read as the topic word one edit away from it,
  * if there is one ("parkign" as "parking").
  */
-import { MIN_FUZZY_LENGTH, withinOneEdit } from './fuzzy.js';
+import { MIN_FUZZY_LENGTH, MIN_SWAP_LENGTH, swappedLetters, withinOneEdit } from './fuzzy.js';
 import { analyze } from './text.js';
 import type { KnowledgeTopic } from './types.js';
 
@@ -60,16 +60,18 @@ function indexOf(topics: readonly KnowledgeTopic[]): TopicIndex {
 
 /**
  * The query's terms as the index knows them: a term no topic has, from a word of at least
- * `MIN_FUZZY_LENGTH` letters, is replaced by the term of the first topic word one edit away.
+ * `MIN_FUZZY_LENGTH` letters, is replaced by the term of the first topic word one edit away; from a shorter word
+ * of at least `MIN_SWAP_LENGTH` letters, by that of the first topic word it is with two adjacent letters swapped.
  */
 function queryTerms(index: TopicIndex, query: string): string[] {
   const known = (term: string) => index.docs.some((d) => d.tf.has(term));
   const out = new Set<string>();
   for (const { word, term } of analyze(query)) {
-    if (word.length >= MIN_FUZZY_LENGTH && !known(term)) {
+    if (word.length >= MIN_SWAP_LENGTH && !known(term)) {
+      const close = word.length >= MIN_FUZZY_LENGTH ? withinOneEdit : swappedLetters;
       let near: string | undefined;
       for (const [spelling, t] of index.spellings) {
-        if (withinOneEdit(word, spelling)) {
+        if (close(word, spelling)) {
           near = t;
           break;
         }
