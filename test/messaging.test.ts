@@ -212,6 +212,7 @@ t.test('event errors: SYSTEM_MESSAGE at level ERROR, custom echoed, the socket s
   t.equal(e.payload.message, 'Unknown event type or invalid message format');
   e = await errorAfter(() => c.send(T('USER_MESSAGE'), { text: 'x'.repeat(140_000) }, { n: 3 }));
   t.equal(e.payload.message, 'Unknown event type or invalid message format', 'over 128 KiB');
+  t.same(e.metadata, { custom: { n: 3 } }, 'refused for its size, its custom echoed all the same');
   e = await errorAfter(() => c.send(T('USER_MESSAGE'), { text: 'hello?' }, { n: 4 }));
   t.match(e, { payload: { message: 'Error: Conversation not found' }, metadata: { custom: { n: 4 } } }, 'a message before the join');
   t.equal(c.ws.readyState, c.ws.OPEN, 'the socket is still open');

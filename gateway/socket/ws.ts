@@ -67,6 +67,18 @@ const TRANSPORT_MAX_PAYLOAD = 1024 * 1024;
  */
 const CONNECTION_LIMIT_RETRY_AFTER_S = 5;
 
+/** The `metadata.custom` of a frame refused for its size, when it is JSON at all (null otherwise). */
+export function customOf(text: string): unknown {
+  if (jsonTooDeep(text)) return null;
+  try {
+    const raw = JSON.parse(text) as { metadata?: { custom?: unknown } } | null;
+    const metadata = raw && typeof raw === 'object' && !Array.isArray(raw) ? raw.metadata : undefined;
+    return metadata && typeof metadata === 'object' && !Array.isArray(metadata) && metadata.custom !== undefined ? metadata.custom : null;
+  } catch {
+    return null;
+  }
+}
+
 /**
  * A client event as the gateway validated it, or the error message to answer it with. A frame nested deeper
  * than `JSON_MAX_DEPTH` is an invalid format (checked on the text before parsing): its `custom` would be
@@ -214,9 +226,11 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
     if (frame) send(ws, d, frame);
   };
 
-  const onMessage = async (ws: Socket, d: SocketData, text: string | null) => {
+  const onMessage = async (ws: Socket, d: SocketData, text: string | null, tooLarge = false) => {
     const fail = (message: string, custom: unknown) => sendEvent(ws, d, systemMessage('ERROR', message, custom));
     if (text === null) return fail(EVENT_ERRORS.invalidFormat, null);
+    // Refused for its size, but still answered with its custom (contract 2.9: echoed in error events too).
+    if (tooLarge) return fail(EVENT_ERRORS.invalidFormat, customOf(text));
     const parsed = parseClientEvent(text);
     if ('error' in parsed) return fail(parsed.error, parsed.custom);
     const { event } = parsed;
@@ -330,8 +344,8 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
         });
     },
     message: (ws, message, isBinary) => {
-      const text = message.byteLength > MAX_MESSAGE_BYTES || isBinary ? null : Buffer.from(message).toString('utf8');
-      void onMessage(ws, ws.getUserData(), text).catch((err) => ctx.logger.error({ err: String(err) }, 'socket message failed'));
+      const text = isBinary ? null : Buffer.from(message).toString('utf8');
+      void onMessage(ws, ws.getUserData(), text, message.byteLength > MAX_MESSAGE_BYTES).catch((err) => ctx.logger.error({ err: String(err) }, 'socket message failed'));
     },
     close: (ws, code) => {
       const d = ws.getUserData();
