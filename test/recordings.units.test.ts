@@ -214,6 +214,8 @@ t.test('the caller\'s frames are placed by their RTP timestamps: a stall, a lost
   t.equal(caller[50], 91, 'and the next after it');
   t.same((await read('agent')).slice(0, 5), [100, 101, 102, 103, 104], 'the agent\'s track on the same timeline');
   t.same(await digits(), [['7', 200]], 'the digit with the audio it came with (frame 9 ends at 200 ms), not 200 ms later');
+  // Both tracks run to the call's end (2,000 ms): the quiet after each party's last sound is part of the call.
+  for (const track of ['caller', 'agent']) t.equal((await blobs.read(`rec/a/p/c4/${track}`))!.length, 2 * 16_000, `the ${track} track lasts the call`);
 });
 
 t.test('a digit on the audio\'s RTP clock is placed by its timestamp, also when the audio paused; one on a clock of its own by its arrival', async (t) => {

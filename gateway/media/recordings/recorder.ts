@@ -161,6 +161,14 @@ export class CallRecorder {
   async end(at: number): Promise<boolean> {
     if (!this.ended) {
       clearInterval(this.timer);
+      // Both tracks run to the call's end: the silence after a party's last sound (a caller who says nothing,
+      // then hangs up; the quiet the agent's stream sends between answers, which is not recorded frame by frame)
+      // is part of the call.
+      const last = this.sampleAt(at);
+      for (const dir of ['caller', 'agent'] as const) {
+        const t = this.tracks[dir];
+        if (last > t.written) this.place(dir, new Int16Array(0), last, 0);
+      }
       this.flush();
       this.ended = true;
       this.queue(async () => {
