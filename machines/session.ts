@@ -377,6 +377,18 @@ const deskRefused = {
   DESK_LEAVE: { actions: { type: 'refuse', params: 'not_live' } },
 } as const;
 
+/**
+ * What follows an agent's reply (a turn's, or a handoff an external event's function made) in the agent's
+ * states: the reply, then the handoff as the project's mode decided it, or the next message.
+ */
+const ANSWERED = [
+  { guard: 'serverHandoff', target: 'queuedForLive', actions: ['answer', 'handoffServer'] },
+  { guard: 'clientHandoff', target: 'clientHandoff', actions: ['answer', 'handoffClient'] },
+  { guard: 'failedHandoff', target: '#session.ending', actions: ['answer', 'handoffFailed'] },
+  { guard: 'invalidHandoff', target: '#session.ending', actions: ['answer', 'handoffFailed'] },
+  { target: 'answered', actions: 'answer' },
+] as const;
+
 /** What a session that is over (or not yet created) answers. */
 const closedRefusals = {
   CONNECT: { actions: { type: 'refuse', params: 'not_found' } },
@@ -727,13 +739,7 @@ export const sessionMachine = setup({
                   const push = event as Extract<SessionEvent, { type: 'AGENT_PUSH' }>;
                   return { info: context.info!, text: push.text, handoff: push.handoff!, at: push.at };
                 },
-                onDone: [
-                  { guard: 'serverHandoff', target: 'queuedForLive', actions: ['answer', 'handoffServer'] },
-                  { guard: 'clientHandoff', target: 'clientHandoff', actions: ['answer', 'handoffClient'] },
-                  { guard: 'failedHandoff', target: '#session.ending', actions: ['answer', 'handoffFailed'] },
-                  { guard: 'invalidHandoff', target: '#session.ending', actions: ['answer', 'handoffFailed'] },
-                  { target: 'answered', actions: 'answer' },
-                ],
+                onDone: [...ANSWERED],
                 onError: { target: 'answered', actions: 'turnError' },
               },
               on: { CLIENT: { guard: 'isMessage', actions: 'acceptMessage' } },
@@ -754,11 +760,7 @@ export const sessionMachine = setup({
                 TURN_DONE: [
                   { guard: 'agentFailed', target: 'answered', actions: 'agentFailure' },
                   { guard: 'agentEnds', target: '#session.ending', actions: ['answer', 'naturalEnd'] },
-                  { guard: 'serverHandoff', target: 'queuedForLive', actions: ['answer', 'handoffServer'] },
-                  { guard: 'clientHandoff', target: 'clientHandoff', actions: ['answer', 'handoffClient'] },
-                  { guard: 'failedHandoff', target: '#session.ending', actions: ['answer', 'handoffFailed'] },
-                  { guard: 'invalidHandoff', target: '#session.ending', actions: ['answer', 'handoffFailed'] },
-                  { target: 'answered', actions: 'answer' },
+                  ...ANSWERED,
                 ],
                 TURN_FAILED: { target: 'answered', actions: 'turnError' },
                 CLIENT: { guard: 'isMessage', actions: 'acceptMessage' },
