@@ -67,18 +67,6 @@ const TRANSPORT_MAX_PAYLOAD = 1024 * 1024;
  */
 const CONNECTION_LIMIT_RETRY_AFTER_S = 5;
 
-/** The `metadata.custom` of a frame refused for its size, when it is JSON at all (null otherwise). */
-export function customOf(text: string): unknown {
-  if (jsonTooDeep(text)) return null;
-  try {
-    const raw = JSON.parse(text) as { metadata?: { custom?: unknown } } | null;
-    const metadata = raw && typeof raw === 'object' && !Array.isArray(raw) ? raw.metadata : undefined;
-    return metadata && typeof metadata === 'object' && !Array.isArray(metadata) && metadata.custom !== undefined ? metadata.custom : null;
-  } catch {
-    return null;
-  }
-}
-
 /**
  * A client event as the gateway validated it, or the error message to answer it with. A frame nested deeper
  * than `JSON_MAX_DEPTH` is an invalid format (checked on the text before parsing): its `custom` would be
@@ -229,9 +217,9 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
   const onMessage = async (ws: Socket, d: SocketData, text: string | null, tooLarge = false) => {
     const fail = (message: string, custom: unknown) => sendEvent(ws, d, systemMessage('ERROR', message, custom));
     if (text === null) return fail(EVENT_ERRORS.invalidFormat, null);
-    // Refused for its size, but still answered with its custom (contract 2.9: echoed in error events too).
-    if (tooLarge) return fail(EVENT_ERRORS.invalidFormat, customOf(text));
     const parsed = parseClientEvent(text);
+    // Refused for its size, but still answered with its custom (contract 2.9: echoed in error events too).
+    if (tooLarge) return fail(EVENT_ERRORS.invalidFormat, 'error' in parsed ? parsed.custom : parsed.event.custom);
     if ('error' in parsed) return fail(parsed.error, parsed.custom);
     const { event } = parsed;
     if (wsLimiter.take(d.sessionId)) return sendEvent(ws, d, systemMessage('WARNING', RATE_LIMIT_WARNING, event.custom));
