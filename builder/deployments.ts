@@ -76,15 +76,21 @@ export class Deployments {
   async rollback(caller: Caller, agent: AgentRecord, deploymentId: string, input: { deploymentMessage: string }): Promise<DeploymentResult> {
     const target = await this.get(agent, deploymentId);
     const from = await this.active(agent.id, target.environment);
-    const counted = await this.r.agents.update({ id: agent.id }, { $inc: { deployment_seq: 1 }, $set: { updated_at: nowIso() } });
-    if (!counted) throw AGENTS.AGENT_NOT_FOUND();
+    const seq = await this.nextSeq(agent);
     const rollback = { deploymentMessage: input.deploymentMessage, rolledBackAt: nowIso(), rolledBackBy: caller.keyId, rolledBackFrom: from?.id ?? null };
     const deployment = await this.r.deployments.update(
       { id: target.id },
-      { $set: { activated_seq: counted.deployment_seq, metadata: Object.assign({}, target.metadata, { rollback }) } },
+      { $set: { activated_seq: seq, metadata: Object.assign({}, target.metadata, { rollback }) } },
     );
     if (!deployment) throw AGENTS.DEPLOYMENT_NOT_FOUND();
     return { deployment, testRunIds: [] };
+  }
+
+  /** The agent's next deployment counter value: each deployment and each rollback takes one. */
+  private async nextSeq(agent: AgentRecord): Promise<number> {
+    const counted = await this.r.agents.update({ id: agent.id }, { $inc: { deployment_seq: 1 }, $set: { updated_at: nowIso() } });
+    if (!counted) throw AGENTS.AGENT_NOT_FOUND();
+    return counted.deployment_seq;
   }
 
   /** The furthest deployment `d` has been promoted to (itself, or one promoted from it, and so on). */
@@ -154,16 +160,15 @@ export class Deployments {
     artifactVersion: string,
     metadata: Record<string, unknown>,
   ): Promise<DeploymentResult> {
-    const counted = await this.r.agents.update({ id: agent.id }, { $inc: { deployment_seq: 1 }, $set: { updated_at: nowIso() } });
-    if (!counted) throw AGENTS.AGENT_NOT_FOUND();
+    const seq = await this.nextSeq(agent);
     const deployment = await this.r.deployments.insert({
       id: newId('dep'),
       account_id: agent.account_id,
       agent_id: agent.id,
       environment,
       artifact_version: artifactVersion,
-      seq: counted.deployment_seq,
-      activated_seq: counted.deployment_seq,
+      seq,
+      activated_seq: seq,
       created_by: caller.keyId,
       created_at: nowIso(),
       metadata,
