@@ -493,7 +493,7 @@ export const sessionMachine = setup({
       const silent = r.text === '' && c.current === null;
       return {
         set: { current: goesOn ? c.current : null, idleDeadline: Math.max(c.idleDeadline, r.at + c.info!.idleMs) },
-        out: silent ? [] : [agentMessage(c, r.text, r.suggestions, c.current?.custom ?? null)],
+        out: silent ? [] : [agentMessage(c, r.text, r.suggestions, answering(c))],
       };
     }),
     agentFailure: step((c, e) => {
