@@ -229,6 +229,8 @@ t.test('a call is recorded per direction; the card number keyed over the caller\
   t.equal(past.status, 416, 'a range past the end: 416');
   t.equal(past.headers.get('content-range'), `bytes */${size}`);
   t.match(JSON.parse(past.bytes.toString()), { error_message: /range not satisfiable/ });
+  const backwards = await get(piiKey, '', { range: 'bytes=100-50' });
+  t.ok(backwards.status === 200 && backwards.bytes.equals(raw.combined.bytes), 'an invalid range (its end before its start) is ignored: the whole file');
 
   // Parameters and not-found, in the family's error shape.
   const bad = await get(piiKey, 'direction=both');

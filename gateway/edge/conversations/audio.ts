@@ -48,8 +48,11 @@ export function parseRange(header: string | undefined, size: number): { start: n
     return { start: Math.max(0, size - n), end: size - 1 };
   }
   const start = Number(m[1]);
+  // A last position before the first makes the range invalid, which RFC 9110 (14.1.1, and RFC 7233 2.1's
+  // "MUST ignore") reads as no Range at all: the whole file, not 416.
+  if (m[2] !== '' && Number(m[2]) < start) return null;
   const end = m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1);
-  if (start >= size || end < start) return 'bad';
+  if (start >= size) return 'bad';
   return { start, end };
 }
 
