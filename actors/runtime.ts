@@ -99,7 +99,7 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
     const hosted = [...kinds.keys()];
     const placement = nats
       ? createNatsPlacement({ connection: nats.connection, workerId, shardCount: o.shardCount, leaseTtlMs: o.leaseTtlMs, kinds: hosted, log: o.log })
-      : createLocalPlacement({ workerId, shardCount: o.shardCount, kinds: hosted });
+      : createLocalPlacement({ workerId, shardCount: o.shardCount, kinds: hosted, fence: await o.store.snapshots.highestFence() });
     host = new Host({
       transport,
       placement,

@@ -190,6 +190,11 @@ export interface SnapshotStore {
   /** Snapshots of these shards whose deadline is at or before `before`, earliest first. */
   due(shards: number[], before: number, limit: number): Promise<Array<{ key: string; deadline: number }>>;
   delete(key: string): Promise<void>;
+  /**
+   * The highest fence of any stored snapshot (0 when none is stored). The embedded placement writes with it
+   * (at least 1): a data directory written over NATS, whose fences are lease revisions, stays writable embedded.
+   */
+  highestFence(): Promise<number>;
 }
 
 /** One domain event an actor step emitted (XState `emit`), as stored. */

@@ -238,6 +238,17 @@ t.test('shards spread evenly over the workers, the same on every node, most stay
   t.ok(moved.length < SHARDS / 2, `most shards keep their owner (${moved.length} of ${SHARDS} moved)`);
 });
 
+t.test('local placement: the fence it is given (the store\'s highest), at least 1', async (t) => {
+  for (const [given, used] of [[4711, 4711], [0, 1], [undefined, 1]] as const) {
+    const placement = createLocalPlacement({ shardCount: 2, workerId: 'solo', fence: given });
+    const acquired: number[] = [];
+    await placement.start({ acquired: (_shard, fence) => void acquired.push(fence), releasing: async () => {}, lost() {} });
+    t.same(acquired, [used, used], `given ${given}: acquired with ${used}`);
+    t.equal(placement.fenceOf(1), used);
+    await placement.stop();
+  }
+});
+
 t.test('local placement', async (t) => {
   const placement = createLocalPlacement({ shardCount: 8, workerId: 'solo' });
   const directory = createLocalWorkerDirectory(placement);

@@ -663,6 +663,19 @@ export async function storeContract(t: Test, makeStore: MakeStore, reopen?: Reop
     t.same(await snaps.due([7], 100, 10), [{ key: 'g2', deadline: 50 }, { key: 'g4', deadline: 60 }]);
   });
 
+  t.test('snapshots: the highest fence stored', async (t) => {
+    const store = await open(t);
+    const snaps = store.snapshots;
+    t.equal(await snaps.highestFence(), 0, 'none stored: 0');
+    const w = (key: string, fence: number) => ({ key, data: null, expectedVersion: 0, fence, shard: 0, deadline: null });
+    await snaps.putMany([w('h1', 3), w('h2', 4711), w('h3', 12)]);
+    t.equal(await snaps.highestFence(), 4711);
+    t.same(await snaps.putMany([w('h4', 5000)]), [{ ok: true, version: 1 }]);
+    t.equal(await snaps.highestFence(), 5000);
+    await snaps.delete('h4');
+    t.equal(await snaps.highestFence(), 4711, 'a deleted snapshot\'s fence is gone with it');
+  });
+
   t.test('snapshots: a chained put stands only on its own writer\'s put', async (t) => {
     const store = await open(t);
     const snaps = store.snapshots;

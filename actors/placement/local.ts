@@ -8,6 +8,11 @@ export interface LocalPlacementOptions {
   workerId?: string;
   /** The actor kinds the worker hosts, for `info()`. */
   kinds?: string[];
+  /**
+   * The fence every write carries (default 1): the runtime passes the store's highest (`highestFence`), so that
+   * a data directory last written over NATS, whose fences are lease revisions, is not refused as stale.
+   */
+  fence?: number;
 }
 
 /** The embedded placement, which also describes its single worker. */
@@ -17,14 +22,16 @@ export interface LocalPlacement extends Placement {
 }
 
 /**
- * The embedded default: one process, one worker, every shard owned with fence 1 from `start` to `stop`.
- * Nothing else can write the store, so a constant fence suffices.
+ * The embedded default: one process, one worker, every shard owned with one fence from `start` to `stop`.
+ * Nothing else can write the store, so a constant fence suffices; it is the store's highest when the worker
+ * starts (`LocalPlacementOptions.fence`), which no stored snapshot's fence exceeds.
  */
 export function createLocalPlacement(options: LocalPlacementOptions = {}): LocalPlacement {
   const shardCount = options.shardCount ?? DEFAULT_SHARDS;
   const workerId = options.workerId ?? defaultWorkerId();
   const startedAt = new Date().toISOString();
   const all = Array.from({ length: shardCount }, (_, i) => i);
+  const fence = Math.max(1, options.fence ?? 1);
   let events: PlacementEvents | undefined;
   let owning = false;
   let liveActors = 0;
@@ -34,13 +41,13 @@ export function createLocalPlacement(options: LocalPlacementOptions = {}): Local
     workerId,
     shardCount,
     shardOf: (key) => shardOf(key, shardCount),
-    fenceOf: (shard) => (owning && shard >= 0 && shard < shardCount ? 1 : null),
+    fenceOf: (shard) => (owning && shard >= 0 && shard < shardCount ? fence : null),
     owned: () => (owning ? [...all] : []),
     async start(handlers) {
       if (events) throw new Error('placement already started');
       events = handlers;
       owning = true;
-      await Promise.all(all.map((shard) => handlers.acquired(shard, 1)));
+      await Promise.all(all.map((shard) => handlers.acquired(shard, fence)));
     },
     stop() {
       const handlers = events;

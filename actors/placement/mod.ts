@@ -3,7 +3,7 @@
  * (`shardOf`); a worker owns a shard through a lease whose revision is the fencing token written with
  * every snapshot.
  *
- * - `createLocalPlacement()`: the embedded default, one worker owning every shard with fence 1.
+ * - `createLocalPlacement()`: the embedded default, one worker owning every shard with one fence (the store's highest when it starts, at least 1).
  * - `createNatsPlacement({connection})`: leases in a JetStream KV bucket, spread over the live workers by
  *   rendezvous hashing with bounded loads (`ownerOf`), taken over after the TTL when a worker dies.
  *

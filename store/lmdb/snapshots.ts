@@ -96,6 +96,13 @@ export class LmdbSnapshots implements SnapshotStore {
     return due.slice(0, limit);
   }
 
+  async highestFence(): Promise<number> {
+    // One pass over the headers (not the data): run once, when an embedded worker starts.
+    let highest = 0;
+    for (const { value } of this.env.snapshots.getRange()) if (value.fence > highest) highest = value.fence;
+    return highest;
+  }
+
   async delete(snapshotKey: string): Promise<void> {
     if (!isKeyString(snapshotKey)) return;
     this.env.root.transactionSync(() => {

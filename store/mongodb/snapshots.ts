@@ -119,6 +119,11 @@ export class MongoSnapshots implements SnapshotStore {
     return docs.map((doc) => ({ key: doc._id, deadline: doc.deadline as number }));
   }
 
+  async highestFence(): Promise<number> {
+    const [top] = await this.handle.find({}, { projection: { fence: 1 } }).sort({ fence: -1 }).limit(1).toArray();
+    return top?.fence ?? 0;
+  }
+
   async delete(key: string): Promise<void> {
     await this.handle.deleteOne({ _id: key });
   }

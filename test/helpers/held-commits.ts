@@ -36,6 +36,7 @@ export class HeldCommits implements SnapshotStore {
     return results;
   };
   due: SnapshotStore['due'] = (shards, before, limit) => this.inner.due(shards, before, limit);
+  highestFence: SnapshotStore['highestFence'] = () => this.inner.highestFence();
   delete = (key: string) => this.inner.delete(key);
 }
 
