@@ -82,10 +82,10 @@ export class VoiceCall {
     // the far end is gone without a BYE (a crash, a lost network): the call is hung up, as it would otherwise
     // take silence turns and hold its trunk line and its concurrency slot forever.
     this.mediaWatch = setInterval(() => {
-      if (this.ended || !(d.mediaTimeoutMs > 0) || performance.now() - s.rtp.lastReceivedAt < d.mediaTimeoutMs) return;
+      if (this.ended || performance.now() - s.rtp.lastReceivedAt < d.mediaTimeoutMs) return;
       d.log('info', 'call hung up: no media from the far end', { call_sid: s.callSid, timeout_ms: d.mediaTimeoutMs });
       void this.hangUp('media_timeout');
-    }, Math.min(5000, Math.max(250, (d.mediaTimeoutMs || 0) / 4)));
+    }, Math.min(5000, Math.max(250, d.mediaTimeoutMs / 4)));
     this.mediaWatch.unref?.();
   }
 
