@@ -98,7 +98,15 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
   if (workerId) {
     const hosted = [...kinds.keys()];
     const placement = nats
-      ? createNatsPlacement({ connection: nats.connection, workerId, shardCount: o.shardCount, leaseTtlMs: o.leaseTtlMs, kinds: hosted, log: o.log })
+      ? createNatsPlacement({
+          connection: nats.connection,
+          workerId,
+          shardCount: o.shardCount,
+          leaseTtlMs: o.leaseTtlMs,
+          kinds: hosted,
+          log: o.log,
+          fenceFloor: () => o.store.snapshots.highestFence(),
+        })
       : createLocalPlacement({ workerId, shardCount: o.shardCount, kinds: hosted, fence: await o.store.snapshots.highestFence() });
     host = new Host({
       transport,

@@ -5,6 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { dirname, join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Kvm } from '@nats-io/kv';
@@ -449,5 +450,43 @@ t.test('nats placement', { skip: natsAvailable() ? false : 'nats-server is not i
       'a worker with another TTL is refused',
     );
     t.same(await createNatsWorkerDirectory(nc, 'nothing-here').workers(), [], 'no bucket, no workers');
+  });
+
+  t.test('the workers of a JetStream store add one fence base to its revisions: the stored fences\' highest', async (t) => {
+    const ttl = 1000;
+    const fences: Array<{ worker: string; fence: number }> = [];
+    let floorReads = 0;
+    // Each worker reads the floor at its own moment; the store's highest rises as writes land meanwhile.
+    const floor = async () => 7_000 + floorReads++;
+    const start = async (id: string) => {
+      const nc = await connect({ servers: nats.url, name: id });
+      const placement = createNatsPlacement({ connection: nc, workerId: id, shardCount: 8, leaseTtlMs: ttl, bucketPrefix: 'base', fenceFloor: floor });
+      t.teardown(async () => {
+        await placement.stop();
+        await nc.close();
+      });
+      const began = performance.now();
+      await placement.start({ acquired: (_shard, fence) => void fences.push({ worker: id, fence }), releasing: async () => {}, lost() {} });
+      return { placement, took: performance.now() - began };
+    };
+    const [a, b, c] = await Promise.all(['A', 'B', 'C'].map(start));
+    t.ok(a.took >= ttl && b.took >= ttl && c.took >= ttl, 'a store with fences but no base: each worker waits a TTL first');
+    const nc = await connect({ servers: nats.url });
+    t.teardown(() => nc.close());
+    const base = Number((await (await new Kvm(nc).open('base_fences')).get('base'))!.string());
+    t.ok(base >= 7_003, `the base is a floor read after every worker's wait began (${base})`);
+    t.ok(fences.length > 0 && fences.every((f) => f.fence > base), 'every fence is above the base');
+    for (const w of [a, b, c]) {
+      for (const shard of w.placement.owned()) {
+        const lease = await (await new Kvm(nc).open('base_shards')).get(`s${shard}`);
+        const fence = w.placement.fenceOf(shard);
+        // A renewal may land between the two reads.
+        t.ok(fence === null || (fence > base && fence <= base + lease!.revision), `fenceOf is the base plus the lease's revision (${fence})`);
+      }
+    }
+    const reads = floorReads;
+    const late = await start('D');
+    t.ok(late.took < ttl, 'a worker joining a store with a base does not wait');
+    t.equal(floorReads, reads, 'nor reads the floor');
   });
 });

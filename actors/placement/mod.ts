@@ -5,7 +5,9 @@
  *
  * - `createLocalPlacement()`: the embedded default, one worker owning every shard with one fence (the store's highest when it starts, at least 1).
  * - `createNatsPlacement({connection})`: leases in a JetStream KV bucket, spread over the live workers by
- *   rendezvous hashing with bounded loads (`ownerOf`), taken over after the TTL when a worker dies.
+ *   rendezvous hashing with bounded loads (`ownerOf`), taken over after the TTL when a worker dies; fences
+ *   are the lease revisions plus the JetStream store's fence base, so a store that was lost and started empty
+ *   goes on above the fences stored (`fenceFloor`).
  *
  * Each has a `WorkerDirectory` listing the workers for the admin API.
  *

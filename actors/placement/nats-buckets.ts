@@ -1,11 +1,21 @@
-import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
+import { JetStreamApiCodes, JetStreamApiError, jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { WorkerInfo } from './types.js';
 
-/** Bucket names under a prefix: `<prefix>_workers` (heartbeats) and `<prefix>_shards` (leases). */
-export function bucketNames(prefix: string): { workers: string; shards: string } {
-  return { workers: `${prefix}_workers`, shards: `${prefix}_shards` };
+/** The buckets of a deployment, by role. */
+export interface BucketNames {
+  /** Heartbeats, with the lease TTL. */
+  workers: string;
+  /** Leases (key `s<n>` → owner), with the lease TTL. */
+  shards: string;
+  /** The fence base of this JetStream store's lease revisions (key `base`), kept without a TTL. */
+  fences: string;
+}
+
+/** Bucket names under a prefix: `<prefix>_workers`, `<prefix>_shards` and `<prefix>_fences`. */
+export function bucketNames(prefix: string): BucketNames {
+  return { workers: `${prefix}_workers`, shards: `${prefix}_shards`, fences: `${prefix}_fences` };
 }
 
 /** The keys of a bucket that hold a value now: the subjects its stream still has messages on. */
@@ -26,13 +36,21 @@ export interface LeaseBuckets {
   jsm: JetStreamManager;
   workers: KV;
   shards: KV;
-  names: { workers: string; shards: string };
+  fences: KV;
+  names: BucketNames;
+  /**
+   * Which streams these handles write: each bucket's stream creation time. Another value later means the
+   * JetStream store was replaced (a server restarted on an empty store directory, a bucket deleted), and with
+   * it the lease revisions started again at 1.
+   */
+  identity: string;
 }
 
 /**
- * Creates (or opens) both buckets with `ttl` and one value per key, single replica (nats-server 2.9 needs
- * 2.9.21 for safe compare-and-set on replicated buckets). Operations on the returned handles time out after
- * `timeoutMs`; an existing bucket with another TTL is refused, since the lease timing relies on it.
+ * Creates (or opens) the lease and heartbeat buckets with `ttl` and the fences bucket without one, one value per
+ * key, single replica (nats-server 2.9 needs 2.9.21 for safe compare-and-set on replicated buckets). Operations
+ * on the returned handles time out after `timeoutMs`; an existing bucket with another TTL is refused, since the
+ * lease timing relies on it.
  */
 export async function openLeaseBuckets(
   nc: NatsConnection,
@@ -49,13 +67,55 @@ export async function openLeaseBuckets(
       throw new Error(`bucket ${name} exists with a TTL of ${status.ttl} ms, not ${ttlMs} ms: every worker must use the same lease TTL`);
     }
   }
+  await setup.create(names.fences, { history: 1, replicas: 1 });
   const kvm = new Kvm(jetstream(nc, { timeout: timeoutMs }));
+  const jsm = await jetstreamManager(nc, { timeout: timeoutMs, checkAPI: false });
   return {
-    jsm: await jetstreamManager(nc, { timeout: timeoutMs, checkAPI: false }),
+    jsm,
     workers: await kvm.open(names.workers),
     shards: await kvm.open(names.shards),
+    fences: await kvm.open(names.fences),
     names,
+    identity: await storeIdentity(jsm, names),
   };
+}
+
+/** Each bucket's stream creation time (`LeaseBuckets.identity`); throws `StreamNotFound` for a missing bucket. */
+export async function storeIdentity(jsm: JetStreamManager, names: BucketNames): Promise<string> {
+  const infos = await Promise.all([names.workers, names.shards, names.fences].map((b) => jsm.streams.info(`KV_${b}`)));
+  return infos.map((i) => i.created).join(' ');
+}
+
+/** Whether an error says a bucket's stream does not exist. */
+export function bucketMissing(err: unknown): boolean {
+  return err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound;
+}
+
+const BASE_KEY = 'base';
+
+/**
+ * The number every lease revision of this JetStream store is added to, to make a fence. A store's revisions
+ * start at 1, but the snapshots keep the fences of the stores before it (a JetStream store directory in `/tmp`
+ * that a reboot emptied, an embedded run in between): without a base, their writes would be refused as stale until
+ * the revisions passed them. The first worker to find no base sets it to `floor()` (the snapshot store's highest
+ * fence), the others read it. Before reading the floor it waits `settleMs` (the lease TTL) when any fence is
+ * stored: a worker still holding a lease of the store that was lost stops writing within 0.8 × TTL of its last
+ * renewal, so the floor read after the wait is above every fence it could still write with.
+ */
+export async function fenceBase(fences: KV, floor: () => Promise<number>, settleMs: number): Promise<number> {
+  const found = await fences.get(BASE_KEY);
+  if (found && found.operation === 'PUT' && found.length > 0) return Number(found.string());
+  if ((await floor()) > 0) await new Promise((resolve) => setTimeout(resolve, settleMs));
+  const base = await floor();
+  try {
+    await fences.create(BASE_KEY, String(base));
+    return base;
+  } catch (err) {
+    // Another worker set it first: every worker of the store must add the same base.
+    const set = await fences.get(BASE_KEY);
+    if (set && set.operation === 'PUT' && set.length > 0) return Number(set.string());
+    throw err;
+  }
 }
 
 /** Reads every live heartbeat of the workers bucket, sorted by worker id. */

@@ -2,7 +2,17 @@ import { performance } from 'node:perf_hooks';
 import { JetStreamApiCodes, JetStreamApiError, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { bucketNames, liveKeys, openLeaseBuckets, purgeKey, readWorkers, type LeaseBuckets } from './nats-buckets.js';
+import {
+  bucketMissing,
+  bucketNames,
+  fenceBase,
+  liveKeys,
+  openLeaseBuckets,
+  purgeKey,
+  readWorkers,
+  storeIdentity,
+  type LeaseBuckets,
+} from './nats-buckets.js';
 import { DEFAULT_SHARDS, ownerOf, shardOf } from './shard.js';
 import { shardLog, type PlacementLog } from './shard-log.js';
 import type { Placement, PlacementEvents, WorkerDirectory, WorkerInfo } from './types.js';
@@ -26,6 +36,11 @@ export interface NatsPlacementOptions {
    * per message and cause, with the shards it concerns (`shard`, or `shards` and `count`).
    */
   log?: PlacementLog;
+  /**
+   * The highest fence the snapshot store holds (`SnapshotStore.highestFence`): what a JetStream store without a
+   * fence base starts its fences above (`fenceBase`). Default 0: no snapshot was written by an earlier store.
+   */
+  fenceFloor?: () => Promise<number>;
 }
 
 /**
@@ -44,6 +59,7 @@ type LeaseState =
   | 'deleting';
 
 interface Lease {
+  /** The lease key's revision in the shards bucket; the fence is the fence base plus it. */
   revision: number;
   /** Monotonic local time the last successful create or update was sent. */
   renewedAt: number;
@@ -64,9 +80,11 @@ const shardKey = (shard: number) => `s${shard}`;
 /**
  * Placement over NATS JetStream KV leases (see DESIGN.md, Actors). Every leaseTtlMs/3 a balancing round
  * puts this worker's heartbeat, reads the live workers and, per shard, computes the rendezvous owner among
- * them: it renews the leases it keeps (`update` at its revision; the new revision is the fence), releases
- * those that belong to another live worker, and `create`s those that belong to it. A dead worker's keys
- * expire after the TTL and the desired owners take them within about one more round.
+ * them: it renews the leases it keeps (`update` at its revision; the fence is the new revision plus the store's
+ * fence base, `fenceBase`), releases those that belong to another live worker, and `create`s those that belong
+ * to it. A dead worker's keys expire after the TTL and the desired owners take them within about one more round.
+ * A round that finds the buckets' streams gone or replaced (the server restarted on an empty JetStream store)
+ * drops every shard and opens the buckets again, with the new store's fence base.
  */
 export function createNatsPlacement(options: NatsPlacementOptions): Placement {
   const nc = options.connection;
@@ -77,11 +95,16 @@ export function createNatsPlacement(options: NatsPlacementOptions): Placement {
   const log = options.log ?? (() => {});
   const logShard = shardLog(log);
   const interval = Math.max(1, Math.floor(ttl / 3));
+  const fenceFloor = options.fenceFloor ?? (() => Promise.resolve(0));
   const startedAt = new Date().toISOString();
 
   const leases = new Map<number, Lease>();
   const releases = new Set<Promise<void>>();
   let buckets: LeaseBuckets | undefined;
+  /** Added to a lease's revision to make its fence: the same for every worker of one JetStream store. */
+  let base = 0;
+  /** The buckets' streams are gone or were replaced: the next round opens them again before anything else. */
+  let replaced = false;
   let events: PlacementEvents | undefined;
   let liveActors = 0;
   let timer: NodeJS.Timeout | undefined;
@@ -135,7 +158,7 @@ export function createNatsPlacement(options: NatsPlacementOptions): Placement {
     leases.set(shard, lease);
     lease.acquired = (async () => {
       try {
-        await events!.acquired(shard, revision);
+        await events!.acquired(shard, base + revision);
       } catch (err) {
         logShard('placement: acquired handler failed', shard, { workerId, error: String(err) });
       }
@@ -145,6 +168,7 @@ export function createNatsPlacement(options: NatsPlacementOptions): Placement {
   /** Lets the host passivate the shard, then deletes the lease so the next owner can take it at once. */
   function release(shard: number, lease: Lease): void {
     lease.state = 'releasing';
+    const held = buckets!;
     const task = (async () => {
       await lease.acquired;
       try {
@@ -156,6 +180,8 @@ export function createNatsPlacement(options: NatsPlacementOptions): Placement {
       lease.state = 'deleting';
       // A renewal under way changes the revision the delete must name.
       await inflight;
+      // Lost meanwhile, or its store replaced: the revision names nothing in the buckets open now.
+      if (leases.get(shard) !== lease || buckets !== held) return;
       try {
         await buckets!.shards.delete(shardKey(shard), { previousSeq: lease.revision });
       } catch (err) {
@@ -194,14 +220,51 @@ export function createNatsPlacement(options: NatsPlacementOptions): Placement {
       const keys = await liveKeys(buckets!.jsm, buckets!.names.workers);
       return keys.includes(workerId) ? keys : [...keys, workerId];
     } catch (err) {
-      log('placement: reading workers failed', { workerId, error: String(err) });
+      if (bucketMissing(err)) replaced = true;
+      else log('placement: reading workers failed', { workerId, error: String(err) });
       return null;
     }
   }
 
+  /** Notes whether the buckets' streams are still the ones opened (an unreachable server says nothing). */
+  async function checkStore(): Promise<void> {
+    try {
+      if ((await storeIdentity(buckets!.jsm, buckets!.names)) !== buckets!.identity) replaced = true;
+    } catch (err) {
+      if (bucketMissing(err)) replaced = true;
+    }
+  }
+
+  /** Opens (or creates) the buckets and reads (or sets) the fence base of their store. */
+  async function open(): Promise<void> {
+    const opened = await openLeaseBuckets(nc, prefix, ttl, Math.max(250, Math.floor(ttl / 2)));
+    base = await fenceBase(opened.fences, fenceFloor, ttl);
+    buckets = opened;
+  }
+
+  /**
+   * The JetStream store that held the leases was replaced: every lease of it is gone, whatever this worker
+   * believed, and its revisions start again. Drops the shards and opens the new store's buckets.
+   */
+  async function reopen(): Promise<void> {
+    for (const [shard, lease] of [...leases]) lose(shard, lease, 'lease store replaced');
+    try {
+      await open();
+      replaced = false;
+      log('placement: lease store replaced, buckets opened again', { workerId, fenceBase: base });
+    } catch (err) {
+      log('placement: opening the replaced lease store failed, retrying', { workerId, error: String(err) });
+    }
+  }
+
   async function round(): Promise<void> {
+    if (replaced && !stopping) {
+      await reopen();
+      if (replaced) return;
+    }
     // A stopping worker neither announces itself nor takes shards: it only renews what it releases.
-    const [, live] = stopping ? [undefined, null] : await Promise.all([beat(), liveWorkers()]);
+    const [, live] = stopping ? [undefined, null] : await Promise.all([beat(), liveWorkers(), checkStore()]);
+    if (replaced) return;
     const work: Promise<void>[] = [];
     for (const [shard, lease] of leases) {
       if (lease.state === 'deleting') continue;
@@ -264,13 +327,13 @@ export function createNatsPlacement(options: NatsPlacementOptions): Placement {
     shardOf: (key) => shardOf(key, shardCount),
     fenceOf(shard) {
       const lease = leases.get(shard);
-      return lease && lease.state !== 'deleting' && fenceValid(lease) ? lease.revision : null;
+      return lease && lease.state !== 'deleting' && fenceValid(lease) ? base + lease.revision : null;
     },
     owned,
     async start(handlers) {
       if (events) throw new Error('placement already started');
       events = handlers;
-      buckets = await openLeaseBuckets(nc, prefix, ttl, Math.max(250, Math.floor(ttl / 2)));
+      await open();
       // A closed connection can renew nothing: the leases are as good as gone.
       void nc.closed().then(() => {
         if (stopped) return;
