@@ -39,6 +39,30 @@ t.test('the Chat API over NATS: edge and workers in separate processes, and a wo
   t.same(rec.turns.map((x) => x.user_input), ['', 'When do you open?', 'count', 'count']);
 });
 
+t.test('the Chat API goes on when its NATS server restarts on an empty JetStream store', needsNats, async (t) => {
+  const cluster = await startCluster({ workers: 2, leaseTtlMs: 1500 });
+  t.teardown(() => cluster.stop());
+  const c = await chatProject(cluster.edge, {
+    functions: { turn: `function turn(conv, m) { if (m === 'count') { conv.state.n = (conv.state.n ?? 0) + 1; return 'n=' + conv.state.n; } }` },
+  });
+  const id = (await c.chat('create', {})).body.conversation_id;
+  t.equal((await c.chat('respond', { conversation_id: id, message: 'count' })).body.response, 'n=1');
+
+  await cluster.restartNats(true);
+  // As a client would: retry while the workers take their shards again (a 503 or 504 meanwhile).
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const r = await c.chat('respond', { conversation_id: id, message: 'When do you open?' });
+    if (r.status === 200) break;
+    t.ok(r.status >= 500, `${r.status} while the shards are taken again: ${r.text}`);
+    if (Date.now() > deadline) throw new Error(`no turn answered after the restart: ${r.status} ${r.text}`);
+    await new Promise((res) => setTimeout(res, 250));
+  }
+  const after = await c.chat('respond', { conversation_id: id, message: 'count' });
+  t.equal(after.status, 200, after.text);
+  t.equal(after.body.response, 'n=2', 'the conversation went on with its state');
+});
+
 t.test('a real-time config change reaches the next turn on a worker at once (its cache is invalidated over NATS)', needsNats, async (t) => {
   const cluster = await startCluster({ workers: 1 });
   t.teardown(() => cluster.stop());

@@ -9,7 +9,7 @@ import type { Transport } from '../../actors/transport/types.js';
 import type { Cluster } from '../actors.behaviour.js';
 import { eventually } from './eventually.js';
 import { http } from './http.js';
-import { startNats } from './nats.js';
+import { startNats, type NatsServer } from './nats.js';
 import { removeDir, startPlatform, type Platform } from './platform.js';
 
 export interface NatsCluster extends Cluster {
@@ -26,6 +26,11 @@ export interface NatsCluster extends Cluster {
   /** The worker process that owns the shard of `kind/id` now, if any. */
   ownerOf(kind: string, id: string): Promise<Platform | undefined>;
   addWorker(): Promise<Platform>;
+  /**
+   * Kills the nats-server and starts another on the same port, on its JetStream store (`fresh` false) or on an
+   * empty one (`fresh` true: a server whose store directory a reboot emptied).
+   */
+  restartNats(fresh: boolean): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -46,7 +51,7 @@ export interface ClusterOptions {
  * dir, plus an actor client over NATS in the test process.
  */
 export async function startCluster(o: ClusterOptions): Promise<NatsCluster> {
-  const nats = await startNats();
+  let nats: NatsServer = await startNats();
   const dataDir = mkdtempSync(join(tmpdir(), 'sb-cluster-'));
   const shardCount = o.shardCount ?? 16;
   const passivateAfterMs = o.passivateAfterMs ?? 1000;
@@ -117,6 +122,10 @@ export async function startCluster(o: ClusterOptions): Promise<NatsCluster> {
       }, 10_000, "the shard's owner", 50);
     },
     addWorker,
+    restartNats: async (fresh) => {
+      await nats.kill();
+      nats = await startNats(fresh ? { port: nats.port } : { port: nats.port, storeDir: nats.storeDir });
+    },
     stop: async () => {
       await transport.close();
       for (const s of sockets) await s.stop();
