@@ -1,12 +1,12 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jetstream } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
-import { builtinKinds, startRuntime } from '../actors/mod.js';
-import { openStore } from '../store/mod.js';
+import { builtinKinds, startRuntime, type Runtime } from '../actors/mod.js';
+import { openStore, type Store } from '../store/mod.js';
 import { natsAvailable, startNats } from './helpers/nats.js';
 import { removeDir } from './helpers/platform.js';
 
@@ -28,13 +28,36 @@ async function ranForAWhile(url: string): Promise<void> {
   await nc.close();
 }
 
-t.test('a deployment restarted on a fresh JetStream store goes on where its data directory is', needsNats, async (t) => {
+/** A store in a fresh data directory, closed and removed after the test. */
+async function tempStore(t: Test): Promise<Store> {
   const dataDir = mkdtempSync(join(tmpdir(), 'sb-fresh-js-'));
   const store = await openStore({ dataDir });
   t.teardown(async () => {
     await store.close();
     removeDir(dataDir);
   });
+  return store;
+}
+
+/**
+ * Increments counter `c` once, asking again (with the same event id, so it applies once) until an answer comes
+ * while the worker takes its shards back.
+ */
+async function incrementOnceAnswered(runtime: Runtime): Promise<number> {
+  const deadline = Date.now() + 30_000;
+  const eventId = `after-restart-${Date.now()}`;
+  for (;;) {
+    try {
+      return (await runtime.client.ask<Counter>('counter', 'c', { type: 'INC' }, { timeoutMs: 2_000, eventId })).count;
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
+
+t.test('a deployment restarted on a fresh JetStream store goes on where its data directory is', needsNats, async (t) => {
+  const store = await tempStore(t);
   const first = await startNats();
   await ranForAWhile(first.url);
   const before = await startRuntime(Object.assign({ store, natsUrl: first.url }, options));
@@ -56,12 +79,7 @@ t.test('a deployment restarted on a fresh JetStream store goes on where its data
 });
 
 t.test('a running deployment survives its NATS server restarting on a fresh JetStream store', needsNats, async (t) => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'sb-fresh-js-'));
-  const store = await openStore({ dataDir });
-  t.teardown(async () => {
-    await store.close();
-    removeDir(dataDir);
-  });
+  const store = await tempStore(t);
   const first = await startNats();
   await ranForAWhile(first.url);
   const lines: string[] = [];
@@ -73,30 +91,15 @@ t.test('a running deployment survives its NATS server restarting on a fresh JetS
   // Teardowns run last added first: the runtime stops while its server still runs.
   t.teardown(() => fresh.stop());
   t.teardown(() => runtime.stop());
-  const deadline = Date.now() + 30_000;
-  let count = 0;
-  for (;;) {
-    try {
-      count = (await runtime.client.ask<Counter>('counter', 'c', { type: 'INC' }, { timeoutMs: 2_000 })).count;
-      break;
-    } catch (err) {
-      if (Date.now() > deadline) throw err;
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
-  t.ok(count >= 4, `the counter goes on after the restart (${count})`);
+  const count = await incrementOnceAnswered(runtime);
+  t.equal(count, 4, 'the counter goes on after the restart');
   const written = (await store.snapshots.get('counter/c'))!;
   t.ok(written.fence > stored.fence, `with a fence above every stored one (${written.fence} > ${stored.fence})`);
   t.ok(lines.includes('placement: lease store replaced, buckets opened again'), 'the worker said why it dropped its shards');
 });
 
 t.test('a NATS server restarted on its own store keeps the lease store: no worker drops its shards for it', needsNats, async (t) => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'sb-fresh-js-'));
-  const store = await openStore({ dataDir });
-  t.teardown(async () => {
-    await store.close();
-    removeDir(dataDir);
-  });
+  const store = await tempStore(t);
   const first = await startNats();
   const lines: string[] = [];
   const runtime = await startRuntime(Object.assign({ store, natsUrl: first.url, log: (msg: string) => void lines.push(msg) }, options));
@@ -105,17 +108,7 @@ t.test('a NATS server restarted on its own store keeps the lease store: no worke
   const again = await startNats({ port: first.port, storeDir: first.storeDir });
   t.teardown(() => again.stop());
   t.teardown(() => runtime.stop());
-  const deadline = Date.now() + 30_000;
-  let count = 0;
-  for (;;) {
-    try {
-      count = (await runtime.client.ask<Counter>('counter', 'c', { type: 'INC' }, { timeoutMs: 2_000 })).count;
-      break;
-    } catch (err) {
-      if (Date.now() > deadline) throw err;
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
+  const count = await incrementOnceAnswered(runtime);
   t.equal(count, 2, 'the counter goes on');
   // A few rounds with the server back, each comparing the buckets' streams with the ones opened.
   await new Promise((r) => setTimeout(r, options.leaseTtlMs));
