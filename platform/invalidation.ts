@@ -64,6 +64,14 @@ export async function startInvalidationBus(o: InvalidationBusOptions): Promise<I
       respond?.(new Uint8Array(0));
     }),
   ];
+  // Cut off from NATS, this process may have missed invalidations (the admin call that sent them answered after
+  // its ask to this holder timed out): everything cached is dropped once the connection is back, rather than
+  // served until its TTL.
+  const unwatch = o.transport.onReconnect?.(() => {
+    o.store.refresh();
+    o.cache.invalidateLocal({ kind: 'all' });
+    o.log('tenancy cache dropped: reconnected to NATS, invalidations may have been missed', {});
+  });
   // Subscribed at the server before anyone can find this holder in the directory.
   await o.transport.flush();
   const beat = async () => {
@@ -107,6 +115,7 @@ export async function startInvalidationBus(o: InvalidationBusOptions): Promise<I
     id,
     stop: async () => {
       clearInterval(timer);
+      unwatch?.();
       o.cache.propagate = null;
       for (const s of subs) s.unsubscribe();
       await beats.delete({ id }).catch(() => undefined);

@@ -2,7 +2,8 @@
  * Credentials are cached in every serving process (`tenancy/cache.ts`), and revocation through the admin API
  * still takes effect at once everywhere: embedded (one process), and over NATS with two processes that each
  * serve the edge and the socket gateway, the admin calls made on one and the requests sent to the other
- * (whose cache was warmed first, so a missed invalidation would show as a 200). Also: the cache is used (this
+ * (whose cache was warmed first, so a missed invalidation would show as a 200), and a process cut off from NATS
+ * while a key was revoked, which refuses it once it is back, long before its cache's TTL. Also: the cache is used (this
  * process's store reads through it, from `GET /admin/v1/runtime/tenancy-cache`, do not grow with requests),
  * and a key works at once after an unknown key was refused.
  */
@@ -102,26 +103,43 @@ async function revocationScenario(t: Test, A: Platform, B: Platform): Promise<vo
   t.match(await socket.waitFor(is('SYSTEM_MESSAGE')), { payload: { message: 'Error: Connector not found' } }, 'an open socket of it can no longer join');
 }
 
+/**
+ * A deployment over NATS for `t`: a nats-server and a data directory shared by the processes `start` adds, all
+ * stopped (last started first) and removed when `t` ends. `restartNats` kills the server, runs `meanwhile`, and
+ * starts it again on its port and store.
+ */
+async function natsDeployment(t: Test, extraEnv: Record<string, string> = {}) {
+  const first = await startNats();
+  let server = first;
+  const dataDir = mkdtempSync(join(tmpdir(), 'sb-revoke-'));
+  const env = Object.assign({ NATS_URL: first.url, OPERATOR_TOKEN: `revoke-operator-${randomBytes(8).toString('hex')}`, LEASE_TTL_MS: '1500', SHARDS: '8' }, extraEnv);
+  const started: Platform[] = [];
+  t.teardown(async () => {
+    for (const p of started.reverse()) await p.stop();
+    await server.stop();
+    removeDir(dataDir);
+  });
+  return {
+    start: async (roles: string[]) => {
+      const p = await startPlatform({ roles, dataDir, env });
+      started.push(p);
+      return p;
+    },
+    restartNats: async (meanwhile: () => Promise<void>) => {
+      await server.kill();
+      await meanwhile();
+      server = await startNats({ port: first.port, storeDir: first.storeDir });
+    },
+  };
+}
+
 t.test('embedded (one process): revocation is immediate with the cache on', async (t) => {
   const p = await platformFor(t);
   await revocationScenario(t, p, p);
 });
 
 t.test('over NATS: the admin call on one process revokes at once on another', needsNats, async (t) => {
-  const nats = await startNats();
-  const dataDir = mkdtempSync(join(tmpdir(), 'sb-revoke-'));
-  const env = { NATS_URL: nats.url, OPERATOR_TOKEN: `revoke-operator-${randomBytes(8).toString('hex')}`, LEASE_TTL_MS: '1500', SHARDS: '8' };
-  const started: Platform[] = [];
-  t.teardown(async () => {
-    for (const p of started.reverse()) await p.stop();
-    await nats.stop();
-    removeDir(dataDir);
-  });
-  const start = async (roles: string[]) => {
-    const p = await startPlatform({ roles, dataDir, env });
-    started.push(p);
-    return p;
-  };
+  const { start } = await natsDeployment(t);
   await start(['worker']);
   const A = await start(['edge', 'socket']);
   const B = await start(['edge', 'socket']);
@@ -132,4 +150,27 @@ t.test('over NATS: the admin call on one process revokes at once on another', ne
   await revocationScenario(t, A, B);
   const b = await caches(B);
   t.ok(b.keys.invalidations >= 1 && b.connectors.invalidations >= 2 && b.settings.invalidations >= 1, 'B applied the invalidations it was sent');
+});
+
+t.test('over NATS: a process cut off from NATS while a key was revoked drops its cache when it reconnects', needsNats, async (t) => {
+  // A TTL far longer than the test: only the reconnect can make B read the key again.
+  const { start, restartNats } = await natsDeployment(t, { TENANCY_CACHE_TTL_MS: '600000' });
+  await start(['worker']);
+  const A = await start(['edge']);
+  const B = await start(['edge']);
+  const m = await messagingProject(A, { name: 'Cut Off Co' });
+  const issued = await admin(A)('POST', '/keys', { account_id: m.accountId, scope: 'conversations', project_id: m.agentId, permissions: ['conversations_data'] });
+  t.equal(issued.status, 201, issued.text);
+  const list = () => http(B.edge, 'GET', `/v3/${m.accountId}/${m.agentId}/conversations`, { headers: { 'x-api-key': issued.body.key } });
+  t.equal((await list()).status, 200, 'B serves the key, and caches it');
+
+  await restartNats(async () => {
+    t.equal((await admin(A)('DELETE', `/keys/${issued.body.id}`)).status, 204, 'the key is revoked while NATS is down');
+    // A's broadcast waits in its connection's buffer: A is gone before it could be sent.
+    A.child.kill('SIGKILL');
+  });
+
+  await eventually(async () => (await list()).status === 401, 30_000, 'B to refuse the revoked key once it is back on NATS', 100);
+  t.pass('B refuses the revoked key without waiting for its cache TTL');
+  t.ok(B.stdout().includes('tenancy cache dropped: reconnected to NATS'), 'and says why it dropped its cache');
 });

@@ -565,4 +565,34 @@ t.test('nats', { skip: natsAvailable() ? false : 'nats-server is not installed' 
     client: await connectNatsTransport(nats.url, { name: 'client' }),
     server: await connectNatsTransport(nats.url, { name: 'server' }),
   }));
+
+  t.test('onReconnect: called each time the connection is back after the server restarted, until stopped', async (t) => {
+    const own = await startNats();
+    const transport = await connectNatsTransport(own.url);
+    let server = own;
+    t.teardown(async () => {
+      await transport.close();
+      await server.stop();
+    });
+    let calls = 0;
+    let all = 0;
+    const stop = transport.onReconnect!(() => calls++);
+    transport.onReconnect!(() => all++);
+    const restart = async () => {
+      await server.kill();
+      server = await startNats({ port: own.port, storeDir: own.storeDir });
+    };
+    await restart();
+    const reconnects = async (n: number) => {
+      const end = Date.now() + 20_000;
+      while (all < n && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+    };
+    await reconnects(1);
+    t.equal(calls, 1, 'called once the connection is back');
+    stop();
+    await restart();
+    await reconnects(2);
+    t.equal(all, 2, 'the other listener heard the second reconnect');
+    t.equal(calls, 1, 'the stopped one did not');
+  });
 });

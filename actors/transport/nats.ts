@@ -106,6 +106,22 @@ export async function connectNatsTransport(url: string, options: NatsTransportOp
   };
   void nc.closed().then(failPending, failPending);
 
+  const reconnected = new Set<() => void>();
+  void (async () => {
+    for await (const status of nc.status()) {
+      if (status.type !== 'reconnect') continue;
+      for (const listener of reconnected) {
+        try {
+          listener();
+        } catch (thrown) {
+          queueMicrotask(() => {
+            throw thrown;
+          });
+        }
+      }
+    }
+  })();
+
   /**
    * Throws, before a message is queued, what nats.js would throw when it is sent: a subject with whitespace, a
    * payload over the server's `max_payload`.
@@ -191,6 +207,11 @@ export async function connectNatsTransport(url: string, options: NatsTransportOp
       } catch (err) {
         throw mapError(err, nc);
       }
+    },
+
+    onReconnect(listener) {
+      reconnected.add(listener);
+      return () => reconnected.delete(listener);
     },
 
     async close() {

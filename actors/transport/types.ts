@@ -57,4 +57,10 @@ export interface Transport {
   /** Waits until everything published so far has reached the server (NATS) or been delivered (in-process). */
   flush(): Promise<void>;
   close(): Promise<void>;
+  /**
+   * Calls `listener` each time the connection to the server is back after it was lost (NATS only: the other
+   * transports never lose one). What was published to this process's subscriptions meanwhile did not reach
+   * them. Returns the function that stops the calls.
+   */
+  onReconnect?(listener: () => void): () => void;
 }
