@@ -46,21 +46,22 @@ export interface InvalidationBus {
 export async function startInvalidationBus(o: InvalidationBusOptions): Promise<InvalidationBus> {
   const id = `tc-${process.pid}-${randomBytes(4).toString('hex')}`;
   const beats = o.store.collection<HolderBeat>({ name: 'tenancy_caches' });
-  const apply = (data: Uint8Array): void => {
+  const apply = (change: () => Invalidation): void => {
     // The write that caused the invalidation is committed: the reloads that follow must read it, not this
     // thread's older read snapshot of the embedded store, or they would cache the revoked record again.
     o.store.refresh();
     try {
-      o.cache.invalidateLocal(decode(data) as Invalidation);
+      o.cache.invalidateLocal(change());
     } catch {
       // Unreadable: drop everything rather than keep something that might be revoked.
       o.cache.invalidateLocal({ kind: 'all' });
     }
   };
+  const received = (data: Uint8Array) => () => decode(data) as Invalidation;
   const subs: Subscription[] = [
-    o.transport.subscribe(INVALIDATE_SUBJECT, (data) => apply(data)),
+    o.transport.subscribe(INVALIDATE_SUBJECT, (data) => apply(received(data))),
     o.transport.subscribe(`${INVALIDATE_SUBJECT}.${id}`, (data, respond) => {
-      apply(data);
+      apply(received(data));
       respond?.(new Uint8Array(0));
     }),
   ];
@@ -68,8 +69,7 @@ export async function startInvalidationBus(o: InvalidationBusOptions): Promise<I
   // its ask to this holder timed out): everything cached is dropped once the connection is back, rather than
   // served until its TTL.
   const unwatch = o.transport.onReconnect?.(() => {
-    o.store.refresh();
-    o.cache.invalidateLocal({ kind: 'all' });
+    apply(() => ({ kind: 'all' }));
     o.log('tenancy cache dropped: reconnected to NATS, invalidations may have been missed', {});
   });
   // Subscribed at the server before anyone can find this holder in the directory.

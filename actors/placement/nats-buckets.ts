@@ -1,5 +1,5 @@
 import { JetStreamApiCodes, JetStreamApiError, jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
-import { Kvm, type KV } from '@nats-io/kv';
+import { Kvm, type KV, type KvEntry } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { WorkerInfo } from './types.js';
 
@@ -16,6 +16,11 @@ export interface BucketNames {
 /** Bucket names under a prefix: `<prefix>_workers`, `<prefix>_shards` and `<prefix>_fences`. */
 export function bucketNames(prefix: string): BucketNames {
   return { workers: `${prefix}_workers`, shards: `${prefix}_shards`, fences: `${prefix}_fences` };
+}
+
+/** Whether a read key holds a value (not a delete or purge marker, not emptied). */
+export function held(entry: KvEntry | null): entry is KvEntry {
+  return entry !== null && entry.operation === 'PUT' && entry.length > 0;
 }
 
 /** The keys of a bucket that hold a value now: the subjects its stream still has messages on. */
@@ -39,9 +44,10 @@ export interface LeaseBuckets {
   fences: KV;
   names: BucketNames;
   /**
-   * Which streams these handles write: each bucket's stream creation time. Another value later means the
+   * Which lease and fence streams these handles write: their creation times. Another value later means the
    * JetStream store was replaced (a server restarted on an empty store directory, a bucket deleted), and with
-   * it the lease revisions started again at 1.
+   * it the lease revisions started again at 1. The heartbeat bucket holds no fence: a missing one is noticed
+   * when its keys are read (`liveKeys`), and one created again by another worker serves as well.
    */
   identity: string;
 }
@@ -80,9 +86,9 @@ export async function openLeaseBuckets(
   };
 }
 
-/** Each bucket's stream creation time (`LeaseBuckets.identity`); throws `StreamNotFound` for a missing bucket. */
+/** The lease and fence streams' creation times (`LeaseBuckets.identity`); throws `StreamNotFound` for a missing one. */
 export async function storeIdentity(jsm: JetStreamManager, names: BucketNames): Promise<string> {
-  const infos = await Promise.all([names.workers, names.shards, names.fences].map((b) => jsm.streams.info(`KV_${b}`)));
+  const infos = await Promise.all([names.shards, names.fences].map((b) => jsm.streams.info(`KV_${b}`)));
   return infos.map((i) => i.created).join(' ');
 }
 
@@ -104,7 +110,7 @@ const BASE_KEY = 'base';
  */
 export async function fenceBase(fences: KV, floor: () => Promise<number>, settleMs: number): Promise<number> {
   const found = await fences.get(BASE_KEY);
-  if (found && found.operation === 'PUT' && found.length > 0) return Number(found.string());
+  if (held(found)) return Number(found.string());
   if ((await floor()) > 0) await new Promise((resolve) => setTimeout(resolve, settleMs));
   const base = await floor();
   try {
@@ -113,7 +119,7 @@ export async function fenceBase(fences: KV, floor: () => Promise<number>, settle
   } catch (err) {
     // Another worker set it first: every worker of the store must add the same base.
     const set = await fences.get(BASE_KEY);
-    if (set && set.operation === 'PUT' && set.length > 0) return Number(set.string());
+    if (held(set)) return Number(set.string());
     throw err;
   }
 }
@@ -125,7 +131,7 @@ export async function readWorkers(jsm: JetStreamManager, workers: KV, bucket: st
   const out: WorkerInfo[] = [];
   for (const e of entries) {
     // A key may expire between listing and reading it.
-    if (e && e.operation === 'PUT' && e.length > 0) out.push(e.json<WorkerInfo>());
+    if (held(e)) out.push(e.json<WorkerInfo>());
   }
   return out.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }

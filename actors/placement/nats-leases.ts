@@ -6,6 +6,7 @@ import {
   bucketMissing,
   bucketNames,
   fenceBase,
+  held,
   liveKeys,
   openLeaseBuckets,
   purgeKey,
@@ -226,7 +227,7 @@ export function createNatsPlacement(options: NatsPlacementOptions): Placement {
     }
   }
 
-  /** Notes whether the buckets' streams are still the ones opened (an unreachable server says nothing). */
+  /** Notes whether the lease and fence streams are still the ones opened (an unreachable server says nothing). */
   async function checkStore(): Promise<void> {
     try {
       if ((await storeIdentity(buckets!.jsm, buckets!.names)) !== buckets!.identity) replaced = true;
@@ -374,7 +375,7 @@ export function createNatsWorkerDirectory(connection: NatsConnection, bucketPref
         const owners = new Map<string, number[]>();
         for (const key of await liveKeys(jsm, names.shards)) {
           const entry = await leases.get(key);
-          if (!entry || entry.operation !== 'PUT' || entry.length === 0) continue;
+          if (!held(entry)) continue;
           const owner = entry.string();
           owners.set(owner, [...(owners.get(owner) ?? []), Number(key.slice(1))]);
         }
