@@ -334,6 +334,8 @@ t.test('masked transcript and semantic search equal the brute-force answer over 
   const hidden = (id: string) => number(id) % 25 !== 0;
   const masking: Masking = { marks: async (ids) => new Map(ids.map((id) => [id, hidden(id) ? ['open', 'parking'] : []])) };
   const userSays = (r: ConversationRecord, word: RegExp) => !hidden(r.id) && word.test(r.turns[0].user_input);
+  // The agent's answer is masked by the same rule (a marked value in it), and read as it is otherwise.
+  const agentSays = (r: ConversationRecord, word: RegExp) => word.test(r.turns[0].agent_response) && !(hidden(r.id) && /open|parking/i.test(r.turns[0].agent_response));
   const from = new Date(T0 + 2.5 * 3_600_000).toISOString();
   const to = new Date(T0 + 27.25 * 3_600_000).toISOString();
   const wide = { start_time: new Date(T0 - 3_600_000).toISOString(), end_time: new Date(T0 + 31 * 3_600_000).toISOString() };
@@ -355,7 +357,9 @@ t.test('masked transcript and semantic search equal the brute-force answer over 
     t.same(await walkMasked({ query: 'open', turn_type: 'user', limit: '2', ...wide }, documents),
       all.filter((r) => userSays(r, /open/)).map((r) => r.id), 'one side: the user\'s');
     t.same(await walkMasked({ query: 'open', limit: '50', ...wide }, documents),
-      all.filter((r) => /open/.test(r.turns[0].agent_response) || userSays(r, /open/)).map((r) => r.id), 'the agent\'s words are not masked');
+      all.filter((r) => agentSays(r, /open/) || userSays(r, /open/)).map((r) => r.id), 'the agent\'s words are found where its answer is not masked');
+    t.same(await walkMasked({ query: 'open', turn_type: 'agent', limit: '50', ...wide }, documents),
+      all.filter((r) => agentSays(r, /open/)).map((r) => r.id), 'the agent\'s side alone');
     const q = parseListQuery('v3', { query_type: 'transcript', query: 'permit', limit: '4', offset: '3', ...wide });
     const want = all.filter((r) => userSays(r, /permit/));
     const rows = keysetRows(src, 'proj', q, null, documents, masking);
@@ -369,7 +373,8 @@ t.test('masked transcript and semantic search equal the brute-force answer over 
       // The full ranking, then what the key may find of it, in the same order.
       const everything = await collect((await semanticRows(src, 'proj', parseListQuery('v3', { query_type: 'semantic', query, limit: '1000', ...range }), null, documents)).rows);
       const byId = new Map(all.map((r) => [r.id, r]));
-      const want = everything.filter((id) => !hidden(id) || !/open|parking/.test(byId.get(id)!.turns[0].user_input));
+      const turn = (id: string) => byId.get(id)!.turns[0];
+      const want = everything.filter((id) => !hidden(id) || !/open|parking/i.test(`${turn(id).user_input} ${turn(id).agent_response}`));
       t.ok(want.length < everything.length / 5, `"${query}": most candidates are left out`);
       const seen: string[] = [];
       let position: Position | null = null;

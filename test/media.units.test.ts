@@ -1,7 +1,8 @@
 /**
  * The media gateway's parts without a network: SRTP (RFC 3711's key derivation vector, round trips across
  * the rollover, forgeries refused), RFC 4733 digits, the reordering buffer, SDP offer/answer, turn-taking,
- * the SIP outcome of a dial, REFER targets, and the conversation machine carrying a call's turn fields.
+ * the SIP outcome of a dial, REFER targets, and the conversation machine carrying a call's turn fields; and one
+ * RTP session on a loopback socket, for what its send tap says of each answer.
  */
 import t from 'tap';
 import fc from 'fast-check';
@@ -17,6 +18,9 @@ import { outcomeOf } from '../gateway/media/dial.js';
 import { referTarget } from '../gateway/media/call.js';
 import { packetize } from '../gateway/media/rtp/packetizer.js';
 import { decode } from '../gateway/media/rtp/codec.js';
+import { RtpSession } from '../gateway/media/rtp/session.js';
+import { Pacer } from '../gateway/media/rtp/pacer.js';
+import dgram from 'node:dgram';
 import { conversationMachine, turnInput, type TurnOutcome } from '../machines/conversation.js';
 
 const hex = (s: string) => Buffer.from(s, 'hex');
@@ -162,4 +166,35 @@ t.test('conversation machine: a call turn carries its voice fields to the turn e
   t.same(turnInput(a.getSnapshot().context).voice, { dtmf: '42', bargeIn: true });
   t.same(a.getSnapshot().context.start?.sipHeaders, { 'x-a': 'b' });
   a.stop();
+});
+
+t.test('RTP session: the send tap gets each answer\'s label with its first frame, an answer queued behind another too; none after a barge-in stop', async (t) => {
+  const socket = dgram.createSocket('udp4');
+  await new Promise<void>((r) => socket.bind(0, '127.0.0.1', () => r()));
+  const sink = dgram.createSocket('udp4');
+  await new Promise<void>((r) => sink.bind(0, '127.0.0.1', () => r()));
+  const pacer = new Pacer();
+  const rtp = new RtpSession({ socket, codec: 'PCMU', dtmfPayloadType: null, srtp: null, pacer, onAudio: () => {}, onDigit: () => {} });
+  rtp.setPeer({ address: '127.0.0.1', port: sink.address().port });
+  t.teardown(() => {
+    rtp.close();
+    sink.close();
+  });
+  const sent: Array<string | undefined> = [];
+  rtp.onSent = (_frame, answer) => sent.push(answer);
+  const frames = (n: number) => Array.from({ length: n }, () => Buffer.alloc(160, 0x7f));
+  rtp.play(frames(3), 'first');
+  rtp.play(frames(2), 'second');
+  rtp.play(frames(4));
+  while (rtp.playing) await new Promise((r) => setTimeout(r, 20));
+  t.same(sent, ['first', undefined, undefined, 'second', undefined, '', undefined, undefined, undefined], 'one label per answer, on its first frame');
+  sent.length = 0;
+  rtp.play(frames(50), 'cut');
+  await new Promise((r) => setTimeout(r, 70));
+  rtp.stopPlayback();
+  rtp.play(frames(1), 'next');
+  while (rtp.playing) await new Promise((r) => setTimeout(r, 20));
+  t.equal(sent[0], 'cut');
+  t.equal(sent[sent.length - 1], 'next', 'the answer after a barge-in starts with its own label');
+  t.ok(sent.length < 50, 'the cut answer\'s rest was not sent');
 });

@@ -278,12 +278,13 @@ t.test('a call is recorded per direction; the card number keyed over the caller\
 t.test('a call the agent ends with conv.end() after its goodbye: a key without pii gets the whole recording, muted only over the spans', needsTools(), async (t) => {
   const number = '+442079460152';
   // conv.end() ends the conversation when the 9's turn is answered, before the goodbye is spoken and the call
-  // hung up: the recording goes on for the goodbye's seconds after that.
+  // hung up: the recording goes on for the goodbye's seconds after that. The agent reads the card number back:
+  // its answer is personal data too, muted where it was spoken.
   const { project, caller, run } = await cardLineCall(t, {
     name: 'End Co',
     number,
     scenario: 'recording-agent-end.xml',
-    turn: 'function turn(conv, message) { if (message === "9") { conv.end(); return "Thank you, your card is checked and your payment is on its way. Thank you for calling Acme payments today, and goodbye."; } return "Thank you. Press nine when you are done."; }',
+    turn: 'function turn(conv, message) { if (message === "9") { conv.end(); return "Thank you, your card is checked and your payment is on its way. Thank you for calling Acme payments today, and goodbye."; } return "Thank you. I have your card as " + message.split("").join(" ") + ". Press nine when you are done."; }',
   });
   // The card number keyed (300 ms apart), and its answer, whole.
   for (const d of CARD) {
@@ -314,7 +315,12 @@ t.test('a call the agent ends with conv.end() after its goodbye: a key without p
 
   // The recordings projector renders the call once its recording is complete.
   const listed = await waitFor(async () => ((await read({ channel: 'VOICE-SIP' })).body.conversations ?? []).find((x: any) => x.id === c.id && x.audio?.redactions)?.audio.redactions ?? null, 30_000);
-  t.same(listed.map((s: any) => [s.kind, s.source]), [['card_number', 'dtmf']], 'the row lists what was muted: the keyed card number');
+  t.same(listed.map((s: any) => [s.kind, s.source]), [['card_number', 'dtmf'], ['card_number', 'agent']], 'the row lists what was muted: the keyed card number, then the agent reading it back');
+  const readBack = listed[1];
+  t.ok(readBack.start_ms >= listed[0].start_ms && readBack.end_ms - readBack.start_ms > 2000, `the read-back's span is the answer, seconds long (${readBack.start_ms} to ${readBack.end_ms} ms)`);
+  const masked = (await conversationsClient(p, project, dataKey)({ channel: 'VOICE-SIP' })).body.conversations.find((x: any) => x.id === c.id);
+  t.ok(masked.turns.some((x: any) => x.agent_response === '[redacted]'), 'a key without pii reads the read-back answer masked');
+  t.notOk(JSON.stringify(masked.turns).includes('4 1 1 1'), 'nowhere in its turns');
   const get = (key: string, q = '') => audio(p, project, key, c.id, q);
   for (const direction of ['combined', 'user', 'agent']) {
     const raw = await get(piiKey, `direction=${direction}`);
@@ -337,6 +343,8 @@ t.test('a call the agent ends with conv.end() after its goodbye: a key without p
     if (direction === 'agent') {
       const voiced = voicedFrames(rawSamples);
       t.ok(voiced.length > 0 && !inSpans(voiced[voiced.length - 1] * 160, spans), 'the goodbye\'s last words are in the raw agent track, outside the span');
+      const inReadBack = voiced.filter((f) => inSpans(f * 160, [readBack]));
+      t.ok(inReadBack.length > 50, `the raw agent track has the read-back where its span is (${inReadBack.length} voiced frames), muted in the redacted one`);
     }
   }
 });

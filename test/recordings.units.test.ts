@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { digitRuns, digitsKind, luhn, maskText, muted, redactionSpans, textKinds } from '../actors/recording/mod.js';
+import { answerLabel, digitRuns, digitsKind, luhn, maskText, muted, redactionSpans, textKinds } from '../actors/recording/mod.js';
 import { parseRange } from '../gateway/edge/conversations/audio.js';
 import { FsBlobStore } from '../store/blobs/mod.js';
 import { Recordings } from '../gateway/media/recordings/recordings.js';
@@ -58,6 +58,54 @@ t.test('spans: a keyed card number from its digits\' times; the n-th caller utte
   const m = muted(track, spans);
   t.ok(m.subarray(8000 * 2, 16000 * 2).every((b) => b === 0), 'muted over the span');
   t.equal(m.length, track.length);
+});
+
+t.test('spans: an answer the agent spoke is muted when its text holds personal data, found by its label', async (t) => {
+  const said = {
+    greeting: 'Hello, please key your card number.',
+    readBack: 'I have your card as 4111 1111 1111 1111, is that right?',
+    plain: 'Thank you, one moment.',
+    phone: 'We will ring you back on 07700900321.',
+  };
+  const turn = (agent_response: string, user_input = '') => ({ user_input, user_input_dtmf: '', is_silence: false, agent_response });
+  // Turn 2's answer was never spoken (its synthesis failed): no line. Turn 3's was said twice over (a repeat).
+  const turns = [turn(said.greeting), turn(said.readBack, 'it is on the card'), turn(said.phone, 'call me'), turn(said.plain, 'ok'), turn(said.readBack, 'again')];
+  const answer = (text: string, at_ms: number, end_ms: number) => ({ kind: 'answer' as const, at_ms, end_ms, text: answerLabel(text) });
+  const events = [
+    answer(said.greeting, 0, 1500),
+    // A growing answer written at two flushes: the last line for its start holds.
+    answer(said.readBack, 3000, 3500),
+    answer(said.readBack, 3000, 6000),
+    answer(said.plain, 8000, 9000),
+    answer(said.readBack, 10_000, 11_000),
+    // A label no turn has (an answer of a turn the record does not hold): ignored.
+    answer('something else', 12_000, 13_000),
+  ];
+  const spans = redactionSpans(Buffer.alloc(0), events, turns);
+  t.same(spans, [
+    { start_ms: 3000, end_ms: 6000, kind: 'card_number', source: 'agent' },
+    { start_ms: 10_000, end_ms: 11_000, kind: 'card_number', source: 'agent' },
+  ], 'the read-back answers, each where it was spoken; the phone number answer was not spoken, the others hold none');
+  t.notOk(JSON.stringify(events).includes('4111'), 'the events hold labels, not what was said');
+  // A marked value said by the agent is muted too.
+  t.same(redactionSpans(Buffer.alloc(0), [answer(said.plain, 0, 500)], [turn(said.plain)], ['moment']).map((s) => [s.kind, s.source]), [['marked', 'agent']]);
+});
+
+t.test('the recorder writes where each answer was sent, and an answer queued right behind another as its own', async (t) => {
+  const started = 1_000_000;
+  const { blobs, r } = recorderFor(t, 'c-answers', started);
+  const frame = () => new Int16Array(160).fill(500);
+  // Answer a: 10 frames from 1 s; answer b right behind it (no gap); then silence and answer c at 2 s.
+  for (let i = 0; i < 10; i++) r.agentFrame(frame(), started + 1000 + 20 * (i + 1), i === 0 ? 'a' : undefined);
+  for (let i = 0; i < 5; i++) r.agentFrame(frame(), started + 1200 + 20 * (i + 1), i === 0 ? 'b' : undefined);
+  for (let i = 0; i < 3; i++) r.agentFrame(frame(), started + 2000 + 20 * (i + 1), i === 0 ? 'c' : undefined);
+  await r.end(started + 3000);
+  const lines = (await blobs.read('rec/a/p/c-answers/events'))!.toString().trim().split('\n').map((l) => JSON.parse(l));
+  t.same(lines, [
+    { kind: 'answer', at_ms: 1000, end_ms: 1200, text: 'a' },
+    { kind: 'answer', at_ms: 1200, end_ms: 1300, text: 'b' },
+    { kind: 'answer', at_ms: 2000, end_ms: 2060, text: 'c' },
+  ]);
 });
 
 t.test('Range headers', async (t) => {
@@ -235,6 +283,28 @@ t.test('a digit on the audio\'s RTP clock is placed by its timestamp, also when 
   r.digit('9', started + 1500, OTHER_CLOCK);
   await r.end(started + 2000);
   t.same(await digits(), [['8', 1000], ['9', 1300]]);
+});
+
+t.test('typed numbers: punctuation around a number is not part of it, and a sentence\'s end ends its run', async (t) => {
+  for (const [text, runs] of [
+    ['My number is 07700900123.', ['07700900123']],
+    ['(020) 7946 0958', ['02079460958']],
+    ['+44 7700 900123!', ['447700900123']],
+    ['card: 4111-1111-1111-1111?', ['4111111111111111']],
+    ['"4111111111111111"', ['4111111111111111']],
+    ['I am 34. 5678 is my pin', ['34', '5678']],
+    ['the constructor said one two', ['12']],
+  ] as const) t.same(digitRuns(text), runs, text);
+  // Any number that is personal data, with any punctuation a typist puts around it, is still found as that kind.
+  fc.assert(
+    fc.property(
+      fc.stringMatching(/^[1-9][0-9]{6,18}$/).filter((d) => digitsKind(d) !== null),
+      fc.constantFrom('', '(', '"', '+', "'", '['),
+      fc.constantFrom('', '.', '!', '?', ')', '),', ');', '".', ':'),
+      (digits, before, after) => textKinds(`it is ${before}${digits}${after} ok`).includes(digitsKind(digits)!),
+    ),
+    { numRuns: 2000 },
+  );
 });
 
 t.test('e-mail addresses are found by a scan from each @, as the pattern they replace found them', async (t) => {

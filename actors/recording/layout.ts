@@ -1,9 +1,11 @@
 /**
  * Where a call's recording lives in the blob store: `rec/<account>/<project>/<conversation>/` holding
  * `caller` and `agent` (16-bit little-endian 8 kHz mono PCM on one timeline from the answer: sample n of
- * each track is the same instant), `events` (JSON lines: DTMF digits with their offsets), `meta` (JSON,
+ * each track is the same instant), `events` (JSON lines: DTMF digits and the agent's answers, with their
+ * offsets), `meta` (JSON,
  * `RecordingMeta`) and, once rendered, `redacted-caller`, `redacted-agent` and `redactions` (JSON).
  */
+import { createHash } from 'node:crypto';
 import type { JournalEntry } from '../../store/mod.js';
 
 export const RECORDING_RATE = 8000;
@@ -30,19 +32,41 @@ export interface RecordingMeta {
  */
 export const isComplete = (meta: RecordingMeta): boolean => meta.ended_at !== null;
 
-/** One line of `events`: a digit the caller keyed, at `at_ms` from sample 0. */
-export interface RecordingEvent {
+/** One line of `events`. */
+export type RecordingEvent = DigitEvent | AnswerEvent;
+
+/** A digit the caller keyed, at `at_ms` from sample 0. */
+export interface DigitEvent {
   kind: 'dtmf';
   digit: string;
   at_ms: number;
 }
+
+/**
+ * An answer the agent spoke: from its first frame (`at_ms`) to the end of its last sent so far (`end_ms`; cut short
+ * by a barge-in), and `text`, the `answerLabel` of what it said (never the text: the redaction finds the turn that
+ * said it). Written again as it grows: of the lines with one `at_ms`, the last holds.
+ */
+export interface AnswerEvent {
+  kind: 'answer';
+  at_ms: number;
+  end_ms: number;
+  text: string;
+}
+
+/**
+ * What names an answer in `events`: a digest of its text, so the redaction can tell which turn an answer was
+ * (one not spoken, a synthesis that failed, leaves no line) without the events holding what the agent said.
+ */
+export const answerLabel = (text: string): string => createHash('sha256').update(text).digest('base64url').slice(0, 16);
 
 /** One muted span of the redacted rendering (never the value). */
 export interface Redaction {
   start_ms: number;
   end_ms: number;
   kind: 'card_number' | 'phone_number' | 'email' | 'date_of_birth' | 'marked';
-  source: 'speech' | 'dtmf';
+  /** `speech` the caller's words, `dtmf` the caller's keys, `agent` an answer the agent spoke. */
+  source: 'speech' | 'dtmf' | 'agent';
 }
 
 /**

@@ -4,7 +4,7 @@
  * once after it ends. The media gateway writes recordings (gateway/media/recordings), the edge serves them
  * (gateway/edge/conversations/audio.ts).
  */
-export { isComplete, RECORDING_COMPLETED, RECORDING_KIND, RECORDING_RATE, recordingCompletedEntry, recordingPrefix, type RecordingCompleted, type RecordingEvent, type RecordingMeta, type Redaction } from './layout.js';
+export { answerLabel, isComplete, RECORDING_COMPLETED, RECORDING_KIND, RECORDING_RATE, recordingCompletedEntry, recordingPrefix, type RecordingCompleted, type AnswerEvent, type DigitEvent, type RecordingEvent, type RecordingMeta, type Redaction } from './layout.js';
 export { digitsKind, digitRuns, luhn, maskText, REDACTED, textKinds } from './pii.js';
 export { muted, parseEvents, redactedTracks, redactionSpans, renderRedacted, utterancesOf, type RedactedTracks, type TurnText } from './redact.js';
 export { mix, wavHeader } from './wav.js';

@@ -6,7 +6,8 @@
  */
 import type { Redaction } from './layout.js';
 
-const WORD_DIGITS: Record<string, string> = { zero: '0', oh: '0', o: '0', one: '1', two: '2', three: '3', four: '4', five: '5', six: '6', seven: '7', eight: '8', nine: '9' };
+// A Map, not an object literal: a word such as "constructor" must not read as a digit from the prototype.
+const WORD_DIGITS = new Map(Object.entries({ zero: '0', oh: '0', o: '0', one: '1', two: '2', three: '3', four: '4', five: '5', six: '6', seven: '7', eight: '8', nine: '9' }));
 
 /** Luhn's check (card numbers). */
 export function luhn(digits: string): boolean {
@@ -77,22 +78,37 @@ export function textKinds(text: string, marked: string[] = []): Redaction['kind'
   return [...kinds];
 }
 
-/** Runs of digits in a text, written ("4111 1111") or spoken ("four one one one"), separators ignored. */
+/**
+ * Runs of digits in a text, written ("4111 1111") or spoken ("four one one one"), separators ignored. Punctuation
+ * around a number is not part of it (typed text: "(020) 7946 0958", "+44 7700 900123", "call 07700900123."), and a
+ * sentence's end (`.`, `!`, `?`, `;`, `:` after the digits) ends the run, as a word does.
+ */
 export function digitRuns(text: string): string[] {
   const runs: string[] = [];
   let cur = '';
-  for (const tok of text.toLowerCase().split(/[\s,]+/)) {
-    if (!tok) continue;
-    if (/^[0-9-]+$/.test(tok)) cur += tok.replace(/-/g, '');
-    else if (WORD_DIGITS[tok] !== undefined) cur += WORD_DIGITS[tok];
+  for (const raw of text.toLowerCase().split(/[\s,]+/)) {
+    if (!raw) continue;
+    const tok = raw.replace(OPENING, '').replace(CLOSING, '');
+    if (tok && /^[0-9-]+$/.test(tok)) cur += tok.replace(/-/g, '');
+    else if (WORD_DIGITS.has(tok)) cur += WORD_DIGITS.get(tok);
     else {
       if (cur) runs.push(cur);
+      cur = '';
+      continue;
+    }
+    if (SENTENCE_END.test(raw) && cur) {
+      runs.push(cur);
       cur = '';
     }
   }
   if (cur) runs.push(cur);
   return runs;
 }
+
+/** What may open or close a number in typed text without being part of it. */
+const OPENING = /^[(["'+]+/;
+const CLOSING = /[)\]"'.!?;:]+$/;
+const SENTENCE_END = /[.!?;:][)\]"']*$/;
 
 /** What a masked transcript field reads instead of the personal data it held (redacted views). */
 export const REDACTED = '[redacted]';

@@ -1,12 +1,13 @@
 import type { BlobStore } from '../../store/blobs/mod.js';
-import { RECORDING_RATE, type RecordingEvent, type Redaction } from './layout.js';
+import { answerLabel, RECORDING_RATE, type AnswerEvent, type DigitEvent, type RecordingEvent, type Redaction } from './layout.js';
 import { digitsKind, textKinds } from './pii.js';
 
-/** The caller's side of a turn as the conversation record has it (contract 2.5 turn fields). */
+/** A turn as the conversation record has it (contract 2.5 turn fields): what each side said. */
 export interface TurnText {
   user_input: string;
   user_input_dtmf: string;
   is_silence: boolean;
+  agent_response?: string;
 }
 
 /**
@@ -21,22 +22,23 @@ const DTMF_BEFORE_MS = 100;
 const DTMF_AFTER_MS = 300;
 
 /**
- * The spans to mute: keyed runs of digits that are personal data (from the digits' own times), and the
- * caller's utterances whose recognised text holds personal data. The recogniser reports text per
- * utterance, not per word, so a spoken span is the whole utterance, found on the caller's track with the
- * turn-taking detector's thresholds and matched to the record's spoken turns in order.
+ * The spans to mute: keyed runs of digits that are personal data (from the digits' own times), the
+ * caller's utterances whose recognised text holds personal data, and the agent's answers whose text does (an
+ * agent reading back a card number). The recogniser reports text per utterance, not per word, so a spoken span
+ * is the whole utterance, found on the caller's track with the turn-taking detector's thresholds and matched to
+ * the record's spoken turns in order; an answer's span is where it was sent, matched to its turn by its label.
  */
 export function redactionSpans(caller: Buffer, events: RecordingEvent[], turns: TurnText[], marked: string[] = []): Redaction[] {
   const spans: Redaction[] = [];
   // Keyed: runs of digits split by a pause or '#'.
-  let run: RecordingEvent[] = [];
+  let run: DigitEvent[] = [];
   const closeRun = () => {
     const digits = run.map((e) => e.digit).join('');
     const kind = digitsKind(digits) ?? (marked.includes(digits) ? 'marked' : null);
     if (kind) spans.push({ start_ms: Math.max(0, run[0].at_ms - DTMF_BEFORE_MS), end_ms: run[run.length - 1].at_ms + DTMF_AFTER_MS, kind, source: 'dtmf' });
     run = [];
   };
-  for (const e of events.filter((x) => x.kind === 'dtmf').sort((a, b) => a.at_ms - b.at_ms)) {
+  for (const e of events.filter((x): x is DigitEvent => x.kind === 'dtmf').sort((a, b) => a.at_ms - b.at_ms)) {
     if (run.length && (e.at_ms - run[run.length - 1].at_ms > DIGIT_GAP_MS)) closeRun();
     if (e.digit === '#') {
       if (run.length) closeRun();
@@ -53,7 +55,22 @@ export function redactionSpans(caller: Buffer, events: RecordingEvent[], turns: 
     if (!u) return;
     for (const kind of textKinds(t.user_input, marked)) spans.push({ start_ms: u.start_ms, end_ms: u.end_ms, kind, source: 'speech' });
   });
+  // Answers: each is the first turn after the previous answer's whose text has its label.
+  let next = 0;
+  for (const a of answersOf(events)) {
+    const i = turns.findIndex((t, k) => k >= next && typeof t.agent_response === 'string' && answerLabel(t.agent_response) === a.text);
+    if (i < 0) continue;
+    next = i + 1;
+    for (const kind of textKinds(turns[i].agent_response!, marked)) spans.push({ start_ms: a.at_ms, end_ms: a.end_ms, kind, source: 'agent' });
+  }
   return spans.sort((a, b) => a.start_ms - b.start_ms);
+}
+
+/** The answers of `events` in the order they were spoken, each as its last line has it. */
+function answersOf(events: RecordingEvent[]): AnswerEvent[] {
+  const byStart = new Map<number, AnswerEvent>();
+  for (const e of events) if (e.kind === 'answer' && Number.isFinite(e.at_ms) && Number.isFinite(e.end_ms) && typeof e.text === 'string') byStart.set(e.at_ms, e);
+  return [...byStart.values()].sort((a, b) => a.at_ms - b.at_ms);
 }
 
 /** The caller's utterances on the track: voiced frames as turn-taking finds them, with its preroll. */

@@ -1,5 +1,6 @@
 import type { ActorClient } from '../../actors/mod.js';
 import type { ConversationEvent, ConversationStart, Outcome } from '../../machines/conversation.js';
+import { answerLabel } from '../../actors/recording/mod.js';
 import type { Dialog } from './dialog.js';
 import { packetize } from './rtp/packetizer.js';
 import type { Codec } from './rtp/codec.js';
@@ -68,14 +69,14 @@ export class VoiceCall {
       if (!this.closing) this.turns.agentDone();
     };
     const previousTap = s.rtp.onSent;
-    s.rtp.onSent = (frame) => {
+    s.rtp.onSent = (frame, answer) => {
       if (this.awaitingFirstPacket !== null) {
         const ms = Date.now() - this.awaitingFirstPacket;
         d.onResponseLatency?.(ms);
         d.log('debug', 'voice turn answered', { call_sid: s.callSid, response_latency_ms: ms });
         this.awaitingFirstPacket = null;
       }
-      previousTap?.(frame);
+      previousTap?.(frame, answer);
     };
     s.dialog.onBye = () => void this.hungUp();
     // A phone keeps sending RTP (silence too) for as long as the call lasts; when none has come for the timeout,
@@ -160,7 +161,9 @@ export class VoiceCall {
         this.d.log('warn', 'speech synthesis failed', { call_sid: this.s.callSid, err: String(err) });
         return null;
       });
-      if (pcm && !this.ended) this.s.rtp.play(packetize(this.s.codec, pcm));
+      // Labelled with its text's digest: the recording marks where each answer was spoken, so that the redacted
+      // rendering can mute an answer that holds personal data (docs/recordings.md).
+      if (pcm && !this.ended) this.s.rtp.play(packetize(this.s.codec, pcm), answerLabel(reply.response));
     }
     if (reply.handoff) return this.transfer(reply.handoff.destination);
     if (reply.end) return this.finishAfterPlayback('agent_end');

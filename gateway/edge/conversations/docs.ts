@@ -75,7 +75,7 @@ const Conversation = z.object({
       start_ms: z.number(),
       end_ms: z.number(),
       kind: z.enum(['card_number', 'phone_number', 'email', 'date_of_birth', 'marked']),
-      source: z.enum(['speech', 'dtmf']),
+      source: z.enum(['speech', 'dtmf', 'agent']).describe('speech: the caller\'s words; dtmf: the caller\'s keys; agent: an answer the agent spoke'),
     })).optional().describe('What the redacted rendering muted; absent until it is rendered (docs/recordings.md)'),
   }).optional().describe('v3 only'),
 });

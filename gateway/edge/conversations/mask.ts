@@ -37,6 +37,9 @@ export interface Masking {
   readonly kept?: WeakMap<object, Turn[]>;
 }
 
+/** The fields of a turn that are utterances, masked whole when they hold personal data. */
+const UTTERANCES = ['user_input', 'translated_user_input', 'agent_response', 'english_agent_response'] as const;
+
 /** The masking of one request of a key without `pii`, reading marks from the store's projection. */
 export function requestMasking(store: Store): Masking {
   const known = new Map<string, string[]>();
@@ -52,16 +55,18 @@ export function requestMasking(store: Store): Masking {
 
 /**
  * The turn as a key without `pii` reads it: a copy with its personal data masked, or the turn itself (the
- * same object) when it holds none. The caller's words (and their translation) are masked whole, keyed
- * digits that form personal data or a marked value, and entity values that are personal data (entities are
- * extracted from the caller's words, so they carry the same values).
+ * same object) when it holds none. Each utterance that holds personal data is masked whole: the caller's words
+ * (and their translation), and the agent's answer (and its English rendering), since an agent that reads back
+ * a card number or confirms a phone number says the caller's personal data too; keyed digits that form
+ * personal data or a marked value, and entity values that are personal data (entities are extracted from the
+ * caller's words, so they carry the same values).
  */
 export function maskedTurn<T extends Turn>(turn: T, marked: string[]): T {
   let out: Turn | null = null;
   const set = (field: string, value: unknown) => {
     (out ??= { ...turn })[field] = value;
   };
-  for (const field of ['user_input', 'translated_user_input'] as const) {
+  for (const field of UTTERANCES) {
     const text = turn[field];
     if (typeof text !== 'string') continue;
     const masked = maskText(text, marked);
@@ -124,7 +129,8 @@ export function maskedTerms(turns: Turn[], marked: string[], sides: readonly Sid
     // Only the utterance decides here (`maskedTurn`'s rule for it): the postings index no other field of the turn.
     const said = text(turn.user_input);
     if (sides.includes('u') && maskText(said, marked) === said) for (const t of searchTerms(said)) terms.add(t);
-    if (sides.includes('a')) for (const t of searchTerms(text(turn.agent_response))) terms.add(t);
+    const answered = text(turn.agent_response);
+    if (sides.includes('a') && maskText(answered, marked) === answered) for (const t of searchTerms(answered)) terms.add(t);
   }
   return terms;
 }

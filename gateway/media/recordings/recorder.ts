@@ -1,6 +1,6 @@
 import { FRAME_SAMPLES, decode, type Codec } from '../rtp/codec.js';
 import type { BlobStore } from '../../../store/blobs/mod.js';
-import { RECORDING_RATE, recordingPrefix, type RecordingEvent, type RecordingMeta } from '../../../actors/recording/mod.js';
+import { RECORDING_RATE, recordingPrefix, type AnswerEvent, type RecordingEvent, type RecordingMeta } from '../../../actors/recording/mod.js';
 
 type Direction = 'caller' | 'agent';
 
@@ -31,6 +31,11 @@ interface Track {
 export class CallRecorder {
   private readonly tracks: Record<Direction, Track> = { caller: { written: 0, pending: [], chunk: 0 }, agent: { written: 0, pending: [], chunk: 0 } };
   private events: RecordingEvent[] = [];
+  /**
+   * The agent's answer being sent (sample offsets), and whether its line in `events` is as it now stands: a
+   * growing answer is written again at each flush, so a gateway that dies mid-answer still leaves where it began.
+   */
+  private answer: { start: number; end: number; text: string; written: boolean } | null = null;
   private eventChunk = 0;
   private writes: Promise<void> = Promise.resolve();
   private readonly timer: NodeJS.Timeout;
@@ -68,11 +73,32 @@ export class CallRecorder {
     this.timer.unref();
   }
 
-  /** A 20 ms frame of the agent's audio, sent at epoch ms `at` (the caller's go through `callerFrame`). */
-  agentFrame(pcm: Int16Array, at: number): void {
+  /**
+   * A 20 ms frame of the agent's audio, sent at epoch ms `at` (the caller's go through `callerFrame`); `answer`, on
+   * the first frame of each answer, is its label (`answerLabel` of its text), and the frames up to the next
+   * answer's first are that answer's.
+   */
+  agentFrame(pcm: Int16Array, at: number, answer?: string): void {
     if (this.ended) return;
     // Send times jitter with the event loop: a frame up to a frame late is taken as following the previous one.
-    this.place('agent', pcm, this.sampleAt(at) - pcm.length, FRAME_SAMPLES);
+    const pos = this.place('agent', pcm, this.sampleAt(at) - pcm.length, FRAME_SAMPLES);
+    if (answer !== undefined) {
+      this.noteAnswer();
+      this.answer = { start: pos, end: pos + pcm.length, text: answer, written: false };
+    } else if (this.answer) {
+      this.answer.end = pos + pcm.length;
+      this.answer.written = false;
+    }
+  }
+
+  /** The answer's line, if it changed since it was last written. */
+  private noteAnswer(): void {
+    const a = this.answer;
+    if (!a || a.written) return;
+    const ms = (samples: number) => Math.round((samples * 1000) / RECORDING_RATE);
+    const line: AnswerEvent = { kind: 'answer', at_ms: ms(a.start), end_ms: ms(a.end), text: a.text };
+    this.events.push(line);
+    a.written = true;
   }
 
   /** A 20 ms frame of the caller's audio that arrived at epoch ms `at`, with its RTP `timestamp` (8 kHz units). */
@@ -94,22 +120,25 @@ export class CallRecorder {
 
   /**
    * Puts `pcm` on a track at sample `pos`: past the track's end by more than `tolerance`, after silence up to
-   * there; before it (a burst that overlaps what is written), right after it, so nothing is ever dropped.
+   * there; before it (a burst that overlaps what is written), right after it, so nothing is ever dropped. Returns
+   * where it was put.
    */
-  private place(dir: Direction, pcm: Int16Array, pos: number, tolerance: number): void {
+  private place(dir: Direction, pcm: Int16Array, pos: number, tolerance: number): number {
     const t = this.tracks[dir];
     if (pos - t.written > tolerance) {
       const gap = new Int16Array(pos - t.written);
       t.pending.push(gap);
       t.written += gap.length;
     }
+    const at = t.written;
     t.pending.push(pcm);
     t.written += pcm.length;
+    return at;
   }
 
-  /** The agent's frame as sent (G.711 of the call's codec). */
-  sent(codec: Codec, payload: Buffer, at: number): void {
-    this.agentFrame(decode(codec, payload), at);
+  /** The agent's frame as sent (G.711 of the call's codec), with its answer's label on an answer's first frame. */
+  sent(codec: Codec, payload: Buffer, at: number, answer?: string): void {
+    this.agentFrame(decode(codec, payload), at, answer);
   }
 
   /**
@@ -133,6 +162,7 @@ export class CallRecorder {
   }
 
   private flush(): void {
+    this.noteAnswer();
     for (const dir of ['caller', 'agent'] as const) {
       const t = this.tracks[dir];
       if (t.pending.length === 0) continue;

@@ -61,9 +61,9 @@ export class Recordings {
       digit?.(d, timestamp);
     };
     const sent = rtp.onSent;
-    rtp.onSent = (payload) => {
-      rec.sent(codec, payload, Date.now());
-      sent?.(payload);
+    rtp.onSent = (payload, answer) => {
+      rec.sent(codec, payload, Date.now(), answer);
+      sent?.(payload, answer);
     };
     return {
       end: async (at) => {

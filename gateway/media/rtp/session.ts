@@ -40,6 +40,8 @@ export class RtpSession {
   private seq = randomInt(0, 0xffff);
   private ts = randomInt(0, 0x7fffffff);
   private readonly queue: Buffer[] = [];
+  /** Each queued frame's answer label: the label `play` was given on an answer's first frame, else undefined. */
+  private readonly labels: Array<string | undefined> = [];
   private marker = true;
   private readonly jitter = new JitterBuffer();
   private readonly dtmf: DtmfReceiver;
@@ -49,8 +51,12 @@ export class RtpSession {
   private closed = false;
   /** Called when a queued utterance has been sent entirely. */
   onDrained: (() => void) | null = null;
-  /** Called with every frame sent (for per-direction taps, e.g. recordings). */
-  onSent: ((payload: Buffer) => void) | null = null;
+  /**
+   * Called with every frame sent (for per-direction taps, e.g. recordings); the first frame of each answer (each
+   * `play`) comes with that answer's label (empty when it was given none), so a tap knows where answers begin even
+   * when one is queued right behind another.
+   */
+  onSent: ((payload: Buffer, answer?: string) => void) | null = null;
   /**
    * Called with every frame of the caller's audio received, decoded, in order, before `onAudio`, with its RTP
    * timestamp (for per-direction taps: recordings place it by that clock, not by when it arrived).
@@ -87,15 +93,22 @@ export class RtpSession {
     this.peer = peer;
   }
 
-  /** Queues G.711 frames (already encoded for this call's codec) to be sent one per 20 ms. */
-  play(frames: Buffer[]): void {
+  /**
+   * Queues one answer's G.711 frames (already encoded for this call's codec) to be sent one per 20 ms; `label`
+   * names the answer to the taps (`onSent`).
+   */
+  play(frames: Buffer[], label = ''): void {
     if (this.queue.length === 0) this.marker = true;
-    for (const frame of frames) this.queue.push(frame);
+    frames.forEach((frame, i) => {
+      this.queue.push(frame);
+      this.labels.push(i === 0 ? label : undefined);
+    });
   }
 
   /** Drops what is still queued (barge-in). */
   stopPlayback(): void {
     this.queue.length = 0;
+    this.labels.length = 0;
   }
 
   get playing(): boolean {
@@ -119,9 +132,10 @@ export class RtpSession {
   private tick(): void {
     const frame = this.queue.shift();
     if (frame) {
+      const label = this.labels.shift();
       this.sendPacket({ payloadType: PAYLOAD_TYPE[this.o.codec], marker: this.marker, sequence: this.seq++ & 0xffff, timestamp: this.ts, ssrc: this.ssrc, payload: frame });
       this.marker = false;
-      this.onSent?.(frame);
+      this.onSent?.(frame, label);
       if (this.queue.length === 0) this.onDrained?.();
     } else {
       // A continuous stream: silence between answers, as a phone sends it (keeps NAT bindings open and lets

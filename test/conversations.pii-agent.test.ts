@@ -1,0 +1,106 @@
+/**
+ * Personal data as a key without `pii` reads it, on both sides of a chat conversation (docs/recordings.md,
+ * Transcripts): a number typed with punctuation around it ("07700900123.", "(020) 7946 0958") is a number, and an
+ * agent that reads back a card number or confirms a phone number says personal data too, so its answer is masked
+ * by the same rules as the caller's words and not found by them. Through the real platform as a client: real chat
+ * turns, the Conversations API over HTTP, a key with `pii` and one without.
+ */
+import t, { type Test } from 'tap';
+import { chatProject, type ChatProject } from './helpers/chat.js';
+import { conversationsClient, conversationsKey } from './helpers/conversations.js';
+import { platformFor, type Platform } from './helpers/platform.js';
+
+/** An agent that answers some questions with personal data of its own saying. */
+const READING_BACK = {
+  turn: `function turn(conv, message) {
+    if (/callback/.test(message)) return 'We will ring you back on 07700900321.';
+    if (/card on file/.test(message)) return 'The card on file is 4111 1111 1111 1111, thank you.';
+    return 'noted with thanks';
+  }`,
+};
+
+let p: Platform;
+let c: ChatProject;
+let masked: ReturnType<typeof conversationsClient>;
+let full: ReturnType<typeof conversationsClient>;
+let since: string;
+const until = new Date(Date.now() + 3_600_000).toISOString();
+const ids: Record<string, string> = {};
+
+async function conversation(messages: string[]): Promise<string> {
+  const id = (await c.chat('create', {})).body.conversation_id as string;
+  for (const message of messages) {
+    const r = await c.chat('respond', { conversation_id: id, message });
+    if (r.status !== 200) throw new Error(`respond: ${r.status} ${r.text}`);
+  }
+  await c.chat('close', { conversation_id: id });
+  return id;
+}
+
+t.before(async () => {
+  p = await platformFor(t);
+  c = await chatProject(p, { name: 'Reading Back Co', functions: READING_BACK });
+  masked = conversationsClient(p, c, await conversationsKey(p, c, ['conversations_data']));
+  full = conversationsClient(p, c, await conversationsKey(p, c, ['conversations_data', 'pii']));
+  since = new Date(Date.now() - 1000).toISOString();
+  ids.typed = await conversation(['My number is 07700900123.', 'Or try (020) 7946 0958!', 'the kumquat order please']);
+  ids.callback = await conversation(['can I get a callback please', 'the kumquat order please']);
+  ids.card = await conversation(['which card on file do you have', 'the kumquat order please']);
+});
+
+const range = () => ({ start_time: since, end_time: until });
+
+async function found(t: Test, get: typeof masked, query: Record<string, string>): Promise<string[]> {
+  const r = await get({ ...range(), ...query });
+  t.equal(r.status, 200, r.status === 200 ? 'answered' : r.text);
+  return (r.body.conversations ?? []).map((x: any) => x.id);
+}
+
+/** The turns of one conversation as a key reads them (v3). */
+async function turnsOf(t: Test, get: typeof masked, id: string, version = 'v3'): Promise<any[]> {
+  const r = await get({ ...range(), limit: '100' }, { version });
+  t.equal(r.status, 200, r.status === 200 ? 'answered' : r.text);
+  return r.body.conversations.find((x: any) => x.id === id).turns;
+}
+
+t.test('a number typed with punctuation around it is masked for a key without pii', async (t) => {
+  for (const version of ['v1', 'v2', 'v3']) {
+    const turns = await turnsOf(t, masked, ids.typed, version);
+    t.equal(turns[1].user_input, '[redacted]', `${version}: "07700900123." is masked`);
+    t.equal(turns[2].user_input, '[redacted]', `${version}: "(020) 7946 0958!" is masked`);
+    t.equal(turns[3].user_input, 'the kumquat order please', `${version}: a turn without personal data is not`);
+  }
+  const raw = await turnsOf(t, full, ids.typed);
+  t.equal(raw[1].user_input, 'My number is 07700900123.', 'a key with pii reads it');
+  t.same(await found(t, masked, { query_type: 'transcript', query: '07700900123' }), [], 'masked: the number finds nothing');
+  t.same(await found(t, masked, { query_type: 'transcript', query: '7946' }), [], 'masked: nor a part of the other');
+  t.same(await found(t, full, { query_type: 'transcript', query: '07700900123' }), [ids.typed], 'pii: it finds its conversation');
+});
+
+t.test('an agent answer that holds personal data is masked whole, and not found by it, for a key without pii', async (t) => {
+  for (const version of ['v1', 'v2', 'v3']) {
+    const listed = await masked({ ...range(), limit: '100' }, { version });
+    t.equal(listed.status, 200);
+    t.notMatch(listed.text, /07700900321|4111 1111/, `${version}: no row shows what the agent read back`);
+  }
+  for (const id of [ids.callback, ids.card]) {
+    const turns = await turnsOf(t, masked, id);
+    t.equal(turns[1].agent_response, '[redacted]', 'the answer holding personal data is masked');
+    t.equal(turns[2].agent_response, 'noted with thanks', 'other answers are not');
+    t.not(turns[1].user_input, '[redacted]', 'the question itself held none');
+  }
+  t.equal((await turnsOf(t, full, ids.card))[1].agent_response, 'The card on file is 4111 1111 1111 1111, thank you.', 'a key with pii reads the answer');
+  for (const [query, id] of [['07700900321', ids.callback], ['4111', ids.card], ['ring', ids.callback]] as const) {
+    for (const turn_type of [undefined, 'agent']) {
+      const q: Record<string, string> = turn_type ? { query_type: 'transcript', query, turn_type } : { query_type: 'transcript', query };
+      t.same(await found(t, masked, q), [], `masked: "${query}" (${turn_type ?? 'both sides'}) finds nothing`);
+      t.same(await found(t, full, q), [id], `pii: "${query}" (${turn_type ?? 'both sides'}) finds its conversation`);
+    }
+  }
+  // Words of answers read unmasked are found as before.
+  t.same(await found(t, masked, { query_type: 'transcript', query: 'thanks', turn_type: 'agent' }), [ids.typed, ids.callback, ids.card], 'masked: unmasked answers are searched');
+  // Semantic search leaves out a conversation with a masked answer, as one with a masked question.
+  const ranked = await found(t, masked, { query_type: 'semantic', query: 'kumquat order ring back card on file' });
+  t.notOk(ranked.includes(ids.callback) || ranked.includes(ids.card) || ranked.includes(ids.typed), 'masked: semantic search ranks none of them');
+  t.ok((await found(t, full, { query_type: 'semantic', query: 'kumquat order ring back card on file' })).includes(ids.card), 'pii: it ranks them');
+});
