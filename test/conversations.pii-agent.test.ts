@@ -3,7 +3,8 @@
  * Transcripts): a number typed with punctuation around it ("07700900123.", "(020) 7946 0958") is a number, and an
  * agent that reads back a card number or confirms a phone number says personal data too, so its answer is masked
  * by the same rules as the caller's words and not found by them. Through the real platform as a client: real chat
- * turns, the Conversations API over HTTP, a key with `pii` and one without.
+ * turns, the Conversations API over HTTP, a key with `pii` and one without. A function that keeps what the
+ * caller said in the conversation's variables keeps personal data too: the row's `state` is masked by the same rules.
  */
 import t, { type Test } from 'tap';
 import { chatProject, type ChatProject } from './helpers/chat.js';
@@ -13,6 +14,10 @@ import { platformFor, type Platform } from './helpers/platform.js';
 /** An agent that answers some questions with personal data of its own saying. */
 const READING_BACK = {
   turn: `function turn(conv, message) {
+    if (/remember/.test(message)) {
+      conv.state.saved = { note: message, tags: ['kept', message], n: 7700900555 };
+      return 'noted with thanks';
+    }
     if (/callback/.test(message)) return 'We will ring you back on 07700900321.';
     if (/card on file/.test(message)) return 'The card on file is 4111 1111 1111 1111, thank you.';
     return 'noted with thanks';
@@ -46,6 +51,7 @@ t.before(async () => {
   ids.typed = await conversation(['My number is 07700900123.', 'Or try (020) 7946 0958!', 'the kumquat order please']);
   ids.callback = await conversation(['can I get a callback please', 'the kumquat order please']);
   ids.card = await conversation(['which card on file do you have', 'the kumquat order please']);
+  ids.saved = await conversation(['please remember 07700900555 for me', 'the kumquat order please']);
 });
 
 const range = () => ({ start_time: since, end_time: until });
@@ -98,9 +104,27 @@ t.test('an agent answer that holds personal data is masked whole, and not found 
     }
   }
   // Words of answers read unmasked are found as before.
-  t.same(await found(t, masked, { query_type: 'transcript', query: 'thanks', turn_type: 'agent' }), [ids.typed, ids.callback, ids.card], 'masked: unmasked answers are searched');
+  t.same(await found(t, masked, { query_type: 'transcript', query: 'thanks', turn_type: 'agent' }), [ids.typed, ids.callback, ids.card, ids.saved], 'masked: unmasked answers are searched');
   // Semantic search leaves out a conversation with a masked answer, as one with a masked question.
   const ranked = await found(t, masked, { query_type: 'semantic', query: 'kumquat order ring back card on file' });
   t.notOk(ranked.includes(ids.callback) || ranked.includes(ids.card) || ranked.includes(ids.typed), 'masked: semantic search ranks none of them');
   t.ok((await found(t, full, { query_type: 'semantic', query: 'kumquat order ring back card on file' })).includes(ids.card), 'pii: it ranks them');
+});
+
+t.test('the conversation variables a function kept are masked by the same rules, in every version and in search results', async (t) => {
+  const wanted = { note: '[redacted]', tags: ['kept', '[redacted]'], n: 7700900555 };
+  for (const version of ['v1', 'v2', 'v3']) {
+    const r = await masked({ ...range(), limit: '100' }, { version });
+    t.equal(r.status, 200);
+    t.notMatch(r.text, /07700900555/, `${version}: the kept number is in no row`);
+    t.same(r.body.conversations.find((x: any) => x.id === ids.saved).state.saved, wanted, `${version}: strings masked, the number read as it is`);
+  }
+  // A row found by transcript search (a stored document rendered from the turns the search parsed).
+  const found = await masked({ ...range(), query_type: 'transcript', query: 'kumquat' });
+  t.equal(found.status, 200);
+  t.same(found.body.conversations.find((x: any) => x.id === ids.saved).state.saved, wanted, 'a search result: masked too');
+  t.notMatch(found.text, /07700900555/);
+  const raw = await full({ ...range(), limit: '100' });
+  t.equal(raw.body.conversations.find((x: any) => x.id === ids.saved).state.saved.note, 'please remember 07700900555 for me', 'a key with pii reads it');
+  t.ok(raw.body.conversations.every((x: any) => typeof x.state.from_ === 'string'), 'built-in variables are there, read as stored');
 });

@@ -87,24 +87,76 @@ export function maskedTurn<T extends Turn>(turn: T, marked: string[]): T {
   return (out ?? turn) as T;
 }
 
-/** A row's JSON (chunks) with each turn masked; the chunks themselves when nothing is. */
+/**
+ * Variables the platform sets on every conversation (`actors/conversation/projectors/record-fold.ts`): the
+ * call's addresses and ids, read as stored, as the row's `from_number` and `to_number` are.
+ */
+const BUILT_IN_STATE = new Set(['from_', 'to', 'conversation_id', 'call_sid']);
+/** How deep into a variable's value strings are looked for (a bound on a hostile value's walk). */
+const MAX_STATE_DEPTH = 16;
+
+/**
+ * A row's `state` (the conversation variables) as a key without `pii` reads it: a function that kept what the
+ * caller said (`conv.state.card = message`) keeps personal data, so each string in a variable's value, at any
+ * depth, that holds some reads `[redacted]`, by the turns' rules and marks. Numbers are read as they are (a
+ * variable holding a count or a timestamp is not a phone number). The state itself when nothing is masked.
+ */
+export function maskedState(state: unknown, marked: string[]): unknown {
+  if (!state || typeof state !== 'object' || Array.isArray(state)) return state;
+  let out: Record<string, unknown> | null = null;
+  for (const [k, v] of Object.entries(state as Record<string, unknown>)) {
+    if (BUILT_IN_STATE.has(k)) continue;
+    const m = maskedValue(v, marked, 0);
+    if (m !== v) (out ??= { ...(state as Record<string, unknown>) })[k] = m;
+  }
+  return out ?? state;
+}
+
+function maskedValue(v: unknown, marked: string[], depth: number): unknown {
+  if (typeof v === 'string') return maskText(v, marked);
+  if (!v || typeof v !== 'object' || depth >= MAX_STATE_DEPTH) return v;
+  if (Array.isArray(v)) {
+    const items = v.map((x) => maskedValue(x, marked, depth + 1));
+    return items.every((x, i) => x === v[i]) ? v : items;
+  }
+  let out: Record<string, unknown> | null = null;
+  for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+    const m = maskedValue(x, marked, depth + 1);
+    if (m !== x) (out ??= { ...(v as Record<string, unknown>) })[k] = m;
+  }
+  return out ?? v;
+}
+
+/** A row's JSON (chunks) with each turn and its state masked; the chunks themselves when nothing is. */
 export function maskedRow(parts: Buffer[], marked: string[]): Buffer[] {
-  const row = JSON.parse(Buffer.concat(parts).toString()) as { turns?: unknown };
-  if (!Array.isArray(row.turns)) return parts;
-  const turns = (row.turns as Turn[]).map((t) => maskedTurn(t, marked));
-  if (turns.every((t, i) => t === (row.turns as Turn[])[i])) return parts;
+  const row = JSON.parse(Buffer.concat(parts).toString()) as { turns?: unknown; state?: unknown };
+  const turns = Array.isArray(row.turns) ? (row.turns as Turn[]).map((t) => maskedTurn(t, marked)) : null;
+  const state = maskedState(row.state, marked);
+  const turnsMasked = turns !== null && turns.some((t, i) => t !== (row.turns as Turn[])[i]);
+  if (!turnsMasked && state === row.state) return parts;
   // Assigning an existing key keeps its place: the bytes differ from the raw row's only in the masked values.
-  row.turns = turns;
+  if (turnsMasked) row.turns = turns;
+  if (state !== row.state) row.state = state;
   return [Buffer.from(JSON.stringify(row))];
 }
 
+const NULL = Buffer.from('null');
+
 /**
- * A row's JSON whose turns array is the bytes `[at, end)` of `json` and parses to `turns`, with each turn
- * masked: the same bytes `maskedRow` gives (the JSON was written by `JSON.stringify`, so re-writing the rest
- * changes nothing), without parsing the row. The JSON itself when nothing is masked.
+ * A row's JSON whose turns array is the bytes `[at, end)` of `json` and parses to `turns`, with each turn and
+ * its state masked: the same bytes `maskedRow` gives (the JSON was written by `JSON.stringify`, so re-writing
+ * the rest changes nothing), without parsing the turns again (the bulk of a row): only the fields around them
+ * are, for the state. The JSON itself when nothing is masked.
  */
 export function maskedTurnsOf(json: Buffer, at: number, end: number, turns: Turn[], marked: string[]): Buffer[] {
   const masked = turns.map((t) => maskedTurn(t, marked));
+  const rest = JSON.parse(Buffer.concat([json.subarray(0, at), NULL, json.subarray(end)]).toString()) as { turns: unknown; state?: unknown };
+  const state = maskedState(rest.state, marked);
+  if (state !== rest.state) {
+    rest.state = state;
+    rest.turns = masked;
+    return [Buffer.from(JSON.stringify(rest))];
+  }
   if (masked.every((t, i) => t === turns[i])) return [json];
   return [json.subarray(0, at), Buffer.from(JSON.stringify(masked)), json.subarray(end)];
 }
