@@ -8,7 +8,7 @@
  */
 import t, { type Test } from 'tap';
 import { chatProject, type ChatProject } from './helpers/chat.js';
-import { conversationsClient, conversationsKey } from './helpers/conversations.js';
+import { chatConversation, idsFound, maskingReaders, type ConversationsReader } from './helpers/conversations.js';
 import { platformFor, type Platform } from './helpers/platform.js';
 
 /** An agent that answers some questions with personal data of its own saying. */
@@ -26,45 +26,27 @@ const READING_BACK = {
 
 let p: Platform;
 let c: ChatProject;
-let masked: ReturnType<typeof conversationsClient>;
-let full: ReturnType<typeof conversationsClient>;
-let since: string;
-const until = new Date(Date.now() + 3_600_000).toISOString();
+const conversation = (messages: string[]) => chatConversation(c, messages);
 const ids: Record<string, string> = {};
-
-async function conversation(messages: string[]): Promise<string> {
-  const id = (await c.chat('create', {})).body.conversation_id as string;
-  for (const message of messages) {
-    const r = await c.chat('respond', { conversation_id: id, message });
-    if (r.status !== 200) throw new Error(`respond: ${r.status} ${r.text}`);
-  }
-  await c.chat('close', { conversation_id: id });
-  return id;
-}
+/** The readers with and without `pii`, and the range they read. */
+let masked: ConversationsReader;
+let full: ConversationsReader;
+let range: Record<string, string>;
+const found = (t: Test, get: ConversationsReader, query: Record<string, string>) => idsFound(t, get, range, query);
 
 t.before(async () => {
   p = await platformFor(t);
   c = await chatProject(p, { name: 'Reading Back Co', functions: READING_BACK });
-  masked = conversationsClient(p, c, await conversationsKey(p, c, ['conversations_data']));
-  full = conversationsClient(p, c, await conversationsKey(p, c, ['conversations_data', 'pii']));
-  since = new Date(Date.now() - 1000).toISOString();
+  ({ masked, full, range } = await maskingReaders(p, c));
   ids.typed = await conversation(['My number is 07700900123.', 'Or try (020) 7946 0958!', 'the kumquat order please']);
   ids.callback = await conversation(['can I get a callback please', 'the kumquat order please']);
   ids.card = await conversation(['which card on file do you have', 'the kumquat order please']);
   ids.saved = await conversation(['please remember 07700900555 for me', 'the kumquat order please']);
 });
 
-const range = () => ({ start_time: since, end_time: until });
-
-async function found(t: Test, get: typeof masked, query: Record<string, string>): Promise<string[]> {
-  const r = await get({ ...range(), ...query });
-  t.equal(r.status, 200, r.status === 200 ? 'answered' : r.text);
-  return (r.body.conversations ?? []).map((x: any) => x.id);
-}
-
 /** The turns of one conversation as a key reads them (v3). */
-async function turnsOf(t: Test, get: typeof masked, id: string, version = 'v3'): Promise<any[]> {
-  const r = await get({ ...range(), limit: '100' }, { version });
+async function turnsOf(t: Test, get: ConversationsReader, id: string, version = 'v3'): Promise<any[]> {
+  const r = await get({ ...range, limit: '100' }, { version });
   t.equal(r.status, 200, r.status === 200 ? 'answered' : r.text);
   return r.body.conversations.find((x: any) => x.id === id).turns;
 }
@@ -85,7 +67,7 @@ t.test('a number typed with punctuation around it is masked for a key without pi
 
 t.test('an agent answer that holds personal data is masked whole, and not found by it, for a key without pii', async (t) => {
   for (const version of ['v1', 'v2', 'v3']) {
-    const listed = await masked({ ...range(), limit: '100' }, { version });
+    const listed = await masked({ ...range, limit: '100' }, { version });
     t.equal(listed.status, 200);
     t.notMatch(listed.text, /07700900321|4111 1111/, `${version}: no row shows what the agent read back`);
   }
@@ -114,17 +96,17 @@ t.test('an agent answer that holds personal data is masked whole, and not found 
 t.test('the conversation variables a function kept are masked by the same rules, in every version and in search results', async (t) => {
   const wanted = { note: '[redacted]', tags: ['kept', '[redacted]'], n: 7700900555 };
   for (const version of ['v1', 'v2', 'v3']) {
-    const r = await masked({ ...range(), limit: '100' }, { version });
+    const r = await masked({ ...range, limit: '100' }, { version });
     t.equal(r.status, 200);
     t.notMatch(r.text, /07700900555/, `${version}: the kept number is in no row`);
     t.same(r.body.conversations.find((x: any) => x.id === ids.saved).state.saved, wanted, `${version}: strings masked, the number read as it is`);
   }
   // A row found by transcript search (a stored document rendered from the turns the search parsed).
-  const found = await masked({ ...range(), query_type: 'transcript', query: 'kumquat' });
+  const found = await masked({ ...range, query_type: 'transcript', query: 'kumquat' });
   t.equal(found.status, 200);
   t.same(found.body.conversations.find((x: any) => x.id === ids.saved).state.saved, wanted, 'a search result: masked too');
   t.notMatch(found.text, /07700900555/);
-  const raw = await full({ ...range(), limit: '100' });
+  const raw = await full({ ...range, limit: '100' });
   t.equal(raw.body.conversations.find((x: any) => x.id === ids.saved).state.saved.note, 'please remember 07700900555 for me', 'a key with pii reads it');
   t.ok(raw.body.conversations.every((x: any) => typeof x.state.from_ === 'string'), 'built-in variables are there, read as stored');
 });

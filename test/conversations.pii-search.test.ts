@@ -8,37 +8,26 @@
 import t, { type Test } from 'tap';
 import fc from 'fast-check';
 import { chatProject, type ChatProject } from './helpers/chat.js';
-import { conversationsClient, conversationsKey, MARKING_FUNCTIONS } from './helpers/conversations.js';
+import { chatConversation, idsFound, maskingReaders, MARKING_FUNCTIONS, type ConversationsReader } from './helpers/conversations.js';
 import { platformFor, type Platform } from './helpers/platform.js';
 import { admin } from './helpers/tenants.js';
 
 
 let p: Platform;
 let c: ChatProject;
-let masked: ReturnType<typeof conversationsClient>;
-let full: ReturnType<typeof conversationsClient>;
-let since: string;
-/** The end of every search's range: fixed, since a cursor is valid only for the filters it was issued with. */
-const until = new Date(Date.now() + 3_600_000).toISOString();
+let masked: ConversationsReader;
+let full: ConversationsReader;
+/** The range of every search (fixed, since a cursor is valid only for the filters it was issued with). */
+let range: Record<string, string>;
 const ids: Record<string, string> = {};
 
-/** A conversation of these user turns; closed (its row then a stored document) unless `open`. */
-async function conversation(messages: string[], open = false): Promise<string> {
-  const id = (await c.chat('create', {})).body.conversation_id as string;
-  for (const message of messages) {
-    const r = await c.chat('respond', { conversation_id: id, message });
-    if (r.status !== 200) throw new Error(`respond: ${r.status} ${r.text}`);
-  }
-  if (!open) await c.chat('close', { conversation_id: id });
-  return id;
-}
+const conversation = (messages: string[], open = false) => chatConversation(c, messages, open);
+const found = (t: Test, get: ConversationsReader, query: Record<string, string>) => idsFound(t, get, range, query);
 
 t.before(async () => {
   p = await platformFor(t);
   c = await chatProject(p, { name: 'Search Co', functions: MARKING_FUNCTIONS });
-  masked = conversationsClient(p, c, await conversationsKey(p, c, ['conversations_data']));
-  full = conversationsClient(p, c, await conversationsKey(p, c, ['conversations_data', 'pii']));
-  since = new Date(Date.now() - 1000).toISOString();
+  ({ masked, full, range } = await maskingReaders(p, c));
   ids.phone = await conversation(['call me back on 07700900123 about my parking fine', 'the zebracrossing near the clinic']);
   ids.email = await conversation(['my address is jane.doe@example.com for the invoice refund', 'zebracrossing again']);
   ids.marked = await conversation(['my member code Qx81Zk is on the card', 'zebracrossing too']);
@@ -48,21 +37,12 @@ t.before(async () => {
   ids.word = await conversation(['keep it redacted but my number is 07700900789']);
 });
 
-const range = () => ({ start_time: since, end_time: until });
-
-/** The ids a v3 search returns, asserting it answered 200. */
-async function found(t: Test, get: typeof masked, query: Record<string, string>): Promise<string[]> {
-  const r = await get({ ...range(), ...query });
-  t.equal(r.status, 200, r.status === 200 ? 'answered' : r.text);
-  return (r.body.conversations ?? []).map((x: any) => x.id);
-}
-
 /** The ids of a v3 search walked by cursor, one row a page (ten pages at most), asserting each page answered 200. */
-async function walked(t: Test, get: typeof masked, query: Record<string, string>): Promise<string[]> {
+async function walked(t: Test, get: ConversationsReader, query: Record<string, string>): Promise<string[]> {
   const seen: string[] = [];
   let cursor: string | null = null;
   for (let pages = 0; pages < 10; pages++) {
-    const r = await get({ ...range(), ...query, limit: '1', ...(cursor ? { cursor } : {}) });
+    const r = await get({ ...range, ...query, limit: '1', ...(cursor ? { cursor } : {}) });
     t.equal(r.status, 200, r.status === 200 ? 'answered' : r.text);
     seen.push(...r.body.conversations.map((x: any) => x.id));
     cursor = r.body.cursor;
@@ -76,11 +56,11 @@ t.test('every version: a key without pii never finds a conversation by a value i
   for (const version of ['v1', 'v2']) {
     for (const get of [masked, full]) {
       for (const query_type of ['transcript', 'semantic']) {
-        const r = await get({ ...range(), query_type, query: '07700900123' }, { version });
+        const r = await get({ ...range, query_type, query: '07700900123' }, { version });
         t.equal(r.status, 400, `${version} ${query_type} refused`);
       }
     }
-    const listed = await masked({ start_time: since, limit: '100' }, { version });
+    const listed = await masked({ start_time: range.start_time, limit: '100' }, { version });
     t.equal(listed.status, 200, listed.status === 200 ? 'answered' : listed.text);
     t.notMatch(listed.text, /07700900123|jane\.doe|Qx81Zk/, `${version}: rows never show the hidden values`);
   }
@@ -115,7 +95,7 @@ t.test('v3 transcript search: words the key reads still find their conversations
   const parking = { query_type: 'transcript', query: 'parking' };
   t.same(await walked(t, masked, parking), [ids.plain], 'masked: the walk finds one conversation, on one page');
   t.same(await walked(t, full, parking), [ids.phone, ids.live, ids.plain], 'pii: three');
-  const first = await masked({ ...range(), query_type: 'transcript', query: 'parking', limit: '1' });
+  const first = await masked({ ...range, query_type: 'transcript', query: 'parking', limit: '1' });
   t.notOk('next_offset' in first.body, 'masked: no next page after the only row it may find');
 });
 

@@ -1,3 +1,4 @@
+import type { Test } from 'tap';
 import { http, type Res } from './http.js';
 import type { Platform } from './platform.js';
 import type { ChatProject } from './chat.js';
@@ -29,6 +30,36 @@ export function toQuery(query: Record<string, string | string[]>): string {
   const sp = new URLSearchParams();
   for (const [k, v] of Object.entries(query)) for (const x of Array.isArray(v) ? v : [v]) sp.append(k, x);
   return sp.toString();
+}
+
+export type ConversationsReader = ReturnType<typeof conversationsClient>;
+
+/**
+ * Two readers of a chat project's conversations, with the `pii` permission and without, and a range from a second
+ * ago to an hour on (fixed: a cursor is valid only for the filters it was issued with).
+ */
+export async function maskingReaders(p: Platform, c: ChatProject): Promise<{ masked: ConversationsReader; full: ConversationsReader; range: { start_time: string; end_time: string } }> {
+  const masked = conversationsClient(p, c, await conversationsKey(p, c, ['conversations_data']));
+  const full = conversationsClient(p, c, await conversationsKey(p, c, ['conversations_data', 'pii']));
+  return { masked, full, range: { start_time: new Date(Date.now() - 1000).toISOString(), end_time: new Date(Date.now() + 3_600_000).toISOString() } };
+}
+
+/** The ids a v3 request over `range` returns, asserting it answered 200. */
+export async function idsFound(t: Test, get: ConversationsReader, range: Record<string, string>, query: Record<string, string>): Promise<string[]> {
+  const r = await get({ ...range, ...query });
+  t.equal(r.status, 200, r.status === 200 ? 'answered' : r.text);
+  return (r.body.conversations ?? []).map((x: { id: string }) => x.id);
+}
+
+/** A chat conversation of these user turns, each answered 200; closed (its row then a stored document) unless `open`. */
+export async function chatConversation(c: ChatProject, messages: string[], open = false): Promise<string> {
+  const id = (await c.chat('create', {})).body.conversation_id as string;
+  for (const message of messages) {
+    const r = await c.chat('respond', { conversation_id: id, message });
+    if (r.status !== 200) throw new Error(`respond: ${r.status} ${r.text}`);
+  }
+  if (!open) await c.chat('close', { conversation_id: id });
+  return id;
 }
 
 /**
