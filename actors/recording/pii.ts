@@ -37,6 +37,8 @@ function isPastDate(d: string): boolean {
   return asDate(n(4, 8), n(2, 4), n(0, 2)) || asDate(n(4, 8), n(0, 2), n(2, 4)) || asDate(n(0, 4), n(4, 6), n(6, 8));
 }
 
+/** What every spoken address has: a cheap test before the pattern. */
+const SPOKEN_DOT = / dot /i;
 const SPOKEN_EMAIL = /\b\w+ at \w+(?: \w+)? dot (?:com|org|net|co|uk|io|edu|gov)\b/i;
 const MONTHS = /\b(january|february|march|april|may|june|july|august|september|october|november|december|\d{1,2}[/.-]\d{1,2}[/.-]\d{2,4})\b/i;
 const BIRTH = /\b(born|birth|birthday|dob)\b/i;
@@ -71,10 +73,12 @@ export function textKinds(text: string, marked: string[] = []): Redaction['kind'
     const k = digitsKind(run);
     if (k) kinds.add(k);
   }
-  if (hasEmail(text) || SPOKEN_EMAIL.test(text)) kinds.add('email');
+  if (hasEmail(text) || (SPOKEN_DOT.test(text) && SPOKEN_EMAIL.test(text))) kinds.add('email');
   if (BIRTH.test(text) && (MONTHS.test(text) || /\d/.test(text))) kinds.add('date_of_birth');
-  const lower = text.toLowerCase();
-  if (marked.some((v) => v.trim() && lower.includes(v.trim().toLowerCase()))) kinds.add('marked');
+  if (marked.length > 0) {
+    const lower = text.toLowerCase();
+    if (marked.some((v) => v.trim() && lower.includes(v.trim().toLowerCase()))) kinds.add('marked');
+  }
   return [...kinds];
 }
 
@@ -84,31 +88,75 @@ export function textKinds(text: string, marked: string[] = []): Redaction['kind'
  * sentence's end (`.`, `!`, `?`, `;`, `:` after the digits) ends the run, as a word does.
  */
 export function digitRuns(text: string): string[] {
+  // Scanned by hand, a token at a time: every transcript row a key without `pii` reads passes through here, on
+  // both sides of each turn, so no regular expression or copy of the text per token.
   const runs: string[] = [];
   let cur = '';
-  for (const raw of text.toLowerCase().split(/[\s,]+/)) {
-    if (!raw) continue;
-    const tok = raw.replace(OPENING, '').replace(CLOSING, '');
-    if (tok && /^[0-9-]+$/.test(tok)) cur += tok.replace(/-/g, '');
-    else if (WORD_DIGITS.has(tok)) cur += WORD_DIGITS.get(tok);
-    else {
-      if (cur) runs.push(cur);
-      cur = '';
+  const n = text.length;
+  let i = 0;
+  while (i < n) {
+    if (isSeparator(text.charCodeAt(i))) {
+      i++;
       continue;
     }
-    if (SENTENCE_END.test(raw) && cur) {
-      runs.push(cur);
+    let j = i + 1;
+    while (j < n && !isSeparator(text.charCodeAt(j))) j++;
+    let a = i;
+    let b = j;
+    while (a < b && OPENING.has(text.charCodeAt(a))) a++;
+    while (b > a && CLOSING.has(text.charCodeAt(b - 1))) b--;
+    const piece = digitsIn(text, a, b) ?? (b - a <= MAX_DIGIT_WORD && DIGIT_WORD_STARTS.has(text.charCodeAt(a) | 0x20) ? WORD_DIGITS.get(text.slice(a, b).toLowerCase()) : undefined);
+    if (piece === undefined) {
+      if (cur) runs.push(cur);
       cur = '';
+    } else {
+      cur += piece;
+      if (cur && endsSentence(text, i, j)) {
+        runs.push(cur);
+        cur = '';
+      }
     }
+    i = j;
   }
   if (cur) runs.push(cur);
   return runs;
 }
 
+/** The digits of `text[a, b)` when it holds only digits and hyphens (and something), else undefined. */
+function digitsIn(text: string, a: number, b: number): string | undefined {
+  if (a === b) return undefined;
+  let out = '';
+  for (let k = a; k < b; k++) {
+    const c = text.charCodeAt(k);
+    if (c >= 48 && c <= 57) out += text[k];
+    else if (c !== 45) return undefined;
+  }
+  return out;
+}
+
+/** Whether the token `text[i, j)` ends a sentence: `.`, `!`, `?`, `;` or `:`, then only closing brackets and quotes. */
+function endsSentence(text: string, i: number, j: number): boolean {
+  let k = j - 1;
+  while (k >= i && QUOTES_AND_BRACKETS.has(text.charCodeAt(k))) k--;
+  return k >= i && STOPS.has(text.charCodeAt(k));
+}
+
+/** What splits tokens: a comma, or whitespace as `\s` has it. */
+function isSeparator(c: number): boolean {
+  if (c === 32 || c === 44 || (c >= 9 && c <= 13)) return true;
+  if (c < 0xa0) return false;
+  return c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff;
+}
+
+const codes = (chars: string) => new Set([...chars].map((ch) => ch.charCodeAt(0)));
 /** What may open or close a number in typed text without being part of it. */
-const OPENING = /^[(["'+]+/;
-const CLOSING = /[)\]"'.!?;:]+$/;
-const SENTENCE_END = /[.!?;:][)\]"']*$/;
+const OPENING = codes('(["\'+');
+const QUOTES_AND_BRACKETS = codes(')]"\'');
+const STOPS = codes('.!?;:');
+const CLOSING = new Set([...QUOTES_AND_BRACKETS, ...STOPS]);
+const MAX_DIGIT_WORD = 5;
+/** The first letters of the digit words, lower case (a letter's code with 0x20 set). */
+const DIGIT_WORD_STARTS = codes([...WORD_DIGITS.keys()].map((w) => w[0]).join(''));
 
 /** What a masked transcript field reads instead of the personal data it held (redacted views). */
 export const REDACTED = '[redacted]';
