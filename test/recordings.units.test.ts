@@ -175,7 +175,7 @@ t.test('the tap: a project\'s own retention wins, 0 records nothing; frames land
   t.equal(other.expires_at - other.started_at, 30 * 86_400_000, 'no project setting: RECORDING_RETENTION_DAYS');
 });
 
-t.test('a complete recording is journaled once its last writes are done; a digit is placed on the caller\'s audio as it was recorded', async (t) => {
+t.test('a started recording is journaled once its meta is written, a complete one once its last writes are done; a digit is placed on the caller\'s audio as it was recorded', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'sb-blobs-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const blobs = new FsBlobStore(dir);
@@ -194,14 +194,17 @@ t.test('a complete recording is journaled once its last writes are done; a digit
   const rtp: Pick<RtpSession, 'onSent' | 'onReceived' | 'onDigitReceived'> = { onSent: null, onReceived: null, onDigitReceived: null };
   const h = rec.tap({ conversationId: 'c1', callSid: 'IN-1', accountId: 'a', projectId: 'p' }, 'PCMU', rtp as RtpSession)!;
   rtp.onReceived!(new Int16Array(160).fill(1000), 0);
-  t.same(appended, [], 'nothing journaled while the call runs');
+  for (let i = 0; i < 100 && appended.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+  t.equal(appended.length, 1, 'while the call runs, one entry: the recording has started');
+  t.match(appended[0], { key: 'recording/c1', kind: 'recording', events: [{ type: 'recording.started', data: { conversation_id: 'c1', account_id: 'a', project_id: 'p', call_sid: 'IN-1', expires_at: Number } }] });
+  t.match(appended[0].meta, { conversation_id: 'c1', ended_at: null }, 'appended once the meta is written');
   await h.end(Date.now());
-  t.equal(appended.length, 1, 'one entry once the call has ended');
-  t.match(appended[0], { key: 'recording/c1', kind: 'recording', events: [{ type: 'recording.completed', data: { conversation_id: 'c1', account_id: 'a', project_id: 'p', call_sid: 'IN-1' } }] });
-  t.ok((appended[0].meta as { ended_at: number | null }).ended_at !== null, 'appended after the meta says the recording ended');
+  t.equal(appended.length, 2, 'one more once the call has ended');
+  t.match(appended[1], { key: 'recording/c1', kind: 'recording', events: [{ type: 'recording.completed', data: { conversation_id: 'c1', account_id: 'a', project_id: 'p', call_sid: 'IN-1' } }] });
+  t.ok((appended[1].meta as { ended_at: number | null }).ended_at !== null, 'appended after the meta says the recording ended');
   const off = rec.tap({ conversationId: 'c2', callSid: 'IN-2', accountId: 'a', projectId: 'none' }, 'PCMU', rtp as RtpSession)!;
   await off.end(Date.now());
-  t.equal(appended.length, 1, 'a call recorded with 0 days of retention: nothing journaled');
+  t.equal(appended.length, 2, 'a call recorded with 0 days of retention: nothing journaled');
 
   // A burst: ten frames arriving at once 100 ms into the call (the first placed to end there) take the track to
   // 280 ms, ahead of the clock; a digit arriving with them (its events on a clock of their own, as sipp's

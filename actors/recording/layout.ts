@@ -77,6 +77,24 @@ export interface Redaction {
  */
 export const RECORDING_KIND = 'recording';
 export const RECORDING_COMPLETED = 'recording.completed';
+/**
+ * The journal's "recording started" fact: once a call's recording has its meta (the project records), the media
+ * gateway appends one non-actor entry `recording/<conversation>` holding this event, from which the recordings
+ * projector catalogues it (`catalog.ts`): what a conversation row says of its audio.
+ */
+export const RECORDING_STARTED = 'recording.started';
+
+/** The data of `recording.started`. */
+export interface RecordingStarted {
+  conversation_id: string;
+  account_id: string;
+  project_id: string;
+  call_sid: string;
+  /** Epoch ms of sample 0. */
+  started_at: number;
+  /** Epoch ms after which the recording is deleted. */
+  expires_at: number;
+}
 
 /** The data of `recording.completed`. */
 export interface RecordingCompleted {
@@ -88,15 +106,21 @@ export interface RecordingCompleted {
   ended_at: number;
 }
 
-/** The non-actor journal entry saying a recording is complete. */
-export const recordingCompletedEntry = (data: RecordingCompleted): Omit<JournalEntry, 'seq' | 'at'> => ({
+/** A non-actor journal entry of a recording's: one fact of its. */
+const recordingEntry = (type: string, data: { conversation_id: string } & object): Omit<JournalEntry, 'seq' | 'at'> => ({
   key: `${RECORDING_KIND}/${data.conversation_id}`,
   kind: RECORDING_KIND,
   id: data.conversation_id,
   shard: -1,
   version: 0,
   value: null,
-  events: [{ type: RECORDING_COMPLETED, data: { ...data } }],
+  events: [{ type, data: { ...data } }],
 });
+
+/** The non-actor journal entry saying a recording is complete. */
+export const recordingCompletedEntry = (data: RecordingCompleted) => recordingEntry(RECORDING_COMPLETED, data);
+
+/** The non-actor journal entry saying a recording has started. */
+export const recordingStartedEntry = (data: RecordingStarted) => recordingEntry(RECORDING_STARTED, data);
 
 export const recordingPrefix = (accountId: string, projectId: string, conversationId: string) => `rec/${accountId}/${projectId}/${conversationId}`;

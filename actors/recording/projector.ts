@@ -2,30 +2,10 @@ import type { JournalEntry, Store } from '../../store/mod.js';
 import { openBlobStore, type BlobStore } from '../../store/blobs/mod.js';
 import type { Projector } from '../projection/types.js';
 import { conversationRecords } from '../conversation/mod.js';
-import { isComplete, RECORDING_COMPLETED, RECORDING_KIND, recordingPrefix, type RecordingMeta, type Redaction } from './layout.js';
+import { isComplete, RECORDING_COMPLETED, RECORDING_KIND, RECORDING_STARTED, recordingPrefix, type RecordingMeta, type RecordingStarted, type Redaction } from './layout.js';
+import { catalogRendered, catalogStarted, clearCatalog } from './catalog.js';
 import { renderRedacted } from './redact.js';
 import { markedValues } from './marks.js';
-
-/** What a conversation row says of its audio (Conversations API v3 `audio`). */
-export interface AudioInfo {
-  /** Whether the call has a recording the audio endpoint serves. */
-  available: boolean;
-  /**
-   * The muted spans of the redacted rendering (offsets in ms and kind, never the value); absent until it is
-   * rendered, never null: a v3 row has no nulls (contract 2.5).
-   */
-  redactions?: Redaction[];
-}
-
-/** A conversation's audio as its row shows it: one small read of the recording's meta (and spans). */
-export async function audioOf(blobs: BlobStore | undefined, accountId: string, projectId: string, conversationId: string, now = Date.now()): Promise<AudioInfo> {
-  if (!blobs) return { available: false };
-  const prefix = recordingPrefix(accountId, projectId, conversationId);
-  const meta = await blobs.read(`${prefix}/meta`).catch(() => null);
-  if (!meta || (JSON.parse(meta.toString()) as RecordingMeta).expires_at <= now) return { available: false };
-  const spans = await blobs.read(`${prefix}/redactions`).catch(() => null);
-  return spans ? { available: true, redactions: JSON.parse(spans.toString()) as Redaction[] } : { available: true };
-}
 
 const isEnd = (e: JournalEntry) => e.value === 'ended' || e.events.some((x) => x.type === 'conversation.ended');
 /** The end an entry journals for its conversation (`conversation.ended`): when (epoch ms), and why. */
@@ -71,6 +51,10 @@ export function recordingsProjector(blobsOf: () => Promise<BlobStore> = defaultB
         const at = e.kind === 'conversation' ? idleEnd(e) : null;
         if (at !== null) idled.set(e.id, at);
       }
+      for (const e of entries) {
+        if (e.kind !== RECORDING_KIND) continue;
+        for (const x of e.events) if (x.type === RECORDING_STARTED) await catalogStarted(store, x.data as unknown as RecordingStarted);
+      }
       const completed = new Set(entries.filter(completesRecording).map((e) => e.id));
       if (ended.size === 0 && completed.size === 0) return;
       const blobs = await blobsOf();
@@ -95,11 +79,14 @@ export function recordingsProjector(blobsOf: () => Promise<BlobStore> = defaultB
           if (orphanedAt === undefined) continue;
           await blobs.put(`${prefix}/meta`, Buffer.from(JSON.stringify({ ...meta, ended_at: orphanedAt } satisfies RecordingMeta)));
         }
-        if (await blobs.read(`${prefix}/redactions`)) continue;
-        await renderRedacted(blobs, prefix, r.turns, await markedValues(store, id));
+        // Rendered already (an entry seen again, or the audio endpoint asked first): catalogued as it is.
+        const rendered = await blobs.read(`${prefix}/redactions`);
+        const spans = rendered ? (JSON.parse(rendered.toString()) as Redaction[]) : await renderRedacted(blobs, prefix, r.turns, await markedValues(store, id));
+        await catalogRendered(store, meta, spans);
       }
     },
-    async reset(): Promise<void> {
+    async reset(store: Store): Promise<void> {
+      await clearCatalog(store);
       const blobs = await blobsOf();
       for (const name of await blobs.list('rec')) {
         if (/\/(redacted-caller|redacted-agent|redactions)$/.test(name)) await blobs.remove(name);

@@ -136,7 +136,7 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
     // v3 rows say whether the call has audio (and, once rendered, what its redacted rendering muted).
     const rendered = async (r: Row) => (masking ? maskedJson(r, view, await marksOf(r.id), masking) : rowJson(r, view));
     const json = version === 'v3'
-      ? async (r: Row) => withAudio(await rendered(r), r.channel === 'VOICE-SIP' ? await audioOf(services.blobs, account.id, project.id, r.id) : NO_AUDIO)
+      ? async (r: Row) => withAudio(await rendered(r), r.channel === 'VOICE-SIP' ? await audioOf(services.store, project.id, r.id) : NO_AUDIO)
       : async (r: Row) => rendered(r);
     const body = jsonBody(rows, json, tail);
     if (settings.chunked_streaming) return reply.type('application/json').send(Readable.from(body, { objectMode: false }));

@@ -50,6 +50,8 @@ export class CallRecorder {
   /** How late the caller's last frame arrived after the time its timestamp gives it (samples, at least 0). */
   private callerLag = 0;
   readonly prefix: string;
+  /** The meta once written (the recording exists from then on), or null when nothing is recorded. */
+  readonly started: Promise<RecordingMeta | null>;
 
   constructor(
     private readonly blobs: BlobStore,
@@ -60,14 +62,22 @@ export class CallRecorder {
     private readonly log: (msg: string, extra: Record<string, unknown>) => void,
   ) {
     this.prefix = recordingPrefix(ids.account_id, ids.project_id, ids.conversation_id);
+    let begun: (meta: RecordingMeta | null) => void = () => {};
+    this.started = new Promise((resolve) => (begun = resolve));
     this.queue(async () => {
-      const expires = await expiresAt;
-      if (expires === null) {
-        this.off = true;
-        return;
+      let written: RecordingMeta | null = null;
+      try {
+        const expires = await expiresAt;
+        if (expires === null) {
+          this.off = true;
+          return;
+        }
+        this.meta = Object.assign({}, ids, { ended_at: null, expires_at: expires });
+        await blobs.put(`${this.prefix}/meta`, Buffer.from(JSON.stringify(this.meta)));
+        written = this.meta;
+      } finally {
+        begun(written);
       }
-      this.meta = Object.assign({}, ids, { ended_at: null, expires_at: expires });
-      await blobs.put(`${this.prefix}/meta`, Buffer.from(JSON.stringify(this.meta)));
     });
     this.timer = setInterval(() => this.flush(), chunkMs);
     this.timer.unref();

@@ -3,7 +3,7 @@ import type { JournalStore } from '../../../store/mod.js';
 import type { Codec } from '../rtp/codec.js';
 import type { RtpSession } from '../rtp/session.js';
 import { CallRecorder } from './recorder.js';
-import { completeIfOrphaned, recordingCompletedEntry, type RecordingMeta } from '../../../actors/recording/mod.js';
+import { completeIfOrphaned, recordingCompletedEntry, recordingStartedEntry, type RecordingMeta } from '../../../actors/recording/mod.js';
 
 export interface RecordingsOptions {
   /** Days a recording is kept after its call started (RECORDING_RETENTION_DAYS); 0 records nothing. */
@@ -50,6 +50,12 @@ export class Recordings {
     });
     const ids = { conversation_id: p.conversationId, account_id: p.accountId, project_id: p.projectId, call_sid: p.callSid, started_at: now };
     const rec = new CallRecorder(this.blobs, ids, expires, this.o.chunkMs, (msg, extra) => this.o.log('warn', msg, extra));
+    // Journaled once the meta is written: the conversation's row says the call has audio from then on.
+    const journaled = rec.started.then(async (meta) => {
+      if (!meta || !this.o.journal) return;
+      const { conversation_id, account_id, project_id, call_sid, started_at, expires_at } = meta;
+      await this.o.journal.append(recordingStartedEntry({ conversation_id, account_id, project_id, call_sid, started_at, expires_at }));
+    }).catch((err) => this.o.log('warn', 'could not journal a started recording', { conversation_id: p.conversationId, err: String(err) }));
     const received = rtp.onReceived;
     rtp.onReceived = (pcm, timestamp) => {
       rec.callerFrame(pcm, Date.now(), timestamp);
@@ -67,6 +73,8 @@ export class Recordings {
     };
     return {
       end: async (at) => {
+        // The start's entry first: the completion is never journaled before it.
+        await journaled;
         if (!(await rec.end(at)) || !this.o.journal) return;
         await this.o.journal
           .append(recordingCompletedEntry({ conversation_id: p.conversationId, account_id: p.accountId, project_id: p.projectId, call_sid: p.callSid, ended_at: at }))
