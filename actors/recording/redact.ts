@@ -56,9 +56,11 @@ export function redactionSpans(caller: Buffer, events: RecordingEvent[], turns: 
     for (const kind of textKinds(t.user_input, marked)) spans.push({ start_ms: u.start_ms, end_ms: u.end_ms, kind, source: 'speech' });
   });
   // Answers: each is the first turn after the previous answer's whose text has its label.
+  const answers = answersOf(events);
+  const labels = answers.length ? turns.map((t) => (typeof t.agent_response === 'string' ? answerLabel(t.agent_response) : null)) : [];
   let next = 0;
-  for (const a of answersOf(events)) {
-    const i = turns.findIndex((t, k) => k >= next && typeof t.agent_response === 'string' && answerLabel(t.agent_response) === a.text);
+  for (const a of answers) {
+    const i = labels.indexOf(a.text, next);
     if (i < 0) continue;
     next = i + 1;
     for (const kind of textKinds(turns[i].agent_response!, marked)) spans.push({ start_ms: a.at_ms, end_ms: a.end_ms, kind, source: 'agent' });

@@ -103,13 +103,7 @@ const MAX_STATE_DEPTH = 16;
  */
 export function maskedState(state: unknown, marked: string[]): unknown {
   if (!state || typeof state !== 'object' || Array.isArray(state)) return state;
-  let out: Record<string, unknown> | null = null;
-  for (const [k, v] of Object.entries(state as Record<string, unknown>)) {
-    if (BUILT_IN_STATE.has(k)) continue;
-    const m = maskedValue(v, marked, 0);
-    if (m !== v) (out ??= { ...(state as Record<string, unknown>) })[k] = m;
-  }
-  return out ?? state;
+  return maskedFields(state as Record<string, unknown>, marked, 0, BUILT_IN_STATE);
 }
 
 function maskedValue(v: unknown, marked: string[], depth: number): unknown {
@@ -119,12 +113,18 @@ function maskedValue(v: unknown, marked: string[], depth: number): unknown {
     const items = v.map((x) => maskedValue(x, marked, depth + 1));
     return items.every((x, i) => x === v[i]) ? v : items;
   }
+  return maskedFields(v as Record<string, unknown>, marked, depth + 1);
+}
+
+/** An object with each field's value masked (but those named in `asStored`); the object itself when none is. */
+function maskedFields(o: Record<string, unknown>, marked: string[], depth: number, asStored?: Set<string>): Record<string, unknown> {
   let out: Record<string, unknown> | null = null;
-  for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
-    const m = maskedValue(x, marked, depth + 1);
-    if (m !== x) (out ??= { ...(v as Record<string, unknown>) })[k] = m;
+  for (const [k, v] of Object.entries(o)) {
+    if (asStored?.has(k)) continue;
+    const m = maskedValue(v, marked, depth);
+    if (m !== v) (out ??= { ...o })[k] = m;
   }
-  return out ?? v;
+  return out ?? o;
 }
 
 /** A row's JSON (chunks) with each turn and its state masked; the chunks themselves when nothing is. */

@@ -100,7 +100,7 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
   }, async (req, reply) => {
     const version = req.params.version as Version;
     if (!(VERSIONS as readonly string[]).includes(version)) throw CONVERSATIONS.VERSION_NOT_FOUND(req.params.version.slice(0, 16));
-    const { account, project, key } = await authorize(req, req.params, true);
+    const { project, key } = await authorize(req, req.params, true);
     const q = parseListQuery(version, req.query as RawQuery);
     const settings = await services.settings.get(project.id);
     // A search by what was said would tell what the hidden transcripts hold (contract 4.3, rule 7).
