@@ -301,6 +301,55 @@ t.test('a masked search\'s documents are rendered from the turns its filter pars
   t.same(Buffer.concat(maskedJson(unseen, view, ['parking'], masking)), Buffer.concat(maskedRow(rowJson(unseen, view), ['parking'])));
 });
 
+t.test('a document records whether the rules mask it; one they do not is read as stored, unparsed, unless a value was marked in it', async (t) => {
+  const view = { version: 'v3' as const, showTranscripts: true, includeLatency: false };
+  const docs = await src.documents.find({ project_id: 'proj' });
+  // `personal` is exactly "masking with no marks changes the row": the stored fact and the parse agree.
+  const disagree = docs.filter((d) => d.personal !== !Buffer.concat(maskedRow(rowJson(d, view), [])).equals(jsonOf(d)));
+  t.same(disagree.map((d) => d.id), [], 'every document\'s fact equals masking its row');
+  const plain = docs.filter((d) => !d.personal);
+  t.ok(plain.length > 0 && plain.length < docs.length, `documents of both kinds (${plain.length} of ${docs.length} without personal data)`);
+  const masking: Masking = { marks: async (ids) => new Map(ids.map((id) => [id, []])), kept: requestMasking(store).kept };
+  const parse = JSON.parse;
+  let parses = 0;
+  JSON.parse = ((...args: Parameters<typeof JSON.parse>) => (parses++, parse(...args))) as typeof JSON.parse;
+  let kept: Row[];
+  let rendered: Buffer[][];
+  try {
+    kept = await keepRows(plain, masking, () => false);
+    rendered = plain.map((d) => maskedJson(d, view, [], masking));
+  } finally {
+    JSON.parse = parse;
+  }
+  t.equal(parses, 0, 'neither a search\'s filter nor the rendering parses them');
+  t.equal(kept.length, plain.length, 'a search keeps them: masking leaves them as they are');
+  t.ok(plain.every((d, i) => Buffer.concat(rendered[i]).equals(jsonOf(d))), 'their stored bytes');
+  // A marked value is not in the stored fact: such a row is parsed and masked.
+  const marked = plain.find((d) => jsonOf(d).includes('"user_input":"my parking permit expired"'))!;
+  t.ok(Buffer.concat(maskedJson(marked, view, ['parking'], masking)).includes('"user_input":"[redacted]"'), 'with a marked value, masked');
+  t.ok(Buffer.concat(maskedJson(marked, { ...view, showTranscripts: false }, [], masking)).includes('"turns":[]'), 'transcripts hidden: spliced out as for any key');
+});
+
+t.test('documentOf: `personal` by property, over turns and variables that hold personal data or not', async (t) => {
+  const view = { version: 'v3' as const, showTranscripts: true, includeLatency: false };
+  const text = fc.oneof(
+    fc.constantFrom('', 'When are you open?', 'My order number is 12345.', 'call me on 07700 900123', 'jane@example.com', 'my card is 4111 1111 1111 1111', 'born on 3 May 1980', 'parking'),
+    fc.string({ maxLength: 20 }),
+  );
+  const turn = fc.record({ user_input: text, agent_response: text, user_input_dtmf: fc.constantFrom('', '1', '4111111111111111', '07700900123'), entities: fc.dictionary(fc.constantFrom('a', 'b'), text, { maxKeys: 2 }) });
+  const state = fc.dictionary(fc.constantFrom('from_', 'to', 'note', 'nested'), fc.oneof(text, fc.integer(), fc.record({ deep: text })), { maxKeys: 3 });
+  const base = all.find((r) => !r.in_progress)!;
+  fc.assert(
+    fc.property(fc.array(turn, { maxLength: 4 }), state, (turns, st) => {
+      const record = { ...base, state: st, turns: turns.map((x) => ({ ...base.turns[0], ...x })) } as ConversationRecord;
+      const doc = documentOf(record);
+      return doc.personal === !Buffer.concat(maskedRow(rowJson(doc, view), [])).equals(jsonOf(doc));
+    }),
+    { numRuns: 2000 },
+  );
+  t.pass('the stored fact equals masking the rendering');
+});
+
 t.test('span slots: one packed entry per conversation; concurrent writers lose no entry', async (t) => {
   const slots = await src.spans.find({ project_id: 'proj' });
   t.ok(slots.every((s) => typeof s.entries === 'string' && s.spans === undefined), 'the indexer writes packed slots');

@@ -95,21 +95,24 @@ t.test('an incomplete recording whose conversation ended otherwise, its gateway 
 t.test('the catalog: a started recording is available on its row, with its spans once rendered; expired, another project\'s, or dropped by a reset, not', async (t) => {
   const id = 'c-catalog';
   const expires = T0 + 86_400_000;
+  const audio = async (projectId: string, conversationId: string, now: number) =>
+    (await audioOf(store, projectId, [conversationId], now)).get(conversationId) ?? { available: false };
   const started: JournalEntry = { seq: ++seq, at: T0, ...recordingStartedEntry({ conversation_id: id, ...owner, call_sid: `sid-${id}`, started_at: T0, expires_at: expires }) };
-  t.same(await audioOf(store, owner.project_id, id, T0), { available: false }, 'nothing before its start is projected');
+  t.same(await audio(owner.project_id, id, T0), { available: false }, 'nothing before its start is projected');
   await projector.apply([started], store);
   await projector.apply([started], store);
-  t.same(await audioOf(store, owner.project_id, id, T0 + 1000), { available: true }, 'started: available, no spans yet (applied twice: the same)');
-  t.same(await audioOf(store, 'other-project', id, T0 + 1000), { available: false }, 'not on another project\'s rows');
-  t.same(await audioOf(store, owner.project_id, id, expires), { available: false }, 'expired: not available');
+  t.same(await audio(owner.project_id, id, T0 + 1000), { available: true }, 'started: available, no spans yet (applied twice: the same)');
+  t.same(await audio('other-project', id, T0 + 1000), { available: false }, 'not on another project\'s rows');
+  t.same(await audio(owner.project_id, id, expires), { available: false }, 'expired: not available');
   // Its call ends: the rendering's spans are catalogued with it (also for a recording whose start was never journaled).
   await endedCall(id);
   await blobs.put(`${recordingPrefix(owner.account_id, owner.project_id, id)}/meta`, Buffer.from(JSON.stringify({ conversation_id: id, ...owner, call_sid: `sid-${id}`, started_at: T0, ended_at: T0 + 60_000, expires_at: expires } satisfies RecordingMeta)));
   await projector.apply([end(id, 'closed', T0 + 60_000)], store);
-  t.same(await audioOf(store, owner.project_id, id, T0 + 120_000), { available: true, redactions: [] }, 'rendered: its spans on the row');
-  t.same(await audioOf(store, owner.project_id, 'c-idle', T0 + 120_000), { available: true, redactions: [] }, 'a recording rendered without a journaled start is catalogued by its rendering');
+  t.same(await audio(owner.project_id, id, T0 + 120_000), { available: true, redactions: [] }, 'rendered: its spans on the row');
+  t.same(await audio(owner.project_id, 'c-idle', T0 + 120_000), { available: true, redactions: [] }, 'a recording rendered without a journaled start is catalogued by its rendering');
+  t.same([...(await audioOf(store, owner.project_id, [id, 'c-none', 'c-idle'], T0 + 120_000))].sort(), [['c-catalog', { available: true, redactions: [] }], ['c-idle', { available: true, redactions: [] }]], 'a page\'s call rows in one query: those without a recording absent');
   await projector.reset(store);
-  t.same(await audioOf(store, owner.project_id, id, T0 + 120_000), { available: false }, 'a reset drops the catalog, which the replay fills again');
+  t.same(await audio(owner.project_id, id, T0 + 120_000), { available: false }, 'a reset drops the catalog, which the replay fills again');
   await projector.apply([started], store);
-  t.same(await audioOf(store, owner.project_id, id, T0 + 120_000), { available: true });
+  t.same(await audio(owner.project_id, id, T0 + 120_000), { available: true });
 });

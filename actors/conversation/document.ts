@@ -6,7 +6,8 @@
  * A 1,000-row page of ended conversations then costs reading 1,000 byte strings and concatenating them:
  * no msgpack decoding of 1,000 records of turns, no rendering, no `JSON.stringify` of megabytes, and none
  * of the garbage those leave. The document holds the transcript; `turns_at`/`turns_end` are the byte offsets of the turns
- * array, so a project with transcripts hidden gets `[]` spliced in without parsing. Documents are written
+ * array, so a project with transcripts hidden gets `[]` spliced in without parsing; `personal` says whether the
+ * rules of personal data mask any of it, so a key without `pii` reads one that holds none as stored too. Documents are written
  * only for ended conversations (a conversation in progress changes at every turn, and rendering it whole
  * at every turn would cost its length each time): readers merge them with the in-progress records.
  *
@@ -17,6 +18,7 @@
  */
 import type { Collection, Doc, Store } from '../../store/mod.js';
 import type { ConversationRecord } from './record.js';
+import { holdsPersonalData } from './personal.js';
 import { conversationV3 } from './view.js';
 
 export interface ConversationDocument extends Doc {
@@ -34,6 +36,11 @@ export interface ConversationDocument extends Doc {
   /** Byte offsets of the `turns` array's value in `json` (start inclusive, end exclusive). */
   turns_at: number;
   turns_end: number;
+  /**
+   * Whether a turn or a variable holds personal data by the built-in rules (`personal.ts`, marks aside): a key
+   * without `pii` reads a document without it, and without marked values, as stored, unparsed.
+   */
+  personal: boolean;
 }
 
 export const conversationDocuments = (store: Store): Collection<ConversationDocument> =>
@@ -68,6 +75,7 @@ export function documentOf(record: ConversationRecord): ConversationDocument {
     json: Buffer.from(`${head}${turns}}`),
     turns_at: turnsAt,
     turns_end: turnsAt + Buffer.byteLength(turns),
+    personal: holdsPersonalData(turnList, fields.state),
   };
 }
 

@@ -11,6 +11,7 @@
  *   personal (`projectedMarksOf`, written before the turns they mask), search (terms, vectors, hour
  *   counts) and the packed slots (spans, vector buckets), read only through the queries of `slot-queries.ts`
  *   (`eachSpan`, `scoreVectorSlot`): the packed format stays in this module.
+ * - Personal data (`personal.ts`): a turn and the variables as a key without `pii` reads them.
  * - Rendering: the v3/v2 view of a record. Embeddings: `Embedder` and the one the environment asks for.
  *
  * @module
@@ -30,6 +31,7 @@ export { conversationOwner, type ConversationOwner } from './owner.js';
 export { conversationRecords, type ConversationRecord } from './record.js';
 export { conversationDocuments, documentJson, type ConversationDocument } from './document.js';
 export { conversationMarks, marksIn, MAX_MARKED_VALUES, projectedMarksOf } from './marks.js';
+export { hasMaskedTurn, maskedState, maskedTurn, type Turn } from './personal.js';
 export {
   conversationHours,
   conversationSpans,

@@ -34,11 +34,18 @@ export interface AudioInfo {
 
 export const recordingCatalog = (store: Store) => store.collection<CatalogRecord>({ name: 'recording_catalog', readModel: true });
 
-/** A conversation's audio as its row shows it, from the catalog: one read by id, scoped to the project. */
-export async function audioOf(store: Store, projectId: string, conversationId: string, now = Date.now()): Promise<AudioInfo> {
-  const r = await recordingCatalog(store).get(conversationId);
-  if (!r || r.project_id !== projectId || r.expires_at <= now) return { available: false };
-  return Array.isArray(r.redactions) ? { available: true, redactions: r.redactions } : { available: true };
+/**
+ * The audio of conversations as their rows show it, from the catalog: one query for all of them (a page's
+ * call rows are read together, not one round trip each), scoped to the project.
+ */
+export async function audioOf(store: Store, projectId: string, conversationIds: string[], now = Date.now()): Promise<Map<string, AudioInfo>> {
+  const out = new Map<string, AudioInfo>();
+  if (conversationIds.length === 0) return out;
+  for (const r of await recordingCatalog(store).find({ id: { $in: conversationIds } })) {
+    if (r.project_id !== projectId || r.expires_at <= now) continue;
+    out.set(r.id, Array.isArray(r.redactions) ? { available: true, redactions: r.redactions } : { available: true });
+  }
+  return out;
 }
 
 /** A recording the media gateway started: catalogued (again: idempotent). */

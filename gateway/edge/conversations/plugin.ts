@@ -118,27 +118,34 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
       : q.mode === 'random' ? await randomRows(src, project.id, q, documents)
       : keysetRows(src, project.id, q, position, documents, masking);
     const view: ViewOptions = { version, showTranscripts: settings.show_transcripts, includeLatency: q.includeLatency };
-    const marksOf = async (id: string) => (masking ? ((await masking.marks([id])).get(id) ?? []) : []);
     const tail = () => {
       const next = rows.next();
       if (version === 'v1') return { next_offset: next.nextOffset };
       const cursor = next.position ? cursors.encode(filters, next.position as Position) : null;
       return next.more && q.cursor === null && q.mode !== 'random' ? { next_offset: next.nextOffset, cursor } : { cursor };
     };
+    // Rows are rendered a batch at a time: a batch's marks and its call rows' audio are one query each.
+    const marksOf = async (batch: Row[]) => (masking ? masking.marks(batch.map((r) => r.id)) : NO_MARKS);
     if (version === 'v1') {
       const conversations: unknown[] = [];
-      for await (const r of rows.rows) {
-        const row = conversationV1(r as ConversationRecord, view);
-        conversations.push(masking ? JSON.parse(maskedRow([Buffer.from(JSON.stringify(row))], await marksOf(r.id))[0].toString()) : row);
+      for await (const batch of inBatches(rows.rows, RENDER_BATCH)) {
+        const marks = await marksOf(batch);
+        for (const r of batch) {
+          const row = conversationV1(r as ConversationRecord, view);
+          conversations.push(masking ? JSON.parse(maskedRow([Buffer.from(JSON.stringify(row))], marks.get(r.id) ?? [])[0].toString()) : row);
+        }
       }
       return reply.type('application/json').send(JSON.stringify({ conversations, descriptions: { conversations: V1_DESCRIPTIONS }, ...tail() }));
     }
-    // v3 rows say whether the call has audio (and, once rendered, what its redacted rendering muted).
-    const rendered = async (r: Row) => (masking ? maskedJson(r, view, await marksOf(r.id), masking) : rowJson(r, view));
-    const json = version === 'v3'
-      ? async (r: Row) => withAudio(await rendered(r), r.channel === 'VOICE-SIP' ? await audioOf(services.store, project.id, r.id) : NO_AUDIO)
-      : async (r: Row) => rendered(r);
-    const body = jsonBody(rows, json, tail);
+    const render = async (batch: Row[]): Promise<Buffer[][]> => {
+      const marks = await marksOf(batch);
+      const rendered = batch.map((r) => (masking ? maskedJson(r, view, marks.get(r.id) ?? [], masking) : rowJson(r, view)));
+      if (version !== 'v3') return rendered;
+      // v3 rows say whether the call has audio (and, once rendered, what its redacted rendering muted).
+      const audio = await audioOf(services.store, project.id, batch.filter((r) => r.channel === 'VOICE-SIP').map((r) => r.id));
+      return rendered.map((json, i) => withAudio(json, audio.get(batch[i].id) ?? NO_AUDIO));
+    };
+    const body = jsonBody(inBatches(rows.rows, RENDER_BATCH), render, tail);
     if (settings.chunked_streaming) return reply.type('application/json').send(Readable.from(body, { objectMode: false }));
     const chunks: Buffer[] = [];
     for await (const chunk of body) chunks.push(chunk);
@@ -193,6 +200,22 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
 };
 
 const NO_AUDIO: AudioInfo = { available: false };
+const NO_MARKS = new Map<string, string[]>();
+/** Rows rendered together: their marks and audio read in one query each (a page's windows are read whole anyway). */
+const RENDER_BATCH = 256;
+
+/** The items of `items` in arrays of up to `size`, each yielded once full (the last once the items end). */
+async function* inBatches<T>(items: AsyncIterable<T>, size: number): AsyncGenerator<T[]> {
+  let batch: T[] = [];
+  for await (const item of items) {
+    batch.push(item);
+    if (batch.length === size) {
+      yield batch;
+      batch = [];
+    }
+  }
+  if (batch.length > 0) yield batch;
+}
 
 /** A row's JSON chunks with `"audio": {...}` added as its last field (the row is an object: it ends in `}`). */
 function withAudio(parts: Buffer[], audio: AudioInfo): Buffer[] {
@@ -204,16 +227,18 @@ const OPEN = Buffer.from('{"conversations":[');
 const COMMA = Buffer.from(',');
 
 /**
- * `{"conversations": [...], <tail>}` as byte chunks, each row as soon as it is read (what chunked
- * streaming sends); the tail (next_offset, cursor) is known once the rows are.
+ * `{"conversations": [...], <tail>}` as byte chunks, each batch of rows as soon as it is read and rendered (what
+ * chunked streaming sends); the tail (next_offset, cursor) is known once the rows are.
  */
-async function* jsonBody(rows: Rows, json: (r: Row) => Promise<Buffer[]>, tail: () => object): AsyncGenerator<Buffer> {
+async function* jsonBody(batches: AsyncIterable<Row[]>, render: (rows: Row[]) => Promise<Buffer[][]>, tail: () => object): AsyncGenerator<Buffer> {
   yield OPEN;
   let first = true;
-  for await (const r of rows.rows) {
-    if (!first) yield COMMA;
-    yield* await json(r);
-    first = false;
+  for await (const batch of batches) {
+    for (const parts of await render(batch)) {
+      if (!first) yield COMMA;
+      yield* parts;
+      first = false;
+    }
   }
   const rest = JSON.stringify(tail());
   yield Buffer.from(rest === '{}' ? ']}' : `],${rest.slice(1)}`);

@@ -65,13 +65,23 @@ export function turnsOf(row: Row): Turn[] {
 }
 
 /**
+ * Whether a key without `pii` reads the row as stored, without parsing it: a document whose turns and variables
+ * hold no personal data by the rules (`ConversationDocument.personal`, recorded when it was rendered) and no
+ * value was marked in.
+ */
+export const plainDocument = (row: Row, marked: string[]): boolean => isDocument(row) && row.personal === false && marked.length === 0;
+
+/**
  * The rows `keep` accepts, given each row's turns and marked values (the marks of all of them read at once).
- * The turns of those it keeps are left with the masking (`Masking.kept`), so rendering them parses nothing again.
+ * `keep` must accept every row the masking leaves as it is (the searches keep what masking does not change):
+ * a plain document (`plainDocument`) is kept without parsing its turns. The turns of the other documents it
+ * keeps are left with the masking (`Masking.kept`), so rendering them parses nothing again.
  */
 export async function keepRows(rows: Row[], masking: Masking, keep: (turns: Turn[], marked: string[]) => boolean): Promise<Row[]> {
   if (rows.length === 0) return rows;
   const marks = await masking.marks(rows.map((r) => r.id));
   return rows.filter((r) => {
+    if (plainDocument(r, marks.get(r.id) ?? [])) return true;
     const turns = turnsOf(r);
     if (!keep(turns, marks.get(r.id) ?? [])) return false;
     if (isDocument(r)) masking.kept?.set(r, turns);

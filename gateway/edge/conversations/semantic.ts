@@ -10,11 +10,11 @@
  * appear or vanish when it ends); the others' vectors are of exactly the text it reads. Embedding the masked
  * text instead would need a second stored vector per conversation, written once its marks are known.
  */
-import { Candidates, scoreVectorSlot, searchTerms, type ConversationRecord, type Embedder } from '../../../actors/conversation/mod.js';
+import { Candidates, hasMaskedTurn, scoreVectorSlot, searchTerms, type ConversationRecord, type Embedder } from '../../../actors/conversation/mod.js';
 import type { Position } from './cursor.js';
 import type { ListQuery } from './query.js';
 import { bucketFilter, each, keepRows, recordFilter, rowsInOrder, slotQuery, timeRange, type ReadSources, type Row, type Rows } from './reader.js';
-import { hasMaskedTurn, type Masking } from './mask.js';
+import type { Masking } from './mask.js';
 
 // The tests of the candidates' columns import them from here.
 export { Candidates };

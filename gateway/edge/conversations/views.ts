@@ -6,7 +6,7 @@
  */
 import { conversationV3, documentJson, type ConversationRecord, type ViewOptions } from '../../../actors/conversation/mod.js';
 import { maskedRow, maskedTurnsOf, type Masking } from './mask.js';
-import { isDocument, type Row } from './reader.js';
+import { isDocument, plainDocument, type Row } from './reader.js';
 
 export { conversationV3, type ViewOptions };
 
@@ -17,10 +17,12 @@ export function rowJson(row: Row, view: ViewOptions): Buffer[] {
 }
 
 /**
- * A row's v2/v3 JSON as a key without `pii` reads it. A document a search kept is masked from the turns its
- * filter parsed (`Masking.kept`), spliced into the stored bytes; any other row's JSON is parsed to mask it.
+ * A row's v2/v3 JSON as a key without `pii` reads it. A document without personal data (`plainDocument`) is
+ * its stored bytes; a document a search kept is masked from the turns its filter parsed (`Masking.kept`),
+ * spliced into the stored bytes; any other row's JSON is parsed to mask it.
  */
 export function maskedJson(row: Row, view: ViewOptions, marked: string[], masking: Masking): Buffer[] {
+  if (plainDocument(row, marked)) return rowJson(row, view);
   const turns = isDocument(row) && view.showTranscripts ? masking.kept?.get(row) : undefined;
   if (turns && isDocument(row)) return maskedTurnsOf(documentJson(row, true)[0], row.turns_at, row.turns_end, turns, marked);
   return maskedRow(rowJson(row, view), marked);
