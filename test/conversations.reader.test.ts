@@ -330,6 +330,27 @@ t.test('a document records whether the rules mask it; one they do not is read as
   t.ok(Buffer.concat(maskedJson(marked, { ...view, showTranscripts: false }, [], masking)).includes('"turns":[]'), 'transcripts hidden: spliced out as for any key');
 });
 
+t.test('a record (in progress, or read with latency) is masked as it is rendered: no JSON parsed, the bytes of masking its JSON', async (t) => {
+  const records = (await src.records.find({ project_id: 'proj' })).slice(0, 120);
+  const marksFor = (id: string) => (Number(id.slice(1)) % 3 === 0 ? ['parking'] : []);
+  const masking: Masking = { marks: async (ids) => new Map(ids.map((id) => [id, marksFor(id)])) };
+  for (const view of [{ version: 'v3' as const, showTranscripts: true, includeLatency: false }, { version: 'v3' as const, showTranscripts: true, includeLatency: true }, { version: 'v2' as const, showTranscripts: false, includeLatency: false }]) {
+    const parse = JSON.parse;
+    let parses = 0;
+    JSON.parse = ((...args: Parameters<typeof JSON.parse>) => (parses++, parse(...args))) as typeof JSON.parse;
+    let rendered: Buffer[][];
+    try {
+      rendered = records.map((r) => maskedJson(r, view, marksFor(r.id), masking));
+    } finally {
+      JSON.parse = parse;
+    }
+    t.equal(parses, 0, `nothing parsed (${JSON.stringify(view)})`);
+    const differ = records.filter((r, i) => !Buffer.concat(rendered[i]).equals(Buffer.concat(maskedRow(rowJson(r, view), marksFor(r.id)))));
+    t.same(differ.map((r) => r.id), [], 'byte for byte the row\'s JSON parsed and masked');
+    t.ok(rendered.some((parts) => Buffer.concat(parts).includes('[redacted]')), 'some masked');
+  }
+});
+
 t.test('documentOf: `personal` by property, over turns and variables that hold personal data or not', async (t) => {
   const view = { version: 'v3' as const, showTranscripts: true, includeLatency: false };
   const text = fc.oneof(

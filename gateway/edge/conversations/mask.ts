@@ -52,14 +52,22 @@ export function requestMasking(store: Store): Masking {
 /** A row's JSON (chunks) with each turn and its state masked; the chunks themselves when nothing is. */
 export function maskedRow(parts: Buffer[], marked: string[]): Buffer[] {
   const row = JSON.parse(Buffer.concat(parts).toString()) as { turns?: unknown; state?: unknown };
+  return maskedObject(row, marked) ? [Buffer.from(JSON.stringify(row))] : parts;
+}
+
+/**
+ * Masks a row object's turns and state in place (a row rendered for this request, or parsed from its JSON);
+ * whether anything was masked. Assigning an existing key keeps its place: its JSON then differs from the raw
+ * row's only in the masked values.
+ */
+export function maskedObject(row: { turns?: unknown; state?: unknown }, marked: string[]): boolean {
   const turns = Array.isArray(row.turns) ? (row.turns as Turn[]).map((t) => maskedTurn(t, marked)) : null;
   const state = maskedState(row.state, marked);
   const turnsMasked = turns !== null && turns.some((t, i) => t !== (row.turns as Turn[])[i]);
-  if (!turnsMasked && state === row.state) return parts;
-  // Assigning an existing key keeps its place: the bytes differ from the raw row's only in the masked values.
+  if (!turnsMasked && state === row.state) return false;
   if (turnsMasked) row.turns = turns;
   if (state !== row.state) row.state = state;
-  return [Buffer.from(JSON.stringify(row))];
+  return true;
 }
 
 const NULL = Buffer.from('null');

@@ -5,7 +5,7 @@
  * empty, no `latency` or translation fields, and the `descriptions` object beside the rows.
  */
 import { conversationV3, documentJson, type ConversationRecord, type ViewOptions } from '../../../actors/conversation/mod.js';
-import { maskedRow, maskedTurnsOf, type Masking } from './mask.js';
+import { maskedObject, maskedRow, maskedTurnsOf, type Masking } from './mask.js';
 import { isDocument, plainDocument, type Row } from './reader.js';
 
 export { conversationV3, type ViewOptions };
@@ -19,10 +19,16 @@ export function rowJson(row: Row, view: ViewOptions): Buffer[] {
 /**
  * A row's v2/v3 JSON as a key without `pii` reads it. A document without personal data (`plainDocument`) is
  * its stored bytes; a document a search kept is masked from the turns its filter parsed (`Masking.kept`),
- * spliced into the stored bytes; any other row's JSON is parsed to mask it.
+ * spliced into the stored bytes; a record (in progress, or read with latency) is masked as it is rendered,
+ * before it is written as JSON; any other document's JSON is parsed to mask it.
  */
 export function maskedJson(row: Row, view: ViewOptions, marked: string[], masking: Masking): Buffer[] {
   if (plainDocument(row, marked)) return rowJson(row, view);
+  if (!isDocument(row)) {
+    const rendered = conversationV3(row, view);
+    maskedObject(rendered, marked);
+    return [Buffer.from(JSON.stringify(rendered))];
+  }
   const turns = isDocument(row) && view.showTranscripts ? masking.kept?.get(row) : undefined;
   if (turns && isDocument(row)) return maskedTurnsOf(documentJson(row, true)[0], row.turns_at, row.turns_end, turns, marked);
   return maskedRow(rowJson(row, view), marked);
