@@ -367,6 +367,8 @@ t.test('compiled filters agree with mingo', async (t) => {
   const equalityFilter = fc.dictionary(fc.constantFrom('a', 'b', 'n', 'missing', 'a.x', 'toString'), fc.oneof(fc.constantFrom('a', 'b', ''), fc.boolean()), { maxKeys: 3 });
   const operatorFilter = fc.oneof(
     fc.record({ a: fc.record({ $in: fc.array(scalar, { maxLength: 3 }) }) }),
+    // `$in` of scalars beside equalities: the compiled set test.
+    fc.record({ a: fc.record({ $in: fc.array(fc.oneof(fc.constantFrom('a', 'b', '', 'A', 'é'), fc.boolean(), fc.constantFrom(0, 1, -1, 1.5, -0)), { maxLength: 4 }) }), b: fc.constantFrom('a', 'b', true) }, { requiredKeys: ['a'] }),
     fc.record({ $or: fc.array(fc.record({ b: scalar }), { minLength: 1, maxLength: 2 }) }),
     fc.record({ n: fc.record({ $gte: fc.constantFrom(0, 1), $lt: fc.constantFrom(1, 2) }) }),
     fc.record({ a: scalar, b: fc.record({ $ne: scalar }) }),
