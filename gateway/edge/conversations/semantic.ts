@@ -74,8 +74,13 @@ export function topK(scores: number[], startOf: (i: number) => number, idOf: (i:
   return keep.slice(0, k);
 }
 
-/** How many ranked candidates a masked key's search checks for masked turns per read. */
+/**
+ * How many ranked candidates a masked key's search checks for masked turns per read, at most; each read asks
+ * for a quarter more than the rows still wanted (at least `MIN_CHECK`): most conversations hold no personal
+ * data, so a page of 100 reads about 125 rows, not 500.
+ */
 const CHECK_BATCH = 500;
+const MIN_CHECK = 64;
 
 /**
  * Semantic search: most similar first; pages by rank (offset or cursor). `masking`: the caller reads
@@ -146,7 +151,8 @@ export async function semanticRows(
 /**
  * The page `[offset, offset + limit)` of the candidates, best first, that have no masked turn, and whether
  * another follows. Candidates are ranked in growing prefixes (`topK` of a larger k begins with the smaller
- * k's answer: the order is total) and checked in rank order, a batch of rows and their marks at a time,
+ * k's answer: the order is total) and checked in rank order, a batch of rows and their marks at a time (sized
+ * from the rows still wanted),
  * until the page and one more are found (`complete`) or the held candidates run out: the rows read grow
  * with the depth of the page, as the ranking itself does.
  */
@@ -166,7 +172,8 @@ async function unmaskedPage(
   for (;;) {
     const ranked = topK(found.scores, found.startOf, found.idOf, Math.min(k, found.scores.length));
     while (checked < ranked.length && kept < want) {
-      const batch = ranked.slice(checked, checked + CHECK_BATCH).map(found.idOf);
+      const size = Math.min(CHECK_BATCH, Math.max(MIN_CHECK, Math.ceil((want - kept) * 1.25)));
+      const batch = ranked.slice(checked, checked + size).map(found.idOf);
       checked += batch.length;
       for (const row of await keepRows(await rowsInOrder(src, batch, documents), masking, (turns, marked) => !hasMaskedTurn(turns, marked))) {
         if (kept >= offset && kept < offset + limit) page.push(row);
