@@ -35,7 +35,7 @@ import { cursorCodec, malformedCursor, type Position } from './cursor.js';
 import type { RawQuery } from './params.js';
 import { filterKey, parseListQuery, VERSIONS, type Version } from './query.js';
 import { keysetRows, randomRows, type ReadSources, type Row, type Rows } from './reader.js';
-import { maskedRow, requestMasking } from './mask.js';
+import { maskedObject, requestMasking } from './mask.js';
 import { semanticRows } from './semantic.js';
 import { conversationV1, maskedJson, rowJson, V1_DESCRIPTIONS, type ViewOptions } from './views.js';
 
@@ -132,7 +132,9 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
         const marks = await marksOf(batch);
         for (const r of batch) {
           const row = conversationV1(r as ConversationRecord, view);
-          conversations.push(masking ? JSON.parse(maskedRow([Buffer.from(JSON.stringify(row))], marks.get(r.id) ?? [])[0].toString()) : row);
+          // Masked as rendered (null where v1 has no text is no string: left as it is, as in its JSON).
+          if (masking) maskedObject(row, marks.get(r.id) ?? []);
+          conversations.push(row);
         }
       }
       return reply.type('application/json').send(JSON.stringify({ conversations, descriptions: { conversations: V1_DESCRIPTIONS }, ...tail() }));
