@@ -51,10 +51,9 @@ export function recordingsProjector(blobsOf: () => Promise<BlobStore> = defaultB
         const at = e.kind === 'conversation' ? idleEnd(e) : null;
         if (at !== null) idled.set(e.id, at);
       }
-      for (const e of entries) {
-        if (e.kind !== RECORDING_KIND) continue;
-        for (const x of e.events) if (x.type === RECORDING_STARTED) await catalogStarted(store, x.data as unknown as RecordingStarted);
-      }
+      // The batch's starts written together: one group commit, not one each.
+      const started = entries.flatMap((e) => (e.kind === RECORDING_KIND ? e.events.filter((x) => x.type === RECORDING_STARTED) : []));
+      await Promise.all(started.map((x) => catalogStarted(store, x.data as unknown as RecordingStarted)));
       const completed = new Set(entries.filter(completesRecording).map((e) => e.id));
       if (ended.size === 0 && completed.size === 0) return;
       const blobs = await blobsOf();
