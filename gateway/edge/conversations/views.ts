@@ -29,8 +29,8 @@ export function maskedJson(row: Row, view: ViewOptions, marked: string[], maskin
     maskedObject(rendered, marked);
     return [Buffer.from(JSON.stringify(rendered))];
   }
-  const turns = isDocument(row) && view.showTranscripts ? masking.kept?.get(row) : undefined;
-  if (turns && isDocument(row)) return maskedTurnsOf(documentJson(row, true)[0], row.turns_at, row.turns_end, turns, marked);
+  const turns = view.showTranscripts ? masking.kept?.get(row) : undefined;
+  if (turns) return maskedTurnsOf(documentJson(row, true)[0], row.turns_at, row.turns_end, turns, marked);
   return maskedRow(rowJson(row, view), marked);
 }
 
