@@ -266,25 +266,32 @@ t.test('semantic mode: an offset past every candidate (up to the 1e9 the API tak
   t.same(await collect((await semanticRows(src, 'proj', tail, null)).rows), ranked.slice(-2), 'an offset short of the end: the last rows');
 });
 
+/** The v3 view a masked key's rows are rendered with in these tests. */
+const V3 = { version: 'v3' as const, showTranscripts: true, includeLatency: false };
+
+/** What `run` returns and how many JSON texts (those `counted` accepts) were parsed while it ran. */
+async function parsesDuring<T>(run: () => T | Promise<T>, counted: (text: string) => boolean = () => true): Promise<{ result: T; parses: number }> {
+  const parse = JSON.parse;
+  let parses = 0;
+  JSON.parse = ((...args: Parameters<typeof JSON.parse>) => (counted(String(args[0])) && parses++, parse(...args))) as typeof JSON.parse;
+  try {
+    return { result: await run(), parses };
+  } finally {
+    JSON.parse = parse;
+  }
+}
+
 t.test('a masked search\'s documents are rendered from the turns its filter parsed: no second parse of them, the same bytes', async (t) => {
   const docs = (await src.documents.find({ project_id: 'proj' })).slice(0, 60);
   t.ok(docs.length > 20, 'documents to render');
-  const view = { version: 'v3' as const, showTranscripts: true, includeLatency: false };
+  const view = V3;
   // Some rows with marked words (masked turns), some without; the stub's marks through a request's masking.
   const marksFor = (id: string) => (Number(id.slice(1)) % 3 === 0 ? ['parking', 'open'] : []);
   const masking: Masking = { marks: async (ids) => new Map(ids.map((id) => [id, marksFor(id)])), kept: requestMasking(store).kept };
   const kept = await keepRows(docs, masking, () => true);
   t.equal(kept.length, docs.length);
-  const parse = JSON.parse;
-  let parses = 0;
   // The fields around the turns are parsed (the state may need masking); the turns, the bulk, never again.
-  JSON.parse = ((...args: Parameters<typeof JSON.parse>) => (String(args[0]).includes('"user_input"') && parses++, parse(...args))) as typeof JSON.parse;
-  let rendered: Buffer[][];
-  try {
-    rendered = kept.map((r) => maskedJson(r, view, marksFor(r.id), masking));
-  } finally {
-    JSON.parse = parse;
-  }
+  const { result: rendered, parses } = await parsesDuring(() => kept.map((r) => maskedJson(r, view, marksFor(r.id), masking)), (text) => text.includes('"user_input"'));
   t.equal(parses, 0, 'rendering parses no row\'s turns again');
   let masked = 0;
   kept.forEach((r, i) => {
@@ -302,7 +309,7 @@ t.test('a masked search\'s documents are rendered from the turns its filter pars
 });
 
 t.test('a document records whether the rules mask it; one they do not is read as stored, unparsed, unless a value was marked in it', async (t) => {
-  const view = { version: 'v3' as const, showTranscripts: true, includeLatency: false };
+  const view = V3;
   const docs = await src.documents.find({ project_id: 'proj' });
   // `personal` is exactly "masking with no marks changes the row": the stored fact and the parse agree.
   const disagree = docs.filter((d) => d.personal !== !Buffer.concat(maskedRow(rowJson(d, view), [])).equals(jsonOf(d)));
@@ -310,17 +317,7 @@ t.test('a document records whether the rules mask it; one they do not is read as
   const plain = docs.filter((d) => !d.personal);
   t.ok(plain.length > 0 && plain.length < docs.length, `documents of both kinds (${plain.length} of ${docs.length} without personal data)`);
   const masking: Masking = { marks: async (ids) => new Map(ids.map((id) => [id, []])), kept: requestMasking(store).kept };
-  const parse = JSON.parse;
-  let parses = 0;
-  JSON.parse = ((...args: Parameters<typeof JSON.parse>) => (parses++, parse(...args))) as typeof JSON.parse;
-  let kept: Row[];
-  let rendered: Buffer[][];
-  try {
-    kept = await keepRows(plain, masking, () => false);
-    rendered = plain.map((d) => maskedJson(d, view, [], masking));
-  } finally {
-    JSON.parse = parse;
-  }
+  const { result: [kept, rendered], parses } = await parsesDuring(async () => [await keepRows(plain, masking, () => false), plain.map((d) => maskedJson(d, view, [], masking))] as const);
   t.equal(parses, 0, 'neither a search\'s filter nor the rendering parses them');
   t.equal(kept.length, plain.length, 'a search keeps them: masking leaves them as they are');
   t.ok(plain.every((d, i) => Buffer.concat(rendered[i]).equals(jsonOf(d))), 'their stored bytes');
@@ -334,16 +331,8 @@ t.test('a record (in progress, or read with latency) is masked as it is rendered
   const records = (await src.records.find({ project_id: 'proj' })).slice(0, 120);
   const marksFor = (id: string) => (Number(id.slice(1)) % 3 === 0 ? ['parking'] : []);
   const masking: Masking = { marks: async (ids) => new Map(ids.map((id) => [id, marksFor(id)])) };
-  for (const view of [{ version: 'v3' as const, showTranscripts: true, includeLatency: false }, { version: 'v3' as const, showTranscripts: true, includeLatency: true }, { version: 'v2' as const, showTranscripts: false, includeLatency: false }]) {
-    const parse = JSON.parse;
-    let parses = 0;
-    JSON.parse = ((...args: Parameters<typeof JSON.parse>) => (parses++, parse(...args))) as typeof JSON.parse;
-    let rendered: Buffer[][];
-    try {
-      rendered = records.map((r) => maskedJson(r, view, marksFor(r.id), masking));
-    } finally {
-      JSON.parse = parse;
-    }
+  for (const view of [V3, { ...V3, includeLatency: true }, { version: 'v2' as const, showTranscripts: false, includeLatency: false }]) {
+    const { result: rendered, parses } = await parsesDuring(() => records.map((r) => maskedJson(r, view, marksFor(r.id), masking)));
     t.equal(parses, 0, `nothing parsed (${JSON.stringify(view)})`);
     const differ = records.filter((r, i) => !Buffer.concat(rendered[i]).equals(Buffer.concat(maskedRow(rowJson(r, view), marksFor(r.id)))));
     t.same(differ.map((r) => r.id), [], 'byte for byte the row\'s JSON parsed and masked');
@@ -352,7 +341,7 @@ t.test('a record (in progress, or read with latency) is masked as it is rendered
 });
 
 t.test('documentOf: `personal` by property, over turns and variables that hold personal data or not', async (t) => {
-  const view = { version: 'v3' as const, showTranscripts: true, includeLatency: false };
+  const view = V3;
   const text = fc.oneof(
     fc.constantFrom('', 'When are you open?', 'My order number is 12345.', 'call me on 07700 900123', 'jane@example.com', 'my card is 4111 1111 1111 1111', 'born on 3 May 1980', 'parking'),
     fc.string({ maxLength: 20 }),

@@ -81,9 +81,10 @@ export async function keepRows(rows: Row[], masking: Masking, keep: (turns: Turn
   if (rows.length === 0) return rows;
   const marks = await masking.marks(rows.map((r) => r.id));
   return rows.filter((r) => {
-    if (plainDocument(r, marks.get(r.id) ?? [])) return true;
+    const marked = marks.get(r.id) ?? [];
+    if (plainDocument(r, marked)) return true;
     const turns = turnsOf(r);
-    if (!keep(turns, marks.get(r.id) ?? [])) return false;
+    if (!keep(turns, marked)) return false;
     if (isDocument(r)) masking.kept?.set(r, turns);
     return true;
   });
