@@ -5,6 +5,7 @@
  * query embedding into `Candidates` (semantic search), which keeps where each candidate's entry starts and
  * reads its id and start only for those that make the page.
  */
+import { dotsWith } from './dot.js';
 import { eachEntry, field, FIELD_END, fieldIs, fieldNumber, HEAD, packedSpans, packedVectors, readEntry, SPAN, type SpanSlot, type VectorSlot } from './slots.js';
 
 /** The room a `Candidates` heap starts with (it doubles as needed, up to the page's depth). */
@@ -162,26 +163,10 @@ export class Candidates {
   };
 }
 
-/** The dot product of `query` with `dims` int8 components of `block` from `at` (four lanes: fewer dependent adds). */
-function dot(query: Float64Array, block: Int8Array, at: number, dims: number): number {
-  let d0 = 0;
-  let d1 = 0;
-  let d2 = 0;
-  let d3 = 0;
-  let i = 0;
-  for (; i + 3 < dims; i += 4) {
-    d0 += query[i] * block[at + i];
-    d1 += query[i + 1] * block[at + i + 1];
-    d2 += query[i + 2] * block[at + i + 2];
-    d3 += query[i + 3] * block[at + i + 3];
-  }
-  for (; i < dims; i++) d0 += query[i] * block[at + i];
-  return d0 + d1 + d2 + d3;
-}
-
 /**
- * Scores the vectors of a slot against `query`: heads are scanned in place (no callback, no copy), vectors
- * read straight from the slot's binary block; each vector that passes `q` is added to `out` with its score.
+ * Scores the vectors of a slot against `query`: heads are scanned in place (no callback, no copy), the
+ * slot's binary block copied once into the dot product's memory (`dot.ts`); each vector that passes `q` is
+ * added to `out` with its score.
  */
 export function scoreVectorSlot(slot: VectorSlot, model: string, q: SlotQuery, query: Float64Array, out: Candidates): void {
   const { heads, block, models } = packedVectors(slot);
@@ -195,6 +180,7 @@ export function scoreVectorSlot(slot: VectorSlot, model: string, q: SlotQuery, q
   const passes = fieldFilter(q, HEAD);
   const dimension = query.length;
   const source = out.source(heads);
+  const dot = dotsWith(query, block);
   const at = new Int32Array(HEAD.count + 1);
   let offset = 0;
   for (let pos = 0; pos < heads.length; ) {
@@ -209,7 +195,7 @@ export function scoreVectorSlot(slot: VectorSlot, model: string, q: SlotQuery, q
       if (!(start >= from && start < to)) continue;
     }
     if (filtered && !passes(heads, at)) continue;
-    out.addAt(source, at[HEAD.id], dot(query, block, here, dims) / 127);
+    out.addAt(source, at[HEAD.id], dot(here, dims) / 127);
   }
 }
 
