@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { DOT_WASM } from '../actors/conversation/dot-wasm.js';
-import { dotsWith } from '../actors/conversation/dot.js';
+import { dotsWith, scoresOf } from '../actors/conversation/dot.js';
 
 /** The scalar loop `dot.wat` replaces: four lanes, lane k summing components i = k (mod 4), the rest in lane 0. */
 function reference(query: Float64Array, block: Int8Array, at: number, dims: number): number {
@@ -51,6 +51,26 @@ t.test('the SIMD dot product returns the scalar loop\'s sums bit for bit', async
   t.pass('2,000 random queries, blocks, offsets and dimensions (0 to 300, unaligned)');
 });
 
+t.test('a whole block scored in one call: each vector\'s sum bit for bit', async (t) => {
+  fc.assert(
+    fc.property(
+      fc.integer({ min: 1, max: 200 }),
+      fc.integer({ min: 0, max: 12 }),
+      fc.array(fc.double({ min: -2, max: 2, noNaN: true }), { minLength: 200, maxLength: 200 }),
+      fc.int8Array({ minLength: 2_400, maxLength: 2_400 }),
+      (dims, count, q, bytes) => {
+        const query = Float64Array.from(q.slice(0, dims));
+        // One byte more than the vectors: a slot's block is scored as far as whole vectors go.
+        const block = bytes.slice(0, count * dims + 1);
+        const scores = Array.from(scoresOf(query, block, count));
+        return scores.length === count && scores.every((s, v) => Object.is(s, reference(query, block, v * dims, dims)));
+      },
+    ),
+    { numRuns: 1_000 },
+  );
+  t.pass('1,000 random blocks of 0 to 12 vectors of 1 to 200 components');
+});
+
 t.test('unit-scale queries with extreme components, every vector of a block', async (t) => {
   const query = new Float64Array(128).map((_, i) => (i % 7 === 0 ? -1 : Math.sin(i) / 11));
   const block = new Int8Array(100 * 128).map((_, i) => ((i * 37) % 256) - 128);
@@ -64,6 +84,7 @@ t.test('a block larger than the memory grows it; a later small one still scores 
   const big = new Int8Array(100 * 3072).map((_, i) => (i % 255) - 127);
   const dot = dotsWith(query, big);
   t.equal(dot(99 * 3072, 3072), reference(query, big, 99 * 3072, 3072), 'the last vector of a 300 KB block');
+  t.equal(scoresOf(query, big, 100)[99], reference(query, big, 99 * 3072, 3072), 'and scored with the whole block');
   const small = Int8Array.from([1, -2, 3, -4, 5]);
   const q5 = Float64Array.from([0.5, 0.25, -1, 2, 0.125]);
   t.equal(dotsWith(q5, small)(0, 5), reference(q5, small, 0, 5));

@@ -7,7 +7,8 @@ import t from 'tap';
 import fc from 'fast-check';
 import { conversationRecords, type ConversationRecord } from '../actors/conversation/record.js';
 import { conversationHours, conversationSpans, conversationTerms, conversationVectorBuckets, conversationVectors } from '../actors/conversation/search.js';
-import { FIELD_END, spanEntries, spanSlotWriter, vectorEntries, vectorSlotWriter, type VectorEntry } from '../actors/conversation/slots.js';
+import { FIELD_END, spanEntries, spanSlotWriter, vectorEntries, vectorSlotWriter, type VectorEntry, type VectorSlot } from '../actors/conversation/slots.js';
+import { scoreVectorSlot, type SlotQuery } from '../actors/conversation/slot-queries.js';
 import { createOfflineEmbedder } from '../actors/conversation/embedding.js';
 import { isDocument, keepRows, keysetRows, randomRows, type ReadSources, type Row } from '../gateway/edge/conversations/reader.js';
 import { Candidates, semanticRows, topK } from '../gateway/edge/conversations/semantic.js';
@@ -241,6 +242,33 @@ t.test('semantic mode: packed slots rank exactly as slots written before packing
   t.ok(packed.every((ids) => ids.length > 0), 'every query finds conversations');
   t.notOk(packed[6].includes(first[0]), 'not found under the channel of its earlier entry');
   t.equal(packed[7].filter((id) => id === first[0]).length, 1, 'found once under the channel of its newest entry');
+});
+
+t.test('semantic mode: a slot whose vectors share a dimension is scored without reading its heads, to the same candidates', async (t) => {
+  const buckets = await src.vectorBuckets.find({ project_id: 'proj' });
+  t.ok(buckets.length > 1 && buckets.every((b) => b.dims === 128), 'the indexer records the shared dimension');
+  const [query] = await embedder.embed(['parking permit']);
+  const query64 = Float64Array.from(query);
+  const wide: SlotQuery = { from: T0 - 3_600_000, to: T0 + 31 * 3_600_000, channels: [], variantId: null, variantName: null };
+  const scan = (slots: VectorSlot[], q: SlotQuery) => {
+    const found = new Candidates(10_000);
+    for (const slot of slots) scoreVectorSlot(slot, embedder.model, q, query64, found);
+    return { count: found.count, scores: found.scores, ids: found.scores.map((_, i) => found.idOf(i)), starts: found.scores.map((_, i) => found.startOf(i)) };
+  };
+  const headByHead = buckets.map((b) => Object.assign({}, b, { dims: undefined }));
+  const fast = scan(buckets, wide);
+  t.ok(fast.count > 20, `candidates found: ${fast.count}`);
+  t.same(fast, scan(headByHead, wide), 'the same scores (bit for bit), ids and starts as the scan of every head');
+  // A head that says another dimension is skipped by the head-by-head scan; the whole-block scan reads no head.
+  const slot = buckets.find((b) => b.heads!.split('\u0001').length > 3)!;
+  const heads = slot.heads!.split('\u0001').map((h) => h.replace(/\u0000128$/, '\u000064'));
+  const told = Object.assign({}, slot, { heads: heads.join('\u0001') });
+  t.equal(scan([told], wide).count, scan([slot], wide).count, 'no head read: the whole block scored');
+  t.equal(scan([Object.assign({}, told, { dims: undefined })], wide).count, 0, 'read head by head, every head skipped');
+  // Filters and ranges that cut an hour read the heads, as before.
+  const cut: SlotQuery = { ...wide, from: T0 + 1.5 * 3_600_000 };
+  const sms: SlotQuery = { ...wide, channels: ['SMS'] };
+  for (const q of [cut, sms]) t.same(scan(buckets, q), scan(headByHead, q));
 });
 
 t.test('semantic mode: an offset past every candidate (up to the 1e9 the API takes) is an empty last page', async (t) => {

@@ -10,7 +10,7 @@
 (module
   (memory (export "memory") 1)
   ;; dot($q, $b, $n): $n float64 from byte $q, $n int8 from byte $b.
-  (func (export "dot") (param $q i32) (param $b i32) (param $n i32) (result f64)
+  (func $dot (export "dot") (param $q i32) (param $b i32) (param $n i32) (result f64)
     (local $acc0 v128) (local $acc1 v128) (local $i i32) (local $v v128) (local $w v128) (local $x v128)
     (local $d0 f64) (local $qa i32)
     ;; Sixteen components a round: one load of int8, widened in four steps of four.
@@ -53,4 +53,15 @@
         (local.set $d0 (f64.add (local.get $d0) (f64.mul (f64.load (i32.add (local.get $q) (i32.shl (local.get $i) (i32.const 3)))) (f64.convert_i32_s (i32.load8_s (i32.add (local.get $b) (local.get $i)))))))
         (local.set $i (i32.add (local.get $i) (i32.const 1)))
         (br $l1)))
-    (f64.add (f64.add (f64.add (local.get $d0) (f64x2.extract_lane 1 (local.get $acc0))) (f64x2.extract_lane 0 (local.get $acc1))) (f64x2.extract_lane 1 (local.get $acc1)))))
+    (f64.add (f64.add (f64.add (local.get $d0) (f64x2.extract_lane 1 (local.get $acc0))) (f64x2.extract_lane 0 (local.get $acc1))) (f64x2.extract_lane 1 (local.get $acc1))))
+  ;; scores($q, $b, $count, $dims, $out): the dot products of the query with $count vectors of $dims int8,
+  ;; one after the other from byte $b, as $count float64 from byte $out (one call for a whole slot).
+  (func (export "scores") (param $q i32) (param $b i32) (param $count i32) (param $dims i32) (param $out i32)
+    (local $v i32)
+    (block $done
+      (loop $l
+        (br_if $done (i32.ge_s (local.get $v) (local.get $count)))
+        (f64.store (i32.add (local.get $out) (i32.shl (local.get $v) (i32.const 3)))
+          (call $dot (local.get $q) (i32.add (local.get $b) (i32.mul (local.get $v) (local.get $dims))) (local.get $dims)))
+        (local.set $v (i32.add (local.get $v) (i32.const 1)))
+        (br $l)))))

@@ -5,8 +5,8 @@
  * query embedding into `Candidates` (semantic search), which keeps where each candidate's entry starts and
  * reads its id and start only for those that make the page.
  */
-import { dotsWith } from './dot.js';
-import { eachEntry, field, FIELD_END, fieldIs, fieldNumber, HEAD, packedSpans, packedVectors, readEntry, SPAN, type SpanSlot, type VectorSlot } from './slots.js';
+import { dotsWith, scoresOf } from './dot.js';
+import { eachEntry, entryStart, field, FIELD_END, fieldIs, fieldNumber, HEAD, packedSpans, packedVectors, readEntry, SPAN, type SpanSlot, type VectorSlot } from './slots.js';
 
 /** The room a `Candidates` heap starts with (it doubles as needed, up to the page's depth). */
 const INITIAL_HEAP = 1024;
@@ -67,8 +67,9 @@ export function eachSpan(
 
 /**
  * The scored conversations of a semantic search, as columns. A candidate is where its entry starts in a
- * packed text (a slot's heads: id, then start, ...); its id and start are read from there only for the
- * candidates that make the page (and for ties).
+ * packed text (a slot's heads: id, then start, ...), or, from a scan that read no head, the entry's number
+ * (stored as -1 - number); its id and start are read from there only for the candidates that make the page
+ * (and for ties).
  */
 export class Candidates {
   readonly scores: number[] = [];
@@ -100,6 +101,11 @@ export class Candidates {
   source(text: string): number {
     this.texts.push(text);
     return this.texts.length - 1;
+  }
+
+  /** Entry number `index` of `texts[source]` (found when its id or start is read); non-positive scores are dropped. */
+  addEntry(source: number, index: number, score: number): void {
+    this.addAt(source, -1 - index, score);
   }
 
   /** The entry of `texts[source]` at `at`; non-positive scores are dropped. */
@@ -148,15 +154,21 @@ export class Candidates {
     heap[i] = score;
   }
 
+  /** Where candidate `i`'s entry starts in its text. */
+  private entryAt(i: number): number {
+    const at = this.at[i];
+    return at >= 0 ? at : entryStart(this.texts[this.text[i]], -1 - at);
+  }
+
   idOf = (i: number): string => {
     const text = this.texts[this.text[i]];
-    const from = this.at[i];
+    const from = this.entryAt(i);
     return text.slice(from, text.indexOf(FIELD_END, from));
   };
 
   startOf = (i: number): number => {
     const text = this.texts[this.text[i]];
-    const from = text.indexOf(FIELD_END, this.at[i]) + 1;
+    const from = text.indexOf(FIELD_END, this.entryAt(i)) + 1;
     let to = text.indexOf(FIELD_END, from);
     if (to < 0) to = text.length;
     return Number(text.slice(from, to));
@@ -169,7 +181,7 @@ export class Candidates {
  * added to `out` with its score.
  */
 export function scoreVectorSlot(slot: VectorSlot, model: string, q: SlotQuery, query: Float64Array, out: Candidates): void {
-  const { heads, block, models } = packedVectors(slot);
+  const { heads, block, models, dims: shared } = packedVectors(slot);
   if (models !== null && !models.includes(model)) return;
   const oneModel = models !== null && models.length === 1;
   const { from, to } = q;
@@ -177,9 +189,17 @@ export function scoreVectorSlot(slot: VectorSlot, model: string, q: SlotQuery, q
   const hour = Date.parse(slot.bucket);
   const wholeHour = hour >= from && hour + HOUR <= to;
   const filtered = q.channels.length > 0 || q.variantId !== null || q.variantName !== null;
-  const passes = fieldFilter(q, HEAD);
   const dimension = query.length;
   const source = out.source(heads);
+  // Every head passes and shares the query's dimension: the whole block is scored in one call, and no head
+  // is read (the page's candidates find theirs by number).
+  if (oneModel && wholeHour && !filtered && shared === dimension && block.length % dimension === 0) {
+    const count = block.length / dimension;
+    const scores = scoresOf(query, block, count);
+    for (let v = 0; v < count; v++) out.addEntry(source, v, scores[v] / 127);
+    return;
+  }
+  const passes = fieldFilter(q, HEAD);
   const dot = dotsWith(query, block);
   const at = new Int32Array(HEAD.count + 1);
   let offset = 0;

@@ -53,6 +53,11 @@ export interface VectorSlot extends SlotDoc {
   block?: Uint8Array;
   /** The distinct models of the heads: a reader skips a slot without its model, and checks no head when it is the only one. */
   models?: string[];
+  /**
+   * The heads' one dimension, when they share one: the block is then a vector of `dims` bytes per head, in
+   * order, and a scan of the whole slot reads no head (`scoreVectorSlot`).
+   */
+  dims?: number;
 }
 
 const clean = (s: string) => (/[\u0000\u0001]/.test(s) ? s.replace(/[\u0000\u0001]/g, '') : s);
@@ -182,7 +187,9 @@ export function vectorSlotOf(id: string, place: SlotPlace, entries: VectorEntry[
     [clean(e[0]), String(e[1]), clean(e[2]), clean(e[3]), clean(e[4]), clean(e[5]), String(e[6].length)].join(FIELD_END),
   );
   const block = Buffer.concat(entries.map((e) => Buffer.from(e[6].buffer, e[6].byteOffset, e[6].byteLength)));
-  return { id, heads: heads.join(ENTRY_END), block, models: [...new Set(entries.map((e) => clean(e[5])))], ...place };
+  const models = [...new Set(entries.map((e) => clean(e[5])))];
+  const dims = entries.length > 0 && entries.every((e) => e[6].length === entries[0][6].length) ? entries[0][6].length : undefined;
+  return { id, heads: heads.join(ENTRY_END), block, models, ...(dims === undefined ? {} : { dims }), ...place };
 }
 
 /** A vector slot's block as int8 (both store backends return binary fields as bytes). */
@@ -196,9 +203,21 @@ export function packedSpans(slot: SpanSlot): string {
   return typeof slot.entries === 'string' ? slot.entries : '';
 }
 
-/** A vector slot's packed heads, block and models (null: not listed). */
-export function packedVectors(slot: VectorSlot): { heads: string; block: Int8Array; models: string[] | null } {
-  return { heads: slot.heads ?? '', block: blockOf(slot), models: Array.isArray(slot.models) ? slot.models : null };
+/** A vector slot's packed heads, block, models (null: not listed) and shared dimension (null: none). */
+export function packedVectors(slot: VectorSlot): { heads: string; block: Int8Array; models: string[] | null; dims: number | null } {
+  const dims = typeof slot.dims === 'number' && Number.isInteger(slot.dims) && slot.dims > 0 ? slot.dims : null;
+  return { heads: slot.heads ?? '', block: blockOf(slot), models: Array.isArray(slot.models) ? slot.models : null, dims };
+}
+
+/** Where entry `index` of packed `text` starts (its id); -1 past the last. */
+export function entryStart(text: string, index: number): number {
+  let pos = 0;
+  for (let i = 0; i < index; i++) {
+    const end = text.indexOf(ENTRY_END, pos);
+    if (end < 0) return -1;
+    pos = end + 1;
+  }
+  return pos < text.length ? pos : -1;
 }
 
 /** Gives up on a slot after this many lost compare-and-set rounds (other writers keep winning). */
