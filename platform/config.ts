@@ -92,6 +92,7 @@ const EnvSchema = z.object({
   EDGE_CONNECTION_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(120_000),
   EDGE_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(72_000),
   EDGE_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(1_000_000).default(4096),
+  SLOT_CACHE_MB: z.coerce.number().int().min(0).max(65_536).default(128),
   TENANCY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
   TENANCY_CACHE_ENTRIES: z.coerce.number().int().min(1).max(10_000_000).default(10_000),
   MESSAGING_SECRET: z.string().min(32, 'MESSAGING_SECRET must be at least 32 characters').optional(),
@@ -258,6 +259,8 @@ export interface EdgeConfig {
   keepAliveTimeoutMs: number;
   /** Connections the edge holds at once; later ones are closed at once (Node's `maxConnections`). */
   maxConnections: number;
+  /** Memory for the vector slots semantic search keeps decoded between searches, MiB (0: none kept). */
+  slotCacheMb: number;
 }
 
 /** What the Messaging API reads from the environment. */
@@ -363,6 +366,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       connectionTimeoutMs: e.EDGE_CONNECTION_TIMEOUT_MS,
       keepAliveTimeoutMs: e.EDGE_KEEP_ALIVE_TIMEOUT_MS,
       maxConnections: e.EDGE_MAX_CONNECTIONS,
+      slotCacheMb: e.SLOT_CACHE_MB,
     },
     outbound: {
       trunkConcurrency: e.OUTBOUND_TRUNK_CONCURRENCY,

@@ -9,6 +9,7 @@ import { conversationRecords, type ConversationRecord } from '../actors/conversa
 import { conversationHours, conversationSpans, conversationTerms, conversationVectorBuckets, conversationVectors } from '../actors/conversation/search.js';
 import { FIELD_END, spanEntries, spanSlotWriter, vectorEntries, vectorSlotWriter, type VectorEntry, type VectorSlot } from '../actors/conversation/slots.js';
 import { scoreVectorSlot, type SlotQuery } from '../actors/conversation/slot-queries.js';
+import { VectorSlotCache } from '../actors/conversation/slot-cache.js';
 import { createOfflineEmbedder } from '../actors/conversation/embedding.js';
 import { isDocument, keepRows, keysetRows, randomRows, type ReadSources, type Row } from '../gateway/edge/conversations/reader.js';
 import { Candidates, semanticRows, topK } from '../gateway/edge/conversations/semantic.js';
@@ -32,6 +33,7 @@ const src: ReadSources = {
   hours: conversationHours(store),
   spans: conversationSpans(store),
   vectorBuckets: conversationVectorBuckets(store),
+  vectorSlots: new VectorSlotCache(conversationHours(store), conversationVectorBuckets(store), 64 * 1024 * 1024),
   embedder,
 };
 const projector = conversationsProjector({ embedder });
@@ -211,7 +213,7 @@ t.test('semantic mode: packed slots rank exactly as slots written before packing
   const dup = buckets.find((b) => vectorEntries(b).some((e) => Number(e[0].slice(1)) % 5 === 0))!;
   const first = vectorEntries(dup).find((e) => Number(e[0].slice(1)) % 5 === 0)!;
   const moved: VectorEntry = [first[0], first[1], first[2] === 'SMS' ? 'CHAT' : 'SMS', first[3], first[4], first[5], first[6]];
-  await vectorSlotWriter(src.vectorBuckets)(dup.id, { project_id: 'proj', environment: 'live', bucket: dup.bucket }, moved);
+  await vectorSlotWriter(src.vectorBuckets, src.hours)(dup.id, { project_id: 'proj', environment: 'live', bucket: dup.bucket }, moved);
   const after = (await src.vectorBuckets.get(dup.id))!;
   t.equal(after.rev, dup.rev! + 1, 'the slot\'s revision moves on');
   t.equal(vectorEntries(after).length, vectorEntries(dup).length, 'one entry per conversation');

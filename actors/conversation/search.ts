@@ -31,7 +31,7 @@ import { tokenize } from '../responder/text.js';
 import { LiveCache } from '../projection/live-cache.js';
 import { dequantise, quantise, type Embedder } from './embedding.js';
 import type { ConversationRecord } from './record.js';
-import { spanSlotWriter, vectorSlotWriter, type SpanEntry, type SpanSlot, type VectorSlot } from './slots.js';
+import { hourId, spanSlotWriter, vectorSlotWriter, type SpanEntry, type SpanSlot, type VectorSlot } from './slots.js';
 
 export interface ConversationVector extends Doc {
   project_id: string;
@@ -69,6 +69,11 @@ export interface HourCount extends Doc {
   /** The hour's start, ISO 8601 (`2026-11-22T09:00:00.000Z`). */
   hour: string;
   count: number;
+  /**
+   * Changes (a new random token) after every write of the hour's vector slots: a reader that keeps the
+   * slots it decoded reads the hour again only when this differs (`slot-cache.ts`). Absent: no vector yet.
+   */
+  vectors?: string;
 }
 
 /** Conversations per slot. */
@@ -110,7 +115,7 @@ export function hourOf(iso: string): string {
 }
 
 /** The id of an hour count. */
-export const hourId = (projectId: string, environment: string, hour: string) => `${projectId}|${environment}|${hour}`;
+export { hourId } from './slots.js';
 
 /** What the indexer reads of a conversation record. */
 export type RecordFields = Pick<
@@ -197,7 +202,7 @@ export function searchIndexer(store: Store, embedder: Embedder, log: (msg: strin
   };
 
   const addSpan = spanSlotWriter(spans);
-  const addVector = vectorSlotWriter(vectorBuckets);
+  const addVector = vectorSlotWriter(vectorBuckets, hours);
   const placeOf = (record: RecordFields) => ({ project_id: record.project_id, environment: record.environment, bucket: hourOf(record.started_at) });
 
   const writeSpan = (id: string, record: RecordFields, slot: string) => {

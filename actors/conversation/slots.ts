@@ -15,6 +15,7 @@
  * across processes by a revision compared on write (`Collection.putNewer`), and coalesced per slot inside a
  * process: entries queued while a slot's write is in flight go out together in the next one.
  */
+import { randomBytes } from 'node:crypto';
 import type { Collection, Doc } from '../../store/mod.js';
 
 /** Ends a field of a packed entry. */
@@ -233,6 +234,8 @@ export function slotWriter<S extends SlotDoc, E extends [string, ...unknown[]]>(
   build: (id: string, place: SlotPlace, entries: E[]) => S,
   /** Whether `incoming` replaces `stored` for the same conversation. */
   replaces: (stored: E, incoming: E) => boolean = () => true,
+  /** Awaited after each write of a slot, before its entries' writes resolve. */
+  written: (place: SlotPlace) => Promise<void> = async () => undefined,
 ): (id: string, place: SlotPlace, entry: E) => Promise<void> {
   interface Pending {
     place: SlotPlace;
@@ -254,7 +257,7 @@ export function slotWriter<S extends SlotDoc, E extends [string, ...unknown[]]>(
       const place = current ? { project_id: current.project_id, environment: current.environment, bucket: current.bucket } : batch.place;
       const next = build(id, place, [...byId.values()]);
       next.rev = (current?.rev ?? 0) + 1;
-      if (await slots.putNewer(next, 'rev')) return;
+      if (await slots.putNewer(next, 'rev')) return written(place);
     }
     throw new Error(`slot ${id}: gave up after ${MAX_ATTEMPTS} conflicting writes`);
   };
@@ -289,4 +292,15 @@ export function slotWriter<S extends SlotDoc, E extends [string, ...unknown[]]>(
 /** The span writer: an entry with an end is never replaced by one without. */
 export const spanSlotWriter = (slots: Collection<SpanSlot>) => slotWriter<SpanSlot, SpanEntry>(slots, spanEntries, spanSlotOf, spanReplaces);
 
-export const vectorSlotWriter = (slots: Collection<VectorSlot>) => slotWriter<VectorSlot, VectorEntry>(slots, vectorEntries, vectorSlotOf);
+/** The id of an hour's count record (`conversation_hours`); its slots are `<hour id>/0`, `<hour id>/1`, ... */
+export const hourId = (projectId: string, environment: string, hour: string) => `${projectId}|${environment}|${hour}`;
+
+/**
+ * The vector writer. After each slot is stored, never before, it changes the token of the slot's hour
+ * (`vectors` of its count record in `hours`): a reader that keeps decoded slots and sees the new token reads
+ * the new slot (`slot-cache.ts`).
+ */
+export const vectorSlotWriter = (slots: Collection<VectorSlot>, hours: Collection<Doc & { vectors?: string }>) =>
+  slotWriter<VectorSlot, VectorEntry>(slots, vectorEntries, vectorSlotOf, undefined, async (place) => {
+    await hours.update({ id: hourId(place.project_id, place.environment, place.bucket) }, { $set: { vectors: randomBytes(9).toString('base64url') } });
+  });

@@ -226,7 +226,11 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
   await app.register(bridgeEndedPlugin, { services: opts.services, runtime: opts.runtime });
   await app.register(outboundPlugin, { services: opts.services, runtime: opts.runtime });
   // Cursors are MAC'd with a deployment secret every edge shares: the operator token's hash.
-  await app.register(conversationsPlugin, { services: opts.services, cursorSecret: `conversations-cursor:${opts.operatorTokenHash}` });
+  await app.register(conversationsPlugin, {
+    services: opts.services,
+    cursorSecret: `conversations-cursor:${opts.operatorTokenHash}`,
+    slotCacheBytes: (opts.limits.slotCacheMb ?? 0) * 1024 * 1024,
+  });
   // The inspector (docs/inspector.md): its admin API, its page, its @statelyai/inspect WebSocket feed.
   await app.register(inspectorPlugin, { prefix: '/admin/v1/inspector', services: opts.services, runtime: opts.runtime, operatorTokenHash: opts.operatorTokenHash });
   await app.register(inspectorPagePlugin);

@@ -17,6 +17,7 @@ import {
   conversationSpans,
   conversationTerms,
   conversationVectorBuckets,
+  VectorSlotCache,
   conversationVectors,
   createEmbedderFromEnv,
   type ConversationRecord,
@@ -45,6 +46,8 @@ export interface ConversationsOptions {
   cursorSecret: string;
   /** Embeds semantic queries; must be the embedder the workers index with (default: from the environment). */
   embedder?: Embedder;
+  /** Memory for the vector slots kept decoded between semantic searches (`SLOT_CACHE_MB`); 0 or absent: none kept. */
+  slotCacheBytes?: number;
 }
 
 const ErrorBody = z.object({ error_message: z.string() });
@@ -69,6 +72,7 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
     hours: conversationHours(services.store),
     spans: conversationSpans(services.store),
     vectorBuckets: conversationVectorBuckets(services.store),
+    vectorSlots: new VectorSlotCache(conversationHours(services.store), conversationVectorBuckets(services.store), opts.slotCacheBytes ?? 0),
     embedder: opts.embedder ?? createEmbedderFromEnv(),
   };
   const cursors = cursorCodec(opts.cursorSecret);

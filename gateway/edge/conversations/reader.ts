@@ -32,6 +32,7 @@ import {
   type SpanSlot,
   type TermPosting,
   type VectorSlot,
+  type VectorSlotCache,
 } from '../../../actors/conversation/mod.js';
 import type { ListQuery } from './query.js';
 import type { Position } from './cursor.js';
@@ -46,6 +47,8 @@ export interface ReadSources {
   hours: Collection<HourCount>;
   spans: Collection<SpanSlot>;
   vectorBuckets: Collection<VectorSlot>;
+  /** The vector slots semantic search scores, kept decoded between searches (`VectorSlotCache`). */
+  vectorSlots: VectorSlotCache;
   embedder: Embedder;
 }
 
@@ -296,9 +299,12 @@ export function keysetRows(src: ReadSources, projectId: string, q: ListQuery, po
 
 /** The slot filter of a time range (slots hold an hour's start times; entries are checked against the exact range). */
 export function bucketFilter(projectId: string, q: ListQuery): Filter {
-  const range = timeRange(q.start === null ? null : hourOf(q.start), q.end);
+  const range = slotHours(q);
   return { project_id: projectId, environment: q.environment, ...(range ? { bucket: range } : {}) };
 }
+
+/** The hours of the slots a request reads (null: all): from the hour of its start to its end. */
+export const slotHours = (q: ListQuery): Record<string, string> | null => (timeRange(q.start === null ? null : hourOf(q.start), q.end) as Record<string, string> | undefined) ?? null;
 
 /** A request's filters as a slot scan takes them (`eachSpan`, `scoreVectorSlot`). */
 export const slotQuery = (q: ListQuery) => ({

@@ -13,7 +13,7 @@
 import { Candidates, hasMaskedTurn, scoreVectorSlot, searchTerms, type ConversationRecord, type Embedder } from '../../../actors/conversation/mod.js';
 import type { Position } from './cursor.js';
 import type { ListQuery } from './query.js';
-import { bucketFilter, each, keepRows, recordFilter, rowsInOrder, slotQuery, timeRange, type ReadSources, type Row, type Rows } from './reader.js';
+import { each, keepRows, recordFilter, rowsInOrder, slotHours, slotQuery, timeRange, type ReadSources, type Row, type Rows } from './reader.js';
 import type { Masking } from './mask.js';
 
 // The tests of the candidates' columns import them from here.
@@ -98,7 +98,7 @@ export async function semanticRows(
   const offset = position?.kind === 'rank' ? position.offset : q.offset;
   const [query] = await src.embedder.embed([q.query]);
   const model = src.embedder.model;
-  const slots = q.inProgress !== true ? await src.vectorBuckets.find(bucketFilter(projectId, q)) : [];
+  const slots = q.inProgress !== true ? await src.vectorSlots.find(projectId, q.environment, slotHours(q)) : [];
   // Conversations in progress have no final vector yet: they are embedded from their records now.
   let live: ConversationRecord[] = [];
   if (q.inProgress !== false) {
