@@ -9,7 +9,7 @@ import { conversationRecords, type ConversationRecord } from '../actors/conversa
 import { conversationHours, conversationSpans, conversationTerms, conversationVectorBuckets, conversationVectors } from '../actors/conversation/search.js';
 import { FIELD_END, spanEntries, spanSlotWriter, vectorEntries, vectorSlotWriter, type VectorEntry, type VectorSlot } from '../actors/conversation/slots.js';
 import { scoreVectorSlot, type SlotQuery } from '../actors/conversation/slot-queries.js';
-import { VectorSlotCache } from '../actors/conversation/slot-cache.js';
+import { SlotCache } from '../actors/conversation/slot-cache.js';
 import { createOfflineEmbedder } from '../actors/conversation/embedding.js';
 import { isDocument, keepRows, keysetRows, randomRows, type ReadSources, type Row } from '../gateway/edge/conversations/reader.js';
 import { Candidates, semanticRows, topK } from '../gateway/edge/conversations/semantic.js';
@@ -33,7 +33,8 @@ const src: ReadSources = {
   hours: conversationHours(store),
   spans: conversationSpans(store),
   vectorBuckets: conversationVectorBuckets(store),
-  vectorSlots: new VectorSlotCache(conversationHours(store), conversationVectorBuckets(store), 64 * 1024 * 1024),
+  vectorSlots: new SlotCache(conversationHours(store), conversationVectorBuckets(store), 'vectors', 64 * 1024 * 1024),
+  spanSlots: new SlotCache(conversationHours(store), conversationSpans(store), 'spans', 64 * 1024 * 1024),
   embedder,
 };
 const projector = conversationsProjector({ embedder });
@@ -401,7 +402,7 @@ t.test('span slots: one packed entry per conversation; concurrent writers lose n
   t.same(await collect((await randomRows(src, 'proj', q)).rows), all.filter((r) => within(r, from, to) && !r.in_progress).map((r) => r.id), 'and from packed slots');
 
   // Two writers (as two processes would be) adding to one slot at once: compare-and-set retries, no loss.
-  const writers = [spanSlotWriter(src.spans), spanSlotWriter(src.spans)];
+  const writers = [spanSlotWriter(src.spans, src.hours), spanSlotWriter(src.spans, src.hours)];
   const place = { project_id: 'contended', environment: 'live', bucket: new Date(T0).toISOString() };
   await Promise.all(Array.from({ length: 200 }, (_, i) =>
     writers[i % 2]('contended/0', place, [`k${i}`, T0 + i, i % 3 === 0 ? null : T0 + i + 5, 'CHAT', 'v', 'V', 'en', '', ''])));

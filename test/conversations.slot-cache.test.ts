@@ -5,9 +5,9 @@
  * budget holds.
  */
 import t from 'tap';
-import { conversationHours, conversationVectorBuckets } from '../actors/conversation/search.js';
-import { VectorSlotCache } from '../actors/conversation/slot-cache.js';
-import { vectorEntries, type VectorSlot } from '../actors/conversation/slots.js';
+import { conversationHours, conversationSpans, conversationVectorBuckets } from '../actors/conversation/search.js';
+import { SlotCache } from '../actors/conversation/slot-cache.js';
+import { spanEntries, vectorEntries, type SpanSlot, type VectorSlot } from '../actors/conversation/slots.js';
 import { createOfflineEmbedder } from '../actors/conversation/embedding.js';
 import { conversationsProjector } from '../actors/conversation/projectors/conversations.js';
 import type { ConversationRecord } from '../actors/conversation/record.js';
@@ -48,7 +48,7 @@ t.test('kept hours are not read again; an hour written since is read alone; a re
   for (let i = 0; i < 250; i++) await end(record(`c${String(i).padStart(3, '0')}`, T0 + (i < 210 ? 0 : (1 + ((i - 210) % 4)) * HOUR) + i * 1000, `topic ${i % 7} parking`));
   const hours = conversationHours(store);
   const { collection, finds } = counted(conversationVectorBuckets(store));
-  const cache = new VectorSlotCache(hours, collection, 64 * 1024 * 1024);
+  const cache = new SlotCache(hours, collection, 'vectors', 64 * 1024 * 1024);
   const week = { $gte: new Date(T0 - HOUR).toISOString(), $lt: new Date(T0 + 6 * HOUR).toISOString() };
   const all = async () => idsOf(await conversationVectorBuckets(store).find({ project_id: 'proj', environment: 'live' }));
 
@@ -88,10 +88,10 @@ t.test('the budget: least recently used hours out first; none kept with no budge
   const hours = conversationHours(store);
   const week = { $gte: new Date(T0).toISOString(), $lt: new Date(T0 + 4 * HOUR).toISOString() };
   const one = await conversationVectorBuckets(store).find({ project_id: 'proj', bucket: new Date(T0).toISOString() });
-  const perHour = one.reduce((n, s) => n + (s.block?.byteLength ?? 0) + 2 * (s.heads?.length ?? 0) + 256, 0);
+  const perHour = one.reduce((n: number, s: VectorSlot) => n + (s.block?.byteLength ?? 0) + 2 * (s.heads?.length ?? 0) + 256, 0);
 
   const small = counted(conversationVectorBuckets(store));
-  const cache = new VectorSlotCache(hours, small.collection, Math.floor(perHour * 2.5));
+  const cache = new SlotCache(hours, small.collection, 'vectors', Math.floor(perHour * 2.5));
   await cache.find('proj', 'live', week);
   t.ok(cache.size <= perHour * 2.5, `within the budget: ${cache.size} of ${Math.floor(perHour * 2.5)}`);
   small.finds.length = 0;
@@ -99,9 +99,31 @@ t.test('the budget: least recently used hours out first; none kept with no budge
   t.equal(small.finds.length, 1, 'the hours that did not fit read again (one run)');
 
   const none = counted(conversationVectorBuckets(store));
-  const off = new VectorSlotCache(hours, none.collection, 0);
+  const off = new SlotCache(hours, none.collection, 'vectors', 0);
   await off.find('proj', 'live', week);
   await off.find('proj', 'live', week);
   t.equal(none.finds.length, 2, 'no budget: every search reads its slots');
   t.equal(off.size, 0);
+});
+
+t.test('span slots the same way: an hour is read again after a conversation of it starts, and after it ends', async (t) => {
+  const store = await storeFor(t, 'sb-slot-cache-spans-');
+  const projector = conversationsProjector({ embedder: createOfflineEmbedder() });
+  let seq = 0;
+  for (let i = 0; i < 30; i++) await projector.apply([entryOfRecord(record(`c${i}`, T0 + (i % 3) * HOUR + i * 1000, 'parking'), ++seq)], store);
+  const spans = conversationSpans(store);
+  const { collection, finds } = counted(spans as unknown as Collection<VectorSlot>);
+  const cache = new SlotCache(conversationHours(store), collection as unknown as Collection<SpanSlot>, 'spans', 64 * 1024 * 1024);
+  const range = { $gte: new Date(T0).toISOString(), $lt: new Date(T0 + 3 * HOUR).toISOString() };
+  const entries = async () => (await cache.find('proj', 'live', range)).flatMap((s) => spanEntries(s)).sort((a, b) => (a[0] < b[0] ? -1 : 1));
+  t.equal((await entries()).length, 30);
+  finds.length = 0;
+  t.equal((await entries()).length, 30);
+  t.same(finds, [], 'kept');
+  const late = record('late', T0 + HOUR + 50_000, 'parking');
+  await projector.apply([entryOfRecord(Object.assign({}, late, { in_progress: true, ended_at: null }), ++seq)], store);
+  t.same((await entries()).find((e) => e[0] === 'late')?.[2], null, 'the conversation that started is found, in progress');
+  t.same(finds, [{ project_id: 'proj', environment: 'live', bucket: new Date(T0 + HOUR).toISOString() }], 'only its hour read');
+  await projector.apply([entryOfRecord(late, ++seq, 2)], store);
+  t.equal((await entries()).find((e) => e[0] === 'late')?.[2], Date.parse(late.ended_at!), 'and its end, once it ended');
 });

@@ -47,7 +47,7 @@ export {
 } from './search.js';
 export { type SpanSlot, type VectorSlot } from './slots.js';
 export { Candidates, eachSpan, scoreVectorSlot, type SlotQuery, type SpanQuery } from './slot-queries.js';
-export { VectorSlotCache } from './slot-cache.js';
+export { SlotCache } from './slot-cache.js';
 export { conversationV3, type ViewOptions } from './view.js';
 export { createEmbedderFromEnv, type Embedder } from './embedding.js';
 export { conversationsProjector, type ConversationsProjectorOptions } from './projectors/conversations.js';

@@ -74,6 +74,8 @@ export interface HourCount extends Doc {
    * slots it decoded reads the hour again only when this differs (`slot-cache.ts`). Absent: no vector yet.
    */
   vectors?: string;
+  /** The same for the hour's span slots (concurrency, random sampling). */
+  spans?: string;
 }
 
 /** Conversations per slot. */
@@ -201,7 +203,7 @@ export function searchIndexer(store: Store, embedder: Embedder, log: (msg: strin
     return { slot, bucket: hour };
   };
 
-  const addSpan = spanSlotWriter(spans);
+  const addSpan = spanSlotWriter(spans, hours);
   const addVector = vectorSlotWriter(vectorBuckets, hours);
   const placeOf = (record: RecordFields) => ({ project_id: record.project_id, environment: record.environment, bucket: hourOf(record.started_at) });
 

@@ -1,39 +1,45 @@
 /**
- * The vector slots of a semantic search, kept decoded between searches. A week's search reads about 2,000
- * slots, though only those of the hours in which conversations ended since the last search have changed.
+ * The slots of a kind (vectors for semantic search, spans for concurrency and random sampling), kept decoded
+ * between reads. A week's search or report reads about 2,000 slots, though only those of the hours in which
+ * conversations started or ended since the last one have changed.
  *
- * Each hour's count record (`conversation_hours`) carries a token that the indexer changes after every
- * write of one of the hour's vector slots (`HourCount.vectors`). A search reads the range's hour records
- * (one small record an hour), takes the slots of each hour whose token is the one it kept them under, and
- * reads the others, consecutive hours in one query. A slot read after its hour's token was read is as new
- * as the token or newer, so what is kept is never older than its token says; a newer one is read again at
- * the next search. After a rebuild the hours have new tokens. Hours without a token (no vector written
- * yet) are read every time.
+ * Each hour's count record (`conversation_hours`) carries a token per kind that the slot writer changes
+ * after every write of one of the hour's slots (`HourCount.vectors`, `HourCount.spans`). A read takes the
+ * range's hour records (one small record an hour), the slots of each hour whose token is the one it kept
+ * them under, and reads the others, consecutive hours in one query. A slot read after its hour's token was
+ * read is as new as the token or newer, so what is kept is never older than its token says; a newer one is
+ * read again the next time. After a rebuild the hours have new tokens. Hours without a token (no slot of
+ * the kind written yet) are read every time.
  *
  * Least recently used out first, within a byte budget (blocks and heads); per process, so every edge
  * keeps its own.
  */
 import type { Collection } from '../../store/mod.js';
 import type { HourCount } from './search.js';
-import type { VectorSlot } from './slots.js';
+import type { SpanSlot, VectorSlot } from './slots.js';
 
-interface Held {
+interface Held<S> {
   token: string;
-  slots: VectorSlot[];
+  slots: S[];
   bytes: number;
 }
 
-/** What an hour's slots cost in memory: the blocks, the heads' characters (two bytes at most), the records. */
-const bytesOf = (slots: VectorSlot[]) => slots.reduce((n, s) => n + (s.block?.byteLength ?? 0) + 2 * (s.heads?.length ?? 0) + 256, 0);
+/** What an hour's slots cost in memory: the blocks, the packed texts' characters (two bytes at most), the records. */
+const bytesOf = (slots: Array<VectorSlot | SpanSlot>) => {
+  let n = 0;
+  for (const s of slots as Array<VectorSlot & SpanSlot>) n += (s.block?.byteLength ?? 0) + 2 * ((s.heads?.length ?? 0) + (s.entries?.length ?? 0)) + 256;
+  return n;
+};
 
-export class VectorSlotCache {
-  private readonly held = new Map<string, Held>();
+export class SlotCache<S extends VectorSlot | SpanSlot> {
+  private readonly held = new Map<string, Held<S>>();
   private bytes = 0;
 
-  /** `maxBytes`: the budget; 0 keeps nothing (every search reads its slots). */
+  /** `token`: the hours' token of this kind of slot; `maxBytes`: the budget, 0 keeping nothing (every read reads its slots). */
   constructor(
     private readonly hours: Collection<HourCount>,
-    private readonly slots: Collection<VectorSlot>,
+    private readonly slots: Collection<S>,
+    private readonly token: 'vectors' | 'spans',
     private readonly maxBytes: number,
   ) {}
 
@@ -42,16 +48,17 @@ export class VectorSlotCache {
     return this.bytes;
   }
 
-  /** The vector slots of a project's environment whose hour is in `range` (a filter on the hour: `$gte`, `$lt`; null: all), in no particular order. */
-  async find(projectId: string, environment: string, range: Record<string, string> | null): Promise<VectorSlot[]> {
+  /** The slots of a project's environment whose hour is in `range` (a filter on the hour: `$gte`, `$lt`; null: all), in no particular order. */
+  async find(projectId: string, environment: string, range: Record<string, string> | null): Promise<S[]> {
     const place = { project_id: projectId, environment };
     if (this.maxBytes <= 0) return this.slots.find(Object.assign({}, place, range ? { bucket: range } : {}));
     const hours = await this.hours.find(Object.assign({}, place, range ? { hour: range } : {}), { sort: { hour: 1 } });
-    const out: VectorSlot[] = [];
+    const out: S[] = [];
     const runs: HourCount[][] = [];
     let run: HourCount[] | null = null;
     for (const hour of hours) {
-      const kept = typeof hour.vectors === 'string' ? this.take(hour.id, hour.vectors) : undefined;
+      const token = hour[this.token];
+      const kept = typeof token === 'string' ? this.take(hour.id, token) : undefined;
       if (kept) {
         for (const slot of kept) out.push(slot);
         run = null;
@@ -64,20 +71,23 @@ export class VectorSlotCache {
       const first = r[0].hour;
       const last = r[r.length - 1].hour;
       const read = await this.slots.find(Object.assign({}, place, { bucket: first === last ? first : { $gte: first, $lte: last } }));
-      const byHour = new Map<string, VectorSlot[]>();
+      const byHour = new Map<string, S[]>();
       for (const slot of read) {
         out.push(slot);
         const of = byHour.get(slot.bucket);
         if (of) of.push(slot);
         else byHour.set(slot.bucket, [slot]);
       }
-      for (const hour of r) if (typeof hour.vectors === 'string') this.keep(hour.id, hour.vectors, byHour.get(hour.hour) ?? []);
+      for (const hour of r) {
+        const token = hour[this.token];
+        if (typeof token === 'string') this.keep(hour.id, token, byHour.get(hour.hour) ?? []);
+      }
     }
     return out;
   }
 
   /** The slots kept under `token` for hour `id` (marked most recently used), else undefined (and a stale entry dropped). */
-  private take(id: string, token: string): VectorSlot[] | undefined {
+  private take(id: string, token: string): S[] | undefined {
     const held = this.held.get(id);
     if (!held) return undefined;
     this.held.delete(id);
@@ -89,7 +99,7 @@ export class VectorSlotCache {
     return held.slots;
   }
 
-  private keep(id: string, token: string, slots: VectorSlot[]): void {
+  private keep(id: string, token: string, slots: S[]): void {
     const bytes = bytesOf(slots);
     const old = this.held.get(id);
     if (old) {

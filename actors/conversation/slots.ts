@@ -289,8 +289,18 @@ export function slotWriter<S extends SlotDoc, E extends [string, ...unknown[]]>(
     });
 }
 
-/** The span writer: an entry with an end is never replaced by one without. */
-export const spanSlotWriter = (slots: Collection<SpanSlot>) => slotWriter<SpanSlot, SpanEntry>(slots, spanEntries, spanSlotOf, spanReplaces);
+/** After a slot is stored, never before, a new token for its hour's slots of that kind (`slot-cache.ts`). */
+const tokenChange = (hours: Collection<Doc & { vectors?: string; spans?: string }>, kind: 'vectors' | 'spans') => async (place: SlotPlace) => {
+  await hours.update({ id: hourId(place.project_id, place.environment, place.bucket) }, { $set: { [kind]: randomBytes(9).toString('base64url') } });
+};
+
+/**
+ * The span writer: an entry with an end is never replaced by one without. After each slot is stored it
+ * changes the token of the slot's hour (`spans` of its count record in `hours`): a reader that keeps decoded
+ * slots and sees the new token reads the new slot (`slot-cache.ts`).
+ */
+export const spanSlotWriter = (slots: Collection<SpanSlot>, hours: Collection<Doc & { spans?: string }>) =>
+  slotWriter<SpanSlot, SpanEntry>(slots, spanEntries, spanSlotOf, spanReplaces, tokenChange(hours, 'spans'));
 
 /** The id of an hour's count record (`conversation_hours`); its slots are `<hour id>/0`, `<hour id>/1`, ... */
 export const hourId = (projectId: string, environment: string, hour: string) => `${projectId}|${environment}|${hour}`;
@@ -301,6 +311,4 @@ export const hourId = (projectId: string, environment: string, hour: string) => 
  * the new slot (`slot-cache.ts`).
  */
 export const vectorSlotWriter = (slots: Collection<VectorSlot>, hours: Collection<Doc & { vectors?: string }>) =>
-  slotWriter<VectorSlot, VectorEntry>(slots, vectorEntries, vectorSlotOf, undefined, async (place) => {
-    await hours.update({ id: hourId(place.project_id, place.environment, place.bucket) }, { $set: { vectors: randomBytes(9).toString('base64url') } });
-  });
+  slotWriter<VectorSlot, VectorEntry>(slots, vectorEntries, vectorSlotOf, undefined, tokenChange(hours, 'vectors'));

@@ -4,8 +4,7 @@
  * language and numbers of each conversation, by hour of start) by a sweep over start and end events; a
  * conversation still in progress counts as going on until now.
  */
-import type { Collection } from '../../../store/mod.js';
-import { eachSpan, hourOf, type SpanQuery, type SpanSlot } from '../../../actors/conversation/mod.js';
+import { eachSpan, hourOf, type SlotCache, type SpanQuery, type SpanSlot } from '../../../actors/conversation/mod.js';
 import { CONVERSATIONS } from '../../../platform/errors.js';
 import { oneOf, text, time, type RawQuery } from './params.js';
 import { ENVIRONMENTS } from './query.js';
@@ -128,15 +127,14 @@ export function sweepColumns(spanStarts: number[], spanEnds: number[], start: nu
 
 /** The intervals of the response (one series per variant when sliced, interleaved in time order). */
 export async function concurrency(
-  buckets: Collection<SpanSlot>,
+  buckets: Pick<SlotCache<SpanSlot>, 'find'>,
   projectId: string,
   q: ConcurrencyQuery,
   now = Date.now(),
 ): Promise<Interval[]> {
-  const docs = await buckets.find({
-    project_id: projectId,
-    environment: q.environment,
-    bucket: { $gte: hourOf(new Date(q.start - LOOKBACK_MS).toISOString()), $lt: new Date(q.end).toISOString() },
+  const docs = await buckets.find(projectId, q.environment, {
+    $gte: hourOf(new Date(q.start - LOOKBACK_MS).toISOString()),
+    $lt: new Date(q.end).toISOString(),
   });
   const series = new Map<string, { id: string; name: string; starts: number[]; ends: number[] }>();
   const spanQuery: SpanQuery = {

@@ -17,7 +17,7 @@ import {
   conversationSpans,
   conversationTerms,
   conversationVectorBuckets,
-  VectorSlotCache,
+  SlotCache,
   conversationVectors,
   createEmbedderFromEnv,
   type ConversationRecord,
@@ -72,7 +72,8 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
     hours: conversationHours(services.store),
     spans: conversationSpans(services.store),
     vectorBuckets: conversationVectorBuckets(services.store),
-    vectorSlots: new VectorSlotCache(conversationHours(services.store), conversationVectorBuckets(services.store), opts.slotCacheBytes ?? 0),
+    vectorSlots: new SlotCache(conversationHours(services.store), conversationVectorBuckets(services.store), 'vectors', opts.slotCacheBytes ?? 0),
+    spanSlots: new SlotCache(conversationHours(services.store), conversationSpans(services.store), 'spans', opts.slotCacheBytes ?? 0),
     embedder: opts.embedder ?? createEmbedderFromEnv(),
   };
   const cursors = cursorCodec(opts.cursorSecret);
@@ -201,7 +202,7 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
     if (req.params.version !== 'v1') throw CONVERSATIONS.CONCURRENCY_VERSION_NOT_FOUND(req.params.version.slice(0, 16));
     const { account, project } = await authorize(req, req.params, false);
     const q = parseConcurrencyQuery(req.query as RawQuery);
-    return { account_id: account.id, project_id: project.id, intervals: await concurrency(src.spans, project.id, q) };
+    return { account_id: account.id, project_id: project.id, intervals: await concurrency(src.spanSlots, project.id, q) };
   });
 };
 

@@ -32,7 +32,7 @@ import {
   type SpanSlot,
   type TermPosting,
   type VectorSlot,
-  type VectorSlotCache,
+  type SlotCache,
 } from '../../../actors/conversation/mod.js';
 import type { ListQuery } from './query.js';
 import type { Position } from './cursor.js';
@@ -47,8 +47,10 @@ export interface ReadSources {
   hours: Collection<HourCount>;
   spans: Collection<SpanSlot>;
   vectorBuckets: Collection<VectorSlot>;
-  /** The vector slots semantic search scores, kept decoded between searches (`VectorSlotCache`). */
-  vectorSlots: VectorSlotCache;
+  /** The vector slots semantic search scores, kept decoded between searches (`SlotCache`). */
+  vectorSlots: SlotCache<VectorSlot>;
+  /** The span slots of concurrency and random sampling, kept the same way. */
+  spanSlots: SlotCache<SpanSlot>;
   embedder: Embedder;
 }
 
@@ -297,12 +299,6 @@ export function keysetRows(src: ReadSources, projectId: string, q: ListQuery, po
   };
 }
 
-/** The slot filter of a time range (slots hold an hour's start times; entries are checked against the exact range). */
-export function bucketFilter(projectId: string, q: ListQuery): Filter {
-  const range = slotHours(q);
-  return { project_id: projectId, environment: q.environment, ...(range ? { bucket: range } : {}) };
-}
-
 /** The hours of the slots a request reads (null: all): from the hour of its start to its end. */
 export const slotHours = (q: ListQuery): Record<string, string> | null => (timeRange(q.start === null ? null : hourOf(q.start), q.end) as Record<string, string> | undefined) ?? null;
 
@@ -334,7 +330,7 @@ const byStart = (a: { start: number; id: string }, b: { start: number; id: strin
 /** Random sampling: up to `limit` conversations of the range, uniformly, returned in chronological order. */
 export async function randomRows(src: ReadSources, projectId: string, q: ListQuery, documents = false): Promise<Rows> {
   const pool: Array<{ id: string; start: number }> = [];
-  for (const doc of await src.spans.find(bucketFilter(projectId, q))) {
+  for (const doc of await src.spanSlots.find(projectId, q.environment, slotHours(q))) {
     eachSpan(doc, slotQuery(q), { id: true }, (id, start, end) => {
       if (q.inProgress === null || (end === null) === q.inProgress) pool.push({ id, start });
     });
