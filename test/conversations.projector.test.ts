@@ -77,13 +77,14 @@ const dump = async () => {
   const out: unknown[] = [];
   for (const c of collections(store)) {
     const docs = (await c.find({})).map((d: any) => {
-      // An hour's token of its vector slots is random at each write: compared as present or not.
+      // An hour's tokens of its slots are random at each write: compared as present or not.
       const { rev: _r, updated_at: _u, ...rest } = d;
       return {
         ...rest,
         ...(rest.json ? { json: Buffer.from(rest.json).toString() } : {}),
         ...(rest.block ? { block: Buffer.from(rest.block).toString('base64') } : {}),
         ...(rest.vectors !== undefined ? { vectors: typeof rest.vectors } : {}),
+        ...(rest.spans !== undefined ? { spans: typeof rest.spans } : {}),
       };
     });
     out.push(docs.sort((a: any, b: any) => (a.id < b.id ? -1 : 1)));
