@@ -11,8 +11,8 @@
  * read again the next time. After a rebuild the hours have new tokens. Hours without a token (no slot of
  * the kind written yet) are read every time.
  *
- * Least recently used out first, within a byte budget (blocks and heads); per process, so every edge
- * keeps its own.
+ * Least recently used out first, within a byte budget (blocks and packed texts); per process, so every
+ * edge keeps its own.
  */
 import type { Collection } from '../../store/mod.js';
 import type { HourCount } from './search.js';

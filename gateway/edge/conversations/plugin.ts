@@ -17,9 +17,9 @@ import {
   conversationSpans,
   conversationTerms,
   conversationVectorBuckets,
-  SlotCache,
   conversationVectors,
   createEmbedderFromEnv,
+  SlotCache,
   type ConversationRecord,
   type Embedder,
 } from '../../../actors/conversation/mod.js';
@@ -46,7 +46,7 @@ export interface ConversationsOptions {
   cursorSecret: string;
   /** Embeds semantic queries; must be the embedder the workers index with (default: from the environment). */
   embedder?: Embedder;
-  /** Memory for the vector slots kept decoded between semantic searches (`SLOT_CACHE_MB`); 0 or absent: none kept. */
+  /** Memory for each kind of slot kept decoded between reads (`SLOT_CACHE_MB`); 0 or absent: none kept. */
   slotCacheBytes?: number;
 }
 

@@ -29,10 +29,10 @@ import {
   type ConversationVector,
   type Embedder,
   type HourCount,
+  type SlotCache,
   type SpanSlot,
   type TermPosting,
   type VectorSlot,
-  type SlotCache,
 } from '../../../actors/conversation/mod.js';
 import type { ListQuery } from './query.js';
 import type { Position } from './cursor.js';
