@@ -25,16 +25,17 @@ import { storeFor } from './helpers/store.js';
 
 const store = await storeFor(t, 'sb-reader-');
 const embedder = createOfflineEmbedder();
+// The slot collections, which the reader reads through its caches and these tests also read and write directly.
+const spans = conversationSpans(store);
+const vectorBuckets = conversationVectorBuckets(store);
 const src: ReadSources = {
   records: conversationRecords(store),
   documents: conversationDocuments(store),
   vectors: conversationVectors(store),
   terms: conversationTerms(store),
   hours: conversationHours(store),
-  spans: conversationSpans(store),
-  vectorBuckets: conversationVectorBuckets(store),
-  vectorSlots: new SlotCache(conversationHours(store), conversationVectorBuckets(store), 'vectors', 64 * 1024 * 1024),
-  spanSlots: new SlotCache(conversationHours(store), conversationSpans(store), 'spans', 64 * 1024 * 1024),
+  vectorSlots: new SlotCache(conversationHours(store), vectorBuckets, 'vectors', 64 * 1024 * 1024),
+  spanSlots: new SlotCache(conversationHours(store), spans, 'spans', 64 * 1024 * 1024),
   embedder,
 };
 const projector = conversationsProjector({ embedder });
@@ -207,15 +208,15 @@ t.test('topK equals the first k of a full sort (score, then start, then id)', as
 });
 
 t.test('semantic mode: packed slots rank exactly as slots written before packing, filters and replaced entries included', async (t) => {
-  const buckets = await src.vectorBuckets.find({ project_id: 'proj' });
+  const buckets = await vectorBuckets.find({ project_id: 'proj' });
   t.ok(buckets.length > 1, 'several slots');
   t.ok(buckets.every((b) => typeof b.heads === 'string' && b.block instanceof Uint8Array && b.rev! >= 1 && b.vectors === undefined), 'the indexer writes packed slots');
   // A conversation about parking ends again with other fields: its newest entry replaces the first.
   const dup = buckets.find((b) => vectorEntries(b).some((e) => Number(e[0].slice(1)) % 5 === 0))!;
   const first = vectorEntries(dup).find((e) => Number(e[0].slice(1)) % 5 === 0)!;
   const moved: VectorEntry = [first[0], first[1], first[2] === 'SMS' ? 'CHAT' : 'SMS', first[3], first[4], first[5], first[6]];
-  await vectorSlotWriter(src.vectorBuckets, src.hours)(dup.id, { project_id: 'proj', environment: 'live', bucket: dup.bucket }, moved);
-  const after = (await src.vectorBuckets.get(dup.id))!;
+  await vectorSlotWriter(vectorBuckets, src.hours)(dup.id, { project_id: 'proj', environment: 'live', bucket: dup.bucket }, moved);
+  const after = (await vectorBuckets.get(dup.id))!;
   t.equal(after.rev, dup.rev! + 1, 'the slot\'s revision moves on');
   t.equal(vectorEntries(after).length, vectorEntries(dup).length, 'one entry per conversation');
   t.same(vectorEntries(after).find((e) => e[0] === first[0]), moved, 'the newest entry is stored');
@@ -248,7 +249,7 @@ t.test('semantic mode: packed slots rank exactly as slots written before packing
 });
 
 t.test('semantic mode: a slot whose vectors share a dimension is scored without reading its heads, to the same candidates', async (t) => {
-  const buckets = await src.vectorBuckets.find({ project_id: 'proj' });
+  const buckets = await vectorBuckets.find({ project_id: 'proj' });
   t.ok(buckets.length > 1 && buckets.every((b) => b.dims === 128), 'the indexer records the shared dimension');
   const [query] = await embedder.embed(['parking permit']);
   const query64 = Float64Array.from(query);
@@ -392,7 +393,7 @@ t.test('documentOf: `personal` by property, over turns and variables that hold p
 });
 
 t.test('span slots: one packed entry per conversation; concurrent writers lose no entry', async (t) => {
-  const slots = await src.spans.find({ project_id: 'proj' });
+  const slots = await spans.find({ project_id: 'proj' });
   t.ok(slots.every((s) => typeof s.entries === 'string' && s.spans === undefined), 'the indexer writes packed slots');
   const entries = new Map(slots.map((s) => [s.id, spanEntries(s)]));
   t.equal([...entries.values()].flat().length, all.length, 'one entry per conversation');
@@ -402,13 +403,13 @@ t.test('span slots: one packed entry per conversation; concurrent writers lose n
   t.same(await collect((await randomRows(src, 'proj', q)).rows), all.filter((r) => within(r, from, to) && !r.in_progress).map((r) => r.id), 'and from packed slots');
 
   // Two writers (as two processes would be) adding to one slot at once: compare-and-set retries, no loss.
-  const writers = [spanSlotWriter(src.spans, src.hours), spanSlotWriter(src.spans, src.hours)];
+  const writers = [spanSlotWriter(spans, src.hours), spanSlotWriter(spans, src.hours)];
   const place = { project_id: 'contended', environment: 'live', bucket: new Date(T0).toISOString() };
   await Promise.all(Array.from({ length: 200 }, (_, i) =>
     writers[i % 2]('contended/0', place, [`k${i}`, T0 + i, i % 3 === 0 ? null : T0 + i + 5, 'CHAT', 'v', 'V', 'en', '', ''])));
   // An entry without an end never replaces one with an end.
   await writers[0]('contended/0', place, ['k1', T0 + 1, null, 'CHAT', 'v', 'V', 'en', '', '']);
-  const contended = (await src.spans.get('contended/0'))!;
+  const contended = (await spans.get('contended/0'))!;
   const got = spanEntries(contended);
   t.equal(got.length, 200, 'every entry stored once');
   t.equal(got.find((e) => e[0] === 'k1')![2], T0 + 6, 'an ended entry stays ended');

@@ -233,9 +233,9 @@ export function slotWriter<S extends SlotDoc, E extends [string, ...unknown[]]>(
   read: (slot: S) => E[],
   build: (id: string, place: SlotPlace, entries: E[]) => S,
   /** Whether `incoming` replaces `stored` for the same conversation. */
-  replaces: (stored: E, incoming: E) => boolean = () => true,
+  replaces: (stored: E, incoming: E) => boolean,
   /** Awaited after each write of a slot, before its entries' writes resolve. */
-  written: (place: SlotPlace) => Promise<void> = async () => undefined,
+  written: (place: SlotPlace) => Promise<void>,
 ): (id: string, place: SlotPlace, entry: E) => Promise<void> {
   interface Pending {
     place: SlotPlace;
@@ -311,4 +311,4 @@ export const hourId = (projectId: string, environment: string, hour: string) => 
  * the new slot (`slot-cache.ts`).
  */
 export const vectorSlotWriter = (slots: Collection<VectorSlot>, hours: Collection<Doc & { vectors?: string }>) =>
-  slotWriter<VectorSlot, VectorEntry>(slots, vectorEntries, vectorSlotOf, undefined, tokenChange(hours, 'vectors'));
+  slotWriter<VectorSlot, VectorEntry>(slots, vectorEntries, vectorSlotOf, () => true, tokenChange(hours, 'vectors'));

@@ -64,16 +64,15 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
   const app = root.withTypeProvider<ZodTypeProvider>();
   useErrorShape(app, 'error_message');
   const { services } = opts;
+  const hours = conversationHours(services.store);
   const src: ReadSources = {
     records: conversationRecords(services.store),
     documents: conversationDocuments(services.store),
     vectors: conversationVectors(services.store),
     terms: conversationTerms(services.store),
-    hours: conversationHours(services.store),
-    spans: conversationSpans(services.store),
-    vectorBuckets: conversationVectorBuckets(services.store),
-    vectorSlots: new SlotCache(conversationHours(services.store), conversationVectorBuckets(services.store), 'vectors', opts.slotCacheBytes ?? 0),
-    spanSlots: new SlotCache(conversationHours(services.store), conversationSpans(services.store), 'spans', opts.slotCacheBytes ?? 0),
+    hours,
+    vectorSlots: new SlotCache(hours, conversationVectorBuckets(services.store), 'vectors', opts.slotCacheBytes ?? 0),
+    spanSlots: new SlotCache(hours, conversationSpans(services.store), 'spans', opts.slotCacheBytes ?? 0),
     embedder: opts.embedder ?? createEmbedderFromEnv(),
   };
   const cursors = cursorCodec(opts.cursorSecret);

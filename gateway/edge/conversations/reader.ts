@@ -45,8 +45,6 @@ export interface ReadSources {
   vectors: Collection<ConversationVector>;
   terms: Collection<TermPosting>;
   hours: Collection<HourCount>;
-  spans: Collection<SpanSlot>;
-  vectorBuckets: Collection<VectorSlot>;
   /** The vector slots semantic search scores, kept decoded between searches (`SlotCache`). */
   vectorSlots: SlotCache<VectorSlot>;
   /** The span slots of concurrency and random sampling, kept the same way. */
