@@ -179,6 +179,32 @@ t.test('session: user messages queue while the agent answers, each answered in o
   a.stop();
 });
 
+t.test('session: a user message to a ready agent and its reply are one microstep each (no step through `answered`)', async (t) => {
+  const inspected: Array<{ type: string }> = [];
+  const actor = createActor(machine, { input: { id: 's1' }, inspect: (e) => void inspected.push(e as any) });
+  const all: SessionEmitted[] = [];
+  actor.on('*', (e) => void all.push(e as SessionEmitted));
+  actor.start();
+  actor.send({ type: 'CREATE', info });
+  actor.send(client('JOIN'));
+  actor.send(done('start', reply()));
+  t.equal((actor.getSnapshot().value as any).active.agent, 'ready');
+  const counted = (send: () => void) => {
+    inspected.length = 0;
+    send();
+    return inspected.filter((e) => e.type === '@xstate.microstep').length;
+  };
+  const from = all.length;
+  t.equal(counted(() => actor.send(client('MESSAGE', { text: 'hi', custom: { n: 1 } }))), 1, 'the message');
+  t.equal((actor.getSnapshot().value as any).active.agent, 'responding');
+  t.equal(actor.getSnapshot().context.current?.text, 'hi', 'taken at once');
+  t.same(actor.getSnapshot().context.queue, [], 'not through the queue');
+  t.equal(counted(() => actor.send(turnDone(reply({ text: 'hello' })))), 1, 'the reply, straight to ready');
+  t.equal((actor.getSnapshot().value as any).active.agent, 'ready');
+  t.same(all.slice(from).map((e) => e.type), ['session.user_message', 'session.thinking', 'session.agent_message'], 'the same events as through the queue');
+  actor.stop();
+});
+
 t.test('session: failures are semantic; the wire module says the contract messages', async (t) => {
   const cases: Array<[Partial<AgentReply>, string]> = [
     [{ failure: 'overload' }, 'Our system is experiencing high load. Please try again in a moment.'],
