@@ -27,7 +27,8 @@ export class StoreCursorError extends Error {
  * A collection declared again unlike its first declaration (other indexes, or the other way round as a read
  * model): a programming error, the same on every backend.
  */
-export function redeclared(spec: CollectionSpec, differs: 'indexes' | 'readModel'): Error {
-  const how = differs === 'indexes' ? 'with other indexes' : spec.readModel ? 'as not a read model' : 'as a read model';
+export function redeclared(spec: CollectionSpec, differs: 'indexes' | 'readModel' | 'appended'): Error {
+  const how =
+    differs === 'indexes' ? 'with other indexes' : differs === 'appended' ? 'with another appended field' : spec.readModel ? 'as not a read model' : 'as a read model';
   return new Error(`collection ${spec.name} is already declared ${how}`);
 }

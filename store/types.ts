@@ -42,6 +42,15 @@ export interface CollectionSpec {
    * collection. Every declaration of a collection must say the same.
    */
   readModel?: boolean;
+  /**
+   * A top-level array field that only grows, as a conversation record's turns do: a `putNewer` of a record
+   * extends the stored record's array (the items already stored are taken as they are). The embedded store
+   * keeps the array apart from the record, and such a write stores only the items added, so a record that
+   * grows by one item per write costs one item a write, not the whole array (any other write stores the array
+   * afresh). Reads return the whole array. No index may name it. MongoDB stores the record whole. Every
+   * declaration of a collection must say the same.
+   */
+  appended?: string;
 }
 
 export interface FindOptions {

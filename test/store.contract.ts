@@ -395,6 +395,41 @@ export async function storeContract(t: Test, makeStore: MakeStore, reopen?: Reop
     t.same((await views.find({ owner: { $in: versions.map((v) => `o${v}`) } })).map((d) => d.id), ['v6'], 'with one index entry');
   });
 
+  t.test('an appended field: records read whole, however they were written', async (t) => {
+    const store = await open(t);
+    const logs = store.collection({ name: 'logs', indexes: [{ fields: ['owner', 'n'] }], appended: 'items', readModel: true });
+    const doc = (id: string, v: number, items: unknown[] | undefined, owner = 'a') => ({ id, owner, n: items?.length ?? 0, ...(items ? { items } : {}), v });
+    const grown: Array<{ k: number; at: string }> = [];
+    for (let v = 1; v <= 6; v++) {
+      grown.push({ k: v, at: `t${v}` });
+      t.equal(await logs.putNewer(doc('a', v, grown.slice()), 'v'), true);
+      t.same(await logs.get('a'), doc('a', v, grown), `grown to ${v}`);
+    }
+    t.same(await logs.putNewer(doc('a', 6, [...grown, { k: 0, at: 'no' }]), 'v'), false, 'an older version adds nothing');
+    t.same(await logs.get('a'), doc('a', 6, grown));
+    t.equal(await logs.putNewer(doc('a', 7, grown.slice(0, 2)), 'v'), true, 'a shorter array replaces the stored one');
+    t.same(await logs.get('a'), doc('a', 7, grown.slice(0, 2)));
+    t.equal(await logs.putNewer(doc('a', 8, [...grown.slice(0, 2), { k: 9, at: 't9' }]), 'v'), true);
+    t.same((await logs.find({ owner: 'a' }))[0], doc('a', 8, [...grown.slice(0, 2), { k: 9, at: 't9' }]), 'find reads it whole');
+    t.same((await logs.find({ 'items.k': 9 })).map((d) => d.id), ['a'], 'filters see the items');
+    await logs.update({ id: 'a' }, { $set: { 'items.0.at': 'changed' } });
+    t.same((await logs.get('a'))?.items, [{ k: 1, at: 'changed' }, { k: 2, at: 't2' }, { k: 9, at: 't9' }], 'an update may change any item');
+    t.equal(await logs.putNewer(doc('a', 9, [{ k: 1, at: 'changed' }, { k: 2, at: 't2' }, { k: 9, at: 't9' }, { k: 10, at: 't10' }]), 'v'), true, 'and grows on from there');
+    t.same((await logs.get('a'))?.items, [{ k: 1, at: 'changed' }, { k: 2, at: 't2' }, { k: 9, at: 't9' }, { k: 10, at: 't10' }]);
+    await logs.insert(doc('ab', 1, [{ k: 1, at: 'x' }], 'b'));
+    await logs.insert(doc('none', 1, undefined, 'b'));
+    t.same(await logs.get('none'), doc('none', 1, undefined, 'b'), 'a record without the field has none');
+    t.same((await logs.get('ab'))?.items, [{ k: 1, at: 'x' }], "an id that starts with another's keeps its own items");
+    t.equal(await logs.putNewer(doc('e', 1, []), 'v'), true);
+    t.same(await logs.get('e'), doc('e', 1, []), 'an empty array stays one');
+    t.equal(await logs.delete({ id: 'a' }), 1);
+    t.equal(await logs.get('a'), null);
+    t.equal(await logs.putNewer(doc('a', 1, [{ k: 5, at: 'new' }]), 'v'), true, 'written again after a delete');
+    t.same((await logs.get('a'))?.items, [{ k: 5, at: 'new' }], 'with none of the deleted items');
+    t.same((await logs.page({ owner: 'b' }, { limit: 10 })).items.map((d) => d.items), [[{ k: 1, at: 'x' }], undefined], 'pages read whole');
+    t.throws(() => store.collection({ name: 'logs', indexes: [{ fields: ['owner', 'n'] }], readModel: true }), /already declared with another appended field/);
+  });
+
   t.test('delete', async (t) => {
     const store = await open(t);
     const jobs = store.collection({ name: 'jobs', indexes: [{ fields: ['queue'] }] });

@@ -140,6 +140,27 @@ t.test('writes of one key in one batch are judged in order, a chained one on wha
   await store.close();
 });
 
+t.test("a record's appended field is kept apart: a write that grows it stores only the items it adds", async (t) => {
+  const dataDir = tempDir();
+  const store = await makeStore(dataDir);
+  const logs = store.collection({ name: 'logs', appended: 'items', readModel: true });
+  const items: Array<{ k: number }> = [];
+  for (let v = 1; v <= 5; v++) {
+    items.push({ k: v });
+    await logs.putNewer({ id: 'a', v, items: items.slice() }, 'v');
+  }
+  t.throws(() => store.collection({ name: 'bad', appended: 'items', indexes: [{ fields: ['items.k'] }] }), /no index may name its appended field/);
+  await store.close();
+  const env = openEnv(dataDir);
+  t.teardown(() => closeEnv(env));
+  t.same(env.readModels.records.get(['logs', 'a']), { id: 'a', v: 5, items: 5 }, 'the record holds the count');
+  t.same(
+    [...env.readModels.appended.getRange({ start: ['logs', 'a'], end: ['logs', 'a', Buffer.from([0xff])] })].map(({ key, value }) => [(key as unknown[])[2], value]),
+    [[0, [{ k: 1 }]], [1, [{ k: 2 }]], [2, [{ k: 3 }]], [3, [{ k: 4 }]], [4, [{ k: 5 }]]],
+    'each write stored the one item it added, under its position',
+  );
+});
+
 t.test('stored objects share their shapes; a shape first written in a batch that rolled back is saved again', async (t) => {
   const dataDir = tempDir();
   let store = await makeStore(dataDir);

@@ -50,5 +50,7 @@ export function conversationRecords(store: Store): Collection<ConversationRecord
       { fields: ['project_id', 'environment', 'in_progress', 'started_at'] },
     ],
     readModel: true,
+    // A record is rewritten at every step of its conversation: only the new turns are written each time.
+    appended: 'turns',
   });
 }

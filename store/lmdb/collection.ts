@@ -8,7 +8,7 @@ import { namesId, versionOf } from '../update.js';
 import type { Collection, Doc, Filter, FindOptions, Page, PageOptions, Sort, Update } from '../types.js';
 import type { RecordsEnv } from './env.js';
 import { writeEntries, type IndexDef } from './indexes.js';
-import { idOf, isKeyString, key } from './keys.js';
+import { END, idOf, isKeyString, key } from './keys.js';
 import { compareBy } from './order.js';
 import { matcher } from './matcher.js';
 import { isOperatorObject, isPlainObject, plan, type Plan } from './planner.js';
@@ -25,6 +25,8 @@ export class LmdbCollection<T extends Doc = Doc> implements Collection<T> {
     readonly env: RecordsEnv,
     readonly name: string,
     readonly indexes: IndexDef[],
+    /** The field kept apart from the record (`CollectionSpec.appended`), or null. */
+    readonly appended: string | null = null,
   ) {}
 
   async insert(doc: T): Promise<T> {
@@ -39,13 +41,14 @@ export class LmdbCollection<T extends Doc = Doc> implements Collection<T> {
   async get(id: string): Promise<T | null> {
     if (!isKeyString(id)) return null;
     const k = key(this.name, id);
-    const found = this.env.records.get(k) as T | undefined;
-    if (found !== undefined) return found;
+    const found = this.env.records.get(k);
+    if (found !== undefined) return this.whole(found) as T;
     // A miss is confirmed on a fresh snapshot. lmdb-js reads through one snapshot per thread until that thread's
     // next timers phase, and another thread of the process (the edge thread, the projection thread) may have
     // committed the record since: a connector or key the edge thread just created would read as unknown here.
     this.env.records.resetReadTxn();
-    return (this.env.records.get(k) as T | undefined) ?? null;
+    const again = this.env.records.get(k);
+    return again === undefined ? null : (this.whole(again) as T);
   }
 
   async findOne(filter: Filter, options: { sort?: Sort } = {}): Promise<T | null> {
@@ -102,14 +105,15 @@ export class LmdbCollection<T extends Doc = Doc> implements Collection<T> {
     if (!isKeyString(doc.id)) throw new TypeError(`invalid id ${JSON.stringify(doc.id)} for ${this.name}`);
     const version = versionOf(doc, versionField);
     // One read of the stored record (its index entries must be replaced too), then the write as given:
-    // no query to compile, no copy, no update to apply.
+    // no query to compile, no copy, no update to apply. The record is read without its appended field's items,
+    // and only the items `doc` adds to them are written (`CollectionSpec.appended`).
     return this.env.batch(() => {
       const current = this.env.records.get(key(this.name, doc.id));
       if (current !== undefined) {
         const stored = current[versionField];
         if (!(typeof stored === 'number' && stored < version)) return false;
       }
-      this.write(current ?? null, doc);
+      this.write(current ?? null, doc, true);
       return true;
     });
   }
@@ -141,12 +145,12 @@ export class LmdbCollection<T extends Doc = Doc> implements Collection<T> {
     const { records, indexes } = this.env;
     switch (chosen.kind) {
       case 'records':
-        for (const { value } of records.getRange({ start: chosen.start, end: chosen.end })) yield value;
+        for (const { value } of records.getRange({ start: chosen.start, end: chosen.end })) yield this.whole(value);
         return;
       case 'ids':
         for (const id of chosen.ids) {
           const doc = records.get(key(this.name, id));
-          if (doc) yield doc;
+          if (doc) yield this.whole(doc);
         }
         return;
       case 'index': {
@@ -157,18 +161,65 @@ export class LmdbCollection<T extends Doc = Doc> implements Collection<T> {
             if (seen.has(id)) continue;
             seen.add(id);
             const doc = records.get(key(this.name, id));
-            if (doc) yield doc;
+            if (doc) yield this.whole(doc);
           }
         }
       }
     }
   }
 
-  /** Stores `after` in place of `before` (null for an insert or a delete). Inside a write transaction only. */
-  private write(before: Doc | null, after: Doc | null): void {
+  /**
+   * A stored record as readers see it: the items of its appended field put back in place of their count
+   * (`CollectionSpec.appended`). The record is the caller's (lmdb-js decodes afresh on every read).
+   */
+  private whole(stored: Doc): Doc {
+    const field = this.appended;
+    if (field === null || typeof stored[field] !== 'number') return stored;
+    const items: unknown[] = [];
+    for (const { value } of this.env.appended.getRange({ start: key(this.name, stored.id), end: key(this.name, stored.id, END) })) {
+      for (const item of value) items.push(item);
+    }
+    stored[field] = items;
+    return stored;
+  }
+
+  /**
+   * Stores `after` in place of `before` (null for an insert or a delete). Inside a write transaction only.
+   * `extending`: `after`'s appended field extends the stored one's (`putNewer`), so only its new items are
+   * written; `before` is then the record as stored (its appended field a count when kept apart).
+   */
+  private write(before: Doc | null, after: Doc | null, extending = false): void {
     writeEntries(this.env, this.name, this.indexes, before, after);
-    if (after) this.env.records.putSync(key(this.name, after.id), after);
-    else if (before) this.env.records.removeSync(key(this.name, before.id));
+    if (after) this.env.records.putSync(key(this.name, after.id), this.appended === null ? after : this.apart(before, after, this.appended, extending));
+    else if (before) {
+      this.env.records.removeSync(key(this.name, before.id));
+      if (this.appended !== null) this.dropItems(before.id);
+    }
+  }
+
+  /** Writes the items of `after`'s appended `field` that are not stored yet; returns the record to store in its place. */
+  private apart(before: Doc | null, after: Doc, field: string, extending: boolean): Doc {
+    const items = after[field];
+    if (items === undefined) {
+      if (before) this.dropItems(before.id);
+      return after;
+    }
+    if (!Array.isArray(items)) throw new TypeError(`${this.name}: the appended field ${field} must be an array`);
+    const stored = before?.[field];
+    if (extending && typeof stored === 'number' && stored <= items.length) {
+      if (items.length > stored) this.env.appended.putSync(key(this.name, after.id, stored), items.slice(stored));
+    } else {
+      if (before) this.dropItems(before.id);
+      if (items.length > 0) this.env.appended.putSync(key(this.name, after.id, 0), items);
+    }
+    const record = Object.assign({}, after);
+    record[field] = items.length;
+    return record;
+  }
+
+  private dropItems(id: string): void {
+    const keys = [...this.env.appended.getKeys({ start: key(this.name, id), end: key(this.name, id, END) })];
+    for (const k of keys) this.env.appended.removeSync(k);
   }
 }
 

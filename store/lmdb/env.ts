@@ -35,6 +35,11 @@ export interface RecordsEnv {
   indexes: Database<true, Key>;
   /** collection -> names of the indexes built for it, so that a newly declared index gets back-filled. */
   catalog: Database<string[], string>;
+  /**
+   * [collection, id, first item's position] -> the items of a record's appended field from that position on,
+   * as one write added them (`CollectionSpec.appended`).
+   */
+  appended: Database<unknown[], Key>;
 }
 
 /** The main file (`store.mdb`): records, snapshots and the journal, with the read models' file beside it. */
@@ -92,8 +97,8 @@ export function openEnv(dataDir: string): Env {
   const snapshots = root.openDB<StoredSnapshot, string>({ name: 'snapshots', ...SHARED_SHAPES });
   const journal = root.openDB<StoredEntry, number>({ name: 'journal', ...SHARED_SHAPES });
   const snapshotData = root.openDB<unknown, string>({ name: 'snapshot-data', ...SHARED_SHAPES });
-  return Object.assign(records, { batch: groupCommit('store', root, seqs, [records.records, snapshots, snapshotData, journal]) }, {
-    readModels: Object.assign(readModelRecords, { batch: groupCommit('read-models', readModels, null, [readModelRecords.records]) }),
+  return Object.assign(records, { batch: groupCommit('store', root, seqs, [records.records, records.appended, snapshots, snapshotData, journal]) }, {
+    readModels: Object.assign(readModelRecords, { batch: groupCommit('read-models', readModels, null, [readModelRecords.records, readModelRecords.appended]) }),
     nextSeq: () => seqs.next(),
     snapshots,
     snapshotData,
@@ -116,6 +121,7 @@ function recordsOf(root: RootDatabase): Omit<RecordsEnv, 'batch'> {
     records: root.openDB<Doc, Key>({ name: 'records', ...SHARED_SHAPES }),
     indexes: root.openDB<true, Key>({ name: 'indexes' }),
     catalog: root.openDB<string[], string>({ name: 'catalog' }),
+    appended: root.openDB<unknown[], Key>({ name: 'appended', ...SHARED_SHAPES }),
   };
 }
 

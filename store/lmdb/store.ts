@@ -28,14 +28,20 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
       const defs = (spec.indexes ?? []).map(indexDef);
       let collection = collections.get(spec.name);
       const file = spec.readModel ? env.readModels : env;
+      const appended = spec.appended ?? null;
+      if (appended !== null && defs.some((def) => def.fields.some((f) => f === appended || f.startsWith(`${appended}.`)))) {
+        throw new TypeError(`collection ${spec.name}: no index may name its appended field ${appended}`);
+      }
       if (!collection) {
         ensureIndexes(file, spec.name, defs);
-        collection = new LmdbCollection(file, spec.name, defs);
+        collection = new LmdbCollection(file, spec.name, defs, appended);
         collections.set(spec.name, collection);
       } else if (collection.indexes.map((def) => def.name).join('\n') !== defs.map((def) => def.name).join('\n')) {
         throw redeclared(spec, 'indexes');
       } else if (collection.env !== file) {
         throw redeclared(spec, 'readModel');
+      } else if (collection.appended !== appended) {
+        throw redeclared(spec, 'appended');
       }
       return collection as unknown as Collection<T>;
     },

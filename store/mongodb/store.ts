@@ -38,8 +38,9 @@ export async function openMongoStore(options: MongoStoreOptions): Promise<Store>
   const journal = new MongoJournal(entries, db.collection<CounterDoc>('journal_counters'), withSession);
   const snapshots = new MongoSnapshots(snapshotsHandle, journal, withSession);
   const collections = new Map<string, MongoCollection>();
-  /** Whether each declared collection is a read model (see `CollectionSpec.readModel`). */
+  /** Whether each declared collection is a read model (see `CollectionSpec.readModel`), and its appended field. */
   const readModels = new Map<string, boolean>();
+  const appended = new Map<string, string | null>();
   return {
     backend: 'mongodb',
     snapshots,
@@ -51,11 +52,15 @@ export async function openMongoStore(options: MongoStoreOptions): Promise<Store>
         collection = new MongoCollection(db.collection<StoredRecord>(spec.name), spec.name, indexes);
         collections.set(spec.name, collection);
         readModels.set(spec.name, spec.readModel === true);
+        appended.set(spec.name, spec.appended ?? null);
       } else if (indexSignature(collection.indexes) !== indexSignature(indexes)) {
         throw redeclared(spec, 'indexes');
       } else if (readModels.get(spec.name) !== (spec.readModel === true)) {
         // Kept apart only by the embedded store, but declared the same way everywhere, whatever the backend.
         throw redeclared(spec, 'readModel');
+      } else if (appended.get(spec.name) !== (spec.appended ?? null)) {
+        // Stored whole here (MongoDB rewrites a document whole anyway), but declared the same way everywhere.
+        throw redeclared(spec, 'appended');
       }
       return collection as unknown as Collection<T>;
     },
