@@ -176,6 +176,10 @@ export class LmdbCollection<T extends Doc = Doc> implements Collection<T> {
     const field = this.appended;
     if (field === null || typeof stored[field] !== 'number') return stored;
     const items: unknown[] = [];
+    if (stored[field] === 0) {
+      stored[field] = items;
+      return stored;
+    }
     for (const { value } of this.env.appended.getRange({ start: key(this.name, stored.id), end: key(this.name, stored.id, END) })) {
       for (const item of value) items.push(item);
     }
