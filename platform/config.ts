@@ -259,7 +259,7 @@ export interface EdgeConfig {
   keepAliveTimeoutMs: number;
   /** Connections the edge holds at once; later ones are closed at once (Node's `maxConnections`). */
   maxConnections: number;
-  /** Memory for the vector slots semantic search keeps decoded between searches, MiB (0: none kept). */
+  /** Memory for each kind of slot kept decoded between reads (vectors for semantic search, spans for concurrency and random sampling), MiB (0: none kept). */
   slotCacheMb: number;
 }
 

@@ -70,9 +70,7 @@ const COMPARE: Record<string, (a: string | number, b: string | number) => boolea
  * types): a time range over ISO strings (a page's window, a week's slots) is compared without mingo.
  */
 function rangeOf(condition: unknown): Array<(actual: unknown) => boolean> | undefined {
-  if (typeof condition !== 'object' || condition === null || Array.isArray(condition)) return undefined;
-  const proto = Object.getPrototypeOf(condition);
-  if (proto !== Object.prototype && proto !== null) return undefined;
+  if (!isFilterObject(condition)) return undefined;
   const out: Array<(actual: unknown) => boolean> = [];
   for (const [op, bound] of Object.entries(condition)) {
     const compare = Object.prototype.hasOwnProperty.call(COMPARE, op) ? COMPARE[op] : undefined;
@@ -90,21 +88,23 @@ const isScalar = (v: unknown): v is Scalar => typeof v === 'string' || typeof v 
 
 /** The values of `{$in: [scalars]}` as a set (`Set` compares as `===` does, but for NaN, excluded), else undefined. */
 function inList(condition: unknown): Set<Scalar> | undefined {
-  if (typeof condition !== 'object' || condition === null || Array.isArray(condition)) return undefined;
-  const proto = Object.getPrototypeOf(condition);
-  if (proto !== Object.prototype && proto !== null) return undefined;
+  if (!isFilterObject(condition)) return undefined;
   const keys = Object.keys(condition);
-  const values = (condition as { $in?: unknown }).$in;
+  const values = condition.$in;
   if (keys.length !== 1 || keys[0] !== '$in' || !Array.isArray(values) || !values.every(isScalar)) return undefined;
   return new Set(values);
 }
 
+/** A plain object, with or without a prototype (a filter may come from a parser that makes either). */
+function isFilterObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
 function usesExpressions(value: unknown): boolean {
   if (Array.isArray(value)) return value.some(usesExpressions);
-  if (typeof value !== 'object' || value === null) return false;
-  // Plain objects, with or without a prototype (a filter may come from a parser that makes either).
-  const proto = Object.getPrototypeOf(value);
-  if (proto !== Object.prototype && proto !== null) return false;
-  for (const k of Object.keys(value)) if (EXPRESSIONS.has(k) || usesExpressions((value as Record<string, unknown>)[k])) return true;
+  if (!isFilterObject(value)) return false;
+  for (const k of Object.keys(value)) if (EXPRESSIONS.has(k) || usesExpressions(value[k])) return true;
   return false;
 }
