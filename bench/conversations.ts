@@ -90,7 +90,7 @@ function synthetic(projectId: string, accountId: string, i: number): { id: strin
       started_at: new Date(start).toISOString(), ended_at: new Date(end).toISOString(), channel: pick(CHANNELS, Math.random()),
       from_number: '', to_number: '', in_progress: false, num_turns: 10, total_duration: 200, polyai_duration: 200,
       handoff: false, handoff_reason: '', handoff_destination: '', num_silences: 0, num_ood: 0,
-      metrics: { CALL_DURATION: '200', CALL_TURN: turns.map((t) => t.user_input_datetime) },
+      metrics: { CALL_DURATION: '200' },
       state: { from_: '', to: '', conversation_id: id }, turns, integration_attributes: {}, asr_lang_code: 'en-GB', tts_lang_code: 'en-GB',
       function_errors: 0, artifact_version: '', end_reason: 'agent', updated_at: new Date(end).toISOString(), snapshot_version: 1,
     },

@@ -9,6 +9,7 @@ import type { JournalEntry, Store } from '../store/mod.js';
 import { conversationsProjector } from '../actors/conversation/projectors/conversations.js';
 import { foldRecord } from '../actors/conversation/projectors/record-fold.js';
 import { conversationRecords } from '../actors/conversation/record.js';
+import { conversationV3 } from '../actors/conversation/view.js';
 import { conversationDocuments } from '../actors/conversation/document.js';
 import { conversationMarks, MAX_MARKED_VALUES, projectedMarksOf } from '../actors/conversation/marks.js';
 import { markedValues } from '../actors/recording/marks.js';
@@ -60,12 +61,28 @@ t.test('the record folded from the entries: turns, changed fields, derived field
     id: 'c-fold', ...owner, channel: 'CHAT', environment: 'live', variant_id: 'v1', variant_name: 'London', artifact_version: 'a1',
     started_at: iso(T0), ended_at: iso(T0 + 60_000), in_progress: false, num_turns: 3, total_duration: 60, polyai_duration: 60,
     num_ood: 1, end_reason: 'closed', state: { from_: '', to: '', conversation_id: 'c-fold', n: 2 }, snapshot_version: 5,
-    metrics: { CALL_DURATION: '60', CALL_TURN: [iso(T0), iso(T0 + 10_000), iso(T0 + 20_000)] },
+    metrics: { CALL_DURATION: '60' },
   });
+  t.same(conversationV3(r!, { version: 'v3', showTranscripts: false, includeLatency: false }).metrics, { CALL_DURATION: '60', CALL_TURN: [iso(T0), iso(T0 + 10_000), iso(T0 + 20_000)] }, 'CALL_TURN rendered from the turns, transcripts shown or not');
   t.same(r!.turns.map((x) => x.user_input), ['', 'opening hours', 'parking']);
   const again = foldRecord(r, 'c-fold', entries[1]);
   t.equal(again!.turns.length, 3, 'an older entry again: skipped');
   t.equal(foldRecord(null, 'c-never', entry('c-never', 1, [changed()])), null, 'no record without a start');
+});
+
+t.test('a step of a long conversation stores nothing more than a short one does: only the turns grow with it', async (t) => {
+  const texts = Array.from({ length: 60 }, (_, k) => `question ${k}`);
+  const entries = conversation('c-long', T0, texts, false);
+  entries.splice(-1, 1, entry('c-long', texts.length + 2, [turnEvent(turn(texts.length + 1, 'a silence', '', { is_silence: true })), changed()]));
+  let r = null;
+  for (const e of entries) r = foldRecord(r, 'c-long', e);
+  const { turns, ...rest } = r!;
+  t.equal(turns.length, 62);
+  t.match(rest, { num_turns: 62, num_silences: 1, metrics: { CALL_DURATION: String((T0 + 61 * 10_000 + 500 - T0) / 1000) } }, 'counts kept as turns are appended');
+  const outside = JSON.stringify(rest);
+  // The opening turn's time is the start's too.
+  t.notOk(turns.slice(1).some((x) => outside.includes(x.user_input_datetime)), 'no turn time is kept outside the turns (a step would rewrite it)');
+  t.same(conversationV3(r!, { version: 'v3', showTranscripts: true, includeLatency: false }).metrics.CALL_TURN, turns.map((x) => x.user_input_datetime));
 });
 
 const collections = (s: Store) => [

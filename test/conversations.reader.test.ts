@@ -55,7 +55,7 @@ for (let i = 0; i < 600; i++) {
     account_id: 'acc', project_id: 'proj', variant_id: i % 4 === 0 ? 'v1' : 'v2', variant_name: i % 4 === 0 ? 'A' : 'B', environment: 'live',
     started_at: new Date(start).toISOString(), ended_at: new Date(start + 60_000).toISOString(), channel: CHANNELS[i % 3], from_number: '', to_number: '',
     in_progress: i % 6 === 0, num_turns: 1, total_duration: 60, polyai_duration: 60, handoff: false, handoff_reason: '', handoff_destination: '',
-    num_silences: 0, num_ood: 0, metrics: { CALL_DURATION: '60', CALL_TURN: [] }, state: i % 7 === 0 ? { callback: '07700 900123', nested: { seen: ['ok', 'jane@example.com'] }, count: 12345678 } : {}, integration_attributes: {}, asr_lang_code: '', tts_lang_code: '',
+    num_silences: 0, num_ood: 0, metrics: { CALL_DURATION: '60' }, state: i % 7 === 0 ? { callback: '07700 900123', nested: { seen: ['ok', 'jane@example.com'] }, count: 12345678 } : {}, integration_attributes: {}, asr_lang_code: '', tts_lang_code: '',
     function_errors: 0, artifact_version: '', end_reason: '', updated_at: '', snapshot_version: 1,
     turns: [{ user_input: topic, user_input_dtmf: '', user_input_datetime: new Date(start).toISOString(), barge_in: false, agent_response: i % 10 === 0 ? 'Parking is free' : 'We open at nine', agent_response_datetime: new Date(start + 1000).toISOString(), latency: 0, translated_user_input: '', english_agent_response: '', intents: [], entities: {}, is_ood: false, is_silence: false, metadata: {} }],
   } as unknown as ConversationRecord;

@@ -23,7 +23,7 @@ function record(id: string, start: number, text: string): ConversationRecord {
     id, account_id: 'acc', project_id: 'proj', variant_id: 'v', variant_name: 'A', environment: 'live',
     started_at: new Date(start).toISOString(), ended_at: new Date(start + 60_000).toISOString(), channel: 'CHAT', from_number: '', to_number: '',
     in_progress: false, num_turns: 1, total_duration: 60, polyai_duration: 60, handoff: false, handoff_reason: '', handoff_destination: '',
-    num_silences: 0, num_ood: 0, metrics: { CALL_DURATION: '60', CALL_TURN: [] }, state: {}, integration_attributes: {}, asr_lang_code: '', tts_lang_code: '',
+    num_silences: 0, num_ood: 0, metrics: { CALL_DURATION: '60' }, state: {}, integration_attributes: {}, asr_lang_code: '', tts_lang_code: '',
     function_errors: 0, artifact_version: '', end_reason: '', updated_at: '', snapshot_version: 1,
     turns: [{ user_input: text, user_input_dtmf: '', user_input_datetime: new Date(start).toISOString(), barge_in: false, agent_response: 'Noted', agent_response_datetime: new Date(start + 1000).toISOString(), latency: 0, translated_user_input: '', english_agent_response: '', intents: [], entities: {}, is_ood: false, is_silence: false, metadata: {} }],
   } as unknown as ConversationRecord;

@@ -56,6 +56,9 @@ t.test('v3 lists the project conversations in ascending order, in the contract s
   t.type(withLatency.body.conversations[0].turns[1].latency, 'number');
   t.equal(r.body.conversations[1].in_progress, true);
   t.equal(r.body.conversations[1].channel, 'CHAT');
+  for (const row of r.body.conversations.slice(0, 2)) {
+    t.same(row.metrics, { CALL_DURATION: String(row.total_duration), CALL_TURN: row.turns.map((x: any) => x.user_input_datetime) }, `an ${row.in_progress ? 'in-progress' : 'ended'} row's metrics: CALL_TURN holds its turns' times`);
+  }
 });
 
 /** The paths of every null inside a value (`$.audio.redactions`, `$.turns[0].user_input`). */
@@ -223,6 +226,7 @@ t.test('show_transcripts off: turns empty, num_turns true; chunked streaming', a
   const hidden = await get({ start_time: since, include_latency: 'true' });
   t.same(hidden.body.conversations[0].turns, []);
   t.equal(hidden.body.conversations[0].num_turns, 2);
+  t.same(hidden.body.conversations.map((x: any) => x.metrics.CALL_TURN.length), hidden.body.conversations.map((x: any) => x.num_turns), 'CALL_TURN lists every turn, transcripts hidden or not');
   const end = new Date(Date.now() + 60_000).toISOString();
   for (const query_type of ['transcript', 'semantic']) {
     const search = await get({ start_time: since, end_time: end, query_type, query: 'hello' });

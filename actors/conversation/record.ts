@@ -22,7 +22,8 @@ export interface ConversationRecord extends Doc {
   handoff_destination: string;
   num_silences: number;
   num_ood: number;
-  metrics: { CALL_DURATION: string; CALL_TURN: string[] };
+  /** The call duration metric; `CALL_TURN` (the turns' times) is rendered from `turns` (`view.ts`), not stored. */
+  metrics: { CALL_DURATION: string };
   state: Record<string, unknown>;
   turns: TurnRecord[];
   integration_attributes: Record<string, unknown>;

@@ -35,6 +35,7 @@ function turnV3(t: TurnRecord, includeLatency: boolean) {
 }
 
 export function conversationV3(r: ConversationRecord, o: ViewOptions) {
+  const turns = r.turns ?? [];
   return {
     id: r.id,
     account_id: str(r.account_id),
@@ -47,7 +48,7 @@ export function conversationV3(r: ConversationRecord, o: ViewOptions) {
     from_number: str(r.from_number),
     to_number: str(r.to_number),
     in_progress: r.in_progress === true,
-    num_turns: typeof r.num_turns === 'number' ? r.num_turns : (r.turns ?? []).length,
+    num_turns: typeof r.num_turns === 'number' ? r.num_turns : turns.length,
     total_duration: r.total_duration ?? 0,
     polyai_duration: r.polyai_duration ?? 0,
     handoff: r.handoff === true,
@@ -55,8 +56,10 @@ export function conversationV3(r: ConversationRecord, o: ViewOptions) {
     handoff_destination: str(r.handoff_destination),
     num_silences: r.num_silences ?? 0,
     num_ood: r.num_ood ?? 0,
-    metrics: r.metrics ?? { CALL_DURATION: '', CALL_TURN: [] },
+    // The list of turn times is the turns' own: rendered here rather than stored in the record, which a
+    // step would then rewrite whole at every turn.
+    metrics: { CALL_DURATION: str(r.metrics?.CALL_DURATION), CALL_TURN: turns.map((t) => str(t.user_input_datetime)) },
     state: r.state ?? {},
-    turns: o.showTranscripts ? (r.turns ?? []).map((t) => turnV3(t, o.includeLatency)) : [],
+    turns: o.showTranscripts ? turns.map((t) => turnV3(t, o.includeLatency)) : [],
   };
 }
