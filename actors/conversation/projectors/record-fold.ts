@@ -4,9 +4,9 @@
  * sets the other fields, `conversation.ended` ends it; the derived fields (durations, counts, the call
  * duration metric, the state with its built-in keys) follow from those. A step costs the same whatever the
  * conversation's length: the turn counts are kept as turns are appended, and what is a list of the turns
- * (`metrics.CALL_TURN`) is not stored but rendered from them (`view.ts`). The record stores the version of the last entry folded
- * into it (`snapshot_version`): an entry of that version or older is skipped, so folding an entry twice
- * (a projector that resumes from its checkpoint after a crash) changes nothing.
+ * (`metrics.CALL_TURN`) is not stored but rendered from them (`view.ts`). The record stores the version of
+ * the last entry folded into it (`snapshot_version`): an entry of that version or older is skipped, so
+ * folding an entry twice (a projector that resumes from its checkpoint after a crash) changes nothing.
  */
 import type { ChangedData, EndedData, StartedData, TurnData, TurnRecord } from '../../../machines/conversation.js';
 import type { ConversationRecord } from '../record.js';
