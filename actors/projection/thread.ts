@@ -7,9 +7,10 @@ export interface ThreadOptions extends Omit<ThreadData, 'signal'> {
 }
 
 /**
- * The thread's young generation, in MiB (the platform process gets `--max-semi-space-size=64` from `npm start`;
- * a worker thread's heap is sized here): projectors allocate per entry, and a young generation this size lets
- * those objects die young instead of being promoted and collected again.
+ * The thread's young generation, in MiB, for a process started without `--max-semi-space-size`: projectors
+ * allocate per entry, and a young generation this size lets those objects die young instead of being promoted
+ * and collected again. With the flag (`npm start`, the Procfile) V8 sizes every isolate's young generation by
+ * it, this thread's included, and this limit has no effect (bench/README.md, forty-first session).
  */
 const YOUNG_GENERATION_MB = 96;
 
