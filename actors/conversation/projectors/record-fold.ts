@@ -3,7 +3,7 @@
  * entry. `conversation.started` creates it, `conversation.turn` appends a turn, `conversation.changed`
  * sets the other fields, `conversation.ended` ends it; the derived fields (durations, counts, the call
  * duration metric, the state with its built-in keys) follow from those. A step costs the same whatever the
- * conversation's length: the turn counts are kept as turns are appended, and what is a list of the turns
+ * conversation's length: silent turns are counted as they are appended, and what is a list of the turns
  * (`metrics.CALL_TURN`) is not stored but rendered from them (`view.ts`). The record stores the version of
  * the last entry folded into it (`snapshot_version`): an entry of that version or older is skipped, so
  * folding an entry twice (a projector that resumes from its checkpoint after a crash) changes nothing.
@@ -79,12 +79,13 @@ function changed(r: ConversationRecord, d: ChangedData): void {
   );
 }
 
-/** The fields derived from the others: durations and the call duration metric (from the first and last turns only). */
+/** The fields derived from the others in constant time: the turn count, durations and the call duration metric. */
 function derive(r: ConversationRecord): void {
   const start = Date.parse(r.started_at);
   const last = r.turns.length ? Date.parse(r.turns[r.turns.length - 1].agent_response_datetime) : start;
   const end = r.ended_at ? Date.parse(r.ended_at) : last;
   const total = seconds(end - start);
+  r.num_turns = r.turns.length;
   r.total_duration = total;
   r.polyai_duration = r.handoff ? seconds((r.turns.length ? last : end) - start) : total;
   r.metrics = { CALL_DURATION: String(total) };
@@ -108,7 +109,6 @@ export function foldRecord(record: ConversationRecord | null, id: string, entry:
     } else if (e.type === 'conversation.turn') {
       const turn = (e.data as unknown as TurnData).turn as TurnRecord;
       r.turns.push(turn);
-      r.num_turns = r.turns.length;
       if (turn.is_silence) r.num_silences++;
     } else if (e.type === 'conversation.changed') {
       changed(r, e.data as unknown as ChangedData);
