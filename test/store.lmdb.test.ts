@@ -140,6 +140,59 @@ t.test('writes of one key in one batch are judged in order, a chained one on wha
   await store.close();
 });
 
+t.test("a snapshot stepped several times in one batch has its data encoded and written once, the last step's; every step journaled", async (t) => {
+  const dir = tempDir();
+  const env = openEnv(dir);
+  t.teardown(() => closeEnv(env));
+  const snapshots = new LmdbSnapshots(env);
+  const journal = new LmdbJournal(env);
+  const written: unknown[] = [];
+  // The real database, its puts seen on their way through.
+  const putSync = env.snapshotData.putSync.bind(env.snapshotData);
+  env.snapshotData.putSync = ((key: string, value: unknown) => (written.push([key, value]), putSync(key, value))) as typeof env.snapshotData.putSync;
+  const w = (key: string, expectedVersion: number) => ({
+    key, data: { step: expectedVersion + 1 }, expectedVersion, fence: 1, shard: 0, deadline: null, step: { value: 'v', events: [{ type: 'stepped', data: { n: expectedVersion + 1 } }] },
+  });
+  const head = await journal.head();
+  // Queued in one turn, so one batch: three steps of k/a, one of k/b, in two puts as two actors' commits are.
+  const [first, second] = await Promise.all([snapshots.putMany([w('k/a', 0), w('k/a', 1), w('k/b', 0)]), snapshots.putMany([w('k/a', 2)])]);
+  t.match([...first, ...second], [{ ok: true, version: 1 }, { ok: true, version: 2 }, { ok: true, version: 1 }, { ok: true, version: 3 }]);
+  t.same(written, [['k/b', { step: 1 }], ['k/a', { step: 3 }]], 'each key\'s data written once, in the order of its last step');
+  t.same((await snapshots.get('k/a'))?.data, { step: 3 });
+  t.equal((await snapshots.get('k/a'))?.version, 3);
+  t.same((await journal.read(head, 10)).map((e) => [e.key, e.version]), [['k/a', 1], ['k/a', 2], ['k/b', 1], ['k/a', 3]], 'every step has its entry');
+  // A later batch writes again.
+  written.length = 0;
+  await snapshots.putMany([w('k/a', 3)]);
+  t.same(written, [['k/a', { step: 4 }]]);
+  t.same((await snapshots.get('k/a'))?.data, { step: 4 });
+});
+
+t.test('a batch that runs again puts each snapshot\'s data with its own write: a value that cannot be stored fails its write alone', async (t) => {
+  const dir = tempDir();
+  const env = openEnv(dir);
+  t.teardown(() => closeEnv(env));
+  const snapshots = new LmdbSnapshots(env);
+  const w = (key: string, expectedVersion: number, data: unknown) => ({ key, data, expectedVersion, fence: 1, shard: 0, deadline: null, step: { value: 'v', events: [] } });
+  // msgpack cannot encode a value that is not data: the put made last throws, the batch runs again isolated.
+  const outcomes = await Promise.allSettled([
+    snapshots.putMany([w('k/a', 0, { n: 1 }), w('k/a', 1, { n: 2 })]),
+    snapshots.putMany([w('k/bad', 0, { n: 10n ** 30n })]),
+    snapshots.putMany([w('k/c', 0, { n: 3 })]),
+  ]);
+  t.same(outcomes.map((o) => o.status), ['fulfilled', 'rejected', 'fulfilled']);
+  t.same((await snapshots.get('k/a'))?.data, { n: 2 });
+  t.equal((await snapshots.get('k/a'))?.version, 2);
+  t.equal(await snapshots.get('k/bad'), null, 'the write whose data cannot be stored left nothing');
+  t.same((await snapshots.get('k/c'))?.data, { n: 3 });
+});
+
+t.test('putLast outside a batch write is refused', async (t) => {
+  const env = openEnv(tempDir());
+  t.teardown(() => closeEnv(env));
+  t.throws(() => env.putLast(env.snapshotData, 'k/x', 1), /inside a batch write only/);
+});
+
 t.test("a record's appended field is kept apart: a write that grows it stores only the items it adds", async (t) => {
   const dataDir = tempDir();
   const store = await makeStore(dataDir);

@@ -208,6 +208,28 @@ function behaviour(t: Test, open: Pair): void {
     t.same(got, ['before']);
   });
 
+  t.test('a subject used before a subscription changes reaches the subscribers of the moment', async (t) => {
+    const { client, server } = await pair(t);
+    const got: string[] = [];
+    server.subscribe('svc.often', (d) => got.push(`exact ${dec(d)}`));
+    await server.flush();
+    client.publish('svc.often', enc('1'));
+    await client.flush();
+    await until(() => got.length === 1);
+    const wide = server.subscribe('svc.*', (d) => got.push(`wide ${dec(d)}`));
+    await server.flush();
+    client.publish('svc.often', enc('2'));
+    await client.flush();
+    await until(() => got.length === 3);
+    wide.unsubscribe();
+    await server.flush();
+    client.publish('svc.often', enc('3'));
+    await client.flush();
+    await until(() => got.length === 4);
+    await sleep(50);
+    t.same(got.sort(), ['exact 1', 'exact 2', 'exact 3', 'wide 2']);
+  });
+
   t.test('close', async (t) => {
     const { client, server } = await pair(t);
     const got: string[] = [];

@@ -29,6 +29,14 @@ export interface RecordsEnv {
    * were queued, a batch that runs again included (see `groupCommit`).
    */
   batch<T>(write: () => T): Promise<T>;
+  /**
+   * Inside a `batch` write only: puts `value` under `key` in `db` once the batch's writes have run, unless a later
+   * `putLast` of the same key in the same batch replaces it, so a value rewritten within one commit (an actor's
+   * snapshot data, stepped several times in one turn of the event loop) is encoded and written once. Nothing
+   * in the batch may read the key back in between. When a batch runs again, each write in its own child
+   * transaction (see `groupCommit`), each put is made at once, so a put that throws fails its own write alone.
+   */
+  putLast(db: Database, key: string, value: unknown): void;
   /** [collection, id] -> record. */
   records: Database<Doc, Key>;
   /** [collection, indexName, ...values, id] -> true. */
@@ -97,8 +105,8 @@ export function openEnv(dataDir: string): Env {
   const snapshots = root.openDB<StoredSnapshot, string>({ name: 'snapshots', ...SHARED_SHAPES });
   const journal = root.openDB<StoredEntry, number>({ name: 'journal', ...SHARED_SHAPES });
   const snapshotData = root.openDB<unknown, string>({ name: 'snapshot-data', ...SHARED_SHAPES });
-  return Object.assign(records, { batch: groupCommit('store', root, seqs, [records.records, records.appended, snapshots, snapshotData, journal]) }, {
-    readModels: Object.assign(readModelRecords, { batch: groupCommit('read-models', readModels, null, [readModelRecords.records, readModelRecords.appended]) }),
+  return Object.assign(records, groupCommit('store', root, seqs, [records.records, records.appended, snapshots, snapshotData, journal]), {
+    readModels: Object.assign(readModelRecords, groupCommit('read-models', readModels, null, [readModelRecords.records, readModelRecords.appended])),
     nextSeq: () => seqs.next(),
     snapshots,
     snapshotData,
@@ -115,7 +123,7 @@ export async function closeEnv(env: Env): Promise<void> {
   await env.readModels.root.close();
 }
 
-function recordsOf(root: RootDatabase): Omit<RecordsEnv, 'batch'> {
+function recordsOf(root: RootDatabase): Omit<RecordsEnv, 'batch' | 'putLast'> {
   return {
     root,
     records: root.openDB<Doc, Key>({ name: 'records', ...SHARED_SHAPES }),
@@ -199,11 +207,29 @@ interface Queued {
  * after it rolls back untouched (`Deferred`) and is queued again, behind the second run, when it hears so.
  * The host relies on this order to answer an ordered ask before its commit is durable (`AskOptions.ordered`).
  */
-function groupCommit(label: string, root: RootDatabase, seqs: SeqCounter | null, shaped: Database[]): <T>(write: () => T) => Promise<T> {
+function groupCommit(label: string, root: RootDatabase, seqs: SeqCounter | null, shaped: Database[]): Pick<RecordsEnv, 'batch' | 'putLast'> {
   let queue: Queued[] = [];
   let queuedAt = 0;
   /** A batch rolled back by a write that threw, and its second run has not begun: later batches must wait. */
   let rerunPending = false;
+  /**
+   * The running batch's `putLast` values by database and key (null: no batch is running its writes together;
+   * a batch running again puts each at once).
+   */
+  let last: Map<Database, Map<string, unknown>> | null = null;
+  let inWrites = false;
+  const putLast = (db: Database, key: string, value: unknown) => {
+    if (!inWrites) throw new Error('putLast runs inside a batch write only');
+    if (last === null) {
+      db.putSync(key, value);
+      return;
+    }
+    let values = last.get(db);
+    if (!values) last.set(db, (values = new Map()));
+    // Deleted first, so that the map's order (the order of the puts) is that of each key's last put.
+    values.delete(key);
+    values.set(key, value);
+  };
   const flush = () => {
     const batch = queue;
     queue = [];
@@ -228,24 +254,33 @@ function groupCommit(label: string, root: RootDatabase, seqs: SeqCounter | null,
         timings.add(`${label}.lock and turn wait`, tw - t0);
       }
       seqs?.begin();
-      for (const q of batch) {
-        if (!isolated) {
-          try {
+      inWrites = true;
+      last = isolated ? null : new Map();
+      try {
+        for (const q of batch) {
+          if (!isolated) {
             outcomes.push({ ok: true, value: q.write() });
-          } catch (err) {
-            writeThrew = true;
-            rerunPending = true;
-            throw err;
+            continue;
           }
-          continue;
+          try {
+            // Nested in a write transaction, lmdb-js runs this as a child transaction: a throw aborts it alone.
+            outcomes.push({ ok: true, value: root.transactionSync(q.write) });
+          } catch (err) {
+            forgetShapes(shaped);
+            outcomes.push({ ok: false, err });
+          }
         }
-        try {
-          // Nested in a write transaction, lmdb-js runs this as a child transaction: a throw aborts it alone.
-          outcomes.push({ ok: true, value: root.transactionSync(q.write) });
-        } catch (err) {
-          forgetShapes(shaped);
-          outcomes.push({ ok: false, err });
+        if (last) for (const [db, values] of last) for (const [key, value] of values) db.putSync(key, value);
+      } catch (err) {
+        // Only a first run throws (a write, or a value put last): it rolls back and runs again, isolated.
+        if (!isolated) {
+          writeThrew = true;
+          rerunPending = true;
         }
+        throw err;
+      } finally {
+        inWrites = false;
+        last = null;
       }
       seqs?.end();
       if (timings) {
@@ -290,7 +325,7 @@ function groupCommit(label: string, root: RootDatabase, seqs: SeqCounter | null,
       },
     );
   };
-  return <T>(write: () => T) =>
+  const batch = <T>(write: () => T) =>
     new Promise<T>((resolve, reject) => {
       if (queue.length === 0) {
         setImmediate(flush);
@@ -298,4 +333,5 @@ function groupCommit(label: string, root: RootDatabase, seqs: SeqCounter | null,
       }
       queue.push({ write, resolve, reject });
     });
+  return { batch, putLast };
 }

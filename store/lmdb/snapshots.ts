@@ -75,7 +75,8 @@ export class LmdbSnapshots implements SnapshotStore {
     }
     if (ends) header.journal = ends;
     snapshots.putSync(w.key, header);
-    snapshotData.putSync(w.key, w.data);
+    // The data of a key stepped again in the same batch is encoded and written once, the last version's.
+    this.env.putLast(snapshotData, w.key, w.data);
     if (moved && deadline !== null) deadlines.putSync(key(shard, deadline, w.key), true);
     return seq === undefined ? { ok: true, version } : { ok: true, version, seq, at };
   }
