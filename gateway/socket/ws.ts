@@ -127,15 +127,49 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
 
   const ask = (sessionId: string, event: SessionEvent) => ctx.runtime.client.ask<SessionReply>('session', sessionId, event as never);
 
+  /**
+   * Published events waiting for the end of this turn of the event loop, per socket (`deliver`). A user
+   * message's echo and the agent's answer to it are usually committed in one group commit, and so published
+   * one after the other within one turn: sent together, they go out in one write to the socket instead of one
+   * each, a system call a message fewer.
+   */
+  const outbox = new Map<Socket, { d: SocketData; events: Published }>();
+  let flushScheduled = false;
+  const flushOutbox = () => {
+    flushScheduled = false;
+    for (const [ws, { d, events }] of outbox) deliverNow(ws, d, events);
+    outbox.clear();
+  };
+
   // uWS throws on any use of a closed socket, user data included: callers pass the data they captured.
-  const send = (ws: Socket, d: SocketData, text: string) => {
+  const sendNow = (ws: Socket, d: SocketData, text: string) => {
     if (!d.closed) ws.send(text, false);
+  };
+  /** Sends a frame of this gateway's own, after what was published to the socket before it. */
+  const send = (ws: Socket, d: SocketData, text: string) => {
+    const queued = outbox.get(ws);
+    if (queued) {
+      outbox.delete(ws);
+      deliverNow(ws, d, queued.events);
+    }
+    sendNow(ws, d, text);
   };
   const sendEvent = (ws: Socket, d: SocketData, e: WireEvent) => send(ws, d, JSON.stringify(e));
 
-  /** Sends published events to one socket, skipping journaled ones it has (from the replay). */
-  const deliver = (ws: Socket, events: Published) => {
-    const d = ws.getUserData();
+  /** Sends published events to one socket at the end of this turn, with any others published to it meanwhile. */
+  const deliver = (ws: Socket, d: SocketData, events: Published) => {
+    const queued = outbox.get(ws);
+    if (queued) queued.events.push(...events);
+    else outbox.set(ws, { d, events: events.slice() });
+    if (!flushScheduled) {
+      flushScheduled = true;
+      setImmediate(flushOutbox);
+    }
+  };
+
+  /** Sends published events to one socket in one write, skipping journaled ones it has (from the replay). */
+  const deliverNow = (ws: Socket, d: SocketData, events: Published) => {
+    if (d.closed) return;
     let ended = false;
     ws.cork(() => {
       for (const e of events) {
@@ -143,7 +177,7 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
           if (e.s <= d.lastSeq) continue;
           d.lastSeq = e.s;
         }
-        send(ws, d, e.j);
+        sendNow(ws, d, e.j);
         if (e.j.includes('"EVENT_TYPE_SESSION_END"')) ended = true;
       }
     });
@@ -162,7 +196,7 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
       const d = ws.getUserData();
       if (d.closed) continue;
       if (d.pending) d.pending.push(...events);
-      else deliver(ws, events);
+      else deliver(ws, d, events);
     }
   };
 
@@ -205,8 +239,8 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
     d.lastSeq = Math.max(d.cursor, frames.length ? frames[frames.length - 1].s! : 0);
     const pending = d.pending ?? [];
     d.pending = null;
-    ws.cork(() => send(ws, d, text));
-    if (pending.length) deliver(ws, pending);
+    ws.cork(() => sendNow(ws, d, text));
+    if (pending.length) deliverNow(ws, d, pending);
   };
 
   const answerDuplicate = async (ws: Socket, d: SocketData, seq: number) => {
@@ -338,6 +372,7 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
     close: (ws, code) => {
       const d = ws.getUserData();
       d.closed = true;
+      outbox.delete(ws);
       socketCloses.inc({ code: closeCodeLabel(code), early: String(Date.now() - d.openedAt < EARLY_CLOSE_MS) });
       unregister(ws);
       void ask(d.sessionId, { type: 'DISCONNECT', connectionId: d.connectionId, at: Date.now() }).catch(() => undefined);
@@ -363,6 +398,8 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
     },
     /** Closes every socket (going away); their sessions hear DISCONNECT from the close handler. */
     async close(): Promise<void> {
+      // What was published before the close still goes out ahead of it.
+      flushOutbox();
       const all = [...sockets.values()].flatMap((s) => [...s]);
       const left = all.map((ws) => ({ sessionId: ws.getUserData().sessionId, connectionId: ws.getUserData().connectionId }));
       for (const ws of all) if (!ws.getUserData().closed) ws.end(1001, 'gateway draining');
