@@ -2,7 +2,8 @@
  * Messaging API benchmark (issue: messaging). Prints, from one run on one machine:
  * - BENCH_SESSIONS (1,000) concurrent sessions, each a socket that has joined the agent and then loops a user
  *   message to the agent's message for BENCH_S (5) seconds after BENCH_WARMUP_S (`warmup.ts`) seconds of the
- *   same loop: messages/s and round-trip p50/p99, embedded (one process) and, with BENCH_NATS=1, over NATS
+ *   same loop: messages/s and round-trip p50/p99 (and, embedded, the platform's CPU per message: all its
+ *   threads, and its main thread), embedded (one process) and, with BENCH_NATS=1, over NATS
  *   (edge + socket process, one worker), next to a bare uWebSockets.js echo server driven by the same load
  *   client with the same frames in the same run;
  * - idle capacity: BENCH_IDLE_SESSIONS (20,000) sessions opened with a socket each, the time to open them, and
@@ -271,11 +272,22 @@ async function load(): Promise<string[]> {
   const embedded = await startPlatform({ env: { ...PLATFORM_ENV, NODE_OPTIONS: inspectPort ? `--inspect=127.0.0.1:${inspectPort}` : undefined } });
   try {
     const { token } = await messagingProject(embedded, 'Messaging Bench');
-    rows.push(
-      await withClients(CLIENTS, (clients) =>
-        loadRow('messaging, embedded (one process)', clients, messagingCommand(embedded.socket, token, true, 50), SESSIONS, (run) => profiled(inspectPort, run)),
-      ),
+    const pid = embedded.child.pid!;
+    const cpu = { all: 0, main: 0 };
+    const row = await withClients(CLIENTS, (clients) =>
+      loadRow('messaging, embedded (one process)', clients, messagingCommand(embedded.socket, token, true, 50), SESSIONS, async (run) => {
+        const [all, main] = [cpuSeconds(pid), cpuSeconds(pid, { thread: pid })];
+        try {
+          return await profiled(inspectPort, run);
+        } finally {
+          [cpu.all, cpu.main] = [cpuSeconds(pid) - all, cpuSeconds(pid, { thread: pid }) - main];
+        }
+      }),
     );
+    rows.push(row);
+    // Per message of the timed run: steadier from run to run than the rate, which follows the VM's speed.
+    const perMessage = (seconds: number) => `${fmt((seconds * 1e6) / Math.max(1, row.answered))} µs`;
+    notes.push(`  messaging, embedded: the platform's CPU per message ${perMessage(cpu.all)}, its main thread ${perMessage(cpu.main)}`);
     notes.push(...platformErrors(embedded));
   } finally {
     await embedded.stop();
