@@ -102,15 +102,48 @@ async function tenantFromSnapshot(store: Store, key: string): Promise<{ account_
   return tenantInContext(persisted.s?.context);
 }
 
-/** What the index holds of an actor that its next step needs: the `before` of `actorIndexProjector`. */
-type Indexed = Pick<ActorIndexRecord, 'version' | 'account_id' | 'project_id' | 'tenant_looked_up'>;
+/**
+ * How long an actor's record stands for its steps that leave its state and tenant as they are. Such a step
+ * refreshes the record only once this long has passed since the step the record shows, so an actor that
+ * steps many times a second in one state (a conversation, idle between its turns) is written about once a
+ * second instead of at every step, while every change of state is written at once.
+ */
+export const REFRESH_MS = 1000;
+
+/** What a record says that the next step is compared with: its step, when that was, and the state and tenant it shows. */
+interface Shown {
+  version: number;
+  /** `updated_at`, in ms since the epoch. */
+  at: number;
+  state: string;
+  account_id: string | null;
+  project_id: string | null;
+  tenant_looked_up?: boolean;
+}
+
+const shown = (r: ActorIndexRecord): Shown => ({
+  version: r.version,
+  at: Date.parse(r.updated_at),
+  state: r.state,
+  account_id: r.account_id,
+  project_id: r.project_id,
+  tenant_looked_up: r.tenant_looked_up,
+});
+
+/**
+ * What the projector keeps of an actor between batches: the record it shows (stored, or about to be) and the
+ * newest step it applied, which may be newer than the record's own (a step that did not refresh it).
+ */
+interface Indexed {
+  applied: number;
+  shown: Shown;
+}
 
 /**
  * Live actors whose index record the projector keeps in memory, per store (several platforms may share a
  * process), and how long an entry must have been idle before a new one may take its place (`LiveCache`).
  * Beyond it an actor's record is read back at its next step.
  */
-const indexed = (r: Indexed): Indexed => ({ version: r.version, account_id: r.account_id, project_id: r.project_id, tenant_looked_up: r.tenant_looked_up });
 const LIVE_ACTORS = 16_384;
 const LIVE_IDLE_MS = 60_000;
 const live = new WeakMap<Store, LiveCache<Indexed>>();
@@ -120,14 +153,54 @@ const liveOf = (store: Store) => {
   return cache;
 };
 
+/**
+ * Folds one actor's steps (in version order) onto the record `from` shows: each step newer than it that
+ * changes the state or the tenant, or comes `REFRESH_MS` or more after the step the record shows, makes the
+ * record anew; any other step leaves it. Returns the last record made (null: none) and what it shows. The
+ * outcome depends on the steps alone, not on how they were batched, so the index rebuilt from the journal
+ * equals the one built live. `lookedUp`: the tenant read from the actor's snapshot, for a kind whose steps
+ * name none.
+ */
+function fold(key: string, from: Shown | null, list: JournalEntry[], lookedUp: { account_id?: string; project_id?: string } | null): { made: ActorIndexRecord | null; shown: Shown | null } {
+  let current = from;
+  let made: ActorIndexRecord | null = null;
+  for (const entry of list) {
+    if (current && entry.version <= current.version) continue;
+    const named = tenantOf(entry);
+    const account_id = named.account_id ?? current?.account_id ?? lookedUp?.account_id ?? null;
+    const project_id = named.project_id ?? current?.project_id ?? lookedUp?.project_id ?? null;
+    const { all, leaves } = statePaths(entry.value);
+    const state = leaves.join(' | ');
+    const looked = lookedUp !== null || current?.tenant_looked_up === true;
+    const same = current && state === current.state && account_id === current.account_id && project_id === current.project_id && looked === (current.tenant_looked_up === true);
+    if (same && entry.at - current!.at < REFRESH_MS) continue;
+    made = {
+      id: key,
+      kind: entry.kind,
+      actor_id: entry.id,
+      account_id,
+      project_id,
+      value: entry.value,
+      state,
+      states: all,
+      version: entry.version,
+      seq: entry.seq,
+      updated_at: new Date(entry.at).toISOString(),
+      ...(looked ? { tenant_looked_up: true } : {}),
+    };
+    current = { version: entry.version, at: entry.at, state, account_id, project_id, ...(looked ? { tenant_looked_up: true } : {}) };
+  }
+  return { made, shown: current };
+}
+
 /** The projector that keeps the actor index (idempotent: an entry seen again writes nothing newer). */
 export const actorIndexProjector: Projector = {
   name: 'actor-index',
   async apply(entries, store) {
     const index = actorIndex(store);
     const cache = liveOf(store);
-    // Only each actor's newest step of the batch matters (plus the tenant any of its steps names); the
-    // actors' reads and writes are issued together, so a batch costs one group commit, not one per entry.
+    // Each actor's steps of the batch fold into at most one write; the actors' reads and writes are issued
+    // together, so a batch costs one group commit, not one per entry.
     const byActor = new Map<string, JournalEntry[]>();
     for (const entry of entries) {
       if (entry.shard < 0 || entry.value === null || entry.value === undefined) continue;
@@ -136,41 +209,32 @@ export const actorIndexProjector: Projector = {
       else byActor.set(entry.key, [entry]);
     }
     await Promise.all(
-      [...byActor.values()].map(async (list) => {
-        const entry = list.reduce((a, b) => (b.version > a.version ? b : a));
-        // What this projector last wrote of the actor stands for the stored record only for the step that
-        // directly follows it (version + 1); anything else (a replay, a rebuild, another runner's write)
-        // reads the store, as `putNewer` does anyway.
-        const cached = cache.take(entry.key);
-        const before: Indexed | null =
-          cached && cached.version === list[0].version - 1 ? cached : await index.get(entry.key);
-        if (before && before.version >= entry.version) {
-          cache.set(entry.key, indexed(before));
+      [...byActor].map(async ([key, list]) => {
+        list.sort((a, b) => a.version - b.version);
+        const last = list[list.length - 1].version;
+        // What this projector kept of the actor stands for the stored record only for the step that directly
+        // follows the newest it applied; anything else (a replay, a rebuild, another runner's write) reads
+        // the store, as `putNewer` does anyway.
+        const cached = cache.take(key);
+        let from: Shown | null;
+        if (cached && cached.applied === list[0].version - 1) from = cached.shown;
+        else {
+          const stored = await index.get(key);
+          from = stored ? shown(stored) : null;
+        }
+        if (from && from.version >= last) {
+          cache.set(key, { applied: Math.max(last, cached?.applied ?? 0), shown: from });
           return;
         }
-        const { all, leaves } = statePaths(entry.value);
-        let tenant: { account_id?: string; project_id?: string } = {};
-        for (const e of list) if (e.version > (before?.version ?? 0)) tenant = { ...tenant, ...tenantOf(e) };
-        const lookUp = !tenant.project_id && !before?.project_id && !before?.tenant_looked_up;
-        if (lookUp) tenant = { ...(await tenantFromSnapshot(store, entry.key)), ...tenant };
-        const doc: ActorIndexRecord = {
-          id: entry.key,
-          kind: entry.kind,
-          actor_id: entry.id,
-          account_id: tenant.account_id ?? before?.account_id ?? null,
-          project_id: tenant.project_id ?? before?.project_id ?? null,
-          value: entry.value,
-          state: leaves.join(' | '),
-          states: all,
-          version: entry.version,
-          seq: entry.seq,
-          updated_at: new Date(entry.at).toISOString(),
-          ...(lookUp || before?.tenant_looked_up ? { tenant_looked_up: true } : {}),
-        };
-        // Refused: a newer record is stored (another runner got further); it is not remembered then.
-        if (await index.putNewer(doc, 'version')) {
-          cache.set(entry.key, indexed(doc));
-        }
+        // A kind whose steps name no tenant: read once from its stored snapshot's context, when the first step
+        // after the record names none either (whatever later steps say, so that batches do not matter).
+        const first = list.find((e) => from === null || e.version > from.version)!;
+        const lookUp = !from?.project_id && !from?.tenant_looked_up && !tenantOf(first).project_id;
+        const lookedUp = lookUp ? await tenantFromSnapshot(store, key) : null;
+        const { made, shown: now } = fold(key, from, list, lookedUp);
+        // Refused: a newer record is stored (another runner got further); nothing is remembered then.
+        if (made && !(await index.putNewer(made, 'version'))) return;
+        if (now) cache.set(key, { applied: last, shown: now });
       }),
     );
   },
