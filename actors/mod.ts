@@ -14,4 +14,4 @@ export type { WorkerDirectory, WorkerInfo } from './placement/types.js';
 export type { Subscription, Transport } from './transport/types.js';
 export { NatsUrlError, parseNatsUrl } from './transport/nats-connect.js';
 export type { JournalEntry, JournalEvent, JournalStore } from '../store/mod.js';
-export { projectors, partitionOf, Projections, ProjectionStatus, type ProjectionOptions, type Projector, type ProjectorStatus } from './projection/mod.js';
+export { projectors, partitionOf, Projections, ProjectionStatus, type ProjectionOptions, type Partitioning, type Projector, type ProjectorStatus } from './projection/mod.js';

@@ -1,17 +1,22 @@
 /**
  * The metrics projector on a real LMDB store: each journal entry kind feeds its metric (call_crashes from a
  * crashed conversation end and a crashed call, which no running component emits yet), per project and per
- * account; re-applying a batch (after a crash) changes nothing; lanes of other shards and edges add up; the
+ * account; re-applying a batch (after a crash) changes nothing; a lane per journal partition, the lanes adding up; the
  * latency histogram merges minutes; reset drops everything. The edge's 5xx counter appends one entry.
  */
 import t from 'tap';
 import type { JournalEntry } from '../store/mod.js';
 import { accountScope, EdgeErrorCounter, metricBuckets, metricsProjector, metricValue, projectScope, quantile, readWindow, LATENCY_BOUNDS, bucketOf } from '../actors/metrics/mod.js';
+import { partitionOf, type Partitioning } from '../actors/mod.js';
 import { countWritesInFlight } from './helpers/in-flight.js';
 import { storeFor } from './helpers/store.js';
 
 const store = await storeFor(t, 'sb-metrics-');
 const projector = metricsProjector();
+/** The journal's partitions as a runner hands them (the platform's default count). */
+const PARTS: Partitioning = { count: 16, of: (e) => partitionOf(e, 16) };
+/** The lanes (partitions) `entries` fall in. */
+const lanesOf = (entries: JournalEntry[]) => new Set(entries.map((e) => PARTS.of(e))).size;
 const T0 = Date.parse('2026-03-02T10:00:30.000Z');
 const owner = { account_id: 'acc', project_id: 'proj' };
 let seq = 0;
@@ -31,7 +36,7 @@ t.test('each metric from its events, per project and per account', async (t) => 
     entry('edge', -1, T0 + 120_000, [{ type: 'http.errors', data: { ...owner, family: 'chat', status: 503, count: 4, minute: Math.floor(T0 / 60_000) } }]),
     entry('conversation', 4, T0, [{ type: 'conversation.started', data: { account_id: 'acc', project_id: 'other', channel: 'VOICE' } }]),
   ];
-  await projector.apply(batch, store);
+  await projector.apply(batch, store, PARTS);
   const at = T0 + 120_000;
   const sums = await readWindow(store, projectScope('proj'), at, 5);
   t.equal(metricValue(sums, 'call_volume'), 1);
@@ -46,9 +51,11 @@ t.test('each metric from its events, per project and per account', async (t) => 
   t.equal(metricValue(await readWindow(store, projectScope('none'), at, 60), 'call_volume'), null, 'no data');
 
   // Re-applied after a crash: nothing counted twice.
-  await projector.apply(batch, store);
+  await projector.apply(batch, store, PARTS);
   t.equal(metricValue(await readWindow(store, projectScope('proj'), at, 5), 'function_errors'), 2, 'idempotent');
-  t.ok((await metricBuckets(store).find({ scope: projectScope('proj') })).length >= 4, 'one bucket per minute and lane');
+  const ofProj = batch.filter((e) => e.events[0].data.project_id === 'proj');
+  const lanes = new Set(ofProj.map((e) => `${Math.floor((e.events[0].type === 'http.errors' ? T0 : e.at) / 60_000)}|${PARTS.of(e)}`));
+  t.equal((await metricBuckets(store).find({ scope: projectScope('proj') })).length, lanes.size, 'one bucket per minute and partition');
 
   await projector.reset(store);
   t.equal(metricValue(await readWindow(store, projectScope('proj'), at, 60), 'call_volume'), null, 'reset drops the buckets');
@@ -60,9 +67,24 @@ t.test('the buckets of one batch are written together, so they share one group c
   const counted = countWritesInFlight(store, 'metric_buckets');
   const lanes = 8;
   const batch = Array.from({ length: lanes }, (_, shard) => entry('conversation', 10 + shard, T0, [{ type: 'conversation.started', data: { ...owner, channel: 'CHAT' } }]));
-  await projector.apply(batch, counted.store);
-  t.equal(counted.most(), lanes * 2, 'every bucket (a project and an account bucket per lane) in flight at once');
+  await projector.apply(batch, counted.store, PARTS);
+  t.equal(counted.most(), lanesOf(batch) * 2, 'every bucket (a project and an account bucket per lane) in flight at once');
   t.equal(metricValue(await readWindow(store, accountScope('acc'), T0 + 60_000, 5), 'call_volume'), lanes, 'and all of them written');
+  await projector.reset(store);
+});
+
+t.test("the entries of a partition share its buckets, whatever their shards; without partitions, one lane", async (t) => {
+  // 64 shards' turns in one minute: a bucket per partition and scope, not per shard.
+  const batch = Array.from({ length: 64 }, (_, shard) => entry('conversation', shard, T0, [{ type: 'conversation.turn', data: { ...owner, latency_ms: 100, function_errors: 0 } }]));
+  await projector.apply(batch, store, PARTS);
+  t.equal(lanesOf(batch), 16);
+  t.equal((await metricBuckets(store).find({})).length, 16 * 2, 'a project and an account bucket per partition');
+  t.equal(metricValue(await readWindow(store, projectScope('proj'), T0 + 60_000, 5), 'turn_latency_p50'), 100);
+  t.equal((await readWindow(store, accountScope('acc'), T0 + 60_000, 5)).counts.turns, 64, 'every turn counted once');
+  await projector.reset(store);
+  await projector.apply(batch, store);
+  t.equal((await metricBuckets(store).find({})).length, 2, 'a caller that names no partitioning: one partition');
+  t.equal((await readWindow(store, accountScope('acc'), T0 + 60_000, 5)).counts.turns, 64);
   await projector.reset(store);
 });
 

@@ -7,9 +7,10 @@ export type Count = (typeof COUNTS)[number];
 
 /**
  * One minute of one scope's metrics, from one lane of the journal (`metric_buckets`). A scope is a project
- * (`p:<project_id>`) or an account (`a:<account_id>`, every project of it). A lane is an actor shard or an
- * edge process: the projection runner applies each lane's entries in seq order, so `last_seq` makes
- * re-applying an entry (after a crash) a no-op, while lanes in other partitions write their own documents.
+ * (`p:<project_id>`) or an account (`a:<account_id>`, every project of it). A lane is a partition of the
+ * journal (`<partition>/<count>`): one projection runner at a time applies a partition's entries, in seq order,
+ * so `last_seq` makes re-applying an entry (after a crash) a no-op, while other partitions, perhaps applied by
+ * other runners, write their own documents.
  */
 export interface MetricBucket extends Doc {
   id: string;

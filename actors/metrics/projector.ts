@@ -1,5 +1,5 @@
 import type { JournalEntry, Store } from '../../store/mod.js';
-import type { Projector } from '../projection/types.js';
+import type { Partitioning, Projector } from '../projection/types.js';
 import { accountScope, emptyCounts, metricBuckets, minuteOf, projectScope, type Count, type MetricBucket } from './buckets.js';
 import { bucketOf } from './histogram.js';
 
@@ -57,6 +57,18 @@ function contributions(entry: JournalEntry): Array<{ account: string; project: s
   return out;
 }
 
+/** The partitioning of a caller that names none: every entry in one partition. */
+const ONE_PARTITION: Partitioning = { count: 1, of: () => 0 };
+
+/**
+ * An entry's lane: its journal partition, named with the partition count (a deployment that changes the count
+ * starts new lanes, whose seqs are not compared with the old ones). A lane's entries reach the projector from
+ * one runner, in seq order. Lanes per shard or per edge process (as they were) made a cycle under load write a
+ * bucket per shard it touched (two scopes each), several times the partitions' (bench/README.md, forty-fourth
+ * session).
+ */
+const laneOf = (entry: JournalEntry, partitions: Partitioning): string => `${partitions.of(entry)}/${partitions.count}`;
+
 /**
  * The `metrics` projector: per-minute buckets of the six alert metrics, per project and per account
  * (`buckets.ts`), from conversation, call and edge entries. Idempotent per lane: an entry at or below a
@@ -66,11 +78,11 @@ export function metricsProjector(): Projector {
   return {
     name: METRICS_PROJECTOR,
     kinds: ['conversation', 'call', 'edge'],
-    async apply(entries: JournalEntry[], store: Store): Promise<void> {
+    async apply(entries: JournalEntry[], store: Store, partitions: Partitioning = ONE_PARTITION): Promise<void> {
       const buckets = metricBuckets(store);
       const touched = new Map<string, { scope: string; minute: number; lane: string; adds: Array<{ seq: number; c: Contribution }> }>();
       for (const entry of entries) {
-        const lane = entry.shard >= 0 ? `s${entry.shard}` : `k${entry.key}`;
+        const lane = laneOf(entry, partitions);
         for (const { account, project, c } of contributions(entry)) {
           for (const scope of project ? [projectScope(project), accountScope(account)] : [accountScope(account)]) {
             const id = `${scope}|${c.minute}|${lane}`;

@@ -6,4 +6,4 @@ export { projectors } from './registry.js';
 export { Projections, type ProjectionOptions } from './projections.js';
 export { ProjectionStatus } from './status.js';
 export { partitionOf } from './runner.js';
-export type { Projector, ProjectorStatus } from './types.js';
+export type { Partitioning, Projector, ProjectorStatus } from './types.js';

@@ -2,7 +2,7 @@ import type { JournalEntry, Store } from '../../store/mod.js';
 import { shardOf } from '../placement/shard.js';
 import { Checkpoints } from './checkpoints.js';
 import { LagWindow } from './lag.js';
-import type { Projector } from './types.js';
+import type { Partitioning, Projector } from './types.js';
 
 export interface RunnerOptions {
   store: Store;
@@ -96,6 +96,7 @@ export class ProjectionRunner {
     if (entries.length === 0) return 0;
     const last = entries[entries.length - 1].seq;
     const parts = entries.map((e) => partitionOf(e, partitions));
+    const partitioning: Partitioning = { count: partitions, of: (e) => partitionOf(e, partitions) };
     // Every projector applies its entries, then the checkpoints of those that succeeded are stored together,
     // in one group commit (as each projector finished, each checkpoint was a commit and a flush of its own).
     // A projector that throws keeps its checkpoint (its entries come again) and holds up no other.
@@ -104,7 +105,7 @@ export class ProjectionRunner {
         const doc = docs[i];
         const kinds = projector.kinds ? new Set(projector.kinds) : null;
         const mine = entries.filter((e, j) => owned.has(parts[j]) && e.seq > (doc.partitions[parts[j]] ?? 0) && (!kinds || kinds.has(e.kind)));
-        if (mine.length) await projector.apply(mine, store);
+        if (mine.length) await projector.apply(mine, store, partitioning);
         return mine;
       }),
     );

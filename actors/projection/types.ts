@@ -11,10 +11,24 @@ export interface Projector {
   name: string;
   /** Entry kinds it reads ('conversation', 'session', 'call', 'edge', ...); all when absent. */
   kinds?: string[];
-  /** Applies entries in seq order. Idempotent: after a crash it may see an entry again. */
-  apply(entries: JournalEntry[], store: Store): Promise<void>;
+  /**
+   * Applies entries in seq order. Idempotent: after a crash it may see an entry again. `partitions`: which
+   * partition of the journal each entry is in (the runner's; absent, all of them are in one).
+   */
+  apply(entries: JournalEntry[], store: Store, partitions?: Partitioning): Promise<void>;
   /** Drops everything it wrote (before a rebuild from seq 0). */
   reset(store: Store): Promise<void>;
+}
+
+/**
+ * How the runner splits the journal: one runner at a time applies a partition, its entries in seq order, so a
+ * read model kept per partition can tell an entry it applied already by its seq alone.
+ */
+export interface Partitioning {
+  /** How many partitions there are (the same in every process of a deployment). */
+  count: number;
+  /** The partition of an entry. */
+  of(entry: JournalEntry): number;
 }
 
 /** How far one projector has got, as `GET /admin/v1/runtime/projections` shows it. */
