@@ -17,6 +17,7 @@ import { connectNats, connectNatsTransport } from '../actors/transport/mod.js';
 import { openStore } from '../store/mod.js';
 import { startNats } from '../test/helpers/nats.js';
 import { startPlatform } from '../test/helpers/platform.js';
+import { cpuSeconds } from './proc.js';
 import { closedLoop, fmt } from './stats.js';
 import { WARMUP_S } from './warmup.js';
 
@@ -30,10 +31,21 @@ async function warmUp(op: (i: number) => Promise<unknown>): Promise<void> {
   if (WARMUP_S > 0) await closedLoop(op, CONCURRENCY, WARMUP_S * 1000);
 }
 
-/** A closed loop of `op`, measured after the same loop has warmed up. */
-async function warmed(op: (i: number) => Promise<unknown>): Promise<Awaited<ReturnType<typeof closedLoop>>> {
+/** The CPU time (every thread) each party of a measured loop spent per operation: µs by party. */
+type CpuShares = Array<[party: string, us: number]>;
+
+/**
+ * A closed loop of `op`, measured after the same loop has warmed up; with `parties` (name and pid; this
+ * process is always one), also the CPU time each spent per operation of the measured loop.
+ */
+async function warmed(op: (i: number) => Promise<unknown>, parties: Array<[string, number | undefined]> = []): Promise<Awaited<ReturnType<typeof closedLoop>> & { cpu: CpuShares }> {
   await warmUp(op);
-  return closedLoop(op, CONCURRENCY, DURATION_MS);
+  const all: Array<[string, () => number]> = [['asking process', () => cpuSeconds(process.pid)], ...parties.map(([name, pid]): [string, () => number] => [name, () => cpuSeconds(pid)])];
+  const before = all.map(([, read]) => read());
+  const result = await closedLoop(op, CONCURRENCY, DURATION_MS);
+  const ops = Math.max(1, result.perSecond * (DURATION_MS / 1000));
+  const cpu: CpuShares = parties.length ? all.map(([name, read], i) => [name, ((read() - before[i]) * 1e6) / ops]) : [];
+  return { ...result, cpu };
 }
 
 const gc = () => (globalThis as { gc?: () => void }).gc?.();
@@ -47,8 +59,12 @@ async function main() {
   if (!(globalThis as { gc?: unknown }).gc) console.warn('run with --expose-gc for exact memory figures');
   const nats = await startNats();
   const rows: Array<[string, string]> = [];
-  const line = (name: string, r: { perSecond: number; p50: number; p99: number; errors: number }) =>
-    rows.push([name, `${fmt(r.perSecond)} /s   p50 ${fmt(r.p50, 2)} ms   p99 ${fmt(r.p99, 2)} ms${r.errors ? `   errors ${r.errors}` : ''}`]);
+  const line = (name: string, r: { perSecond: number; p50: number; p99: number; errors: number; cpu?: CpuShares }) =>
+    rows.push([
+      name,
+      `${fmt(r.perSecond)} /s   p50 ${fmt(r.p50, 2)} ms   p99 ${fmt(r.p99, 2)} ms${r.errors ? `   errors ${r.errors}` : ''}` +
+        (r.cpu?.length ? `   CPU µs each: ${r.cpu.map(([party, us]) => `${party} ${fmt(us, 1)}`).join(', ')}` : ''),
+    ]);
 
   // Baseline: bare NATS request/reply (nats.js's own `request`) to an echo responder in another process.
   const echo = fork(fileURLToPath(new URL('./nats-echo.js', import.meta.url)), [nats.url], { stdio: 'inherit' });
@@ -56,7 +72,7 @@ async function main() {
   // The roles' connect (credentials read from the URL, a server not up yet waited for), so only the request differs.
   const nc = await connectNats(nats.url, { name: 'bench-actors' });
   const payload = new Uint8Array(64);
-  const bareResult = await warmed(() => nc.request('bench.echo', payload, { timeout: 5000 }));
+  const bareResult = await warmed(() => nc.request('bench.echo', payload, { timeout: 5000 }), [['nats-server', nats.process.pid], ['echo process', echo.pid]]);
   line('bare NATS request/reply (echo process)', bareResult);
   await nc.close();
   // The same through the platform's transport (its outbox writes what a turn of the event loop sends at once).
@@ -69,7 +85,7 @@ async function main() {
   const worker = await startPlatform({ roles: ['worker'], dataDir, env: { NATS_URL: nats.url, SHARDS: '64', LOG_LEVEL: 'error' } });
   const natsClient = new ActorClient(bare, { shardCount: 64, timeoutMs: 10_000 });
   for (let i = 0; i < ACTORS; i++) await natsClient.ask('counter', `n${i}`, { type: 'INC' });
-  const natsResult = await warmed((i) => natsClient.ask('counter', `n${i % ACTORS}`, { type: 'INC' }));
+  const natsResult = await warmed((i) => natsClient.ask('counter', `n${i % ACTORS}`, { type: 'INC' }), [['nats-server', nats.process.pid], ['worker process', worker.child.pid]]);
   line('actor ask over NATS (worker process, durable)', natsResult);
   await worker.stop();
 
