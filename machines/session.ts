@@ -158,7 +158,7 @@ export interface SessionContext {
    * out on every write, where a list of objects of one shape is written as records (`store/lmdb/shapes.ts`).
    */
   connections: OpenConnection[];
-  /** The last `REMEMBERED_CLIENT_EVENTS` client_event_ids (as `SeenEvents` keeps them) with the sequence of their echo. */
+  /** The last `REMEMBERED_CLIENT_EVENTS` client_event_ids at least (as `SeenEvents` keeps them) with the sequence of their echo. */
   seen: SeenEvents;
   joinFailed: boolean;
   joinCustom: Custom;
@@ -262,21 +262,32 @@ export interface CloseInput {
   started: boolean;
 }
 
-/** How many client_event_ids a session remembers for de-duplication. */
+/** How many client_event_ids a session remembers for de-duplication at least (see `SeenEvents`). */
 export const REMEMBERED_CLIENT_EVENTS = 100;
 
 /**
- * Remembered client_event_ids, oldest first: each id's 53-bit hash as `SEEN_WIDTH` hex digits, concatenated
- * in `ids`, and the sequence of its echo at the same position in `seqs`. The snapshot of every step carries
- * them: a hundred ids of up to 256 characters each, as strings in pairs, were most of a session snapshot's
- * size and its encoding time; this is one string of fixed width. Two ids of one session colliding in 53 bits
- * (which would answer the later one as a duplicate) is a chance of about 1 in 10^14 per message.
+ * Remembered client_event_ids, oldest first: each id's 53-bit hash as `SEEN_WIDTH` hex digits, concatenated,
+ * and the sequence of its echo at the same position beside it. The snapshot of every step carries them: a
+ * hundred ids of up to 256 characters each, as strings in pairs, were most of a session snapshot's size and its
+ * encoding time; this is a string of fixed width. Two ids of one session colliding in 53 bits (which would
+ * answer the later one as a duplicate) is a chance of about 1 in 10^14 per message.
+ *
+ * The newest (fewer than `SEEN_FOLD`) are kept apart (`newIds`, `newSeqs`) and folded into the rest every
+ * `SEEN_FOLD` ids, the oldest beyond `REMEMBERED_CLIENT_EVENTS` dropped then: a message copies the few newest
+ * and shares the rest with the step before. Copying all of them at every message made a new string and array of
+ * about 2 KB that lived until the session's next message, past a young-generation collection, so every
+ * scavenge copied them and promoted them to the old generation (bench/README.md, forty-fifth session). A session
+ * remembers the last `REMEMBERED_CLIENT_EVENTS` ids at least, and up to `SEEN_FOLD - 1` more.
  */
 export interface SeenEvents {
   ids: string;
   seqs: number[];
+  newIds: string;
+  newSeqs: number[];
 }
 const SEEN_WIDTH = 14;
+/** How many newest ids are kept apart before they are folded into the rest (see `SeenEvents`). */
+export const SEEN_FOLD = 20;
 
 /** cyrb53 (a public-domain 53-bit string hash), as `SEEN_WIDTH` hex digits. */
 function seenHash(id: string): string {
@@ -292,20 +303,31 @@ function seenHash(id: string): string {
   return (4294967296 * (2097151 & h2) + (h1 >>> 0)).toString(16).padStart(SEEN_WIDTH, '0');
 }
 
-/** The position of `id` among the remembered ids, or -1. */
-export function seenIndex(seen: SeenEvents, id: string): number {
-  const h = seenHash(id);
-  for (let at = seen.ids.indexOf(h); at !== -1; at = seen.ids.indexOf(h, at + 1)) if (at % SEEN_WIDTH === 0) return at / SEEN_WIDTH;
+/** The position of hash `h` among the fixed-width hashes `ids`, or -1. */
+function positionOf(ids: string, h: string): number {
+  for (let at = ids.indexOf(h); at !== -1; at = ids.indexOf(h, at + 1)) if (at % SEEN_WIDTH === 0) return at / SEEN_WIDTH;
   return -1;
 }
 
-/** `seen` with `id` (echoed at `seq`) remembered, the oldest forgotten past `REMEMBERED_CLIENT_EVENTS`. */
-function remembered(seen: SeenEvents, id: string, seq: number): SeenEvents {
-  const seqs = [...seen.seqs, seq];
-  const ids = seen.ids + seenHash(id);
-  const drop = Math.max(0, seqs.length - REMEMBERED_CLIENT_EVENTS);
-  return drop ? { ids: ids.slice(drop * SEEN_WIDTH), seqs: seqs.slice(drop) } : { ids, seqs };
+/** The sequence of the echo of `id` when it is remembered, or undefined. */
+export function seenSeq(seen: SeenEvents, id: string): number | undefined {
+  const h = seenHash(id);
+  const at = positionOf(seen.newIds, h);
+  if (at !== -1) return seen.newSeqs[at];
+  const old = positionOf(seen.ids, h);
+  return old === -1 ? undefined : seen.seqs[old];
 }
+
+/** `seen` with `id` (echoed at `seq`) remembered (see `SeenEvents`: the newest apart, folded every `SEEN_FOLD`). */
+function remembered(seen: SeenEvents, id: string, seq: number): SeenEvents {
+  const newIds = seen.newIds + seenHash(id);
+  const newSeqs = [...seen.newSeqs, seq];
+  if (newSeqs.length < SEEN_FOLD) return { ids: seen.ids, seqs: seen.seqs, newIds, newSeqs };
+  const seqs = [...seen.seqs, ...newSeqs];
+  const drop = Math.max(0, seqs.length - REMEMBERED_CLIENT_EVENTS);
+  return { ids: (seen.ids + newIds).slice(drop * SEEN_WIDTH), seqs: drop ? seqs.slice(drop) : seqs, newIds: '', newSeqs: [] };
+}
+
 /** A streamed reply is sent in at most this many parts. */
 export const MAX_CHUNKS = 32;
 
@@ -406,7 +428,7 @@ const notProvided = () => {
 
 type Ctx = { context: SessionContext; event: any };
 const isClient = (kind: ClientKind) => ({ event }: Ctx) => event.type === 'CLIENT' && event.kind === kind;
-const duplicate = ({ context, event }: Ctx) => event.clientEventId != null && seenIndex(context.seen, event.clientEventId) !== -1;
+const duplicate = ({ context, event }: Ctx) => event.clientEventId != null && seenSeq(context.seen, event.clientEventId) !== undefined;
 const freshClient = (kind: ClientKind) => (a: Ctx) => isClient(kind)(a) && !duplicate(a);
 
 /** A client event's echo (journaled), remembering its client_event_id; activity moves the idle deadline. */
@@ -478,7 +500,7 @@ export const sessionMachine = setup({
   },
   actions: {
     refuse: step<Refusal>((_c, _e, reason) => refused(reason)),
-    replyDuplicate: step((c, e) => ({ out: [transient('session.duplicate', { of: c.seen.seqs[seenIndex(c.seen, e.clientEventId)] })] })),
+    replyDuplicate: step((c, e) => ({ out: [transient('session.duplicate', { of: seenSeq(c.seen, e.clientEventId)! })] })),
     echoHeartbeat: step((c, e) => echo(c, e, 'session.heartbeat')),
     echoJoin: step((c, e) => echo(c, e, 'session.join_requested')),
     typing: step((c, e) => ({ set: { idleDeadline: e.at + c.info!.idleMs }, out: [transient('session.typing', { state: e.typing ?? '' })] })),
@@ -627,7 +649,7 @@ export const sessionMachine = setup({
     info: null,
     nextSeq: 1,
     connections: [],
-    seen: { ids: '', seqs: [] },
+    seen: { ids: '', seqs: [], newIds: '', newSeqs: [] },
     joinFailed: false,
     joinCustom: null,
     joinAt: null,

@@ -2,7 +2,7 @@ import t from 'tap';
 import fc from 'fast-check';
 import { createActor, fromPromise } from 'xstate';
 import { getShortestPaths } from 'xstate/graph';
-import { converseInput, MAX_CHUNKS, REMEMBERED_CLIENT_EVENTS, seenIndex, sessionMachine, streamedParts, type AgentReply, type SessionEmitted, type SessionInfo } from '../machines/session.js';
+import { converseInput, MAX_CHUNKS, REMEMBERED_CLIENT_EVENTS, SEEN_FOLD, seenSeq, sessionMachine, streamedParts, type AgentReply, type SessionEmitted, type SessionInfo } from '../machines/session.js';
 import { chunkText, eventUuid, renderStep, replyOf } from '../actors/session/wire.js';
 
 const info: SessionInfo = {
@@ -252,23 +252,27 @@ t.test('session: client_event_id de-duplication answers with the original sequen
   a.stop();
 });
 
-t.test('session: the remembered client_event_ids are the last 100, each with the sequence of its echo, in one fixed-width string', async (t) => {
+t.test('session: the remembered client_event_ids are the last 100 at least, each with the sequence of its echo, at a fixed width', async (t) => {
   const a = start();
   a.step(client('JOIN', { clientEventId: 'j' }));
   a.step(done('start', reply()));
   const seqOf = new Map<string, number>();
-  // Ids of every length a client may send (up to 256 characters), some alike but for one character.
-  const ids = Array.from({ length: REMEMBERED_CLIENT_EVENTS + 20 }, (_, i) => (i % 3 === 0 ? `m${i}` : `${'x'.repeat(i * 2)}-${i}`).slice(0, 256));
+  // Ids of every length a client may send (up to 256 characters), some alike but for one character. With the
+  // join's, seven folds and the newest but one apart.
+  const ids = Array.from({ length: REMEMBERED_CLIENT_EVENTS + 3 * SEEN_FOLD - 2 }, (_, i) => (i % 3 === 0 ? `m${i}` : `${'x'.repeat(Math.min(i * 2, 250))}-${i}`).slice(0, 256));
   for (const id of ids) {
     const emitted = a.step(client('MESSAGE', { text: 'x', clientEventId: id }));
     seqOf.set(id, (emitted.find((e) => e.type === 'session.user_message') as any).seq);
     a.step(turnDone(reply()));
   }
   const seen = a.getSnapshot().context.seen;
-  t.equal(seen.seqs.length, REMEMBERED_CLIENT_EVENTS);
-  t.equal(seen.ids.length, REMEMBERED_CLIENT_EVENTS * 14, 'fixed width whatever the ids');
-  for (const id of ids.slice(-REMEMBERED_CLIENT_EVENTS)) t.equal(seen.seqs[seenIndex(seen, id)], seqOf.get(id));
-  for (const id of [...ids.slice(0, 20), 'j', 'never-sent']) t.equal(seenIndex(seen, id), -1, `${id.slice(0, 12)} is not remembered`);
+  t.equal(seen.seqs.length, REMEMBERED_CLIENT_EVENTS, 'the folded ones: the last 100 at the last fold');
+  t.equal(seen.newSeqs.length, SEEN_FOLD - 1, 'the newest apart');
+  t.equal(seen.ids.length, seen.seqs.length * 14, 'fixed width whatever the ids');
+  t.equal(seen.newIds.length, seen.newSeqs.length * 14, 'fixed width whatever the ids');
+  const kept = REMEMBERED_CLIENT_EVENTS + SEEN_FOLD - 1;
+  for (const id of ids.slice(-kept)) t.equal(seenSeq(seen, id), seqOf.get(id));
+  for (const id of [...ids.slice(0, ids.length - kept), 'j', 'never-sent']) t.equal(seenSeq(seen, id), undefined, `${id.slice(0, 12)} is not remembered`);
   const last = ids.at(-1)!;
   a.step(client('MESSAGE', { text: 'x', clientEventId: last }));
   t.same(a.reply(), { ok: true, duplicateOf: seqOf.get(last) });
@@ -277,23 +281,53 @@ t.test('session: the remembered client_event_ids are the last 100, each with the
   a.stop();
 });
 
-t.test('session: seenIndex finds exactly the remembered ids (property)', async () => {
+t.test('session: a message copies only the newest remembered ids and shares the rest with the step before, until they are folded', async (t) => {
+  const a = start();
+  a.step(client('JOIN', { clientEventId: 'j' }));
+  a.step(done('start', reply()));
+  let folds = 0;
+  for (let i = 0; i < 3 * SEEN_FOLD; i++) {
+    const before = a.getSnapshot().context.seen;
+    a.step(client('MESSAGE', { text: 'x', clientEventId: `m${i}` }));
+    const after = a.getSnapshot().context.seen;
+    if (after.newSeqs.length === 0) {
+      folds++;
+      t.equal(after.seqs.length, Math.min(REMEMBERED_CLIENT_EVENTS, before.seqs.length + SEEN_FOLD), 'a fold takes in the newest');
+    } else {
+      t.equal(after.seqs, before.seqs, 'the folded sequences are the same array');
+      t.equal(after.ids, before.ids, 'and the same string');
+    }
+    a.step(turnDone(reply()));
+    t.equal(a.getSnapshot().context.seen, after, 'a step that remembers no id keeps them as they are');
+  }
+  t.equal(folds, 3, `folded every ${SEEN_FOLD} ids`);
+  a.stop();
+});
+
+t.test('session: seenSeq finds exactly the remembered ids (property)', async () => {
   fc.assert(
-    // An empty id is no id: never remembered (as before).
-    fc.property(fc.uniqueArray(fc.string({ minLength: 1, maxLength: 40 }), { minLength: 1, maxLength: 30 }), fc.string({ maxLength: 40 }), (ids, other) => {
-      let seen = { ids: '', seqs: [] as number[] };
+    // An empty id is no id: never remembered (as before). Up to 150 ids: past a fold, past the 100 kept.
+    fc.property(fc.uniqueArray(fc.string({ minLength: 1, maxLength: 40 }), { minLength: 1, maxLength: 150 }), fc.string({ maxLength: 40 }), (ids, other) => {
       const a = start();
       a.step(client('JOIN', { clientEventId: null }));
       a.step(done('start', reply()));
+      const seqs: number[] = [];
       for (const id of ids) {
-        a.step(client('MESSAGE', { text: 'x', clientEventId: id }));
+        seqs.push((a.step(client('MESSAGE', { text: 'x', clientEventId: id })).find((e) => e.type === 'session.user_message') as any).seq);
         a.step(turnDone(reply()));
       }
-      seen = a.getSnapshot().context.seen;
+      const seen = a.getSnapshot().context.seen;
       a.stop();
-      return ids.every((id, i) => seenIndex(seen, id) === i) && (ids.includes(other) || seenIndex(seen, other) === -1);
+      const remembered = seen.seqs.length + seen.newSeqs.length;
+      const from = ids.length - remembered;
+      return (
+        remembered >= Math.min(ids.length, REMEMBERED_CLIENT_EVENTS) &&
+        remembered < REMEMBERED_CLIENT_EVENTS + SEEN_FOLD &&
+        ids.every((id, i) => seenSeq(seen, id) === (i >= from ? seqs[i] : undefined)) &&
+        (ids.includes(other) || seenSeq(seen, other) === undefined)
+      );
     }),
-    { numRuns: 200 },
+    { numRuns: 100 },
   );
 });
 
