@@ -327,7 +327,7 @@ t.test('session: seenSeq finds exactly the remembered ids (property)', async () 
         (ids.includes(other) || seenSeq(seen, other) === undefined)
       );
     }),
-    { numRuns: 100 },
+    { numRuns: 200 },
   );
 });
 
