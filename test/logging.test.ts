@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { createLogger } from '../platform/logger.js';
+import { eventually } from './helpers/eventually.js';
 import { http } from './helpers/http.js';
 import { MAIN, platformFor, removeDir } from './helpers/platform.js';
 
@@ -72,13 +73,14 @@ t.test('on a terminal with LOG_FORMAT=json: JSON lines', { skip: hasScript ? fal
   const p = await startOnTerminal({ LOG_FORMAT: 'json' });
   t.teardown(() => p.stop());
   await http(p.edge, 'GET', '/healthz');
-  await new Promise((r) => setTimeout(r, 200));
+  // Waited for: the line is written asynchronously (pino's default destination), after the response.
+  await eventually(async () => /^\{"level":30,.*"msg":"request completed"/m.test(p.output()), 5000, 'the request line').catch(() => {});
   t.match(p.output(), /^\{"level":30,.*"msg":"request completed"/m);
 });
 
 t.test('piped (not a terminal): JSON lines with every request, as collectors expect', async (t) => {
   const p = await platformFor(t, { env: { LOG_LEVEL: 'info' } });
   await http(p.edge, 'GET', '/healthz');
-  await new Promise((r) => setTimeout(r, 200));
+  await eventually(async () => /^\{"level":30,.*"msg":"request completed"/m.test(p.stdout()), 5000, 'the request line').catch(() => {});
   t.match(p.stdout(), /^\{"level":30,.*"msg":"request completed"/m);
 });

@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import dgram from 'node:dgram';
 import net from 'node:net';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -247,11 +247,54 @@ export interface SippRun {
   out: string;
 }
 
+/** Options of `runSipp`. */
+export interface SippOptions {
+  scenario: string;
+  /** The platform's SIP address: sipp places the calls (a UAC). Without it sipp waits for them (a UAS). */
+  target?: string;
+  port: number;
+  mediaPort?: number;
+  calls?: number;
+  rate?: number;
+  limit?: number;
+  transport?: 'u1' | 't1' | 'un';
+  extra?: string[];
+  timeoutS?: number;
+  dir: string;
+}
+
+/** How many times `runSipp` starts sipp again when it could not bind its ports. */
+const SIPP_BIND_ATTEMPTS = 5;
+
 /**
  * Runs sipp on 127.0.0.2 (the `sip` package answers a synthetic 404 to requests for its own address, so the
  * far end must not share 127.0.0.1) against `target` until its calls are done.
+ *
+ * A port found free by `quietPort` can be taken before sipp binds it (by a test running beside this one), and
+ * sipp then exits at once, having sent nothing: a CI run failed so. sipp is started again then, on fresh
+ * ports where the test does not depend on them (its media ports always; its SIP port when it places the
+ * calls, as the platform answers wherever the INVITE came from), else on the same ones a moment later.
+ * `pid` is the sipp running now.
  */
-export function runSipp(o: { scenario: string; target?: string; port: number; mediaPort?: number; calls?: number; rate?: number; limit?: number; transport?: 'u1' | 't1' | 'un'; extra?: string[]; timeoutS?: number; dir: string }): Promise<SippRun> & { pid: number | undefined } {
+export function runSipp(o: SippOptions): Promise<SippRun> & { readonly pid: number | undefined } {
+  let child = spawnSipp(o);
+  const done = (async (): Promise<SippRun> => {
+    let current = o;
+    for (let attempt = 1; ; attempt++) {
+      const startedAt = Date.now();
+      const run = await exited(child);
+      const unbound = run.code !== 0 && Date.now() - startedAt < 5000 && /Unable to bind/.test(run.out);
+      if (!unbound || attempt >= SIPP_BIND_ATTEMPTS) return run;
+      process.stderr.write(`sipp could not bind its ports (attempt ${attempt}): ${/[^\n]*Unable to bind[^\n]*/.exec(run.out)?.[0]}\n`);
+      await new Promise((r) => setTimeout(r, 200 * attempt));
+      current = { ...current, mediaPort: await quietPort(), port: current.target ? await quietPort() : current.port };
+      child = spawnSipp(current);
+    }
+  })();
+  return Object.defineProperty(done, 'pid', { get: () => child.pid }) as Promise<SippRun> & { readonly pid: number | undefined };
+}
+
+function spawnSipp(o: SippOptions): ChildProcess & { out: string } {
   const args = [
     ...(o.target ? [o.target] : []),
     '-sf', o.scenario,
@@ -266,15 +309,16 @@ export function runSipp(o: { scenario: string; target?: string; port: number; me
     '-timeout', `${o.timeoutS ?? 60}s`,
     '-timeout_error',
     '-nostdin',
-    '-bg',
     ...(o.extra ?? []),
-  ].filter((a) => a !== '-bg');
-  const child = spawn('/usr/bin/sipp', args, { cwd: o.dir, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout!.on('data', (d) => (out = (out + d).slice(-20_000)));
-  child.stderr!.on('data', (d) => (out = (out + d).slice(-20_000)));
-  const done = new Promise<SippRun>((resolve) => child.once('exit', (code) => resolve({ code, out })));
-  return Object.assign(done, { pid: child.pid });
+  ];
+  const child = Object.assign(spawn('/usr/bin/sipp', args, { cwd: o.dir, stdio: ['ignore', 'pipe', 'pipe'] }), { out: '' });
+  child.stdout!.on('data', (d) => (child.out = (child.out + d).slice(-20_000)));
+  child.stderr!.on('data', (d) => (child.out = (child.out + d).slice(-20_000)));
+  return child;
+}
+
+function exited(child: ChildProcess & { out: string }): Promise<SippRun> {
+  return new Promise((resolve) => child.once('close', (code) => resolve({ code, out: child.out })));
 }
 
 /** The SIP port (UDP and TCP) and TLS port a platform process with the media role printed. */
