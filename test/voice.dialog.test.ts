@@ -18,6 +18,7 @@ import { conversationsClient, conversationsKey } from './helpers/conversations.j
 import { bindable, bindNumber, MEDIA_ENV, mediaPorts, runSipp, scenario, SIPP_PCAPS, quietPort, RTP_PORTS } from './helpers/voice.js';
 import { toolAvailable } from './helpers/tools.js';
 import { waitFor } from './helpers/wait.js';
+import { logged } from './helpers/eventually.js';
 
 // sipp and espeak-ng (the agent's voice); missing, these skip locally and fail with CI=true.
 const tools = () => toolAvailable('/usr/bin/sipp', 'sip-tester') && toolAvailable('/usr/bin/espeak-ng', 'espeak-ng');
@@ -162,9 +163,7 @@ t.test('a caller gone without a BYE (no RTP for VOICE_MEDIA_TIMEOUT_MS): the pla
   const file = scenario('recording-agent-end.xml', dir, { NUMBER: number, AUDIO_IP: '127.0.0.2', AUDIO_PORT: sink.port });
   const run = await runSipp({ scenario: file, target: `127.0.0.1:${mediaPorts(quiet.stdout()).sip}`, port: sippPort, mediaPort: await quietPort(), dir, timeoutS: 40 });
   t.equal(run.code, 0, 'sipp got the platform\'s BYE and answered it', { out: run.out.slice(-3000), platform: quiet.stdout().slice(-3000) });
-  // Waited for: the log line is written asynchronously (pino's default destination), and can reach the pipe
-  // after the BYE reached sipp and sipp exited.
-  const why = await waitFor(async () => /"msg":"call hung up: no media from the far end"/.test(quiet.stdout()), 5000).catch(() => false);
+  const why = await logged(() => quiet.stdout(), /"msg":"call hung up: no media from the far end"/);
   t.ok(why, 'saying why', { platform: why ? '' : quiet.stdout().slice(-3000) });
   t.ok(sink.got.packets > 0, 'the agent was heard meanwhile');
   const read = conversationsClient(quiet, gone, await conversationsKey(quiet, gone));

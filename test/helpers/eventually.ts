@@ -15,3 +15,16 @@ export async function eventually<T>(check: () => Promise<T | Falsy>, timeoutMs =
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }
+
+/**
+ * Whether `output` (a process's output so far) shows `line` within `timeoutMs`. A platform's JSON log lines
+ * go through pino's default destination, which writes asynchronously: a line can reach the pipe after what it
+ * reports (a response, a BYE, a refusal) reached the test, so a test that checks one after an outcome waits for it.
+ */
+export function logged(output: () => string, line: RegExp | string, timeoutMs = 5000): Promise<boolean> {
+  const found = () => (typeof line === 'string' ? output().includes(line) : line.test(output()));
+  return eventually(async () => found(), timeoutMs, `the log line ${line}`).then(
+    () => true,
+    () => false,
+  );
+}
