@@ -45,18 +45,26 @@ export function threeWayMerge(base: Content, ours: Content, theirs: Content): Me
       if (value !== undefined) merged[id] = value;
     }
     (content as unknown as Record<Keyed, Record<string, unknown>>)[kind] = merged;
-    conflicts.push(...duplicateNames(kind, merged as Record<string, { name: string }>));
+    conflicts.push(...duplicateNames(kind, merged as Record<string, { name: string }>, (id) => ours[kind]?.[id] !== undefined));
   }
   return { content, applied, conflicts };
 }
 
-function duplicateNames(kind: Keyed, items: Record<string, { name: string }>): FieldError[] {
+/**
+ * A conflict for each merged item whose name another one has: the field is the branch's item, the message names
+ * main's (items are visited in id order, which says nothing of which side an item came from).
+ */
+function duplicateNames(kind: Keyed, items: Record<string, { name: string }>, onMain: (id: string) => boolean): FieldError[] {
   const seen = new Map<string, string>();
   const out: FieldError[] = [];
   for (const [id, item] of Object.entries(items)) {
-    const other = seen.get(item.name);
-    if (other) out.push({ field: `${kind}.${id}`, message: `name "${item.name}" is also used by ${other} on main` });
-    else seen.set(item.name, id);
+    const first = seen.get(item.name);
+    if (first === undefined) {
+      seen.set(item.name, id);
+      continue;
+    }
+    const [branchId, mainId] = onMain(id) && !onMain(first) ? [first, id] : [id, first];
+    out.push({ field: `${kind}.${branchId}`, message: `name "${item.name}" is also used by ${mainId}${onMain(mainId) ? ' on main' : ''}` });
   }
   return out;
 }

@@ -32,6 +32,14 @@ t.test('three-way merge, case by case', async (t) => {
   }
 });
 
+t.test("a name added on both sides: the conflict is the branch's item, its message names main's", async (t) => {
+  const base = withTopics('b');
+  for (const [mainId, branchId] of [['t1', 't2'], ['t2', 't1']]) {
+    const out = threeWayMerge(base, withTopics('b', topic(mainId, 'Dup', 'm')), withTopics('b', topic(branchId, 'Dup', 'x')));
+    t.same(out.conflicts, [{ field: `topics.${branchId}`, message: `name "Dup" is also used by ${mainId} on main` }], `main's ${mainId}, the branch's ${branchId}`);
+  }
+});
+
 const contentArb: fc.Arbitrary<Content> = fc
   .record({
     behavior: fc.string({ maxLength: 8 }),
