@@ -6,8 +6,8 @@ import { assign, emit, fromPromise, setup } from 'xstate';
  * `actors/delivery`); waits between attempts are the durable `sleepUntil` on an absolute deadline, so a
  * delivery survives restarts and failover with its schedule. The machine decides what an answer means
  * (2xx delivered; timeout, network error, 408, 429 and 5xx retried; anything else final) and when the next
- * attempt is due (the schedule's delay after the failed attempt ended, or the receiver's `Retry-After` when
- * that is later, capped). `REDELIVER` starts a new series of attempts for the same event (same event id).
+ * attempt is due (at the schedule's offset from the series' start, never before the failed attempt ended, or
+ * after the receiver's `Retry-After` when that is later, capped). `REDELIVER` starts a new series of attempts for the same event (same event id).
  *
  * States: `new` (nothing asked yet) → `scheduling` (transient: straight to `attempting` when the first
  * delay is 0) → `waiting` (tag `pending`: until `nextAt`) ⇄ `attempting` (tags `pending`, `attempting`; its
@@ -70,7 +70,10 @@ export interface DeliverySpec {
 
 export interface DeliveryInput {
   id: string;
-  /** Delays in ms before each attempt of a series (the first usually 0); its length is the attempts per series. */
+  /**
+   * When each attempt of a series is due, in ms from the series' start (the first usually 0: at once); its length
+   * is the attempts per series. Offsets, not gaps: "at 0, 1 min, 5 min, 15 min, 1 h and 4 h" (addendum).
+   */
   schedule: number[];
   /** The longest `Retry-After` honoured, in ms. */
   maxRetryAfterMs: number;
@@ -85,6 +88,8 @@ export interface DeliveryInput {
 export interface DeliveryContext extends DeliveryInput {
   delivery: DeliverySpec | null;
   series: number;
+  /** When the current series started (the event's delivery, or its redelivery). */
+  seriesAt: number;
   /** Attempts made in the current series. */
   attempt: number;
   /** Every attempt, oldest first, at most `MAX_KEPT_ATTEMPTS` (the oldest dropped first). */
@@ -155,9 +160,9 @@ const data = (c: DeliveryContext): DeliveryEventData => ({
 /** The next attempt's deadline after a failed one, or null when the series is over. */
 function nextDeadline(c: DeliveryContext, r: AttemptResult): number | null {
   if (succeeded(r) || !retryable(r) || c.attempt + 1 >= c.schedule.length) return null;
-  const delay = c.schedule[c.attempt + 1];
+  const scheduled = Math.max(c.seriesAt + c.schedule[c.attempt + 1], r.endedAt);
   const asked = r.retryAfterMs === null ? 0 : Math.min(Math.max(0, r.retryAfterMs), c.maxRetryAfterMs);
-  return r.endedAt + Math.max(delay, asked);
+  return Math.max(scheduled, r.endedAt + asked);
 }
 
 const keep = (attempts: AttemptRecord[], record: AttemptRecord) => [...attempts, record].slice(-MAX_KEPT_ATTEMPTS);
@@ -180,6 +185,7 @@ export const deliveryMachine = setup({
   actions: {
     newSeries: assign({
       series: ({ context }) => context.series + 1,
+      seriesAt: (_, p: { at: number }) => p.at,
       attempt: 0,
       nextAt: ({ context }, p: { at: number }) => p.at + context.schedule[0],
     }),
@@ -214,7 +220,7 @@ export const deliveryMachine = setup({
   },
 }).createMachine({
   id: 'delivery',
-  context: ({ input }) => ({ delivery: null, series: 0, attempt: 0, attempts: [], attemptCount: 0, nextAt: null, watchdogAt: null, ...input }),
+  context: ({ input }) => ({ delivery: null, series: 0, seriesAt: 0, attempt: 0, attempts: [], attemptCount: 0, nextAt: null, watchdogAt: null, ...input }),
   initial: 'new',
   states: {
     new: {
@@ -232,6 +238,7 @@ export const deliveryMachine = setup({
               createdAt: event.at,
             },
             series: 1,
+            seriesAt: event.at,
             attempt: 0,
             nextAt: event.at + context.schedule[0],
           })),
@@ -300,14 +307,15 @@ export const deliveryMachine = setup({
           { target: 'failed', actions: [{ type: 'record', params: ({ event }) => event.output }, 'emitAttempted', 'emitFailed'] },
         ],
         // The effect reports every failure it knows as a result; a throw is a fault of ours, recorded and
-        // retried on the schedule from the time the attempt was due (the machine has no clock of its own).
+        // retried at the schedule's next offset, not before the failed attempt was due (the machine has no
+        // clock of its own: when the throw came is not known).
         onError: [
           {
             guard: ({ context }) => context.attempt + 1 < context.schedule.length,
             target: 'waiting',
             actions: assign(({ context }) => {
               const at = context.nextAt ?? 0;
-              const nextAt = at + context.schedule[context.attempt + 1];
+              const nextAt = Math.max(at, context.seriesAt + context.schedule[context.attempt + 1]);
               return {
                 attempt: context.attempt + 1,
                 attemptCount: context.attemptCount + 1,

@@ -107,9 +107,10 @@ const EnvSchema = z.object({
   LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
   WEBHOOK_RETRY_SCHEDULE_MS: z
     .string()
-    .regex(/^\s*\d+(\s*,\s*\d+){0,19}\s*$/, 'WEBHOOK_RETRY_SCHEDULE_MS must be 1 to 20 comma-separated delays in ms')
+    .regex(/^\s*\d+(\s*,\s*\d+){0,19}\s*$/, 'WEBHOOK_RETRY_SCHEDULE_MS must be 1 to 20 comma-separated offsets in ms')
     .transform((v) => v.split(',').map((d) => Number(d.trim())))
-    .refine((d) => d.every((ms) => ms <= 7 * 86_400_000), 'WEBHOOK_RETRY_SCHEDULE_MS delays are at most 7 days')
+    .refine((d) => d.every((ms) => ms <= 7 * 86_400_000), 'WEBHOOK_RETRY_SCHEDULE_MS offsets are at most 7 days')
+    .refine((d) => d.every((ms, i) => i === 0 || ms >= d[i - 1]), 'WEBHOOK_RETRY_SCHEDULE_MS offsets are from the series\' start: none smaller than the one before')
     .default([0, 60_000, 300_000, 900_000, 3_600_000, 14_400_000]),
   WEBHOOK_ALLOW_PRIVATE_URLS: z.enum(['true', 'false']).default('false'),
   WEBHOOK_SECRETS_KEY: z
@@ -162,7 +163,7 @@ export interface Config {
    */
   externalEvents: { maxBytes: number; defaultTimeoutMs: number; maxTimeoutMs: number };
   /**
-   * Webhook deliveries: the delay before each attempt of a series (`WEBHOOK_RETRY_SCHEDULE_MS`), whether
+   * Webhook deliveries: when each attempt of a series is due, from its start (`WEBHOOK_RETRY_SCHEDULE_MS`), whether
    * loopback and private destinations are allowed (`WEBHOOK_ALLOW_PRIVATE_URLS`), the key that encrypts
    * signing secrets at rest (`WEBHOOK_SECRETS_KEY`; unset: a key file in the data dir).
    */

@@ -127,7 +127,7 @@ t.test('settings: WEBHOOK_RETRY_SCHEDULE_MS, WEBHOOK_ALLOW_PRIVATE_URLS, WEBHOOK
   t.equal(loadConfig({ WEBHOOK_SECRETS_KEY: key }).webhooks.secretsKey, key);
   for (const [name, value] of [
     ['WEBHOOK_RETRY_SCHEDULE_MS', 'a,b'], ['WEBHOOK_RETRY_SCHEDULE_MS', '-1,5'], ['WEBHOOK_RETRY_SCHEDULE_MS', '0,'], ['WEBHOOK_RETRY_SCHEDULE_MS', Array(21).fill('1').join(',')],
-    ['WEBHOOK_RETRY_SCHEDULE_MS', `0,${8 * 86_400_000}`], ['WEBHOOK_ALLOW_PRIVATE_URLS', 'yes'], ['WEBHOOK_SECRETS_KEY', Buffer.alloc(16).toString('base64')],
+    ['WEBHOOK_RETRY_SCHEDULE_MS', `0,${8 * 86_400_000}`], ['WEBHOOK_RETRY_SCHEDULE_MS', '0,500,100'], ['WEBHOOK_ALLOW_PRIVATE_URLS', 'yes'], ['WEBHOOK_SECRETS_KEY', Buffer.alloc(16).toString('base64')],
   ]) {
     t.throws(() => loadConfig({ [name]: value }), new RegExp(name), `${name}=${value.slice(0, 30)} stops the start naming it`);
   }

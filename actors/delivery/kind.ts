@@ -14,7 +14,7 @@ export const DEFAULT_MAX_RETRY_AFTER_MS = 86_400_000;
 export const DEFAULT_ATTEMPT_WATCHDOG_MS = 120_000;
 
 export interface DeliveryKindDeps extends AttemptDeps {
-  /** `WEBHOOK_RETRY_SCHEDULE_MS`: delay before each attempt of a series. */
+  /** `WEBHOOK_RETRY_SCHEDULE_MS`: when each attempt of a series is due, in ms from the series' start. */
   schedule?: number[];
   maxRetryAfterMs?: number;
   attemptWatchdogMs?: number;
