@@ -10,7 +10,7 @@ import { startPlatform, removeDir, type Platform } from './helpers/platform.js';
 import { chatProject, type ChatProject } from './helpers/chat.js';
 import { conversationsClient, conversationsKey } from './helpers/conversations.js';
 import { bindNumber, callerMedia, loud, MEDIA_ENV, mediaPorts, rtpPcap, runSipp, scenario, speak, voiceTools, quietPort } from './helpers/voice.js';
-import { waitFor } from './helpers/wait.js';
+import { eventually } from './helpers/eventually.js';
 
 // Without sipp, espeak-ng or pocketsphinx these skip locally; with CI=true voiceTools() throws instead.
 /** A fresh options object per test: tap writes a filtered-out test's skip onto the object it is given. */
@@ -139,14 +139,14 @@ t.test('a call is recorded per direction; the card number keyed over the caller\
   const dataKey = await conversationsKey(p, project, ['conversations_data']);
   const piiKey = await conversationsKey(p, project, ['conversations_data', 'pii']);
   const read = conversationsClient(p, project, piiKey);
-  const c = await waitFor(async () => ((await read({ channel: 'VOICE-SIP' })).body.conversations ?? []).find((x: any) => x.in_progress === false) ?? null, 30_000);
+  const c = await eventually(async () => ((await read({ channel: 'VOICE-SIP' })).body.conversations ?? []).find((x: any) => x.in_progress === false) ?? null, 30_000);
   t.ok(c.turns.some((x: any) => x.user_input_dtmf === CARD), 'the card number reached the conversation as one DTMF turn (read with pii)');
   const masked = (await conversationsClient(p, project, dataKey)({ channel: 'VOICE-SIP' })).body.conversations[0];
   t.ok(masked.turns.some((x: any) => x.user_input_dtmf === '[redacted]'), 'a key without pii reads the transcript with the card number masked (pii_redaction on)');
   t.notOk(JSON.stringify(masked.turns).includes(CARD), 'nowhere in its turns', { row: JSON.stringify(masked).slice(0, 4000) });
   t.equal(c.audio?.available, true, 'the v3 row says the call has audio');
   // The recordings projector renders the redacted audio once the call has ended, before anyone asks for it.
-  const listed = await waitFor(async () => ((await read({ channel: 'VOICE-SIP' })).body.conversations ?? []).find((x: any) => x.id === c.id && x.audio?.redactions)?.audio.redactions ?? null, 30_000);
+  const listed = await eventually(async () => ((await read({ channel: 'VOICE-SIP' })).body.conversations ?? []).find((x: any) => x.id === c.id && x.audio?.redactions)?.audio.redactions ?? null, 30_000);
   t.same(listed.map((s: any) => [s.kind, s.source]), [['card_number', 'dtmf']], 'the row lists what was muted: the keyed card number');
 
   const get = (key: string, q = '', h: Record<string, string> = {}) => audio(p, project, key, c.id, q, h);
@@ -304,7 +304,7 @@ t.test('a call the agent ends with conv.end() after its goodbye: a key without p
   const dataKey = await conversationsKey(p, project, ['conversations_data']);
   const piiKey = await conversationsKey(p, project, ['conversations_data', 'pii']);
   const read = conversationsClient(p, project, piiKey);
-  const c = await waitFor(async () => ((await read({ channel: 'VOICE-SIP' })).body.conversations ?? []).find((x: any) => x.in_progress === false) ?? null, 30_000);
+  const c = await eventually(async () => ((await read({ channel: 'VOICE-SIP' })).body.conversations ?? []).find((x: any) => x.in_progress === false) ?? null, 30_000);
   const early = await audio(p, project, dataKey, c.id);
   t.equal(early.status, 200, 'once the conversation has ended, a key without pii gets audio');
   t.equal(early.headers.get('x-audio-redacted'), 'true', 'redacted');
@@ -314,7 +314,7 @@ t.test('a call the agent ends with conv.end() after its goodbye: a key without p
   t.equal(done.code, 0, 'sipp completed the call: the agent hung up after its goodbye', { out: done.out.slice(-3000) });
 
   // The recordings projector renders the call once its recording is complete.
-  const listed = await waitFor(async () => ((await read({ channel: 'VOICE-SIP' })).body.conversations ?? []).find((x: any) => x.id === c.id && x.audio?.redactions)?.audio.redactions ?? null, 30_000);
+  const listed = await eventually(async () => ((await read({ channel: 'VOICE-SIP' })).body.conversations ?? []).find((x: any) => x.id === c.id && x.audio?.redactions)?.audio.redactions ?? null, 30_000);
   t.same(listed.map((s: any) => [s.kind, s.source]), [['card_number', 'dtmf'], ['card_number', 'agent']], 'the row lists what was muted: the keyed card number, then the agent reading it back');
   const readBack = listed[1];
   t.ok(readBack.start_ms >= listed[0].start_ms && readBack.end_ms - readBack.start_ms > 2000, `the read-back's span is the answer, seconds long (${readBack.start_ms} to ${readBack.end_ms} ms)`);
@@ -370,9 +370,9 @@ t.test('a gateway killed mid-call leaves a playable recording up to the crash, c
   const file = scenario('recording-card.xml', dir, { NUMBER: number, AUDIO_IP: '127.0.0.2', AUDIO_PORT: sink.port, GREETING_MS: 20000, SPEECH_PCAP: speech, END_MS: 100 });
   const run = runSipp({ scenario: file, target: `127.0.0.1:${mediaPorts(q.stdout()).sip}`, port: sippPort, mediaPort: await quietPort(), dir, timeoutS: 40 });
   const read = conversationsClient(q, project, key);
-  const c = await waitFor(async () => ((await read({ channel: 'VOICE-SIP' })).body.conversations ?? [])[0] ?? null, 30_000);
+  const c = await eventually(async () => ((await read({ channel: 'VOICE-SIP' })).body.conversations ?? [])[0] ?? null, 30_000);
   // Wait until the greeting has been recorded for a few chunks, then SIGKILL the whole process mid-call.
-  await waitFor(async () => {
+  await eventually(async () => {
     const r = await audio(q, project, key, c.id, 'direction=agent');
     return r.status === 200 && r.bytes.length > 44 + 3 * 16000 ? true : null;
   }, 30_000);
@@ -392,7 +392,7 @@ t.test('a gateway killed mid-call leaves a playable recording up to the crash, c
   // Nothing feeds the conversation any more: it ends idle, and the recording is completed as it was written up
   // to the crash and rendered once, as any other (its row lists the redactions: none here).
   const readAgain = conversationsClient(q, project, key);
-  const row = await waitFor(async () => ((await readAgain({ channel: 'VOICE-SIP' })).body.conversations ?? []).find((x: any) => x.id === c.id && !x.in_progress && x.audio?.redactions) ?? null, 60_000);
+  const row = await eventually(async () => ((await readAgain({ channel: 'VOICE-SIP' })).body.conversations ?? []).find((x: any) => x.id === c.id && !x.in_progress && x.audio?.redactions) ?? null, 60_000);
   t.same(row.audio.redactions, [], 'the row lists the redacted rendering\'s spans: none');
   const red = await audio(q, project, key, c.id, 'redacted=true');
   t.equal(red.status, 200);

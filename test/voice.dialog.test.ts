@@ -17,8 +17,7 @@ import { admin } from './helpers/tenants.js';
 import { conversationsClient, conversationsKey } from './helpers/conversations.js';
 import { bindable, bindNumber, MEDIA_ENV, mediaPorts, runSipp, scenario, SIPP_PCAPS, quietPort, RTP_PORTS } from './helpers/voice.js';
 import { toolAvailable } from './helpers/tools.js';
-import { waitFor } from './helpers/wait.js';
-import { logged } from './helpers/eventually.js';
+import { eventually, logged } from './helpers/eventually.js';
 
 // sipp and espeak-ng (the agent's voice); missing, these skip locally and fail with CI=true.
 const tools = () => toolAvailable('/usr/bin/sipp', 'sip-tester') && toolAvailable('/usr/bin/espeak-ng', 'espeak-ng');
@@ -84,14 +83,14 @@ t.test('inbound CANCEL on the first provisional answer: a clean end either way, 
   // guaranteed: both ends see a well-formed outcome, nothing stays in progress, and the RTP port is freed
   // (the next test's call needs the only port of the range).
   t.equal(run.code, 0, 'sipp got 200 for its CANCEL and either 487 (ACKed) or the INVITE answered (ACKed, BYE answered)', { out: run.out.slice(-3000), platform: platformOut() });
-  const calls = await waitFor(async () => {
+  const calls = await eventually(async () => {
     const all = await voiceCalls(project);
     return all.every((c: any) => c.in_progress === false) ? [all] : null;
   });
   t.ok(calls[0].length <= 1, 'at most one conversation (when the answer won the race), and none left in progress');
   // Checked here so that a leak fails this test and not the next two: a port held by this call (an answer the
   // caller never ACKed holds it until Timer H, 32 s) leaves them no RTP port.
-  const freed = await waitFor(async () => ((await bindable(rtpPort)) ? true : null), 5000).catch(() => false);
+  const freed = await eventually(async () => ((await bindable(rtpPort)) ? true : null), 5000).catch(() => false);
   t.ok(freed, `the RTP port ${rtpPort} is free again`, { platform: freed ? '' : platformOut() });
 });
 
@@ -116,7 +115,7 @@ t.test('re-INVITE mid-call: 200 OK with SDP, the call goes on, the next answer r
   t.ok(atReinvite >= 0 && before.got.packets - atReinvite <= 1, 'and nothing more went to the old port');
   // Until the call has ended (its hang-up waits for the recording's last writes before it closes the conversation):
   // an empty list is no answer yet.
-  const c = await waitFor(async () => (await voiceCalls(project)).find((x: any) => x.in_progress === false && x.to_number === '+442079460141'));
+  const c = await eventually(async () => (await voiceCalls(project)).find((x: any) => x.in_progress === false && x.to_number === '+442079460141'));
   t.equal(c.turns.find((x: any) => x.user_input_dtmf === '7')?.agent_response, 'You pressed 7.', 'the DTMF turn after the re-INVITE was answered');
   t.ok((await voiceCalls(project)).every((x: any) => x.in_progress === false), 'nothing in progress; the one RTP port served this call after the cancelled one');
 });
@@ -136,7 +135,7 @@ t.test('outbound through a trunk with digest auth: 401 challenge, INVITE again w
   await new Promise((r) => setTimeout(r, 300));
   const r = await http(p.edge, 'POST', '/v1/outbound-calling', { body: { to_number: '+14155550123', encryption: 'UDP/RTP' }, headers: { 'x-service-auth-token': token } });
   t.equal(r.status, 200, r.text);
-  const last = await waitFor(async () => {
+  const last = await eventually(async () => {
     const s = await http(p.edge, 'GET', `/v1/outbound-calling/${r.body.call_sid}/status`, { headers: { 'x-service-auth-token': token } });
     return s.body.status === 'success' || s.body.status === 'failure' ? s.body : null;
   });
@@ -167,6 +166,6 @@ t.test('a caller gone without a BYE (no RTP for VOICE_MEDIA_TIMEOUT_MS): the pla
   t.ok(why, 'saying why', { platform: why ? '' : quiet.stdout().slice(-3000) });
   t.ok(sink.got.packets > 0, 'the agent was heard meanwhile');
   const read = conversationsClient(quiet, gone, await conversationsKey(quiet, gone));
-  const c = await waitFor(async () => ((await read({ channel: 'VOICE-SIP' })).body.conversations ?? []).find((x: any) => x.to_number === number && x.in_progress === false));
+  const c = await eventually(async () => ((await read({ channel: 'VOICE-SIP' })).body.conversations ?? []).find((x: any) => x.to_number === number && x.in_progress === false));
   t.ok(c, 'the conversation is over, not left in progress');
 });

@@ -8,7 +8,7 @@ import { startPlatform, removeDir, type Platform } from './helpers/platform.js';
 import { chatProject, type ChatProject } from './helpers/chat.js';
 import { conversationsClient, conversationsKey } from './helpers/conversations.js';
 import { bindNumber, callerMedia, MEDIA_ENV, mediaPorts, rtpPcap, runSipp, scenario, SIPP_PCAPS, speak, voiceTools, quietPort } from './helpers/voice.js';
-import { waitFor } from './helpers/wait.js';
+import { eventually } from './helpers/eventually.js';
 
 // Without sipp, espeak-ng or pocketsphinx these skip locally; with CI=true voiceTools() throws instead.
 /** A fresh options object per test: tap writes a filtered-out test's skip onto the object it is given. */
@@ -66,7 +66,7 @@ t.teardown(async () => {
 /** The ended VOICE-SIP conversations of a project, once there are `n`. */
 async function endedCalls(project: ChatProject, n = 1): Promise<any[]> {
   const read = conversationsClient(p, project, await conversationsKey(p, project));
-  return waitFor(async () => {
+  return eventually(async () => {
     const done = ((await read({ channel: 'VOICE-SIP' })).body.conversations ?? []).filter((c: any) => c.in_progress === false);
     return done.length >= n ? done : null;
   });
