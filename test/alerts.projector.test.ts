@@ -24,6 +24,18 @@ const entry = (kind: string, shard: number, at: number, events: Array<{ type: st
   seq: ++seq, key: `${kind}/x${shard}`, kind, id: `x${shard}`, shard, version: seq, at, value: null, events,
 });
 
+t.test('a window holds every event of its span: the bucket holding its start is read whole', async (t) => {
+  await projector.reset(store);
+  await projector.apply([entry('conversation', 9, T0, [{ type: 'conversation.turn', data: { ...owner, latency_ms: 10, function_errors: 3 } }])], store, PARTS);
+  const errors = async (at: number) => metricValue(await readWindow(store, projectScope('proj'), at, 5), 'function_errors');
+  t.equal(await errors(T0), 3, 'at once');
+  t.equal(await errors(T0 + 270_000), 3, '4.5 minutes on: in a 5-minute window (read short, it fell out at the next minute, 4.5 minutes on)');
+  t.equal(await errors(T0 + 300_000), 3, 'exactly 5 minutes on');
+  t.equal(await errors(T0 + 329_999), 3, "5.5 minutes on: still in the oldest bucket read, which began before the window's start");
+  t.equal(await errors(T0 + 330_000), null, 'once its minute is more than 5 minutes back, gone');
+  await projector.reset(store);
+});
+
 t.test('each metric from its events, per project and per account', async (t) => {
   const batch = [
     entry('conversation', 1, T0, [{ type: 'conversation.started', data: { ...owner, channel: 'CHAT' } }]),
@@ -47,7 +59,7 @@ t.test('each metric from its events, per project and per account', async (t) => 
   t.equal(metricValue(sums, 'turn_latency_p95'), 900);
   const account = await readWindow(store, accountScope('acc'), at, 5);
   t.equal(metricValue(account, 'call_volume'), 2, 'the account counts every project');
-  t.equal(metricValue(await readWindow(store, projectScope('proj'), at, 1), 'function_errors'), null, 'a 1-minute window ending two minutes later holds no data');
+  t.equal(metricValue(await readWindow(store, projectScope('proj'), T0 + 150_000, 1), 'function_errors'), null, 'a 1-minute window ending a minute after the last entry holds no data');
   t.equal(metricValue(await readWindow(store, projectScope('none'), at, 60), 'call_volume'), null, 'no data');
 
   // Re-applied after a crash: nothing counted twice.

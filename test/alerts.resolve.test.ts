@@ -1,6 +1,6 @@
 /**
  * A rule resolves because the errors stopped: with short metric buckets (`METRICS_BUCKET_MS`, so a `5m` window
- * is 5 short buckets), chat turns whose function throws make a `function_errors` rule fire; then only turns
+ * spans 5 short buckets and reads 6), chat turns whose function throws make a `function_errors` rule fire; then only turns
  * that succeed follow, the errors leave the window, the rule is back to `ok`, and a real receiver gets
  * `alerts.triggered` then `alerts.resolved`, each verified with its own event id.
  */

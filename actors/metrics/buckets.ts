@@ -29,8 +29,8 @@ export const accountScope = (accountId: string) => `a:${accountId}`;
 /**
  * The width of a bucket: a minute (`METRICS_BUCKET_MS`, default 60000). Read from the environment here, not
  * passed in, because three places must agree on it and one of them is the projection runner's thread: the
- * edges' error counts, the projector and the rules' windows (a `5m` window is 5 buckets). Operators keep the
- * minute; tests shorten it so that a window can empty within a test.
+ * edges' error counts, the projector and the rules' windows (a `5m` window spans 5 buckets and reads 6). Operators keep
+ * the minute; tests shorten it so that a window can empty within a test.
  */
 export const BUCKET_MS = ((v) => (Number.isInteger(v) && v >= 10 ? v : 60_000))(Number(process.env.METRICS_BUCKET_MS ?? 60_000));
 export const minuteOf = (ms: number) => Math.floor(ms / BUCKET_MS);
@@ -50,10 +50,15 @@ export interface WindowSums {
 
 export const emptyCounts = (): Record<Count, number> => ({ api_errors: 0, function_errors: 0, call_crashes: 0, call_volume: 0, turns: 0 });
 
-/** Sums the scope's buckets of the `minutes` minutes ending with the one holding `at`. */
+/**
+ * Sums the scope's buckets that overlap the window of `minutes` buckets ending at `at`: the one holding `at` and
+ * the `minutes` before it. A bucket is read whole, so the window holds every event of its span, and at most a
+ * bucket's width more: the window's first bucket starts before it (a window read short, the current bucket and
+ * the `minutes - 1` before it, lost events well within its span).
+ */
 export async function readWindow(store: Store, scope: string, at: number, minutes: number): Promise<WindowSums> {
   const last = minuteOf(at);
-  const docs = await metricBuckets(store).find({ scope, minute: { $gt: last - minutes, $lte: last } });
+  const docs = await metricBuckets(store).find({ scope, minute: { $gte: last - minutes, $lte: last } });
   return sumBuckets(docs);
 }
 
