@@ -86,6 +86,7 @@ function catalog<K extends string>(family: string, specs: Record<K, Spec>): Reco
 export const EDGE = catalog('EDGE', {
   VALIDATION: [400, 'validation error'],
   CONTENT_TYPE_UNSUPPORTED: [400, 'Content-Type must be application/json, not %s', 'body'],
+  BODY_TOO_LARGE: [400, 'the body is larger than %s bytes', 'body'],
   MALFORMED_PARAMS: [422, 'malformed %s'],
   URL_MALFORMED: [400, 'the URL is malformed: a path segment is not valid percent-encoding', 'path'],
   PATH_SEGMENT_TOO_LONG: [400, 'a path segment is longer than %s characters', 'path'],

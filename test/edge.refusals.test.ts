@@ -117,6 +117,17 @@ t.test('credentials are checked before the body: 401 for a malformed body withou
   t.not(valid.status, 401, 'with valid credentials the body is judged');
 });
 
+t.test("a body past the edge's limit is 400 in the family shape (the contract has no 413)", async (t) => {
+  const big = 'x'.repeat(1024 * 1024 + 1);
+  const agents = await http(p.edge, 'POST', '/v1/agents', { body: { name: 'big', description: big }, headers: { 'x-api-key': agentsKey } });
+  t.equal(agents.status, 400, 'Agents API');
+  fieldsShape(t, agents.body);
+  t.same(agents.body, { message: 'the body is larger than 1048576 bytes', errors: [{ field: 'body', message: 'the body is larger than 1048576 bytes' }] });
+  const chat = await c.chat('create', { initial_message: big });
+  t.equal(chat.status, 400, 'Chat API');
+  t.same(chat.body, { error_message: 'the body is larger than 1048576 bytes' });
+});
+
 t.test('a JSON body that is not UTF-8 is refused, in the family shape', async (t) => {
   const bytes = Buffer.concat([Buffer.from('{"initial_message":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]);
   const r = await fetch(new URL(`/v1/${c.accountId}/${c.agentId}/chat/create`, p.edge), {

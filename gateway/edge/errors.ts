@@ -28,14 +28,16 @@ const problemOf = (err: PlatformError): Problem => ({ status: err.statusCode, co
 /**
  * Turns anything thrown in a request into a status and message; never leaks internals of a 5xx. A body of a
  * type no parser takes is a 400 (`EDGE_CONTENT_TYPE_UNSUPPORTED`: the contract's error tables have no 415, and
- * count it among the body's validation errors). Other 4xx errors (Fastify's own, the JSON body parser's) keep
- * their status and message.
+ * count it among the body's validation errors), and so is a body past the edge's limit (`EDGE_BODY_TOO_LARGE`:
+ * no 413 either; the outbound trigger's table says 400 for `metadata` over the size limit, however large).
+ * Other 4xx errors (Fastify's own, the JSON body parser's) keep their status and message.
  */
 export function toProblem(err: unknown, request: FastifyRequest): Problem {
   if (err instanceof RateLimitedError) return { ...problemOf(err), headers: { 'retry-after': String(err.retryAfterS) } };
   if (err instanceof PlatformError) return problemOf(err);
   const e = err as FastifyError & { validation?: ValidationIssue[]; validationContext?: string };
   if (e.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return problemOf(EDGE.CONTENT_TYPE_UNSUPPORTED(request.headers['content-type'] ?? 'none'));
+  if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return problemOf(EDGE.BODY_TOO_LARGE(BODY_LIMIT));
   if (Array.isArray(e.validation)) {
     const context = e.validationContext ?? 'body';
     // One entry per field and message: a value can break two checks that say the same thing (an integer past
@@ -71,6 +73,9 @@ function fieldName(context: string, instancePath: string | undefined): string {
  * segment that is not valid percent-encoding, or one longer than the router takes. Both are 400 in the shape
  * of the family the path belongs to, not Fastify's own body.
  */
+/** The edge's largest request body, in bytes (External Events set their own, `EXTERNAL_EVENTS_MAX_BYTES`). */
+export const BODY_LIMIT = 1024 * 1024;
+
 export function frameworkProblem(err: FastifyError): Problem {
   if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') return problemOf(EDGE.PATH_SEGMENT_TOO_LONG(MAX_PARAM_LENGTH));
   return problemOf(EDGE.URL_MALFORMED());

@@ -16,7 +16,7 @@ import { agentsPlugin } from './agents/plugin.js';
 import { chatPlugin } from './chat.js';
 import { outboundPlugin } from './outbound.js';
 import { conversationsPlugin } from './conversations/plugin.js';
-import { clientErrorResponse, frameworkProblem, MAX_PARAM_LENGTH, routeNotFound, sendProblem, shapeForPath, toProblem } from './errors.js';
+import { BODY_LIMIT, clientErrorResponse, frameworkProblem, MAX_PARAM_LENGTH, routeNotFound, sendProblem, shapeForPath, toProblem } from './errors.js';
 import { healthPlugin } from './health.js';
 import { bridgeEndedPlugin, externalEventsPlugin } from './external-events.js';
 import { jsonBodyParser } from './json-body.js';
@@ -136,7 +136,7 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
-    bodyLimit: 1024 * 1024,
+    bodyLimit: BODY_LIMIT,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     frameworkErrors: (err, request, reply) => sendProblem(reply, shapeForPath(request.url), frameworkProblem(err)),
     clientErrorHandler: (err: NodeJS.ErrnoException, socket: Duplex) => {
