@@ -122,6 +122,15 @@ t.test('offset pagination and cursor pagination', async (t) => {
   const byCursor = await get({ start_time: since, limit: '2', cursor: first.body.cursor, offset: '0' });
   t.same(byCursor.body.conversations.map((x: any) => x.id), [ids.d], 'cursor wins over offset');
   t.equal(byCursor.body.cursor, null);
+  t.notOk('next_offset' in byCursor.body, 'the last page, by cursor: no next_offset');
+  const one = await get({ start_time: since, limit: '1' });
+  const secondByCursor = await get({ start_time: since, limit: '1', cursor: one.body.cursor });
+  t.same(secondByCursor.body.conversations.map((x: any) => x.id), [ids.b]);
+  t.equal(secondByCursor.body.next_offset, 2, 'a page by cursor with more after it has next_offset (contract 2.5), the offset of the page after it');
+  t.same((await get({ start_time: since, limit: '1', offset: String(secondByCursor.body.next_offset) })).body.conversations.map((x: any) => x.id), [ids.d], 'which offset pagination reads on from');
+  const thirdByCursor = await get({ start_time: since, limit: '1', cursor: secondByCursor.body.cursor });
+  t.same(thirdByCursor.body.conversations.map((x: any) => x.id), [ids.d]);
+  t.notOk('next_offset' in thirdByCursor.body);
   const otherFilters = await get({ start_time: since, limit: '2', cursor: first.body.cursor, channel: 'WEBCHAT' });
   t.equal(otherFilters.status, 400, 'a cursor for other filters');
   t.match(otherFilters.body, { error_message: String });

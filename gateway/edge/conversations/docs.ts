@@ -84,7 +84,7 @@ const Conversation = z.object({
 export const ConversationsResponseDoc = z.union([
   z.object({
     conversations: z.array(Conversation),
-    next_offset: z.number().int().optional().describe('Present only when more results exist (not with cursor or sample)'),
+    next_offset: z.number().int().optional().describe('Present only when more results exist (not with sample), a cursor page included'),
     cursor: z.string().nullable().describe('Pass on the next request; null at the end'),
   }).describe('v2 and v3'),
   z.object({

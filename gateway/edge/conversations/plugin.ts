@@ -126,7 +126,8 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
       const next = rows.next();
       if (version === 'v1') return { next_offset: next.nextOffset };
       const cursor = next.position ? cursors.encode(filters, next.position as Position) : null;
-      return next.more && q.cursor === null && q.mode !== 'random' ? { next_offset: next.nextOffset, cursor } : { cursor };
+      // Contract 2.5: next_offset whenever more results exist, a cursor's page included (random samples have no pages).
+      return next.more && q.mode !== 'random' ? { next_offset: next.nextOffset, cursor } : { cursor };
     };
     // Rows are rendered a batch at a time: a batch's marks and its call rows' audio are one query each.
     const marksOf = async (batch: Row[]) => (masking ? masking.marks(batch.map((r) => r.id)) : NO_MARKS);

@@ -233,6 +233,8 @@ function rowReader(src: ReadSources, documents: boolean): (filter: Filter) => Pr
 export function keysetRows(src: ReadSources, projectId: string, q: ListQuery, position: Position | null, documents = false, masking: Masking | null = null): Rows {
   const after = position?.kind === 'after' ? { startedAt: position.startedAt, id: position.id } : null;
   const skip = position ? 0 : q.offset;
+  // The rows before this page: a cursor's walk carries its count, so its pages have a next_offset too.
+  const before = position?.kind === 'after' ? position.offset : q.offset;
   const base = recordFilter(projectId, q);
   const read = rowReader(src, documents);
   const readRecords = (from: string | null, to: string | null, extra: Filter = {}) => {
@@ -291,8 +293,8 @@ export function keysetRows(src: ReadSources, projectId: string, q: ListQuery, po
     rows: rows(),
     next: () => ({
       more,
-      nextOffset: more ? skip + q.limit : null,
-      position: more && last ? { kind: 'after', startedAt: (last as Row).started_at, id: (last as Row).id } : null,
+      nextOffset: more ? before + q.limit : null,
+      position: more && last ? { kind: 'after', startedAt: (last as Row).started_at, id: (last as Row).id, offset: before + q.limit } : null,
     }),
   };
 }
