@@ -105,6 +105,9 @@ t.test('access token: every error row, and subdomains of the registered host', a
   t.same(errorOf(await post({ 'X-Token': 'nonsense', 'X-Host': 'example.com' })), [401, 'Connector token does not exist']);
   t.same(errorOf(await post({ 'X-Token': m.connectorToken, 'X-Host': 'evil.com' })), [401, 'Failed to validate connector']);
   t.same(errorOf(await post({ 'X-Token': m.connectorToken, 'X-Host': 'notexample.com' })), [401, 'Failed to validate connector'], 'a suffix that is not a subdomain');
+  for (const host of ['.example.com', 'a..example.com', 'a b.example.com', 'https://.example.com/']) {
+    t.same(errorOf(await post({ 'X-Token': m.connectorToken, 'X-Host': host })), [401, 'Failed to validate connector'], `${JSON.stringify(host)} names no subdomain`);
+  }
   // A chat connector has no host domain.
   t.same(errorOf(await post({ 'X-Token': m.token, 'X-Host': 'example.com' })), [401, 'Connector missing host domain']);
   const r = await post({ 'X-Token': m.connectorToken, 'X-Host': 'https://deep.app.example.com/widget' });

@@ -12,11 +12,18 @@ export function normalizeHost(value: string): string {
   return h;
 }
 
-/** `X-Host` matches the registered host exactly or as a subdomain of it. */
+/** A host name once normalized: dot-separated labels, none empty, of letters, digits, `-` and `_`. */
+const HOST_NAME = /^[a-z0-9_-]+(\.[a-z0-9_-]+)*$/;
+
+/**
+ * `X-Host` matches the registered host exactly or as a subdomain of it. What is presented must be a host name
+ * (with a scheme, path or port, as a page's origin or address gives it): `.example.com` or `a..example.com`
+ * ends with the registered host but names none of its subdomains.
+ */
 export function hostMatches(presented: string, registered: string): boolean {
   const p = normalizeHost(presented);
   const r = normalizeHost(registered);
-  return p !== '' && (p === r || p.endsWith(`.${r}`));
+  return HOST_NAME.test(p) && (p === r || p.endsWith(`.${r}`));
 }
 
 /**
