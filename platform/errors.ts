@@ -152,6 +152,7 @@ export const ADMIN = catalog('ADMIN', {
   OUTBOUND_FIELDS_KIND: [400, 'telephony_connector_id and from_number apply to outbound connectors only', '%s'],
   TELEPHONY_CONNECTOR_NOT_FOUND: [404, 'telephony connector not found for this project', 'telephony_connector_id'],
   FROM_NUMBER_INVALID: [400, 'from_number must be a phone number in E.164 format, such as +14155550123', 'from_number'],
+  VARIANT_UNKNOWN: [400, 'no variant of this agent has this id (variants are defined on its main branch)', 'variant_id'],
   PROJECTION_NOT_FOUND: [404, 'projection not found', 'name'],
 });
 

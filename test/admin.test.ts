@@ -88,9 +88,12 @@ t.test('connectors: kinds, environments, host rule, delete', async (t) => {
   const chat = await a('POST', '/connectors', { account_id: acc.id, project_id: agent.agentId, kind: 'chat' });
   t.equal(chat.status, 201);
   t.match(chat.body, { id: /^con_/, token: String, kind: 'chat', account_id: acc.id, project_id: agent.agentId, environment: 'live', variant_id: null, host: null });
-  const msg = await a('POST', '/connectors', { account_id: acc.id, project_id: agent.agentId, kind: 'messaging', environment: 'sandbox', host: 'Shop.Example.com', variant_id: 'var_1' });
+  const variant = (await client(p.edge, { 'x-api-key': key })('POST', `/v1/agents/${agent.agentId}/branches/main/variants`, { name: 'Paris' })).body;
+  const msg = await a('POST', '/connectors', { account_id: acc.id, project_id: agent.agentId, kind: 'messaging', environment: 'sandbox', host: 'Shop.Example.com', variant_id: variant.id });
   t.equal(msg.status, 201);
-  t.match(msg.body, { environment: 'sandbox', host: 'shop.example.com', variant_id: 'var_1' });
+  t.match(msg.body, { environment: 'sandbox', host: 'shop.example.com', variant_id: variant.id });
+  const unknown = await a('POST', '/connectors', { account_id: acc.id, project_id: agent.agentId, kind: 'chat', variant_id: 'var_nope' });
+  t.same([unknown.status, unknown.body.errors], [400, [{ field: 'variant_id', message: 'no variant of this agent has this id (variants are defined on its main branch)' }]], 'a variant the agent does not have');
   t.equal((await a('POST', '/connectors', { account_id: acc.id, project_id: agent.agentId, kind: 'messaging' })).status, 400, 'messaging needs host');
   t.equal((await a('POST', '/connectors', { account_id: acc.id, project_id: agent.agentId, kind: 'chat', environment: 'prod' })).status, 400);
   t.equal((await a('POST', '/connectors', { account_id: acc.id, project_id: agent.agentId, kind: 'fax' })).status, 400);

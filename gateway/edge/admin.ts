@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { MAIN } from '../../builder/mod.js';
 import { ADMIN } from '../../platform/errors.js';
 import type { Services } from '../../platform/services.js';
 import { SLUG_PATTERN } from '../../platform/slug.js';
@@ -152,6 +153,9 @@ export const adminPlugin: FastifyPluginAsync<AdminOptions> = async (root, { serv
     for (const field of ['telephony_connector_id', 'from_number'] as const) if (b.kind !== 'outbound' && b[field] != null) throw ADMIN.OUTBOUND_FIELDS_KIND(field);
     const account = await accounts.require(b.account_id);
     const agent = await project(account.id, b.project_id);
+    // As the Chat API refuses a variant_id its project does not have, so does the connector that would send it
+    // on every conversation (and a phone number's route, AGENTS_TELEPHONY_VARIANT_UNKNOWN).
+    if (b.variant_id != null && !Object.hasOwn((await builder.branches.get(agent, MAIN)).content.variants, b.variant_id)) throw ADMIN.VARIANT_UNKNOWN();
     const outbound = b.kind === 'outbound' ? await outboundFields(account.id, agent.id, b) : {};
     const { record, secret: token } = await connectors.issue({
       kind: b.kind,
