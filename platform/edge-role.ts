@@ -32,6 +32,7 @@ export async function serveEdge(o: {
     externalEvents: config.externalEvents,
     webhooks: { secrets: o.webhookSecrets, allowPrivateUrls: config.webhooks.allowPrivateUrls },
     apiErrorsFlushMs: config.alerts.apiErrorsFlushMs,
+    region: config.region,
   });
   await edge.listen({ host: config.host, port: config.edgePort });
   return edge;

@@ -87,6 +87,7 @@ export const EDGE = catalog('EDGE', {
   VALIDATION: [400, 'validation error'],
   CONTENT_TYPE_UNSUPPORTED: [400, 'Content-Type must be application/json, not %s', 'body'],
   BODY_TOO_LARGE: [400, 'the body is larger than %s bytes', 'body'],
+  REGION_OTHER: [421, 'this address names region %s; this deployment serves %s', 'host'],
   MALFORMED_PARAMS: [422, 'malformed %s'],
   URL_MALFORMED: [400, 'the URL is malformed: a path segment is not valid percent-encoding', 'path'],
   PATH_SEGMENT_TOO_LONG: [400, 'a path segment is longer than %s characters', 'path'],

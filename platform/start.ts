@@ -185,7 +185,7 @@ export async function start(startSignals: StartSignals): Promise<void> {
   const edge = roles.has('edge') && !edgeThread ? await serveEdge({ config, services, runtime, operatorTokenHash: tokenHash, log, webhookSecrets: webhookSecrets!, isServing }) : null;
   const edgePort = edgeThread?.port ?? (edge ? (edge.server.address() as { port: number }).port : null);
   const socket: SocketGateway | null = roles.has('socket')
-    ? await startSocketGateway({ host: config.host, port: config.socketPort, logger, isServing, services, runtime, messaging: config.messaging })
+    ? await startSocketGateway({ host: config.host, port: config.socketPort, logger, isServing, services, runtime, messaging: config.messaging, region: config.region })
     : null;
   // The media gateway: SIP and RTP on HOST; inbound calls to bound numbers, and the call actor's dial requests.
   const media: MediaGateway | null = roles.has('media')

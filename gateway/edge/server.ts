@@ -8,6 +8,8 @@ import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod
 import type { Logger } from 'pino';
 import type { EdgeConfig } from '../../platform/config.js';
 import type { Services } from '../../platform/services.js';
+import { EDGE } from '../../platform/errors.js';
+import { otherRegion, type Region } from '../../platform/region.js';
 import type { Runtime } from '../../actors/mod.js';
 import { adminPlugin } from './admin.js';
 import { asyncapiDocument } from './asyncapi.js';
@@ -103,6 +105,8 @@ export interface EdgeOptions {
   webhooks?: { secrets: SecretBox; allowPrivateUrls: boolean };
   /** How often the edge appends its 5xx counts to the journal (the `api_errors` metric), ms. */
   apiErrorsFlushMs?: number;
+  /** The region this deployment serves (`REGION`): a request whose Host names another is refused (421). */
+  region?: Region;
 }
 
 /**
@@ -173,6 +177,17 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, jsonBodyParser);
   traceRequests(app);
+  if (opts.region) {
+    const served = opts.region;
+    // Contract, Conventions: the region is part of the host name; a request addressed to another region's host
+    // reached the wrong deployment. Health and metrics answer whatever the name (probes use addresses).
+    app.addHook('onRequest', async (request, reply) => {
+      const named = otherRegion(request.headers.host, served);
+      if (named === null || request.url.startsWith('/healthz') || request.url.startsWith('/metrics')) return;
+      sendProblem(reply, shapeForPath(request.url), toProblem(EDGE.REGION_OTHER(named, served), request));
+      return reply;
+    });
+  }
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
     // Answered before the request's body has all arrived (a key refused in `onRequest`, a body still being

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Runtime } from '../../actors/mod.js';
 import { sessionHistory, sessionRecords, type SessionHistory } from '../../actors/session/mod.js';
 import type { MessagingConfig } from '../../platform/config.js';
+import type { Region } from '../../platform/region.js';
 import type { Services } from '../../platform/services.js';
 import type { Connector } from '../../tenancy/connectors.js';
 import { HTTP_ERRORS } from './errors.js';
@@ -35,7 +36,9 @@ export interface MessagingContext {
    * before any credential is read, so a client that floods with junk credentials is cut as early.
    */
   limitAddress(remote: string): number;
-  /** `route` of `http.ts` with this gateway's body deadline. */
+  /** The region this deployment serves (`REGION`), when requests naming another are refused. */
+  region?: Region;
+  /** `route` of `http.ts` with this gateway's body deadline and region. */
   route: typeof route;
 }
 
@@ -58,7 +61,7 @@ export function messagingContext(o: Omit<MessagingContext, 'history' | 'records'
       if (wait) throw new HttpFailure(HTTP_ERRORS.rateLimited, { 'retry-after': String(wait) });
     },
     limitAddress: (remote) => addressLimiter.take(`a:${remote}`),
-    route: (headerNames, paramCount, handler, opts = {}) => route(headerNames, paramCount, handler, { bodyTimeoutMs: o.config.bodyTimeoutMs, ...opts }),
+    route: (headerNames, paramCount, handler, opts = {}) => route(headerNames, paramCount, handler, { bodyTimeoutMs: o.config.bodyTimeoutMs, region: o.region, ...opts }),
     ...o,
   };
 }

@@ -36,6 +36,8 @@ export const HTTP_ERRORS = {
   // A GET of the socket path without a WebSocket upgrade, whose handshake checks passed (contract 7.4 lists no 426).
   upgradeRequired: e(400, 'UPGRADE_REQUIRED', 'a WebSocket upgrade is required'),
   // Every step.
+  // The Host names a region this deployment does not serve (contract, Conventions: no region-agnostic alias).
+  otherRegion: e(421, 'REGION_MISMATCH', 'this address names a region this deployment does not serve'),
   rateLimited: e(429, 'RATE_LIMIT_EXCEEDED', 'Rate limit exceeded'),
   requestTimeout: e(408, 'REQUEST_TIMEOUT', 'Request body not received in time'),
   notFound: e(404, 'NOT_FOUND', 'Not found'),

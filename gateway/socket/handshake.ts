@@ -1,6 +1,7 @@
 import type { HttpRequest, HttpResponse } from '@trufflesuite/uws-js-unofficial';
 import type { MessagingContext } from './context.js';
 import { HTTP_ERRORS, type MessagingHttpError } from './errors.js';
+import { otherRegion } from '../../platform/region.js';
 import type { AccessClaims } from './tokens.js';
 
 /** What the socket path's checks read of a request: its query and the client's address. */
@@ -9,6 +10,8 @@ export interface HandshakeRequest {
   accessToken: string;
   rawCursor: string | undefined;
   remote: string;
+  /** The request's `Host`, for the region it may name. */
+  host: string;
 }
 
 /** The checks' verdict: the caller's claims and where its replay starts, or the HTTP error to answer with. */
@@ -28,6 +31,7 @@ export function handshakeRequest(res: HttpResponse, req: HttpRequest): Handshake
     accessToken: req.getQuery('access_token') ?? '',
     rawCursor: req.getQuery('cursor'),
     remote: Buffer.from(res.getRemoteAddressAsText()).toString(),
+    host: req.getHeader('host'),
   };
 }
 
@@ -52,6 +56,8 @@ export function parseCursor(raw: string | undefined): { cursor: number; valid: b
  */
 export async function checkHandshake(ctx: MessagingContext, r: HandshakeRequest): Promise<HandshakeCheck> {
   const refuse = (error: MessagingHttpError, headers: Record<string, string> = {}): HandshakeCheck => ({ ok: false, error, headers });
+  // Addressed to another region's host: the wrong deployment, whatever else the request holds.
+  if (ctx.region && otherRegion(r.host, ctx.region)) return refuse(HTTP_ERRORS.otherRegion);
   // Counted against the client address's bucket, like the HTTP steps: refused before any lookup.
   const wait = ctx.limitAddress(r.remote);
   if (wait) return refuse(HTTP_ERRORS.rateLimited, { 'retry-after': String(wait) });

@@ -2,6 +2,7 @@ import type { HttpRequest, HttpResponse } from '@trufflesuite/uws-js-unofficial'
 import { jsonTooDeep } from '../../platform/json-depth.js';
 import { utf8 } from '../../platform/utf8.js';
 import { errorBody, HTTP_ERRORS, type MessagingHttpError } from './errors.js';
+import { otherRegion, type Region } from '../../platform/region.js';
 import { context, contextFromHeaders, SpanKind, SpanStatusCode, trace, tracer, tracingStarted, type Context, type Span } from '../../platform/telemetry.js';
 
 /** Largest HTTP body the gateway reads. */
@@ -83,6 +84,8 @@ export interface RouteOptions {
    * request whose data trickles in below its own throughput floor; this bounds one that stays just above it.
    */
   bodyTimeoutMs?: number;
+  /** The region this deployment serves: a request whose Host names another is refused (`otherRegion`). */
+  region?: Region;
 }
 
 /**
@@ -125,7 +128,10 @@ export function route(headerNames: string[], paramCount: number, handler: (call:
       }
       write(res, () => aborted, a);
     };
-    const call = (body: Buffer | undefined) => handler({ headers, params, query, url, remote, body });
+    // Read now (uWS invalidates the request); refused once the body is in, as every other refusal is.
+    const misdirected = opts.region !== undefined && otherRegion(req.getHeader('host'), opts.region) !== null;
+    const call = (body: Buffer | undefined) =>
+      misdirected ? Promise.reject(new HttpFailure(HTTP_ERRORS.otherRegion)) : handler({ headers, params, query, url, remote, body });
     const run = (body: Buffer | undefined) =>
       (spanCtx ? context.with(spanCtx, call, undefined, body) : call(body)).then(answer).catch((err) => answer(failure(err)));
     if (opts.body === false) {

@@ -2,6 +2,7 @@ import type { HttpResponse } from '@trufflesuite/uws-js-unofficial';
 import type { Logger } from 'pino';
 import type { Runtime } from '../../actors/mod.js';
 import type { MessagingConfig } from '../../platform/config.js';
+import type { Region } from '../../platform/region.js';
 import type { Services } from '../../platform/services.js';
 import { mountAccessToken } from './access-token.js';
 import { messagingContext } from './context.js';
@@ -33,6 +34,8 @@ export interface SocketGatewayOptions {
   services: Services;
   runtime: Runtime;
   messaging: MessagingConfig;
+  /** The region this deployment serves (`REGION`): requests whose Host names another are refused (421). */
+  region?: Region;
 }
 
 /**
@@ -55,6 +58,7 @@ export async function startSocketGateway(opts: SocketGatewayOptions): Promise<So
     config: opts.messaging,
     logger: opts.logger,
     gatewayId,
+    region: opts.region,
   });
   const app = uws.App();
   const health = (head: boolean) => (res: HttpResponse) => {
