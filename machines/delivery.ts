@@ -7,10 +7,11 @@ import { assign, emit, fromPromise, setup } from 'xstate';
  * delivery survives restarts and failover with its schedule. The machine decides what an answer means
  * (2xx delivered; timeout, network error, 408, 429 and 5xx retried; anything else final) and when the next
  * attempt is due (at the schedule's offset from the series' start, never before the failed attempt ended, or
- * after the receiver's `Retry-After` when that is later, capped). `REDELIVER` starts a new series of attempts for the same event (same event id).
+ * after the receiver's `Retry-After` when that is later, capped). `REDELIVER` starts a new series of attempts
+ * for the same event (same event id).
  *
  * States: `new` (nothing asked yet) → `scheduling` (transient: straight to `attempting` when the first
- * delay is 0) → `waiting` (tag `pending`: until `nextAt`) ⇄ `attempting` (tags `pending`, `attempting`; its
+ * offset is 0) → `waiting` (tag `pending`: until `nextAt`) ⇄ `attempting` (tags `pending`, `attempting`; its
  * child `watched` holds the attempt watchdog) → `delivered` or `failed` (tags `done` and their name);
  * `REDELIVER` from any state but `new` starts a new series through `scheduling`.
  */
@@ -245,7 +246,7 @@ export const deliveryMachine = setup({
         },
       },
     },
-    // A first attempt due at once (the schedule's first delay is 0) starts in the same step, without a timer:
+    // A first attempt due at once (the schedule's first offset is 0) starts in the same step, without a timer:
     // one durable step fewer per delivery.
     scheduling: {
       always: [
