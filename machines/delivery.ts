@@ -161,9 +161,9 @@ const data = (c: DeliveryContext): DeliveryEventData => ({
 /** The next attempt's deadline after a failed one, or null when the series is over. */
 function nextDeadline(c: DeliveryContext, r: AttemptResult): number | null {
   if (succeeded(r) || !retryable(r) || c.attempt + 1 >= c.schedule.length) return null;
-  const scheduled = Math.max(c.seriesAt + c.schedule[c.attempt + 1], r.endedAt);
   const asked = r.retryAfterMs === null ? 0 : Math.min(Math.max(0, r.retryAfterMs), c.maxRetryAfterMs);
-  return Math.max(scheduled, r.endedAt + asked);
+  // Never before the failed attempt ended (`asked` is 0 or more).
+  return Math.max(c.seriesAt + c.schedule[c.attempt + 1], r.endedAt + asked);
 }
 
 const keep = (attempts: AttemptRecord[], record: AttemptRecord) => [...attempts, record].slice(-MAX_KEPT_ATTEMPTS);

@@ -5,6 +5,7 @@ import type { TurnTakingOptions } from '../gateway/media/turn-taking.js';
 
 /** The regions a deployment can serve (operator.md). */
 export const REGIONS = ['us-1', 'uk-1', 'euw-1'] as const;
+export type Region = (typeof REGIONS)[number];
 
 /**
  * How many levels of arrays and objects a JSON body (edge, Messaging HTTP steps) or socket frame may nest.
@@ -144,7 +145,7 @@ export interface Config {
   /** Call recordings (gateway/media/recordings, docs/recordings.md): days kept (0: none recorded), chunk length. */
   recordings: { retentionDays: number; chunkMs: number };
   operatorToken: string | undefined;
-  region: (typeof REGIONS)[number];
+  region: Region;
   natsUrl: string | undefined;
   /**
    * `EDGE_THREAD`: whether a process that runs the edge and the worker roles without NATS (the embedded

@@ -1,7 +1,6 @@
-import { REGIONS } from './config.js';
+import { REGIONS, type Region } from './config.js';
 
-/** A region a deployment serves (`REGION`; contract, Conventions: `us-1`, `uk-1`, `euw-1`). */
-export type Region = (typeof REGIONS)[number];
+export type { Region };
 
 /**
  * The region a request's `Host` names: one of its DNS labels is a region (`api.uk-1.example.com`), or null when

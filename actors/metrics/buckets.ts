@@ -29,8 +29,8 @@ export const accountScope = (accountId: string) => `a:${accountId}`;
 /**
  * The width of a bucket: a minute (`METRICS_BUCKET_MS`, default 60000). Read from the environment here, not
  * passed in, because three places must agree on it and one of them is the projection runner's thread: the
- * edges' error counts, the projector and the rules' windows (a `5m` window spans 5 buckets and reads 6). Operators keep
- * the minute; tests shorten it so that a window can empty within a test.
+ * edges' error counts, the projector and the rules' windows (a `5m` window spans 5 buckets and reads 6).
+ * Operators keep the minute; tests shorten it so that a window can empty within a test.
  */
 export const BUCKET_MS = ((v) => (Number.isInteger(v) && v >= 10 ? v : 60_000))(Number(process.env.METRICS_BUCKET_MS ?? 60_000));
 export const minuteOf = (ms: number) => Math.floor(ms / BUCKET_MS);

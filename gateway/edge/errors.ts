@@ -68,14 +68,14 @@ function fieldName(context: string, instancePath: string | undefined): string {
   return context === 'querystring' ? 'query' : context;
 }
 
+/** The edge's largest request body, in bytes (External Events set their own, `EXTERNAL_EVENTS_MAX_BYTES`). */
+export const BODY_LIMIT = 1024 * 1024;
+
 /**
  * The answer to a URL the router refuses before any route sees it (Fastify's `frameworkErrors`): a path
  * segment that is not valid percent-encoding, or one longer than the router takes. Both are 400 in the shape
  * of the family the path belongs to, not Fastify's own body.
  */
-/** The edge's largest request body, in bytes (External Events set their own, `EXTERNAL_EVENTS_MAX_BYTES`). */
-export const BODY_LIMIT = 1024 * 1024;
-
 export function frameworkProblem(err: FastifyError): Problem {
   if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') return problemOf(EDGE.PATH_SEGMENT_TOO_LONG(MAX_PARAM_LENGTH));
   return problemOf(EDGE.URL_MALFORMED());

@@ -1,8 +1,9 @@
 /**
  * The Conversations API cursor: opaque and URL-safe, `<payload>.<mac>` in base64url. The payload is the
  * position (the last row's `started_at` and id for keyset walks, with how many rows the walk has passed, or
- * the rank reached for ranked modes: either way the offset of the next page, its `next_offset`) and a digest of the filters it was issued for; the MAC (HMAC-SHA256 keyed with a deployment secret)
- * makes a changed or forged cursor a 400 rather than a walk from an arbitrary place.
+ * the rank reached for ranked modes: either way the offset of the next page, its `next_offset`) and a digest
+ * of the filters it was issued for; the MAC (HMAC-SHA256 keyed with a deployment secret) makes a changed or
+ * forged cursor a 400 rather than a walk from an arbitrary place.
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { CONVERSATIONS } from '../../../platform/errors.js';
