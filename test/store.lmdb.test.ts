@@ -390,10 +390,26 @@ t.test('several processes on one data directory lose no update', async (t) => {
   const worker = path.join(import.meta.dirname, 'fixtures', 'store-worker.js');
   const processes = 3;
   const rounds = 150;
-  const run = promisify(execFile);
-  const outputs = await Promise.all(
-    Array.from({ length: processes }, (_, i) => run(process.execPath, [worker, dataDir, String(rounds), `w${i}`])),
-  );
+  // The directory and the collection's index exist before any child opens it, and no child commits before all
+  // have opened (the fixture waits for a line on stdin): see the fixture's comment.
+  const setup = await makeStore(dataDir);
+  setup.collection({ name: 'counters', indexes: [{ fields: ['kind'] }] });
+  await setup.close();
+  const children = Array.from({ length: processes }, (_, i) => {
+    const child = spawn(process.execPath, [worker, dataDir, String(rounds), `w${i}`], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    const opened = new Promise<void>((resolve) => child.stderr.on('data', (d) => {
+      stderr += d;
+      if (stderr.includes('open\n')) resolve();
+    }));
+    const done = new Promise<{ stdout: string }>((resolve, reject) => child.once('exit', (code) => (code === 0 ? resolve({ stdout }) : reject(new Error(`worker w${i} exited with ${code}: ${stderr}`)))));
+    return { child, opened, done };
+  });
+  await Promise.all(children.map((c) => c.opened));
+  for (const c of children) c.child.stdin.end('go\n');
+  const outputs = await Promise.all(children.map((c) => c.done));
   const observed = outputs.map(
     ({ stdout }) => JSON.parse(stdout) as { casVersions: number[]; incValues: number[]; inconsistent: number },
   );
