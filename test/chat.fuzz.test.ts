@@ -5,21 +5,20 @@
  */
 import t from 'tap';
 import fc from 'fast-check';
-import { openStore, type Store } from '../store/mod.js';
+import type { Store } from '../store/mod.js';
 import { conversationRecords } from '../actors/conversation/record.js';
 import { chatProject, type ChatProject } from './helpers/chat.js';
 import { http } from './helpers/http.js';
 import { waitForProjections } from './helpers/projections.js';
-import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
+import { removeDir, startPlatformWithStore, type Platform } from './helpers/platform.js';
 
 let p: Platform;
 let c: ChatProject;
 let store: Store;
 
 t.before(async () => {
-  p = await startPlatform();
+  ({ p, store } = await startPlatformWithStore());
   c = await chatProject(p, {});
-  store = await openStore({ dataDir: p.dataDir });
 });
 t.teardown(async () => {
   await store.close();

@@ -1,12 +1,12 @@
 import t from 'tap';
-import { openStore, type Store } from '../store/mod.js';
+import type { Store } from '../store/mod.js';
 import { conversationRecords } from '../actors/conversation/record.js';
 import { conversationV3 } from '../actors/conversation/view.js';
 import { chatProject, type ChatProject } from './helpers/chat.js';
 import { eventually } from './helpers/eventually.js';
 import { admin } from './helpers/tenants.js';
 import { waitForProjections } from './helpers/projections.js';
-import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
+import { removeDir, startPlatformWithStore, type Platform } from './helpers/platform.js';
 
 const FUNCTIONS = {
   start: `function start(conv) {
@@ -32,10 +32,9 @@ let store: Store;
 let records: ReturnType<typeof conversationRecords>;
 
 t.before(async () => {
-  p = await startPlatform({ env: { CONVERSATION_IDLE_MS: '1500', FUNCTION_TIMEOUT_MS: '1000' } });
+  ({ p, store } = await startPlatformWithStore({ env: { CONVERSATION_IDLE_MS: '1500', FUNCTION_TIMEOUT_MS: '1000' } }));
   c = await chatProject(p, { functions: FUNCTIONS, variants: ['London', 'Paris'] });
   // The test reads what the conversation actor recorded, from the same data dir (LMDB is multi-process).
-  store = await openStore({ dataDir: p.dataDir });
   records = conversationRecords(store);
 });
 t.teardown(async () => {

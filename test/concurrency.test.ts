@@ -1,12 +1,12 @@
 import t from 'tap';
 import fc from 'fast-check';
-import { openStore, type Store } from '../store/mod.js';
+import type { Store } from '../store/mod.js';
 import { searchIndexer, type RecordFields } from '../actors/conversation/search.js';
 import { createOfflineEmbedder } from '../actors/conversation/embedding.js';
 import { sweep } from '../gateway/edge/conversations/concurrency.js';
 import { chatProject, type ChatProject } from './helpers/chat.js';
 import { conversationsClient, conversationsKey } from './helpers/conversations.js';
-import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
+import { removeDir, startPlatformWithStore, type Platform } from './helpers/platform.js';
 
 let p: Platform;
 let c: ChatProject;
@@ -24,10 +24,9 @@ function conversation(o: Partial<RecordFields> & { started_at: string }): Record
 }
 
 t.before(async () => {
-  p = await startPlatform();
+  ({ p, store } = await startPlatformWithStore());
   c = await chatProject(p, { name: 'Calls Co' });
   get = conversationsClient(p, c, await conversationsKey(p, c, []));
-  store = await openStore({ dataDir: p.dataDir });
   const indexer = searchIndexer(store, createOfflineEmbedder());
   const rows: Array<[string, RecordFields]> = [
     ['c1', conversation({ started_at: at('10:01'), ended_at: at('10:07'), variant_id: 'v-lon', variant_name: 'London', asr_lang_code: 'en-GB' })],

@@ -4,13 +4,13 @@
  * `+` percent-encoded, with the `+` left raw (a query string reads it as a space), or spaced and dashed.
  */
 import t from 'tap';
-import { openStore, type Store } from '../store/mod.js';
+import type { Store } from '../store/mod.js';
 import { searchIndexer, type RecordFields } from '../actors/conversation/search.js';
 import { createOfflineEmbedder } from '../actors/conversation/embedding.js';
 import { chatProject, type ChatProject } from './helpers/chat.js';
 import { conversationsKey } from './helpers/conversations.js';
 import { http } from './helpers/http.js';
-import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
+import { removeDir, startPlatformWithStore, type Platform } from './helpers/platform.js';
 
 let p: Platform;
 let c: ChatProject;
@@ -24,10 +24,9 @@ const call = (o: Partial<RecordFields> & { started_at: string }): RecordFields =
 });
 
 t.before(async () => {
-  p = await startPlatform();
+  ({ p, store } = await startPlatformWithStore());
   c = await chatProject(p, { name: 'Voice Co' });
   key = await conversationsKey(p, c, []);
-  store = await openStore({ dataDir: p.dataDir });
   const indexer = searchIndexer(store, createOfflineEmbedder());
   // Two inbound calls to the agent's number and one outbound call from it, all three going on at 10:03.
   await indexer.project('v1', call({ started_at: at('10:01'), ended_at: at('10:06'), from_number: '+14155550123', to_number: '+14155550100' }), 1);

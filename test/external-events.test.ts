@@ -7,14 +7,14 @@
  */
 import t, { type Test } from 'tap';
 import fc from 'fast-check';
-import { openStore, type Store } from '../store/mod.js';
+import type { Store } from '../store/mod.js';
 import { conversationRecords } from '../actors/conversation/mod.js';
 import { chatProject, type ChatProject } from './helpers/chat.js';
 import { conversationsClient, conversationsKey, toQuery } from './helpers/conversations.js';
 import { http, type Res } from './helpers/http.js';
 import { connect, is, messagingProject, T, type MessagingProject } from './helpers/messaging.js';
 import { waitForProjections } from './helpers/projections.js';
-import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
+import { removeDir, startPlatformWithStore, type Platform } from './helpers/platform.js';
 import { externalKey, FUNCTIONS, webhook, type Hook } from './helpers/external-events.js';
 
 let p: Platform;
@@ -26,12 +26,11 @@ let store: Store;
 let records: ReturnType<typeof conversationRecords>;
 
 t.before(async () => {
-  p = await startPlatform({ env: { FUNCTION_TIMEOUT_MS: '2000', EXTERNAL_EVENT_MAX_BYTES: '4096' } });
+  ({ p, store } = await startPlatformWithStore({ env: { FUNCTION_TIMEOUT_MS: '2000', EXTERNAL_EVENT_MAX_BYTES: '4096' } }));
   c = await chatProject(p, { name: 'Pay Co', functions: FUNCTIONS });
   other = await chatProject(p, { name: 'Other Co', functions: FUNCTIONS });
   key = await externalKey(p, c);
   otherKey = await externalKey(p, other);
-  store = await openStore({ dataDir: p.dataDir });
   records = conversationRecords(store);
 });
 t.teardown(async () => {

@@ -1,12 +1,12 @@
 import t from 'tap';
 import fc from 'fast-check';
-import { openStore, type Store } from '../store/mod.js';
+import type { Store } from '../store/mod.js';
 import { sessionRecords } from '../actors/session/mod.js';
 import { parseCursor } from '../gateway/socket/handshake.js';
 import { parseClientEvent } from '../gateway/socket/ws.js';
 import { http } from './helpers/http.js';
 import { messagingProject, type MessagingProject } from './helpers/messaging.js';
-import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
+import { removeDir, startPlatformWithStore, type Platform } from './helpers/platform.js';
 
 const TYPES = ['EVENT_TYPE_REQUEST_SERVICE_AGENT_JOIN', 'EVENT_TYPE_USER_MESSAGE', 'EVENT_TYPE_USER_TYPING', 'EVENT_TYPE_USER_END_SESSION', 'EVENT_TYPE_HEARTBEAT', 'EVENT_TYPE_SESSION_END', 'EVENT_TYPE_X'];
 
@@ -40,9 +40,8 @@ let p: Platform;
 let m: MessagingProject;
 let store: Store;
 t.before(async () => {
-  p = await startPlatform({ env: { MESSAGING_HTTP_RATE: '100000' } });
+  ({ p, store } = await startPlatformWithStore({ env: { MESSAGING_HTTP_RATE: '100000' } }));
   m = await messagingProject(p);
-  store = await openStore({ dataDir: p.dataDir });
 });
 t.teardown(async () => {
   await store.close();

@@ -1,21 +1,20 @@
 import t from 'tap';
-import { openStore, type Store } from '../store/mod.js';
+import type { Store } from '../store/mod.js';
 import { conversationRecords } from '../actors/conversation/record.js';
 import { sessionRecords } from '../actors/session/mod.js';
 import { eventually } from './helpers/eventually.js';
 import { http } from './helpers/http.js';
 import { connect, desk, handshakeStatus, is, T, type Ev, type MessagingProject, messagingProject } from './helpers/messaging.js';
 import { waitForProjections } from './helpers/projections.js';
-import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
+import { removeDir, startPlatformWithStore, type Platform } from './helpers/platform.js';
 
 let p: Platform;
 let m: MessagingProject;
 let store: Store;
 
 t.before(async () => {
-  p = await startPlatform({ env: { HANDOFF_QUEUE_STATUS_MS: '300' } });
+  ({ p, store } = await startPlatformWithStore({ env: { HANDOFF_QUEUE_STATUS_MS: '300' } }));
   m = await messagingProject(p);
-  store = await openStore({ dataDir: p.dataDir });
 });
 t.teardown(async () => {
   await store.close();

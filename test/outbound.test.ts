@@ -10,8 +10,8 @@ import { createSocket, type Socket } from 'node:dgram';
 import fc from 'fast-check';
 import { client, http } from './helpers/http.js';
 import { natsAvailable, startNats } from './helpers/nats.js';
-import { platformFor, removeDir, startPlatform, type Platform } from './helpers/platform.js';
-import { openStore } from '../store/mod.js';
+import { platformFor, removeDir, startPlatformWithStore, type Platform } from './helpers/platform.js';
+import type { Store } from '../store/mod.js';
 import { chatProject } from './helpers/chat.js';
 import { admin, tenant } from './helpers/tenants.js';
 
@@ -19,6 +19,7 @@ const RETENTION_MS = 1500;
 /** The media gateway's SIP and RTP ports: any free ones, no TLS listener (tests run side by side). */
 const MEDIA_PORTS = { SIP_PORT: '0', SIP_TLS_PORT: 'off', RTP_PORT_MIN: '0', RTP_PORT_MAX: '0' };
 let p: Platform;
+let store: Store;
 let api: ReturnType<typeof client>;
 let accountId: string;
 let agent: string;
@@ -45,7 +46,8 @@ t.before(async () => {
   blackhole.on('message', (m) => received.push(m));
   await new Promise<void>((resolve) => blackhole.bind(0, '127.0.0.2', resolve));
   deadTrunk = { name: 'Nowhere', host: '127.0.0.2', port: blackhole.address().port, transport: 'udp' };
-  p = await startPlatform({
+  // The store is opened before the platform starts (`startPlatformWithStore`), not while it commits.
+  ({ p, store } = await startPlatformWithStore({
     env: {
       OUTBOUND_TRUNK_CONCURRENCY: '1',
       OUTBOUND_QUEUE_TIMEOUT_MS: '500',
@@ -53,7 +55,7 @@ t.before(async () => {
       OUTBOUND_STATUS_RETENTION_MS: String(RETENTION_MS),
       ...MEDIA_PORTS,
     },
-  });
+  }));
   // Deployed to live: a media gateway places calls only for an agent that has something to run.
   const c = await chatProject(p, { name: 'Caller' });
   accountId = c.accountId;
@@ -64,6 +66,7 @@ t.before(async () => {
 });
 t.teardown(async () => {
   blackhole.close();
+  await store.close();
   await p.stop();
   removeDir(p.dataDir);
 });
@@ -114,8 +117,7 @@ t.test('trigger: a call_sid OUT-… at once, the status is queued or calling, an
   const last = seen[seen.length - 1].body;
   t.not(last.reason, '', 'a failure has a reason');
   // The call's steps are journaled with the contract's events (journal contract), in order.
-  const store = await openStore({ dataDir: p.dataDir });
-  t.teardown(() => store.close());
+  store.refresh();
   const events = (await store.journal.ofActor(`call/${r.body.call_sid}`)).flatMap((e) => e.events);
   t.same(events.map((e) => e.type), ['call.queued', 'call.calling', 'call.failed']);
   for (const e of events) t.match(e.data, { account_id: accountId, project_id: agent, call_sid: r.body.call_sid });

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
+import { openStore, type Store } from '../../store/mod.js';
 
 /** The compiled repository root (dist/), from dist/test/helpers. */
 export const DIST = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -182,6 +183,24 @@ export async function platformFor(t: { teardown(fn: () => unknown): void }, opts
     removeDir(p.dataDir);
   });
   return p;
+}
+
+/**
+ * Opens a store on a fresh data dir, then starts a platform on it, for a test that reads the platform's store
+ * directly. In this order the platform's open of the files races no commit: with lmdb-js 3.5.6 a process opening
+ * an LMDB file can roll back a commit another process makes during the open (docs/storage.md), and a store opened
+ * after the platform started could have cost the platform one of its own commits. This process commits nothing
+ * while the platform opens (its own open made the files first).
+ */
+export async function startPlatformWithStore(opts: StartOptions = {}): Promise<{ p: Platform; store: Store }> {
+  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'sb-test-'));
+  const store = await openStore({ dataDir });
+  try {
+    return { p: await startPlatform({ ...opts, dataDir }), store };
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
 }
 
 /** Removes a temporary data dir. */
