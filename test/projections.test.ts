@@ -42,11 +42,15 @@ function child(args: string[], until: RegExp): Promise<Child> {
   let out = '';
   let err = '';
   let checkpoint = 0;
+  let partial = '';
   proc.stderr!.on('data', (d) => (err += d));
   return new Promise((resolve, reject) => {
     proc.stdout!.on('data', (d) => {
       out += d;
-      for (const m of String(d).matchAll(/^checkpoint (\d+)$/gm)) checkpoint = Number(m[1]);
+      // Whole lines only: a chunk may end inside one.
+      const lines = (partial + d).split('\n');
+      partial = lines.pop()!;
+      for (const line of lines) if (line.startsWith('checkpoint ')) checkpoint = Number(line.slice('checkpoint '.length));
       if (until.test(out)) resolve({ proc, exited, checkpoint: () => checkpoint });
     });
     void exited.then(() => reject(new Error(`child exited early:\n${out}\n${err}`)));
