@@ -400,11 +400,15 @@ t.test('several processes on one data directory lose no update', async (t) => {
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
-    const opened = new Promise<void>((resolve) => child.stderr.on('data', (d) => {
-      stderr += d;
-      if (stderr.includes('open\n')) resolve();
-    }));
-    const done = new Promise<{ stdout: string }>((resolve, reject) => child.once('exit', (code) => (code === 0 ? resolve({ stdout }) : reject(new Error(`worker w${i} exited with ${code}: ${stderr}`)))));
+    // 'close': after the child's output has all been read.
+    const done = new Promise<{ stdout: string }>((resolve, reject) => child.once('close', (code) => (code === 0 ? resolve({ stdout }) : reject(new Error(`worker w${i} exited with ${code}: ${stderr}`)))));
+    const opened = new Promise<void>((resolve, reject) => {
+      child.stderr.on('data', (d) => {
+        stderr += d;
+        if (stderr.includes('open\n')) resolve();
+      });
+      done.then(() => reject(new Error(`worker w${i} ended before opening the store`)), reject);
+    });
     return { child, opened, done };
   });
   await Promise.all(children.map((c) => c.opened));
