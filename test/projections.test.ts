@@ -14,7 +14,7 @@ import { eventually } from './helpers/eventually.js';
 import { countsOf } from './helpers/projector.js';
 import { http } from './helpers/http.js';
 import { waitForProjections } from './helpers/projections.js';
-import { DIST, removeDir, startPlatform } from './helpers/platform.js';
+import { DIST, removeDir, startPlatformWithStore } from './helpers/platform.js';
 
 /** As many counters as `helpers/journal-child.ts` drives. */
 const COUNTERS = 50;
@@ -133,11 +133,9 @@ t.test('a runner killed between commit and projection resumes from its checkpoin
 });
 
 t.test('a projection rebuilt from the journal equals the one built live (admin API)', async (t) => {
-  // This process reads through a handle opened before the platform starts (see `withStore`): the platform's open
-  // then races no commit, and this process commits nothing.
-  const reader = await openStore({ dataDir: dir });
+  // This process reads through a handle opened before the platform starts (see `withStore`).
+  const { p, store: reader } = await startPlatformWithStore({ dataDir: dir, env: { PROJECTION_MODULES: PROJECTOR, PROJECTION_PARTITIONS: '4', SHARDS: '16' } });
   t.teardown(() => reader.close());
-  const p = await startPlatform({ dataDir: dir, env: { PROJECTION_MODULES: PROJECTOR, PROJECTION_PARTITIONS: '4', SHARDS: '16' } });
   t.teardown(() => p.stop());
   const admin = (method: string, path: string) => http(p.edge, method, `/admin/v1/runtime/projections${path}`, { headers: { authorization: `Bearer ${p.operatorToken}` } });
   const live = await admin('GET', '?wait=1');

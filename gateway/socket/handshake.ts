@@ -47,8 +47,8 @@ export function parseCursor(raw: string | undefined): { cursor: number; valid: b
 
 /**
  * The socket handshake's checks (contract 7.4, "Socket handshake"), in the order they answer: a Host naming
- * another region (421), the client address's rate (429), the parameters (400), the token and its connector (401), the session's existence (404)
- * and owner (401). One function for the WebSocket upgrade and for a plain GET of the socket path, so a client
+ * another region (421), the client address's rate (429), the parameters (400), the token and its connector
+ * (401), the session's existence (404) and owner (401). One function for the WebSocket upgrade and for a plain GET of the socket path, so a client
  * that forgot the Upgrade header is told the same as one that sent it, before it is told to upgrade.
  *
  * Whether the session is still open, and has room for one more connection, is not here: the upgrade learns it
