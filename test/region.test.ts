@@ -21,7 +21,7 @@ function call(base: string, method: string, path: string, host: string, headers:
         let text = '';
         res.setEncoding('utf8');
         res.on('data', (c) => (text += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : null }));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text && /json/.test(res.headers['content-type'] ?? '') ? JSON.parse(text) : text || null }));
       },
     );
     req.on('error', reject);
@@ -64,6 +64,12 @@ t.test('a deployment serving uk-1', async (t) => {
   const agents = await call(p.edge, 'GET', '/v1/agents', other, { 'x-api-key': 'sbk_anything' });
   t.same(agents, { status: 421, body: { message, errors: [{ field: 'host', message }] } }, 'Agents API: before the key, in its shape');
   t.same(await call(p.edge, 'GET', '/healthz', other), { status: 200, body: { status: 'ok' } }, 'health answers whatever the name');
+  t.equal((await call(p.edge, 'GET', '/healthz?probe=1', other)).status, 200, 'with a query too');
+  t.equal((await call(p.edge, 'GET', '/metrics', other)).status, 200, 'metrics answer whatever the name');
+  // The exemption is the probes' routes, not every path that starts with their names.
+  for (const path of ['/healthzX', '/healthz/extra', '/metricsfoo', '/metrics/x']) {
+    t.equal((await call(p.edge, 'GET', path, other)).status, 421, `${path} is refused like any other path`);
+  }
 
   const tokenHeaders = { 'x-token': m.connectorToken, 'x-host': m.host };
   const misdirected = await call(p.socket, 'POST', '/api/v1/access-token', 'chat.us-1.example.com', tokenHeaders, {});

@@ -34,6 +34,9 @@ import { countServerErrors } from './alerts/api-errors.js';
 import { lazyRequestLogger } from './request-logger.js';
 import { scrape } from '../../platform/metrics.js';
 
+/** The routes a request addressed to another region's host still reaches: the probes'. */
+const EXEMPT_FROM_REGION = new Set(['/healthz', '/metrics']);
+
 /** The span of each request (and its context) while tracing is on. */
 const requestSpans = new WeakMap<object, { span: Span; ctx: Context }>();
 
@@ -180,10 +183,11 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
   if (opts.region) {
     const served = opts.region;
     // Contract, Conventions: the region is part of the host name; a request addressed to another region's host
-    // reached the wrong deployment. Health and metrics answer whatever the name (probes use addresses).
+    // reached the wrong deployment. Health and metrics answer whatever the name (probes use addresses): judged by
+    // the route matched, not a prefix of the URL, so `/healthzX` or `/metrics/anything` is refused like any path.
     app.addHook('onRequest', async (request, reply) => {
       const named = otherRegion(request.headers.host, served);
-      if (named === null || request.url.startsWith('/healthz') || request.url.startsWith('/metrics')) return;
+      if (named === null || EXEMPT_FROM_REGION.has(request.routeOptions.url ?? '')) return;
       sendProblem(reply, shapeForPath(request.url), toProblem(EDGE.REGION_OTHER(named, served), request));
       return reply;
     });
