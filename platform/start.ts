@@ -99,6 +99,13 @@ export async function start(startSignals: StartSignals): Promise<void> {
   if (config.operatorToken && config.operatorToken.length < WEAK_OPERATOR_TOKEN) {
     logger.warn(`OPERATOR_TOKEN is shorter than ${WEAK_OPERATOR_TOKEN} characters: whoever reaches the edge port could guess the admin API's token; use a long random one (or leave it unset to have one generated)`);
   }
+  const sharing = store.otherProcesses();
+  if (sharing.length > 0) {
+    logger.warn(
+      { pids: sharing, dataDir: config.dataDir },
+      'other processes have this DATA_DIR open: with lmdb-js 3.5.6 a process that opens the embedded store while another commits can make that commit be lost; run several processes on MongoDB (MONGODB_URL), see docs/storage.md',
+    );
+  }
   if (!config.natsUrl && !roles.has('worker')) {
     logger.warn('no NATS_URL and no worker role in this process: actors are unreachable from it');
   }

@@ -275,5 +275,12 @@ export interface Store {
    * with the secret a rotation committed on the edge a moment before.
    */
   refresh(): void;
+  /**
+   * The ids of other live processes that have this store's files open (the embedded store's LMDB reader
+   * tables; a process appears there once it has read). Always empty for MongoDB, which any number of processes
+   * share. Said at start-up: several processes on one embedded data directory risk a lost commit with lmdb-js
+   * 3.5.6 (docs/storage.md).
+   */
+  otherProcesses(): number[];
   close(): Promise<void>;
 }

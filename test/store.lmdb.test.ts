@@ -78,6 +78,24 @@ t.test('a read-model write does not wait for the main file\'s writer lock; a rec
   t.same(order, ['read model written', 'lock released', 'record written']);
 });
 
+t.test('otherProcesses names the live processes that have the files open: not this one, not one that ended', async (t) => {
+  const dataDir = tempDir();
+  const store = await makeStore(dataDir);
+  t.teardown(() => store.close());
+  await store.collection({ name: 'plain' }).get('x');
+  await store.collection({ name: 'projected', readModel: true }).get('x');
+  t.same(store.otherProcesses(), [], 'alone: none (its own reader slots are not counted)');
+  const reader = spawn(process.execPath, [path.join(import.meta.dirname, 'fixtures', 'store-reader.js'), dataDir], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise<void>((resolve) => reader.on('exit', () => resolve()));
+  t.teardown(() => reader.kill('SIGKILL'));
+  await new Promise<void>((resolve) => reader.stdout.on('data', (d: Buffer) => d.toString().includes('read') && resolve()));
+  t.same(store.otherProcesses(), [reader.pid], 'a process that has read from them');
+  // Killed: it cannot release its slots, so they are found stale and cleared.
+  reader.kill('SIGKILL');
+  await exited;
+  t.same(store.otherProcesses(), [], 'not once it has ended, however it ended');
+});
+
 t.test('a write that throws in a group commit fails alone: the others of its batch commit, seqs without a gap', async (t) => {
   const store = await makeStore();
   t.teardown(() => store.close());

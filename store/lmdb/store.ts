@@ -1,7 +1,7 @@
 import { redeclared } from '../errors.js';
 import type { Collection, CollectionSpec, Doc, Store } from '../types.js';
 import { LmdbCollection } from './collection.js';
-import { closeEnv, openEnv } from './env.js';
+import { closeEnv, openEnv, type Env } from './env.js';
 import { ensureIndexes, indexDef } from './indexes.js';
 import { LmdbJournal } from './journal.js';
 import { isKeyString } from './keys.js';
@@ -49,6 +49,24 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
       env.records.resetReadTxn();
       env.readModels.records.resetReadTxn();
     },
+    otherProcesses: () => otherProcesses(env),
     close: () => closeEnv(env),
   };
+}
+
+/**
+ * The pids in both files' reader tables other than this process's, after LMDB has cleared the slots of
+ * processes that ended (`readerCheck`). A process's threads share its pid.
+ */
+function otherProcesses(env: Env): number[] {
+  const pids = new Set<number>();
+  for (const root of [env.root, env.readModels.root]) {
+    root.readerCheck();
+    // Lines of `pid thread txnid` under a header line.
+    for (const line of root.readerList().split('\n').slice(1)) {
+      const pid = Number(line.trim().split(/\s+/)[0]);
+      if (Number.isInteger(pid) && pid > 0 && pid !== process.pid) pids.add(pid);
+    }
+  }
+  return [...pids].sort((a, b) => a - b);
 }

@@ -66,6 +66,8 @@ export async function openMongoStore(options: MongoStoreOptions): Promise<Store>
     },
     // Every MongoDB read is a new query against the primary: nothing to renew.
     refresh: () => undefined,
+    // Made to be shared by any number of processes.
+    otherProcesses: () => [],
     close: () => client.close(),
   };
 }
