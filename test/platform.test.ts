@@ -1,5 +1,6 @@
 import t from 'tap';
 import { request } from 'node:http';
+import { connect } from 'node:net';
 import { logged } from './helpers/eventually.js';
 import { http } from './helpers/http.js';
 import { platformFor, removeDir, startPlatform } from './helpers/platform.js';
@@ -80,6 +81,31 @@ t.test('SIGTERM drains: a request in flight finishes, new ones are refused, then
   const list = await admin(again)('GET', '/accounts');
   t.same(list.body.data.map((a: any) => a.name), ['In flight'], 'the acknowledged write survived');
   t.equal(await again.stop(), 0);
+});
+
+t.test('SIGTERM drains: a request pipelined behind one in flight is served too, with Connection: close, not a 503', async (t) => {
+  const p = await startPlatform();
+  t.teardown(() => removeDir(p.dataDir));
+  const body = JSON.stringify({ name: 'In flight' });
+  const { port } = new URL(p.edge);
+  const socket = connect(Number(port), '127.0.0.1');
+  let received = '';
+  socket.setEncoding('utf8');
+  socket.on('data', (d: string) => (received += d));
+  const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+  const auth = `authorization: Bearer ${p.operatorToken}\r\n`;
+  // The first request's headers and part of its body, so that it is in flight when SIGTERM lands.
+  socket.write(`POST /admin/v1/accounts HTTP/1.1\r\nhost: 127.0.0.1\r\n${auth}content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body.slice(0, 5)}`);
+  await new Promise((r) => setTimeout(r, 300));
+  p.child.kill('SIGTERM');
+  await new Promise((r) => setTimeout(r, 300));
+  // The rest of its body and, in the same write, a second request behind it on the same connection.
+  socket.write(`${body.slice(5)}GET /admin/v1/accounts HTTP/1.1\r\nhost: 127.0.0.1\r\n${auth}\r\n`);
+  await closed;
+  const statuses = [...received.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
+  t.same(statuses, [201, 200], 'both answered: the one in flight, then the one behind it');
+  t.match(received.split('HTTP/1.1 200 ')[1] ?? '', /^connection: close\r$/im, 'the second with Connection: close, and the connection closed after it');
+  t.equal(await p.stop(), 0, 'exit code 0');
 });
 
 t.test('the operator token is generated on first start, printed once, kept hashed', async (t) => {

@@ -152,7 +152,10 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
       if (socket.writable) socket.write(clientErrorResponse(err));
       socket.destroy(err);
     },
-    return503OnClosing: true,
+    // Draining (operator.md): a request that arrives on a connection still busy when the drain began (pipelined
+    // behind one in flight) is served, with `Connection: close`, as part of finishing what is in flight; Fastify's
+    // default answers it 503 in a shape of its own, no family's. Idle connections are closed at once.
+    return503OnClosing: false,
     forceCloseConnections: 'idle',
     // Slow clients (slow-loris: headers or bodies dribbled a byte at a time) must not hold connections, and
     // with them file descriptors the socket gateway in the same process needs, for longer than these.
