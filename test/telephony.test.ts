@@ -85,6 +85,22 @@ t.test('connectors: bad bodies are 400 in the Agents shape, malformed ids 422, o
     t.equal(r.status, 400, JSON.stringify(bad));
     isFieldError(t, r.body);
   }
+  // The username is sent in the INVITE's Authorization header: a line break in it would add headers of its own.
+  for (const username of ['u\r\nX-Injected: yes', 'u\nX: y', 'a"b', 'a\\b', 'tab\there', 'nul\u0000']) {
+    const r = await api('POST', base, { ...trunk, username, password: 'p' });
+    t.equal(r.status, 400, JSON.stringify(username));
+    isFieldError(t, r.body, 'username');
+  }
+  t.equal((await api('POST', base, { ...trunk, username: 'ops+trunk@example.com', password: 'p' })).status, 201, 'a user name with punctuation');
+  await fc.assert(
+    fc.asyncProperty(fc.string({ minLength: 1, maxLength: 20, unit: 'binary' }), async (username) => {
+      const r = await api('POST', base, { ...trunk, username, password: 'p' });
+      // Whatever comes, never a 5xx; only a name that cannot break out of its quoted string is kept.
+      if (r.status === 201) return /^[^\x00-\x1f\x7f"\\]+$/.test(username) && r.body.username === username;
+      return r.status === 400;
+    }),
+    { numRuns: 100 },
+  );
   t.equal((await api('GET', `${base}/bad%20id`)).status, 422);
   t.equal((await other('GET', base)).status, 403, 'another account’s key');
   t.equal((await client(p.edge, {})('GET', base)).status, 401);

@@ -6,6 +6,12 @@ import { fieldErrorResponses, PathId } from '../schemas.js';
 import { callerOf, type RouteGroup } from './context.js';
 
 const HOST = /^[A-Za-z0-9](?:[A-Za-z0-9.:-]{0,251}[A-Za-z0-9])?$/;
+/**
+ * A digest username travels inside a SIP header as a quoted string (RFC 3261 25.1, `Authorization:
+ * Digest username="…"`): a line break would end the header and start one of the caller's choosing, and a quote or
+ * backslash would end or escape the string. None of them belongs in a trunk's user name.
+ */
+const SIP_USERNAME = /^[^\x00-\x1f\x7f"\\]+$/;
 const ConnectorView = z.object({
   id: z.string(),
   name: z.string(),
@@ -44,7 +50,7 @@ export const telephonyRoutes: RouteGroup = (app, { builder }) => {
         host: z.string().regex(HOST, 'host must be a host name or IP address, without scheme or port'),
         port: z.number().int().min(1).max(65535),
         transport: z.enum(SIP_TRANSPORTS),
-        username: z.string().min(1).max(256).optional(),
+        username: z.string().min(1).max(256).regex(SIP_USERNAME, 'username must hold no control characters (line breaks included), quotes or backslashes: it is sent in a SIP header').optional(),
         password: z.string().min(1).max(256).optional(),
         max_concurrent_calls: z.number().int().min(1).max(100_000).optional(),
       }).strict(),
