@@ -224,6 +224,7 @@ export const EXTERNAL_EVENTS = catalog('EXTERNAL_EVENTS', {
   PARAM_TOO_LONG: [400, '%s is longer than %s characters'],
   LOCATION_INVALID: [400, 'event_id_location must be one of headers, querystring, payload'],
   PATH_INVALID: [400, 'event_id_path must be a name or a dotted path of names'],
+  PATH_CREDENTIAL: [400, 'event_id_path may not name a header that carries credentials (%s)'],
   CONTENT_TYPE_UNSUPPORTED: [400, 'Content-Type must be application/json, application/x-www-form-urlencoded, application/xml or text/plain'],
   BODY_TOO_LARGE: [413, 'body is larger than %s bytes'],
   BODY_MALFORMED: [400, 'body is not valid %s'],

@@ -221,6 +221,10 @@ t.test('every error row answers {error_message}', async (t) => {
     ['parameter too long', { query: { event_id_path: 'x'.repeat(300) }, raw: '{"id":"e"}' }, 400, /event_id_path is longer than 256 characters/],
     ['own parameter as the query id', { query: { event_id_location: 'querystring', event_id_path: 'project_id' }, raw: '' }, 400, /event_id_path must be/],
     ['bad path', { query: { event_id_path: 'a..b' }, raw: '{"id":"e"}' }, 400, /event_id_path must be/],
+    // A credential is stored nowhere: the webhook's own key (or any credential header) is never an event's id.
+    ['the key header as the id', { query: { event_id_location: 'headers', event_id_path: 'X-Api-Key' }, raw: '' }, 400, /may not name a header that carries credentials/],
+    ['authorization as the id', { query: { event_id_location: 'headers', event_id_path: 'authorization' }, raw: '' }, 400, /may not name a header that carries credentials/],
+    ['cookie as the id', { query: { event_id_location: 'headers', event_id_path: 'COOKIE' }, raw: '' }, 400, /may not name a header that carries credentials/],
     ['unknown account', { query: { account_id: 'acc_nope' }, raw: '{"id":"e"}' }, 401, /not valid for this account and project/],
     ['id not in payload', { raw: '{"other":"e"}' }, 400, /event id not found in payload at id/],
     ['id not in headers', { query: { event_id_location: 'headers', event_id_path: 'x-ref' }, raw: '' }, 400, /event id not found in headers at x-ref/],
@@ -380,7 +384,7 @@ const shaped = (status: number, body: any, allowed: number[]) => {
 t.test('fast-check: any query string, content type and body is a 201 or a 4xx in {error_message}, never a 500', async (t) => {
   const own = fc.record({
     event_id_location: fc.oneof(fc.constantFrom('headers', 'querystring', 'payload'), fc.string({ maxLength: 12 })),
-    event_id_path: fc.oneof(fc.constantFrom('id', 'a.b', 'a.0.b', 'x-ref', '__proto__', 'constructor.prototype', '@id', 'a..b', ''), fc.string({ maxLength: 40 })),
+    event_id_path: fc.oneof(fc.constantFrom('id', 'a.b', 'a.0.b', 'x-ref', 'x-api-key', '__proto__', 'constructor.prototype', '@id', 'a..b', ''), fc.string({ maxLength: 40 })),
     account_id: fc.oneof(fc.constant(c.accountId), fc.constant(c.accountSlug), fc.string({ maxLength: 20 })),
     project_id: fc.oneof(fc.constant(c.agentId), fc.constant(other.agentId), fc.string({ maxLength: 20 })),
   }, { requiredKeys: [] });

@@ -45,6 +45,11 @@ type Location = (typeof LOCATIONS)[number];
 /** The webhook's own query parameters. */
 const OWN_PARAMS = ['event_id_location', 'event_id_path', 'account_id', 'project_id'] as const;
 const MAX_PARAM = 256;
+/**
+ * Headers that carry credentials: never an event's id, which is stored, shown in the conversation's record and
+ * handed to the project's functions (the webhook's own `X-Api-Key` would otherwise be kept as one).
+ */
+const CREDENTIAL_HEADERS = ['x-api-key', 'authorization', 'proxy-authorization', 'cookie'];
 /** A name or dotted path of names (each without spaces or control characters). */
 const PATH = /^[^.\s\x00-\x1f\x7f]+(?:\.[^.\s\x00-\x1f\x7f]+)*$/;
 const CONTROL = /[\x00-\x1f\x7f]/;
@@ -299,7 +304,10 @@ export const externalEventsPlugin: FastifyPluginAsync<ExternalEventsOptions> = a
 
     let found: unknown;
     const where = location as Location;
-    if (where === 'headers') found = header(req, path.toLowerCase());
+    if (where === 'headers') {
+      if (CREDENTIAL_HEADERS.includes(path.toLowerCase())) throw EXTERNAL_EVENTS.PATH_CREDENTIAL(CREDENTIAL_HEADERS.join(', '));
+      found = header(req, path.toLowerCase());
+    }
     else if (where === 'querystring') {
       if ((OWN_PARAMS as readonly string[]).includes(path)) throw EXTERNAL_EVENTS.PATH_INVALID();
       found = q.get(path) ?? undefined;
