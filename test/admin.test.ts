@@ -66,6 +66,8 @@ t.test('keys: issued once, stored hashed, scoped, revocable at once', async (t) 
 
   const listed = await a('GET', `/keys?account_id=${acc.id}`);
   t.equal(listed.body.data.length, 2);
+  t.same((await a('GET', `/keys?account_id=${acc.slug}`)).body, listed.body, 'the account by its slug lists the same keys');
+  t.equal((await a('GET', '/keys?account_id=acc_nope')).status, 404, 'an unknown account is not an empty list');
   t.notOk(JSON.stringify(listed.body).includes(issued.body.key), 'lists never show the key');
   t.notOk('hash' in listed.body.data[0]);
 
@@ -101,6 +103,8 @@ t.test('connectors: kinds, environments, host rule, delete', async (t) => {
   t.equal((await a('POST', '/connectors', { account_id: acc.id, project_id: 'agent-nope', kind: 'chat' })).status, 404);
   const list = await a('GET', `/connectors?account_id=${acc.id}`);
   t.equal(list.body.data.length, 2);
+  t.same((await a('GET', `/connectors?account_id=${acc.slug}`)).body, list.body, 'the account by its slug lists the same connectors');
+  t.equal((await a('GET', '/connectors?account_id=acc_nope')).status, 404, 'an unknown account is not an empty list');
   t.notOk(JSON.stringify(list.body).includes(chat.body.token));
   t.equal((await a('DELETE', `/connectors/${chat.body.id}`)).status, 204);
   t.equal((await a('DELETE', `/connectors/${chat.body.id}`)).status, 404);

@@ -89,6 +89,9 @@ export const adminPlugin: FastifyPluginAsync<AdminOptions> = async (root, { serv
     schema: { tags: ['admin'], summary: 'List accounts', response: { 200: z.object({ data: z.array(Account) }), ...errors } },
   }, async () => ({ data: await accounts.list() }));
 
+  /** A list's `account_id` filter, in the id or the slug form (operator.md), as the account's id; unknown: 404. */
+  const accountFilter = async (account: string | undefined) => (account === undefined ? {} : { account_id: (await accounts.require(account)).id });
+
   app.post('/keys', {
     schema: {
       tags: ['admin'],
@@ -119,7 +122,7 @@ export const adminPlugin: FastifyPluginAsync<AdminOptions> = async (root, { serv
       querystring: z.object({ account_id: z.string().optional() }),
       response: { 200: z.object({ data: z.array(KeyView) }), ...errors },
     },
-  }, async (req) => ({ data: (await keys.list(req.query)).map(viewKey) }));
+  }, async (req) => ({ data: (await keys.list(await accountFilter(req.query.account_id))).map(viewKey) }));
 
   app.delete('/keys/:id', {
     schema: { tags: ['admin'], summary: 'Revoke an API key at once', params: IdParam, response: { 204: z.null(), ...errors } },
@@ -177,7 +180,7 @@ export const adminPlugin: FastifyPluginAsync<AdminOptions> = async (root, { serv
       querystring: z.object({ account_id: z.string().optional() }),
       response: { 200: z.object({ data: z.array(ConnectorView) }), ...errors },
     },
-  }, async (req) => ({ data: (await connectors.list(req.query)).map(viewConnector) }));
+  }, async (req) => ({ data: (await connectors.list(await accountFilter(req.query.account_id))).map(viewConnector) }));
 
   app.delete('/connectors/:id', {
     schema: { tags: ['admin'], summary: 'Delete a connector; its token stops working at once', params: IdParam, response: { 204: z.null(), ...errors } },
