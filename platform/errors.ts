@@ -149,6 +149,7 @@ export const ADMIN = catalog('ADMIN', {
   CONNECTOR_NOT_FOUND: [404, 'connector not found', 'id'],
   ACTOR_NOT_FOUND: [404, 'actor not found', 'id'],
   MACHINE_NOT_FOUND: [404, 'no machine of that kind in the catalog', 'kind'],
+  UPGRADE_REQUIRED: [400, 'expected a WebSocket upgrade (version 13)', 'upgrade'],
   CURSOR_MALFORMED: [400, 'malformed cursor', 'cursor'],
   OUTBOUND_FIELDS_KIND: [400, 'telephony_connector_id and from_number apply to outbound connectors only', '%s'],
   TELEPHONY_CONNECTOR_NOT_FOUND: [404, 'telephony connector not found for this project', 'telephony_connector_id'],

@@ -1,6 +1,7 @@
 import t from 'tap';
 import fc from 'fast-check';
-import { mask, maskedKey, scrubText } from '../gateway/edge/inspector/mask.js';
+import { hideMarked, mask, maskedKey, scrubText } from '../gateway/edge/inspector/mask.js';
+import { conversationOf } from '../gateway/edge/inspector/marks.js';
 
 // The masking rule (docs/inspector.md, Masking) as properties: no e-mail address or phone number survives
 // anywhere in a masked value, whatever text surrounds it and however deep it is; masked fields keep their
@@ -32,7 +33,7 @@ t.test('no e-mail or phone number survives in any string, at any depth', async (
 
 t.test('masked fields keep their shape; other values stay', async (t) => {
   fc.assert(
-    fc.property(fc.constantFrom('user_input', 'metadata', 'fromNumber', 'integrationAttributes', 'state', 'text'), fc.jsonValue(), (k, v) => {
+    fc.property(fc.constantFrom('user_input', 'metadata', 'fromNumber', 'integrationAttributes', 'text'), fc.jsonValue(), (k, v) => {
       const out = mask({ [k]: v, id: 'c-1', count: 3, ok: true }) as Record<string, unknown>;
       const shape = (x: unknown): unknown => (Array.isArray(x) ? x.map(shape) : x && typeof x === 'object' ? Object.fromEntries(Object.entries(x).map(([a, b]) => [a, shape(b)])) : typeof x === 'string' || typeof x === 'number' ? 'leaf' : x);
       return maskedKey(k) && JSON.stringify(shape(out[k])) === JSON.stringify(shape(v)) && out.id === 'c-1' && out.count === 3 && out.ok === true;
@@ -40,6 +41,44 @@ t.test('masked fields keep their shape; other values stay', async (t) => {
     { numRuns: 300 },
   );
   t.pass('300 cases');
+});
+
+t.test("`state` is masked whole when it holds an object (a conversation's variables), kept when it is a string (an alert rule's status)", async (t) => {
+  fc.assert(
+    fc.property(fc.object(), (v) => {
+      const out = mask({ state: v }) as { state: unknown };
+      return maskedKey('state', v) && JSON.stringify(out.state) === JSON.stringify((mask({ metadata: v }) as { metadata: unknown }).metadata);
+    }),
+    { numRuns: 200 },
+  );
+  t.same(mask({ state: { member: 'QZ-1', tier: 'gold' } }), { state: { member: '•••(4)', tier: '•••(4)' } });
+  t.same(mask({ state: 'ok', previousState: 'firing' }), { state: 'ok', previousState: 'firing' }, "an alert rule's status stays readable");
+});
+
+const marks = fc.array(fc.stringMatching(/^[A-Za-z][A-Za-z0-9 ]{2,12}[A-Za-z0-9]$/), { minLength: 1, maxLength: 4 });
+
+t.test('a marked value survives nowhere, in any case, at any depth; the rest of the text stays', async (t) => {
+  fc.assert(
+    fc.property(marks, fc.integer({ min: 0, max: 3 }), words, words, key, fc.integer({ min: 0, max: 3 }), fc.boolean(), (marked, which, before, after, k, depth, upper) => {
+      const secret = marked[which % marked.length];
+      const written = upper ? secret.toUpperCase() : secret.toLowerCase();
+      let value: unknown = { [k]: `${before} ${written} ${after}`, values: [secret] };
+      for (let i = 0; i < depth; i++) value = i % 2 ? { inner: value } : [value];
+      const out = JSON.stringify(mask(value, marked)).toLowerCase();
+      return !out.includes(secret.trim().toLowerCase()) && out.includes('•••');
+    }),
+    { numRuns: 500 },
+  );
+  t.equal(hideMarked('your code is QZ81, QZ81 again', ['qz81']), 'your code is •••, ••• again');
+  t.equal(hideMarked('nothing here', ['qz81', ' ', '']), 'nothing here', 'blank marks hide nothing');
+  t.same(mask({ type: 'conversation.pii_marked', values: ['QZ81'] }, ['QZ81']), { type: 'conversation.pii_marked', values: ['•••'] });
+});
+
+t.test("an actor's marks are its conversation's: a conversation's own, a session's by the id its context names", async (t) => {
+  t.equal(conversationOf('conversation', 'c-1', {}), 'c-1');
+  t.equal(conversationOf('session', 's-1', { conversationId: 'c-2' }), 'c-2');
+  t.equal(conversationOf('session', 's-1', { conversationId: null }), null);
+  t.equal(conversationOf('alert-rule', 'ar-1', { state: 'ok' }), null);
 });
 
 t.test('ids, timestamps and numbers in text are not phone numbers', async (t) => {

@@ -38,6 +38,70 @@ t.test('401 without the operator token, on every inspector route, the feed and t
     ws.on('error', () => undefined);
   });
   t.equal(refused, 401, 'the WebSocket feed refuses the upgrade without the token');
+  t.equal((await get('/actors/conversation/x/inspect', {})).status, 401, 'a plain GET of the feed without a token');
+});
+
+/** The status a WebSocket upgrade of the feed at `query` is answered with (101 when it opens). */
+const upgradeStatus = (path: string) =>
+  new Promise<number>((resolve) => {
+    const ws = new WebSocket(`${p.edge.replace('http', 'ws')}/admin/v1/inspector${path}`, { headers: auth() });
+    ws.on('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+    ws.on('open', () => {
+      ws.close();
+      resolve(101);
+    });
+    ws.on('error', () => undefined);
+  });
+
+t.test('the feed path: a plain GET is told it takes upgrades only (400); an upgrade with a bad unmasked flag is refused like the REST routes', async (t) => {
+  const id = (await c.chat('create', {})).body.conversation_id;
+  const plain = await get(`/actors/conversation/${id}/inspect`);
+  t.equal(plain.status, 400);
+  t.same(plain.body, { message: 'expected a WebSocket upgrade (version 13)', errors: [{ field: 'upgrade', message: 'expected a WebSocket upgrade (version 13)' }] });
+  for (const bad of ['zz', 'TRUE', '1']) t.equal(await upgradeStatus(`/actors/conversation/${id}/inspect?unmasked=${bad}`), 400, `unmasked=${bad}`);
+  t.equal(await upgradeStatus(`/actors/conversation/${id}/inspect?unmasked=true&unmasked=false`), 400, 'given twice');
+  t.equal(await upgradeStatus(`/actors/conversation/${id}/inspect?unmasked=false`), 101);
+  t.equal(await upgradeStatus(`/actors/conversation/${id}/inspect?unmasked=true`), 101);
+});
+
+t.test('values a function marks personal are masked wherever they appear: the marking event, the answer that repeats one, the stream and the feed', async (t) => {
+  // The function marks the member code and repeats it in its answer; the code holds no digits, so only the mark hides it.
+  const marking = await chatProject(p, { name: 'Marks Co', functions: { turn: `function turn(conv, message) { const m = /member code (\\w+)/.exec(message); if (m) { conv.mark_pii(m[1]); return 'noted your code ' + m[1]; } return 'ok'; }` } });
+  const id = (await marking.chat('create', {})).body.conversation_id;
+  const sse = readSse(`${p.edge}/admin/v1/inspector/actors/conversation/${id}/events`, auth());
+  await sse.next((e) => e.event === 'snapshot');
+  const ws = new WebSocket(`${p.edge.replace('http', 'ws')}/admin/v1/inspector/actors/conversation/${id}/inspect`, { headers: auth() });
+  const feed: string[] = [];
+  ws.on('message', (data) => feed.push(String(data)));
+  await new Promise((r) => ws.once('message', r));
+  const said = await marking.chat('respond', { conversation_id: id, message: 'my member code QuokkaZeta7 please' });
+  t.equal(said.status, 200, said.text);
+  t.match(JSON.stringify(said.body), 'QuokkaZeta7', 'the answer repeats the code (the Chat API is not the inspector)');
+
+  const raw = await get(`/actors/conversation/${id}?unmasked=true&journal=20`);
+  t.match(JSON.stringify(raw.body), 'QuokkaZeta7', 'unmasked on request: the code is there to hide');
+  t.ok(raw.body.journal.some((s: any) => s.events.some((e: any) => e.type === 'conversation.pii_marked')), 'the marking event is journaled');
+  const masked = await get(`/actors/conversation/${id}?journal=20`);
+  t.notMatch(JSON.stringify(masked.body).toLowerCase(), 'quokkazeta7', 'masked: neither the marking event nor the answer nor the context shows it, in any case');
+  const marked = masked.body.journal.flatMap((s: any) => s.events).find((e: any) => e.type === 'conversation.pii_marked');
+  t.same(marked.data.values, ['•••'], 'the marking event keeps its shape');
+
+  const steps: unknown[] = [];
+  for (;;) {
+    const e = await sse.next((x) => x.event === 'step');
+    steps.push(e.data);
+    if (e.data.value === 'idle') break;
+  }
+  t.notMatch(JSON.stringify(steps).toLowerCase(), 'quokkazeta7', 'the stream masks the steps that mark it');
+  sse.close();
+  const snap = async () => {
+    for (let i = 0; i < 100 && !feed.some((m) => m.includes('"@xstate.snapshot"') && m.includes('"idle"')); i++) await new Promise((r) => setTimeout(r, 50));
+  };
+  await snap();
+  t.ok(feed.some((m) => m.includes('conversation.pii_marked')), 'the feed sent the marking event');
+  t.notMatch(feed.join('\n').toLowerCase(), 'quokkazeta7', 'the feed masks it too');
+  ws.close();
+  await new Promise((r) => ws.once('close', r));
 });
 
 t.test('the machines: listed, and every kind as SVG with its states, transitions, effects and timers', async (t) => {

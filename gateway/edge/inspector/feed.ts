@@ -4,6 +4,7 @@ import type { AnyStateMachine } from 'xstate';
 import { secretMatches } from '../../../platform/secrets.js';
 import type { Services } from '../../../platform/services.js';
 import { machineOf } from './charts.js';
+import { marksFor } from './marks.js';
 import { maybeMask } from './mask.js';
 import { currentSnapshot, tailSteps } from './steps.js';
 import { acceptUpgrade, refuseUpgrade, type FeedSocket } from './websocket.js';
@@ -41,7 +42,12 @@ export function inspectorFeed(app: FastifyInstance, o: { services: Services; ope
     }
     const [, kind, id] = m;
     const key = `${kind}/${id}`;
-    const unmasked = url.searchParams.get('unmasked') === 'true';
+    // As the REST routes take it: `true` or `false`, once, or not at all.
+    const flags = url.searchParams.getAll('unmasked');
+    if (flags.length > 1 || (flags.length === 1 && flags[0] !== 'true' && flags[0] !== 'false')) {
+      return refuseUpgrade(socket, 400, 'Bad Request', { message: 'unmasked must be true or false', errors: [{ field: 'unmasked', message: 'unmasked must be true or false' }] });
+    }
+    const unmasked = flags[0] === 'true';
     void (async () => {
       const d = await currentSnapshot(o.services.store, key);
       if (!d) return refuseUpgrade(socket, 404, 'Not Found', { message: 'actor not found', errors: [{ field: 'id', message: 'actor not found' }] });
@@ -50,7 +56,9 @@ export function inspectorFeed(app: FastifyInstance, o: { services: Services; ope
       open.add(ws);
       const machine = machineOf(kind);
       const base = () => ({ sessionId: key, rootId: key, createdAt: Date.now().toString(), id: randomUUID(), _version: STATELY_PROTOCOL_VERSION });
-      const snap = (x: { status: string; value: unknown; context: unknown }) => ({ status: x.status, value: x.value, context: maybeMask(x.context, unmasked) });
+      // Read again with every batch of steps: a step may mark a value, or deliver an answer its conversation marked.
+      let marked = unmasked ? [] : await marksFor(o.services.store, kind, id, d.context);
+      const snap = (x: { status: string; value: unknown; context: unknown }) => ({ status: x.status, value: x.value, context: maybeMask(x.context, unmasked, marked) });
       ws.send(JSON.stringify({
         type: '@xstate.actor',
         name: machine?.id ?? kind,
@@ -64,9 +72,10 @@ export function inspectorFeed(app: FastifyInstance, o: { services: Services; ope
         key,
         afterVersion: d.version,
         intervalMs: o.tailIntervalMs ?? 100,
-        onSteps: (steps, now) => {
+        onSteps: async (steps, now) => {
+          if (!unmasked) marked = await marksFor(o.services.store, kind, id, (now ?? d).context);
           steps.forEach((s, i) => {
-            const events = s.events.map((e) => Object.assign({}, maybeMask(e.data, unmasked) as object, { type: e.type }));
+            const events = s.events.map((e) => Object.assign({}, maybeMask(e.data, unmasked, marked) as object, { type: e.type }));
             for (const event of events) ws.send(JSON.stringify({ type: '@xstate.event', event, sourceId: key, ...base() }));
             const last = i === steps.length - 1 && now;
             ws.send(JSON.stringify({

@@ -12,6 +12,11 @@
  *    (keys, lengths); strings become `•••` with their length, numbers become `•••`; booleans and null stay.
  * 2. Every other string is kept, but e-mail addresses and phone numbers in it are replaced (`•••@•••`,
  *    `•••` plus the last two digits): an agent's answer that repeats a caller's address shows none of it.
+ * 3. Values a function marked personal (`conv.mark_pii`; `marks.ts`) are replaced by `•••` wherever they appear
+ *    (case-insensitive), the `conversation.pii_marked` events that carry them included.
+ *
+ * `state` is masked when it holds an object (a conversation's variables), not when it is a string (an alert
+ * rule's status, which is what an engineer reads it for).
  *
  * Ids, states, timestamps, counters, reasons and flags stay readable: they are what an engineer debugging
  * a machine needs. The rule is applied to contexts, journal events and the `@statelyai/inspect` feed alike.
@@ -21,12 +26,42 @@ const MASKED_KEYS = new Set(
   [
     'user_input', 'translated_user_input', 'user_input_dtmf', 'message', 'text', 'initialMessage', 'userTyping', 'history',
     'fromNumber', 'toNumber', 'from_number', 'to_number', 'phone', 'caller', 'callee', 'email',
-    'metadata', 'integrationAttributes', 'integration_attributes', 'sip_headers', 'custom', 'joinCustom', 'payload', 'body', 'data', 'state', 'userAgent',
+    'metadata', 'integrationAttributes', 'integration_attributes', 'sip_headers', 'custom', 'joinCustom', 'payload', 'body', 'data', 'userAgent',
   ].map((k) => k.toLowerCase()),
 );
 
-/** Whether a field of this name is masked whole. */
-export const maskedKey = (key: string): boolean => MASKED_KEYS.has(key.toLowerCase());
+/** Whether a field of this name (holding this value) is masked whole. */
+export const maskedKey = (key: string, value?: unknown): boolean => {
+  const lower = key.toLowerCase();
+  return MASKED_KEYS.has(lower) || (lower === 'state' && value !== null && typeof value === 'object');
+};
+
+/** `text` with every occurrence of a marked value (case-insensitive, trimmed, non-empty) replaced by `•••`. */
+export function hideMarked(text: string, marked: readonly string[]): string {
+  if (marked.length === 0 || text === '') return text;
+  let out = text;
+  for (const raw of marked) {
+    const value = raw.trim();
+    if (value === '') continue;
+    const lowerValue = value.toLowerCase();
+    const lower = out.toLowerCase();
+    // Lower-casing may change a string's length (a few Unicode letters): then the whole text is hidden.
+    if (lower.length !== out.length) {
+      if (lower.includes(lowerValue)) return '•••';
+      continue;
+    }
+    let at = lower.indexOf(lowerValue);
+    if (at < 0) continue;
+    let next = '';
+    let last = 0;
+    for (; at >= 0; at = lower.indexOf(lowerValue, at + lowerValue.length)) {
+      next += `${out.slice(last, at)}•••`;
+      last = at + lowerValue.length;
+    }
+    out = next + out.slice(last);
+  }
+  return out;
+}
 
 // Both scans below are written out by hand, not as backtracking regular expressions: linear in the text,
 // since masking runs over whatever people typed (test/regex.test.ts holds the platform's patterns to that).
@@ -110,15 +145,15 @@ const hideLeaves = (v: unknown): unknown => {
   return v;
 };
 
-/** A copy of `value` with personal data masked by the rule above. */
-export function mask(value: unknown): unknown {
-  if (typeof value === 'string') return scrubText(value);
-  if (Array.isArray(value)) return value.map(mask);
+/** A copy of `value` with personal data masked by the rule above, `marked` the values marked personal. */
+export function mask(value: unknown, marked: readonly string[] = []): unknown {
+  if (typeof value === 'string') return scrubText(hideMarked(value, marked));
+  if (Array.isArray(value)) return value.map((v) => mask(v, marked));
   if (value && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, maskedKey(k) ? hideLeaves(v) : mask(v)]));
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, maskedKey(k, v) ? hideLeaves(v) : mask(v, marked)]));
   }
   return value;
 }
 
-/** `mask(value)`, or `value` itself when the operator asked for it unmasked. */
-export const maybeMask = (value: unknown, unmasked: boolean): unknown => (unmasked ? value : mask(value));
+/** `mask(value, marked)`, or `value` itself when the operator asked for it unmasked. */
+export const maybeMask = (value: unknown, unmasked: boolean, marked: readonly string[] = []): unknown => (unmasked ? value : mask(value, marked));

@@ -9,6 +9,7 @@ import { operatorAuth } from '../auth.js';
 import { useErrorShape } from '../errors.js';
 import { fieldErrorResponses, PathId } from '../schemas.js';
 import { machineOf, summaries, svgOf } from './charts.js';
+import { marksFor } from './marks.js';
 import { maybeMask } from './mask.js';
 import { currentSnapshot, recentSteps, tailSteps, type Step } from './steps.js';
 
@@ -16,12 +17,12 @@ const Kind = z.string().regex(/^[a-z][a-z0-9-]{0,31}$/, 'malformed kind');
 const Flag = z.enum(['true', 'false']).optional();
 
 /** A step as the inspector shows it: the state value after it and what it emitted (masked). */
-export const showStep = (s: Step, unmasked: boolean) => ({
+export const showStep = (s: Step, unmasked: boolean, marked: readonly string[] = []) => ({
   seq: s.seq,
   version: s.version,
   at: new Date(s.at).toISOString(),
   value: s.value,
-  events: s.events.map((e) => ({ type: e.type, data: maybeMask(e.data, unmasked) })),
+  events: s.events.map((e) => ({ type: e.type, data: maybeMask(e.data, unmasked, marked) })),
 });
 
 const StepSchema = z.object({ seq: z.number().int(), version: z.number().int(), at: z.string(), value: z.unknown(), events: z.array(z.object({ type: z.string(), data: z.unknown() })) });
@@ -165,18 +166,27 @@ export const inspectorPlugin: FastifyPluginAsync<InspectorOptions> = async (root
     if (!d) throw ADMIN.ACTOR_NOT_FOUND();
     const owner = (await runtime.directory.workers()).find((w) => w.shards.includes(d.shard))?.id ?? null;
     const steps = req.query.journal > 0 ? await recentSteps(store, key, req.query.journal) : [];
+    const marked = unmasked ? [] : await marksFor(store, kind, id, d.context);
     return {
       kind,
       id,
       machine: machineOf(kind)?.id ?? null,
       status: d.status,
       value: d.value,
-      context: maybeMask(d.context, unmasked),
+      context: maybeMask(d.context, unmasked, marked),
       masked: !unmasked,
       deadlines: d.deadlines,
       placement: { shard: d.shard, fence: d.fence, version: d.version, owner, updatedAt: d.updatedAt },
-      journal: steps.map((s) => showStep(s, unmasked)),
+      journal: steps.map((s) => showStep(s, unmasked, marked)),
     };
+  });
+
+  // The feed's path answers WebSocket upgrades only (`feed.ts`, on the server's `upgrade` event, which never reaches
+  // a route): a plain request of it is told so, after the operator token, instead of a 404 that hides the path.
+  app.get('/actors/:kind/:id/inspect', {
+    schema: { tags: ['admin'], summary: "An actor's `@statelyai/inspect` feed: a WebSocket upgrade only (docs/inspector.md)", params: ActorParams, response: { ...fieldErrorResponses } },
+  }, async () => {
+    throw ADMIN.UPGRADE_REQUIRED();
   });
 
   app.get('/actors/:kind/:id/events', {
@@ -205,7 +215,9 @@ export const inspectorPlugin: FastifyPluginAsync<InspectorOptions> = async (root
       'x-request-id': req.id,
     });
     const send = (event: string, data: unknown, id?: number) => res.write(`${id !== undefined ? `id: ${id}\n` : ''}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
-    const describe = (x: NonNullable<typeof d>) => ({ version: x.version, status: x.status, value: x.value, context: maybeMask(x.context, unmasked), deadlines: x.deadlines, shard: x.shard, fence: x.fence, updatedAt: x.updatedAt });
+    // Read again with every batch of steps: a step may mark a value, or deliver an answer its conversation marked.
+    let marked = unmasked ? [] : await marksFor(store, kind, id, d.context);
+    const describe = (x: NonNullable<typeof d>) => ({ version: x.version, status: x.status, value: x.value, context: maybeMask(x.context, unmasked, marked), deadlines: x.deadlines, shard: x.shard, fence: x.fence, updatedAt: x.updatedAt });
     res.write('retry: 1000\n\n');
     send('snapshot', describe(d));
     const stop = tailSteps({
@@ -213,8 +225,9 @@ export const inspectorPlugin: FastifyPluginAsync<InspectorOptions> = async (root
       key,
       afterVersion: after,
       intervalMs: tailIntervalMs,
-      onSteps: (steps, snapshot) => {
-        for (const s of steps) send('step', showStep(s, unmasked), s.version);
+      onSteps: async (steps, snapshot) => {
+        if (!unmasked) marked = await marksFor(store, kind, id, (snapshot ?? d).context);
+        for (const s of steps) send('step', showStep(s, unmasked, marked), s.version);
         if (snapshot) send('snapshot', describe(snapshot));
       },
       onError: (err) => req.log.warn({ err, key }, 'inspector stream: reading the journal failed'),

@@ -46,8 +46,8 @@ export interface TailOptions {
   key: string;
   afterVersion: number;
   intervalMs: number;
-  /** New steps (never empty), then the snapshot they lead to. */
-  onSteps: (steps: Step[], snapshot: ActorDescription | null) => void;
+  /** New steps (never empty), then the snapshot they lead to; awaited before the next read. */
+  onSteps: (steps: Step[], snapshot: ActorDescription | null) => void | Promise<void>;
   onError: (err: unknown) => void;
 }
 
@@ -62,7 +62,7 @@ export function tailSteps(o: TailOptions): () => void {
         const steps = await stepsAfter(o.store, o.key, after, 100);
         if (stopped || steps.length === 0) break;
         after = steps[steps.length - 1].version;
-        o.onSteps(steps, await currentSnapshot(o.store, o.key));
+        await o.onSteps(steps, await currentSnapshot(o.store, o.key));
         if (steps.length < 100) break;
       }
     } catch (err) {

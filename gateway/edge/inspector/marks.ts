@@ -1,0 +1,22 @@
+/**
+ * The values a conversation's functions marked personal (`conv.mark_pii`), which the inspector's masked view
+ * hides wherever they appear in an actor's context and events: the `conversation.pii_marked` events that carry
+ * them, an agent's answer that repeats one, a session's frame that delivers that answer. Read from the
+ * conversation's journal (`markedValues`, as the recordings read them), not from the `conversation_pii_marks`
+ * projection: a live feed renders a step as soon as it is committed, before any projection has it.
+ */
+import { markedValues } from '../../../actors/recording/mod.js';
+import type { Store } from '../../../store/mod.js';
+
+/** The conversation whose marks mask an actor: a conversation's own, else the one its context names (a session's). */
+export function conversationOf(kind: string, id: string, context: unknown): string | null {
+  if (kind === 'conversation') return id;
+  const named = context && typeof context === 'object' ? (context as { conversationId?: unknown }).conversationId : undefined;
+  return typeof named === 'string' && named !== '' ? named : null;
+}
+
+/** The marked values that mask an actor's view (none when it belongs to no conversation). */
+export async function marksFor(store: Store, kind: string, id: string, context: unknown): Promise<string[]> {
+  const conversationId = conversationOf(kind, id, context);
+  return conversationId === null ? [] : markedValues(store, conversationId);
+}
