@@ -132,6 +132,10 @@ const EnvSchema = z.object({
   // Node refuses a server whose header deadline is later than its whole-request deadline.
   message: 'EDGE_HEADERS_TIMEOUT_MS must not exceed EDGE_REQUEST_TIMEOUT_MS',
   path: ['EDGE_HEADERS_TIMEOUT_MS'],
+}).refine((e) => e.RTP_PORT_MIN <= e.RTP_PORT_MAX, {
+  // Swapped bounds are a mistake to report, not a range to guess (`0`, `0` is any port).
+  message: 'RTP_PORT_MIN must not exceed RTP_PORT_MAX',
+  path: ['RTP_PORT_MIN'],
 });
 
 /** Everything the platform reads from its environment, parsed once at start. */
@@ -312,8 +316,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       tlsCertFile: e.SIP_TLS_CERT,
       tlsKeyFile: e.SIP_TLS_KEY,
       tlsVerify: e.SIP_TLS_VERIFY === 'true',
-      rtpPortMin: Math.min(e.RTP_PORT_MIN, e.RTP_PORT_MAX),
-      rtpPortMax: Math.max(e.RTP_PORT_MIN, e.RTP_PORT_MAX),
+      rtpPortMin: e.RTP_PORT_MIN,
+      rtpPortMax: e.RTP_PORT_MAX,
       turnTaking: { speechLevel: e.VOICE_SPEECH_LEVEL, speechStartMs: 60, endSilenceMs: e.VOICE_END_SILENCE_MS, noInputMs: e.VOICE_NO_INPUT_MS, interDigitMs: e.VOICE_INTER_DIGIT_MS, maxUtteranceMs: 15_000 },
       mediaTimeoutMs: e.VOICE_MEDIA_TIMEOUT_MS,
     },

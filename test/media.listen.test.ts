@@ -136,3 +136,11 @@ t.test('a fixed TLS port in use: start fails with a message naming SIP_TLS_PORT'
     { message: new RegExp(`SIP_TLS_PORT ${tcpPort(held)} is in use`) },
   );
 });
+
+t.test('RTP_PORT_MIN above RTP_PORT_MAX stops the start naming it; equal bounds, and 0 and 0 (any), are taken as given', async (t) => {
+  const { loadConfig } = await import('../platform/config.js');
+  t.throws(() => loadConfig({ RTP_PORT_MIN: '16520', RTP_PORT_MAX: '16510' }), /RTP_PORT_MIN must not exceed RTP_PORT_MAX/);
+  t.match(loadConfig({ RTP_PORT_MIN: '16510', RTP_PORT_MAX: '16520' }).media, { rtpPortMin: 16510, rtpPortMax: 16520 });
+  t.match(loadConfig({ RTP_PORT_MIN: '16510', RTP_PORT_MAX: '16510' }).media, { rtpPortMin: 16510, rtpPortMax: 16510 });
+  t.match(loadConfig({ RTP_PORT_MIN: '0', RTP_PORT_MAX: '0' }).media, { rtpPortMin: 0, rtpPortMax: 0 });
+});
