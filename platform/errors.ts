@@ -252,6 +252,8 @@ export const OUTBOUND = catalog('OUTBOUND', {
   METADATA_NOT_OBJECT: [400, 'metadata must be an object of string values'],
   METADATA_NOT_STRING: [400, 'metadata value of %s must be a string'],
   METADATA_KEY_INVALID: [400, 'metadata key %s is not a valid SIP header name'],
+  METADATA_KEY_RESERVED: [400, 'metadata key %s names a SIP header the platform sets itself'],
+  METADATA_KEY_REPEATED: [400, 'metadata key %s repeats another key but for case: SIP header names are case-insensitive'],
   METADATA_VALUE_INVALID: [400, 'metadata value of %s must not contain line breaks or control characters'],
   METADATA_TOO_LARGE: [400, 'metadata in base64 must be under %s bytes'],
   ENCRYPTION_INVALID: [400, 'encryption must be one of %s'],

@@ -59,9 +59,14 @@ export function parseOutboundBody(body: unknown): OutboundBody {
   const headers: Record<string, string> = {};
   if (b.metadata !== undefined) {
     if (typeof b.metadata !== 'object' || b.metadata === null || Array.isArray(b.metadata)) throw OUTBOUND.METADATA_NOT_OBJECT();
+    // SIP header names are case-insensitive: two keys differing in case would be one header sent twice.
+    const names = new Set<string>();
     for (const [key, value] of Object.entries(b.metadata)) {
       if (typeof value !== 'string') throw OUTBOUND.METADATA_NOT_STRING(JSON.stringify(key));
-      if (!SIP_TOKEN.test(key) || RESERVED_HEADERS.has(key.toLowerCase())) throw OUTBOUND.METADATA_KEY_INVALID(JSON.stringify(key));
+      if (!SIP_TOKEN.test(key)) throw OUTBOUND.METADATA_KEY_INVALID(JSON.stringify(key));
+      if (RESERVED_HEADERS.has(key.toLowerCase())) throw OUTBOUND.METADATA_KEY_RESERVED(JSON.stringify(key));
+      if (names.has(key.toLowerCase())) throw OUTBOUND.METADATA_KEY_REPEATED(JSON.stringify(key));
+      names.add(key.toLowerCase());
       if (CONTROL.test(value)) throw OUTBOUND.METADATA_VALUE_INVALID(JSON.stringify(key));
       Object.defineProperty(headers, key, { value, enumerable: true, writable: true, configurable: true });
     }
