@@ -94,9 +94,11 @@ function wrongType(schema: any): fc.Arbitrary<unknown> {
 t.test('malformed path ids are 422 on every route', async (t) => {
   const before = await digest();
   const malformed = fc.string({ minLength: 1, maxLength: 40 }).filter((s) => !/^[A-Za-z0-9_.-]{1,128}$/.test(s));
+  // A `{branch}` may be a branch's name, which may hold any printable character: only blank or control is malformed.
+  const malformedBranch = fc.oneof(fc.constantFrom(' ', '  ', '\t'), fc.tuple(fc.string({ maxLength: 10 }), fc.constantFrom('\n', '\u0000', '\u007f', '\r'), fc.string({ maxLength: 10 })).map((p) => p.join('')));
   for (const r of routes.filter((x) => x.params.length)) {
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom(...r.params), malformed, async (param, value) => {
+      fc.asyncProperty(fc.constantFrom(...r.params).chain((param) => fc.tuple(fc.constant(param), param === 'branch' ? malformedBranch : malformed)), async ([param, value]) => {
         const res = await http(p.edge, r.method, fill(r, { [param]: value }), { headers: auth(r) });
         return assertShape(res.status, res.body, [422]);
       }),

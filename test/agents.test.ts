@@ -189,6 +189,25 @@ t.test('branches: behavior and topics on main and on a branch; merge combines', 
   t.equal((await api('POST', `${base}/branches/main/merge`)).status, 400, 'main does not merge into itself');
 });
 
+t.test('branches by name: a name with spaces, slashes or other characters works in every {branch} path once percent-encoded', async (t) => {
+  const agentId = await newAgent();
+  const base = `/v1/agents/${agentId}/branches`;
+  for (const name of ['winter sale', 'a/b c', 'Été 2027 ✓', 'price?x=1#top']) {
+    const created = await api('POST', base, { name });
+    t.equal(created.status, 201, `created ${name}`);
+    const ref = encodeURIComponent(name);
+    const read = await api('GET', `${base}/${ref}`);
+    t.equal(read.status, 200, `read by name: ${name}`);
+    t.equal(read.body.branchId, created.body.branchId);
+    t.same((await api('PATCH', `${base}/${ref}/behavior`, { behavior: `for ${name}` })).body, { behavior: `for ${name}` }, 'its behavior by name');
+    t.equal((await api('POST', `${base}/${ref}/knowledge-base/topics`, { name: 'Hours', content: '9 to 5' })).status, 201, 'a topic by name');
+    t.equal((await api('GET', `${base}/${encodeURIComponent(created.body.branchId)}`)).body.name, name, 'and still by id');
+  }
+  t.equal((await api('GET', `${base}/${encodeURIComponent('no such branch')}`)).status, 404, 'an unknown name is not found');
+  t.equal((await api('GET', `${base}/${encodeURIComponent('tab\there')}`)).status, 422, 'control characters are malformed');
+  t.equal((await api('GET', `${base}/${encodeURIComponent('   ')}`)).status, 422, 'a blank name is malformed');
+});
+
 t.test('merge: concurrent merges of one branch: one merges it, the others get 409', async (t) => {
   const agentId = await newAgent();
   const base = `/v1/agents/${agentId}`;

@@ -19,5 +19,11 @@ export const fieldErrorResponses = {
 /** Path ids: letters, digits, `_`, `-` and `.`, 1 to 128. Anything else is a malformed id (422). */
 export const PathId = z.string().regex(/^[A-Za-z0-9_.-]{1,128}$/, 'malformed id');
 
+/**
+ * A branch in a path (`{branch}`): its id or its name, which may hold spaces, slashes and any other printable
+ * character (percent-encoded in the path: `winter%20sale`, `a%2Fb`); blank or with control characters it is malformed.
+ */
+export const BranchRef = z.string().regex(/^(?=[^]*\S)[^\u0000-\u001f\u007f]{1,128}$/u, 'malformed branch');
+
 /** Any JSON object (free-form values such as real-time config variables). */
 export const JsonObject = z.record(z.string(), z.unknown());

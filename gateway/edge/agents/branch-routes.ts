@@ -2,11 +2,11 @@ import { z } from 'zod';
 import { AGENTS } from '../../../platform/errors.js';
 import { newId } from '../../../platform/secrets.js';
 import type { Topic } from '../../../builder/mod.js';
-import { fieldErrorResponses, PathId } from '../schemas.js';
+import { BranchRef, fieldErrorResponses, PathId } from '../schemas.js';
 import { callerOf, type RouteGroup } from './context.js';
 import { BranchDetailView, BranchView, TopicView, branchDetailView, branchView, byName, topicView } from './views.js';
 
-const BranchParams = z.object({ agentId: PathId, branch: PathId });
+const BranchParams = z.object({ agentId: PathId, branch: BranchRef });
 const TopicParams = BranchParams.extend({ topicId: PathId });
 /**
  * A branch name (the contract: a string): 1 to 100 characters, not blank, no control characters. Any name is

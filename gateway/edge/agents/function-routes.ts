@@ -1,11 +1,11 @@
 import { Script } from 'node:vm';
 import { z } from 'zod';
 import { AGENTS } from '../../../platform/errors.js';
-import { fieldErrorResponses, PathId } from '../schemas.js';
+import { BranchRef, fieldErrorResponses, PathId } from '../schemas.js';
 import { callerOf, type RouteGroup } from './context.js';
 import { byName } from './views.js';
 
-const FunctionParams = z.object({ agentId: PathId, branch: PathId, name: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, 'malformed function name') });
+const FunctionParams = z.object({ agentId: PathId, branch: BranchRef, name: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, 'malformed function name') });
 const FunctionView = z.object({ name: z.string(), code: z.string() });
 
 /**
@@ -46,7 +46,7 @@ export const functionRoutes: RouteGroup = (app, { builder }) => {
     schema: {
       tags: ['agents'],
       summary: 'List project functions',
-      params: z.object({ agentId: PathId, branch: PathId }),
+      params: z.object({ agentId: PathId, branch: BranchRef }),
       response: { 200: z.object({ functions: z.array(FunctionView) }), ...fieldErrorResponses },
     },
   }, async (req) => {

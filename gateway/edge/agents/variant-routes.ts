@@ -2,12 +2,12 @@ import { z } from 'zod';
 import { AGENTS } from '../../../platform/errors.js';
 import { newId } from '../../../platform/secrets.js';
 import type { Attribute, Content, Variant } from '../../../builder/mod.js';
-import { fieldErrorResponses, PathId } from '../schemas.js';
+import { BranchRef, fieldErrorResponses, PathId } from '../schemas.js';
 import { assertFreeName } from './branch-routes.js';
 import { callerOf, type RouteGroup } from './context.js';
 import { AttributeView, VariantView, attributeView, byName, variantView } from './views.js';
 
-const BranchParams = z.object({ agentId: PathId, branch: PathId });
+const BranchParams = z.object({ agentId: PathId, branch: BranchRef });
 const Name = z.string().min(1, 'name must be between 1 and 128 characters').max(128, 'name must be between 1 and 128 characters');
 
 /**
