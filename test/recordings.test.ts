@@ -231,6 +231,11 @@ t.test('a call is recorded per direction; the card number keyed over the caller\
   t.match(JSON.parse(past.bytes.toString()), { error_message: /range not satisfiable/ });
   const backwards = await get(piiKey, '', { range: 'bytes=100-50' });
   t.ok(backwards.status === 200 && backwards.bytes.equals(raw.combined.bytes), 'an invalid range (its end before its start) is ignored: the whole file');
+  // No validator is ever sent (no ETag, no Last-Modified), so no If-Range can match: the whole file (RFC 9110, 13.1.5).
+  for (const validator of ['"foo"', 'Sat, 05 Dec 2026 10:00:00 GMT']) {
+    const conditional = await get(piiKey, '', { range: 'bytes=0-10', 'if-range': validator });
+    t.ok(conditional.status === 200 && conditional.bytes.equals(raw.combined.bytes), `If-Range ${validator}: the whole file, not the range`);
+  }
 
   // Parameters and not-found, in the family's error shape.
   const bad = await get(piiKey, 'direction=both');
