@@ -8,7 +8,7 @@ import { storeFor } from './helpers/store.js';
 
 const store = await storeFor(t, 'sb-owner-');
 
-const started = { type: 'conversation.started', data: { account_id: 'acc_1', project_id: 'prj_1' } };
+const started = { type: 'conversation.started', data: { account_id: 'acc_1', project_id: 'prj_1', environment: 'live', channel: 'CHAT' } };
 const turn = { type: 'conversation.turn', data: {} };
 
 /** Commits `events` as the next step of `conversation/<id>`. */
@@ -36,7 +36,7 @@ t.test('the first entry alone, however long the conversation', async (t) => {
   await step('long', 1, [started]);
   for (let v = 2; v <= 60; v++) await step('long', v, [turn]);
   const calls = watchReads();
-  t.same(await conversationOwner(store, 'long'), { accountId: 'acc_1', projectId: 'prj_1' });
+  t.same(await conversationOwner(store, 'long'), { accountId: 'acc_1', projectId: 'prj_1', environment: 'live', channel: 'CHAT' });
   // The first entry alone is named by the journal's ends; reading two from the start walks all 60.
   t.same(calls, [{ opts: { limit: 1 }, returned: 1 }], 'one read, of the first entry');
 });
@@ -45,7 +45,7 @@ t.test('the entry after the first when the first did not start it; null when non
   await step('late', 1, [{ type: 'conversation.noted', data: {} }]);
   await step('late', 2, [started]);
   await step('late', 3, [turn]);
-  t.same(await conversationOwner(store, 'late'), { accountId: 'acc_1', projectId: 'prj_1' });
+  t.same(await conversationOwner(store, 'late'), { accountId: 'acc_1', projectId: 'prj_1', environment: 'live', channel: 'CHAT' });
   await step('never', 1, [turn]);
   await step('never', 2, [turn]);
   t.equal(await conversationOwner(store, 'never'), null);

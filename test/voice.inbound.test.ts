@@ -107,6 +107,9 @@ t.test('an inbound call: spoken question and DTMF become turns of a VOICE-SIP co
   t.equal(rows.length, 1, 'one VOICE-SIP conversation');
   const c = rows[0];
   t.equal(c.channel, 'VOICE-SIP');
+  // The project's chat connector does not reach its phone calls: a call is not a chat.
+  t.equal((await project.chat('respond', { conversation_id: c.id, message: 'hi' })).status, 404, 'the Chat API does not answer into a call');
+  t.equal((await project.chat('close', { conversation_id: c.id })).status, 404, 'nor close one');
   t.equal(c.from_number, '+15550001111', 'from the caller');
   t.equal(c.to_number, NUMBER, 'to the bound number');
   t.equal(c.state.from_, '+15550001111', 'built-in state from_');

@@ -6,6 +6,8 @@ export interface ConversationOwner {
   accountId: string;
   projectId: string;
   environment: string;
+  /** The channel it was started on (`CHAT`, `WEBCHAT`, `VOICE-SIP`, ...). */
+  channel: string;
 }
 
 /**
@@ -30,5 +32,5 @@ function startedBy(entry: JournalEntry): ConversationOwner | null {
   const started = entry.events.find((e) => e.type === 'conversation.started');
   if (!started) return null;
   const d = started.data as unknown as StartedData;
-  return { accountId: d.account_id, projectId: d.project_id, environment: d.environment };
+  return { accountId: d.account_id, projectId: d.project_id, environment: d.environment, channel: d.channel };
 }

@@ -132,6 +132,8 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
     if (projectOf.get(conversationId) === scope(projectId, environment)) return;
     const owner = await conversationOwner(services.store, conversationId);
     if (!owner || owner.projectId !== projectId || owner.environment !== environment) throw CHAT.CONVERSATION_NOT_FOUND();
+    // A phone call of the project is not a chat: its turns come from the caller, and it ends when the call does.
+    if (owner.channel.startsWith('VOICE')) throw CHAT.CONVERSATION_NOT_FOUND();
     known(conversationId, projectId, environment);
   };
 
