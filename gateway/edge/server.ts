@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -262,7 +263,10 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
   }
   await app.register(alertsPlugin, { prefix: '/v1', services: opts.services, runtime: opts.runtime });
   // Prometheus exposition (platform/metrics.ts): no credentials, as scrapers expect; bind the edge accordingly.
-  app.get('/metrics', { schema: { hide: true } }, async (_req, reply) => {
+  app.get('/metrics', {
+    schema: { tags: ['operations'], summary: 'Prometheus exposition of this process (and its other threads), without credentials', security: [] },
+    config: { openapiResponses: { 200: z.string().describe('Prometheus text exposition format 0.0.4') }, openapiResponseMedia: 'text/plain; version=0.0.4' },
+  }, async (_req, reply) => {
     const m = await scrape();
     return reply.type(m.contentType).send(m.body);
   });
