@@ -132,6 +132,8 @@ t.test('dial outcomes from SIP statuses', async (t) => {
   t.equal(outcomeOf(503, 'Service Unavailable', false, false).outcome, 'unreachable');
   t.equal(outcomeOf(500, 'Server Internal Error', false, false).outcome, 'unreachable', 'any 5xx');
   t.equal(outcomeOf(488, 'Not Acceptable Here', false, false).outcome, 'rejected', 'other refusals');
+  t.same(outcomeOf(404, '', false, false, true), { outcome: 'unreachable', sip_status: null, reason: '', conversation_id: null }, "the stack's own 404 (a name that did not resolve): no status came");
+  t.same(outcomeOf(503, 'could not send: EHOSTUNREACH', false, false, true).sip_status, null, 'a send that failed');
   t.equal(outcomeOf(486, 'Busy Here', true, false).reason, '486 Busy Here');
 });
 

@@ -158,6 +158,26 @@ t.test("a trunk on the gateway's own SIP address fails at once, saying why", asy
   }
 });
 
+/** The failure reason of a call placed through a trunk at `host`. */
+async function failureThrough(host: string, number: string): Promise<string> {
+  const trunk = (await api('POST', `/v1/agents/${agent}/telephony/connectors`, { name: `Trunk ${host}`, host, port: 5080, transport: 'udp' })).body.id;
+  const token = await outboundConnector(p, accountId, agent, { telephony_connector_id: trunk, from_number: '+14155550100' });
+  const r = await trigger({ to_number: number, encryption: 'UDP/RTP' }, token);
+  for (;;) {
+    const s = await status(r.body.call_sid, token);
+    if (s.body?.status === 'failure') return s.body.reason;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+t.test("a trunk named by a host name that resolves to the gateway's own address fails the same way", async (t) => {
+  t.match(await failureThrough('localhost', '+14155550127'), /own SIP address/);
+});
+
+t.test('a trunk whose host does not resolve is unreachable, with no SIP status: none ever came', async (t) => {
+  t.equal(await failureThrough('no-such-host.invalid', '+14155550128'), 'unreachable');
+});
+
 t.test('auth: missing, unknown, wrong kind, or an outbound connector without trunk and number is 401', async (t) => {
   errorShaped(t, await trigger({ to_number: '+14155550123' }, null), 401, /missing X-Service-Auth-Token/);
   errorShaped(t, await trigger({ to_number: '+14155550123' }, 'sbc_con_AAAAAAAAAAAAAAAA_' + 'x'.repeat(32)), 401, /invalid/);

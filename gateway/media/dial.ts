@@ -1,3 +1,5 @@
+import { lookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
 import { decode, encode, type Runtime, type Subscription } from '../../actors/mod.js';
 import { callEndedEvent, CALL_KIND, MEDIA_DIAL_QUEUE, MEDIA_DIAL_SUBJECT, type DialRequest, type DialResult } from '../../actors/call/mod.js';
 import { uuidv7 } from '../../platform/ids.js';
@@ -5,13 +7,29 @@ import type { SipTransport } from './dialog.js';
 import { choose, offerOf, openLeg, readSdp, sessionOf } from './media.js';
 import type { MediaGateway } from './server.js';
 
+/** Whether a trunk's host is this gateway's SIP address, directly or by a name that resolves to it. */
+async function isOwnAddress(host: string, own: string): Promise<boolean> {
+  if (host === own) return true;
+  if (isIP(host)) return false;
+  try {
+    return (await lookup(host, { all: true })).some((a) => a.address === own);
+  } catch {
+    // Does not resolve: the stack finds that out again and the call is unreachable.
+    return false;
+  }
+}
+
 /** How long a placed call's result is remembered for a repeated request of the same call_sid. */
 const REMEMBER_MS = 10 * 60_000;
 
-/** The DialResult of a SIP final status that is not a 2xx. */
-export function outcomeOf(status: number, reason: string, rang: boolean, gaveUp: boolean): DialResult {
+/**
+ * The DialResult of a SIP final status that is not a 2xx; `local` when this side made it (`InviteOutcome`): no
+ * status arrived, so none is reported (a name that did not resolve is not the far end's 404).
+ */
+export function outcomeOf(status: number, reason: string, rang: boolean, gaveUp: boolean, local = false): DialResult {
   const r = (outcome: DialResult['outcome'], sip: number | null = status): DialResult => ({ outcome, sip_status: sip, reason: sip ? `${status} ${reason}`.trim() : reason, conversation_id: null });
   if (gaveUp) return rang ? r('no_answer', status || 487) : r('unreachable', null);
+  if (local) return r('unreachable', null);
   if (status === 486 || status === 600) return r('busy');
   if (status === 403 || status === 603) return r('rejected');
   if (status === 480 || status === 487) return r('no_answer');
@@ -64,7 +82,8 @@ async function dial(gw: MediaGateway, runtime: Runtime, req: DialRequest): Promi
   if (req.encryption.startsWith('TLS/') && transport !== 'tls') gw.o.log('info', 'TLS asked for a call through a trunk without TLS: signalling goes over its own transport', { call_sid: req.call_sid, transport });
   // The SIP stack takes a request to its own host for one to itself (it answers 404 without sending anything),
   // whatever the port: a trunk there cannot be dialled, and the reason says so rather than "404".
-  if (req.trunk.host === gw.ua.o.host) return { outcome: 'trunk_unusable', sip_status: null, reason: 'the trunk is on this gateway\'s own SIP address', conversation_id: null };
+  // A name is resolved first (`localhost`, or any that points here), as the stack would.
+  if (await isOwnAddress(req.trunk.host, gw.ua.o.host)) return { outcome: 'trunk_unusable', sip_status: null, reason: 'the trunk is on this gateway\'s own SIP address', conversation_id: null };
   const speech = await gw.agentSpeech(req.project_id, req.environment);
   if (!speech) return { outcome: 'error', sip_status: null, reason: 'the agent has nothing deployed to run', conversation_id: null };
   const leg = await openLeg(gw.ports, secure);
@@ -87,14 +106,15 @@ async function dial(gw: MediaGateway, runtime: Runtime, req: DialRequest): Promi
   clearTimeout(ring);
   if (!outcome.ok) {
     leg.socket.close();
-    return outcomeOf(outcome.status, outcome.reason, rang, gaveUp);
+    return outcomeOf(outcome.status, outcome.reason, rang, gaveUp, outcome.local);
   }
   const answer = readSdp(outcome.sdp);
   const chosen = choose(answer);
   if ('error' in chosen || (secure && !answer!.srtp)) {
     await outcome.dialog.bye();
     leg.socket.close();
-    return { outcome: 'error', sip_status: 488, reason: `answered with unusable media: ${'error' in chosen ? chosen.error : 'no SRTP key'}`, conversation_id: null };
+    // Refused here after a 200 OK, with a BYE: the far end sent no error status, so none is reported.
+    return { outcome: 'error', sip_status: null, reason: `answered with unusable media: ${'error' in chosen ? chosen.error : 'no SRTP key'}`, conversation_id: null };
   }
   const sink = { audio: (_: Int16Array) => {}, digit: (_: string) => {} };
   const rtp = sessionOf(leg, answer!, chosen.codec, chosen.dtmf, gw.pacer, { audio: (p) => sink.audio(p), digit: (d) => sink.digit(d) });

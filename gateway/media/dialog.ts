@@ -326,7 +326,12 @@ export class Dialog {
 /** What became of an INVITE we sent. */
 export type InviteOutcome =
   | { ok: true; dialog: Dialog; sdp: string; response: SipMessage }
-  | { ok: false; status: number; reason: string };
+  /**
+   * `local`: the status was made on this side, not received: the SIP stack's own answer when the target's name did
+   * not resolve or nothing answered there (a final response without a To tag, which a UAS must add: RFC 3261
+   * 8.2.6.2), a send that failed, TLS off, a CANCEL before anything rang.
+   */
+  | { ok: false; status: number; reason: string; local?: boolean };
 
 export interface InviteOptions {
   target: SipTarget;
@@ -445,7 +450,7 @@ export class SipEndpoint {
   /** Sends an INVITE; one digest challenge is answered with `credentials`. */
   invite(o: InviteOptions): OutgoingInvite {
     if (o.target.transport === 'tls' && !this.o.tls) {
-      return { outcome: Promise.resolve({ ok: false, status: 503, reason: 'SIP over TLS is off on this media gateway' }), cancel: () => {} };
+      return { outcome: Promise.resolve({ ok: false, status: 503, reason: 'SIP over TLS is off on this media gateway', local: true }), cancel: () => {} };
     }
     const host = o.target.host.includes(':') ? `[${o.target.host}]` : o.target.host;
     const transportParam = o.target.transport === 'udp' ? '' : `;transport=${o.target.transport}`;
@@ -536,12 +541,12 @@ export class SipEndpoint {
         this.stack.send(current, onResponse);
         return;
       }
-      settle({ ok: false, status, reason: rs.reason ?? '' });
+      settle({ ok: false, status, reason: rs.reason ?? '', local: !rs.headers.to?.params?.tag });
     };
     try {
       this.stack.send(current, onResponse);
     } catch (err) {
-      settle({ ok: false, status: 503, reason: `could not send: ${err instanceof Error ? err.message : String(err)}` });
+      settle({ ok: false, status: 503, reason: `could not send: ${err instanceof Error ? err.message : String(err)}`, local: true });
     }
     return {
       outcome,
@@ -551,7 +556,7 @@ export class SipEndpoint {
         if (ringing) sendCancel();
         else {
           // Nothing answered yet: a CANCEL may not be sent (RFC 3261 9.1); give up on it now.
-          settle({ ok: false, status: 408, reason: 'Request Timeout' });
+          settle({ ok: false, status: 408, reason: 'Request Timeout', local: true });
         }
       },
     };
