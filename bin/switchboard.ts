@@ -20,6 +20,7 @@ const USAGE = `usage: switchboard [--url URL] [--token TOKEN] <command>
   connectors delete CONNECTOR_ID
   settings get PROJECT
   settings set PROJECT [--show-transcripts true|false] [--chunked-streaming true|false] [--pii-redaction true|false]
+                       [--recording-retention-days N|default]
   runtime show                      workers, their shards and live actors
   runtime cache                     this edge process's tenancy cache
   runtime actor KIND ID             an actor's stored snapshot
@@ -80,6 +81,7 @@ function toRequest(argv: string[]): { request: Request; url?: string; token?: st
       'show-transcripts': { type: 'string' },
       'chunked-streaming': { type: 'string' },
       'pii-redaction': { type: 'string' },
+      'recording-retention-days': { type: 'string' },
       key: { type: 'string' },
       'webhook-url': { type: 'string' },
       events: { type: 'string' },
@@ -105,6 +107,13 @@ function toRequest(argv: string[]): { request: Request; url?: string; token?: st
     if (value === undefined) return undefined;
     if (value !== 'true' && value !== 'false') throw new Error(`${flag} takes true or false`);
     return value === 'true';
+  };
+  // A project's own recording retention in whole days, or `default` (null: the deployment's RECORDING_RETENTION_DAYS).
+  const days = (value: string | undefined): number | null | undefined => {
+    if (value === undefined) return undefined;
+    if (value === 'default') return null;
+    if (!/^\d{1,5}$/.test(value)) throw new Error('--recording-retention-days takes a whole number of days (0 to 36500) or default');
+    return Number(value);
   };
   const WEBHOOKS = '/v1/webhook-endpoints';
   const endpoint = (id: string) => `${WEBHOOKS}/${encodeURIComponent(id)}`;
@@ -170,6 +179,7 @@ function toRequest(argv: string[]): { request: Request; url?: string; token?: st
             show_transcripts: bool(v['show-transcripts'], '--show-transcripts'),
             chunked_streaming: bool(v['chunked-streaming'], '--chunked-streaming'),
             pii_redaction: bool(v['pii-redaction'], '--pii-redaction'),
+            recording_retention_days: days(v['recording-retention-days']),
           }).filter(([, x]) => x !== undefined),
         );
         return { method: 'PATCH', path: `/admin/v1/projects/${encodeURIComponent(need(target, 'PROJECT'))}/settings`, body };

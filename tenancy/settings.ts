@@ -36,10 +36,13 @@ export class Settings {
     return (await (this.cache ? this.cache.read(projectId, read) : read()))!;
   }
 
-  async patch(projectId: string, changes: Partial<ProjectSettings>): Promise<ProjectSettings> {
-    const set = pick(changes);
-    if (Object.keys(set).length === 0) return this.get(projectId);
-    const r = await this.records.update({ id: projectId }, { $set: set }, { upsert: true });
+  /** Sets the given settings; `recording_retention_days: null` removes the project's own retention. */
+  async patch(projectId: string, changes: Partial<Omit<ProjectSettings, 'recording_retention_days'>> & { recording_retention_days?: number | null }): Promise<ProjectSettings> {
+    const set = pick(changes as Partial<ProjectSettings>);
+    const unset = changes.recording_retention_days === null;
+    if (Object.keys(set).length === 0 && !unset) return this.get(projectId);
+    const update = unset ? { ...(Object.keys(set).length ? { $set: set } : {}), $unset: { recording_retention_days: '' } } : { $set: set };
+    const r = await this.records.update({ id: projectId }, update, { upsert: true });
     return { ...DEFAULT_SETTINGS, ...pick(r ?? {}) };
   }
 }

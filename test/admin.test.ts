@@ -136,6 +136,11 @@ t.test('project settings: defaults, patch, unknown project', async (t) => {
   t.same((await a('PATCH', path, { pii_redaction: false })).body, { show_transcripts: false, chunked_streaming: true, pii_redaction: false });
   t.same((await a('PATCH', path, { recording_retention_days: 7 })).body, { show_transcripts: false, chunked_streaming: true, pii_redaction: false, recording_retention_days: 7 }, 'recording retention per project (docs/recordings.md)');
   t.equal((await a('PATCH', path, { recording_retention_days: -1 })).status, 400);
+  const cleared = await a('PATCH', path, { recording_retention_days: null });
+  t.same(cleared.body, { show_transcripts: false, chunked_streaming: true, pii_redaction: false }, 'null gives the project back the deployment default');
+  t.same((await a('GET', path)).body, cleared.body, 'and it stays so');
+  t.same((await a('PATCH', path, { recording_retention_days: null, pii_redaction: true })).body, { show_transcripts: false, chunked_streaming: true, pii_redaction: true }, 'null beside another change');
+  t.equal((await a('PATCH', path, { pii_redaction: null })).status, 400, 'only the retention can be cleared');
   t.equal((await a('PATCH', path, { show_transcripts: 'no' })).status, 400);
   t.equal((await a('PATCH', '/projects/agent-nope/settings', { show_transcripts: false })).status, 404);
 });

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { KEY_SCOPES } from '../tenancy/keys.js';
+import { http } from './helpers/http.js';
 import { CLI, DIST, platformFor, removeDir } from './helpers/platform.js';
 
 const run = promisify(execFile);
@@ -64,6 +65,16 @@ t.test('every command reaches the admin API, from another directory', async (t) 
   const key = await cli('keys', 'create', '--account', 'acme', '--scope', 'agents');
   t.match(key, { scope: 'agents', key: String });
   t.match(await cli('keys', 'list', '--account', account.id), { data: [{ id: key.id }] });
+  t.same(await cli('keys', 'list', '--account', 'acme'), await cli('keys', 'list', '--account', account.id), 'the account by its slug too');
+  // A project's settings, the recording retention included: set, then given back to the deployment's default.
+  const agents = await http(p.edge, 'POST', '/v1/agents', { body: { name: 'Settings' }, headers: { 'x-api-key': key.key } });
+  t.equal(agents.status, 201);
+  t.match(await cli('settings', 'set', agents.body.agentId, '--recording-retention-days', '7', '--pii-redaction', 'false'), { recording_retention_days: 7, pii_redaction: false });
+  const reset = await cli('settings', 'set', agents.body.agentId, '--recording-retention-days', 'default');
+  t.notOk('recording_retention_days' in reset, 'default: the project has no retention of its own');
+  const bad = await run(CLI, ['settings', 'set', agents.body.agentId, '--recording-retention-days', '1.5'], { cwd: elsewhere, env }).catch((e) => e);
+  t.equal(bad.code, 2, 'a fraction of a day is a usage error, refused before any request');
+  t.match(bad.stderr, /--recording-retention-days takes a whole number of days/);
   t.same(await cli('keys', 'revoke', key.id), { status: 204 });
   t.match(await cli('connectors', 'list'), { data: [] });
   t.match(await cli('runtime', 'show'), { shardCount: Number, workers: Array });

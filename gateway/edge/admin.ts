@@ -204,7 +204,8 @@ export const adminPlugin: FastifyPluginAsync<AdminOptions> = async (root, { serv
       tags: ['admin'],
       summary: 'Change project settings',
       params: ProjectParam,
-      body: Settings.partial().default({}),
+      // `recording_retention_days: null` gives the project back the deployment's `RECORDING_RETENTION_DAYS`.
+      body: Settings.partial().extend({ recording_retention_days: z.number().int().min(0).max(36_500).nullable().optional() }).default({}),
       response: { 200: Settings, ...errors },
     },
   }, async (req) => {
