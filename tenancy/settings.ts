@@ -41,7 +41,9 @@ export class Settings {
     const set = pick(changes as Partial<ProjectSettings>);
     const unset = changes.recording_retention_days === null;
     if (Object.keys(set).length === 0 && !unset) return this.get(projectId);
-    const update = unset ? { ...(Object.keys(set).length ? { $set: set } : {}), $unset: { recording_retention_days: '' } } : { $set: set };
+    const update: Record<string, object> = {};
+    if (Object.keys(set).length > 0) update.$set = set;
+    if (unset) update.$unset = { recording_retention_days: '' };
     const r = await this.records.update({ id: projectId }, update, { upsert: true });
     return { ...DEFAULT_SETTINGS, ...pick(r ?? {}) };
   }
