@@ -205,6 +205,9 @@ export const inspectorPlugin: FastifyPluginAsync<InspectorOptions> = async (root
     if (!d) throw ADMIN.ACTOR_NOT_FOUND();
     const lastEventId = Number(req.headers['last-event-id']);
     const after = req.query.after ?? (Number.isInteger(lastEventId) && lastEventId >= 0 ? lastEventId : d.version);
+    // Read before the stream opens (a failed read is an error answer, not a silent stream), then again with every
+    // batch of steps: a step may mark a value, or deliver an answer its conversation marked.
+    let marked = unmasked ? [] : await marksFor(store, kind, id, d.context);
     reply.hijack();
     const res = reply.raw;
     res.writeHead(200, {
@@ -215,8 +218,6 @@ export const inspectorPlugin: FastifyPluginAsync<InspectorOptions> = async (root
       'x-request-id': req.id,
     });
     const send = (event: string, data: unknown, id?: number) => res.write(`${id !== undefined ? `id: ${id}\n` : ''}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
-    // Read again with every batch of steps: a step may mark a value, or deliver an answer its conversation marked.
-    let marked = unmasked ? [] : await marksFor(store, kind, id, d.context);
     const describe = (x: NonNullable<typeof d>) => ({ version: x.version, status: x.status, value: x.value, context: maybeMask(x.context, unmasked, marked), deadlines: x.deadlines, shard: x.shard, fence: x.fence, updatedAt: x.updatedAt });
     res.write('retry: 1000\n\n');
     send('snapshot', describe(d));
