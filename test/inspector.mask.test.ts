@@ -1,7 +1,8 @@
 import t from 'tap';
 import fc from 'fast-check';
 import { hideMarked, mask, maskedKey, scrubText } from '../gateway/edge/inspector/mask.js';
-import { conversationOf } from '../gateway/edge/inspector/marks.js';
+import { conversationOf, marksAfter } from '../gateway/edge/inspector/marks.js';
+import type { Store } from '../store/mod.js';
 
 // The masking rule (docs/inspector.md, Masking) as properties: no e-mail address or phone number survives
 // anywhere in a masked value, whatever text surrounds it and however deep it is; masked fields keep their
@@ -79,6 +80,14 @@ t.test("an actor's marks are its conversation's: a conversation's own, a session
   t.equal(conversationOf('session', 's-1', { conversationId: 'c-2' }), 'c-2');
   t.equal(conversationOf('session', 's-1', { conversationId: null }), null);
   t.equal(conversationOf('alert-rule', 'ar-1', { state: 'ok' }), null);
+});
+
+t.test("a conversation's stream adds the marks its new steps carry without reading its journal again", async (t) => {
+  const unread = { journal: { ofActor: () => Promise.reject(new Error('read')) } } as unknown as Store;
+  const step = (values: string[]) => ({ seq: 1, version: 2, at: 0, value: 'idle', events: [{ type: 'conversation.pii_marked', data: { values } }] });
+  t.same(await marksAfter(unread, 'conversation', 'c-1', {}, ['QZ81'], [step(['AB12', 'QZ81'])]), ['QZ81', 'AB12'], 'in order, once each');
+  t.same(await marksAfter(unread, 'conversation', 'c-1', {}, ['QZ81'], [{ ...step([]), events: [] }]), ['QZ81']);
+  await t.rejects(marksAfter(unread, 'session', 's-1', { conversationId: 'c-1' }, [], []), /read/, "a session's conversation is read again");
 });
 
 t.test('ids, timestamps and numbers in text are not phone numbers', async (t) => {

@@ -28,7 +28,7 @@ export const MAX_MARKED_VALUES = 1000;
 export const conversationMarks = (store: Store) => store.collection<MarksRecord>({ name: 'conversation_pii_marks', readModel: true });
 
 /** The values an entry marks, in order (none for most). */
-export const marksIn = (entry: JournalEntry): string[] =>
+export const marksIn = (entry: Pick<JournalEntry, 'events'>): string[] =>
   entry.events.flatMap((e) => (e.type === 'conversation.pii_marked' && Array.isArray(e.data.values) ? (e.data.values as unknown[]).filter((v): v is string => typeof v === 'string') : []));
 
 /**

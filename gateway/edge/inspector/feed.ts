@@ -4,7 +4,7 @@ import type { AnyStateMachine } from 'xstate';
 import { secretMatches } from '../../../platform/secrets.js';
 import type { Services } from '../../../platform/services.js';
 import { machineOf } from './charts.js';
-import { marksFor } from './marks.js';
+import { marksAfter, marksFor } from './marks.js';
 import { maybeMask } from './mask.js';
 import { currentSnapshot, tailSteps } from './steps.js';
 import { acceptUpgrade, refuseUpgrade, type FeedSocket } from './websocket.js';
@@ -56,7 +56,7 @@ export function inspectorFeed(app: FastifyInstance, o: { services: Services; ope
       open.add(ws);
       const machine = machineOf(kind);
       const base = () => ({ sessionId: key, rootId: key, createdAt: Date.now().toString(), id: randomUUID(), _version: STATELY_PROTOCOL_VERSION });
-      // Read again with every batch of steps: a step may mark a value, or deliver an answer its conversation marked.
+      // Brought up to date with every batch of steps: a step may mark a value, or deliver an answer its conversation marked.
       let marked = unmasked ? [] : await marksFor(o.services.store, kind, id, d.context);
       const snap = (x: { status: string; value: unknown; context: unknown }) => ({ status: x.status, value: x.value, context: maybeMask(x.context, unmasked, marked) });
       ws.send(JSON.stringify({
@@ -73,7 +73,7 @@ export function inspectorFeed(app: FastifyInstance, o: { services: Services; ope
         afterVersion: d.version,
         intervalMs: o.tailIntervalMs ?? 100,
         onSteps: async (steps, now) => {
-          if (!unmasked) marked = await marksFor(o.services.store, kind, id, (now ?? d).context);
+          if (!unmasked) marked = await marksAfter(o.services.store, kind, id, (now ?? d).context, marked, steps);
           steps.forEach((s, i) => {
             const events = s.events.map((e) => Object.assign({}, maybeMask(e.data, unmasked, marked) as object, { type: e.type }));
             for (const event of events) ws.send(JSON.stringify({ type: '@xstate.event', event, sourceId: key, ...base() }));

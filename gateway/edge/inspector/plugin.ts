@@ -9,7 +9,7 @@ import { operatorAuth } from '../auth.js';
 import { useErrorShape } from '../errors.js';
 import { fieldErrorResponses, PathId } from '../schemas.js';
 import { machineOf, summaries, svgOf } from './charts.js';
-import { marksFor } from './marks.js';
+import { marksAfter, marksFor } from './marks.js';
 import { maybeMask } from './mask.js';
 import { currentSnapshot, recentSteps, tailSteps, type Step } from './steps.js';
 
@@ -205,8 +205,8 @@ export const inspectorPlugin: FastifyPluginAsync<InspectorOptions> = async (root
     if (!d) throw ADMIN.ACTOR_NOT_FOUND();
     const lastEventId = Number(req.headers['last-event-id']);
     const after = req.query.after ?? (Number.isInteger(lastEventId) && lastEventId >= 0 ? lastEventId : d.version);
-    // Read before the stream opens (a failed read is an error answer, not a silent stream), then again with every
-    // batch of steps: a step may mark a value, or deliver an answer its conversation marked.
+    // Read before the stream opens (a failed read is an error answer, not a silent stream), then brought up to date
+    // with every batch of steps: a step may mark a value, or deliver an answer its conversation marked.
     let marked = unmasked ? [] : await marksFor(store, kind, id, d.context);
     reply.hijack();
     const res = reply.raw;
@@ -227,7 +227,7 @@ export const inspectorPlugin: FastifyPluginAsync<InspectorOptions> = async (root
       afterVersion: after,
       intervalMs: tailIntervalMs,
       onSteps: async (steps, snapshot) => {
-        if (!unmasked) marked = await marksFor(store, kind, id, (snapshot ?? d).context);
+        if (!unmasked) marked = await marksAfter(store, kind, id, (snapshot ?? d).context, marked, steps);
         for (const s of steps) send('step', showStep(s, unmasked, marked), s.version);
         if (snapshot) send('snapshot', describe(snapshot));
       },
