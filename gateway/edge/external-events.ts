@@ -305,8 +305,9 @@ export const externalEventsPlugin: FastifyPluginAsync<ExternalEventsOptions> = a
     let found: unknown;
     const where = location as Location;
     if (where === 'headers') {
-      if (CREDENTIAL_HEADERS.includes(path.toLowerCase())) throw EXTERNAL_EVENTS.PATH_CREDENTIAL(CREDENTIAL_HEADERS.join(', '));
-      found = header(req, path.toLowerCase());
+      const name = path.toLowerCase();
+      if (CREDENTIAL_HEADERS.includes(name)) throw EXTERNAL_EVENTS.PATH_CREDENTIAL(CREDENTIAL_HEADERS.join(', '));
+      found = header(req, name);
     }
     else if (where === 'querystring') {
       if ((OWN_PARAMS as readonly string[]).includes(path)) throw EXTERNAL_EVENTS.PATH_INVALID();

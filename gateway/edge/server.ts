@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -7,6 +6,7 @@ import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
+import { z } from 'zod';
 import type { EdgeConfig } from '../../platform/config.js';
 import type { Services } from '../../platform/services.js';
 import { EDGE } from '../../platform/errors.js';
