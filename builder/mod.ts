@@ -39,6 +39,7 @@ export function createBuilder(store: Store, cache?: RealtimeConfigCache): Builde
 }
 export {
   SIP_TRANSPORTS,
+  TRANSFER_MODES,
   telephony as telephonyOf,
   viewPhoneNumber,
   viewTelephonyConnector,
@@ -47,5 +48,6 @@ export {
   type Telephony,
   type TelephonyConnectorRecord,
   type TelephonyScope,
+  type TransferMode,
   type Trunk,
 } from './telephony.js';

@@ -15,6 +15,15 @@ import { newId } from '../platform/secrets.js';
 export const SIP_TRANSPORTS = ['udp', 'tcp', 'tls'] as const;
 export type SipTransport = (typeof SIP_TRANSPORTS)[number];
 
+/**
+ * How the media gateway hands a call on to a handoff's destination through this trunk: `refer`, a blind
+ * transfer (the far end calls the destination; the call leaves the platform), or `bridge`, the gateway calls
+ * the destination itself and relays the audio, so it knows when the bridged call ends and reports it through
+ * the bridge-ended path (docs/telephony.md).
+ */
+export const TRANSFER_MODES = ['refer', 'bridge'] as const;
+export type TransferMode = (typeof TRANSFER_MODES)[number];
+
 /** The account and agent (= project) a telephony resource belongs to. */
 export interface TelephonyScope {
   account_id: string;
@@ -39,6 +48,7 @@ export interface TelephonyConnectorRecord extends Doc {
   password: string | null;
   /** Calls this trunk carries at once; null: the platform's `OUTBOUND_TRUNK_CONCURRENCY`. */
   max_concurrent_calls: number | null;
+  transfer: TransferMode;
   created_at: string;
 }
 
@@ -62,6 +72,7 @@ export interface TelephonyConnectorView {
   username: string | null;
   has_password: boolean;
   max_concurrent_calls: number | null;
+  transfer: TransferMode;
   created_at: string;
 }
 
@@ -82,6 +93,8 @@ export interface Trunk {
   password?: string;
   /** Connector's own concurrency limit, when it sets one. */
   max_concurrent_calls?: number;
+  /** How a call through this trunk is handed on to a handoff's destination. */
+  transfer: TransferMode;
 }
 
 export interface ConnectorInput {
@@ -92,6 +105,8 @@ export interface ConnectorInput {
   username?: string | null;
   password?: string | null;
   max_concurrent_calls?: number | null;
+  /** Default `refer`. */
+  transfer?: TransferMode;
 }
 
 export interface NumberInput {
@@ -165,6 +180,7 @@ export function telephony(store: Store): Telephony {
         username: input.username ?? null,
         password: input.password ?? null,
         max_concurrent_calls: input.max_concurrent_calls ?? null,
+        transfer: input.transfer ?? 'refer',
         created_at: nowIso(),
       });
     },
@@ -210,6 +226,7 @@ export function telephony(store: Store): Telephony {
         ...(c.username !== null ? { username: c.username } : {}),
         ...(c.password !== null ? { password: c.password } : {}),
         ...(c.max_concurrent_calls !== null ? { max_concurrent_calls: c.max_concurrent_calls } : {}),
+        transfer: c.transfer,
       };
     },
     connectorById: (connectorId) => connectors.get(connectorId),
@@ -226,6 +243,7 @@ export function viewTelephonyConnector(c: TelephonyConnectorRecord): TelephonyCo
     username: c.username,
     has_password: c.password !== null,
     max_concurrent_calls: c.max_concurrent_calls,
+    transfer: c.transfer,
     created_at: c.created_at,
   };
 }

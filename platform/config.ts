@@ -37,6 +37,7 @@ const EnvSchema = z.object({
   VOICE_NO_INPUT_MS: z.coerce.number().int().min(500).max(600_000).default(8000),
   VOICE_INTER_DIGIT_MS: z.coerce.number().int().min(100).max(60_000).default(1500),
   VOICE_MEDIA_TIMEOUT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(60_000),
+  VOICE_TRANSFER_RING_TIMEOUT_MS: z.coerce.number().int().min(1000).max(600_000).default(30_000),
   DATA_DIR: z.string().min(1).default('./data'),
   RECORDING_RETENTION_DAYS: z.coerce.number().min(0).max(36_500).default(30),
   RECORDING_CHUNK_MS: z.coerce.number().int().min(100).max(60_000).default(1000),
@@ -241,6 +242,8 @@ export interface MediaConfig {
   turnTaking: TurnTakingOptions;
   /** A call whose far end sends no RTP for this long is hung up (`VOICE_MEDIA_TIMEOUT_MS`). */
   mediaTimeoutMs: number;
+  /** How long a bridged transfer's destination may ring (`VOICE_TRANSFER_RING_TIMEOUT_MS`). */
+  transferRingTimeoutMs: number;
 }
 
 /** A token bucket: `rate` tokens a second, holding at most `burst`. */
@@ -320,6 +323,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       rtpPortMax: e.RTP_PORT_MAX,
       turnTaking: { speechLevel: e.VOICE_SPEECH_LEVEL, speechStartMs: 60, endSilenceMs: e.VOICE_END_SILENCE_MS, noInputMs: e.VOICE_NO_INPUT_MS, interDigitMs: e.VOICE_INTER_DIGIT_MS, maxUtteranceMs: 15_000 },
       mediaTimeoutMs: e.VOICE_MEDIA_TIMEOUT_MS,
+      transferRingTimeoutMs: e.VOICE_TRANSFER_RING_TIMEOUT_MS,
     },
     dataDir: e.DATA_DIR,
     recordings: { retentionDays: e.RECORDING_RETENTION_DAYS, chunkMs: e.RECORDING_CHUNK_MS },

@@ -16,6 +16,7 @@ import { choose } from '../gateway/media/media.js';
 import { TurnTaking, type CallerTurn } from '../gateway/media/turn-taking.js';
 import { outcomeOf } from '../gateway/media/dial.js';
 import { referTarget } from '../gateway/media/call.js';
+import { bridgeTargetOf } from '../gateway/media/bridge.js';
 import { packetize } from '../gateway/media/rtp/packetizer.js';
 import { decode } from '../gateway/media/rtp/codec.js';
 import { RtpSession } from '../gateway/media/rtp/session.js';
@@ -142,6 +143,24 @@ t.test('handoff destinations as REFER targets', async (t) => {
   t.equal(referTarget('+442079460000'), 'tel:+442079460000');
   t.equal(referTarget('live_agent'), null, 'a queue name is no SIP target');
   t.equal(referTarget('sip:bad target'), null);
+});
+
+t.test('bridged transfers: where the B leg is called', async (t) => {
+  const trunk = { host: 'sip.carrier.example', port: 5080, transport: 'tcp' as const, username: 'acme', password: 'pw' };
+  t.same(bridgeTargetOf('tel:+442079460000', trunk), { target: { host: 'sip.carrier.example', port: 5080, transport: 'tcp' }, to: '+442079460000', credentials: { user: 'acme', password: 'pw' } }, 'a number through the trunk, with its credentials');
+  t.same(bridgeTargetOf('tel:+442079460000', { host: 'h', port: 5060, transport: 'udp' }), { target: { host: 'h', port: 5060, transport: 'udp' }, to: '+442079460000' }, 'none without them');
+  t.same(bridgeTargetOf('sip:desk@pbx.example.com', trunk), { target: { host: 'pbx.example.com', port: 5060, transport: 'udp' }, to: 'desk' }, 'a SIP URI at its own host');
+  t.same(bridgeTargetOf('sip:desk@10.0.0.9:5999;transport=tcp', trunk)?.target, { host: '10.0.0.9', port: 5999, transport: 'tcp' }, 'its port and transport');
+  t.same(bridgeTargetOf('sips:desk@pbx.example.com', trunk)?.target, { host: 'pbx.example.com', port: 5061, transport: 'tls' }, 'sips: over TLS');
+  t.equal(bridgeTargetOf('sip:', trunk), null, 'no host: nowhere to call');
+  await fc.assert(
+    fc.property(fc.string({ maxLength: 40 }), (s) => {
+      const target = referTarget(s);
+      // Whatever a function hands off to, the B leg's target is read without throwing.
+      if (target) bridgeTargetOf(target, trunk);
+      return true;
+    }),
+  );
 });
 
 t.test('packetizing: 20 ms G.711 frames, the last padded', async (t) => {

@@ -43,7 +43,7 @@ t.test('connectors: create shows no password, ever; list, read, delete', async (
   const base = `/v1/agents/${agent}/telephony/connectors`;
   const created = await api('POST', base, trunk);
   t.equal(created.status, 201);
-  t.match(created.body, { name: 'Carrier', host: 'sip.example.net', port: 5061, transport: 'tls', username: 'acme', has_password: true, max_concurrent_calls: null });
+  t.match(created.body, { name: 'Carrier', host: 'sip.example.net', port: 5061, transport: 'tls', username: 'acme', has_password: true, max_concurrent_calls: null, transfer: 'refer' });
   t.match(created.body.id, /^tc_[A-Za-z0-9]{16}$/);
   t.notOk('password' in created.body, 'create does not echo the password');
   t.notOk(created.text.includes('s3cret-pass'));
@@ -60,6 +60,10 @@ t.test('connectors: create shows no password, ever; list, read, delete', async (
   const bare = await api('POST', base, { name: 'Open', host: '10.0.0.5', port: 5060, transport: 'udp' });
   t.equal(bare.status, 201);
   t.match(bare.body, { username: null, has_password: false });
+  const bridging = await api('POST', base, { name: 'Bridging', host: '10.0.0.6', port: 5060, transport: 'udp', transfer: 'bridge' });
+  t.equal(bridging.status, 201, bridging.text);
+  t.equal(bridging.body.transfer, 'bridge', 'a trunk that bridges handoffs');
+  t.equal((await api('GET', `${base}/${bridging.body.id}`)).body.transfer, 'bridge', 'and reads so');
 
   t.equal((await api('DELETE', `${base}/${created.body.id}`)).status, 204);
   const gone = await api('GET', `${base}/${created.body.id}`);
@@ -80,6 +84,8 @@ t.test('connectors: bad bodies are 400 in the Agents shape, malformed ids 422, o
     { ...trunk, host: 'sip://x' },
     { ...trunk, name: '' },
     { ...trunk, extra: 1 },
+    { ...trunk, transfer: 'blind' },
+    { ...trunk, transfer: null },
   ]) {
     const r = await api('POST', base, bad);
     t.equal(r.status, 400, JSON.stringify(bad));

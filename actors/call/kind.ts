@@ -97,6 +97,7 @@ export function callKind(deps: CallDeps): ActorKind {
         transport: trunk.transport,
         ...(trunk.username !== undefined ? { username: trunk.username } : {}),
         ...(trunk.password !== undefined ? { password: trunk.password } : {}),
+        transfer: trunk.transfer,
       },
       ring_timeout_ms: input.ringTimeoutMs,
     };

@@ -26,6 +26,8 @@ export interface DialTrunk {
   transport: 'udp' | 'tcp' | 'tls';
   username?: string;
   password?: string;
+  /** How the call is handed on at a handoff: a REFER, or a bridged call the gateway places through this trunk. */
+  transfer: 'refer' | 'bridge';
 }
 
 /**

@@ -3,6 +3,7 @@
  * `platform/` and `bin/` import this file, never the files beside it (`test/architecture.test.ts` checks).
  *
  * - The kind, for the worker that hosts it: `conversationKind`.
+ * - Asks with a meaning of their own: `bridgeEnded`, for every source of a bridge's end.
  * - Before an ask: what a new conversation would run (`runningContent`, `pickVariant`); whose a conversation
  *   is (`conversationOwner`, from the journal).
  * - The read models' projector (`conversationsProjector`, listed in `actors/projection/registry.ts`), and
@@ -17,6 +18,7 @@
  * @module
  */
 export { conversationKind, type ConversationReply } from './kind.js';
+export { bridgeEnded } from './bridge.js';
 export {
   externalEventKey,
   externalEventOf,

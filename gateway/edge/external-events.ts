@@ -5,6 +5,7 @@ import secureJsonParse from 'secure-json-parse';
 import { z } from 'zod';
 import { ActorAskError, type Runtime } from '../../actors/mod.js';
 import {
+  bridgeEnded,
   conversationOwner,
   externalEventKey,
   externalEventOf,
@@ -428,7 +429,7 @@ export const bridgeEndedPlugin: FastifyPluginAsync<BridgeOptions> = async (app, 
     const owner = await transient(() => conversationOwner(services.store, cid), req.log);
     if (!owner || owner.projectId !== key.project_id || owner.accountId !== key.account_id) throw EXTERNAL_EVENTS.BRIDGE_CONVERSATION_NOT_FOUND();
     const r = await transient(
-      () => runtime.client.ask<ConversationReply>('conversation', cid, { type: 'BRIDGE_ENDED', bridge, at: Date.now() } satisfies ConversationEvent),
+      () => bridgeEnded(runtime.client, cid, bridge),
       req.log,
     );
     if (!('bridge_ended' in r)) throw EXTERNAL_EVENTS.BRIDGE_CONVERSATION_NOT_FOUND();

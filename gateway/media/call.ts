@@ -1,6 +1,8 @@
+import { bridgeEnded } from '../../actors/conversation/mod.js';
 import type { ActorClient } from '../../actors/mod.js';
 import type { ConversationEvent, ConversationStart, Outcome } from '../../machines/conversation.js';
 import { answerLabel } from '../../actors/recording/mod.js';
+import { Bridge, type BridgeAttempt, type BridgeEnd } from './bridge.js';
 import type { Dialog } from './dialog.js';
 import { packetize } from './rtp/packetizer.js';
 import type { Codec } from './rtp/codec.js';
@@ -38,6 +40,11 @@ export interface CallSetup {
    * returns (the recording being finished) is awaited before the conversation is closed.
    */
   onEnded: (how: CallEnd) => void | Promise<unknown>;
+  /**
+   * Set when the call's trunk bridges handoffs (`transfer: bridge`): calls a REFER target (`referTarget`) as the
+   * bridge's B leg; null when it cannot be called so (the handoff is then a REFER). Null: handoffs are REFERs.
+   */
+  bridge: ((target: string) => BridgeAttempt | null) | null;
 }
 
 export interface CallEnd {
@@ -62,6 +69,15 @@ export class VoiceCall {
   private awaitingFirstPacket: number | null = null;
   /** Checks that the far end still sends media (`CallDeps.mediaTimeoutMs`). */
   private readonly mediaWatch: ReturnType<typeof setInterval>;
+  /** When the call was connected: a bridge's `call_duration_seconds` counts from here. */
+  private readonly connectedAt = Date.now();
+  /** A bridged transfer's B leg while it rings: cancelled when the caller hangs up meanwhile. */
+  private ringing: BridgeAttempt | null = null;
+  /** Once a bridged transfer was answered: the two legs relayed. */
+  private bridged: Bridge | null = null;
+  private settle!: () => void;
+  /** Resolves once nothing of the call is up any more: its media closed, or its bridge ended. */
+  readonly over = new Promise<void>((resolve) => (this.settle = resolve));
 
   constructor(private readonly d: CallDeps, private readonly s: CallSetup) {
     this.turns = new TurnTaking(d.turnTaking, () => s.rtp.playing, () => s.rtp.stopPlayback(), (t) => this.enqueue(t));
@@ -184,12 +200,15 @@ export class VoiceCall {
    * Handoff: after the goodbye line, a blind transfer (REFER) to the destination when it is a SIP URI or a
    * number; the call leaves the platform once the far end accepted it. A far end that refuses the REFER
    * (or a destination that is only a queue name) gets a BYE: the handoff is recorded all the same.
+   * On a trunk that bridges handoffs, the destination is called and bridged instead (`bridgeTo`).
    */
   private async transfer(destination: string): Promise<void> {
     this.closing = true;
     await this.waitForPlayback();
     if (this.ended) return;
     const target = referTarget(destination);
+    const attempt = target && this.s.bridge ? this.s.bridge(target) : null;
+    if (attempt) return this.bridgeTo(target!, attempt);
     if (target) {
       const status = await this.s.dialog.refer(target);
       this.d.log('info', 'call transferred', { call_sid: this.s.callSid, destination: target, status });
@@ -199,6 +218,47 @@ export class VoiceCall {
       }
     }
     await this.hangUp('handoff');
+  }
+
+  /**
+   * A bridged transfer: while the destination rings the caller stays on the line (the agent's stream goes on
+   * with silence). Answered, the agent's part of the call is over (its recording ends, the conversation closes
+   * as after a REFER) and the two legs are relayed to each other until either hangs up. Unanswered (or the
+   * caller gone meanwhile), the caller gets a BYE as after a refused REFER. Either way the conversation is told
+   * once, through the bridge-ended path (`bridgeEnded`): `bridge_duration_seconds` from the destination's answer
+   * (0 when it never answered) and `call_duration_seconds` from the call's connection, to the bridge's end.
+   */
+  private async bridgeTo(target: string, attempt: BridgeAttempt): Promise<void> {
+    this.ringing = attempt;
+    const leg = await attempt.outcome;
+    this.ringing = null;
+    let end: BridgeEnd;
+    let answeredAt: number | null = null;
+    if (!leg.ok || this.ended) {
+      if (leg.ok) {
+        await leg.dialog.bye().catch(() => {});
+        leg.rtp.close();
+      }
+      this.d.log('info', 'bridged transfer not answered', { call_sid: this.s.callSid, destination: target, reason: leg.ok ? 'caller hung up' : leg.reason });
+      await this.hangUp('handoff');
+      end = { at: Date.now(), by: 'caller' };
+    } else {
+      answeredAt = Date.now();
+      const bridge = new Bridge({ dialog: this.s.dialog, rtp: this.s.rtp }, leg, this.d.mediaTimeoutMs);
+      this.bridged = bridge;
+      this.d.log('info', 'call bridged', { call_sid: this.s.callSid, destination: target });
+      // The agent's part is over: the media stays up, relayed; the recording ends and the conversation closes.
+      await this.finish('handoff', { keepMedia: true });
+      await this.ask({ type: 'CLOSE', at: Date.now() }, `${this.s.callSid}:close`).catch(() => {});
+      end = await bridge.ended;
+      this.settle();
+      this.d.log('info', 'bridged call ended', { call_sid: this.s.callSid, by: end.by });
+    }
+    const seconds = (from: number) => Math.max(0, Math.round(end.at - from)) / 1000;
+    const bridge = { bridge_duration_seconds: answeredAt === null ? 0 : seconds(answeredAt), call_duration_seconds: seconds(this.connectedAt) };
+    await bridgeEnded(this.d.client, this.s.conversationId, bridge, { eventId: `${this.s.callSid}:bridge-ended`, timeoutMs: this.d.askTimeoutMs }).catch((err) =>
+      this.d.log('warn', 'could not tell the conversation that its bridged call ended', { call_sid: this.s.callSid, err: String(err) }),
+    );
   }
 
   /** The caller hung up: the conversation is closed. */
@@ -215,6 +275,8 @@ export class VoiceCall {
 
   /** We hang up (agent ended, transfer done, failure); the conversation is closed if it is not already. */
   async hangUp(reason: CallEnd['reason']): Promise<void> {
+    // A bridged call outlives its agent's part: the gateway's shutdown hangs up both legs.
+    if (this.bridged) return this.bridged.end('shutdown');
     if (this.ended) return;
     const recorded = this.finish(reason);
     await Promise.all([this.s.dialog.bye().catch(() => {}), recorded]);
@@ -222,12 +284,19 @@ export class VoiceCall {
     await this.ask({ type: 'CLOSE', at: Date.now() }, `${this.s.callSid}:close`).catch(() => {});
   }
 
-  /** The call's media is over; resolves once what `onEnded` started (the recording's last writes) is done. */
-  private finish(reason: CallEnd['reason']): Promise<void> {
+  /**
+   * The call's media is over (or, `keepMedia`, handed to a bridge); resolves once what `onEnded` started (the
+   * recording's last writes) is done.
+   */
+  private finish(reason: CallEnd['reason'], o: { keepMedia?: boolean } = {}): Promise<void> {
     this.ended = true;
     clearInterval(this.mediaWatch);
     this.turns.close();
-    this.s.rtp.close();
+    this.ringing?.cancel();
+    if (!o.keepMedia) {
+      this.s.rtp.close();
+      this.settle();
+    }
     return Promise.resolve(this.s.onEnded({ reason, at: Date.now() })).then(
       () => {},
       () => {},

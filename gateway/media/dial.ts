@@ -120,7 +120,7 @@ async function dial(gw: MediaGateway, runtime: Runtime, req: DialRequest): Promi
   const rtp = sessionOf(leg, answer!, chosen.codec, chosen.dtmf, gw.pacer, { audio: (p) => sink.audio(p), digit: (d) => sink.digit(d) });
   const conversationId = uuidv7();
   const call = gw.callOf(
-    { conversationId, callSid: req.call_sid, accountId: req.account_id, projectId: req.project_id, environment: req.environment, variantId: req.variant_id, fromNumber: req.from, toNumber: req.to, sipHeaders: req.headers },
+    { conversationId, callSid: req.call_sid, accountId: req.account_id, projectId: req.project_id, environment: req.environment, variantId: req.variant_id, fromNumber: req.from, toNumber: req.to, sipHeaders: req.headers, trunk: req.trunk },
     chosen.codec,
     speech,
     outcome.dialog,

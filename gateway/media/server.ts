@@ -4,6 +4,7 @@ import type { Runtime } from '../../actors/mod.js';
 import type { Builder } from '../../builder/mod.js';
 import type { ConversationStart } from '../../machines/conversation.js';
 import { uuidv7 } from '../../platform/ids.js';
+import { bridgeTargetOf, dialBridgeLeg, type BridgeTrunk } from './bridge.js';
 import { VoiceCall, type CallEnd } from './call.js';
 import { extraHeaders, SipEndpoint, type IncomingInvite } from './dialog.js';
 import { hintsOf } from './hints.js';
@@ -21,11 +22,18 @@ export interface NumberBinding {
   agent_id: string;
   number: string;
   variant_id: string | null;
+  /** The telephony connector (trunk) the number is on. */
+  connector_id: string;
 }
+
+/** A call's trunk as the media gateway uses it: where a bridged transfer calls a number, and whether it bridges. */
+export type CallTrunk = BridgeTrunk & { transfer: 'refer' | 'bridge' };
 
 /** The telephony lookups the media gateway needs. */
 export interface TelephonyLookup {
   numberByE164(e164: string): Promise<NumberBinding | null>;
+  /** A connector's trunk, or null when it is gone. */
+  trunk(connectorId: string): Promise<CallTrunk | null>;
 }
 
 export interface MediaGatewayOptions {
@@ -50,6 +58,8 @@ export interface MediaGatewayOptions {
   log: (level: 'debug' | 'info' | 'warn', msg: string, extra?: Record<string, unknown>) => void;
   /** Records every call per direction (gateway/media/recordings); absent: nothing is recorded. */
   recordings?: Recordings | null;
+  /** How long a bridged transfer's destination may ring (`VOICE_TRANSFER_RING_TIMEOUT_MS`). */
+  transferRingTimeoutMs: number;
 }
 
 /** Live counters: calls in progress and the latency samples of answered turns (benchmark, tests). */
@@ -70,6 +80,8 @@ export interface CallStartParams {
   fromNumber: string;
   toNumber: string;
   sipHeaders: Record<string, string>;
+  /** The trunk the call came in on or went out through; null when it is not known (handoffs are then REFERs). */
+  trunk: CallTrunk | null;
 }
 
 /** A number as E.164 candidates: as dialled, and with a leading `+` when it has none. */
@@ -157,8 +169,9 @@ export class MediaGateway {
       return;
     }
     const callSid = `IN-${randomUUID()}`;
+    const trunk = await this.o.telephony.trunk(binding.connector_id).catch(() => null);
     const call = this.callOf(
-      { conversationId: uuidv7(), callSid, accountId: binding.account_id, projectId: binding.agent_id, environment: 'live', variantId: binding.variant_id, fromNumber: invite.fromUser, toNumber: binding.number, sipHeaders: extraHeaders(invite.request) },
+      { conversationId: uuidv7(), callSid, accountId: binding.account_id, projectId: binding.agent_id, environment: 'live', variantId: binding.variant_id, fromNumber: invite.fromUser, toNumber: binding.number, sipHeaders: extraHeaders(invite.request), trunk },
       chosen.codec, speech, dialog, rtp, () => {},
     );
     sink.audio = (p) => call.audio(p);
@@ -217,9 +230,14 @@ export class MediaGateway {
         hints: speech.hints,
         dialog,
         rtp,
+        bridge:
+          p.trunk?.transfer === 'bridge'
+            ? (target) => {
+                const to = bridgeTargetOf(target, p.trunk!);
+                return to ? dialBridgeLeg(this, { to, from: p.fromNumber, codec, ringTimeoutMs: this.o.transferRingTimeoutMs }) : null;
+              }
+            : null,
         onEnded: (how) => {
-          this.stats.calls--;
-          this.live.delete(call);
           this.o.log('info', 'call ended', {
             call_sid: p.callSid,
             conversation_id: p.conversationId,
@@ -241,6 +259,11 @@ export class MediaGateway {
     );
     const recording = this.o.recordings?.tap(p, codec, rtp) ?? null;
     this.live.add(call);
+    // A bridged call is still up after its agent's part ended (`onEnded`): it counts, and is hung up at close, until then.
+    void call.over.then(() => {
+      this.stats.calls--;
+      this.live.delete(call);
+    });
     return call;
   }
 
@@ -259,7 +282,7 @@ export type MediaSettings = MediaConfig;
  * starts the user agent.
  */
 export async function startMediaGateway(
-  o: Omit<MediaGatewayOptions, 'sipPort' | 'tls' | 'rtpPortMin' | 'rtpPortMax' | 'turnTaking' | 'mediaTimeoutMs'> & {
+  o: Omit<MediaGatewayOptions, 'sipPort' | 'tls' | 'rtpPortMin' | 'rtpPortMax' | 'turnTaking' | 'mediaTimeoutMs' | 'transferRingTimeoutMs'> & {
     settings: MediaSettings;
     dataDir: string;
     /** How port 0 becomes a port (tests hand out a taken one first). */
@@ -288,7 +311,7 @@ export async function startMediaGateway(
   for (let attempt = 1; ; attempt++) {
     const sipPort = s.sipPort || (await freeSipPort(o.host));
     const tls: MediaGatewayOptions['tls'] = creds ? { port: s.tlsPort || (await freeSipPort(o.host)), cert: creds.cert, key: creds.key, verifyPeer: s.tlsVerify } : null;
-    const gw = new MediaGateway(Object.assign({}, o, { sipPort, tls, rtpPortMin: s.rtpPortMin, rtpPortMax: s.rtpPortMax, turnTaking: s.turnTaking, mediaTimeoutMs: s.mediaTimeoutMs }));
+    const gw = new MediaGateway(Object.assign({}, o, { sipPort, tls, rtpPortMin: s.rtpPortMin, rtpPortMax: s.rtpPortMax, turnTaking: s.turnTaking, mediaTimeoutMs: s.mediaTimeoutMs, transferRingTimeoutMs: s.transferRingTimeoutMs }));
     try {
       await gw.start();
       return gw;

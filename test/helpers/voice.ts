@@ -336,8 +336,8 @@ export const MEDIA_ENV: Record<string, string> = { SIP_PORT: '0', SIP_TLS_PORT: 
  * Binds `number` to an agent through the Agents API: a SIP trunk (the far end, e.g. sipp) and the number on
  * it. Answers the number's id.
  */
-export async function bindNumber(api: (m: string, p: string, b?: unknown) => Promise<{ status: number; body: any; text: string }>, agentId: string, number: string, trunk: { host: string; port: number; transport?: string }): Promise<{ connectorId: string; numberId: string }> {
-  const c = await api('POST', `/v1/agents/${agentId}/telephony/connectors`, { name: 'test trunk', host: trunk.host, port: trunk.port, transport: trunk.transport ?? 'udp' });
+export async function bindNumber(api: (m: string, p: string, b?: unknown) => Promise<{ status: number; body: any; text: string }>, agentId: string, number: string, trunk: { host: string; port: number; transport?: string; transfer?: 'refer' | 'bridge' }): Promise<{ connectorId: string; numberId: string }> {
+  const c = await api('POST', `/v1/agents/${agentId}/telephony/connectors`, { name: 'test trunk', host: trunk.host, port: trunk.port, transport: trunk.transport ?? 'udp', ...(trunk.transfer ? { transfer: trunk.transfer } : {}) });
   if (c.status !== 201) throw new Error(`connector: ${c.status} ${c.text}`);
   const n = await api('POST', `/v1/agents/${agentId}/telephony/phone-numbers`, { number, connector_id: c.body.id });
   if (n.status !== 201) throw new Error(`number: ${n.status} ${n.text}`);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { MAIN, SIP_TRANSPORTS, viewPhoneNumber, viewTelephonyConnector } from '../../../builder/mod.js';
+import { MAIN, SIP_TRANSPORTS, TRANSFER_MODES, viewPhoneNumber, viewTelephonyConnector } from '../../../builder/mod.js';
 import { AGENTS } from '../../../platform/errors.js';
 import { toE164 } from '../../../platform/phone-numbers.js';
 import { fieldErrorResponses, PathId } from '../schemas.js';
@@ -21,6 +21,7 @@ const ConnectorView = z.object({
   username: z.string().nullable(),
   has_password: z.boolean(),
   max_concurrent_calls: z.number().nullable(),
+  transfer: z.enum(TRANSFER_MODES),
   created_at: z.string(),
 });
 const NumberView = z.object({ id: z.string(), number: z.string(), connector_id: z.string(), variant_id: z.string().nullable(), created_at: z.string() });
@@ -53,6 +54,7 @@ export const telephonyRoutes: RouteGroup = (app, { builder }) => {
         username: z.string().min(1).max(256).regex(SIP_USERNAME, 'username must hold no control characters (line breaks included), quotes or backslashes: it is sent in a SIP header').optional(),
         password: z.string().min(1).max(256).optional(),
         max_concurrent_calls: z.number().int().min(1).max(100_000).optional(),
+        transfer: z.enum(TRANSFER_MODES).optional(),
       }).strict(),
       response: { 201: ConnectorView, ...fieldErrorResponses },
     },

@@ -49,6 +49,8 @@ export class RtpSession {
   private readonly receive?: SrtpContext;
   private stopPacing: () => void;
   private closed = false;
+  /** Set once the stream is bridged to another leg (`relay`): where the far end's packets go instead. */
+  private relayTo: ((rtp: Buffer) => void) | null = null;
   /** Called when a queued utterance has been sent entirely. */
   onDrained: (() => void) | null = null;
   /**
@@ -115,6 +117,26 @@ export class RtpSession {
     return this.queue.length > 0;
   }
 
+  /**
+   * Bridges this stream to another call leg's (a handoff by bridging, `gateway/media/bridge.ts`): from now on it
+   * sends nothing of its own, not even silence (the other leg's packets take the agent's place, through
+   * `forward`), and every packet the far end sends goes to `to` as plain RTP, as it came (its SSRC, sequence
+   * and timestamps), instead of being decoded: the bridged parties hear each other, nobody listens in.
+   */
+  relay(to: (rtp: Buffer) => void): void {
+    this.relayTo = to;
+    this.stopPacing();
+    this.stopPacing = () => {};
+    this.stopPlayback();
+  }
+
+  /** Sends a plain RTP packet of the other leg of a bridge to this far end (protected when this leg is SRTP). */
+  forward(rtp: Buffer): void {
+    if (!this.peer || this.closed) return;
+    this.o.socket.send(this.send ? this.send.protect(rtp) : rtp, this.peer.port, this.peer.address);
+    this.stats.sent++;
+  }
+
   /** Sends a digit as RFC 4733 events (start, updates, three end packets) out of the audio pacing. */
   sendDigit(digit: string, durationMs = 100): void {
     if (this.o.dtmfPayloadType === null) return;
@@ -166,6 +188,10 @@ export class RtpSession {
     if (!this.peer) this.peer = { address: rinfo.address, port: rinfo.port };
     this.stats.received++;
     this.lastReceivedAt = performance.now();
+    if (this.relayTo) {
+      this.relayTo(plain);
+      return;
+    }
     if (this.o.dtmfPayloadType !== null && p.payloadType === this.o.dtmfPayloadType) {
       this.dtmf.receive(p.timestamp, p.payload);
       return;

@@ -1,0 +1,181 @@
+/**
+ * Bridged transfers (docs/telephony.md, `transfer: bridge` on a telephony connector): a handoff on a call
+ * through such a trunk makes the media gateway call the destination itself and relay the audio, and the
+ * bridge's end reaches the conversation through the bridge-ended path, as an outside telephony stack's POST
+ * does: the project's `bridge_ended` function runs once and the record's state holds the durations.
+ * Real parts: sipp as the caller's signalling and as the destination (`-rtp_echo`), the caller's audio from
+ * a socket the test plays, the Conversations API for the record.
+ */
+import t from 'tap';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startPlatform, removeDir, type Platform } from './helpers/platform.js';
+import { chatProject, type ChatProject } from './helpers/chat.js';
+import { conversationsClient, conversationsKey } from './helpers/conversations.js';
+import { bindNumber, callerMedia, MEDIA_ENV, mediaPorts, quietPort, runSipp, scenario, voiceTools } from './helpers/voice.js';
+import { eventually } from './helpers/eventually.js';
+import { http } from './helpers/http.js';
+import { admin } from './helpers/tenants.js';
+
+const needsTools = () => (voiceTools() ? {} : { skip: 'sipp, espeak-ng or pocketsphinx is not installed' });
+t.setTimeout(300_000);
+/** The caller's RTP SSRC (`callerMedia`): packets with it that come back to the caller went through the bridge and the destination's echo. */
+const CALLER_SSRC = 0x1234abcd;
+/** The destination answers with the caller's codec (the relay does not transcode). */
+const PCMU = { PT: 0, CODEC: 'PCMU' };
+
+let p: Platform;
+let sip: number;
+let dir: string;
+t.before(async () => {
+  if (!voiceTools()) return;
+  dir = mkdtempSync(join(tmpdir(), 'sb-bridge-'));
+  p = await startPlatform({ env: { ...MEDIA_ENV, VOICE_INTER_DIGIT_MS: '300', VOICE_NO_INPUT_MS: '60000', VOICE_TRANSFER_RING_TIMEOUT_MS: '4000' } });
+  sip = mediaPorts(p.stdout()).sip;
+});
+t.teardown(async () => {
+  if (!p) return;
+  await p.stop();
+  removeDir(p.dataDir);
+  if (!process.env.KEEP) rmSync(dir, { recursive: true, force: true });
+});
+
+const BRIDGE_ENDED = `function bridge_ended(conv, bridge) {
+  conv.state.bridge_runs = (conv.state.bridge_runs || 0) + 1;
+  conv.state.bridge_seen = bridge.bridge_duration_seconds + '/' + bridge.call_duration_seconds;
+}`;
+
+/** A project whose calls hand off to `destination` when the caller keys a digit, on a trunk that bridges. */
+async function bridgingProject(name: string, number: string, destination: string, sippPort: number): Promise<ChatProject> {
+  const project = await chatProject(p, {
+    name,
+    functions: {
+      start: 'function start(conv) { conv.say("Press zero for the desk."); }',
+      turn: `function turn(conv, message) { conv.handoff(${JSON.stringify(destination)}, 'caller_pressed_zero'); return 'Putting you through.'; }`,
+      bridge_ended: BRIDGE_ENDED,
+    },
+  });
+  await bindNumber(project.api, project.agentId, number, { host: '127.0.0.2', port: sippPort, transfer: 'bridge' });
+  return project;
+}
+
+/** The project's one VOICE-SIP conversation, once its state records the bridge's end. */
+async function bridgedRecord(project: ChatProject): Promise<any> {
+  const read = conversationsClient(p, project, await conversationsKey(p, project));
+  return eventually(async () => {
+    const c = ((await read({ channel: 'VOICE-SIP' })).body.conversations ?? [])[0];
+    return c && c.in_progress === false && c.state?.bridge_ended ? c : null;
+  });
+}
+
+/** The caller's audio: counts the packets of its own that come back through the bridge. */
+async function caller() {
+  const echoed = { packets: 0 };
+  const media = await callerMedia({ onPacket: (m) => void (m.readUInt32BE(8) === CALLER_SSRC && echoed.packets++) });
+  return { media, echoed };
+}
+
+t.test('a bridged transfer: the destination is called and both hear each other; the caller hangs up, bridge_ended runs with the durations', needsTools(), async (t) => {
+  const number = '+442079460301';
+  const deskPort = await quietPort();
+  const callerPort = await quietPort();
+  const project = await bridgingProject('Bridge Co', number, `sip:desk@127.0.0.2:${deskPort}`, callerPort);
+  const desk = runSipp({ scenario: scenario('bridge-destination.xml', dir, PCMU), port: deskPort, mediaPort: await quietPort(), dir, extra: ['-rtp_echo'] });
+  const { media, echoed } = await caller();
+  t.teardown(() => media.close());
+  const call = runSipp({ scenario: scenario('inbound-hold.xml', dir, { NUMBER: number, AUDIO_IP: '127.0.0.2', AUDIO_PORT: media.port, HOLD_MS: 16000 }), target: `127.0.0.1:${sip}`, port: callerPort, mediaPort: await quietPort(), dir });
+  await media.connected();
+  // The greeting heard, the caller keys 0; then its own stream comes back from the destination's echo.
+  await media.until(() => media.heard.voiced >= 10);
+  media.key('0');
+  await media.until(() => echoed.packets >= 50);
+  const [run, deskRun] = await Promise.all([call, desk]);
+  t.equal(run.code, 0, 'the caller hung up normally', { out: run.out.slice(-3000) });
+  t.equal(deskRun.code, 0, 'the destination was called, answered, and got the BYE when the caller hung up', { out: deskRun.out.slice(-3000) });
+  t.ok(echoed.packets >= 50, `the caller's audio reached the destination and its echo came back (${echoed.packets} packets)`);
+
+  const c = await bridgedRecord(project);
+  t.equal(c.handoff, true, 'the record has the handoff');
+  t.equal(c.handoff_destination, `sip:desk@127.0.0.2:${deskPort}`);
+  const b = c.state.bridge_ended;
+  t.ok(b.bridge_duration_seconds > 0.5, `the bridge lasted (${b.bridge_duration_seconds} s)`);
+  t.ok(b.call_duration_seconds > b.bridge_duration_seconds, `the call lasted longer than its bridge (${b.call_duration_seconds} s)`);
+  t.ok(b.call_duration_seconds < 60, 'counted from the call, not from anything older');
+  t.equal(c.state.bridge_runs, 1, 'bridge_ended ran once');
+  t.equal(c.state.bridge_seen, `${b.bridge_duration_seconds}/${b.call_duration_seconds}`, 'with the durations it recorded');
+});
+
+t.test('a bridged transfer whose destination hangs up: the caller gets the BYE', needsTools(), async (t) => {
+  const number = '+442079460302';
+  const deskPort = await quietPort();
+  const callerPort = await quietPort();
+  const project = await bridgingProject('Bridge Hangup Co', number, `sip:desk@127.0.0.2:${deskPort}`, callerPort);
+  const desk = runSipp({ scenario: scenario('bridge-destination-hangs-up.xml', dir, { ...PCMU, HOLD_MS: 3000 }), port: deskPort, mediaPort: await quietPort(), dir, extra: ['-rtp_echo'] });
+  const { media, echoed } = await caller();
+  t.teardown(() => media.close());
+  const call = runSipp({ scenario: scenario('inbound-bridge-wait.xml', dir, { NUMBER: number, AUDIO_IP: '127.0.0.2', AUDIO_PORT: media.port }), target: `127.0.0.1:${sip}`, port: callerPort, mediaPort: await quietPort(), dir });
+  await media.connected();
+  await media.until(() => media.heard.voiced >= 10);
+  media.key('0');
+  const [run, deskRun] = await Promise.all([call, desk]);
+  t.equal(deskRun.code, 0, 'the destination answered and hung up', { out: deskRun.out.slice(-3000) });
+  t.equal(run.code, 0, 'the caller got the BYE', { out: run.out.slice(-3000) });
+  t.ok(echoed.packets > 0, 'the legs were bridged meanwhile');
+  const b = (await bridgedRecord(project)).state.bridge_ended;
+  t.ok(b.bridge_duration_seconds >= 2.5 && b.bridge_duration_seconds < 30, `the bridge lasted about as long as the destination held it (${b.bridge_duration_seconds} s)`);
+});
+
+t.test('a bridged transfer the destination refuses: the caller gets the BYE, bridge_ended runs with a bridge of 0 s', needsTools(), async (t) => {
+  const number = '+442079460303';
+  const deskPort = await quietPort();
+  const callerPort = await quietPort();
+  const project = await bridgingProject('Bridge Busy Co', number, `sip:desk@127.0.0.2:${deskPort}`, callerPort);
+  const desk = runSipp({ scenario: scenario('outbound-reject.xml', dir, { STATUS: 486, REASON: 'Busy Here' }), port: deskPort, mediaPort: await quietPort(), dir });
+  const { media, echoed } = await caller();
+  t.teardown(() => media.close());
+  const call = runSipp({ scenario: scenario('inbound-bridge-wait.xml', dir, { NUMBER: number, AUDIO_IP: '127.0.0.2', AUDIO_PORT: media.port }), target: `127.0.0.1:${sip}`, port: callerPort, mediaPort: await quietPort(), dir });
+  await media.connected();
+  await media.until(() => media.heard.voiced >= 10);
+  media.key('0');
+  const [run, deskRun] = await Promise.all([call, desk]);
+  t.equal(deskRun.code, 0, 'the destination was called and refused', { out: deskRun.out.slice(-3000) });
+  t.equal(run.code, 0, 'the caller got the BYE', { out: run.out.slice(-3000) });
+  t.equal(echoed.packets, 0, 'nothing was bridged');
+  const c = await bridgedRecord(project);
+  t.equal(c.state.bridge_ended.bridge_duration_seconds, 0, 'no bridge');
+  t.ok(c.state.bridge_ended.call_duration_seconds > 0, 'the call itself lasted');
+  t.equal(c.state.bridge_runs, 1);
+  t.equal(c.handoff, true);
+});
+
+t.test('an outbound call through a bridging trunk: the start function hands off, the destination is bridged until the called party hangs up', needsTools(), async (t) => {
+  const deskPort = await quietPort();
+  const calleePort = await quietPort();
+  const destination = `sip:desk@127.0.0.2:${deskPort}`;
+  const project = await chatProject(p, {
+    name: 'Bridge Dialler',
+    functions: {
+      start: `function start(conv) { conv.say("Connecting you."); conv.handoff(${JSON.stringify(destination)}, 'outbound_bridge'); }`,
+      bridge_ended: BRIDGE_ENDED,
+    },
+  });
+  const trunk = await project.api('POST', `/v1/agents/${project.agentId}/telephony/connectors`, { name: 'bridging trunk', host: '127.0.0.2', port: calleePort, transport: 'udp', transfer: 'bridge' });
+  t.equal(trunk.status, 201, trunk.text);
+  const connector = await admin(p)('POST', '/connectors', { account_id: project.accountId, project_id: project.agentId, kind: 'outbound', telephony_connector_id: trunk.body.id, from_number: '+14155550100' });
+  t.equal(connector.status, 201, connector.text);
+  // The called party answers in A-law: the destination is offered A-law only, and answers so.
+  const desk = runSipp({ scenario: scenario('bridge-destination.xml', dir, { PT: 8, CODEC: 'PCMA' }), port: deskPort, mediaPort: await quietPort(), dir, extra: ['-rtp_echo'] });
+  const callee = runSipp({ scenario: scenario('outbound-answer.xml', dir, { HEADER: 'X-Order', VALUE: 'B-1', AUDIO_IP: '127.0.0.2', AUDIO_PORT: await quietPort(), RING_MS: 200, HOLD_MS: 10000 }), port: calleePort, mediaPort: await quietPort(), dir });
+  await new Promise((r) => setTimeout(r, 300));
+  const r = await http(p.edge, 'POST', '/v1/outbound-calling', { body: { to_number: '+14155550123', encryption: 'UDP/RTP', metadata: { 'X-Order': 'B-1' } }, headers: { 'x-service-auth-token': connector.body.token } });
+  t.equal(r.status, 200, r.text);
+  const [calleeRun, deskRun] = await Promise.all([callee, desk]);
+  t.equal(calleeRun.code, 0, 'the called party answered, then hung up', { out: calleeRun.out.slice(-3000) });
+  t.equal(deskRun.code, 0, 'the destination was called through the bridge and got the BYE', { out: deskRun.out.slice(-3000) });
+  const c = await bridgedRecord(project);
+  t.equal(c.state.call_sid, r.body.call_sid, 'the outbound call’s conversation');
+  t.equal(c.handoff_destination, destination);
+  t.ok(c.state.bridge_ended.bridge_duration_seconds > 1, `bridged until the hang-up (${c.state.bridge_ended.bridge_duration_seconds} s)`);
+  t.equal(c.state.bridge_runs, 1);
+});
