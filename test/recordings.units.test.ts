@@ -270,6 +270,20 @@ t.test('the caller\'s frames are placed by their RTP timestamps: a stall, a lost
   for (const track of ['caller', 'agent']) t.equal((await blobs.read(`rec/a/p/c4/${track}`))!.length, 2 * 16_000, `the ${track} track lasts the call`);
 });
 
+t.test('every direction has one length: a track written past the call\'s end sets it for both', async (t) => {
+  const started = 2_000_000;
+  const { blobs, r } = recorderFor(t, 'c9', started);
+  r.agentFrame(new Int16Array(160).fill(5), started + 20);
+  // The caller's frames ahead of the clock (a burst carrying timestamps up to 60 ms past their arrival), the last
+  // one past the moment the call ends.
+  for (let n = 0; n < 6; n++) r.callerFrame(new Int16Array(160).fill(n + 1), started + 40, 1000 + n * 160);
+  await r.end(started + 100);
+  const caller = (await blobs.read('rec/a/p/c9/caller'))!.length;
+  const agent = (await blobs.read('rec/a/p/c9/agent'))!.length;
+  t.ok(caller > 2 * 800, `the caller's track runs past the end (${caller} bytes)`);
+  t.equal(agent, caller, 'the agent\'s track as long');
+});
+
 t.test('a digit on the audio\'s RTP clock is placed by its timestamp, also when the audio paused; one on a clock of its own by its arrival', async (t) => {
   const started = 1_000_000;
   const { r, digits } = recorderFor(t, 'c5', started);

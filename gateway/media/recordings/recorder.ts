@@ -203,8 +203,9 @@ export class CallRecorder {
       clearInterval(this.timer);
       // Both tracks run to the call's end: the silence after a party's last sound (a caller who says nothing,
       // then hangs up; the quiet the agent's stream sends between answers, which is not recorded frame by frame)
-      // is part of the call.
-      const last = this.sampleAt(at);
+      // is part of the call. A track already past the end (a caller's frame placed by its timestamp ahead of the
+      // clock, the agent's last frame sent as the call ended) sets the end for both: one length for every direction.
+      const last = Math.max(this.sampleAt(at), this.tracks.caller.written, this.tracks.agent.written);
       for (const dir of ['caller', 'agent'] as const) {
         const t = this.tracks[dir];
         if (last > t.written) this.place(dir, new Int16Array(0), last, 0);
