@@ -39,7 +39,7 @@ const EnvSchema = z.object({
   VOICE_MEDIA_TIMEOUT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(60_000),
   VOICE_TRANSFER_RING_TIMEOUT_MS: z.coerce.number().int().min(1000).max(600_000).default(30_000),
   DATA_DIR: z.string().min(1).default('./data'),
-  RECORDING_RETENTION_DAYS: z.coerce.number().min(0).max(36_500).default(30),
+  RECORDING_RETENTION_DAYS: z.coerce.number().int().min(0).max(36_500).default(30),
   RECORDING_CHUNK_MS: z.coerce.number().int().min(100).max(60_000).default(1000),
   // Any length: operator.md sets none, and scripts start the platform with tokens of their own. A short one is
   // warned about at start (`WEAK_OPERATOR_TOKEN`).

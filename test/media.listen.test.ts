@@ -144,3 +144,12 @@ t.test('RTP_PORT_MIN above RTP_PORT_MAX stops the start naming it; equal bounds,
   t.match(loadConfig({ RTP_PORT_MIN: '16510', RTP_PORT_MAX: '16510' }).media, { rtpPortMin: 16510, rtpPortMax: 16510 });
   t.match(loadConfig({ RTP_PORT_MIN: '0', RTP_PORT_MAX: '0' }).media, { rtpPortMin: 0, rtpPortMax: 0 });
 });
+
+t.test('VOICE_TRANSFER_RING_TIMEOUT_MS within its bounds, 30 s by default; RECORDING_RETENTION_DAYS whole days, as the project setting', async (t) => {
+  const { loadConfig } = await import('../platform/config.js');
+  t.equal(loadConfig({}).media.transferRingTimeoutMs, 30_000);
+  t.equal(loadConfig({ VOICE_TRANSFER_RING_TIMEOUT_MS: '5000' }).media.transferRingTimeoutMs, 5000);
+  for (const bad of ['999', '600001', 'soon', '1500.5']) t.throws(() => loadConfig({ VOICE_TRANSFER_RING_TIMEOUT_MS: bad }), /VOICE_TRANSFER_RING_TIMEOUT_MS/, bad);
+  t.equal(loadConfig({ RECORDING_RETENTION_DAYS: '7' }).recordings.retentionDays, 7);
+  t.throws(() => loadConfig({ RECORDING_RETENTION_DAYS: '1.5' }), /RECORDING_RETENTION_DAYS/, 'a fraction of a day is refused');
+});
