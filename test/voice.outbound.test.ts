@@ -132,3 +132,22 @@ t.test('nobody answers within the ring timeout: CANCEL, failure with no answer',
   t.match(last.reason, /no answer/);
   t.equal((await sipp).code, 0, 'sipp saw the CANCEL');
 });
+
+/** Metadata that makes the INVITE larger than RFC 3261 18.1.1's 1,300 bytes: 24 headers of 80 characters. */
+const LARGE_METADATA = { 'X-Order': 'A-1002', ...Object.fromEntries(Array.from({ length: 24 }, (_, i) => [`X-Pad-${i}`, 'p'.repeat(80)])) };
+
+for (const [transport, how] of [['t1', 'over TCP, as RFC 3261 18.1.1 asks of a request over 1,300 bytes'], ['u1', 'over UDP after all, when the far end takes no TCP connection']] as const) {
+  t.test(`a large INVITE to a UDP trunk goes ${how}`, needsTools(), async (t) => {
+    const port = await quietPort();
+    const token = await trunkTo(port);
+    const file = scenario('outbound-answer.xml', dir, { HEADER: 'X-Pad-23', VALUE: 'p'.repeat(80), AUDIO_IP: '127.0.0.2', AUDIO_PORT: await quietPort(), RING_MS: 200, HOLD_MS: 1500 });
+    const sipp = runSipp({ scenario: file, port, mediaPort: await quietPort(), transport, dir });
+    await new Promise((r) => setTimeout(r, 300));
+    const r = await trigger(token, { to_number: '+14155550123', encryption: 'UDP/RTP', metadata: LARGE_METADATA });
+    t.equal(r.status, 200, r.text);
+    const { seen, last } = await statusesUntil(token, r.body.call_sid, (b) => b.status === 'success' || b.status === 'failure');
+    t.equal(last.status, 'success', `answered (${seen.join(' → ')}, ${last.reason})`);
+    const done = await sipp;
+    t.equal(done.code, 0, `sipp (${transport === 't1' ? 'TCP' : 'UDP'} only) got the INVITE with its last header, the ACK, and its BYE answered`, { out: done.out.slice(-2000) });
+  });
+}

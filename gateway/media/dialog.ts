@@ -37,6 +37,11 @@ export interface SipEndpointOptions {
 const tag = () => randomBytes(6).toString('hex');
 /** A number or name as a SIP URI's user part: `+` and the other unreserved characters stay as they are (RFC 3261 25.1). */
 const userPart = (s: string) => s.replace(/[^A-Za-z0-9\-_.!~*'()&=+$,;?/]/g, (c) => encodeURIComponent(c));
+/**
+ * The largest request sent over UDP: RFC 3261 18.1.1 sends a request over TCP when it is larger than 1,300 bytes
+ * and the path MTU is unknown (200 bytes under Ethernet's 1,500, for the headers a proxy may add).
+ */
+const UDP_MAX_REQUEST = 1300;
 /** How long a 200 OK is retransmitted while no ACK comes (64·T1, RFC 3261 13.3.1.4). */
 const ACK_WAIT_MS = 32_000;
 
@@ -447,13 +452,42 @@ export class SipEndpoint {
     }
   }
 
-  /** Sends an INVITE; one digest challenge is answered with `credentials`. */
+  /**
+   * Sends an INVITE; one digest challenge is answered with `credentials`. An INVITE for a UDP target that is
+   * larger than `UDP_MAX_REQUEST` (many metadata headers) goes over TCP to the same host and port, as RFC 3261
+   * 18.1.1 asks (a UA must listen on both); a far end that takes no TCP connection gets it over UDP after all.
+   */
   invite(o: InviteOptions): OutgoingInvite {
-    if (o.target.transport === 'tls' && !this.o.tls) {
+    if (o.target.transport !== 'udp' || this.requestSize(o) <= UDP_MAX_REQUEST) return this.inviteOver(o, o.target.transport);
+    let current = this.inviteOver(o, 'tcp');
+    let cancelled = false;
+    const outcome = current.outcome.then((r) => {
+      if (r.ok || !r.local || cancelled) return r;
+      this.o.log?.('a large INVITE went over UDP: the far end took no TCP connection', { host: o.target.host, port: o.target.port, reason: r.reason });
+      current = this.inviteOver(o, 'udp');
+      return current.outcome;
+    });
+    return {
+      outcome,
+      cancel: () => {
+        cancelled = true;
+        current.cancel();
+      },
+    };
+  }
+
+  /** About how many bytes an INVITE of `o` is on the wire (its Via and digest answer are allowed for in the limit). */
+  private requestSize(o: InviteOptions): number {
+    const headers = Object.entries(o.headers ?? {}).reduce((n, [k, v]) => n + k.length + Buffer.byteLength(v) + 4, 0);
+    return 400 + o.to.length * 2 + o.from.length + headers + Buffer.byteLength(o.sdp);
+  }
+
+  private inviteOver(o: InviteOptions, transport: SipTransport): OutgoingInvite {
+    if (transport === 'tls' && !this.o.tls) {
       return { outcome: Promise.resolve({ ok: false, status: 503, reason: 'SIP over TLS is off on this media gateway', local: true }), cancel: () => {} };
     }
     const host = o.target.host.includes(':') ? `[${o.target.host}]` : o.target.host;
-    const transportParam = o.target.transport === 'udp' ? '' : `;transport=${o.target.transport}`;
+    const transportParam = transport === 'udp' ? '' : `;transport=${transport}`;
     const uri = `sip:${userPart(o.to)}@${host}:${o.target.port}${transportParam}`;
     const callId = `${randomBytes(12).toString('hex')}@switchboard`;
     const fromAor: Aor = { uri: `sip:${userPart(o.from)}@${this.o.host.includes(':') ? `[${this.o.host}]` : this.o.host}`, params: { tag: tag() } };
@@ -466,7 +500,7 @@ export class SipEndpoint {
         from: fromAor,
         'call-id': callId,
         cseq: { method: 'INVITE', seq },
-        contact: [{ uri: this.contactUri(o.target.transport), params: {} }],
+        contact: [{ uri: this.contactUri(transport), params: {} }],
         'max-forwards': 70,
         'content-type': 'application/sdp',
         ...Object.fromEntries(Object.entries(o.headers ?? {}).map(([name, value]) => [name, toWire(value)])),
@@ -512,7 +546,7 @@ export class SipEndpoint {
           remoteAor: { uri: rs.headers.to.uri, params: {} },
           remoteTarget: rs.headers.contact?.[0]?.uri ?? current.uri,
           routeSet: [...(rs.headers['record-route'] ?? [])].reverse(),
-          transport: o.target.transport,
+          transport,
           localSeq: seq,
           remoteSeq: 0,
         });
