@@ -25,5 +25,11 @@ export const PathId = z.string().regex(/^[A-Za-z0-9_.-]{1,128}$/, 'malformed id'
  */
 export const BranchRef = z.string().regex(/^(?=[^]*\S)[^\u0000-\u001f\u007f]{1,128}$/u, 'malformed branch');
 
+/**
+ * A branch's name as a body gives it (the contract: a string): 1 to 100 characters, not blank, no control
+ * characters; so every name is also a `BranchRef`, and any branch is addressable by name or id in paths.
+ */
+export const BRANCH_NAME = /^(?=[^]*\S)[^\u0000-\u001f\u007f]{1,100}$/u;
+
 /** Any JSON object (free-form values such as real-time config variables). */
 export const JsonObject = z.record(z.string(), z.unknown());

@@ -2,18 +2,12 @@ import { z } from 'zod';
 import { AGENTS } from '../../../platform/errors.js';
 import { newId } from '../../../platform/secrets.js';
 import type { Topic } from '../../../builder/mod.js';
-import { BranchRef, fieldErrorResponses, PathId } from '../schemas.js';
+import { BRANCH_NAME, BranchRef, fieldErrorResponses, PathId } from '../schemas.js';
 import { callerOf, type RouteGroup } from './context.js';
 import { BranchDetailView, BranchView, TopicView, branchDetailView, branchView, byName, topicView } from './views.js';
 
 const BranchParams = z.object({ agentId: PathId, branch: BranchRef });
 const TopicParams = BranchParams.extend({ topicId: PathId });
-/**
- * A branch name (the contract: a string): 1 to 100 characters, not blank, no control characters. Any name is
- * addressable by the branch's id in paths (`{branch}` is an id or a name); names of path-safe characters by
- * name too.
- */
-const BRANCH_NAME = /^(?=[^]*\S)[^\u0000-\u001f\u007f]{1,100}$/u;
 const TopicName = z.string().min(1, 'name must be between 1 and 256 characters').max(256, 'name must be between 1 and 256 characters');
 const TopicContent = z.string().max(100_000, 'content must be at most 100000 characters');
 
