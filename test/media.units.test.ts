@@ -219,3 +219,42 @@ t.test('RTP session: the send tap gets each answer\'s label with its first frame
   t.equal(sent[sent.length - 1], 'next', 'the answer after a barge-in starts with its own label');
   t.ok(sent.length < 50, 'the cut answer\'s rest was not sent');
 });
+
+t.test('RTP session bridged over SRTP: the other leg\'s packets go out as a new stream, with a rollover counter of their own', async (t) => {
+  const pacer = new Pacer();
+  const key = newSrtpKey();
+  // An agent stream whose sequence numbers are past the middle of their range: a packet of another stream with
+  // a low sequence number would otherwise read as a wrap of this one (its rollover counter 1, which the far end,
+  // starting the new stream at 0, cannot authenticate). The first sequence number is random: a few sessions are
+  // opened until one starts high.
+  for (let attempt = 0; attempt < 40; attempt++) {
+    const socket = dgram.createSocket('udp4');
+    await new Promise<void>((r) => socket.bind(0, '127.0.0.1', () => r()));
+    const far = dgram.createSocket('udp4');
+    await new Promise<void>((r) => far.bind(0, '127.0.0.1', () => r()));
+    const rtp = new RtpSession({ socket, codec: 'PCMU', dtmfPayloadType: null, srtp: { local: key, remote: newSrtpKey() }, pacer, onAudio: () => {}, onDigit: () => {} });
+    rtp.setPeer({ address: '127.0.0.1', port: far.address().port });
+    const received: Buffer[] = [];
+    far.on('message', (m) => received.push(m));
+    while (received.length < 2) await new Promise((r) => setTimeout(r, 10));
+    const agent = new SrtpContext(key);
+    const seqs = received.map((m) => readRtp(agent.unprotect(m)!)!.sequence);
+    if (seqs[seqs.length - 1] < 0x9000) {
+      rtp.close();
+      far.close();
+      continue;
+    }
+    rtp.relay(() => {});
+    received.length = 0;
+    rtp.forward(writeRtp({ payloadType: 0, marker: true, sequence: 7, timestamp: 1000, ssrc: 0x0b0b0b0b, payload: Buffer.alloc(160, 0xff) }));
+    // What the far end takes from the new stream (packets of the agent's stream still in flight are not of it).
+    const fromOther = () => received.map((m) => new SrtpContext(key).unprotect(m)).filter((p) => p && readRtp(p)!.ssrc === 0x0b0b0b0b);
+    for (let i = 0; i < 50 && fromOther().length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    const other = fromOther();
+    t.equal(other.length, 1, `the forwarded packet authenticates as a new stream's first (the agent's stream was at ${seqs[seqs.length - 1]})`);
+    rtp.close();
+    far.close();
+    return;
+  }
+  t.fail('no session started its sequence numbers high in 40 tries');
+});

@@ -170,6 +170,15 @@ t.test('an outbound call through a bridging trunk: the start function hands off,
   await new Promise((r) => setTimeout(r, 300));
   const r = await http(p.edge, 'POST', '/v1/outbound-calling', { body: { to_number: '+14155550123', encryption: 'UDP/RTP', metadata: { 'X-Order': 'B-1' } }, headers: { 'x-service-auth-token': connector.body.token } });
   t.equal(r.status, 200, r.text);
+  let deskDone = false;
+  void desk.then(() => (deskDone = true));
+  // The call is answered, and its status says so, while the bridge is still up: the dial does not wait for the transfer.
+  const status = await eventually(async () => {
+    const b = (await http(p.edge, 'GET', `/v1/outbound-calling/${r.body.call_sid}/status`, { headers: { 'x-service-auth-token': connector.body.token } })).body;
+    return b.status === 'success' || b.status === 'failure' ? b : null;
+  });
+  t.equal(status.status, 'success', `answered (${status.reason})`);
+  t.notOk(deskDone, 'reported before the bridged call ended');
   const [calleeRun, deskRun] = await Promise.all([callee, desk]);
   t.equal(calleeRun.code, 0, 'the called party answered, then hung up', { out: calleeRun.out.slice(-3000) });
   t.equal(deskRun.code, 0, 'the destination was called through the bridge and got the BYE', { out: deskRun.out.slice(-3000) });

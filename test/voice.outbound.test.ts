@@ -151,3 +151,16 @@ for (const [transport, how] of [['t1', 'over TCP, as RFC 3261 18.1.1 asks of a r
     t.equal(done.code, 0, `sipp (${transport === 't1' ? 'TCP' : 'UDP'} only) got the INVITE with its last header, the ACK, and its BYE answered`, { out: done.out.slice(-2000) });
   });
 }
+
+t.test('a 200 OK retransmitted (the far end had not seen our ACK yet) gets the ACK again; the call goes on', needsTools(), async (t) => {
+  const port = await quietPort();
+  const token = await trunkTo(port);
+  const file = scenario('outbound-answer-twice.xml', dir, { HEADER: 'X-Order', VALUE: 'A-1003', AUDIO_IP: '127.0.0.2', AUDIO_PORT: await quietPort(), RING_MS: 200, HOLD_MS: 2000 });
+  const sipp = runSipp({ scenario: file, port, mediaPort: await quietPort(), dir });
+  await new Promise((r) => setTimeout(r, 300));
+  const r = await trigger(token, { to_number: '+14155550123', encryption: 'UDP/RTP', metadata: { 'X-Order': 'A-1003' } });
+  const { last } = await statusesUntil(token, r.body.call_sid, (b) => b.status === 'success' || b.status === 'failure');
+  t.equal(last.status, 'success');
+  const done = await sipp;
+  t.equal(done.code, 0, 'sipp got an ACK for each 200 OK, no BYE of ours, and hung up itself', { out: done.out.slice(-8000) });
+});

@@ -57,7 +57,13 @@ export function bridgeTargetOf(refer: string, trunk: BridgeTrunk): BridgeTarget 
   const secure = uri.schema?.toLowerCase() === 'sips';
   const param = String(uri.params?.transport ?? '').toLowerCase();
   const transport: SipTransport = secure || param === 'tls' ? 'tls' : param === 'tcp' ? 'tcp' : 'udp';
-  return { target: { host: uri.host.replace(/^\[|\]$/g, ''), port: Number(uri.port) || (transport === 'tls' ? 5061 : 5060), transport }, to: decodeURIComponent(uri.user ?? '') };
+  let user = uri.user ?? '';
+  try {
+    user = decodeURIComponent(user);
+  } catch {
+    // A `%` that starts no escape: the user part as written.
+  }
+  return { target: { host: uri.host.replace(/^\[|\]$/g, ''), port: Number(uri.port) || (transport === 'tls' ? 5061 : 5060), transport }, to: user };
 }
 
 /** What the B leg needs of the media gateway. */
@@ -103,6 +109,7 @@ export function dialBridgeLeg(d: BridgeDialer, o: { to: BridgeTarget; from: stri
     });
     cancelInvite = () => invite.cancel();
     const ring = setTimeout(() => invite.cancel(), o.ringTimeoutMs);
+    ring.unref?.();
     const answered = await invite.outcome;
     clearTimeout(ring);
     if (!answered.ok) {
@@ -116,6 +123,13 @@ export function dialBridgeLeg(d: BridgeDialer, o: { to: BridgeTarget; from: stri
       return { ok: false, reason: cancelled ? 'cancelled' : 'answered with unusable media' };
     }
     const rtp = sessionOf(leg, answer, o.codec, answer.dtmfPayloadType, d.pacer, { audio: () => {}, digit: () => {} });
+    // The destination may move its media or put the call on hold (a re-INVITE): taken while it keeps the codec.
+    answered.dialog.onReinvite = (sdp) => {
+      const again = readSdp(sdp);
+      if (!again || !again.codecs.includes(o.codec)) return null;
+      if (again.address && again.port) rtp.setPeer({ address: again.address, port: again.port });
+      return writeSdp({ address: d.mediaAddress, port: leg.socket.address().port, codecs: [o.codec], dtmfPayloadType: answer.dtmfPayloadType ?? DEFAULT_DTMF_PT, srtp: leg.localKey, version: 2, sessionId: leg.sessionId });
+    };
     return { ok: true, dialog: answered.dialog, rtp };
   })();
   return {
@@ -127,7 +141,7 @@ export function dialBridgeLeg(d: BridgeDialer, o: { to: BridgeTarget; from: stri
   };
 }
 
-/** How a bridge ended: when, and which side hung up first (or that nothing came from one side for the media timeout). */
+/** How an answered bridge ended: when, and which side hung up first (or that nothing came from one side for the media timeout). */
 export interface BridgeEnd {
   at: number;
   by: 'caller' | 'destination' | 'media_timeout' | 'shutdown';

@@ -75,6 +75,10 @@ export class VoiceCall {
   private ringing: BridgeAttempt | null = null;
   /** Once a bridged transfer was answered: the two legs relayed. */
   private bridged: Bridge | null = null;
+  /** A handoff in progress (a REFER, or a bridge until it ends and is reported). */
+  private transferring: Promise<void> | null = null;
+  /** When the call's own media ended (`finish`). */
+  private endedAt: number | null = null;
   private settle!: () => void;
   /** Resolves once nothing of the call is up any more: its media closed, or its bridge ended. */
   readonly over = new Promise<void>((resolve) => (this.settle = resolve));
@@ -181,7 +185,16 @@ export class VoiceCall {
       // rendering can mute an answer that holds personal data (docs/recordings.md).
       if (pcm && !this.ended) this.s.rtp.play(packetize(this.s.codec, pcm), answerLabel(reply.response));
     }
-    if (reply.handoff) return this.transfer(reply.handoff.destination);
+    if (reply.handoff) {
+      // Not awaited: the transfer outlives the turn or the start that asked for it (a bridge lasts as long as
+      // the bridged call, and a dial's answer must not wait for it), and nothing after it may fail the turn.
+      this.transferring = this.transfer(reply.handoff.destination).catch((err) => {
+        this.d.log('warn', 'call transfer failed', { call_sid: this.s.callSid, err: String(err) });
+        // Bridged already: the bridge's own end hangs up; `hangUp` would wait for this very promise.
+        return this.bridged ? undefined : this.hangUp('handoff');
+      });
+      return;
+    }
     if (reply.end) return this.finishAfterPlayback('agent_end');
     if (!this.s.rtp.playing) this.turns.agentDone();
   }
@@ -230,18 +243,19 @@ export class VoiceCall {
    */
   private async bridgeTo(target: string, attempt: BridgeAttempt): Promise<void> {
     this.ringing = attempt;
-    const leg = await attempt.outcome;
+    const leg = await attempt.outcome.catch((err: unknown) => ({ ok: false as const, reason: String(err) }));
     this.ringing = null;
-    let end: BridgeEnd;
+    let endedAt: number;
     let answeredAt: number | null = null;
     if (!leg.ok || this.ended) {
       if (leg.ok) {
         await leg.dialog.bye().catch(() => {});
         leg.rtp.close();
       }
-      this.d.log('info', 'bridged transfer not answered', { call_sid: this.s.callSid, destination: target, reason: leg.ok ? 'caller hung up' : leg.reason });
+      this.d.log('info', 'bridged transfer not answered', { call_sid: this.s.callSid, destination: target, reason: leg.ok ? 'the caller hung up' : leg.reason });
       await this.hangUp('handoff');
-      end = { at: Date.now(), by: 'caller' };
+      // When the call ended (the caller's BYE, or ours now), not when our BYE was answered.
+      endedAt = this.endedAt ?? Date.now();
     } else {
       answeredAt = Date.now();
       const bridge = new Bridge({ dialog: this.s.dialog, rtp: this.s.rtp }, leg, this.d.mediaTimeoutMs);
@@ -250,11 +264,12 @@ export class VoiceCall {
       // The agent's part is over: the media stays up, relayed; the recording ends and the conversation closes.
       await this.finish('handoff', { keepMedia: true });
       await this.ask({ type: 'CLOSE', at: Date.now() }, `${this.s.callSid}:close`).catch(() => {});
-      end = await bridge.ended;
+      const end: BridgeEnd = await bridge.ended;
+      endedAt = end.at;
       this.settle();
       this.d.log('info', 'bridged call ended', { call_sid: this.s.callSid, by: end.by });
     }
-    const seconds = (from: number) => Math.max(0, Math.round(end.at - from)) / 1000;
+    const seconds = (from: number) => Math.max(0, Math.round(endedAt - from)) / 1000;
     const bridge = { bridge_duration_seconds: answeredAt === null ? 0 : seconds(answeredAt), call_duration_seconds: seconds(this.connectedAt) };
     await bridgeEnded(this.d.client, this.s.conversationId, bridge, { eventId: `${this.s.callSid}:bridge-ended`, timeoutMs: this.d.askTimeoutMs }).catch((err) =>
       this.d.log('warn', 'could not tell the conversation that its bridged call ended', { call_sid: this.s.callSid, err: String(err) }),
@@ -275,8 +290,13 @@ export class VoiceCall {
 
   /** We hang up (agent ended, transfer done, failure); the conversation is closed if it is not already. */
   async hangUp(reason: CallEnd['reason']): Promise<void> {
-    // A bridged call outlives its agent's part: the gateway's shutdown hangs up both legs.
-    if (this.bridged) return this.bridged.end('shutdown');
+    // A bridged call outlives its agent's part: the gateway's shutdown hangs up both legs, and waits for the
+    // conversation to be told of the bridge's end.
+    if (this.bridged) {
+      await this.bridged.end('shutdown');
+      await this.transferring;
+      return;
+    }
     if (this.ended) return;
     const recorded = this.finish(reason);
     await Promise.all([this.s.dialog.bye().catch(() => {}), recorded]);
@@ -290,6 +310,7 @@ export class VoiceCall {
    */
   private finish(reason: CallEnd['reason'], o: { keepMedia?: boolean } = {}): Promise<void> {
     this.ended = true;
+    this.endedAt = Date.now();
     clearInterval(this.mediaWatch);
     this.turns.close();
     this.ringing?.cancel();

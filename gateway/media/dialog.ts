@@ -42,6 +42,8 @@ const userPart = (s: string) => s.replace(/[^A-Za-z0-9\-_.!~*'()&=+$,;?/]/g, (c)
  * and the path MTU is unknown (200 bytes under Ethernet's 1,500, for the headers a proxy may add).
  */
 const UDP_MAX_REQUEST = 1300;
+/** How long a large INVITE sent over TCP may get no answer at all before it goes over UDP (see `invite`). */
+const TCP_ANSWER_MS = 4000;
 /** How long a 200 OK is retransmitted while no ACK comes (64·T1, RFC 3261 13.3.1.4). */
 const ACK_WAIT_MS = 32_000;
 
@@ -459,10 +461,25 @@ export class SipEndpoint {
    */
   invite(o: InviteOptions): OutgoingInvite {
     if (o.target.transport !== 'udp' || this.requestSize(o) <= UDP_MAX_REQUEST) return this.inviteOver(o, o.target.transport);
-    let current = this.inviteOver(o, 'tcp');
+    // Over UDP after all only while nothing came back over TCP: a refused connection fails at once, one whose
+    // packets are dropped answers nothing for TCP_ANSWER_MS; once the far end has answered anything (100, 180) it
+    // has the INVITE, and sending it again would ring twice.
+    let heard = false;
     let cancelled = false;
+    let current = this.inviteOver(
+      Object.assign({}, o, {
+        onProgress: (status: number) => {
+          heard = true;
+          o.onProgress?.(status);
+        },
+      }),
+      'tcp',
+    );
+    const silent = setTimeout(() => heard || current.cancel(), TCP_ANSWER_MS);
+    silent.unref?.();
     const outcome = current.outcome.then((r) => {
-      if (r.ok || !r.local || cancelled) return r;
+      clearTimeout(silent);
+      if (r.ok || !r.local || heard || cancelled) return r;
       this.o.log?.('a large INVITE went over UDP: the far end took no TCP connection', { host: o.target.host, port: o.target.port, reason: r.reason });
       current = this.inviteOver(o, 'udp');
       return current.outcome;
@@ -476,10 +493,14 @@ export class SipEndpoint {
     };
   }
 
-  /** About how many bytes an INVITE of `o` is on the wire (its Via and digest answer are allowed for in the limit). */
+  /**
+   * About how many bytes an INVITE of `o` is on the wire, the largest it gets: its core headers and Via, and with
+   * `credentials` the Authorization header of the digest answer it may be sent again with.
+   */
   private requestSize(o: InviteOptions): number {
     const headers = Object.entries(o.headers ?? {}).reduce((n, [k, v]) => n + k.length + Buffer.byteLength(v) + 4, 0);
-    return 400 + o.to.length * 2 + o.from.length + headers + Buffer.byteLength(o.sdp);
+    const authorization = o.credentials ? 350 + o.credentials.user.length : 0;
+    return 450 + o.to.length * 2 + o.from.length + headers + authorization + Buffer.byteLength(o.sdp);
   }
 
   private inviteOver(o: InviteOptions, transport: SipTransport): OutgoingInvite {
@@ -528,6 +549,17 @@ export class SipEndpoint {
         uri: current.uri,
         headers: { to: current.headers.to, from: current.headers.from, 'call-id': callId, cseq: { method: 'CANCEL', seq }, via: [current.headers.via[0]], 'max-forwards': 70 },
       });
+      // A far end that never answers the INVITE after our CANCEL (no 487): given up after 64·T1 (RFC 3261 9.1).
+      setTimeout(() => settle({ ok: false, status: 408, reason: 'Request Timeout', local: true }), ACK_WAIT_MS).unref();
+    };
+    /** The dialog of our first 2xx: a retransmitted 2xx (our ACK was lost) gets the ACK again, not a new dialog. */
+    let answered: Dialog | null = null;
+    const ackOf = (dialog: Dialog): SipMessage => {
+      // The ACK of a 2xx is its own transaction-less request (RFC 3261 13.2.2.4).
+      const ack = dialog.request('ACK');
+      ack.headers.cseq = { method: 'ACK', seq };
+      ack.headers.via = [];
+      return ack;
     };
     const onResponse = (rs: SipMessage) => {
       const status = rs.status ?? 0;
@@ -538,6 +570,10 @@ export class SipEndpoint {
         return;
       }
       if (status < 300) {
+        if (answered) {
+          this.stack.send(ackOf(answered));
+          return;
+        }
         const dialog = new Dialog(this, {
           callId,
           localTag: fromAor.params.tag as string,
@@ -551,11 +587,8 @@ export class SipEndpoint {
           remoteSeq: 0,
         });
         dialog.acked = true;
-        // The ACK of a 2xx is its own transaction-less request (RFC 3261 13.2.2.4).
-        const ack = dialog.request('ACK');
-        ack.headers.cseq = { method: 'ACK', seq };
-        ack.headers.via = [];
-        this.stack.send(ack);
+        answered = dialog;
+        this.stack.send(ackOf(dialog));
         if (settled || cancelAsked) {
           // Answered while we were giving up: hang up at once.
           void dialog.bye();

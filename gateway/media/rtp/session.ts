@@ -45,7 +45,7 @@ export class RtpSession {
   private marker = true;
   private readonly jitter = new JitterBuffer();
   private readonly dtmf: DtmfReceiver;
-  private readonly send?: SrtpContext;
+  private send?: SrtpContext;
   private readonly receive?: SrtpContext;
   private stopPacing: () => void;
   private closed = false;
@@ -125,6 +125,9 @@ export class RtpSession {
    */
   relay(to: (rtp: Buffer) => void): void {
     this.relayTo = to;
+    // The other leg's packets are a stream of their own (its SSRC, its sequence numbers): SRTP keeps a rollover
+    // counter per stream (RFC 3711 3.3.1), and the far end starts the new one at 0, so ours starts afresh too.
+    if (this.o.srtp) this.send = new SrtpContext(this.o.srtp.local);
     this.stopPacing();
     this.stopPacing = () => {};
     this.stopPlayback();
