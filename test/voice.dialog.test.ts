@@ -6,6 +6,7 @@
  */
 import t from 'tap';
 import dgram from 'node:dgram';
+import net from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -144,6 +145,31 @@ t.test('outbound through a trunk with digest auth: 401 challenge, INVITE again w
   const done = await sipp;
   t.equal(done.code, 0, 'sipp found the Authorization header with the username, realm and nonce, and its BYE was answered', { out: done.out.slice(-3000) });
   t.ok(sink.got.voiced > 5, `the agent spoke to the far end (${sink.got.voiced} voiced packets)`);
+});
+
+t.test('a large INVITE to a UDP trunk whose TCP port takes the connection but answers nothing goes over UDP after 2 s', needsTools(), async (t) => {
+  const port = await quietPort();
+  const c = await project.api('POST', `/v1/agents/${project.agentId}/telephony/connectors`, { name: 'udp trunk', host: '127.0.0.2', port, transport: 'udp' });
+  const r0 = await admin(p)('POST', '/connectors', { account_id: project.accountId, project_id: project.agentId, kind: 'outbound', telephony_connector_id: c.body.id, from_number: '+14155550100' });
+  t.equal(r0.status, 201, r0.text);
+  const token = r0.body.token;
+  // A TCP listener on the trunk's port that reads nothing (as if the far end's TCP side were wedged): the INVITE
+  // goes in and nothing comes back; sipp answers on UDP.
+  const mute = net.createServer((s) => s.on('error', () => {}));
+  await new Promise<void>((r) => mute.listen(port, '127.0.0.2', () => r()));
+  t.teardown(() => mute.close());
+  const metadata = Object.fromEntries(Array.from({ length: 24 }, (_, i) => [`X-Pad-${i}`, 'p'.repeat(80)]));
+  const file = scenario('outbound-answer.xml', dir, { HEADER: 'X-Pad-23', VALUE: 'p'.repeat(80), AUDIO_IP: '127.0.0.2', AUDIO_PORT: await quietPort(), RING_MS: 200, HOLD_MS: 1500 });
+  const sipp = runSipp({ scenario: file, port, mediaPort: await quietPort(), transport: 'u1', dir, timeoutS: 30 });
+  await new Promise((r) => setTimeout(r, 300));
+  const r = await http(p.edge, 'POST', '/v1/outbound-calling', { body: { to_number: '+14155550123', encryption: 'UDP/RTP', metadata }, headers: { 'x-service-auth-token': token } });
+  t.equal(r.status, 200, r.text);
+  const last = await eventually(async () => {
+    const s = await http(p.edge, 'GET', `/v1/outbound-calling/${r.body.call_sid}/status`, { headers: { 'x-service-auth-token': token } });
+    return s.body.status === 'success' || s.body.status === 'failure' ? s.body : null;
+  });
+  t.equal(last.status, 'success', `answered over UDP (${last.reason ?? ''})`, { platform: platformOut() });
+  t.equal((await sipp).code, 0, 'sipp got the INVITE over UDP');
 });
 
 t.test('a caller gone without a BYE (no RTP for VOICE_MEDIA_TIMEOUT_MS): the platform hangs up, the conversation ends', needsTools(), async (t) => {

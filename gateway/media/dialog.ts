@@ -42,8 +42,11 @@ const userPart = (s: string) => s.replace(/[^A-Za-z0-9\-_.!~*'()&=+$,;?/]/g, (c)
  * and the path MTU is unknown (200 bytes under Ethernet's 1,500, for the headers a proxy may add).
  */
 const UDP_MAX_REQUEST = 1300;
-/** How long a large INVITE sent over TCP may get no answer at all before it goes over UDP (see `invite`). */
-const TCP_ANSWER_MS = 4000;
+/**
+ * How long a large INVITE sent over TCP may get no answer at all before it goes over UDP (see `invite`): a far
+ * end that has it answers 100 Trying within 200 ms (RFC 3261 17.2.1); the wait stays well inside a ring timeout.
+ */
+const TCP_ANSWER_MS = 2000;
 /** How long a 200 OK is retransmitted while no ACK comes (64·T1, RFC 3261 13.3.1.4). */
 const ACK_WAIT_MS = 32_000;
 
@@ -462,8 +465,8 @@ export class SipEndpoint {
   invite(o: InviteOptions): OutgoingInvite {
     if (o.target.transport !== 'udp' || this.requestSize(o) <= UDP_MAX_REQUEST) return this.inviteOver(o, o.target.transport);
     // Over UDP after all only while nothing came back over TCP: a refused connection fails at once, one whose
-    // packets are dropped answers nothing for TCP_ANSWER_MS; once the far end has answered anything (100, 180) it
-    // has the INVITE, and sending it again would ring twice.
+    // packets are dropped (or a TCP side that reads nothing) answers nothing for TCP_ANSWER_MS; once the far end
+    // has answered anything (100, 180) it has the INVITE, and sending it again would ring twice.
     let heard = false;
     let cancelled = false;
     let current = this.inviteOver(
