@@ -7,14 +7,6 @@ import type { TurnTakingOptions } from '../gateway/media/turn-taking.js';
 export const REGIONS = ['us-1', 'uk-1', 'euw-1'] as const;
 export type Region = (typeof REGIONS)[number];
 
-/**
- * How many levels of arrays and objects a JSON body (edge, Messaging HTTP steps) or socket frame may nest.
- * Deeper documents are refused before parsing (400, or an error event on the socket): real payloads
- * (integration attributes, metadata, real-time config variables) nest a few levels, and encoders further in
- * recurse, so a bound keeps hostile depth away from them. A constant, not a setting: stored data and
- * every process of a deployment must agree on it.
- */
-export const JSON_MAX_DEPTH = 64;
 
 const port = z.coerce.number().int().min(0).max(65535);
 

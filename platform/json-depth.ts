@@ -1,4 +1,12 @@
-import { JSON_MAX_DEPTH } from './config.js';
+/**
+ * How many levels of arrays and objects a JSON body (edge, Messaging HTTP steps), socket frame, or a project
+ * function's state or value may nest.
+ * Deeper documents are refused before parsing (400, or an error event on the socket): real payloads
+ * (integration attributes, metadata, real-time config variables) nest a few levels, and encoders further in
+ * recurse, so a bound keeps hostile depth away from them. A constant, not a setting: stored data and
+ * every process of a deployment must agree on it.
+ */
+export const JSON_MAX_DEPTH = 64;
 
 /**
  * Whether a JSON text nests arrays and objects deeper than `max` levels (`{}` and `[]` are one level).

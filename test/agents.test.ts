@@ -371,4 +371,13 @@ t.test('project functions: put, read, list, delete, parse check, merged with the
   t.same((await api('GET', `${base}/main/functions`)).body.functions.map((f: any) => f.name), ['lookup'], 'the merge added one and removed the other');
   t.equal((await api('GET', `${base}/main/functions/lookup`)).body.code, 'async (conv, args) => "found " + args.id');
   t.equal((await api('GET', `${base}/main/functions/start`)).status, 404);
+  // Names of Object.prototype's members are names like any other: absent, they are 404, not what the prototype lends.
+  for (const name of ['valueOf', 'toString', 'constructor', 'hasOwnProperty', '__defineGetter__']) {
+    t.equal((await api('GET', `${base}/main/functions/${name}`)).status, 404, `GET ${name}`);
+    t.equal((await api('DELETE', `${base}/main/functions/${name}`)).status, 404, `DELETE ${name}`);
+  }
+  t.equal((await api('PUT', `${base}/main/functions/toString`, { code: 'function toString(conv) { return "mine"; }' })).status, 200, 'a function named toString');
+  t.equal((await api('GET', `${base}/main/functions/toString`)).body.code, 'function toString(conv) { return "mine"; }');
+  t.ok((await api('GET', `${base}/main/functions`)).body.functions.some((f: any) => f.name === 'toString'), 'listed');
+  t.equal((await api('PUT', `${base}/main/functions/__proto__`, { code: 'x => x' })).status, 422, '__proto__ is no name a map of functions can hold');
 });

@@ -190,6 +190,19 @@ t.test('a throwing function is an error, with its effects so far, and the pool s
   expectOk(t, await sandbox.invoke(ping), 'pool still works');
 });
 
+t.test('state or a value nested past the platform\'s JSON depth is a function error; the state stays as it was', async (t) => {
+  const nest = (levels: number, what: string) => `let a = 1; for (let i = 0; i < ${levels}; i++) a = [a]; ${what}`;
+  const input = conv({ state: { kept: true } });
+  const deepState = expectFail(t, await sandbox.invoke(call('f', `function f(conv) { ${nest(1500, 'conv.state.deep = a;')} conv.say('x'); }`, { conv: input })), 'error', 'deep state');
+  t.match(deepState.error.message, /nests deeper than 64 levels/);
+  t.same(deepState.conv.state, { kept: true }, 'the state as it was');
+  t.same(deepState.conv.said, [], 'nothing said');
+  const deepValue = expectFail(t, await sandbox.invoke(call('f', `function f() { ${nest(200, 'return a;')} }`)), 'error', 'deep value');
+  t.match(deepValue.error.message, /nests deeper than 64 levels/);
+  const fine = expectOk(t, await sandbox.invoke(call('f', `function f(conv) { ${nest(60, 'conv.state.nested = a;')} }`, { conv: input })), 'state nested 60 levels');
+  t.equal(JSON.stringify(fine.conv.state).split('[').length - 1, 60);
+});
+
 t.test('timeouts: synchronous loops, async loops, pending promises', async (t) => {
   const cases: Array<[string, string]> = [
     ['infinite synchronous loop', 'function f() { while (true) {} }'],

@@ -7,7 +7,7 @@
 import t from 'tap';
 import { request } from 'node:http';
 import { SignJWT } from 'jose';
-import { JSON_MAX_DEPTH } from '../platform/config.js';
+import { JSON_MAX_DEPTH } from '../platform/json-depth.js';
 import { http } from './helpers/http.js';
 import { connect, handshakeStatus, is, T, type MessagingProject, messagingProject } from './helpers/messaging.js';
 import { platformFor, type Platform } from './helpers/platform.js';

@@ -91,6 +91,16 @@ const ATTACKER = String.raw`async function turn(conv, msg) {
       return 'stored';
     case 'state-size':
       return 'state ' + (conv.state.big === undefined ? 0 : conv.state.big.length);
+    case 'deep-state': {
+      // Nested past what msgpackr's recursive encoding of the snapshot survives: the conversation could commit
+      // no step again, every later turn a 503.
+      let a = 1;
+      for (let i = 0; i < 1500; i++) a = [a];
+      conv.state.deep = a;
+      return 'stored deep';
+    }
+    case 'state-depth':
+      return 'deep ' + (conv.state.deep === undefined ? 'absent' : 'kept');
     case 'said-setter':
       // A setter on Array.prototype for index 0 would be handed the sandbox's own list of what was said.
       Object.defineProperty(Array.prototype, '0', { set(v) { globalThis.grabbed = this; }, configurable: true });
@@ -112,6 +122,7 @@ const VICTIM = `function turn(conv, msg) {
 const ATTACKS = [
   'prepare-return', 'prepare-nested', 'prepare-throw', 'constructor', 'replace-globals', 'files', 'network', 'kill', 'array-buffer',
   'array-buffer-huge', 'spin', 'spin-async', 'recurse', 'huge-reply', 'huge-say', 'huge-state', 'state-size', 'said-setter',
+  'deep-state', 'state-depth',
 ];
 
 t.test('tenant functions cannot get out', async (t) => {
@@ -173,6 +184,8 @@ t.test('tenant functions cannot get out', async (t) => {
     if (attack === 'constructor') t.equal(hit.body.response, 'undefinedundefined', 'constructor chains stay inside QuickJS');
     if (attack === 'huge-reply' || attack === 'huge-say') t.ok(hit.text.length < 64 * 1024, `${attack}: an output past the limit is a function error (${hit.text.length} bytes answered)`);
     if (attack === 'state-size') t.equal(hit.body.response, 'state 0', 'a state past the limit was not kept');
+    if (attack === 'deep-state') t.not(hit.body.response, 'stored deep', 'a state nested past the JSON depth limit is a function error');
+    if (attack === 'state-depth') t.equal(hit.body.response, 'deep absent', 'the conversation goes on, without the deep state');
     if (attack === 'said-setter') t.equal(hit.body.response, 'grabbed undefined', "no setter of the tenant's is handed the sandbox's own list");
   }
   // Every read model kept up with the journal through the attacks (a projection thread that died on an entry

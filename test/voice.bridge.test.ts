@@ -7,13 +7,9 @@
  * a socket the test plays, the Conversations API for the record.
  */
 import t from 'tap';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { startPlatform, removeDir, type Platform } from './helpers/platform.js';
 import { chatProject, type ChatProject } from './helpers/chat.js';
 import { conversationsClient, conversationsKey } from './helpers/conversations.js';
-import { bindNumber, callerMedia, MEDIA_ENV, mediaPorts, quietPort, runSipp, scenario, voiceTools } from './helpers/voice.js';
+import { bindNumber, callerMedia, quietPort, runSipp, scenario, voiceSuite, voiceTools } from './helpers/voice.js';
 import { eventually } from './helpers/eventually.js';
 import { http } from './helpers/http.js';
 import { admin } from './helpers/tenants.js';
@@ -25,21 +21,7 @@ const CALLER_SSRC = 0x1234abcd;
 /** The destination answers with the caller's codec (the relay does not transcode). */
 const PCMU = { PT: 0, CODEC: 'PCMU' };
 
-let p: Platform;
-let sip: number;
-let dir: string;
-t.before(async () => {
-  if (!voiceTools()) return;
-  dir = mkdtempSync(join(tmpdir(), 'sb-bridge-'));
-  p = await startPlatform({ env: { ...MEDIA_ENV, VOICE_INTER_DIGIT_MS: '300', VOICE_NO_INPUT_MS: '60000', VOICE_TRANSFER_RING_TIMEOUT_MS: '4000' } });
-  sip = mediaPorts(p.stdout()).sip;
-});
-t.teardown(async () => {
-  if (!p) return;
-  await p.stop();
-  removeDir(p.dataDir);
-  if (!process.env.KEEP) rmSync(dir, { recursive: true, force: true });
-});
+const v = voiceSuite(t, 'sb-bridge-', { VOICE_INTER_DIGIT_MS: '300', VOICE_NO_INPUT_MS: '60000', VOICE_TRANSFER_RING_TIMEOUT_MS: '4000' });
 
 const BRIDGE_ENDED = `function bridge_ended(conv, bridge) {
   conv.state.bridge_runs = (conv.state.bridge_runs || 0) + 1;
@@ -48,7 +30,7 @@ const BRIDGE_ENDED = `function bridge_ended(conv, bridge) {
 
 /** A project whose calls hand off to `destination` when the caller keys a digit, on a trunk that bridges. */
 async function bridgingProject(name: string, number: string, destination: string, sippPort: number): Promise<ChatProject> {
-  const project = await chatProject(p, {
+  const project = await chatProject(v.p, {
     name,
     functions: {
       start: 'function start(conv) { conv.say("Press zero for the desk."); }',
@@ -62,7 +44,7 @@ async function bridgingProject(name: string, number: string, destination: string
 
 /** The project's one VOICE-SIP conversation, once its state records the bridge's end. */
 async function bridgedRecord(project: ChatProject): Promise<any> {
-  const read = conversationsClient(p, project, await conversationsKey(p, project));
+  const read = conversationsClient(v.p, project, await conversationsKey(v.p, project));
   return eventually(async () => {
     const c = ((await read({ channel: 'VOICE-SIP' })).body.conversations ?? [])[0];
     return c && c.in_progress === false && c.state?.bridge_ended ? c : null;
@@ -81,10 +63,10 @@ t.test('a bridged transfer: the destination is called and both hear each other; 
   const deskPort = await quietPort();
   const callerPort = await quietPort();
   const project = await bridgingProject('Bridge Co', number, `sip:desk@127.0.0.2:${deskPort}`, callerPort);
-  const desk = runSipp({ scenario: scenario('bridge-destination.xml', dir, PCMU), port: deskPort, mediaPort: await quietPort(), dir, extra: ['-rtp_echo'] });
+  const desk = runSipp({ scenario: scenario('bridge-destination.xml', v.dir, PCMU), port: deskPort, mediaPort: await quietPort(), dir: v.dir, extra: ['-rtp_echo'] });
   const { media, echoed } = await caller();
   t.teardown(() => media.close());
-  const call = runSipp({ scenario: scenario('inbound-hold.xml', dir, { NUMBER: number, AUDIO_IP: '127.0.0.2', AUDIO_PORT: media.port, HOLD_MS: 16000 }), target: `127.0.0.1:${sip}`, port: callerPort, mediaPort: await quietPort(), dir });
+  const call = runSipp({ scenario: scenario('inbound-hold.xml', v.dir, { NUMBER: number, AUDIO_IP: '127.0.0.2', AUDIO_PORT: media.port, HOLD_MS: 16000 }), target: `127.0.0.1:${v.sip}`, port: callerPort, mediaPort: await quietPort(), dir: v.dir });
   await media.connected();
   // The greeting heard, the caller keys 0; then its own stream comes back from the destination's echo.
   await media.until(() => media.heard.voiced >= 10);
@@ -106,20 +88,31 @@ t.test('a bridged transfer: the destination is called and both hear each other; 
   t.equal(c.state.bridge_seen, `${b.bridge_duration_seconds}/${b.call_duration_seconds}`, 'with the durations it recorded');
 });
 
-t.test('a bridged transfer whose destination hangs up: the caller gets the BYE', needsTools(), async (t) => {
-  const number = '+442079460302';
+/**
+ * A call to a bridging project that keys 0 once it hears the greeting and stays on the line until the platform
+ * hangs up; the destination is sipp running `desk` (a scenario and its values) with `-rtp_echo`.
+ */
+async function callUntilHungUp(name: string, number: string, desk: { file: string; vars: Record<string, string | number> }) {
   const deskPort = await quietPort();
   const callerPort = await quietPort();
-  const project = await bridgingProject('Bridge Hangup Co', number, `sip:desk@127.0.0.2:${deskPort}`, callerPort);
-  const desk = runSipp({ scenario: scenario('bridge-destination-hangs-up.xml', dir, { ...PCMU, HOLD_MS: 3000 }), port: deskPort, mediaPort: await quietPort(), dir, extra: ['-rtp_echo'] });
+  const project = await bridgingProject(name, number, `sip:desk@127.0.0.2:${deskPort}`, callerPort);
+  const deskRun = runSipp({ scenario: scenario(desk.file, v.dir, desk.vars), port: deskPort, mediaPort: await quietPort(), dir: v.dir, extra: ['-rtp_echo'] });
   const { media, echoed } = await caller();
-  t.teardown(() => media.close());
-  const call = runSipp({ scenario: scenario('inbound-bridge-wait.xml', dir, { NUMBER: number, AUDIO_IP: '127.0.0.2', AUDIO_PORT: media.port }), target: `127.0.0.1:${sip}`, port: callerPort, mediaPort: await quietPort(), dir });
-  await media.connected();
-  await media.until(() => media.heard.voiced >= 10);
-  media.key('0');
-  const [run, deskRun] = await Promise.all([call, desk]);
-  t.equal(deskRun.code, 0, 'the destination answered and hung up', { out: deskRun.out.slice(-3000) });
+  const call = runSipp({ scenario: scenario('inbound-bridge-wait.xml', v.dir, { NUMBER: number, AUDIO_IP: '127.0.0.2', AUDIO_PORT: media.port }), target: `127.0.0.1:${v.sip}`, port: callerPort, mediaPort: await quietPort(), dir: v.dir });
+  try {
+    await media.connected();
+    await media.until(() => media.heard.voiced >= 10);
+    media.key('0');
+    const [run, destination] = await Promise.all([call, deskRun]);
+    return { project, run, destination, echoed };
+  } finally {
+    media.close();
+  }
+}
+
+t.test('a bridged transfer whose destination hangs up: the caller gets the BYE', needsTools(), async (t) => {
+  const { project, run, destination, echoed } = await callUntilHungUp('Bridge Hangup Co', '+442079460302', { file: 'bridge-destination-hangs-up.xml', vars: { ...PCMU, HOLD_MS: 3000 } });
+  t.equal(destination.code, 0, 'the destination answered and hung up', { out: destination.out.slice(-3000) });
   t.equal(run.code, 0, 'the caller got the BYE', { out: run.out.slice(-3000) });
   t.ok(echoed.packets > 0, 'the legs were bridged meanwhile');
   const b = (await bridgedRecord(project)).state.bridge_ended;
@@ -127,19 +120,8 @@ t.test('a bridged transfer whose destination hangs up: the caller gets the BYE',
 });
 
 t.test('a bridged transfer the destination refuses: the caller gets the BYE, bridge_ended runs with a bridge of 0 s', needsTools(), async (t) => {
-  const number = '+442079460303';
-  const deskPort = await quietPort();
-  const callerPort = await quietPort();
-  const project = await bridgingProject('Bridge Busy Co', number, `sip:desk@127.0.0.2:${deskPort}`, callerPort);
-  const desk = runSipp({ scenario: scenario('outbound-reject.xml', dir, { STATUS: 486, REASON: 'Busy Here' }), port: deskPort, mediaPort: await quietPort(), dir });
-  const { media, echoed } = await caller();
-  t.teardown(() => media.close());
-  const call = runSipp({ scenario: scenario('inbound-bridge-wait.xml', dir, { NUMBER: number, AUDIO_IP: '127.0.0.2', AUDIO_PORT: media.port }), target: `127.0.0.1:${sip}`, port: callerPort, mediaPort: await quietPort(), dir });
-  await media.connected();
-  await media.until(() => media.heard.voiced >= 10);
-  media.key('0');
-  const [run, deskRun] = await Promise.all([call, desk]);
-  t.equal(deskRun.code, 0, 'the destination was called and refused', { out: deskRun.out.slice(-3000) });
+  const { project, run, destination, echoed } = await callUntilHungUp('Bridge Busy Co', '+442079460303', { file: 'outbound-reject.xml', vars: { STATUS: 486, REASON: 'Busy Here' } });
+  t.equal(destination.code, 0, 'the destination was called and refused', { out: destination.out.slice(-3000) });
   t.equal(run.code, 0, 'the caller got the BYE', { out: run.out.slice(-3000) });
   t.equal(echoed.packets, 0, 'nothing was bridged');
   const c = await bridgedRecord(project);
@@ -153,7 +135,7 @@ t.test('an outbound call through a bridging trunk: the start function hands off,
   const deskPort = await quietPort();
   const calleePort = await quietPort();
   const destination = `sip:desk@127.0.0.2:${deskPort}`;
-  const project = await chatProject(p, {
+  const project = await chatProject(v.p, {
     name: 'Bridge Dialler',
     functions: {
       start: `function start(conv) { conv.say("Connecting you."); conv.handoff(${JSON.stringify(destination)}, 'outbound_bridge'); }`,
@@ -162,19 +144,19 @@ t.test('an outbound call through a bridging trunk: the start function hands off,
   });
   const trunk = await project.api('POST', `/v1/agents/${project.agentId}/telephony/connectors`, { name: 'bridging trunk', host: '127.0.0.2', port: calleePort, transport: 'udp', transfer: 'bridge' });
   t.equal(trunk.status, 201, trunk.text);
-  const connector = await admin(p)('POST', '/connectors', { account_id: project.accountId, project_id: project.agentId, kind: 'outbound', telephony_connector_id: trunk.body.id, from_number: '+14155550100' });
+  const connector = await admin(v.p)('POST', '/connectors', { account_id: project.accountId, project_id: project.agentId, kind: 'outbound', telephony_connector_id: trunk.body.id, from_number: '+14155550100' });
   t.equal(connector.status, 201, connector.text);
   // The called party answers in A-law: the destination is offered A-law only, and answers so.
-  const desk = runSipp({ scenario: scenario('bridge-destination.xml', dir, { PT: 8, CODEC: 'PCMA' }), port: deskPort, mediaPort: await quietPort(), dir, extra: ['-rtp_echo'] });
-  const callee = runSipp({ scenario: scenario('outbound-answer.xml', dir, { HEADER: 'X-Order', VALUE: 'B-1', AUDIO_IP: '127.0.0.2', AUDIO_PORT: await quietPort(), RING_MS: 200, HOLD_MS: 10000 }), port: calleePort, mediaPort: await quietPort(), dir });
+  const desk = runSipp({ scenario: scenario('bridge-destination.xml', v.dir, { PT: 8, CODEC: 'PCMA' }), port: deskPort, mediaPort: await quietPort(), dir: v.dir, extra: ['-rtp_echo'] });
+  const callee = runSipp({ scenario: scenario('outbound-answer.xml', v.dir, { HEADER: 'X-Order', VALUE: 'B-1', AUDIO_IP: '127.0.0.2', AUDIO_PORT: await quietPort(), RING_MS: 200, HOLD_MS: 10000 }), port: calleePort, mediaPort: await quietPort(), dir: v.dir });
   await new Promise((r) => setTimeout(r, 300));
-  const r = await http(p.edge, 'POST', '/v1/outbound-calling', { body: { to_number: '+14155550123', encryption: 'UDP/RTP', metadata: { 'X-Order': 'B-1' } }, headers: { 'x-service-auth-token': connector.body.token } });
+  const r = await http(v.p.edge, 'POST', '/v1/outbound-calling', { body: { to_number: '+14155550123', encryption: 'UDP/RTP', metadata: { 'X-Order': 'B-1' } }, headers: { 'x-service-auth-token': connector.body.token } });
   t.equal(r.status, 200, r.text);
   let deskDone = false;
   void desk.then(() => (deskDone = true));
   // The call is answered, and its status says so, while the bridge is still up: the dial does not wait for the transfer.
   const status = await eventually(async () => {
-    const b = (await http(p.edge, 'GET', `/v1/outbound-calling/${r.body.call_sid}/status`, { headers: { 'x-service-auth-token': connector.body.token } })).body;
+    const b = (await http(v.p.edge, 'GET', `/v1/outbound-calling/${r.body.call_sid}/status`, { headers: { 'x-service-auth-token': connector.body.token } })).body;
     return b.status === 'success' || b.status === 'failure' ? b : null;
   });
   t.equal(status.status, 'success', `answered (${status.reason})`);

@@ -1,13 +1,10 @@
 import t from 'tap';
 import dgram from 'node:dgram';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import alawmulaw from 'alawmulaw';
-import { startPlatform, removeDir, type Platform } from './helpers/platform.js';
 import { chatProject, type ChatProject } from './helpers/chat.js';
 import { conversationsClient, conversationsKey } from './helpers/conversations.js';
-import { bindNumber, callerMedia, MEDIA_ENV, mediaPorts, rtpPcap, runSipp, scenario, SIPP_PCAPS, speak, voiceTools, quietPort } from './helpers/voice.js';
+import { bindNumber, callerMedia, quietPort, rtpPcap, runSipp, scenario, SIPP_PCAPS, speak, voiceSuite, voiceTools } from './helpers/voice.js';
 import { eventually } from './helpers/eventually.js';
 
 // Without sipp, espeak-ng or pocketsphinx these skip locally; with CI=true voiceTools() throws instead.
@@ -47,25 +44,11 @@ async function audioSink() {
   return { port: socket.address().port, got, close: () => socket.close() };
 }
 
-let p: Platform;
-let sip: number;
-let dir: string;
-t.before(async () => {
-  if (!voiceTools()) return;
-  dir = mkdtempSync(join(tmpdir(), 'sb-voice-'));
-  p = await startPlatform({ env: { ...MEDIA_ENV, VOICE_NO_INPUT_MS: '3000', VOICE_END_SILENCE_MS: '600' } });
-  sip = mediaPorts(p.stdout()).sip;
-});
-t.teardown(async () => {
-  if (!p) return;
-  await p.stop();
-  removeDir(p.dataDir);
-  if (!process.env.KEEP) rmSync(dir, { recursive: true, force: true });
-});
+const v = voiceSuite(t, 'sb-voice-', { VOICE_NO_INPUT_MS: '3000', VOICE_END_SILENCE_MS: '600' });
 
 /** The ended VOICE-SIP conversations of a project, once there are `n`. */
 async function endedCalls(project: ChatProject, n = 1): Promise<any[]> {
-  const read = conversationsClient(p, project, await conversationsKey(p, project));
+  const read = conversationsClient(v.p, project, await conversationsKey(v.p, project));
   return eventually(async () => {
     const done = ((await read({ channel: 'VOICE-SIP' })).body.conversations ?? []).filter((c: any) => c.in_progress === false);
     return done.length >= n ? done : null;
@@ -73,7 +56,7 @@ async function endedCalls(project: ChatProject, n = 1): Promise<any[]> {
 }
 
 t.test('an inbound call: spoken question and DTMF become turns of a VOICE-SIP conversation, the answers are spoken', needsTools(), async (t) => {
-  const project = await chatProject(p, {
+  const project = await chatProject(v.p, {
     name: 'Voice Co',
     topics: [['Opening hours', 'We are open from 9am to 5pm, Monday to Friday.'], ['Parking', 'Free parking is available behind the building.']],
     functions: { start: 'function start(conv) { conv.say("Hello, you are through to Acme. " + conv.sip_headers.get("x-customer-tier") + " line."); }' },
@@ -83,9 +66,9 @@ t.test('an inbound call: spoken question and DTMF become turns of a VOICE-SIP co
 
   const sink = await audioSink();
   t.teardown(() => sink.close());
-  const question = join(dir, 'question.pcap');
-  rtpPcap(speak('what are your opening hours', dir), question);
-  const file = scenario('inbound-call.xml', dir, {
+  const question = join(v.dir, 'question.pcap');
+  rtpPcap(speak('what are your opening hours', v.dir), question);
+  const file = scenario('inbound-call.xml', v.dir, {
     NUMBER,
     AUDIO_IP: '127.0.0.2',
     AUDIO_PORT: sink.port,
@@ -96,7 +79,7 @@ t.test('an inbound call: spoken question and DTMF become turns of a VOICE-SIP co
     DIGIT_2: join(SIPP_PCAPS, 'dtmf_2833_2.pcap'),
     END_MS: 5000,
   });
-  const run = await runSipp({ scenario: file, target: `127.0.0.1:${sip}`, port: sippPort, mediaPort: await quietPort(), dir });
+  const run = await runSipp({ scenario: file, target: `127.0.0.1:${v.sip}`, port: sippPort, mediaPort: await quietPort(), dir: v.dir });
   t.equal(run.code, 0, 'sipp completed the call', { out: run.out.slice(-3000) });
 
   t.ok(sink.got.packets > 50, `the agent's speech reached the caller as RTP (${sink.got.packets} packets)`);
@@ -130,7 +113,7 @@ t.test('an inbound call: spoken question and DTMF become turns of a VOICE-SIP co
 
 t.test('barge-in: the caller speaks over the greeting, the greeting stops; then silence turns', needsTools(), async (t) => {
   const number = '+442079460124';
-  const project = await chatProject(p, { name: 'Barge Co', functions: { start: `function start(conv) { conv.say(${JSON.stringify(GREETING)}); }` } });
+  const project = await chatProject(v.p, { name: 'Barge Co', functions: { start: `function start(conv) { conv.say(${JSON.stringify(GREETING)}); }` } });
   const sippPort = await quietPort();
   await bindNumber(project.api, project.agentId, number, { host: '127.0.0.2', port: sippPort });
   const { got, packet } = agentCounter();
@@ -138,13 +121,13 @@ t.test('barge-in: the caller speaks over the greeting, the greeting stops; then 
   t.teardown(() => caller.close());
   // Long enough for the no-input timeout (VOICE_NO_INPUT_MS of this platform) after the answer, also when the
   // answer comes seconds late on a loaded machine (15.5 s left no silence turn once, beside the full suite).
-  const file = scenario('inbound-hold.xml', dir, { NUMBER: number, AUDIO_IP: '127.0.0.2', AUDIO_PORT: caller.port, HOLD_MS: 24000 });
-  const run = runSipp({ scenario: file, target: `127.0.0.1:${sip}`, port: sippPort, mediaPort: await quietPort(), dir });
+  const file = scenario('inbound-hold.xml', v.dir, { NUMBER: number, AUDIO_IP: '127.0.0.2', AUDIO_PORT: caller.port, HOLD_MS: 24000 });
+  const run = runSipp({ scenario: file, target: `127.0.0.1:${v.sip}`, port: sippPort, mediaPort: await quietPort(), dir: v.dir });
   await caller.connected();
   // The caller asks its question once it hears the greeting (200 ms of its sound), whenever the greeting comes:
   // a caller on a fixed schedule would be talking over nothing if the greeting was late.
   await caller.until(() => caller.heard.voiced >= 10);
-  caller.say(speak('what are your opening hours', dir));
+  caller.say(speak('what are your opening hours', v.dir));
   const done = await run;
   caller.close();
   t.equal(done.code, 0, 'sipp completed the call', { out: done.out.slice(-3000) });
@@ -153,7 +136,7 @@ t.test('barge-in: the caller speaks over the greeting, the greeting stops; then 
   t.ok(spoken, 'a spoken turn');
   t.equal(spoken.barge_in, true, 'marked barge_in: the caller spoke while the agent was speaking');
   // The whole greeting, as the platform's voice speaks it, is many more 20 ms frames than were sent before the caller cut in.
-  const greetingFrames = Math.ceil(speak(GREETING, dir, { voice: 'en-us', rate: 150 }).length / 160);
+  const greetingFrames = Math.ceil(speak(GREETING, v.dir, { voice: 'en-us', rate: 150 }).length / 160);
   t.ok(got.firstRun < greetingFrames * 0.8, `the greeting stopped (${got.firstRun} of its ${greetingFrames} frames sent)`);
   t.same(c.turns.filter((x: any) => x.is_silence).length > 0, true, 'the quiet caller gave silence turns');
   t.equal(c.num_silences, c.turns.filter((x: any) => x.is_silence).length, 'num_silences counts them');
@@ -163,7 +146,7 @@ t.test('handoff on a call: a REFER to the destination, then BYE; the record has 
   const number = '+442079460125';
   const sippPort = await quietPort();
   const destination = 'sip:desk@127.0.0.2:5999';
-  const project = await chatProject(p, {
+  const project = await chatProject(v.p, {
     name: 'Handoff Co',
     functions: {
       start: 'function start(conv) { conv.say("Press zero for the front desk."); }',
@@ -173,8 +156,8 @@ t.test('handoff on a call: a REFER to the destination, then BYE; the record has 
   await bindNumber(project.api, project.agentId, number, { host: '127.0.0.2', port: sippPort });
   const sink = await audioSink();
   t.teardown(() => sink.close());
-  const file = scenario('inbound-handoff.xml', dir, { NUMBER: number, AUDIO_IP: '127.0.0.2', AUDIO_PORT: sink.port, GREETING_MS: 2500, DIGIT: join(SIPP_PCAPS, 'dtmf_2833_0.pcap'), DESTINATION: destination });
-  const run = await runSipp({ scenario: file, target: `127.0.0.1:${sip}`, port: sippPort, mediaPort: await quietPort(), dir, extra: process.env.KEEP ? ['-trace_msg', '-trace_err'] : [] });
+  const file = scenario('inbound-handoff.xml', v.dir, { NUMBER: number, AUDIO_IP: '127.0.0.2', AUDIO_PORT: sink.port, GREETING_MS: 2500, DIGIT: join(SIPP_PCAPS, 'dtmf_2833_0.pcap'), DESTINATION: destination });
+  const run = await runSipp({ scenario: file, target: `127.0.0.1:${v.sip}`, port: sippPort, mediaPort: await quietPort(), dir: v.dir, extra: process.env.KEEP ? ['-trace_msg', '-trace_err'] : [] });
   t.equal(run.code, 0, 'sipp got the REFER to the destination and then the BYE', { out: run.out.slice(-3000) });
   const [c] = await endedCalls(project);
   t.equal(c.handoff, true);
@@ -185,11 +168,11 @@ t.test('handoff on a call: a REFER to the destination, then BYE; the record has 
 
 t.test('SIP over TCP: a call from sipp with -t t1 runs the same way', needsTools(), async (t) => {
   const number = '+442079460128';
-  const project = await chatProject(p, { name: 'Tcp Co', functions: { start: 'function start(conv) { conv.say("Key a digit."); }', turn: 'function turn(conv, message) { return "You pressed " + message + "."; }' } });
+  const project = await chatProject(v.p, { name: 'Tcp Co', functions: { start: 'function start(conv) { conv.say("Key a digit."); }', turn: 'function turn(conv, message) { return "You pressed " + message + "."; }' } });
   const sippPort = await quietPort();
   await bindNumber(project.api, project.agentId, number, { host: '127.0.0.2', port: sippPort, transport: 'tcp' });
-  const file = scenario('inbound-digits.xml', dir, { NUMBER: number, AUDIO_IP: '127.0.0.2', AUDIO_PORT: await quietPort(), GREETING_MS: 1500, DIGIT_1: join(SIPP_PCAPS, 'dtmf_2833_7.pcap'), PAUSE_MS: 2500, DIGIT_2: join(SIPP_PCAPS, 'dtmf_2833_pound.pcap'), END_MS: 2500 });
-  const run = await runSipp({ scenario: file, target: `127.0.0.1:${sip}`, port: sippPort, mediaPort: await quietPort(), transport: 't1', dir });
+  const file = scenario('inbound-digits.xml', v.dir, { NUMBER: number, AUDIO_IP: '127.0.0.2', AUDIO_PORT: await quietPort(), GREETING_MS: 1500, DIGIT_1: join(SIPP_PCAPS, 'dtmf_2833_7.pcap'), PAUSE_MS: 2500, DIGIT_2: join(SIPP_PCAPS, 'dtmf_2833_pound.pcap'), END_MS: 2500 });
+  const run = await runSipp({ scenario: file, target: `127.0.0.1:${v.sip}`, port: sippPort, mediaPort: await quietPort(), transport: 't1', dir: v.dir });
   t.equal(run.code, 0, 'the call completed over TCP', { out: run.out.slice(-3000) });
   const [c] = await endedCalls(project);
   t.same(c.turns.filter((x: any) => x.user_input_dtmf).map((x: any) => x.user_input_dtmf), ['7', '#'], 'each key a turn (a # with nothing before it is a key of its own)');

@@ -124,7 +124,7 @@ export function conversationEffects(deps: ConversationDeps) {
   type Runnable = { sources: Record<string, string>; projectId: string; accountId: string };
 
   const hook = async ({ sources: functions, projectId: project, accountId: account }: Runnable, name: string, input: ConvInput, args: unknown[], w: Working): Promise<{ said: string[]; value: unknown } | null> => {
-    if (!functions[name]) return null;
+    if (!Object.hasOwn(functions, name)) return null;
     const r = await invoke({ functions, name, conv: input, args, timeoutMs: deps.functionTimeoutMs, project, account });
     if (!r.ok) {
       w.functionErrors++;

@@ -14,6 +14,7 @@ import { chooseIsolation, type IsolationLayer, type IsolationReport } from './is
 import { SandboxProcess, type CallReply } from './process.js';
 import type { CallMessage } from './protocol.js';
 import type { ConvOutput, FunctionErrorKind, FunctionSandbox, InvokeRequest, InvokeResult } from './types.js';
+import { jsonTooDeep, tooDeepMessage } from '../../platform/json-depth.js';
 
 /** The largest QuickJS stack limit at which every recursion QuickJS checks ends in its own error, not on the host stack (tested; see `hostStackKb`). */
 export const MAX_STACK_KB = 320;
@@ -141,6 +142,13 @@ export function createFunctionSandbox(options: FunctionSandboxOptions = {}): Fun
 
   function finish(job: Job, reply: CallReply | { ok: false; error: Failure; conv?: string }): void {
     const durationMs = performance.now() - job.queuedAt;
+    // Too deep for what the platform does next with it (msgpackr's snapshot and journal encoding recurses, and a
+    // state nested some thousand levels overflows its stack: a conversation that can commit no step again). The
+    // text is measured before anything is parsed: a function error, the state as it was.
+    if ((reply.conv !== undefined && jsonTooDeep(reply.conv)) || (reply.ok && reply.value !== undefined && jsonTooDeep(reply.value))) {
+      job.resolve({ ok: false, error: { kind: 'error', message: `the function's state or value: ${tooDeepMessage()}` }, conv: unchanged(job.inputState), durationMs });
+      return;
+    }
     if (reply.ok) {
       let value: unknown;
       try {

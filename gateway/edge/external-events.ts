@@ -16,9 +16,8 @@ import {
   type ExternalEventRecord,
 } from '../../actors/conversation/mod.js';
 import type { ConversationEvent } from '../../machines/conversation.js';
-import { JSON_MAX_DEPTH } from '../../platform/config.js';
 import { EXTERNAL_EVENTS, PlatformError } from '../../platform/errors.js';
-import { jsonTooDeep } from '../../platform/json-depth.js';
+import { JSON_MAX_DEPTH, jsonTooDeep } from '../../platform/json-depth.js';
 import type { Services } from '../../platform/services.js';
 import type { ApiKey } from '../../tenancy/keys.js';
 import { credentialsFirst, header, resolvePathProject } from './auth.js';

@@ -1,10 +1,11 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import dgram from 'node:dgram';
 import net from 'node:net';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import alawmulaw from 'alawmulaw';
-import { DIST } from './platform.js';
+import { DIST, removeDir, startPlatform, type Platform } from './platform.js';
 import { toolAvailable } from './tools.js';
 
 /** Scenario templates of sipp (test/fixtures/sipp/*.xml, read from the source tree next to dist/). */
@@ -377,4 +378,52 @@ export async function quietPort(range = SIPP_PORTS): Promise<number> {
     const port = range.from + 2 * Math.floor((Math.random() * (range.to - range.from)) / 2);
     if ((await bindable(port)) && (await bindable(port + 1)) && (await bindable(port + 2))) return port;
   }
+}
+
+/** A platform with the media role on free ports, its SIP port, and a scratch directory for scenarios and audio. */
+export interface VoicePlatform {
+  p: Platform;
+  sip: number;
+  dir: string;
+  /** Stops the platform and removes its data and the scratch directory (kept with KEEP=1). */
+  stop(): Promise<void>;
+}
+
+/** Starts a `VoicePlatform` with `MEDIA_ENV` and `env`; `prefix` names its scratch directory. */
+export async function voicePlatform(prefix: string, env: Record<string, string> = {}): Promise<VoicePlatform> {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const p = await startPlatform({ env: Object.assign({}, MEDIA_ENV, env) });
+  return {
+    p,
+    sip: mediaPorts(p.stdout()).sip,
+    dir,
+    async stop() {
+      await p.stop();
+      removeDir(p.dataDir);
+      if (!process.env.KEEP) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * A `VoicePlatform` for a whole test file: started before its tests (when the voice tools are there) and stopped
+ * after them; its fields read the running one.
+ */
+export function voiceSuite(tap: { before(f: () => Promise<void>): void; teardown(f: () => Promise<void> | void): void }, prefix: string, env: Record<string, string> = {}): Omit<VoicePlatform, 'stop'> {
+  let voice: VoicePlatform | undefined;
+  tap.before(async () => {
+    if (voiceTools()) voice = await voicePlatform(prefix, env);
+  });
+  tap.teardown(() => voice?.stop());
+  return {
+    get p() {
+      return voice!.p;
+    },
+    get sip() {
+      return voice!.sip;
+    },
+    get dir() {
+      return voice!.dir;
+    },
+  };
 }

@@ -5,7 +5,14 @@ import { BranchRef, fieldErrorResponses, PathId } from '../schemas.js';
 import { callerOf, type RouteGroup } from './context.js';
 import { byName } from './views.js';
 
-const FunctionParams = z.object({ agentId: PathId, branch: BranchRef, name: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, 'malformed function name') });
+/**
+ * A function's name: an identifier. `__proto__` is not one a map of functions can hold (assigning it replaces the
+ * map's prototype); names of other `Object.prototype` members are ordinary names, looked up as own properties.
+ */
+const FunctionName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, 'malformed function name').refine((n) => n !== '__proto__', 'malformed function name');
+const FunctionParams = z.object({ agentId: PathId, branch: BranchRef, name: FunctionName });
+/** The function of that name in a map of functions, never one its prototype lends it. */
+const own = <T>(map: Record<string, T> | undefined, name: string): T | undefined => (map && Object.hasOwn(map, name) ? map[name] : undefined);
 const FunctionView = z.object({ name: z.string(), code: z.string() });
 
 /**
@@ -59,7 +66,7 @@ export const functionRoutes: RouteGroup = (app, { builder }) => {
     schema: { tags: ['agents'], summary: 'Read a project function', params: FunctionParams, response: { 200: FunctionView, ...fieldErrorResponses } },
   }, async (req) => {
     const agent = await agents.access(callerOf(req), req.params.agentId);
-    const fn = (await branches.get(agent, req.params.branch)).content.functions?.[req.params.name];
+    const fn = own((await branches.get(agent, req.params.branch)).content.functions, req.params.name);
     if (!fn) throw AGENTS.FUNCTION_NOT_FOUND();
     return fn;
   });
@@ -69,7 +76,7 @@ export const functionRoutes: RouteGroup = (app, { builder }) => {
   }, async (req, reply) => {
     const agent = await agents.access(callerOf(req), req.params.agentId);
     await branches.edit(agent, req.params.branch, (c) => {
-      if (!c.functions[req.params.name]) throw AGENTS.FUNCTION_NOT_FOUND();
+      if (!own(c.functions, req.params.name)) throw AGENTS.FUNCTION_NOT_FOUND();
       delete c.functions[req.params.name];
     });
     return reply.code(204).send(null);
