@@ -220,6 +220,38 @@ t.test('timeouts: synchronous loops, async loops, pending promises', async (t) =
   }
 });
 
+t.test('the time limit is CPU time: a call slowed down by another tenant\'s loops in the processes beside it still finishes', async (t) => {
+  // More sandbox processes than cores, all but one spinning: the one left gets a fraction of a core. Its limit is
+  // its own CPU time, so it finishes; a wall-clock limit would fail it for the others' work.
+  const pool = createFunctionSandbox({ processes: 8, timeoutMs: 1000 });
+  t.teardown(() => pool.close());
+  const work = (n: number) => `function f() { let x = 0; for (let i = 0; i < ${n}; i++) x += Math.sqrt(i); return 'done ' + (x > 0); }`;
+  // The loop sized to take 60 % of the limit alone (measured here, on an idle pool): slowed down much, it runs past
+  // the limit in wall-clock time, not in CPU time.
+  await pool.start();
+  expectOk(t, await pool.invoke(call('f', work(1e5))), 'warm');
+  const probe = expectOk(t, await pool.invoke(call('f', work(2e6))), 'probe');
+  const n = Math.max(1e5, Math.round((2e6 * 600) / Math.max(1, probe.durationMs)));
+  // Seven calls spin, each replaced by another as soon as it is stopped, until the measured call is done.
+  let spin = true;
+  const stopped: string[] = [];
+  const spinner = async (): Promise<void> => {
+    while (spin) {
+      const r = await pool.invoke(call('f', 'function f() { for (;;) {} }', { project: 'mallory', account: 'mallory' }));
+      stopped.push(r.ok ? 'ok' : r.error.kind);
+    }
+  };
+  const spinners = Array.from({ length: 7 }, spinner);
+  // Until the pool's processes have all started and every spinner holds one.
+  await new Promise((r) => setTimeout(r, 2500));
+  const victim = expectOk(t, await pool.invoke(call('f', work(n), { project: 'victim', account: 'victim' })), 'the slowed call finished within its CPU time');
+  spin = false;
+  t.equal(victim.value, 'done true');
+  t.comment(`alone ${Math.round((probe.durationMs * n) / 2e6)} ms, beside the spinning calls ${Math.round(victim.durationMs)} ms`);
+  await Promise.all(spinners);
+  t.ok(stopped.length >= 7 && stopped.every((k) => k === 'timeout'), `each spinning call was stopped at its own limit (${stopped.join(', ')})`);
+});
+
 t.test('a memory bomb kills only its worker', async (t) => {
   const small = createFunctionSandbox({ processes: 1, memoryMb: 16, timeoutMs: 20000 });
   t.teardown(() => small.close());

@@ -5,8 +5,8 @@
  * process frees up, the next call comes from the account with the fewest calls running, and within it from the
  * project with the fewest calls running, the least recently served first among equals at each level. Every call
  * is bounded by its time limit, so an account whose functions spin, in however many projects it creates, holds at
- * most `quota` processes, each for at most one call's limit: another account's call waits no longer than that
- * for its turn.
+ * most `quota` processes, each for at most one call's limit (its wall-clock bound, `budget.ts`): another account's
+ * call waits no longer than that for its turn.
  */
 export class FairQueue<T> {
   private readonly queues = new Map<string, T[]>();

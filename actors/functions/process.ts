@@ -1,14 +1,15 @@
 /**
  * The platform's side of one sandbox process: starts it (`isolation.ts`), sends it one call at a time, and kills
- * it when a call overruns its wall-clock budget (QuickJS's own interrupt normally ends the call first; this is
- * the backstop for anything the interrupt cannot reach).
+ * it when a call overruns its wall-clock limit (`budget.ts`; QuickJS's own interrupt normally ends the call first,
+ * and this is the backstop for anything the interrupt cannot reach).
  */
 import type { ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { WALL_FACTOR } from './budget.js';
 import { launch, type IsolationLayer } from './isolation.js';
 import type { CallMessage, ChildMessage } from './protocol.js';
 
-/** How long past its limit a call may run before the process is killed. */
+/** How long past its wall-clock limit (`WALL_FACTOR` times its CPU limit, `budget.ts`) a call may run before the process is killed. */
 const GRACE_MS = 100;
 /** The tail of a process's stderr kept for the log line when it dies. */
 const STDERR_TAIL = 2000;
@@ -124,9 +125,9 @@ export class SandboxProcess {
       const timer = setTimeout(() => {
         if (this.pending?.id !== message.id) return;
         this.pending = null;
-        resolve({ type: 'result', id: message.id, ok: false, error: { kind: 'timeout', message: `the function ran longer than ${message.timeoutMs} ms` }, rss: 0 });
+        resolve({ type: 'result', id: message.id, ok: false, error: { kind: 'timeout', message: `the function ran longer than ${message.timeoutMs * WALL_FACTOR} ms` }, rss: 0 });
         this.kill();
-      }, message.timeoutMs + GRACE_MS);
+      }, message.timeoutMs * WALL_FACTOR + GRACE_MS);
       this.pending = { id: message.id, resolve, timer };
       this.child.stdin!.write(`${JSON.stringify(message)}\n`);
     });

@@ -2,10 +2,12 @@
  * Runs one project-function call in a fresh QuickJS runtime (inside a sandbox process, see `child.ts`).
  *
  * Each call gets its own runtime and context, so calls share nothing, with the call's memory limit, stack limit
- * and an interrupt deadline. Only strings cross between this file and the QuickJS realm (see `bootstrap.ts`).
+ * and an interrupt on its time limit (`budget.ts`). Only strings cross between this file and the QuickJS realm
+ * (see `bootstrap.ts`).
  */
 import type { QuickJSContext, QuickJSHandle, QuickJSRuntime, QuickJSWASMModule } from 'quickjs-emscripten-core';
 import { BOOTSTRAP_SOURCE } from './bootstrap.js';
+import { Budget } from './budget.js';
 import type { CallMessage } from './protocol.js';
 import type { FunctionErrorKind } from './types.js';
 
@@ -51,22 +53,24 @@ class Stop extends Error {
 }
 
 const OUT_OF_MEMORY = 'InternalError: out of memory';
+/** What a call that used its time is told. */
+const ranTooLong = (b: Budget) => `the function ran longer than its ${b.limitMs} ms of CPU time`;
 const INTERRUPTED = 'InternalError: interrupted';
 
 /**
- * QuickJS reports its own limits as `InternalError`s: "interrupted" (the deadline; uncatchable by tenant code),
+ * QuickJS reports its own limits as `InternalError`s: "interrupted" (the time limit; uncatchable by tenant code),
  * "out of memory" and "stack overflow". The error is read only through the context's own `describe` (tenant
  * getters run inside the sandbox, under its limits); a tenant throwing a look-alike only earns itself that verdict.
  */
-function verdict(ctx: QuickJSContext, error: QuickJSHandle, describe: QuickJSHandle | null, deadline: number, timeoutMs: number, ran: boolean): Stop {
-  if (Date.now() > deadline) return new Stop('timeout', `the function ran longer than ${timeoutMs} ms`, false);
+function verdict(ctx: QuickJSContext, error: QuickJSHandle, describe: QuickJSHandle | null, budget: Budget, ran: boolean): Stop {
+  if (budget.spent) return new Stop('timeout', ranTooLong(budget), false);
   let text = 'unprintable error';
   if (describe) {
     const r = ctx.callFunction(describe, ctx.undefined, error);
     if (r.error) r.error.dispose();
     else text = r.value.consume((h) => (ctx.typeof(h) === 'string' ? ctx.getString(h) : text));
   }
-  if (Date.now() > deadline) return new Stop('timeout', `the function ran longer than ${timeoutMs} ms`, false);
+  if (budget.spent) return new Stop('timeout', ranTooLong(budget), false);
   if (text === OUT_OF_MEMORY) return new Stop('memory', 'the function exceeded its memory limit', false);
   return new Stop('error', clip(text), ran);
 }
@@ -80,15 +84,15 @@ export interface Prepared {
   runtime: QuickJSRuntime;
   ctx: QuickJSContext;
   controller: QuickJSHandle;
-  /** The interrupt deadline of the call this runtime serves; no call yet means no interrupt. */
-  deadline: { at: number };
+  /** The time limit of the call this runtime serves; no call yet means no interrupt. */
+  budget: { current: Budget | null };
 }
 
 /** Makes a fresh runtime and context and runs the trusted bootstrap in it. */
 export function prepare(quickjs: QuickJSWASMModule): Prepared {
   const runtime = quickjs.newRuntime();
-  const deadline = { at: Number.POSITIVE_INFINITY };
-  runtime.setInterruptHandler(() => Date.now() > deadline.at);
+  const budget: Prepared['budget'] = { current: null };
+  runtime.setInterruptHandler(() => budget.current?.spent ?? false);
   const ctx = runtime.newContext();
   const boot = ctx.evalCode(BOOTSTRAP_SOURCE, 'sandbox:bootstrap');
   if (boot.error) {
@@ -97,7 +101,7 @@ export function prepare(quickjs: QuickJSWASMModule): Prepared {
     runtime.dispose();
     throw new Error('the sandbox bootstrap failed');
   }
-  return { runtime, ctx, controller: boot.value, deadline };
+  return { runtime, ctx, controller: boot.value, budget };
 }
 
 /**
@@ -107,8 +111,8 @@ export function prepare(quickjs: QuickJSWASMModule): Prepared {
  */
 export function runCall(quickjs: QuickJSWASMModule, call: CallMessage, prepared: Prepared = prepare(quickjs)): { outcome: CallOutcome; broken: boolean } {
   const { runtime, ctx, controller } = prepared;
-  const deadline = Date.now() + call.timeoutMs;
-  prepared.deadline.at = deadline;
+  const budget = new Budget(call.timeoutMs);
+  prepared.budget.current = budget;
   runtime.setMemoryLimit(call.memoryBytes);
   runtime.setMaxStackSize(call.stackBytes);
   const handles: QuickJSHandle[] = [controller];
@@ -122,7 +126,7 @@ export function runCall(quickjs: QuickJSWASMModule, call: CallMessage, prepared:
     const fn = method(name);
     const handles = args.map((a) => (typeof a === 'string' ? keep(ctx.newString(a)) : a));
     const r = ctx.callFunction(fn, ctx.undefined, ...handles);
-    if (r.error) throw r.error.consume((e) => verdict(ctx, e, describe, deadline, call.timeoutMs, ran));
+    if (r.error) throw r.error.consume((e) => verdict(ctx, e, describe, budget, ran));
     return r.value.consume((h) => (ctx.typeof(h) === 'string' ? ctx.getString(h) : undefined));
   };
   const output = (): string | undefined => {
@@ -163,7 +167,7 @@ export function runCall(quickjs: QuickJSWASMModule, call: CallMessage, prepared:
     const source = withoutTrailingSemicolons(call.source);
     const compiled = ctx.evalCode(`(${source}\n)`, `${call.name}.js`);
     if (compiled.error) {
-      const stop = compiled.error.consume((e) => verdict(ctx, e, describe, deadline, call.timeoutMs, false));
+      const stop = compiled.error.consume((e) => verdict(ctx, e, describe, budget, false));
       throw stop.kind === 'error' ? new Stop('compile', stop.message, false) : stop;
     }
     const fn = keep(compiled.value);
@@ -178,7 +182,7 @@ export function runCall(quickjs: QuickJSWASMModule, call: CallMessage, prepared:
       const status = invoke('status');
       if (status !== 'pending') break;
       const jobs = runtime.executePendingJobs(-1);
-      if (jobs.error) throw jobs.error.consume((e) => verdict(ctx, e, describe, deadline, call.timeoutMs, ran));
+      if (jobs.error) throw jobs.error.consume((e) => verdict(ctx, e, describe, budget, ran));
       // Nothing left to run and still pending: no host callback exists that could ever settle it.
       if (jobs.value === 0 && invoke('status') === 'pending') throw new Stop('timeout', `the function's promise never settled (limit ${call.timeoutMs} ms)`, false);
     }
@@ -188,7 +192,7 @@ export function runCall(quickjs: QuickJSWASMModule, call: CallMessage, prepared:
     if (invoke('status') === 'error') {
       const message = invoke('message') ?? 'error';
       // The async wrapper sees what the function threw, the engine's own limit errors included.
-      if (message === INTERRUPTED || Date.now() > deadline) return { ok: false, error: { kind: 'timeout', message: `the function ran longer than ${call.timeoutMs} ms` } };
+      if (message === INTERRUPTED || budget.spent) return { ok: false, error: { kind: 'timeout', message: ranTooLong(budget) } };
       if (message === OUT_OF_MEMORY) return { ok: false, error: { kind: 'memory', message: 'the function exceeded its memory limit' } };
       return { ok: false, error: { kind: 'error', message: clip(message) }, conv };
     }
