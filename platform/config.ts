@@ -7,7 +7,6 @@ import type { TurnTakingOptions } from '../gateway/media/turn-taking.js';
 export const REGIONS = ['us-1', 'uk-1', 'euw-1'] as const;
 export type Region = (typeof REGIONS)[number];
 
-
 const port = z.coerce.number().int().min(0).max(65535);
 
 /** An `OPERATOR_TOKEN` shorter than this is accepted with a warning at start: the admin API's key should not be guessable. */

@@ -4,6 +4,7 @@
  * `actors/mod.ts`, answered once the call is answered or has failed; and one ask back to the call actor when
  * an answered call hangs up.
  */
+import type { TransferMode } from '../../builder/mod.js';
 import type { Environment } from '../../tenancy/connectors.js';
 
 /** Subject a media gateway subscribes to (queue group `media`) to place outbound calls. */
@@ -27,7 +28,7 @@ export interface DialTrunk {
   username?: string;
   password?: string;
   /** How the call is handed on at a handoff: a REFER, or a bridged call the gateway places through this trunk. */
-  transfer: 'refer' | 'bridge';
+  transfer: TransferMode;
 }
 
 /**

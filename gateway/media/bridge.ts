@@ -1,7 +1,7 @@
 import sip from 'sip';
+import type { DialTrunk } from '../../actors/call/mod.js';
 import type { Dialog, SipEndpoint, SipTarget, SipTransport } from './dialog.js';
-import { DEFAULT_DTMF_PT, openLeg, readSdp, sessionOf, type MediaLeg } from './media.js';
-import { writeSdp } from './sdp.js';
+import { answerOf, offerOf, openLeg, readSdp, sessionOf, type MediaLeg } from './media.js';
 import type { Codec } from './rtp/codec.js';
 import type { Pacer } from './rtp/pacer.js';
 import type { RtpPorts } from './rtp/ports.js';
@@ -17,13 +17,7 @@ import type { RtpSession } from './rtp/session.js';
  */
 
 /** The trunk a call came in on or went out through: where a `tel:` destination is called. */
-export interface BridgeTrunk {
-  host: string;
-  port: number;
-  transport: SipTransport;
-  username?: string;
-  password?: string;
-}
+export type BridgeTrunk = Omit<DialTrunk, 'transfer'>;
 
 /** Where the B leg's INVITE goes, and whom it names. */
 export interface BridgeTarget {
@@ -104,7 +98,7 @@ export function dialBridgeLeg(d: BridgeDialer, o: { to: BridgeTarget; from: stri
       target: o.to.target,
       to: o.to.to,
       from: o.from,
-      sdp: writeSdp({ address: d.mediaAddress, port: leg.socket.address().port, codecs: [o.codec], dtmfPayloadType: DEFAULT_DTMF_PT, srtp: leg.localKey, version: 1, sessionId: leg.sessionId }),
+      sdp: offerOf(leg, d.mediaAddress, [o.codec]),
       ...(o.to.credentials ? { credentials: o.to.credentials } : {}),
     });
     cancelInvite = () => invite.cancel();
@@ -128,7 +122,7 @@ export function dialBridgeLeg(d: BridgeDialer, o: { to: BridgeTarget; from: stri
       const again = readSdp(sdp);
       if (!again || !again.codecs.includes(o.codec)) return null;
       if (again.address && again.port) rtp.setPeer({ address: again.address, port: again.port });
-      return writeSdp({ address: d.mediaAddress, port: leg.socket.address().port, codecs: [o.codec], dtmfPayloadType: answer.dtmfPayloadType ?? DEFAULT_DTMF_PT, srtp: leg.localKey, version: 2, sessionId: leg.sessionId });
+      return answerOf(leg, d.mediaAddress, o.codec, answer.dtmfPayloadType, 2);
     };
     return { ok: true, dialog: answered.dialog, rtp };
   })();

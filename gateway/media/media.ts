@@ -20,9 +20,9 @@ export async function openLeg(ports: RtpPorts, srtp: boolean): Promise<MediaLeg>
   return { socket: await ports.bind(), localKey: srtp ? newSrtpKey() : null, sessionId: Math.floor(Math.random() * 1e9) };
 }
 
-/** Our offer: both G.711 codecs (µ-law first) and telephone-event. */
-export function offerOf(leg: MediaLeg, address: string): string {
-  return writeSdp({ address, port: leg.socket.address().port, codecs: ['PCMU', 'PCMA'], dtmfPayloadType: DEFAULT_DTMF_PT, srtp: leg.localKey, version: 1, sessionId: leg.sessionId });
+/** Our offer: `codecs` (both G.711 codecs, µ-law first, unless given) and telephone-event. */
+export function offerOf(leg: MediaLeg, address: string, codecs: Codec[] = ['PCMU', 'PCMA']): string {
+  return writeSdp({ address, port: leg.socket.address().port, codecs, dtmfPayloadType: DEFAULT_DTMF_PT, srtp: leg.localKey, version: 1, sessionId: leg.sessionId });
 }
 
 /** What we do with an offer: the codec we take (the first of theirs we have), or why we cannot. */

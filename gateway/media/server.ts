@@ -4,7 +4,8 @@ import type { Runtime } from '../../actors/mod.js';
 import type { Builder } from '../../builder/mod.js';
 import type { ConversationStart } from '../../machines/conversation.js';
 import { uuidv7 } from '../../platform/ids.js';
-import { bridgeTargetOf, dialBridgeLeg, type BridgeTrunk } from './bridge.js';
+import type { DialTrunk } from '../../actors/call/mod.js';
+import { bridgeTargetOf, dialBridgeLeg } from './bridge.js';
 import { VoiceCall, type CallEnd } from './call.js';
 import { extraHeaders, SipEndpoint, type IncomingInvite } from './dialog.js';
 import { hintsOf } from './hints.js';
@@ -26,14 +27,11 @@ export interface NumberBinding {
   connector_id: string;
 }
 
-/** A call's trunk as the media gateway uses it: where a bridged transfer calls a number, and whether it bridges. */
-export type CallTrunk = BridgeTrunk & { transfer: 'refer' | 'bridge' };
-
 /** The telephony lookups the media gateway needs. */
 export interface TelephonyLookup {
   numberByE164(e164: string): Promise<NumberBinding | null>;
   /** A connector's trunk, or null when it is gone. */
-  trunk(connectorId: string): Promise<CallTrunk | null>;
+  trunk(connectorId: string): Promise<DialTrunk | null>;
 }
 
 export interface MediaGatewayOptions {
@@ -81,7 +79,7 @@ export interface CallStartParams {
   toNumber: string;
   sipHeaders: Record<string, string>;
   /** The trunk the call came in on or went out through; null when it is not known (handoffs are then REFERs). */
-  trunk: CallTrunk | null;
+  trunk: DialTrunk | null;
 }
 
 /** A number as E.164 candidates: as dialled, and with a leading `+` when it has none. */
