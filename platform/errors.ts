@@ -227,7 +227,7 @@ export const EXTERNAL_EVENTS = catalog('EXTERNAL_EVENTS', {
   PATH_INVALID: [400, 'event_id_path must be a name or a dotted path of names'],
   PATH_CREDENTIAL: [400, 'event_id_path may not name a header that carries credentials (%s)'],
   CONTENT_TYPE_UNSUPPORTED: [400, 'Content-Type must be application/json, application/x-www-form-urlencoded, application/xml or text/plain'],
-  BODY_TOO_LARGE: [413, 'body is larger than %s bytes'],
+  BODY_TOO_LARGE: [400, 'body is larger than %s bytes'],
   BODY_MALFORMED: [400, 'body is not valid %s'],
   QUERY_MALFORMED: [400, 'the query string is not valid percent-encoded UTF-8'],
   BODY_TOO_DEEP: [400, 'body nests deeper than %s levels'],

@@ -258,3 +258,41 @@ t.test('RTP session bridged over SRTP: the other leg\'s packets go out as a new 
   }
   t.fail('no session started its sequence numbers high in 40 tries');
 });
+
+t.test("RTP session bridged: the other leg's digits go out under this far end's telephone-event type, or not at all", async (t) => {
+  const pacer = new Pacer();
+  const open = async (dtmfPayloadType: number | null) => {
+    const socket = dgram.createSocket('udp4');
+    await new Promise<void>((r) => socket.bind(0, '127.0.0.1', () => r()));
+    const far = dgram.createSocket('udp4');
+    await new Promise<void>((r) => far.bind(0, '127.0.0.1', () => r()));
+    const rtp = new RtpSession({ socket, codec: 'PCMU', dtmfPayloadType, srtp: null, pacer, onAudio: () => {}, onDigit: () => {} });
+    rtp.setPeer({ address: '127.0.0.1', port: far.address().port });
+    rtp.relay(() => {});
+    const received: Array<{ payloadType: number; marker: boolean; ssrc: number }> = [];
+    far.on('message', (m) => {
+      const p = readRtp(m)!;
+      if (p.ssrc === 0x0c0c0c0c) received.push({ payloadType: p.payloadType, marker: p.marker, ssrc: p.ssrc });
+    });
+    t.teardown(() => {
+      rtp.close();
+      far.close();
+    });
+    return { rtp, received };
+  };
+  const digit = () => writeRtp({ payloadType: 96, marker: true, sequence: 1, timestamp: 1, ssrc: 0x0c0c0c0c, payload: writeDtmf({ digit: '5', end: false, volume: 10, duration: 160 }) });
+  const audio = () => writeRtp({ payloadType: 0, marker: false, sequence: 2, timestamp: 161, ssrc: 0x0c0c0c0c, payload: Buffer.alloc(160, 0xff) });
+  const named101 = await open(101);
+  named101.rtp.forward(digit(), 96);
+  named101.rtp.forward(audio(), 96);
+  const same96 = await open(96);
+  same96.rtp.forward(digit(), 96);
+  const none = await open(null);
+  none.rtp.forward(digit(), 96);
+  none.rtp.forward(audio(), 96);
+  for (let i = 0; i < 50 && (named101.received.length < 2 || same96.received.length < 1 || none.received.length < 1); i++) await new Promise((r) => setTimeout(r, 10));
+  await new Promise((r) => setTimeout(r, 30));
+  t.same(named101.received.map((p) => [p.payloadType, p.marker]), [[101, true], [0, false]], 'digits renumbered, marker kept, audio as it came');
+  t.same(same96.received.map((p) => p.payloadType), [96], 'the same type passes as it is');
+  t.same(none.received.map((p) => p.payloadType), [0], 'a far end that named no telephone-event gets the audio only');
+});

@@ -277,7 +277,6 @@ export const externalEventsPlugin: FastifyPluginAsync<ExternalEventsOptions> = a
         }),
         400: ErrorBody,
         401: ErrorBody,
-        413: ErrorBody,
         500: ErrorBody,
       },
     },

@@ -152,8 +152,10 @@ export class Bridge {
 
   constructor(private readonly a: BridgeLeg, private readonly b: BridgeLeg, mediaTimeoutMs: number) {
     this.ended = new Promise((resolve) => (this.done = resolve));
-    a.rtp.relay((p) => b.rtp.forward(p));
-    b.rtp.relay((p) => a.rtp.forward(p));
+    const aDigits = a.rtp.dtmfPayloadType;
+    const bDigits = b.rtp.dtmfPayloadType;
+    a.rtp.relay((p) => b.rtp.forward(p, aDigits));
+    b.rtp.relay((p) => a.rtp.forward(p, bDigits));
     a.dialog.onBye = () => void this.end('caller');
     b.dialog.onBye = () => void this.end('destination');
     this.watch = setInterval(() => {

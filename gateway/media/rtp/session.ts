@@ -113,6 +113,11 @@ export class RtpSession {
     this.labels.length = 0;
   }
 
+  /** The payload type this far end sends and takes RFC 4733 digits under (its SDP's telephone-event), or null. */
+  get dtmfPayloadType(): number | null {
+    return this.o.dtmfPayloadType;
+  }
+
   get playing(): boolean {
     return this.queue.length > 0;
   }
@@ -133,9 +138,19 @@ export class RtpSession {
     this.stopPlayback();
   }
 
-  /** Sends a plain RTP packet of the other leg of a bridge to this far end (protected when this leg is SRTP). */
-  forward(rtp: Buffer): void {
+  /**
+   * Sends a plain RTP packet of the other leg of a bridge to this far end (protected when this leg is SRTP).
+   * `digitsAs` is the payload type the other leg's far end sends its RFC 4733 digits under: each side named its
+   * own in its SDP, so such a packet goes out under the type this far end named, and is dropped when it named
+   * none (it would not know what the packet is).
+   */
+  forward(rtp: Buffer, digitsAs: number | null = null): void {
     if (!this.peer || this.closed) return;
+    const ours = this.o.dtmfPayloadType;
+    if (digitsAs !== null && digitsAs !== ours && rtp.length > 1 && (rtp[1]! & 0x7f) === digitsAs) {
+      if (ours === null) return;
+      rtp[1] = (rtp[1]! & 0x80) | ours;
+    }
     this.o.socket.send(this.send ? this.send.protect(rtp) : rtp, this.peer.port, this.peer.address);
     this.stats.sent++;
   }
