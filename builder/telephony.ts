@@ -109,6 +109,19 @@ export interface ConnectorInput {
   transfer?: TransferMode;
 }
 
+/**
+ * A change to a connector: the fields given replace the stored ones; `null` clears an optional one (the
+ * password too, which is still never shown). Calls in progress keep the trunk they were placed or answered with;
+ * the next INVITE, dial or handoff reads the changed one.
+ */
+export type ConnectorChange = Partial<ConnectorInput>;
+
+/** A change to a phone number's binding: another connector of the agent, or another variant (null: none). */
+export interface NumberChange {
+  connector_id?: string;
+  variant_id?: string | null;
+}
+
 export interface NumberInput {
   /** Already normalised to E.164 by the caller. */
   number: string;
@@ -121,12 +134,16 @@ export interface Telephony {
   listConnectors(scope: TelephonyScope): Promise<TelephonyConnectorRecord[]>;
   /** Throws `AGENTS.TELEPHONY_CONNECTOR_NOT_FOUND` when it is not this agent's. */
   getConnector(scope: TelephonyScope, id: string): Promise<TelephonyConnectorRecord>;
+  /** Throws `AGENTS.TELEPHONY_CONNECTOR_NOT_FOUND` when it is not this agent's. */
+  updateConnector(scope: TelephonyScope, id: string, change: ConnectorChange): Promise<TelephonyConnectorRecord>;
   /** Refused (`AGENTS.TELEPHONY_CONNECTOR_IN_USE`, 409) while numbers are bound to it. */
   deleteConnector(scope: TelephonyScope, id: string): Promise<void>;
   /** Throws `AGENTS.TELEPHONY_NUMBER_EXISTS` (409) when the number is bound anywhere already. */
   createNumber(scope: TelephonyScope, input: NumberInput): Promise<PhoneNumberRecord>;
   listNumbers(scope: TelephonyScope): Promise<PhoneNumberRecord[]>;
   getNumber(scope: TelephonyScope, id: string): Promise<PhoneNumberRecord>;
+  /** Throws `AGENTS.TELEPHONY_CONNECTOR_UNKNOWN` when `connector_id` names no connector of this agent. */
+  updateNumber(scope: TelephonyScope, id: string, change: NumberChange): Promise<PhoneNumberRecord>;
   deleteNumber(scope: TelephonyScope, id: string): Promise<void>;
   /** The binding of an E.164 number (the platform's inbound lookup), or null. */
   numberByE164(e164: string): Promise<PhoneNumberRecord | null>;
@@ -186,6 +203,17 @@ export function telephony(store: Store): Telephony {
     },
     listConnectors: (scope) => connectors.find(scoped(scope), { sort: { created_at: 1 } }),
     getConnector,
+    async updateConnector(scope, id, change) {
+      await getConnector(scope, id);
+      const set: Partial<TelephonyConnectorRecord> = {};
+      for (const key of ['name', 'host', 'port', 'transport', 'username', 'password', 'max_concurrent_calls', 'transfer'] as const) {
+        if (change[key] !== undefined) Object.assign(set, { [key]: change[key] });
+      }
+      if (Object.keys(set).length === 0) return getConnector(scope, id);
+      const updated = await connectors.update({ id, ...scoped(scope) }, { $set: set });
+      if (!updated) throw AGENTS.TELEPHONY_CONNECTOR_NOT_FOUND();
+      return updated;
+    },
     async deleteConnector(scope, id) {
       await getConnector(scope, id);
       // Refused rather than cascading: deleting a trunk silently unbinding live numbers would make inbound
@@ -211,6 +239,17 @@ export function telephony(store: Store): Telephony {
     },
     listNumbers: (scope) => numbers.find(scoped(scope), { sort: { created_at: 1 } }),
     getNumber,
+    async updateNumber(scope, id, change) {
+      await getNumber(scope, id);
+      if (change.connector_id !== undefined && !(await connectors.findOne({ id: change.connector_id, ...scoped(scope) }))) throw AGENTS.TELEPHONY_CONNECTOR_UNKNOWN();
+      const set: Partial<PhoneNumberRecord> = {};
+      if (change.connector_id !== undefined) set.connector_id = change.connector_id;
+      if (change.variant_id !== undefined) set.variant_id = change.variant_id;
+      if (Object.keys(set).length === 0) return getNumber(scope, id);
+      const updated = await numbers.update({ id, ...scoped(scope) }, { $set: set });
+      if (!updated) throw AGENTS.TELEPHONY_NUMBER_NOT_FOUND();
+      return updated;
+    },
     async deleteNumber(scope, id) {
       await getNumber(scope, id);
       await numbers.delete({ id, ...scoped(scope) });

@@ -146,6 +146,45 @@ t.test('phone numbers: E.164 validated, bound once platform-wide, connector must
   t.equal((await other('GET', base)).status, 403);
 });
 
+t.test('connectors and numbers change in place (PATCH): given fields replace, null clears, bad values are 400, others 403/404', async (t) => {
+  const agent = await newAgent();
+  const base = `/v1/agents/${agent}/telephony/connectors`;
+  const tc = (await api('POST', base, trunk)).body;
+  const changed = await api('PATCH', `${base}/${tc.id}`, { host: '10.1.2.3', port: 5080, transport: 'udp', transfer: 'bridge', max_concurrent_calls: 4, password: 'n3w-secret' });
+  t.equal(changed.status, 200, changed.text);
+  t.match(changed.body, { id: tc.id, name: 'Carrier', host: '10.1.2.3', port: 5080, transport: 'udp', username: 'acme', has_password: true, max_concurrent_calls: 4, transfer: 'bridge', created_at: tc.created_at });
+  t.notOk(changed.text.includes('n3w-secret'), 'the new password is not shown');
+  t.same((await api('GET', `${base}/${tc.id}`)).body, changed.body, 'and reads so');
+  const cleared = await api('PATCH', `${base}/${tc.id}`, { username: null, password: null, max_concurrent_calls: null });
+  t.match(cleared.body, { username: null, has_password: false, max_concurrent_calls: null, host: '10.1.2.3' });
+  t.same((await api('PATCH', `${base}/${tc.id}`, {})).body, cleared.body, 'an empty change changes nothing');
+  for (const bad of [{ transport: 'sctp' }, { port: 0 }, { host: 'sip://x' }, { name: '' }, { name: null }, { transfer: null }, { extra: 1 }, { username: 'u\r\nX: y' }]) {
+    const r = await api('PATCH', `${base}/${tc.id}`, bad);
+    t.equal(r.status, 400, JSON.stringify(bad));
+    isFieldError(t, r.body);
+  }
+  t.same((await api('GET', `${base}/${tc.id}`)).body, cleared.body, 'refused changes left it as it was');
+  t.equal((await api('PATCH', `${base}/tc_nope`, { name: 'x' })).status, 404);
+  t.equal((await other('PATCH', `${base}/${tc.id}`, { name: 'x' })).status, 403, 'another account’s key');
+
+  const variant = (await api('POST', `/v1/agents/${agent}/branches/main/variants`, { name: 'Paris' })).body.id;
+  const tc2 = (await api('POST', base, { ...trunk, name: 'Backup' })).body.id;
+  const numbers = `/v1/agents/${agent}/telephony/phone-numbers`;
+  const pn = (await api('POST', numbers, { number: '+14155550199', connector_id: tc.id })).body;
+  const moved = await api('PATCH', `${numbers}/${pn.id}`, { connector_id: tc2, variant_id: variant });
+  t.equal(moved.status, 200, moved.text);
+  t.match(moved.body, { id: pn.id, number: '+14155550199', connector_id: tc2, variant_id: variant });
+  t.equal((await api('PATCH', `${numbers}/${pn.id}`, { variant_id: null })).body.variant_id, null, 'null: no variant');
+  const foreign = (await api('POST', `/v1/agents/${await newAgent('Other')}/telephony/connectors`, trunk)).body.id;
+  for (const [bad, field] of [[{ connector_id: foreign }, 'connector_id'], [{ variant_id: 'no-such-variant' }, 'variant_id'], [{ number: '+14155550100' }, undefined]] as const) {
+    const r = await api('PATCH', `${numbers}/${pn.id}`, bad);
+    t.equal(r.status, 400, JSON.stringify(bad));
+    isFieldError(t, r.body, field);
+  }
+  t.equal((await api('GET', `${numbers}/${pn.id}`)).body.connector_id, tc2, 'refused changes left the binding');
+  t.equal((await api('DELETE', `${base}/${tc.id}`)).status, 204, 'the trunk it left is free to delete');
+});
+
 t.test('phone numbers: anything but a valid E.164 number is 400 (fast-check)', async (t) => {
   const agent = await newAgent();
   const tc = (await api('POST', `/v1/agents/${agent}/telephony/connectors`, trunk)).body.id;
