@@ -24,14 +24,18 @@ export class Agents {
   async create(caller: Caller, input: { name: string; description: string; agentId?: string }): Promise<{ agent: AgentRecord; main: BranchRecord }> {
     if (caller.projectId) throw AGENTS.AGENT_CREATE_BOUND();
     const id = input.agentId ?? newId('agent').replace('_', '-');
-    if (input.agentId && (await this.r.agents.get(id))) {
-      throw AGENTS.AGENT_EXISTS();
+    // An agent is addressed by its id or its slug (`access`), its own account's first: within an account no
+    // name may be both one agent's id and another's slug, or addressing by it would reach the wrong project.
+    if (input.agentId) {
+      if (await this.r.agents.get(id)) throw AGENTS.AGENT_EXISTS();
+      if (await this.r.agents.findOne({ account_id: caller.accountId, slug: id })) throw AGENTS.AGENT_ID_IS_SLUG();
     }
     const now = nowIso();
     const base = slugify(input.name, id.toLowerCase());
     let agent: AgentRecord | undefined;
     for (let n = 1; !agent; n++) {
       const slug = n === 1 ? base : `${base.slice(0, 56)}-${n}`;
+      if (slug !== id && (await this.r.agents.get(slug))?.account_id === caller.accountId) continue;
       try {
         agent = await this.r.agents.insert({
           id,

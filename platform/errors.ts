@@ -104,6 +104,7 @@ export const EDGE = catalog('EDGE', {
 /** The Agents API (`/v1/agents`): agents, branches and their content, deployments (`builder/`). */
 export const AGENTS = catalog('AGENTS', {
   AGENT_EXISTS: [409, 'an agent with that agentId exists', 'agentId', 'agentId already taken'],
+  AGENT_ID_IS_SLUG: [409, 'another agent of this account has that slug', 'agentId', 'agentId is the slug of another agent'],
   AGENT_NOT_FOUND: [404, 'agent not found', 'agentId'],
   AGENT_OTHER_ACCOUNT: [403, 'this key has no access to that agent'],
   AGENT_OTHER_PROJECT: [403, 'this key is bound to another agent'],

@@ -133,6 +133,23 @@ t.test("another account's agent created with an agentId equal to a slug of ours 
   t.equal(conversations.status, 200, 'so do the path-addressed families');
 });
 
+t.test('within an account no name is one agent\'s id and another\'s slug, in either order of creation', async (t) => {
+  const first = await api('POST', '/v1/agents', { name: 'Front desk' });
+  const slug = first.body.slug;
+  const squat = await api('POST', '/v1/agents', { name: 'Collider', agentId: slug });
+  t.equal(squat.status, 409, 'a chosen agentId that is our slug');
+  t.match(squat.body.errors, [{ field: 'agentId' }]);
+  t.equal((await api('GET', `/v1/agents/${slug}`)).body.agentId, first.body.agentId, 'the slug still names the first agent');
+
+  const taken = `desk-${Date.now()}`;
+  t.equal((await api('POST', '/v1/agents', { name: 'Chosen', agentId: taken })).status, 201);
+  const later = await api('POST', '/v1/agents', { name: taken });
+  t.equal(later.status, 201);
+  t.not(later.body.slug, taken, 'a derived slug that is another agent\'s id gets a suffix');
+  t.equal((await api('GET', `/v1/agents/${later.body.slug}`)).body.agentId, later.body.agentId, 'and reaches the later agent');
+  t.equal((await api('GET', `/v1/agents/${taken}`)).body.name, 'Chosen');
+});
+
 t.test('ids: 422 malformed, 404 unknown', async (t) => {
   const agentId = await newAgent();
   const malformed = await api('GET', `/v1/agents/${encodeURIComponent('bad id!')}`);
