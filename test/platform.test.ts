@@ -1,6 +1,10 @@
 import t from 'tap';
 import { request } from 'node:http';
 import { connect } from 'node:net';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { logged } from './helpers/eventually.js';
 import { http } from './helpers/http.js';
 import { platformFor, removeDir, startPlatform } from './helpers/platform.js';
@@ -119,6 +123,24 @@ t.test('the operator token is generated on first start, printed once, kept hashe
   const again = await http(second.edge, 'GET', '/admin/v1/accounts', { headers: { authorization: `Bearer ${first.operatorToken}` } });
   t.equal(again.status, 200, 'and still valid after a restart');
   await second.stop();
+});
+
+t.test('a hand-written token file: a digest as sha256sum writes it is taken; a file that holds none stops the start, naming it', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'sb-test-'));
+  t.teardown(() => removeDir(dataDir));
+  const token = 'sbo_handwritten-operator-token';
+  writeFileSync(join(dataDir, 'operator-token.sha256'), `${createHash('sha256').update(token).digest('hex').toUpperCase()}  -\n`);
+  const p = await startPlatform({ generateToken: true, dataDir });
+  const r = await http(p.edge, 'GET', '/admin/v1/accounts', { headers: { authorization: `Bearer ${token}` } });
+  t.equal(r.status, 200, 'the token whose digest the file holds');
+  t.equal((await http(p.edge, 'GET', '/admin/v1/accounts', { headers: { authorization: 'Bearer other' } })).status, 401);
+  await p.stop();
+  for (const text of ['', 'garbage\n', '   \n']) {
+    writeFileSync(join(dataDir, 'operator-token.sha256'), text);
+    const failed = await startPlatform({ generateToken: true, dataDir }).catch((e: Error) => e);
+    t.ok(failed instanceof Error, `${JSON.stringify(text)}: the start fails`);
+    t.match(String(failed), /operator-token\.sha256 holds no SHA-256/, 'naming the file');
+  }
 });
 
 t.test('an OPERATOR_TOKEN of any length works (operator.md sets none); a short one is warned about at start', async (t) => {
