@@ -103,6 +103,11 @@ export interface TurnOutcome {
   awaiting?: ExternalWait | null;
   /** Values the functions marked personal (`conv.mark_pii`): journaled, never kept in the snapshot. */
   pii?: string[];
+  /**
+   * The agent could not answer (its responder failed): `response` is the platform's apology. A client that can
+   * be told so apart (the Messaging API's error event) is; the turn is kept with the apology as its answer.
+   */
+  failed?: boolean;
 }
 
 /** An external event a conversation waits for: its id and when the wait times out (ms since epoch). */
@@ -158,7 +163,7 @@ export interface DeliverInput {
 
 /** The answer to an ask, which the kind derives from the step's events and state (`actors/conversation/kind.ts`). */
 export type Outcome =
-  | { ok: true; response: string; end: boolean; handoff: Handoff | null }
+  | { ok: true; response: string; end: boolean; handoff: Handoff | null; failed?: true }
   | { ok: false; error: 'not_started' | 'ended' | 'handed_off' | 'started' };
 
 /**
@@ -365,6 +370,8 @@ export interface AnsweredData {
   response: string;
   end: boolean;
   handoff: Handoff | null;
+  /** The agent could not answer: `response` is the platform's apology (`TurnOutcome.failed`). */
+  failed?: true;
 }
 
 /** `conversation.ended`. */
@@ -511,7 +518,7 @@ export const conversationMachine = setup({
       if (out.pii?.length) enqueue.emit({ type: 'conversation.pii_marked', data: { values: out.pii, ...owner(next) } });
       enqueue.emit(changedOf(next));
       const response = [...context.unread, out.response].filter((x) => x !== '').join(' ');
-      enqueue.emit({ type: 'conversation.answered', data: { response, end: out.end, handoff: out.handoff, ...owner(next) } });
+      enqueue.emit({ type: 'conversation.answered', data: { response, end: out.end, handoff: out.handoff, ...owner(next), ...(out.failed ? { failed: true as const } : {}) } });
     }),
     /** What an external_event or bridge_ended function recorded. */
     emitSide: enqueueActions(({ context, enqueue }, out: SideOutcome) => {

@@ -64,6 +64,11 @@ export interface AgentReply {
   queuePosition: number | null;
   agentName: string;
   agentAvatarUrl: string;
+  /**
+   * A join whose conversation started but whose agent could not greet (its responder failed): the agent joins,
+   * and the client is told "unable to start" (contract 7.4) instead of a greeting; its messages are then taken.
+   */
+  greetingFailed?: boolean;
 }
 
 export interface LiveAgent {
@@ -544,13 +549,11 @@ export const sessionMachine = setup({
     joined: step((c, e) => {
       const r = e.output as AgentReply;
       const custom = c.joinCustom;
+      const joinedEvent = j('session.agent_joined', { agent_name: r.agentName, agent_avatar_url: r.agentAvatarUrl, custom });
+      if (r.greetingFailed) return { set: { joinFailed: false }, out: [joinedEvent, transient('session.failure', { reason: 'start', custom })] };
       return {
         set: { joinFailed: false },
-        out: [
-          j('session.agent_joined', { agent_name: r.agentName, agent_avatar_url: r.agentAvatarUrl, custom }),
-          transient('session.thinking', { custom }),
-          agentMessage(c, r.text, r.suggestions, custom),
-        ],
+        out: [joinedEvent, transient('session.thinking', { custom }), agentMessage(c, r.text, r.suggestions, custom)],
       };
     }),
     joinFailure: step((c, e) => {

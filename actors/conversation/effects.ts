@@ -43,6 +43,8 @@ interface Working {
   awaiting: ExternalWait | null;
   /** Values the functions marked personal (`conv.mark_pii`). */
   pii?: string[];
+  /** The responder failed on the last answer: what it says is the platform's apology, not the agent's words. */
+  failed?: boolean;
 }
 
 /**
@@ -162,7 +164,8 @@ export function conversationEffects(deps: ConversationDeps) {
         },
       }));
 
-  const ask = (kind: 'greet' | 'respond', ctx: ResponderContext, message: string, conversationId: string): Promise<ResponderReply> =>
+  /** The responder's reply; when it fails (an unreachable or broken model server), the apology, marked `failed`. */
+  const ask = (kind: 'greet' | 'respond', ctx: ResponderContext, message: string, conversationId: string): Promise<ResponderReply & { failed?: true }> =>
     inSpan(`responder.${kind}`, { kind: SpanKind.CLIENT, attributes: { 'conversation.id': conversationId } }, async (span) => {
       try {
         const reply = kind === 'greet' ? await deps.responder.greet(ctx) : await deps.responder.respond(ctx, message);
@@ -171,7 +174,7 @@ export function conversationEffects(deps: ConversationDeps) {
       } catch (err) {
         span.setAttribute('responder.outcome', 'error');
         span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
-        return { text: TROUBLE, isOod: false, intents: [], entities: {}, handoff: null, end: false };
+        return { text: TROUBLE, isOod: false, intents: [], entities: {}, handoff: null, end: false, failed: true };
       }
     });
 
@@ -211,6 +214,7 @@ export function conversationEffects(deps: ConversationDeps) {
     const base = () => conv(id, start, variant, w, attributes, metadata, loaded.variables);
     const fn = await hook(loaded, 'turn', base(), [message], w);
     const answered = typeof fn?.value === 'string' && fn.value !== '' ? fn.value : fn?.said.length ? fn.said.join(' ') : null;
+    w.failed = false;
     if (answered !== null) return turnRecord(message, at, null, answered, metadata);
     const reply = await ask('respond', {
       behavior: loaded.content.behavior,
@@ -221,6 +225,7 @@ export function conversationEffects(deps: ConversationDeps) {
       channel: start.channel,
       language: start.asrLangCode || undefined,
     }, message, id);
+    w.failed = reply.failed === true;
     if (reply.handoff) w.handoff = w.handoff ?? reply.handoff;
     if (reply.end) w.end = true;
     return turnRecord(message, at, reply, reply.text, metadata);
@@ -239,6 +244,7 @@ export function conversationEffects(deps: ConversationDeps) {
     artifactVersion,
     awaiting: w.awaiting,
     ...(w.pii?.length ? { pii: w.pii } : {}),
+    ...(w.failed ? { failed: true } : {}),
   });
 
   /** Runs `external_event` or `bridge_ended`: its words become a turn of their own (no user input). */
@@ -275,7 +281,7 @@ export function conversationEffects(deps: ConversationDeps) {
       const w: Working = { state: { ...input.state }, functionErrors: 0, handoff: null, end: false, awaiting: null };
       const opening = await hook(loaded, 'start', conv(input.id, start, variant, w, start.integrationAttributes, {}, loaded.variables), [], w);
       const said = [...(opening?.said ?? []), ...(typeof opening?.value === 'string' && opening.value ? [opening.value] : [])];
-      let greeting: ResponderReply | null = null;
+      let greeting: (ResponderReply & { failed?: true }) | null = null;
       if (!said.length) {
         greeting = await ask('greet', {
           behavior: loaded.content.behavior,
@@ -286,6 +292,7 @@ export function conversationEffects(deps: ConversationDeps) {
           channel: start.channel,
       language: start.asrLangCode || undefined,
         }, '', input.id);
+        w.failed = greeting.failed === true;
       }
       const turns = [turnRecord('', start.at, greeting, said.length ? said.join(' ') : greeting!.text, {})];
       if (start.initialMessage && !w.end && !w.handoff) {

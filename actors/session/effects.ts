@@ -109,6 +109,7 @@ export function sessionEffects(deps: SessionDeps) {
       const vars = await variables(info);
       const agent = await deps.builder.agents.access({ accountId: info.accountId, projectId: null, keyId: '' }, info.projectId).catch(() => null);
       const out = await reply(info, answer, vars);
+      if (answer.failed && !answer.handoff && !answer.end) out.greetingFailed = true;
       out.agentName = typeof vars.agent_name === 'string' ? vars.agent_name : agent?.name ?? 'Agent';
       out.agentAvatarUrl = typeof vars.agent_avatar_url === 'string' ? vars.agent_avatar_url : '';
       return out;
@@ -125,6 +126,8 @@ export function sessionEffects(deps: SessionDeps) {
       }, input.askId);
       if (answer === 'overload') return { ...empty(Date.now()), failure: 'overload' };
       if (answer === 'error') return { ...empty(Date.now()), failure: 'respond' };
+      // The conversation kept the turn, but its agent could not answer it: the client is told so (contract 7.4).
+      if (answer.ok && answer.failed && !answer.handoff && !answer.end) return { ...empty(Date.now()), failure: 'respond' };
       return reply(input.info, answer, await variables(input.info));
     },
 
