@@ -508,6 +508,32 @@ t.test('handoff without live agents fails; a bad handoff configuration cannot be
   await s2.c.close();
 });
 
+t.test('the desk acts on a waiting session before its record is projected: actions and events read the journal', async (t) => {
+  const h = await messagingProject(p, { name: 'Early Desk Co' });
+  const key = await h.liveAgentKey();
+  const { c, sessionId } = await joinedSession(h);
+  const from = c.flat().length;
+  c.send(T('USER_MESSAGE'), { text: 'I want to speak to a person' });
+  await c.waitFor(is('HANDOFF_QUEUE_STATUS'), 'queue status', from);
+  await waitForProjections(p);
+  // As if the projection had not reached the session yet (it lags the journal): the visitor was told it waits.
+  t.equal(await sessionRecords(store).delete({ id: sessionId }), 1);
+  const d = (method: string, path: string, body?: unknown) => http(p.socket, method, `/api/v1/desk${path}`, { body, headers: { 'x-api-key': key } });
+  const events = await d('GET', `/sessions/${sessionId}/events`);
+  t.equal(events.status, 200, events.text);
+  t.ok(events.body.events.some((e: Ev) => e.type === T('HANDOFF_ACCEPTED')), 'its events, from the journal');
+  const accepted = await d('POST', `/sessions/${sessionId}/accept`, { name: 'Sam' });
+  t.equal(accepted.status, 200, accepted.text);
+  await c.waitFor(is('LIVE_AGENT_JOINED'), 'the visitor hears the agent join');
+  t.equal((await d('POST', `/sessions/${sessionId}/messages`, { text: 'Hi, Sam here' })).status, 200);
+  t.equal((await d('POST', `/sessions/${sessionId}/typing`, { state: 'TYPING_STATE_STARTED' })).status, 200);
+  const stranger = await (await messagingProject(p, { name: 'Stranger Desk Co' })).liveAgentKey();
+  t.equal((await http(p.socket, 'POST', `/api/v1/desk/sessions/${sessionId}/accept`, { body: {}, headers: { 'x-api-key': stranger } })).status, 404, 'another account\'s desk');
+  t.equal((await d('POST', '/sessions/ses_nosuchsession0000/accept', {})).status, 404, 'an unknown session');
+  t.equal((await d('POST', `/sessions/${sessionId}/leave`)).status, 200);
+  await c.close();
+});
+
 t.test('the Messaging API answers from the session actor and its journal, never from the session records (a projection)', async (t) => {
   const key = await m.liveAgentKey();
   const { sessionId, accessToken } = await m.session();

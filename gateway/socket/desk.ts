@@ -44,6 +44,16 @@ export function mountDesk(app: TemplatedApp, ctx: MessagingContext): void {
     return r;
   };
 
+  /**
+   * A session of the key's account (and project), from its creation in the actor journal: the desk's actions
+   * must reach a session the moment its visitor is told it waits, before the records (a projection) show it.
+   */
+  const ownedSession = async (key: { account_id: string; project_id: string | null }, id: string): Promise<string> => {
+    const owner = /^[A-Za-z0-9_-]{1,128}$/.test(id) ? await ctx.history.owner(id) : null;
+    if (!owner || owner.account_id !== key.account_id || (key.project_id && owner.project_id !== key.project_id)) throw new HttpFailure(HTTP_ERRORS.sessionNotFound);
+    return id;
+  };
+
   const ask = async (id: string, event: SessionEvent) => {
     const reply = await ctx.runtime.client.ask<SessionReply>('session', id, event as never);
     if (reply.ok) return { ok: true };
@@ -75,41 +85,41 @@ export function mountDesk(app: TemplatedApp, ctx: MessagingContext): void {
 
   app.get('/api/v1/desk/sessions/:id/events', ctx.route(['x-api-key'], 1, async ({ headers, params, query }) => {
     const key = await agentOf(headers['x-api-key']);
-    const r = await sessionOf(key, params[0]);
+    const id = await ownedSession(key, params[0]);
     const after = Number(new URLSearchParams(query).get('after') ?? '0');
     if (!Number.isInteger(after) || after < 0) throw new HttpFailure(HTTP_ERRORS.badRequest, {}, 'after must be a sequence number');
-    const frames = await ctx.history.after(r.id, after, 1000);
+    const frames = await ctx.history.after(id, after, 1000);
     return ok({ events: frames.map((f) => JSON.parse(f.j)), last_sequence: frames.length ? frames[frames.length - 1].s : after });
   }, { body: false }));
 
   app.post('/api/v1/desk/sessions/:id/accept', ctx.route(['x-api-key'], 1, async ({ headers, params, body: raw }) => {
     const key = await agentOf(headers['x-api-key']);
-    const r = await sessionOf(key, params[0]);
+    const id = await ownedSession(key, params[0]);
     const b = body(raw);
     const name = typeof b.name === 'string' && b.name.trim() ? b.name.trim().slice(0, 128) : 'Live agent';
     const avatar = typeof b.avatar_url === 'string' ? b.avatar_url.slice(0, 2048) : '';
-    return ok(await ask(r.id, { type: 'DESK_ACCEPT', agent: { id: key.id, name, avatar_url: avatar }, at: Date.now() }));
+    return ok(await ask(id, { type: 'DESK_ACCEPT', agent: { id: key.id, name, avatar_url: avatar }, at: Date.now() }));
   }));
 
   app.post('/api/v1/desk/sessions/:id/typing', ctx.route(['x-api-key'], 1, async ({ headers, params, body: raw }) => {
     const key = await agentOf(headers['x-api-key']);
-    const r = await sessionOf(key, params[0]);
+    const id = await ownedSession(key, params[0]);
     const b = body(raw);
     if (typeof b.state !== 'string' || !TYPING_STATES.has(b.state)) throw new HttpFailure(HTTP_ERRORS.badRequest, {}, 'state must be TYPING_STATE_STARTED or TYPING_STATE_STOPPED');
-    return ok(await ask(r.id, { type: 'DESK_TYPING', agentId: key.id, state: b.state, at: Date.now() }));
+    return ok(await ask(id, { type: 'DESK_TYPING', agentId: key.id, state: b.state, at: Date.now() }));
   }));
 
   app.post('/api/v1/desk/sessions/:id/messages', ctx.route(['x-api-key'], 1, async ({ headers, params, body: raw }) => {
     const key = await agentOf(headers['x-api-key']);
-    const r = await sessionOf(key, params[0]);
+    const id = await ownedSession(key, params[0]);
     const b = body(raw);
     if (typeof b.text !== 'string' || !b.text.trim() || b.text.length > 32_768) throw new HttpFailure(HTTP_ERRORS.badRequest, {}, 'text must be a non-empty string');
-    return ok(await ask(r.id, { type: 'DESK_MESSAGE', agentId: key.id, text: b.text, at: Date.now() }));
+    return ok(await ask(id, { type: 'DESK_MESSAGE', agentId: key.id, text: b.text, at: Date.now() }));
   }));
 
   app.post('/api/v1/desk/sessions/:id/leave', ctx.route(['x-api-key'], 1, async ({ headers, params }) => {
     const key = await agentOf(headers['x-api-key']);
-    const r = await sessionOf(key, params[0]);
-    return ok(await ask(r.id, { type: 'DESK_LEAVE', agentId: key.id, at: Date.now() }));
+    const id = await ownedSession(key, params[0]);
+    return ok(await ask(id, { type: 'DESK_LEAVE', agentId: key.id, at: Date.now() }));
   }));
 }
