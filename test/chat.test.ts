@@ -166,7 +166,19 @@ t.test('channels, languages, initial message, slugs', async (t) => {
 t.test('errors', async (t) => {
   const id = (await c.chat('create', {})).body.conversation_id;
   t.equal((await c.chat('respond', { message: 'hi' })).status, 400, 'missing conversation_id');
-  t.match((await c.chat('respond', { message: 'hi' })).body, { error_message: String });
+  t.match((await c.chat('respond', { message: 'hi' })).body, { error_message: /conversation_id is required/ });
+  // Each refusal says what is wrong with the field, at the limits docs/chat.md gives.
+  for (const [body, said] of [
+    [{ conversation_id: 123, message: 'hi' }, /conversation_id must be a string/],
+    [{ conversation_id: 'x'.repeat(129), message: 'hi' }, /conversation_id is at most 128 characters/],
+    [{ conversation_id: id, message: 'x'.repeat(32_769) }, /message is at most 32768 characters/],
+  ] as const) {
+    const r = await c.chat('respond', body);
+    t.equal(r.status, 400);
+    t.match(r.body.error_message, said);
+  }
+  t.match((await c.chat('create', { initial_message: 'x'.repeat(32_769) })).body.error_message, /initial_message is at most 32768 characters/);
+  t.equal((await c.chat('respond', { conversation_id: id, message: 'x'.repeat(32_768) })).status, 200, 'a message of 32,768 characters is taken');
   t.equal((await c.chat('respond', { conversation_id: 'nope', message: 'hi' })).status, 404, 'unknown conversation');
   t.equal((await c.chat('close', { conversation_id: 'nope' })).status, 404);
   t.equal((await c.chat('respond', { conversation_id: id, message: 'hi' }, { key: 'sbk_bad' })).status, 401, 'bad key');

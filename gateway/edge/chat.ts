@@ -24,7 +24,13 @@ const TtsLangCode = LangCode.refine(hasRegion, 'must be a language code with reg
 const ErrorBody = z.object({ error_message: z.string() });
 const errors = { 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody, 422: ErrorBody, 429: ErrorBody, 503: ErrorBody };
 const Params = z.object({ version: z.string().regex(/^v\d{1,3}$/, 'malformed version'), account_id: PathId, project_id: PathId });
-const ConversationId = z.string({ error: 'conversation_id is required' }).min(1, 'conversation_id is required').max(128);
+const ConversationId = z
+  .string({ error: (issue) => (issue.input === undefined ? 'conversation_id is required' : 'conversation_id must be a string') })
+  .min(1, 'conversation_id is required')
+  .max(128, 'conversation_id is at most 128 characters');
+/** The longest user message a turn takes (`message`, `initial_message`). */
+const MAX_MESSAGE = 32_768;
+const Message = (field: string) => z.string().max(MAX_MESSAGE, `${field} is at most ${MAX_MESSAGE} characters`);
 
 /** How many conversation → project facts the edge keeps (about 150 bytes each). */
 const KNOWN_CONVERSATIONS = 50_000;
@@ -155,7 +161,7 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
           channel: z.enum(['webchat', 'whatsapp', 'sms', 'api']).optional(),
           asr_lang_code: LangCode.optional(),
           tts_lang_code: TtsLangCode.optional(),
-          initial_message: z.string().max(32_768).optional(),
+          initial_message: Message('initial_message').optional(),
         })
         .default({}),
       response: { 200: z.object({ conversation_id: z.string(), response: z.string() }), ...errors },
@@ -201,7 +207,7 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
       params: Params,
       body: z.object({
         conversation_id: ConversationId,
-        message: z.string().max(32_768).optional(),
+        message: Message('message').optional(),
         integration_attributes: JsonObject.optional(),
         metadata: JsonObject.optional(),
         asr_lang_code: LangCode.optional(),
