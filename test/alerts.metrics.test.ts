@@ -109,6 +109,16 @@ t.test('function_errors from real chat turns: fires, is listed, resolves; the re
   t.ok(Date.parse(got[1].alert.resolved_at) > 0, 'resolved_at');
   const ids = receiver.received.filter((x) => JSON.parse(x.body).alert?.id === r.id).map((x) => x.headers['x-service-event-id']);
   t.equal(new Set(ids).size, 2, 'one event id per move');
+
+  // A firing rule disabled keeps its state, but is no active alert; enabled again, it is (evaluated at once).
+  const listed = async () => (await api('GET', '/v1/alerts')).body.data.some((a: any) => a.alert_rule_id === wide.id);
+  t.ok(await listed(), 'the account-wide rule is active');
+  const off = await api('PATCH', `/v1/alert-rules/${wide.id}`, { enabled: false });
+  t.match(off.body, { enabled: false, current_state: 'alert' }, 'disabled, it keeps its last state');
+  t.notOk(await listed(), 'and is not listed as an active alert');
+  t.equal((await api('GET', '/v1/alert-rules?state=alert&enabled=false')).body.data.length, 1, 'the rules list still shows its state');
+  t.match((await api('PATCH', `/v1/alert-rules/${wide.id}`, { enabled: true })).body, { enabled: true, current_state: 'alert' });
+  t.ok(await listed(), 'enabled again, it is active again');
   for (const x of [r, wide]) await api('DELETE', `/v1/alert-rules/${x.id}`);
 });
 

@@ -132,9 +132,10 @@ export const alertsPlugin: FastifyPluginAsync<AlertsOptions> = async (root, opts
   });
 
   app.get('/alerts', {
-    schema: { tags, summary: 'List the active alerts: the rules now in state alert', querystring: ListAlertsQuery, response: { 200: z.object({ data: z.array(ActiveAlertView) }), ...fieldResponses } },
+    schema: { tags, summary: 'List the active alerts: the enabled rules now in state alert', querystring: ListAlertsQuery, response: { 200: z.object({ data: z.array(ActiveAlertView) }), ...fieldResponses } },
   }, async (req) => {
-    const filter: Record<string, unknown> = { account_id: req.apiKey!.account_id, current_state: 'alert' };
+    // A disabled rule keeps its last state but watches nothing: it is no active alert.
+    const filter: Record<string, unknown> = { account_id: req.apiKey!.account_id, current_state: 'alert', enabled: true };
     if (req.query.project_id !== undefined) filter.project_id = req.query.project_id;
     if (req.query.metric !== undefined) filter.metric = req.query.metric;
     const rows = await rules.find(filter, { sort: { since: 1 } });
