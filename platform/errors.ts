@@ -89,6 +89,7 @@ export const EDGE = catalog('EDGE', {
   BODY_TOO_LARGE: [400, 'the body is larger than %s bytes', 'body'],
   REGION_OTHER: [421, 'this address names region %s; this deployment serves %s', 'host'],
   MALFORMED_PARAMS: [422, 'malformed %s'],
+  QUERY_REPEATED: [400, '%s may be given only once', '%s'],
   URL_MALFORMED: [400, 'the URL is malformed: a path segment is not valid percent-encoding', 'path'],
   PATH_SEGMENT_TOO_LONG: [400, 'a path segment is longer than %s characters', 'path'],
   ROUTE_NOT_FOUND: [404, 'route %s %s not found'],

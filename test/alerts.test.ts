@@ -226,6 +226,23 @@ t.test('GET /v1/alerts: the shape, its filters, and 400 on bad queries', async (
   t.equal((await api('GET', '/v1/alerts?state=alert')).status, 200, 'a parameter it does not take is ignored');
 });
 
+t.test('query refusals name their parameter and rule: a repeated one, an empty project_id', async (t) => {
+  const { api } = await alertsTenant(p, 'Queries');
+  for (const [path, field, message] of [
+    ['/v1/alert-rules?metric=call_volume&metric=api_errors', 'metric', 'metric may be given only once'],
+    ['/v1/alerts?project_id=a&project_id=b', 'project_id', 'project_id may be given only once'],
+    ['/v1/alert-rules?enabled=true&enabled=false', 'enabled', 'enabled may be given only once'],
+    ['/v1/webhook-endpoints?enabled=true&enabled=true', 'enabled', 'enabled may be given only once'],
+    ['/v1/webhook-endpoints/we_any/deliveries?limit=1&limit=2', 'limit', 'limit may be given only once'],
+    ['/v1/alert-rules?project_id=', 'project_id', 'project_id must not be empty'],
+    ['/v1/alerts?project_id=', 'project_id', 'project_id must not be empty'],
+  ] as const) {
+    const r = await api('GET', path);
+    t.equal(r.status, 400, path);
+    t.same(r.body.errors, [{ field, message }], path);
+  }
+});
+
 t.test('fast-check: any create body gets 201 or a 400/422 in the Alerts shape, never a 500', async (t) => {
   const { api } = await alertsTenant(p, 'Fuzz');
   const value = fc.oneof(fc.string(), fc.integer(), fc.double(), fc.boolean(), fc.constant(null), fc.array(fc.string(), { maxLength: 3 }), fc.dictionary(fc.string({ maxLength: 8 }), fc.string({ maxLength: 8 }), { maxKeys: 3 }));

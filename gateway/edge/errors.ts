@@ -126,6 +126,16 @@ export function sendProblem(reply: FastifyReply, shape: ErrorShape, p: Problem):
 }
 
 /** Installs a family's error handler in its encapsulated context, so each family speaks its own error shape. */
+/**
+ * A `preValidation` hook that refuses a query parameter given more than once (`?metric=a&metric=b`): the parser
+ * makes it a list, which would otherwise be refused as a value of the wrong type, or as one that breaks the
+ * parameter's rule when each value alone keeps it. For the families whose parameters are all single-valued.
+ */
+export async function refuseRepeatedQuery(request: FastifyRequest): Promise<void> {
+  const query = request.query as Record<string, unknown> | undefined;
+  for (const name in query) if (Array.isArray(query[name])) throw EDGE.QUERY_REPEATED(name);
+}
+
 export function useErrorShape(app: FastifyInstance, shape: ErrorShape): void {
   app.setErrorHandler((err, request, reply) => sendProblem(reply, shape, toProblem(err, request)));
 }

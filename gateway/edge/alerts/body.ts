@@ -38,6 +38,7 @@ export const CreateRuleBody = z
 export const UpdateRuleBody = z.object({ name, project_id: projectId, metric, operator, threshold_value: threshold, window_duration: windowDuration, enabled }).partial().strict();
 
 const bool = z.enum(['true', 'false'], { error: MESSAGES.enabled });
+const projectFilter = z.string().min(1, 'project_id must not be empty').max(128, 'project_id is at most 128 characters');
 
 /**
  * `GET /v1/alert-rules`: the four filters (contract 4.2). Other query parameters are ignored, as a list without
@@ -47,12 +48,12 @@ const bool = z.enum(['true', 'false'], { error: MESSAGES.enabled });
 export const ListRulesQuery = z.object({
   enabled: bool.optional(),
   metric: metric.optional(),
-  project_id: z.string().min(1).max(128).optional(),
+  project_id: projectFilter.optional(),
   state: z.enum(RULE_STATES, { error: MESSAGES.state }).optional(),
 });
 
 /** `GET /v1/alerts` (addendum); other query parameters are ignored, as for the rules. */
-export const ListAlertsQuery = z.object({ project_id: z.string().min(1).max(128).optional(), metric: metric.optional() });
+export const ListAlertsQuery = z.object({ project_id: projectFilter.optional(), metric: metric.optional() });
 
 /** The rule id in a path: anything else is a malformed id (422). */
 export const RuleParams = z.object({ rule_id: z.string().regex(RULE_ID, 'malformed alert rule id') });

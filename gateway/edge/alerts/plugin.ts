@@ -10,7 +10,7 @@ import { newId } from '../../../platform/secrets.js';
 import type { Services } from '../../../platform/services.js';
 import { StoreDuplicateError } from '../../../store/mod.js';
 import { apiKeyAuth, resolvePathProject } from '../auth.js';
-import { useErrorShape } from '../errors.js';
+import { refuseRepeatedQuery, useErrorShape } from '../errors.js';
 import { fieldErrorResponses } from '../schemas.js';
 import { ActiveAlertView, CreateRuleBody, ListAlertsQuery, ListRulesQuery, RuleParams, RuleView, UpdateRuleBody } from './body.js';
 
@@ -33,6 +33,7 @@ export const alertsPlugin: FastifyPluginAsync<AlertsOptions> = async (root, opts
   const app = root.withTypeProvider<ZodTypeProvider>();
   useErrorShape(app, 'fields');
   app.addHook('onRequest', apiKeyAuth(opts.services.keys, ['alerts'], { otherScope: 401 }));
+  app.addHook('preValidation', refuseRepeatedQuery);
   const rules = alertRules(opts.services.store);
   const maxRules = opts.maxRules ?? MAX_RULES_PER_ACCOUNT;
   const tags = ['alerts'];

@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { ApiKeys } from '../../../tenancy/keys.js';
 import { apiKeyAuth } from '../auth.js';
-import { useErrorShape } from '../errors.js';
+import { refuseRepeatedQuery, useErrorShape } from '../errors.js';
 import type { WebhooksContext } from './context.js';
 import { deliveryRoutes } from './delivery-routes.js';
 import { endpointRoutes } from './endpoint-routes.js';
@@ -19,6 +19,7 @@ export const webhookEndpointsPlugin: FastifyPluginAsync<Omit<WebhooksContext, 'm
   const app = root.withTypeProvider<ZodTypeProvider>();
   useErrorShape(app, 'fields');
   app.addHook('onRequest', apiKeyAuth(opts.keys, ['alerts'], { otherScope: 401 }));
+  app.addHook('preValidation', refuseRepeatedQuery);
   const ctx: WebhooksContext = { ...opts, maxEndpoints: opts.maxEndpoints ?? MAX_ENDPOINTS_PER_ACCOUNT };
   for (const group of [endpointRoutes, deliveryRoutes]) group(app, ctx);
 };
