@@ -309,4 +309,12 @@ t.test('errors are never 500 and always {error_message}', async (t) => {
   t.equal((await get({ in_progress: 'maybe' })).status, 400);
   t.equal((await get({ client_env: 'prod' })).status, 400);
   t.equal((await get('limit=1&limit=2')).status, 400, 'a single-valued parameter twice');
+  // Lengths count characters, as the messages say: an emoji is one, not two UTF-16 units.
+  const range = { start_time: since, end_time: new Date(Date.now() + 60_000).toISOString() };
+  t.equal((await get({ ...range, query_type: 'transcript', query: '😀'.repeat(1000) })).status, 200, '1,000 emoji are a query of 1,000 characters');
+  const long = await get({ ...range, query_type: 'transcript', query: '😀'.repeat(1001) });
+  t.equal(long.status, 400);
+  t.equal(long.body.error_message, 'query is longer than 1000 characters');
+  t.equal((await get({ channel: '😀'.repeat(64) })).status, 200, 'a channel of 64 characters');
+  t.equal((await get({ channel: '😀'.repeat(65) })).status, 400);
 });

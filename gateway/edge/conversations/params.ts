@@ -2,6 +2,7 @@
  * Reading query strings by hand: repeated keys arrive as arrays, every value as a string, and each
  * problem is a 400 naming the parameter (never a 500, whatever the client sends).
  */
+import { characters } from '../../../platform/characters.js';
 import { CONVERSATIONS } from '../../../platform/errors.js';
 
 export type RawQuery = Record<string, string | string[] | undefined>;
@@ -52,7 +53,7 @@ export function oneOf<T extends string>(q: RawQuery, name: string, values: reado
 export function text(q: RawQuery, name: string, max = 256): string | undefined {
   const v = single(q, name);
   if (v === undefined || v === '') return undefined;
-  if (v.length > max) throw CONVERSATIONS.PARAM_TOO_LONG(name, max);
+  if (v.length > max && characters(v) > max) throw CONVERSATIONS.PARAM_TOO_LONG(name, max);
   return v;
 }
 

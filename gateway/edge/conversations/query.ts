@@ -1,4 +1,5 @@
 /** The query of `GET /{version}/{account_id}/{project_id}/conversations` (contract 4.3, addendum). */
+import { characters } from '../../../platform/characters.js';
 import { CONVERSATIONS } from '../../../platform/errors.js';
 import { bool, integer, many, oneOf, single, text, time, type RawQuery } from './params.js';
 
@@ -59,7 +60,7 @@ export function parseListQuery(version: Version, q: RawQuery): ListQuery {
   const variantName = text(q, 'variant_name', 256);
   if (variantId && variantName) throw CONVERSATIONS.VARIANT_AMBIGUOUS();
   const channels = many(q, 'channel');
-  if (channels.length > 32 || channels.some((c) => c.length > 64)) throw CONVERSATIONS.CHANNELS_TOO_MANY();
+  if (channels.length > 32 || channels.some((c) => characters(c) > 64)) throw CONVERSATIONS.CHANNELS_TOO_MANY();
 
   const limit = legacy ? (integer(q, 'limit', 1, 5000) ?? 5) : (integer(q, 'limit', 1, 1000) ?? 1000);
   const offset = integer(q, 'offset', 0, 1_000_000_000) ?? 0;
