@@ -183,6 +183,12 @@ t.test('redelivery: a new series with the same event id; the log pages newest fi
   t.equal((await api('POST', `${BASE}/${e.id}/deliveries/whd_00000000000000000000000000000000/redeliver`)).status, 404);
   const otherEndpoint = await endpoint(api, r.url);
   t.equal((await api('GET', `${BASE}/${otherEndpoint.id}/deliveries/${sent.body.id}`)).status, 404, "another endpoint's delivery");
+  // A cursor walks the log it was issued for: another endpoint's, or another event filter's, is not one.
+  for (const path of [`${otherEndpoint.id}/deliveries?cursor=`, `${e.id}/deliveries?event_id=${sent.body.event_id}&cursor=`]) {
+    const foreign = await api('GET', `${BASE}/${path}${encodeURIComponent(page1.body.next_cursor)}`);
+    t.equal(foreign.status, 400, path);
+    t.same(foreign.body.errors, [{ field: 'cursor', message: 'malformed cursor' }]);
+  }
   await api('PATCH', `${BASE}/${e.id}`, { enabled: false });
   const disabled = await api('POST', `${BASE}/${e.id}/deliveries/${sent.body.id}/redeliver`);
   t.equal(disabled.status, 409);

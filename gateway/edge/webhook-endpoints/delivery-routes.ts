@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { hash, randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { DELIVERY_ID, DELIVERY_KIND, dispatchToEndpoint, webhookDeliveries, type DeliveryRecord } from '../../../actors/delivery/mod.js';
 import { ActorAskError } from '../../../actors/mod.js';
@@ -54,9 +54,17 @@ export const deliveryRoutes: RouteGroup = (app, ctx) => {
     await endpointOf(ctx, accountId, req.params.id);
     const filter: Record<string, unknown> = { endpoint_id: req.params.id, account_id: accountId };
     if (req.query.event_id !== undefined) filter.event_id = req.query.event_id;
+    // A cursor names the log it walks (endpoint and event filter): one of another log is not one this issued.
+    const tag = hash('sha256', `${req.params.id}\u0000${req.query.event_id ?? ''}`, 'base64url').slice(0, 11);
+    let cursor: string | undefined;
+    if (req.query.cursor !== undefined) {
+      const dot = req.query.cursor.indexOf('.');
+      if (dot < 0 || req.query.cursor.slice(0, dot) !== tag) throw WEBHOOKS.CURSOR_MALFORMED();
+      cursor = req.query.cursor.slice(dot + 1);
+    }
     try {
-      const page = await log.page(filter, { sort: { created_at: -1 }, limit: req.query.limit, cursor: req.query.cursor });
-      return { data: page.items.map(deliveryView), next_cursor: page.next };
+      const page = await log.page(filter, { sort: { created_at: -1 }, limit: req.query.limit, cursor });
+      return { data: page.items.map(deliveryView), next_cursor: page.next === null ? null : `${tag}.${page.next}` };
     } catch (err) {
       if (err instanceof StoreCursorError) throw WEBHOOKS.CURSOR_MALFORMED();
       throw err;
