@@ -165,6 +165,29 @@ t.test('ids: 422 malformed, 404 unknown', async (t) => {
   isFieldError(t, unknownRoute.body);
 });
 
+t.test('ids that name what every object inherits (__proto__, constructor, toString...) are unknown ids: 404, nothing polluted, the process stays up', async (t) => {
+  const agentId = await newAgent('Inherited names');
+  const base = `/v1/agents/${agentId}/branches/main`;
+  t.equal((await api('POST', `${base}/knowledge-base/topics`, { name: 'Hours', content: 'We open at 9.' })).status, 201);
+  for (const name of ['__proto__', 'constructor', 'toString', 'valueOf', 'hasOwnProperty', 'isPrototypeOf']) {
+    for (const kind of ['knowledge-base/topics', 'attributes', 'variants']) {
+      const r = await api('GET', `${base}/${kind}/${name}`);
+      t.equal(r.status, 404, `GET ${kind}/${name}`);
+      isFieldError(t, r.body);
+    }
+    // An edit through Object.prototype would set `name` on every object of the process (prom-client then
+    // refused every label set, and the edge thread died).
+    t.equal((await api('PATCH', `${base}/knowledge-base/topics/${name}`, { name: 'pwned', content: 'x' })).status, 404, `PATCH topics/${name}`);
+    t.equal((await api('DELETE', `${base}/knowledge-base/topics/${name}`)).status, 404, `DELETE topics/${name}`);
+  }
+  const inherited = await api('POST', `${base}/variants`, { name: 'Inherited', attributeValues: { values: { constructor: 'x', toString: 'y' } } });
+  t.equal(inherited.status, 400, 'attribute values naming inherited keys are unknown attributes');
+  t.match(inherited.body.errors, [{ field: 'attributeValues' }]);
+  t.equal((await http(p.edge, 'GET', '/metrics')).status, 200, 'metrics still render');
+  t.equal((await api('GET', `${base}/knowledge-base/topics`)).body.topics.length, 1, 'the real topic is untouched');
+  t.equal((await api('POST', '/v1/agents', { name: 'After' })).status, 201, 'and the edge serves on');
+});
+
 t.test('branches: behavior and topics on main and on a branch; merge combines', async (t) => {
   const agentId = await newAgent();
   const base = `/v1/agents/${agentId}`;

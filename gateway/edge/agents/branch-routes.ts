@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { own } from '../../../platform/own.js';
 import { AGENTS } from '../../../platform/errors.js';
 import { newId } from '../../../platform/secrets.js';
 import type { Topic } from '../../../builder/mod.js';
@@ -128,7 +129,7 @@ export const branchRoutes: RouteGroup = (app, { builder }) => {
     schema: { tags: ['agents'], summary: 'Read a topic', params: TopicParams, response: { 200: TopicView, ...fieldErrorResponses } },
   }, async (req) => {
     const agent = await agents.access(callerOf(req), req.params.agentId);
-    const topic = (await branches.get(agent, req.params.branch)).content.topics[req.params.topicId];
+    const topic = own((await branches.get(agent, req.params.branch)).content.topics, req.params.topicId);
     if (!topic) throw AGENTS.TOPIC_NOT_FOUND();
     return topicView(topic);
   });
@@ -144,7 +145,7 @@ export const branchRoutes: RouteGroup = (app, { builder }) => {
   }, async (req) => {
     const agent = await agents.access(callerOf(req), req.params.agentId);
     const { result } = await branches.edit(agent, req.params.branch, (c) => {
-      const topic = c.topics[req.params.topicId];
+      const topic = own(c.topics, req.params.topicId);
       if (!topic) throw AGENTS.TOPIC_NOT_FOUND();
       if (req.body.name !== undefined && req.body.name !== topic.name) assertFreeName(c.topics, req.body.name);
       Object.assign(topic, req.body.name === undefined ? {} : { name: req.body.name }, req.body.content === undefined ? {} : { content: req.body.content });
@@ -158,7 +159,7 @@ export const branchRoutes: RouteGroup = (app, { builder }) => {
   }, async (req, reply) => {
     const agent = await agents.access(callerOf(req), req.params.agentId);
     await branches.edit(agent, req.params.branch, (c) => {
-      if (!c.topics[req.params.topicId]) throw AGENTS.TOPIC_NOT_FOUND();
+      if (!own(c.topics, req.params.topicId)) throw AGENTS.TOPIC_NOT_FOUND();
       delete c.topics[req.params.topicId];
     });
     return reply.code(204).send(null);

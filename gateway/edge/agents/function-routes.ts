@@ -1,5 +1,6 @@
 import { Script } from 'node:vm';
 import { z } from 'zod';
+import { own } from '../../../platform/own.js';
 import { AGENTS } from '../../../platform/errors.js';
 import { BranchRef, fieldErrorResponses, PathId } from '../schemas.js';
 import { callerOf, type RouteGroup } from './context.js';
@@ -12,7 +13,6 @@ import { byName } from './views.js';
 const FunctionName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, 'malformed function name').refine((n) => n !== '__proto__', 'malformed function name');
 const FunctionParams = z.object({ agentId: PathId, branch: BranchRef, name: FunctionName });
 /** The function of that name in a map of functions, never one its prototype lends it. */
-const own = <T>(map: Record<string, T> | undefined, name: string): T | undefined => (map && Object.hasOwn(map, name) ? map[name] : undefined);
 const FunctionView = z.object({ name: z.string(), code: z.string() });
 
 /**

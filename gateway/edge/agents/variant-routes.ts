@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { own } from '../../../platform/own.js';
 import { AGENTS } from '../../../platform/errors.js';
 import { newId } from '../../../platform/secrets.js';
 import type { Attribute, Content, Variant } from '../../../builder/mod.js';
@@ -41,7 +42,7 @@ export const variantRoutes: RouteGroup = (app, { builder }) => {
     schema: { tags: ['agents'], summary: 'Read an attribute', params: BranchParams.extend({ attributeId: PathId }), response: { 200: AttributeView, ...fieldErrorResponses } },
   }, async (req) => {
     const agent = await agents.access(callerOf(req), req.params.agentId);
-    const attribute = (await branches.get(agent, req.params.branch)).content.attributes[req.params.attributeId];
+    const attribute = own((await branches.get(agent, req.params.branch)).content.attributes, req.params.attributeId);
     if (!attribute) throw AGENTS.ATTRIBUTE_NOT_FOUND();
     return attributeView(attribute);
   });
@@ -86,7 +87,7 @@ export const variantRoutes: RouteGroup = (app, { builder }) => {
     schema: { tags: ['agents'], summary: 'Read a variant', params: BranchParams.extend({ variantId: PathId }), response: { 200: VariantView, ...fieldErrorResponses } },
   }, async (req) => {
     const agent = await agents.access(callerOf(req), req.params.agentId);
-    const variant = (await branches.get(agent, req.params.branch)).content.variants[req.params.variantId];
+    const variant = own((await branches.get(agent, req.params.branch)).content.variants, req.params.variantId);
     if (!variant) throw AGENTS.VARIANT_NOT_FOUND();
     return variantView(variant);
   });
@@ -96,7 +97,7 @@ export const variantRoutes: RouteGroup = (app, { builder }) => {
 function resolveAttributeValues(content: Content, values: Record<string, string>): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [key, value] of Object.entries(values)) {
-    const attribute = content.attributes[key] ?? Object.values(content.attributes).find((a) => a.name === key);
+    const attribute = own(content.attributes, key) ?? Object.values(content.attributes).find((a) => a.name === key);
     if (!attribute) throw AGENTS.ATTRIBUTE_UNKNOWN(key);
     out[attribute.id] = value;
   }
