@@ -99,6 +99,18 @@ t.test("headers larger than Node takes, or a request that is not HTTP: a body in
   errorMessageShape(t, JSON.parse(garbage.slice(garbage.indexOf('\r\n\r\n') + 4)));
 });
 
+t.test("an unmatched path answers in its family's shape however it is written: after ';' or '#', in absolute form", async (t) => {
+  const bodyOf = (res: string) => JSON.parse(res.slice(res.indexOf('\r\n\r\n') + 4));
+  for (const target of ['/v1/agents;x', '/admin;x', '/v1/alert-rules#frag', `http://127.0.0.1/v1/alert-rules/nothing/here`]) {
+    const res = await raw(`SEARCH ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\nx-api-key: ${agentsKey}\r\nconnection: close\r\n\r\n`);
+    t.match(res, /^HTTP\/1\.1 4\d\d /, target);
+    fieldsShape(t, bodyOf(res));
+  }
+  const chat = await raw(`SEARCH http://127.0.0.1/v1/${c.accountId}/${c.agentId}/chat/nothing HTTP/1.1\r\nHost: 127.0.0.1\r\nconnection: close\r\n\r\n`);
+  t.match(chat, /^HTTP\/1\.1 404 /);
+  errorMessageShape(t, bodyOf(chat));
+});
+
 t.test('credentials are checked before the body: 401 for a malformed body without valid credentials', async (t) => {
   const malformed = { raw: '{bad', headers: { 'content-type': 'application/json' } };
   const outbound = await http(p.edge, 'POST', '/v1/outbound-calling', { ...malformed, headers: { ...malformed.headers, 'x-service-auth-token': 'nope' } });

@@ -141,9 +141,14 @@ export function useErrorShape(app: FastifyInstance, shape: ErrorShape): void {
 }
 
 /** Paths whose families answer in the `fields` shape; every other path answers `{error_message}`. */
-const FIELD_SHAPED = /^\/(?:v1\/(?:agents|alert-rules|alerts|webhook-endpoints)|admin)(?:[/?]|$)/;
+const FIELD_SHAPED = /^\/(?:v1\/(?:agents|alert-rules|alerts|webhook-endpoints)|admin)(?:[/?;#]|$)/;
+/** The scheme and authority of a request target in absolute form (`GET http://host/v1/agents HTTP/1.1`). */
+const ABSOLUTE_FORM = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/;
 
-/** The shape of an unmatched route: the one its path's family would use. */
+/**
+ * The shape of an unmatched route: the one its path's family would use, judged by the path alone (a target
+ * in absolute form, or a prefix followed by `;` or `#`, belongs to the family its path names).
+ */
 export function shapeForPath(url: string): ErrorShape {
-  return FIELD_SHAPED.test(url) ? 'fields' : 'error_message';
+  return FIELD_SHAPED.test(url.replace(ABSOLUTE_FORM, '')) ? 'fields' : 'error_message';
 }
