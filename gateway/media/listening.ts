@@ -6,19 +6,23 @@ type Listener = dgram.Socket | net.Server;
 
 /**
  * Runs `start` (which makes and binds sockets synchronously, as `sip.create` does) and gives what it
- * returned with the sockets it made. The `sip` package binds its UDP socket and its TCP and TLS servers
+ * returned with the sockets it made; each connection its TCP and TLS servers take is shown to `onConnection`
+ * first (a guard on the stream, `stream-guard.ts`). The `sip` package binds its UDP socket and its TCP and TLS servers
  * without an 'error' listener, so a port taken between our probe and its bind would end the process with
  * an uncaught 'error'; seeing the sockets lets the caller listen for that and retry.
  */
-export function capturingListeners<T>(start: () => T): { value: T; listeners: Listener[] } {
+export function capturingListeners<T>(start: () => T, onConnection: (stream: net.Socket) => void = () => {}): { value: T; listeners: Listener[] } {
   const listeners: Listener[] = [];
+  // Each server's connection listener sees a connection after `onConnection` has: what `onConnection` attaches
+  // to the stream comes before what the listener does.
+  const first = (args: unknown[]) => args.map((a) => (typeof a === 'function' ? (s: net.Socket) => (onConnection(s), a(s)) : a));
   const createSocket = dgram.createSocket;
   const createServer = net.createServer;
   const createTlsServer = tls.createServer;
   // Patched only for the synchronous call below: nothing else runs in between.
   dgram.createSocket = ((...args: Parameters<typeof dgram.createSocket>) => keep(createSocket.apply(dgram, args))) as typeof dgram.createSocket;
-  net.createServer = ((...args: Parameters<typeof net.createServer>) => keep(createServer.apply(net, args))) as typeof net.createServer;
-  tls.createServer = ((...args: Parameters<typeof tls.createServer>) => keep(createTlsServer.apply(tls, args))) as typeof tls.createServer;
+  net.createServer = ((...args: unknown[]) => keep(createServer.apply(net, first(args) as Parameters<typeof net.createServer>))) as typeof net.createServer;
+  tls.createServer = ((...args: unknown[]) => keep(createTlsServer.apply(tls, first(args) as Parameters<typeof tls.createServer>))) as typeof tls.createServer;
   function keep<L extends Listener>(l: L): L {
     listeners.push(l);
     return l;

@@ -11,7 +11,7 @@ import { extraHeaders, SipEndpoint, type IncomingInvite } from './dialog.js';
 import { hintsOf } from './hints.js';
 import { answerOf, choose, openLeg, readSdp, sessionOf } from './media.js';
 import { Pacer } from './rtp/pacer.js';
-import { RtpPorts } from './rtp/ports.js';
+import { RtpPorts, RtpPortsExhausted } from './rtp/ports.js';
 import { DEFAULT_VOICE, type SpeechToText, type TextToSpeech, type VoiceSettings } from './speech/types.js';
 import type { TurnTakingOptions } from './turn-taking.js';
 import type { MediaConfig } from '../../platform/config.js';
@@ -112,7 +112,9 @@ export class MediaGateway {
     this.ua.onInvite = (invite) =>
       void this.inbound(invite).catch((err) => {
         o.log('warn', 'inbound call failed', { err: String(err) });
-        invite.reject(500, 'Server Internal Error');
+        // Out of RTP ports is overload, which the caller may retry elsewhere or later (RFC 3261 21.5.4).
+        if (err instanceof RtpPortsExhausted) invite.reject(503, 'Service Unavailable');
+        else invite.reject(500, 'Server Internal Error');
       });
   }
 
@@ -155,6 +157,9 @@ export class MediaGateway {
     }
     const sink = { audio: (_: Int16Array) => {}, digit: (_: string) => {} };
     const rtp = sessionOf(leg, offer!, chosen.codec, chosen.dtmf, this.pacer, { audio: (p) => sink.audio(p), digit: (d) => sink.digit(d) });
+    // Nothing is sent before the ACK: an INVITE's SDP can name anyone's address, and its sender (over UDP, any
+    // address it likes) need never see our answer; 32 s of audio to a stranger for one datagram otherwise.
+    rtp.hold();
     const dialog = invite.accept(answerOf(leg, this.mediaAddress, chosen.codec, chosen.dtmf));
     dialog.onReinvite = (sdp) => {
       const again = readSdp(sdp);
@@ -166,6 +171,7 @@ export class MediaGateway {
       rtp.close();
       return;
     }
+    rtp.release();
     const callSid = `IN-${randomUUID()}`;
     const trunk = await this.o.telephony.trunk(binding.connector_id).catch(() => null);
     const call = this.callOf(

@@ -49,12 +49,15 @@ declare module 'sip' {
   export function create(options: StackOptions, onRequest: (rq: SipMessage, remote: Remote) => void): Stack;
   export function makeResponse(rq: SipMessage, status: number, reason?: string, extension?: { headers?: Record<string, unknown>; content?: string }): SipMessage;
   export function parseUri(s: string | SipUri): SipUri;
+  /** A whole message (headers, blank line, body); undefined when its start line or a header line does not parse. */
+  export function parse(s: string): SipMessage | undefined;
   export function stringifyUri(u: string | SipUri): string;
   export function generateBranch(): string;
   const sip: {
     create: typeof create;
     makeResponse: typeof makeResponse;
     parseUri: typeof parseUri;
+    parse: typeof parse;
     stringifyUri: typeof stringifyUri;
     generateBranch: typeof generateBranch;
   };

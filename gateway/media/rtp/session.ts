@@ -51,6 +51,7 @@ export class RtpSession {
   private closed = false;
   /** Set once the stream is bridged to another leg (`relay`): where the far end's packets go instead. */
   private relayTo: ((rtp: Buffer) => void) | null = null;
+  private held = false;
   /** Called when a queued utterance has been sent entirely. */
   onDrained: (() => void) | null = null;
   /**
@@ -88,6 +89,15 @@ export class RtpSession {
     o.socket.on('message', (msg, rinfo) => this.onPacket(msg, rinfo));
     o.socket.on('error', () => {});
     this.stopPacing = o.pacer.add(() => this.tick());
+  }
+
+  /** Sends nothing (not even silence) until `release`: an answered INVITE waiting for its ACK. */
+  hold(): void {
+    this.held = true;
+  }
+
+  release(): void {
+    this.held = false;
   }
 
   /** Where to send: the address and port of the far end's SDP (updated by a re-INVITE). */
@@ -145,7 +155,7 @@ export class RtpSession {
    * none (it would not know what the packet is).
    */
   forward(rtp: Buffer, digitsAs: number | null = null): void {
-    if (!this.peer || this.closed) return;
+    if (!this.peer || this.closed || this.held) return;
     const ours = this.o.dtmfPayloadType;
     if (digitsAs !== null && digitsAs !== ours && rtp.length > 1 && (rtp[1]! & 0x7f) === digitsAs) {
       if (ours === null) return;
@@ -187,7 +197,7 @@ export class RtpSession {
   }
 
   private sendPacket(p: Parameters<typeof writeRtp>[0]): void {
-    if (!this.peer || this.closed) return;
+    if (!this.peer || this.closed || this.held) return;
     const raw = writeRtp(p);
     const out = this.send ? this.send.protect(raw) : raw;
     this.o.socket.send(out, this.peer.port, this.peer.address);

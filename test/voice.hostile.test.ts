@@ -1,0 +1,122 @@
+/**
+ * The media gateway against a hostile network, with raw SIP and RTP from node sockets: a TCP stream whose
+ * Content-Length cannot frame a message is closed (the `sip` package's parser buffered it until the process
+ * died), an answered INVITE gets no audio before its ACK (one datagram naming a stranger's address was 32 s
+ * of RTP to it), and INVITEs that hold every RTP port are answered 503 (overload), not 500.
+ */
+import t from 'tap';
+import dgram from 'node:dgram';
+import net from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { http } from './helpers/http.js';
+import { chatProject, type ChatProject } from './helpers/chat.js';
+import { bindNumber, quietPort, RTP_PORTS, voicePlatform, voiceTools, type VoicePlatform } from './helpers/voice.js';
+
+const needsTools = () => (voiceTools() ? {} : { skip: 'sipp or espeak-ng is not installed' });
+const NUMBER = '+442079460177';
+let voice: VoicePlatform;
+let project: ChatProject;
+t.before(async () => {
+  if (!voiceTools()) return;
+  // One RTP port in the range (from `RTP_PORTS`, which no other test's platform or sipp takes from): a call
+  // waiting for its ACK holds the range.
+  const rtpPort = await quietPort(RTP_PORTS);
+  voice = await voicePlatform('sb-voice-hostile-', { RTP_PORT_MIN: String(rtpPort), RTP_PORT_MAX: String(rtpPort + 1) });
+  project = await chatProject(voice.p, { name: 'Hostile Co' });
+  await bindNumber(project.api, project.agentId, NUMBER, { host: '127.0.0.2', port: 5 });
+});
+t.teardown(() => voice?.stop());
+
+/** A UDP SIP peer on 127.0.0.2 that records what it is sent. */
+async function udpPeer() {
+  const socket = dgram.createSocket('udp4');
+  await new Promise<void>((r) => socket.bind(0, '127.0.0.2', () => r()));
+  const got: string[] = [];
+  socket.on('message', (m) => got.push(m.toString('latin1')));
+  return { socket, got, port: socket.address().port, send: (text: string) => socket.send(Buffer.from(text, 'latin1'), voice.sip, '127.0.0.1') };
+}
+
+function invite(from: { port: number }, media: { address: string; port: number }) {
+  const callId = `${randomBytes(8).toString('hex')}@127.0.0.2`;
+  const tag = randomBytes(4).toString('hex');
+  const sdp = `v=0\r\no=- 1 1 IN IP4 ${media.address}\r\ns=-\r\nc=IN IP4 ${media.address}\r\nt=0 0\r\nm=audio ${media.port} RTP/AVP 0 101\r\na=rtpmap:0 PCMU/8000\r\na=rtpmap:101 telephone-event/8000\r\na=sendrecv\r\n`;
+  const head = (method: string, cseq: number, to = `<sip:${NUMBER}@127.0.0.1>`) =>
+    `${method} sip:${NUMBER}@127.0.0.1:${voice.sip} SIP/2.0\r\nVia: SIP/2.0/UDP 127.0.0.2:${from.port};branch=z9hG4bK${randomBytes(6).toString('hex')};rport\r\nMax-Forwards: 70\r\n` +
+    `From: <sip:caller@127.0.0.2>;tag=${tag}\r\nTo: ${to}\r\nCall-ID: ${callId}\r\nCSeq: ${cseq} ${method}\r\nContact: <sip:caller@127.0.0.2:${from.port}>\r\n`;
+  return {
+    callId,
+    text: `${head('INVITE', 1)}Content-Type: application/sdp\r\nContent-Length: ${sdp.length}\r\n\r\n${sdp}`,
+    ack: (to: string) => `${head('ACK', 1, to)}Content-Length: 0\r\n\r\n`,
+    bye: (to: string) => `${head('BYE', 2, to)}Content-Length: 0\r\n\r\n`,
+  };
+}
+
+const finalOf = (got: string[], callId: string) => got.find((m) => /^SIP\/2\.0 [2-6]\d\d /.test(m) && m.includes(callId));
+const until = async <T>(f: () => T | undefined, ms = 10_000): Promise<T> => {
+  for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 20))) {
+    const v = f();
+    if (v !== undefined) return v;
+  }
+  throw new Error('timed out');
+};
+
+t.test('INVITEs: no audio before the ACK; with every RTP port held, the next is 503', needsTools(), async (t) => {
+  const caller = await udpPeer();
+  const media = dgram.createSocket('udp4');
+  await new Promise<void>((r) => media.bind(0, '127.0.0.3', () => r()));
+  let packets = 0;
+  media.on('message', () => packets++);
+  t.teardown(() => {
+    caller.socket.close();
+    media.close();
+  });
+  const first = invite(caller, { address: '127.0.0.3', port: media.address().port });
+  caller.send(first.text);
+  const answer = await until(() => finalOf(caller.got, first.callId));
+  t.match(answer, /^SIP\/2\.0 200 /, 'answered');
+  await new Promise((r) => setTimeout(r, 1500));
+  t.equal(packets, 0, 'no RTP to the offer\'s address while the 200 waits for its ACK');
+
+  // The range's one port is held by the call waiting for its ACK.
+  const second = invite(caller, { address: '127.0.0.3', port: media.address().port });
+  caller.send(second.text);
+  t.match(await until(() => finalOf(caller.got, second.callId)), /^SIP\/2\.0 503 /, 'out of RTP ports: 503, the overload answer');
+
+  const to = /^To: (.*)$/im.exec(answer)![1]!.trim();
+  caller.send(first.ack(to));
+  await until(() => (packets > 0 ? true : undefined));
+  t.pass('audio once the ACK came');
+  caller.send(first.bye(to));
+  await until(() => caller.got.find((m) => /^SIP\/2\.0 200 /.test(m) && m.includes('BYE') && m.includes(first.callId)));
+});
+
+t.test('a TCP stream whose Content-Length cannot frame a message is closed; the next connection is served', needsTools(), async (t) => {
+  const options = (length: string) =>
+    `OPTIONS sip:127.0.0.1:${voice.sip} SIP/2.0\r\nVia: SIP/2.0/TCP 127.0.0.2:1;branch=z9hG4bK${randomBytes(6).toString('hex')}\r\nMax-Forwards: 70\r\n` +
+    `From: <sip:a@127.0.0.2>;tag=1\r\nTo: <sip:b@127.0.0.1>\r\nCall-ID: ${randomBytes(6).toString('hex')}\r\nCSeq: 1 OPTIONS\r\nContent-Length: ${length}\r\n\r\n`;
+  for (const length of ['abc', '-5', '1.5']) {
+    const s = net.connect({ host: '127.0.0.1', port: voice.sip, localAddress: '127.0.0.2' });
+    const closed = new Promise<void>((r) => s.on('close', () => r()));
+    s.on('error', () => {});
+    await new Promise<void>((r) => s.on('connect', () => r()));
+    s.write(options(length));
+    // Then, in later reads (a first read past 60,480 bytes is a header flood to the stack), what its parser
+    // would keep as the body of a message it can never finish.
+    await new Promise((r) => setTimeout(r, 200));
+    for (let i = 0; i < 32 && !s.destroyed; i++) {
+      s.write('A'.repeat(32 * 1024));
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    await Promise.race([closed, new Promise((_r, reject) => setTimeout(() => reject(new Error(`Content-Length ${length}: the connection stayed open`)), 5000))]);
+    t.pass(`Content-Length ${length}: closed`);
+  }
+  const s = net.connect({ host: '127.0.0.1', port: voice.sip, localAddress: '127.0.0.2' });
+  let got = '';
+  s.on('data', (d) => (got += d.toString('latin1')));
+  await new Promise<void>((r) => s.on('connect', () => r()));
+  s.write(options('0'));
+  await until(() => (/^SIP\/2\.0 200 /m.test(got) ? true : undefined));
+  s.destroy();
+  t.pass('a well-framed OPTIONS on a new connection: 200');
+  t.equal((await http(voice.p.edge, 'GET', '/healthz')).status, 200, 'the process serves on');
+});
