@@ -58,6 +58,24 @@ t.test('SRTP: what one side protects the other unprotects, across the rollover; 
   t.equal(keyOfInline('inline:AAAA'), null, 'a short key is no key');
 });
 
+t.test('SRTP replay window: a packet received once is refused again; late ones within 64 are taken once, older ones never', async (t) => {
+  const key = newSrtpKey();
+  const tx = new SrtpContext(key);
+  const rx = new SrtpContext(key);
+  const packet = (seq: number) => tx.protect(writeRtp({ payloadType: 0, marker: false, sequence: seq & 0xffff, timestamp: seq * 160, ssrc: 42, payload: Buffer.alloc(20, seq & 0xff) }));
+  const sent = new Map<number, Buffer>();
+  for (const seq of [0xfffe, 0xffff, 0x10000, 0x10001, 0x10002, 0x10050, 0x10051]) sent.set(seq, packet(seq));
+  const take = (seq: number) => rx.unprotect(sent.get(seq)!) !== null;
+  t.ok(take(0xfffe) && take(0xffff), 'in order');
+  t.notOk(take(0xffff), 'the same packet again: a replay');
+  t.ok(take(0x10001), 'past the rollover, one lost in between');
+  t.ok(take(0x10000), 'the one that came late');
+  t.notOk(take(0x10000), 'and only once');
+  t.ok(take(0x10050) && take(0x10051), 'far ahead');
+  t.notOk(take(0x10002), 'older than the window (79 behind): refused though never seen');
+  t.notOk(take(0x10051), 'a replay of the newest');
+});
+
 t.test('RFC 4733: digits encode and decode; a digit counts once however many packets carry it', async (t) => {
   for (const d of '0123456789*#ABCD') t.equal(readDtmf(writeDtmf({ digit: d, end: true, volume: 10, duration: 800 }))?.digit, d);
   const got: string[] = [];

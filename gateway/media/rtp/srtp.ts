@@ -46,6 +46,9 @@ export class SrtpContext {
   private readonly salt: Buffer;
   private roc = 0;
   private lastSeq = -1;
+  /** The highest packet index received, and which of the `REPLAY_WINDOW` indexes up to it were (bit n: highest - n). */
+  private highest = -1;
+  private window = 0n;
 
   constructor(master: SrtpKey) {
     ({ encKey: this.encKey, authKey: this.authKey, salt: this.salt } = srtpSessionKeys(master));
@@ -102,6 +105,7 @@ export class SrtpContext {
     const body = srtp.subarray(0, srtp.length - TAG);
     const expected = this.tag(body, roc);
     if (!timingSafeEqual(expected, srtp.subarray(srtp.length - TAG))) return null;
+    if (!this.fresh(roc * 0x10000 + seq)) return null;
     if (roc > this.roc || this.lastSeq < 0 || (roc === this.roc && seq > this.lastSeq)) {
       this.roc = roc;
       this.lastSeq = seq;
@@ -109,4 +113,27 @@ export class SrtpContext {
     const c = createCipheriv('aes-128-ctr', this.encKey, this.iv(srtp.readUInt32BE(8), roc * 0x10000 + seq));
     return Buffer.concat([body.subarray(0, h), c.update(body.subarray(h))]);
   }
+
+  /**
+   * Whether an authenticated packet's index was not received before, remembering it (RFC 3711 3.3.2): one
+   * replayed, or older than the window, is dropped, so a recorded packet (a keyed digit) cannot be sent again.
+   */
+  private fresh(index: number): boolean {
+    if (this.highest < 0 || index > this.highest) {
+      const ahead = this.highest < 0 ? REPLAY_WINDOW : index - this.highest;
+      this.window = ahead >= REPLAY_WINDOW ? 1n : ((this.window << BigInt(ahead)) | 1n) & WINDOW_MASK;
+      this.highest = index;
+      return true;
+    }
+    const behind = this.highest - index;
+    if (behind >= REPLAY_WINDOW) return false;
+    const bit = 1n << BigInt(behind);
+    if (this.window & bit) return false;
+    this.window |= bit;
+    return true;
+  }
 }
+
+/** Packets behind the highest one received that are still taken, once each (RFC 3711's minimum, 64). */
+const REPLAY_WINDOW = 64;
+const WINDOW_MASK = (1n << BigInt(REPLAY_WINDOW)) - 1n;
