@@ -76,6 +76,45 @@ t.test('SRTP replay window: a packet received once is refused again; late ones w
   t.notOk(take(0x10051), 'a replay of the newest');
 });
 
+t.test('RTP session: latched to the first source; another host\'s packets and digits are dropped until a re-INVITE moves the far end', async (t) => {
+  const socket = dgram.createSocket('udp4');
+  await new Promise<void>((r) => socket.bind(0, '127.0.0.1', () => r()));
+  const digits: string[] = [];
+  let audio = 0;
+  const rtp = new RtpSession({ socket, codec: 'PCMU', dtmfPayloadType: 101, srtp: null, pacer: new Pacer(), onAudio: () => audio++, onDigit: (d) => digits.push(d) });
+  const sender = async (address: string) => {
+    const s = dgram.createSocket('udp4');
+    await new Promise<void>((r) => s.bind(0, address, () => r()));
+    return s;
+  };
+  const caller = await sender('127.0.0.2');
+  const stranger = await sender('127.0.0.9');
+  t.teardown(() => {
+    rtp.close();
+    caller.close();
+    stranger.close();
+  });
+  rtp.setPeer({ address: '127.0.0.2', port: caller.address().port });
+  let seq = 1;
+  const digit = (from: dgram.Socket, d: string) => {
+    const ts = seq * 1000;
+    for (const end of [false, true, true]) from.send(writeRtp({ payloadType: 101, marker: !end, sequence: seq++, timestamp: ts, ssrc: 7, payload: writeDtmf({ digit: d, end, volume: 10, duration: 800 }) }), rtp.localPort, '127.0.0.1');
+  };
+  const settle = () => new Promise((r) => setTimeout(r, 100));
+  digit(caller, '1');
+  await settle();
+  digit(stranger, '9');
+  await settle();
+  t.same(digits, ['1'], 'the stranger\'s digit is dropped');
+  t.ok(rtp.stats.rejected >= 3, 'and counted as rejected');
+  rtp.setPeer({ address: '127.0.0.9', port: stranger.address().port });
+  digit(stranger, '5');
+  await settle();
+  digit(caller, '2');
+  await settle();
+  t.same(digits, ['1', '5'], 'after a re-INVITE the new source is the one taken');
+});
+
 t.test('RFC 4733: digits encode and decode; a digit counts once however many packets carry it', async (t) => {
   for (const d of '0123456789*#ABCD') t.equal(readDtmf(writeDtmf({ digit: d, end: true, volume: 10, duration: 800 }))?.digit, d);
   const got: string[] = [];

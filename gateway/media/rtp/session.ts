@@ -52,6 +52,12 @@ export class RtpSession {
   /** Set once the stream is bridged to another leg (`relay`): where the far end's packets go instead. */
   private relayTo: ((rtp: Buffer) => void) | null = null;
   private held = false;
+  /**
+   * Where the far end's packets come from (`address:port`), latched from the first one taken: packets from
+   * anywhere else are dropped, so that no other host can speak or key digits into the call. Set again by the
+   * next packet after `setPeer` (a re-INVITE that moves the far end's media).
+   */
+  private source: string | null = null;
   /** Called when a queued utterance has been sent entirely. */
   onDrained: (() => void) | null = null;
   /**
@@ -103,6 +109,7 @@ export class RtpSession {
   /** Where to send: the address and port of the far end's SDP (updated by a re-INVITE). */
   setPeer(peer: RtpPeer): void {
     this.peer = peer;
+    this.source = null;
   }
 
   /**
@@ -212,8 +219,17 @@ export class RtpSession {
     }
     const p = readRtp(plain);
     if (!p) return;
+    const from = `${rinfo.address}:${rinfo.port}`;
+    if (this.source === null) this.source = from;
+    else if (from !== this.source) {
+      this.stats.rejected++;
+      return;
+    }
     // Symmetric RTP: answer where the audio comes from when the SDP named no usable address.
-    if (!this.peer) this.peer = { address: rinfo.address, port: rinfo.port };
+    if (!this.peer) {
+      this.peer = { address: rinfo.address, port: rinfo.port };
+      this.source = from;
+    }
     this.stats.received++;
     this.lastReceivedAt = performance.now();
     if (this.relayTo) {
