@@ -1,4 +1,5 @@
 import type { FieldError } from '../platform/errors.js';
+import { own } from '../platform/own.js';
 import { type Content, sameValue } from './content.js';
 
 /** Outcome of a three-way merge: the merged content, the fields taken from the branch, and any conflicts. */
@@ -41,11 +42,14 @@ export function threeWayMerge(base: Content, ours: Content, theirs: Content): Me
     const ids = new Set([...Object.keys(base[kind] ?? {}), ...Object.keys(ours[kind] ?? {}), ...Object.keys(theirs[kind] ?? {})]);
     const merged: Record<string, unknown> = {};
     for (const id of [...ids].sort()) {
-      const value = pick(`${kind}.${id}`, base[kind]?.[id], ours[kind]?.[id], theirs[kind]?.[id]);
+      // Own properties only: an item one side lacks must read as absent, not as what every object inherits
+      // (a function named `constructor` deleted on one side read as `Object`, and the merge stored it).
+      const of = (c: Content) => own(c[kind] as Record<string, unknown> | undefined, id);
+      const value = pick(`${kind}.${id}`, of(base), of(ours), of(theirs));
       if (value !== undefined) merged[id] = value;
     }
     (content as unknown as Record<Keyed, Record<string, unknown>>)[kind] = merged;
-    conflicts.push(...duplicateNames(kind, merged as Record<string, { name: string }>, (id) => ours[kind]?.[id] !== undefined));
+    conflicts.push(...duplicateNames(kind, merged as Record<string, { name: string }>, (id) => own(ours[kind] as Record<string, unknown> | undefined, id) !== undefined));
   }
   return { content, applied, conflicts };
 }

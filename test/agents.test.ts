@@ -188,6 +188,19 @@ t.test('ids that name what every object inherits (__proto__, constructor, toStri
   t.equal((await api('POST', '/v1/agents', { name: 'After' })).status, 201, 'and the edge serves on');
 });
 
+t.test('merge: items named as what every object inherits merge as any other (one side deleted a function named constructor)', async (t) => {
+  const agentId = await newAgent('Inherited merge');
+  const base = `/v1/agents/${agentId}/branches`;
+  for (const name of ['constructor', 'toString']) t.equal((await api('PUT', `${base}/main/functions/${name}`, { code: 'function f(conv) { return 1; }' })).status, 200, name);
+  t.equal((await api('POST', base, { name: 'trim' })).status, 201);
+  t.equal((await api('DELETE', `${base}/trim/functions/constructor`)).status, 204, 'the branch deletes constructor');
+  t.equal((await api('DELETE', `${base}/main/functions/toString`)).status, 204, 'main deletes toString');
+  t.equal((await api('PATCH', `${base}/trim/behavior`, { behavior: 'Trimmed.' })).status, 200);
+  const merged = await api('POST', `${base}/trim/merge`);
+  t.equal(merged.status, 200, merged.text);
+  t.same((await api('GET', `${base}/main/functions`)).body.functions, [], 'both deletions stand on main');
+});
+
 t.test('branches: behavior and topics on main and on a branch; merge combines', async (t) => {
   const agentId = await newAgent();
   const base = `/v1/agents/${agentId}`;
