@@ -375,6 +375,19 @@ t.test('real-time configs: merge variables at once, null removes, per page', asy
   t.equal((await api('GET', base)).body.configPages.length, 1);
 });
 
+t.test('real-time configs: variables named constructor and toString, at the top and nested, are data like any other', async (t) => {
+  const agentId = await newAgent();
+  const page = `/v1/agents/${agentId}/real-time-configs/live/variables`;
+  t.equal((await api('PATCH', page, { variables: { constructor: 'a', toString: 'b', nested: { constructor: 'c', toString: 'd' } } })).status, 200);
+  // Each later change compares the stored value with the new one: the comparison took such an object for a class instance.
+  const r = await api('PATCH', page, { variables: { greeting: 'hi', nested: { constructor: 'e' } } });
+  t.equal(r.status, 200, r.text);
+  t.same(r.body.variables, { constructor: 'a', toString: 'b', nested: { constructor: 'e', toString: 'd' }, greeting: 'hi' });
+  const removed = await api('PATCH', page, { variables: { toString: null } });
+  t.equal(removed.status, 200, removed.text);
+  t.same(removed.body.variables, { constructor: 'a', nested: { constructor: 'e', toString: 'd' }, greeting: 'hi' });
+});
+
 t.test('attributes and variants on a branch, deployed with the artifact', async (t) => {
   const agentId = await newAgent();
   const base = `/v1/agents/${agentId}/branches/main`;

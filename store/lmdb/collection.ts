@@ -1,6 +1,6 @@
 import { update as applyUpdate } from 'mingo';
 import type { Modifier } from 'mingo/updater';
-import { isEqual } from 'mingo/util';
+import { dataEqual } from './equal.js';
 import { applySimpleUpdate } from './simple-update.js';
 import { page, sortWithId } from '../cursor.js';
 import { StoreDuplicateError } from '../errors.js';
@@ -249,7 +249,7 @@ function distinctEach(update: Update): Update {
   for (const [field, value] of Object.entries(add)) {
     if (!isPlainObject(value) || !Array.isArray(value.$each)) continue;
     const distinct: unknown[] = [];
-    for (const v of value.$each) if (!distinct.some((d) => isEqual(d, v))) distinct.push(v);
+    for (const v of value.$each) if (!distinct.some((d) => dataEqual(d, v))) distinct.push(v);
     if (distinct.length < value.$each.length) (changed ??= { ...add })[field] = Object.assign({}, value, { $each: distinct });
   }
   return changed ? Object.assign({}, update, { $addToSet: changed }) : update;

@@ -3,7 +3,7 @@
  * Every function that writes must run inside a write transaction (`transactionSync`).
  */
 import { compareKeys, type Key } from 'lmdb';
-import { isEqual } from 'mingo/util';
+import { dataEqual } from './equal.js';
 import { valueAt } from '../cursor.js';
 import { StoreDuplicateError } from '../errors.js';
 import type { Doc, IndexSpec } from '../types.js';
@@ -57,7 +57,7 @@ function assertUnique(env: RecordsEnv, collection: string, def: IndexDef, doc: D
     const id = idOf(other);
     if (id === doc.id) continue;
     const record = env.records.get(key(collection, id));
-    if (record && isEqual(tuple(def, record), values)) throw new StoreDuplicateError(collection, def.fields);
+    if (record && dataEqual(tuple(def, record), values)) throw new StoreDuplicateError(collection, def.fields);
   }
 }
 
@@ -84,7 +84,7 @@ export function writeEntries(
   for (const def of defs) {
     // Most rewrites leave the indexed fields alone: no keys to build, encode and compare then.
     if (before && after && samePrimitives(def, before, after)) continue;
-    if (def.unique && after && (!before || !isEqual(tuple(def, before), tuple(def, after)))) {
+    if (def.unique && after && (!before || !dataEqual(tuple(def, before), tuple(def, after)))) {
       assertUnique(env, collection, def, after);
     }
     const oldKey = before && entryKey(collection, def, before);

@@ -6,7 +6,7 @@
  * returns `null` untouched, and the caller applies the update with mingo as before. The result equals
  * mingo's (test/store.simple-update.test.ts holds them equal with fast-check).
  */
-import { isEqual } from 'mingo/util';
+import { dataEqual } from './equal.js';
 
 const SIMPLE = new Set(['$set', '$unset', '$inc']);
 
@@ -98,7 +98,7 @@ export function applySimpleUpdate(doc: Record<string, unknown>, update: Record<s
       }
       continue;
     }
-    if (!isEqual(parent[last], value)) {
+    if (!dataEqual(parent[last], value)) {
       // Primitives as they are (a checkpoint sets a number per partition); objects copied, as mingo does.
       parent[last] = typeof value === 'object' && value !== null ? structuredClone(value) : value;
       changed.push(field);
