@@ -228,6 +228,7 @@ t.test('every error row answers {error_message}', async (t) => {
     ['unknown account', { query: { account_id: 'acc_nope' }, raw: '{"id":"e"}' }, 401, /not valid for this account and project/],
     ['id not in payload', { raw: '{"other":"e"}' }, 400, /event id not found in payload at id/],
     ['id not in headers', { query: { event_id_location: 'headers', event_id_path: 'x-ref' }, raw: '' }, 400, /event id not found in headers at x-ref/],
+    ['a header named as what every object inherits', { query: { event_id_location: 'headers', event_id_path: 'constructor' }, raw: '' }, 400, /event id not found in headers at constructor/],
     ['id not in query', { query: { event_id_location: 'querystring', event_id_path: 'ref' }, raw: '' }, 400, /event id not found in querystring/],
     ['id is an object', { raw: '{"id":{"a":1}}' }, 400, /event id must be a string or number/],
     ['id too long', { raw: JSON.stringify({ id: 'x'.repeat(257) }) }, 400, /event id must be/],

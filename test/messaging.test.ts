@@ -208,6 +208,16 @@ t.test('event errors: SYSTEM_MESSAGE at level ERROR, custom echoed, the socket s
   }
   e = await errorAfter(() => c.send(T('SESSION_END'), {}));
   t.equal(e.payload.message, 'Event type not allowed: EVENT_TYPE_SESSION_END');
+  // Types named as what every object inherits are unknown types like any other.
+  for (const type of ['constructor', 'toString', '__proto__', 'valueOf', 'hasOwnProperty']) {
+    e = await errorAfter(() => c.raw(JSON.stringify({ type, payload: {} })));
+    t.equal(e.payload.message, 'Unknown event type or invalid message format', `type ${type}`);
+  }
+  // A key named __proto__ would not be echoed or replayed as sent (a copy makes it a prototype): refused.
+  for (const frame of ['{"type":"EVENT_TYPE_HEARTBEAT","payload":{},"metadata":{"custom":{"__proto__":{"x":1}}}}', '{"type":"EVENT_TYPE_HEARTBEAT","payload":{"\\u005f_proto__":1}}']) {
+    e = await errorAfter(() => c.raw(frame));
+    t.equal(e.payload.message, 'Unknown event type or invalid message format', frame);
+  }
   e = await errorAfter(() => c.send(T('USER_MESSAGE'), { text: 42 }));
   t.equal(e.payload.message, 'Unknown event type or invalid message format', 'a user message without text');
   e = await errorAfter(() => c.send(T('USER_TYPING'), { state: 'TYPING_MAYBE' }));

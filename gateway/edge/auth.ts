@@ -47,7 +47,8 @@ export function credentialsFirst<T>(check: (request: FastifyRequest) => Promise<
 
 /** One request header's value (the first, when repeated). */
 export function header(request: FastifyRequest, name: string): string | undefined {
-  const v = request.headers[name];
+  // Own properties only: `constructor` would otherwise name what every object inherits.
+  const v = Object.hasOwn(request.headers, name) ? request.headers[name] : undefined;
   return Array.isArray(v) ? v[0] : v;
 }
 

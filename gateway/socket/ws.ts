@@ -1,6 +1,8 @@
 import type { HttpRequest, HttpResponse, TemplatedApp, us_socket_context_t, WebSocket } from '@trufflesuite/uws-js-unofficial';
 import { randomUUID } from 'node:crypto';
 import { decode, type Subscription } from '../../actors/mod.js';
+import { parseJson } from '../../platform/json-parse.js';
+import { own } from '../../platform/own.js';
 import {
   EVENT_PREFIX,
   gatewayEvent,
@@ -76,7 +78,7 @@ export function parseClientEvent(text: string): { event: Omit<Extract<SessionEve
   if (jsonTooDeep(text)) return { error: EVENT_ERRORS.invalidFormat, custom: null };
   let raw: unknown;
   try {
-    raw = JSON.parse(text);
+    raw = parseJson(text);
   } catch {
     return { error: EVENT_ERRORS.invalidFormat, custom: null };
   }
@@ -89,7 +91,7 @@ export function parseClientEvent(text: string): { event: Omit<Extract<SessionEve
   const fields = customRaw && typeof customRaw === 'object' && !Array.isArray(customRaw) ? (customRaw as Record<string, unknown>) : null;
   if (typeof msg.type !== 'string') return { error: EVENT_ERRORS.invalidFormat, custom };
   if (SERVER_TYPES.has(msg.type)) return { error: EVENT_ERRORS.notAllowed(msg.type), custom };
-  const kind = CLIENT_TYPES[msg.type];
+  const kind = own(CLIENT_TYPES, msg.type);
   if (!kind) return { error: EVENT_ERRORS.invalidFormat, custom };
   if (msg.metadata !== undefined && metadata === null) return { error: EVENT_ERRORS.invalidFormat, custom };
   const payload = msg.payload === undefined || msg.payload === null ? {} : msg.payload;
