@@ -177,6 +177,10 @@ t.test('turn-taking: an utterance after speech and silence, barge-in while the a
   for (let i = 0; i < 20; i++) tt.audio(frame(3000));
   await new Promise((r) => setTimeout(r, 300));
   t.equal(turns[3]?.kind, 'speech', 'an utterance whose audio just stops (silence suppression) ends too');
+  // Digits keyed on without a pause make turns of 64 at most, not one input that grows as long as they come.
+  for (let i = 0; i < 150; i++) tt.digit(String(i % 10));
+  await new Promise((r) => setTimeout(r, 200));
+  t.same(turns.slice(4).map((x) => (x as { digits: string }).digits.length), [64, 64, 22]);
   tt.close();
 });
 

@@ -24,6 +24,8 @@ export type CallerTurn =
   | { kind: 'silence'; endedAt: number };
 
 const PREROLL_FRAMES = 10;
+/** The most DTMF digits one turn holds (a card number with its expiry and code fits several times over). */
+const MAX_DIGITS = 64;
 
 /**
  * Turn-taking on the caller's audio: an energy voice-activity detector finds utterances (start after a
@@ -146,6 +148,9 @@ export class TurnTaking {
     if (this.digitTimer) clearTimeout(this.digitTimer);
     if (d === '#' && this.digits) return this.flushDigits();
     this.digits += d;
+    // A turn holds at most `MAX_DIGITS`: a caller (or a sender) keying on without a pause makes turns of that
+    // many, not one input that grows for as long as digits keep coming.
+    if (this.digits.length >= MAX_DIGITS) return this.flushDigits();
     this.digitTimer = setTimeout(() => this.flushDigits(), this.o.interDigitMs);
   }
 
