@@ -2,7 +2,8 @@
  * The media gateway against a hostile network, with raw SIP and RTP from node sockets: a TCP stream whose
  * Content-Length cannot frame a message is closed (the `sip` package's parser buffered it until the process
  * died), an answered INVITE gets no audio before its ACK (one datagram naming a stranger's address was 32 s
- * of RTP to it), and INVITEs that hold every RTP port are answered 503 (overload), not 500.
+ * of RTP to it), INVITEs that hold every RTP port are answered 503 (overload), not 500, and requests this UA
+ * does not take are refused as RFC 3261 says (420, 405 with Allow, 501, 481, 500 for an out-of-order CSeq).
  */
 import t from 'tap';
 import dgram from 'node:dgram';
@@ -47,7 +48,7 @@ function invite(from: { port: number }, media: { address: string; port: number }
     callId,
     text: `${head('INVITE', 1)}Content-Type: application/sdp\r\nContent-Length: ${sdp.length}\r\n\r\n${sdp}`,
     ack: (to: string) => `${head('ACK', 1, to)}Content-Length: 0\r\n\r\n`,
-    bye: (to: string) => `${head('BYE', 2, to)}Content-Length: 0\r\n\r\n`,
+    request: (method: string, cseq: number, to: string) => `${head(method, cseq, to)}Content-Length: 0\r\n\r\n`,
   };
 }
 
@@ -86,8 +87,43 @@ t.test('INVITEs: no audio before the ACK; with every RTP port held, the next is 
   caller.send(first.ack(to));
   await until(() => (packets > 0 ? true : undefined));
   t.pass('audio once the ACK came');
-  caller.send(first.bye(to));
-  await until(() => caller.got.find((m) => /^SIP\/2\.0 200 /.test(m) && m.includes('BYE') && m.includes(first.callId)));
+
+  // Within the dialog: requests in CSeq order only (RFC 3261 12.2.2); nothing is said to be done that is not.
+  const answerTo = async (method: string, cseq: number) => {
+    caller.send(first.request(method, cseq, to));
+    return until(() => caller.got.find((m) => /^SIP\/2\.0 \d{3} /.test(m) && m.includes(first.callId) && new RegExp(`^CSeq: ${cseq} ${method}`, 'im').test(m)));
+  };
+  t.match(await answerTo('INFO', 5), /^SIP\/2\.0 200 /, 'INFO');
+  t.match(await answerTo('INFO', 3), /^SIP\/2\.0 500 /, 'a CSeq below the last one: out of order, 500');
+  const refer = await answerTo('REFER', 6);
+  t.match(refer, /^SIP\/2\.0 405 /, 'a REFER within the call is not taken (a 200 would say it was)');
+  t.match(refer, /^Allow: .*INVITE/im, 'with the methods that are');
+  t.match(await answerTo('FOO', 7), /^SIP\/2\.0 501 /, 'an unknown method: 501');
+  t.match(await answerTo('BYE', 8), /^SIP\/2\.0 200 /, 'BYE');
+});
+
+t.test('outside any dialog: unsupported options, methods and dialogs are refused by RFC 3261, each final answer with a To tag', needsTools(), async (t) => {
+  const peer = await udpPeer();
+  t.teardown(() => peer.socket.close());
+  const ask = async (method: string, extra = '') => {
+    const callId = `${randomBytes(8).toString('hex')}@127.0.0.2`;
+    peer.send(
+      `${method} sip:127.0.0.1:${voice.sip} SIP/2.0\r\nVia: SIP/2.0/UDP 127.0.0.2:${peer.port};branch=z9hG4bK${randomBytes(6).toString('hex')}\r\nMax-Forwards: 70\r\n` +
+        `From: <sip:a@127.0.0.2>;tag=1\r\nTo: <sip:b@127.0.0.1>\r\nCall-ID: ${callId}\r\nCSeq: 1 ${method}\r\n${extra}Content-Length: 0\r\n\r\n`,
+    );
+    const rs = await until(() => finalOf(peer.got, callId));
+    t.match(rs, /^To: .*;tag=/im, `${method}: the answer has a To tag`);
+    return rs;
+  };
+  t.match(await ask('OPTIONS'), /^SIP\/2\.0 200 /);
+  const required = await ask('OPTIONS', 'Require: x-unknown-ext\r\n');
+  t.match(required, /^SIP\/2\.0 420 /, 'a required option this UA lacks: 420');
+  t.match(required, /^Unsupported: x-unknown-ext/im, 'naming it');
+  const register = await ask('REGISTER');
+  t.match(register, /^SIP\/2\.0 405 /);
+  t.match(register, /^Allow: /im, 'a 405 says what is allowed');
+  t.match(await ask('FOO'), /^SIP\/2\.0 501 /, 'an unknown method');
+  t.match(await ask('BYE'), /^SIP\/2\.0 481 /, 'a BYE of no dialog');
 });
 
 t.test('a TCP stream whose Content-Length cannot frame a message is closed; the next connection is served', needsTools(), async (t) => {

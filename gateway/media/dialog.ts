@@ -299,6 +299,16 @@ export class Dialog {
   /** An in-dialog request from the far end. */
   handle(rq: SipMessage): void {
     const ok = (extension?: { headers?: Record<string, unknown>; content?: string }) => this.ua.stack.send(sip.makeResponse(rq, 200, 'OK', extension));
+    // RFC 3261 12.2.2: a request whose CSeq is below the last one the far end sent in this dialog is out of
+    // order (ACK and CANCEL carry their INVITE's).
+    if (rq.method !== 'ACK' && rq.method !== 'CANCEL') {
+      const seq = Number(rq.headers.cseq?.seq);
+      if (this.s.remoteSeq > 0 && seq < this.s.remoteSeq) {
+        this.ua.stack.send(sip.makeResponse(rq, 500, 'Server Internal Error'));
+        return;
+      }
+      if (Number.isFinite(seq)) this.s.remoteSeq = seq;
+    }
     switch (rq.method) {
       case 'ACK':
         if (!this.acked) this.ackDone(true);
@@ -328,10 +338,36 @@ export class Dialog {
         if (m) this.onReferProgress?.(Number(m[1]));
         return;
       }
-      default:
+      case 'INFO':
+      case 'CANCEL':
         ok();
+        return;
+      default:
+        // Nothing else is done within a call: a 200 would tell the far end it was (a REFER taken, say).
+        this.ua.stack.send(notAllowed(rq));
     }
   }
+}
+
+/** What a UA answers out of a dialog, and within one, beside the methods that set one up or end it. */
+const ALLOW = 'INVITE, ACK, BYE, CANCEL, OPTIONS, REFER, NOTIFY, INFO';
+/** Methods of SIP and its extensions that this UA knows but does not take here (405); others are 501. */
+const KNOWN_METHODS = new Set(['INVITE', 'ACK', 'BYE', 'CANCEL', 'OPTIONS', 'REGISTER', 'REFER', 'NOTIFY', 'INFO', 'SUBSCRIBE', 'MESSAGE', 'UPDATE', 'PRACK', 'PUBLISH']);
+
+/** 405 with the methods we take (RFC 3261 8.2.1), or 501 for a method this UA does not know (21.5.2). */
+function notAllowed(rq: SipMessage): SipMessage {
+  if (!KNOWN_METHODS.has(rq.method ?? '')) return sip.makeResponse(rq, 501, 'Not Implemented');
+  return sip.makeResponse(rq, 405, 'Method Not Allowed', { headers: { allow: ALLOW } });
+}
+
+/**
+ * A final response outside any dialog, with the To tag every response but 100 carries (RFC 3261 8.2.6.2):
+ * `sip.makeResponse` copies the request's To as it is.
+ */
+function tagged(rs: SipMessage): SipMessage {
+  const to = rs.headers.to;
+  if (to && typeof to === 'object' && !to.params?.tag) rs.headers.to = Object.assign({}, to, { params: Object.assign({}, to.params, { tag: randomBytes(6).toString('hex') }) });
+  return rs;
 }
 
 /** What became of an INVITE we sent. */
@@ -430,9 +466,17 @@ export class SipEndpoint {
       const d = this.dialogs.get(`${rq.headers['call-id']}:${toTag}`);
       if (d) d.handle(rq);
       else if (rq.method !== 'ACK') this.stack.send(sip.makeResponse(rq, 481, 'Call/Transaction Does Not Exist'));
+      // (The request's To already carries a tag: the response keeps it.)
       return;
     }
     const key = `${rq.headers['call-id']}:${rq.headers.via?.[0]?.params?.branch ?? ''}`;
+    // RFC 3261 8.2.2.3: an option the request requires that we do not support is refused, naming it. This UA
+    // supports none (no 100rel, no session timers). Never for ACK and CANCEL.
+    const required = rq.method === 'INVITE' || rq.method === 'OPTIONS' ? optionTags(rq.headers.require) : [];
+    if (required.length) {
+      this.stack.send(tagged(sip.makeResponse(rq, 420, 'Bad Extension', { headers: { unsupported: required.join(', ') } })));
+      return;
+    }
     switch (rq.method) {
       case 'INVITE': {
         const invite = new IncomingInvite(this, rq, remote);
@@ -452,10 +496,14 @@ export class SipEndpoint {
       case 'ACK':
         return;
       case 'OPTIONS':
-        this.stack.send(sip.makeResponse(rq, 200, 'OK', { headers: { allow: 'INVITE, ACK, BYE, CANCEL, OPTIONS, REFER, NOTIFY, INFO' } }));
+        this.stack.send(tagged(sip.makeResponse(rq, 200, 'OK', { headers: { allow: ALLOW } })));
+        return;
+      case 'BYE':
+        // A BYE outside any dialog we have (RFC 3261 15.1.2).
+        this.stack.send(tagged(sip.makeResponse(rq, 481, 'Call/Transaction Does Not Exist')));
         return;
       default:
-        this.stack.send(sip.makeResponse(rq, 405, 'Method Not Allowed'));
+        this.stack.send(tagged(notAllowed(rq)));
     }
   }
 
@@ -633,4 +681,13 @@ export class SipEndpoint {
       },
     };
   }
+}
+
+/** The option tags of a `Require` header as the stack read it (a string, or several joined), lower-case. */
+function optionTags(header: unknown): string[] {
+  if (typeof header !== 'string') return [];
+  return header
+    .split(',')
+    .map((t) => t.trim().toLowerCase())
+    .filter((t) => t !== '');
 }
