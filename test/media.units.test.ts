@@ -146,6 +146,10 @@ t.test('SDP: an offer reads back; the answer takes the first G.711 codec offered
   t.match(choose(readSdp(offer.replace(/^a=crypto.*\r\n/m, ''))), { error: /SRTP/ }, 'SAVP without a key');
   t.match(choose(readSdp('v=0\r\no=- 1 1 IN IP4 1.2.3.4\r\ns=-\r\nc=IN IP4 1.2.3.4\r\nt=0 0\r\nm=audio 5 RTP/AVP 18\r\na=rtpmap:18 G729/8000\r\n')), { error: /G\.711/ });
   t.match(choose(readSdp('not sdp')), { error: /no audio/ });
+  const audio = (m: string, extra = '') => `v=0\r\no=- 1 1 IN IP4 1.2.3.4\r\ns=-\r\nc=IN IP4 1.2.3.4\r\nt=0 0\r\n${m}\r\na=rtpmap:0 PCMU/8000\r\n${extra}`;
+  for (const port of ['0', '65536', '99999999']) t.match(choose(readSdp(audio(`m=audio ${port} RTP/AVP 0`))), { error: /no audio/ }, `an audio stream on port ${port}: declined or no port`);
+  t.equal(readSdp(audio('m=audio 5004 RTP/AVP 0 300', 'a=rtpmap:300 telephone-event/8000\r\n'))!.dtmfPayloadType, null, 'payload type 300 is none');
+  t.equal(readSdp(audio('m=audio 5004 RTP/AVP 0 4294967297', 'a=rtpmap:4294967297 telephone-event/8000\r\n'))!.dtmfPayloadType, null);
 });
 
 t.test('turn-taking: an utterance after speech and silence, barge-in while the agent speaks, digits, silence', async (t) => {

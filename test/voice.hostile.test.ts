@@ -124,6 +124,18 @@ t.test('outside any dialog: unsupported options, methods and dialogs are refused
   t.match(register, /^Allow: /im, 'a 405 says what is allowed');
   t.match(await ask('FOO'), /^SIP\/2\.0 501 /, 'an unknown method');
   t.match(await ask('BYE'), /^SIP\/2\.0 481 /, 'a BYE of no dialog');
+  const notSdp = await ask('INVITE', 'Content-Type: text/plain\r\n');
+  t.notMatch(notSdp, /^SIP\/2\.0 415 /, 'an INVITE without a body is not refused for its type');
+});
+
+t.test('an INVITE whose body is not SDP: 415, naming what is accepted', needsTools(), async (t) => {
+  const peer = await udpPeer();
+  t.teardown(() => peer.socket.close());
+  const call = invite(peer, { address: '127.0.0.2', port: 9 });
+  peer.send(call.text.replace('Content-Type: application/sdp', 'Content-Type: text/plain'));
+  const rs = await until(() => finalOf(peer.got, call.callId));
+  t.match(rs, /^SIP\/2\.0 415 /);
+  t.match(rs, /^Accept: application\/sdp/im);
 });
 
 t.test('a TCP stream whose Content-Length cannot frame a message is closed; the next connection is served', needsTools(), async (t) => {

@@ -479,6 +479,12 @@ export class SipEndpoint {
     }
     switch (rq.method) {
       case 'INVITE': {
+        // An offer is SDP: a body of another type is not one this UA can answer (RFC 3261 8.2.3).
+        const type = String(rq.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+        if (rq.content && type !== 'application/sdp') {
+          this.stack.send(tagged(sip.makeResponse(rq, 415, 'Unsupported Media Type', { headers: { accept: 'application/sdp' } })));
+          return;
+        }
         const invite = new IncomingInvite(this, rq, remote);
         this.pending.set(key, invite);
         setTimeout(() => this.pending.delete(key), ACK_WAIT_MS).unref();

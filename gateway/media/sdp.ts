@@ -15,7 +15,10 @@ export interface MediaDescription {
   srtpUnusable: boolean;
 }
 
-/** Reads the first audio stream of an SDP body; null when there is none. */
+/**
+ * Reads the first audio stream of an SDP body; null when there is none, or when it is declined (port 0) or names
+ * a port no UDP socket has. A payload type outside RTP's 0 to 127 means nothing.
+ */
 export function readSdp(body: string): MediaDescription | null {
   let s: sdpTransform.SessionDescription;
   try {
@@ -24,9 +27,13 @@ export function readSdp(body: string): MediaDescription | null {
     return null;
   }
   const m = s.media?.find((x) => x.type === 'audio');
-  if (!m) return null;
+  if (!m || !Number.isInteger(m.port) || m.port < 1 || m.port > 65535) return null;
   const address = m.connection?.ip ?? s.connection?.ip ?? '';
-  const pts = String(m.payloads ?? '').split(/\s+/).filter(Boolean).map(Number);
+  const pts = String(m.payloads ?? '')
+    .split(/\s+/)
+    .filter(Boolean)
+    .map(Number)
+    .filter((pt) => Number.isInteger(pt) && pt >= 0 && pt <= 127);
   const names = new Map<number, string>();
   for (const r of m.rtp ?? []) names.set(r.payload, r.codec.toUpperCase());
   const codecs: Codec[] = [];
