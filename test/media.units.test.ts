@@ -17,6 +17,8 @@ import { TurnTaking, type CallerTurn } from '../gateway/media/turn-taking.js';
 import { outcomeOf } from '../gateway/media/dial.js';
 import { referTarget } from '../gateway/media/call.js';
 import { bridgeTargetOf } from '../gateway/media/bridge.js';
+import { sipStreamGuard } from '../gateway/media/stream-guard.js';
+import net from 'node:net';
 import { packetize } from '../gateway/media/rtp/packetizer.js';
 import { decode } from '../gateway/media/rtp/codec.js';
 import { RtpSession } from '../gateway/media/rtp/session.js';
@@ -113,6 +115,49 @@ t.test('RTP session: latched to the first source; another host\'s packets and di
   digit(caller, '2');
   await settle();
   t.same(digits, ['1', '5'], 'after a re-INVITE the new source is the one taken');
+});
+
+t.test('SIP stream guard: a message begun must be whole in time, a length must frame it, an address holds so many streams', async (t) => {
+  const guard = sipStreamGuard({ messageDeadlineMs: 300, maxPerAddress: 3 });
+  const server = net.createServer((s) => {
+    guard(s);
+    s.on('data', () => {});
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  t.teardown(() => server.close());
+  const port = (server.address() as net.AddressInfo).port;
+  const open = async () => {
+    const s = net.connect({ host: '127.0.0.1', port });
+    s.on('error', () => {});
+    const closed = new Promise<number>((r) => s.on('close', () => r(Date.now())));
+    await new Promise<void>((r) => s.on('connect', () => r()));
+    return { s, closed };
+  };
+  const isClosedWithin = (c: { closed: Promise<number> }, ms: number) => Promise.race([c.closed.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms))]);
+  const whole = 'OPTIONS sip:a@b SIP/2.0\r\nVia: SIP/2.0/TCP 1.2.3.4;branch=z9hG4bK1\r\nCall-ID: 1\r\nCSeq: 1 OPTIONS\r\nContent-Length: 4\r\n\r\nbody';
+
+  const steady = await open();
+  for (let i = 0; i < 4; i++) {
+    steady.s.write(whole);
+    await new Promise((r) => setTimeout(r, 150));
+  }
+  t.notOk(await isClosedWithin(steady, 200), 'whole messages, however long the stream lives: open');
+  const slow = await open();
+  slow.s.write('OPTIONS sip:a@b SIP/2.0\r\nVia: ');
+  for (let i = 0; i < 3 && !slow.s.destroyed; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    slow.s.write('x');
+  }
+  t.ok(await isClosedWithin(slow, 1000), 'a message still not whole at the deadline: closed');
+  const unframed = await open();
+  unframed.s.write(whole.replace('Content-Length: 4', 'Content-Length: abc'));
+  t.ok(await isClosedWithin(unframed, 500), 'a length that frames nothing: closed');
+
+  // The steady one and two more are three; the closed ones no longer count.
+  const more = [await open(), await open(), await open()];
+  t.ok(await isClosedWithin(more[2]!, 500), 'the fourth stream of one address: closed');
+  t.notOk(await isClosedWithin(more[1]!, 100), 'the third: open');
+  for (const c of [steady, ...more]) c.s.destroy();
 });
 
 t.test('RFC 4733: digits encode and decode; a digit counts once however many packets carry it', async (t) => {

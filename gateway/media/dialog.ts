@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import sip, { type Aor, type Remote, type SipMessage, type Stack } from 'sip';
 import digest from 'sip/digest.js';
 import { allListening, capturingListeners } from './listening.js';
-import { guardSipStream } from './stream-guard.js';
+import { sipStreamGuard } from './stream-guard.js';
 import { utf8 } from '../../platform/utf8.js';
 
 /**
@@ -426,7 +426,7 @@ export class SipEndpoint {
         },
         (rq, remote) => this.onRequest(rq, remote),
       ),
-      guardSipStream,
+      sipStreamGuard(),
     );
     this.stack = value;
     this.listeners = listeners;

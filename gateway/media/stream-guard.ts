@@ -1,4 +1,4 @@
-import type { Duplex } from 'node:stream';
+import type { Socket } from 'node:net';
 import sip from 'sip';
 
 /** The `sip` package's own bounds on a stream message (its `makeStreamParser` defaults). */
@@ -7,46 +7,90 @@ const MAX_CONTENT_LENGTH = 604_800;
 /** A message's header block, as the `sip` package's stream parser finds it. */
 const HEADER_BLOCK = /^\s*([\S\s]*?)\r\n\r\n([\S\s]*)$/;
 
+export interface StreamGuardOptions {
+  /** A message begun must be whole within this (a peer sending a byte a second holds nothing for hours). */
+  messageDeadlineMs: number;
+  /** Streams one address may hold open at once; more are closed as they come. */
+  maxPerAddress: number;
+}
+
+export const STREAM_GUARD: StreamGuardOptions = { messageDeadlineMs: 30_000, maxPerAddress: 64 };
+
 /**
- * Watches the messages a SIP stream (TCP or TLS) carries and destroys the stream when one can never be framed:
- * a `Content-Length` that is not a whole number of bytes. The `sip` package's stream parser waits for "NaN
- * bytes" of body after `Content-Length: abc`, buffering everything the peer sends until the string is too long
- * for V8, which throws out of its 'data' handler and ends the process. RFC 3261 18.3: on a stream, the length
- * is what frames a message, so a stream without a usable one cannot go on.
+ * Guards the SIP streams (TCP or TLS) a listener takes. Each is closed when:
  *
- * It must be attached before the stack's own 'data' listener (it is, from the server's connection callback);
- * it follows the stream exactly as that parser does (the same header-block rule, `sip.parse` for the headers),
- * so the two stay in step. What the parser bounds itself (headers past 60,480 bytes, a length over 604,800)
- * it is left to.
+ * - a message can never be framed: a `Content-Length` that is not a whole number of bytes. The `sip`
+ *   package's stream parser waits for "NaN bytes" of body after `Content-Length: abc`, buffering everything the
+ *   peer sends until the string is too long for V8, which throws out of its 'data' handler and ends the process.
+ *   RFC 3261 18.3: on a stream, the length is what frames a message, so a stream without a usable one cannot go on;
+ * - a message begun is not whole within `messageDeadlineMs` (one header byte a second would otherwise hold the
+ *   stream for the 16 hours the 60 KB header bound takes to reach);
+ * - its address already holds `maxPerAddress` streams (a trunk reuses one or a few).
+ *
+ * `guard` must see a stream before the stack's own 'data' listener (it does, from the server's connection
+ * callback); it follows the stream exactly as that parser does (the same header-block rule, `sip.parse` for the
+ * headers), so the two stay in step. What the parser bounds itself (headers past 60,480 bytes, a length over
+ * 604,800) it is left to.
  */
-export function guardSipStream(stream: Duplex): void {
+export function sipStreamGuard(o: StreamGuardOptions = STREAM_GUARD): (stream: Socket) => void {
+  const open = new Map<string, number>();
+  return (stream) => {
+    const address = stream.remoteAddress ?? '';
+    const held = (open.get(address) ?? 0) + 1;
+    open.set(address, held);
+    stream.once('close', () => {
+      const left = (open.get(address) ?? 1) - 1;
+      if (left > 0) open.set(address, left);
+      else open.delete(address);
+    });
+    if (held > o.maxPerAddress) {
+      stream.destroy();
+      return;
+    }
+    watchFraming(stream, o.messageDeadlineMs);
+  };
+}
+
+function watchFraming(stream: Socket, deadlineMs: number): void {
   let pending = '';
   /** Body bytes still to come before the next header block; -1 while reading headers. */
   let body = -1;
+  let deadline: NodeJS.Timeout | null = null;
+  const close = () => {
+    if (deadline) clearTimeout(deadline);
+    stream.destroy();
+  };
+  stream.once('close', () => deadline && clearTimeout(deadline));
   stream.on('data', (chunk: string | Buffer) => {
     if (stream.destroyed) return;
     pending += typeof chunk === 'string' ? chunk : chunk.toString('binary');
     for (;;) {
       if (body >= 0) {
-        if (pending.length < body) return;
+        if (pending.length < body) break;
         pending = pending.slice(body);
         body = -1;
       }
       if (pending.length > MAX_HEADER_BYTES) {
         pending = '';
-        return;
+        break;
       }
       const block = HEADER_BLOCK.exec(pending);
-      if (!block) return;
+      if (!block) break;
       pending = block[2]!;
       const length: unknown = sip.parse(`${block[1]}\r\n\r\n`)?.headers['content-length'];
       if (length === undefined) continue;
-      if (typeof length !== 'number' || !Number.isInteger(length) || length < 0) {
-        stream.destroy();
-        return;
-      }
+      if (typeof length !== 'number' || !Number.isInteger(length) || length < 0) return close();
       if (length > MAX_CONTENT_LENGTH) return;
       body = length;
+    }
+    // What is left is part of a message (keep-alive CRLFs are none): it has until the deadline to be whole.
+    const partial = body >= 0 || pending.trim() !== '';
+    if (!partial && deadline) {
+      clearTimeout(deadline);
+      deadline = null;
+    } else if (partial && !deadline) {
+      deadline = setTimeout(close, deadlineMs);
+      deadline.unref?.();
     }
   });
 }
