@@ -18,6 +18,7 @@ import { outcomeOf } from '../gateway/media/dial.js';
 import { referTarget } from '../gateway/media/call.js';
 import { bridgeTargetOf } from '../gateway/media/bridge.js';
 import { sipStreamGuard } from '../gateway/media/stream-guard.js';
+import { userOf } from '../gateway/media/dialog.js';
 import net from 'node:net';
 import { packetize } from '../gateway/media/rtp/packetizer.js';
 import { decode } from '../gateway/media/rtp/codec.js';
@@ -158,6 +159,13 @@ t.test('SIP stream guard: a message begun must be whole in time, a length must f
   t.ok(await isClosedWithin(more[2]!, 500), 'the fourth stream of one address: closed');
   t.notOk(await isClosedWithin(more[1]!, 100), 'the third: open');
   for (const c of [steady, ...more]) c.s.destroy();
+});
+
+t.test("a caller's user part: escapes decoded, unless they decode to control characters", async (t) => {
+  t.equal(userOf({ uri: 'sip:%2B14155550123@example.com', params: {} }), '+14155550123');
+  t.equal(userOf({ uri: 'sip:J%C3%BCrgen@example.com', params: {} }), 'Jürgen');
+  t.equal(userOf({ uri: 'sip:%0d%0aX-Injected@example.com', params: {} }), '%0d%0aX-Injected', 'kept as written');
+  t.equal(userOf(undefined), '');
 });
 
 t.test('RFC 4733: digits encode and decode; a digit counts once however many packets carry it', async (t) => {

@@ -62,7 +62,11 @@ const CORE_HEADERS = new Set([
 export function userOf(h: Aor | undefined): string {
   if (!h) return '';
   try {
-    return decodeURIComponent(sip.parseUri(h.uri).user ?? '');
+    const raw = sip.parseUri(h.uri).user ?? '';
+    const user = decodeURIComponent(raw);
+    // A number or name holds no control characters: one whose escapes decode to some (`%0d%0a`) is kept as
+    // written, so that no line break reaches a record, a function or a header made from it.
+    return /[\u0000-\u001f\u007f]/.test(user) ? raw : user;
   } catch {
     return '';
   }
