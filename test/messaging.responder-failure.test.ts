@@ -4,7 +4,7 @@
  * for a message, not with an agent message; the session goes on, and the next message is answered. The Chat
  * API answers the apology as the turn's response (docs/chat.md).
  */
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { startLlmStandin } from './helpers/llm-standin.js';
 import { connect, is, messagingProject, T, type MessagingProject } from './helpers/messaging.js';
 import { platformFor, type Platform } from './helpers/platform.js';
@@ -31,12 +31,18 @@ t.before(async () => {
 
 const errorOf = (text: string) => (e: { type: string; payload: any }) => e.type === T('SYSTEM_MESSAGE') && e.payload?.level === 'SYSTEM_MESSAGE_LEVEL_ERROR' && e.payload?.message === text;
 
-t.test('a message the responder fails on: the 7.4 error event, no agent message; the next message is answered', async (t) => {
-  failGreeting = false;
+/** A new session's socket, its join sent (the greeting failing or not). */
+async function joining(t: Test, greetingFails: boolean) {
+  failGreeting = greetingFails;
   const { sessionId, accessToken } = await m.session();
   const c = await connect(p.socket, { session_id: sessionId, access_token: accessToken });
   t.teardown(() => c.close());
   c.send(T('REQUEST_SERVICE_AGENT_JOIN'));
+  return c;
+}
+
+t.test('a message the responder fails on: the 7.4 error event, no agent message; the next message is answered', async (t) => {
+  const c = await joining(t, false);
   t.match(await c.waitFor(is('SERVICE_AGENT_MESSAGE'), 'greeting'), { payload: { text: 'Hello from the model!' } });
   const from = c.flat().length;
   c.send(T('USER_MESSAGE'), { text: 'please fail now' }, { n: 1 });
@@ -49,11 +55,7 @@ t.test('a message the responder fails on: the 7.4 error event, no agent message;
 });
 
 t.test('a greeting the responder fails on: the agent joins, "unable to start" instead of a greeting; messages are then answered', async (t) => {
-  failGreeting = true;
-  const { sessionId, accessToken } = await m.session();
-  const c = await connect(p.socket, { session_id: sessionId, access_token: accessToken });
-  t.teardown(() => c.close());
-  c.send(T('REQUEST_SERVICE_AGENT_JOIN'));
+  const c = await joining(t, true);
   await c.waitFor(is('SERVICE_AGENT_JOINED'), 'joined');
   await c.waitFor(errorOf(UNABLE_TO_START), 'the error event');
   t.notOk(c.flat().some(is('SERVICE_AGENT_MESSAGE')), 'no greeting');
