@@ -4,8 +4,17 @@ import sip from 'sip';
 /** The `sip` package's own bounds on a stream message (its `makeStreamParser` defaults). */
 const MAX_HEADER_BYTES = 60_480;
 const MAX_CONTENT_LENGTH = 604_800;
-/** A message's header block, as the `sip` package's stream parser finds it. */
-const HEADER_BLOCK = /^\s*([\S\s]*?)\r\n\r\n([\S\s]*)$/;
+/**
+ * A message's header block as the `sip` package's stream parser finds it (its `/^\s*([\S\s]*?)\r\n\r\n/`,
+ * without the regular expression's quadratic worst case): after any leading whitespace, up to the first blank
+ * line. Null while no blank line has come.
+ */
+function headerBlock(text: string): { headers: string; rest: string } | null {
+  let start = 0;
+  while (start < text.length && /\s/.test(text[start]!)) start++;
+  const end = text.indexOf('\r\n\r\n', start);
+  return end < 0 ? null : { headers: text.slice(start, end), rest: text.slice(end + 4) };
+}
 
 export interface StreamGuardOptions {
   /** A message begun must be whole within this (a peer sending a byte a second holds nothing for hours). */
@@ -28,8 +37,8 @@ export const STREAM_GUARD: StreamGuardOptions = { messageDeadlineMs: 30_000, max
  * - its address already holds `maxPerAddress` streams (a trunk reuses one or a few).
  *
  * `guard` must see a stream before the stack's own 'data' listener (it does, from the server's connection
- * callback); it follows the stream exactly as that parser does (the same header-block rule, `sip.parse` for the
- * headers), so the two stay in step. What the parser bounds itself (headers past 60,480 bytes, a length over
+ * callback); it follows the stream as that parser does (its header-block rule, `sip.parse` for the headers),
+ * so the two stay in step. What the parser bounds itself (headers past 60,480 bytes, a length over
  * 604,800) it is left to.
  */
 export function sipStreamGuard(o: StreamGuardOptions = STREAM_GUARD): (stream: Socket) => void {
@@ -74,10 +83,10 @@ function watchFraming(stream: Socket, deadlineMs: number): void {
         pending = '';
         break;
       }
-      const block = HEADER_BLOCK.exec(pending);
+      const block = headerBlock(pending);
       if (!block) break;
-      pending = block[2]!;
-      const length: unknown = sip.parse(`${block[1]}\r\n\r\n`)?.headers['content-length'];
+      pending = block.rest;
+      const length: unknown = sip.parse(`${block.headers}\r\n\r\n`)?.headers['content-length'];
       if (length === undefined) continue;
       if (typeof length !== 'number' || !Number.isInteger(length) || length < 0) return close();
       if (length > MAX_CONTENT_LENGTH) return;
