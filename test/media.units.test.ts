@@ -18,6 +18,7 @@ import { outcomeOf } from '../gateway/media/dial.js';
 import { referTarget } from '../gateway/media/call.js';
 import { bridgeTargetOf } from '../gateway/media/bridge.js';
 import { sipStreamGuard } from '../gateway/media/stream-guard.js';
+import { RtpPorts, RtpPortsExhausted } from '../gateway/media/rtp/ports.js';
 import { userOf } from '../gateway/media/dialog.js';
 import net from 'node:net';
 import { packetize } from '../gateway/media/rtp/packetizer.js';
@@ -77,6 +78,20 @@ t.test('SRTP replay window: a packet received once is refused again; late ones w
   t.ok(take(0x10050) && take(0x10051), 'far ahead');
   t.notOk(take(0x10002), 'older than the window (79 behind): refused though never seen');
   t.notOk(take(0x10051), 'a replay of the newest');
+
+  // Per SSRC (RFC 3711 3.2.3): another stream under the key starts where it starts, and forged packets of
+  // made-up SSRCs leave the streams as they were.
+  const other = (seq: number, ssrc: number) => tx.protect(writeRtp({ payloadType: 0, marker: false, sequence: seq, timestamp: seq * 160, ssrc, payload: Buffer.alloc(20) }));
+  // The first stream is at sequence 0x51 past a rollover: one starting at 10 is 71 packets behind it.
+  const first = other(10, 77);
+  t.not(rx.unprotect(first), null, 'a second stream starting below the first one\'s window');
+  for (let i = 0; i < 20; i++) {
+    const forged = Buffer.from(other(30_000 + i, 1000 + i));
+    forged[forged.length - 1]! ^= 1;
+    t.equal(rx.unprotect(forged), null);
+  }
+  t.equal(rx.unprotect(first), null, 'still its replay, after forged packets of 20 other SSRCs');
+  t.equal(rx.unprotect(sent.get(0x10051)!), null, 'and the first stream\'s too');
 });
 
 t.test('RTP session: latched to the first source; another host\'s packets and digits are dropped until a re-INVITE moves the far end', async (t) => {
@@ -116,6 +131,18 @@ t.test('RTP session: latched to the first source; another host\'s packets and di
   digit(caller, '2');
   await settle();
   t.same(digits, ['1', '5'], 'after a re-INVITE the new source is the one taken');
+  rtp.setPeer({ address: '127.0.0.2', port: caller.address().port });
+  digit(stranger, '6');
+  await settle();
+  digit(caller, '3');
+  await settle();
+  digit(stranger, '8');
+  await settle();
+  t.same(digits, ['1', '5', '6', '3'], "the address the SDP names is taken back whenever it sends (a latched stranger's next digit is dropped)");
+  await new Promise((r) => setTimeout(r, 2100));
+  digit(stranger, '7');
+  await settle();
+  t.same(digits, ['1', '5', '6', '3', '7'], 'after 2 s without a packet from the latched source, another source is taken (a NAT binding that moved)');
 });
 
 t.test('SIP stream guard: a message begun must be whole in time, a length must frame it, an address holds so many streams', async (t) => {
@@ -154,6 +181,30 @@ t.test('SIP stream guard: a message begun must be whole in time, a length must f
   unframed.s.write(whole.replace('Content-Length: 4', 'Content-Length: abc'));
   t.ok(await isClosedWithin(unframed, 500), 'a length that frames nothing: closed');
 
+  // A busy stream: each read ends one message and begins the next, for longer than the deadline.
+  const busy = await open();
+  busy.s.write(whole.slice(0, 30));
+  for (let i = 0; i < 6 && !busy.s.destroyed; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    busy.s.write(whole.slice(30) + whole.slice(0, 30));
+  }
+  t.notOk(await isClosedWithin(busy, 150), 'a busy stream whose every message comes whole in time: open');
+  // Keep-alive blank lines, nearly the header bound's worth, then messages with bodies split across reads: still
+  // in step (kept, the blank lines and the first part of the next message would pass the bound together).
+  const idle = busy;
+  for (let i = 0; i < 4; i++) {
+    idle.s.write('\r\n\r\n'.repeat(3775));
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  await new Promise((r) => setTimeout(r, 50));
+  const sdp = whole.replace('Content-Length: 4\r\n\r\nbody', 'Content-Length: 22\r\n\r\nv=0\r\ns=-\r\n\r\nt=0 0\r\n');
+  idle.s.write(sdp.slice(0, sdp.length - 10));
+  await new Promise((r) => setTimeout(r, 50));
+  idle.s.write(sdp.slice(sdp.length - 10) + whole);
+  t.notOk(await isClosedWithin(idle, 500), 'after 60 KB of keep-alives, bodies are still framed as bodies');
+  idle.s.write(whole.replace('Content-Length: 4', 'Content-Length: abc'));
+  t.ok(await isClosedWithin(idle, 500), 'and a length that frames nothing is still seen');
+
   // The steady one and two more are three; the closed ones no longer count.
   const more = [await open(), await open(), await open()];
   t.ok(await isClosedWithin(more[2]!, 500), 'the fourth stream of one address: closed');
@@ -166,6 +217,20 @@ t.test("a caller's user part: escapes decoded, unless they decode to control cha
   t.equal(userOf({ uri: 'sip:J%C3%BCrgen@example.com', params: {} }), 'Jürgen');
   t.equal(userOf({ uri: 'sip:%0d%0aX-Injected@example.com', params: {} }), '%0d%0aX-Injected', 'kept as written');
   t.equal(userOf(undefined), '');
+});
+
+t.test('RTP ports: even ports of the range, each call\'s at random (not one after the last); a full range says so', async (t) => {
+  const ports = new RtpPorts('127.0.0.1', 41_000, 41_199);
+  const taken: dgram.Socket[] = [];
+  t.teardown(() => taken.forEach((s) => s.close()));
+  for (let i = 0; i < 8; i++) taken.push(await ports.bind());
+  const numbers = taken.map((s) => s.address().port);
+  t.ok(numbers.every((p) => p % 2 === 0 && p >= 41_000 && p <= 41_199), `even, in the range: ${numbers}`);
+  t.equal(new Set(numbers).size, 8, 'each once');
+  t.notOk(numbers.slice(1).every((p, i) => p === numbers[i]! + 2), 'not one after another');
+  const one = new RtpPorts('127.0.0.1', 41_300, 41_301);
+  taken.push(await one.bind());
+  await t.rejects(one.bind(), RtpPortsExhausted, 'the one port held: exhausted');
 });
 
 t.test('RFC 4733: digits encode and decode; a digit counts once however many packets carry it', async (t) => {

@@ -312,6 +312,11 @@ export class Dialog {
         return;
       }
       if (Number.isFinite(seq)) this.s.remoteSeq = seq;
+      const required = optionTags(rq.headers.require);
+      if (required.length) {
+        this.ua.stack.send(sip.makeResponse(rq, 420, 'Bad Extension', { headers: { unsupported: required.join(', ') } }));
+        return;
+      }
     }
     switch (rq.method) {
       case 'ACK':
@@ -346,6 +351,10 @@ export class Dialog {
       case 'CANCEL':
         ok();
         return;
+      case 'OPTIONS':
+        // Answered as an INVITE would be (RFC 3261 11.2): some far ends audit a session with it.
+        ok({ headers: { allow: ALLOW } });
+        return;
       default:
         // Nothing else is done within a call: a 200 would tell the far end it was (a REFER taken, say).
         this.ua.stack.send(notAllowed(rq));
@@ -353,8 +362,11 @@ export class Dialog {
   }
 }
 
-/** What a UA answers out of a dialog, and within one, beside the methods that set one up or end it. */
-const ALLOW = 'INVITE, ACK, BYE, CANCEL, OPTIONS, REFER, NOTIFY, INFO';
+/**
+ * The methods this UA takes: INVITE, ACK, CANCEL and OPTIONS outside a call, and within one re-INVITE, BYE,
+ * INFO (answered) and NOTIFY (of a REFER it sent). It sends REFER but takes none.
+ */
+const ALLOW = 'INVITE, ACK, BYE, CANCEL, OPTIONS, NOTIFY, INFO';
 /** Methods of SIP and its extensions that this UA knows but does not take here (405); others are 501. */
 const KNOWN_METHODS = new Set(['INVITE', 'ACK', 'BYE', 'CANCEL', 'OPTIONS', 'REGISTER', 'REFER', 'NOTIFY', 'INFO', 'SUBSCRIBE', 'MESSAGE', 'UPDATE', 'PRACK', 'PUBLISH']);
 
@@ -368,9 +380,9 @@ function notAllowed(rq: SipMessage): SipMessage {
  * A final response outside any dialog, with the To tag every response but 100 carries (RFC 3261 8.2.6.2):
  * `sip.makeResponse` copies the request's To as it is.
  */
-function tagged(rs: SipMessage): SipMessage {
+function tagged(rs: SipMessage, tag: string = randomBytes(6).toString('hex')): SipMessage {
   const to = rs.headers.to;
-  if (to && typeof to === 'object' && !to.params?.tag) rs.headers.to = Object.assign({}, to, { params: Object.assign({}, to.params, { tag: randomBytes(6).toString('hex') }) });
+  if (to && typeof to === 'object' && !to.params?.tag) rs.headers.to = Object.assign({}, to, { params: Object.assign({}, to.params, { tag }) });
   return rs;
 }
 
@@ -499,8 +511,13 @@ export class SipEndpoint {
       }
       case 'CANCEL': {
         const invite = this.pending.get(key);
-        this.stack.send(sip.makeResponse(rq, invite ? 200 : 481, invite ? 'OK' : 'Call/Transaction Does Not Exist'));
-        invite?.cancel();
+        if (!invite) {
+          this.stack.send(tagged(sip.makeResponse(rq, 481, 'Call/Transaction Does Not Exist')));
+          return;
+        }
+        // With the To tag of the INVITE's responses (RFC 3261 9.2).
+        this.stack.send(tagged(sip.makeResponse(rq, 200, 'OK'), invite.localTag));
+        invite.cancel();
         return;
       }
       case 'ACK':

@@ -13,7 +13,11 @@ function headerBlock(text: string): { headers: string; rest: string } | null {
   let start = 0;
   while (start < text.length && /\s/.test(text[start]!)) start++;
   const end = text.indexOf('\r\n\r\n', start);
-  return end < 0 ? null : { headers: text.slice(start, end), rest: text.slice(end + 4) };
+  if (end >= 0) return { headers: text.slice(start, end), rest: text.slice(end + 4) };
+  // The expression's `\s*` gives back: a blank line within the leading whitespace (keep-alive CRLFs) ends an
+  // empty block there, which the package then drops.
+  const blank = start >= 4 ? text.lastIndexOf('\r\n\r\n', start - 4) : -1;
+  return blank < 0 ? null : { headers: '', rest: text.slice(blank + 4) };
 }
 
 export interface StreamGuardOptions {
@@ -73,11 +77,14 @@ function watchFraming(stream: Socket, deadlineMs: number): void {
   stream.on('data', (chunk: string | Buffer) => {
     if (stream.destroyed) return;
     pending += typeof chunk === 'string' ? chunk : chunk.toString('binary');
+    /** Whether a message came whole in this read: the next one's deadline starts now. */
+    let finished = false;
     for (;;) {
       if (body >= 0) {
         if (pending.length < body) break;
         pending = pending.slice(body);
         body = -1;
+        finished = true;
       }
       if (pending.length > MAX_HEADER_BYTES) {
         pending = '';
@@ -87,17 +94,22 @@ function watchFraming(stream: Socket, deadlineMs: number): void {
       if (!block) break;
       pending = block.rest;
       const length: unknown = sip.parse(`${block.headers}\r\n\r\n`)?.headers['content-length'];
-      if (length === undefined) continue;
+      if (length === undefined) {
+        finished = true;
+        continue;
+      }
       if (typeof length !== 'number' || !Number.isInteger(length) || length < 0) return close();
       if (length > MAX_CONTENT_LENGTH) return;
       body = length;
     }
-    // What is left is part of a message (keep-alive CRLFs are none): it has until the deadline to be whole.
+    // What is left is part of a message (keep-alive CRLFs are none): it has until the deadline to be whole,
+    // counted from the read that began it.
     const partial = body >= 0 || pending.trim() !== '';
-    if (!partial && deadline) {
+    if (deadline && (!partial || finished)) {
       clearTimeout(deadline);
       deadline = null;
-    } else if (partial && !deadline) {
+    }
+    if (partial && !deadline) {
       deadline = setTimeout(close, deadlineMs);
       deadline.unref?.();
     }

@@ -9,6 +9,12 @@ import { SrtpContext, type SrtpKey } from './srtp.js';
 
 /** 20 ms of silence in each codec. */
 const SILENCE: Record<Codec, Buffer> = { PCMU: Buffer.alloc(FRAME_SAMPLES, 0xff), PCMA: Buffer.alloc(FRAME_SAMPLES, 0xd5) };
+/**
+ * How long the latched source may send nothing before another source takes its place: a NAT binding or media
+ * relay that moved without a re-INVITE is heard again after this. (A phone that suppresses silence may pause
+ * longer; the address its SDP names is taken back at once whenever it sends.)
+ */
+const RELATCH_MS = 2000;
 
 export interface RtpPeer {
   address: string;
@@ -54,8 +60,10 @@ export class RtpSession {
   private held = false;
   /**
    * Where the far end's packets come from (`address:port`), latched from the first one taken: packets from
-   * anywhere else are dropped, so that no other host can speak or key digits into the call. Set again by the
-   * next packet after `setPeer` (a re-INVITE that moves the far end's media).
+   * anywhere else are dropped, so that no other host can speak or key digits into the call. It moves to the
+   * address and port the far end's SDP names whenever a packet comes from there, to the next source after
+   * `setPeer` (a re-INVITE), and to another source once the latched one has sent nothing for `RELATCH_MS` (a NAT
+   * binding or a media relay that changed without a re-INVITE).
    */
   private source: string | null = null;
   /** Called when a queued utterance has been sent entirely. */
@@ -220,10 +228,13 @@ export class RtpSession {
     const p = readRtp(plain);
     if (!p) return;
     const from = `${rinfo.address}:${rinfo.port}`;
-    if (this.source === null) this.source = from;
-    else if (from !== this.source) {
-      this.stats.rejected++;
-      return;
+    if (from !== this.source) {
+      const fromPeer = this.peer !== null && rinfo.address === this.peer.address && rinfo.port === this.peer.port;
+      if (this.source !== null && !fromPeer && performance.now() - this.lastReceivedAt < RELATCH_MS) {
+        this.stats.rejected++;
+        return;
+      }
+      this.source = from;
     }
     // Symmetric RTP: answer where the audio comes from when the SDP named no usable address.
     if (!this.peer) {

@@ -44,11 +44,22 @@ export class SrtpContext {
   private readonly encKey: Buffer;
   private readonly authKey: Buffer;
   private readonly salt: Buffer;
-  private roc = 0;
-  private lastSeq = -1;
-  /** The highest packet index received, and which of the `REPLAY_WINDOW` indexes up to it were (bit n: highest - n). */
-  private highest = -1;
-  private window = 0n;
+  /**
+   * Per SSRC (RFC 3711 3.2.3: the rollover counter and the replay list belong to a stream, and a far end may
+   * send more than one under a key: a transfer, a media server that takes over, digits on a stream of their own).
+   */
+  private readonly streams = new Map<number, SrtpStream>();
+
+  private stream(ssrc: number): SrtpStream {
+    return this.streams.get(ssrc) ?? this.keep(ssrc, { roc: 0, lastSeq: -1, highest: -1, window: 0n });
+  }
+
+  /** A few streams at once is what a call has: past that the oldest is forgotten. */
+  private keep(ssrc: number, s: SrtpStream): SrtpStream {
+    if (this.streams.size >= MAX_STREAMS) this.streams.delete(this.streams.keys().next().value!);
+    this.streams.set(ssrc, s);
+    return s;
+  }
 
   constructor(master: SrtpKey) {
     ({ encKey: this.encKey, authKey: this.authKey, salt: this.salt } = srtpSessionKeys(master));
@@ -82,57 +93,77 @@ export class SrtpContext {
   protect(rtp: Buffer): Buffer {
     const h = rtpHeaderLength(rtp);
     const seq = rtp.readUInt16BE(2);
-    if (this.lastSeq >= 0 && seq < this.lastSeq && this.lastSeq - seq > 0x8000) this.roc++;
-    this.lastSeq = seq;
-    const index = this.roc * 0x10000 + seq;
+    const s = this.stream(rtp.readUInt32BE(8));
+    if (s.lastSeq >= 0 && seq < s.lastSeq && s.lastSeq - seq > 0x8000) s.roc++;
+    s.lastSeq = seq;
+    const index = s.roc * 0x10000 + seq;
     const c = createCipheriv('aes-128-ctr', this.encKey, this.iv(rtp.readUInt32BE(8), index));
     const body = Buffer.concat([rtp.subarray(0, h), c.update(rtp.subarray(h))]);
-    return Buffer.concat([body, this.tag(body, this.roc)]);
+    return Buffer.concat([body, this.tag(body, s.roc)]);
   }
 
   unprotect(srtp: Buffer): Buffer | null {
     const h = rtpHeaderLength(srtp);
     if (h < 0 || srtp.length < h + TAG) return null;
     const seq = srtp.readUInt16BE(2);
+    const ssrc = srtp.readUInt32BE(8);
+    // Looked at, not kept, until the packet authenticates: forged packets of made-up SSRCs must not push the
+    // call's own stream out of the map (its rollover counter with it).
+    const s = this.streams.get(ssrc) ?? { roc: 0, lastSeq: -1, highest: -1, window: 0n };
     // RFC 3711 appendix A: guess the rollover counter from the highest sequence number seen.
-    let roc = this.roc;
-    if (this.lastSeq >= 0) {
-      if (this.lastSeq < 0x8000) {
-        if (seq - this.lastSeq > 0x8000) roc = this.roc - 1;
-      } else if (this.lastSeq - 0x8000 > seq) roc = this.roc + 1;
+    let roc = s.roc;
+    if (s.lastSeq >= 0) {
+      if (s.lastSeq < 0x8000) {
+        if (seq - s.lastSeq > 0x8000) roc = s.roc - 1;
+      } else if (s.lastSeq - 0x8000 > seq) roc = s.roc + 1;
     }
     if (roc < 0) return null;
     const body = srtp.subarray(0, srtp.length - TAG);
     const expected = this.tag(body, roc);
     if (!timingSafeEqual(expected, srtp.subarray(srtp.length - TAG))) return null;
-    if (!this.fresh(roc * 0x10000 + seq)) return null;
-    if (roc > this.roc || this.lastSeq < 0 || (roc === this.roc && seq > this.lastSeq)) {
-      this.roc = roc;
-      this.lastSeq = seq;
+    if (!fresh(s, roc * 0x10000 + seq)) return null;
+    if (!this.streams.has(ssrc)) this.keep(ssrc, s);
+    if (roc > s.roc || s.lastSeq < 0 || (roc === s.roc && seq > s.lastSeq)) {
+      s.roc = roc;
+      s.lastSeq = seq;
     }
     const c = createCipheriv('aes-128-ctr', this.encKey, this.iv(srtp.readUInt32BE(8), roc * 0x10000 + seq));
     return Buffer.concat([body.subarray(0, h), c.update(body.subarray(h))]);
   }
 
-  /**
-   * Whether an authenticated packet's index was not received before, remembering it (RFC 3711 3.3.2): one
-   * replayed, or older than the window, is dropped, so a recorded packet (a keyed digit) cannot be sent again.
-   */
-  private fresh(index: number): boolean {
-    if (this.highest < 0 || index > this.highest) {
-      const ahead = this.highest < 0 ? REPLAY_WINDOW : index - this.highest;
-      this.window = ahead >= REPLAY_WINDOW ? 1n : ((this.window << BigInt(ahead)) | 1n) & WINDOW_MASK;
-      this.highest = index;
-      return true;
-    }
-    const behind = this.highest - index;
-    if (behind >= REPLAY_WINDOW) return false;
-    const bit = 1n << BigInt(behind);
-    if (this.window & bit) return false;
-    this.window |= bit;
+}
+
+/** One SSRC's stream under a key: its rollover counter, and what `fresh` remembers of what was received. */
+interface SrtpStream {
+  roc: number;
+  lastSeq: number;
+  /** The highest packet index received, and which of the `REPLAY_WINDOW` indexes up to it were (bit n: highest - n). */
+  highest: number;
+  window: bigint;
+}
+
+/**
+ * Whether an authenticated packet's index was not received before on its stream, remembering it (RFC 3711
+ * 3.3.2): one replayed, or older than the window, is dropped, so a recorded packet (a keyed digit) cannot be
+ * sent again.
+ */
+function fresh(s: SrtpStream, index: number): boolean {
+  if (s.highest < 0 || index > s.highest) {
+    const ahead = s.highest < 0 ? REPLAY_WINDOW : index - s.highest;
+    s.window = ahead >= REPLAY_WINDOW ? 1n : ((s.window << BigInt(ahead)) | 1n) & WINDOW_MASK;
+    s.highest = index;
     return true;
   }
+  const behind = s.highest - index;
+  if (behind >= REPLAY_WINDOW) return false;
+  const bit = 1n << BigInt(behind);
+  if (s.window & bit) return false;
+  s.window |= bit;
+  return true;
 }
+
+/** Streams a context keeps at once. */
+const MAX_STREAMS = 8;
 
 /** Packets behind the highest one received that are still taken, once each (RFC 3711's minimum, 64). */
 const REPLAY_WINDOW = 64;
