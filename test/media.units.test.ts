@@ -16,7 +16,8 @@ import { choose } from '../gateway/media/media.js';
 import { TurnTaking, type CallerTurn } from '../gateway/media/turn-taking.js';
 import { outcomeOf } from '../gateway/media/dial.js';
 import { referTarget } from '../gateway/media/call.js';
-import { bridgeTargetOf } from '../gateway/media/bridge.js';
+import { Bridge, bridgeTargetOf } from '../gateway/media/bridge.js';
+import type { Dialog } from '../gateway/media/dialog.js';
 import { sipStreamGuard } from '../gateway/media/stream-guard.js';
 import { RtpPorts, RtpPortsExhausted } from '../gateway/media/rtp/ports.js';
 import { userOf } from '../gateway/media/dialog.js';
@@ -231,6 +232,39 @@ t.test('RTP ports: even ports of the range, each call\'s at random (not one afte
   const one = new RtpPorts('127.0.0.1', 41_300, 41_301);
   taken.push(await one.bind());
   await t.rejects(one.bind(), RtpPortsExhausted, 'the one port held: exhausted');
+});
+
+t.test("a bridge: the destination's digits, sent under our offer's type, reach the caller under the caller's", async (t) => {
+  const pacer = new Pacer();
+  const leg = async (dtmfPayloadType: number) => {
+    const socket = dgram.createSocket('udp4');
+    await new Promise<void>((r) => socket.bind(0, '127.0.0.1', () => r()));
+    const far = dgram.createSocket('udp4');
+    await new Promise<void>((r) => far.bind(0, '127.0.0.1', () => r()));
+    const rtp = new RtpSession({ socket, codec: 'PCMU', dtmfPayloadType, srtp: null, pacer, onAudio: () => {}, onDigit: () => {} });
+    rtp.setPeer({ address: '127.0.0.1', port: far.address().port });
+    const got: number[] = [];
+    far.on('message', (m) => {
+      const p = readRtp(m)!;
+      if (p.ssrc === 0x0d0d0d0d) got.push(p.payloadType);
+    });
+    const dialog = { onBye: null, bye: async () => {} } as unknown as Dialog;
+    return { rtp, far, got, dialog };
+  };
+  // The caller named 100; the destination answered our offer (101) with 96, and sends to us under 101.
+  const caller = await leg(100);
+  const destination = await leg(96);
+  const bridge = new Bridge({ dialog: caller.dialog, rtp: caller.rtp }, { dialog: destination.dialog, rtp: destination.rtp, digitsFrom: 101 }, 60_000);
+  t.teardown(async () => {
+    await bridge.end('shutdown');
+    caller.far.close();
+    destination.far.close();
+  });
+  destination.far.send(writeRtp({ payloadType: 101, marker: true, sequence: 1, timestamp: 1, ssrc: 0x0d0d0d0d, payload: writeDtmf({ digit: '4', end: false, volume: 10, duration: 160 }) }), destination.rtp.localPort, '127.0.0.1');
+  caller.far.send(writeRtp({ payloadType: 100, marker: true, sequence: 1, timestamp: 1, ssrc: 0x0d0d0d0d, payload: writeDtmf({ digit: '2', end: false, volume: 10, duration: 160 }) }), caller.rtp.localPort, '127.0.0.1');
+  for (let i = 0; i < 50 && (caller.got.length < 1 || destination.got.length < 1); i++) await new Promise((r) => setTimeout(r, 10));
+  t.same(caller.got, [100], "the destination's digit reaches the caller as 100");
+  t.same(destination.got, [96], "the caller's reaches the destination as 96, the type its answer named");
 });
 
 t.test('RFC 4733: digits encode and decode; a digit counts once however many packets carry it', async (t) => {

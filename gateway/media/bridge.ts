@@ -1,7 +1,7 @@
 import sip from 'sip';
 import type { DialTrunk } from '../../actors/call/mod.js';
 import type { Dialog, SipEndpoint, SipTarget, SipTransport } from './dialog.js';
-import { answerOf, offerOf, openLeg, readSdp, sessionOf, type MediaLeg } from './media.js';
+import { answerOf, DEFAULT_DTMF_PT, offerOf, openLeg, readSdp, sessionOf, type MediaLeg } from './media.js';
 import type { Codec } from './rtp/codec.js';
 import type { Pacer } from './rtp/pacer.js';
 import type { RtpPorts } from './rtp/ports.js';
@@ -72,6 +72,12 @@ export interface BridgeDialer {
 export interface BridgeLeg {
   dialog: Dialog;
   rtp: RtpSession;
+  /**
+   * The payload type this leg's far end sends its digits under, when not the one its SDP named for receiving
+   * them (`rtp.dtmfPayloadType`): a far end sends under the type of the SDP it sends to, so a leg we called
+   * sends under our offer's (RFC 3264 lets its answer name another).
+   */
+  digitsFrom?: number;
 }
 
 /** A B leg being called: what became of it, and a way to give up on it (CANCEL, or BYE once answered). */
@@ -124,7 +130,7 @@ export function dialBridgeLeg(d: BridgeDialer, o: { to: BridgeTarget; from: stri
       if (again.address && again.port) rtp.setPeer({ address: again.address, port: again.port });
       return answerOf(leg, d.mediaAddress, o.codec, answer.dtmfPayloadType, 2);
     };
-    return { ok: true, dialog: answered.dialog, rtp };
+    return { ok: true, dialog: answered.dialog, rtp, digitsFrom: DEFAULT_DTMF_PT };
   })();
   return {
     outcome,
@@ -152,8 +158,8 @@ export class Bridge {
 
   constructor(private readonly a: BridgeLeg, private readonly b: BridgeLeg, mediaTimeoutMs: number) {
     this.ended = new Promise((resolve) => (this.done = resolve));
-    const aDigits = a.rtp.dtmfPayloadType;
-    const bDigits = b.rtp.dtmfPayloadType;
+    const aDigits = a.digitsFrom ?? a.rtp.dtmfPayloadType;
+    const bDigits = b.digitsFrom ?? b.rtp.dtmfPayloadType;
     a.rtp.relay((p) => b.rtp.forward(p, aDigits));
     b.rtp.relay((p) => a.rtp.forward(p, bDigits));
     a.dialog.onBye = () => void this.end('caller');
