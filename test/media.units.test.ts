@@ -234,15 +234,21 @@ t.test('RTP ports: even ports of the range, each call\'s at random (not one afte
   await t.rejects(one.bind(), RtpPortsExhausted, 'the one port held: exhausted');
 });
 
+/** A plain RTP session on loopback whose far end is a UDP socket of the test's. */
+async function withFarEnd(dtmfPayloadType: number | null, pacer: Pacer) {
+  const socket = dgram.createSocket('udp4');
+  await new Promise<void>((r) => socket.bind(0, '127.0.0.1', () => r()));
+  const far = dgram.createSocket('udp4');
+  await new Promise<void>((r) => far.bind(0, '127.0.0.1', () => r()));
+  const rtp = new RtpSession({ socket, codec: 'PCMU', dtmfPayloadType, srtp: null, pacer, onAudio: () => {}, onDigit: () => {} });
+  rtp.setPeer({ address: '127.0.0.1', port: far.address().port });
+  return { rtp, far };
+}
+
 t.test("a bridge: the destination's digits, sent under our offer's type, reach the caller under the caller's", async (t) => {
   const pacer = new Pacer();
   const leg = async (dtmfPayloadType: number) => {
-    const socket = dgram.createSocket('udp4');
-    await new Promise<void>((r) => socket.bind(0, '127.0.0.1', () => r()));
-    const far = dgram.createSocket('udp4');
-    await new Promise<void>((r) => far.bind(0, '127.0.0.1', () => r()));
-    const rtp = new RtpSession({ socket, codec: 'PCMU', dtmfPayloadType, srtp: null, pacer, onAudio: () => {}, onDigit: () => {} });
-    rtp.setPeer({ address: '127.0.0.1', port: far.address().port });
+    const { rtp, far } = await withFarEnd(dtmfPayloadType, pacer);
     const got: number[] = [];
     far.on('message', (m) => {
       const p = readRtp(m)!;
@@ -479,12 +485,7 @@ t.test('RTP session bridged over SRTP: the other leg\'s packets go out as a new 
 t.test("RTP session bridged: the other leg's digits go out under this far end's telephone-event type, or not at all", async (t) => {
   const pacer = new Pacer();
   const open = async (dtmfPayloadType: number | null) => {
-    const socket = dgram.createSocket('udp4');
-    await new Promise<void>((r) => socket.bind(0, '127.0.0.1', () => r()));
-    const far = dgram.createSocket('udp4');
-    await new Promise<void>((r) => far.bind(0, '127.0.0.1', () => r()));
-    const rtp = new RtpSession({ socket, codec: 'PCMU', dtmfPayloadType, srtp: null, pacer, onAudio: () => {}, onDigit: () => {} });
-    rtp.setPeer({ address: '127.0.0.1', port: far.address().port });
+    const { rtp, far } = await withFarEnd(dtmfPayloadType, pacer);
     rtp.relay(() => {});
     const received: Array<{ payloadType: number; marker: boolean; ssrc: number }> = [];
     far.on('message', (m) => {
