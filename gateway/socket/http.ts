@@ -4,7 +4,7 @@ import { utf8 } from '../../platform/utf8.js';
 import { errorBody, HTTP_ERRORS, type MessagingHttpError } from './errors.js';
 import { otherRegion, type Region } from '../../platform/region.js';
 import { context, contextFromHeaders, SpanKind, SpanStatusCode, trace, tracer, tracingStarted, type Context, type Span } from '../../platform/telemetry.js';
-import { parseJson } from '../../platform/json-parse.js';
+import secureJsonParse from 'secure-json-parse';
 
 /** Largest HTTP body the gateway reads. */
 export const MAX_BODY_BYTES = 64 * 1024;
@@ -190,7 +190,8 @@ export function jsonObject(body: Buffer | undefined): Record<string, unknown> | 
   if (!text) return {};
   if (jsonTooDeep(text)) return null;
   try {
-    const v = parseJson(text);
+    // A `__proto__` key refused, as on the edge and on the socket (`ws.ts`).
+    const v = secureJsonParse.parse(text, undefined, { protoAction: 'error', constructorAction: 'ignore' });
     return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
   } catch {
     return null;

@@ -1,7 +1,7 @@
 import type { HttpRequest, HttpResponse, TemplatedApp, us_socket_context_t, WebSocket } from '@trufflesuite/uws-js-unofficial';
 import { randomUUID } from 'node:crypto';
 import { decode, type Subscription } from '../../actors/mod.js';
-import { parseJson } from '../../platform/json-parse.js';
+import secureJsonParse from 'secure-json-parse';
 import { own } from '../../platform/own.js';
 import {
   EVENT_PREFIX,
@@ -78,7 +78,9 @@ export function parseClientEvent(text: string): { event: Omit<Extract<SessionEve
   if (jsonTooDeep(text)) return { error: EVENT_ERRORS.invalidFormat, custom: null };
   let raw: unknown;
   try {
-    raw = parseJson(text);
+    // A `__proto__` key refused, as on the edge (`gateway/edge/json-body.ts`): copied, it would become a prototype
+    // or be renamed by the journal's encoding, so it would not be echoed or replayed as sent.
+    raw = secureJsonParse.parse(text, undefined, { protoAction: 'error', constructorAction: 'ignore' });
   } catch {
     return { error: EVENT_ERRORS.invalidFormat, custom: null };
   }
