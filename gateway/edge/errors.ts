@@ -125,7 +125,6 @@ export function sendProblem(reply: FastifyReply, shape: ErrorShape, p: Problem):
   return reply.code(p.status).type('application/json').send(JSON.stringify(body));
 }
 
-/** Installs a family's error handler in its encapsulated context, so each family speaks its own error shape. */
 /**
  * A `preValidation` hook that refuses a query parameter given more than once (`?metric=a&metric=b`): the parser
  * makes it a list, which would otherwise be refused as a value of the wrong type, or as one that breaks the
@@ -136,6 +135,7 @@ export async function refuseRepeatedQuery(request: FastifyRequest): Promise<void
   for (const name in query) if (Array.isArray(query[name])) throw EDGE.QUERY_REPEATED(name);
 }
 
+/** Installs a family's error handler in its encapsulated context, so each family speaks its own error shape. */
 export function useErrorShape(app: FastifyInstance, shape: ErrorShape): void {
   app.setErrorHandler((err, request, reply) => sendProblem(reply, shape, toProblem(err, request)));
 }

@@ -12,7 +12,6 @@ import { byName } from './views.js';
  */
 const FunctionName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, 'malformed function name').refine((n) => n !== '__proto__', 'malformed function name');
 const FunctionParams = z.object({ agentId: PathId, branch: BranchRef, name: FunctionName });
-/** The function of that name in a map of functions, never one its prototype lends it. */
 const FunctionView = z.object({ name: z.string(), code: z.string() });
 
 /**
