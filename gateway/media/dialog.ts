@@ -312,9 +312,9 @@ export class Dialog {
         return;
       }
       if (Number.isFinite(seq)) this.s.remoteSeq = seq;
-      const required = optionTags(rq.headers.require);
-      if (required.length) {
-        this.ua.stack.send(sip.makeResponse(rq, 420, 'Bad Extension', { headers: { unsupported: required.join(', ') } }));
+      const refused = badExtension(rq);
+      if (refused) {
+        this.ua.stack.send(refused);
         return;
       }
     }
@@ -486,11 +486,9 @@ export class SipEndpoint {
       return;
     }
     const key = `${rq.headers['call-id']}:${rq.headers.via?.[0]?.params?.branch ?? ''}`;
-    // RFC 3261 8.2.2.3: an option the request requires that we do not support is refused, naming it. This UA
-    // supports none (no 100rel, no session timers). Never for ACK and CANCEL.
-    const required = rq.method === 'INVITE' || rq.method === 'OPTIONS' ? optionTags(rq.headers.require) : [];
-    if (required.length) {
-      this.stack.send(tagged(sip.makeResponse(rq, 420, 'Bad Extension', { headers: { unsupported: required.join(', ') } })));
+    const refused = rq.method === 'INVITE' || rq.method === 'OPTIONS' ? badExtension(rq) : null;
+    if (refused) {
+      this.stack.send(tagged(refused));
       return;
     }
     switch (rq.method) {
@@ -710,11 +708,17 @@ export class SipEndpoint {
   }
 }
 
-/** The option tags of a `Require` header as the stack read it (a string, or several joined), lower-case. */
-function optionTags(header: unknown): string[] {
-  if (typeof header !== 'string') return [];
-  return header
+/**
+ * The 420 for a request that requires options (RFC 3261 8.2.2.3: refused, naming them), or null when it requires
+ * none. This UA supports none (no 100rel, no session timers); never asked of ACK and CANCEL. The `Require` header
+ * is as the stack read it: a string, several joined with commas.
+ */
+function badExtension(rq: SipMessage): SipMessage | null {
+  const header: unknown = rq.headers.require;
+  if (typeof header !== 'string') return null;
+  const required = header
     .split(',')
     .map((t) => t.trim().toLowerCase())
     .filter((t) => t !== '');
+  return required.length ? sip.makeResponse(rq, 420, 'Bad Extension', { headers: { unsupported: required.join(', ') } }) : null;
 }
