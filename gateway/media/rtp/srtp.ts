@@ -38,7 +38,7 @@ export function srtpSessionKeys(master: SrtpKey): { encKey: Buffer; authKey: Buf
 /**
  * One direction of an SRTP stream (RFC 3711) with AES_CM_128_HMAC_SHA1_80: RTP packets in, SRTP packets
  * out (`protect`), or the reverse (`unprotect`, null for a packet that fails authentication or replays
- * nothing new). The rollover counter is kept per direction; one SSRC per direction, as a call has.
+ * nothing new). The rollover counter (and, receiving, the replay window) is kept per SSRC.
  */
 export class SrtpContext {
   private readonly encKey: Buffer;
@@ -51,7 +51,7 @@ export class SrtpContext {
   private readonly streams = new Map<number, SrtpStream>();
 
   private stream(ssrc: number): SrtpStream {
-    return this.streams.get(ssrc) ?? this.keep(ssrc, { roc: 0, lastSeq: -1, highest: -1, window: 0n });
+    return this.streams.get(ssrc) ?? this.keep(ssrc, newStream());
   }
 
   /** A few streams at once is what a call has: past that the oldest is forgotten. */
@@ -93,11 +93,12 @@ export class SrtpContext {
   protect(rtp: Buffer): Buffer {
     const h = rtpHeaderLength(rtp);
     const seq = rtp.readUInt16BE(2);
-    const s = this.stream(rtp.readUInt32BE(8));
+    const ssrc = rtp.readUInt32BE(8);
+    const s = this.stream(ssrc);
     if (s.lastSeq >= 0 && seq < s.lastSeq && s.lastSeq - seq > 0x8000) s.roc++;
     s.lastSeq = seq;
     const index = s.roc * 0x10000 + seq;
-    const c = createCipheriv('aes-128-ctr', this.encKey, this.iv(rtp.readUInt32BE(8), index));
+    const c = createCipheriv('aes-128-ctr', this.encKey, this.iv(ssrc, index));
     const body = Buffer.concat([rtp.subarray(0, h), c.update(rtp.subarray(h))]);
     return Buffer.concat([body, this.tag(body, s.roc)]);
   }
@@ -109,7 +110,7 @@ export class SrtpContext {
     const ssrc = srtp.readUInt32BE(8);
     // Looked at, not kept, until the packet authenticates: forged packets of made-up SSRCs must not push the
     // call's own stream out of the map (its rollover counter with it).
-    const s = this.streams.get(ssrc) ?? { roc: 0, lastSeq: -1, highest: -1, window: 0n };
+    const s = this.streams.get(ssrc) ?? newStream();
     // RFC 3711 appendix A: guess the rollover counter from the highest sequence number seen.
     let roc = s.roc;
     if (s.lastSeq >= 0) {
@@ -121,40 +122,42 @@ export class SrtpContext {
     const body = srtp.subarray(0, srtp.length - TAG);
     const expected = this.tag(body, roc);
     if (!timingSafeEqual(expected, srtp.subarray(srtp.length - TAG))) return null;
-    if (!fresh(s, roc * 0x10000 + seq)) return null;
+    const index = roc * 0x10000 + seq;
+    if (!fresh(s, index)) return null;
     if (!this.streams.has(ssrc)) this.keep(ssrc, s);
-    if (roc > s.roc || s.lastSeq < 0 || (roc === s.roc && seq > s.lastSeq)) {
-      s.roc = roc;
-      s.lastSeq = seq;
-    }
-    const c = createCipheriv('aes-128-ctr', this.encKey, this.iv(srtp.readUInt32BE(8), roc * 0x10000 + seq));
+    const c = createCipheriv('aes-128-ctr', this.encKey, this.iv(ssrc, index));
     return Buffer.concat([body.subarray(0, h), c.update(body.subarray(h))]);
   }
-
-}
-
-/** One SSRC's stream under a key: its rollover counter, and what `fresh` remembers of what was received. */
-interface SrtpStream {
-  roc: number;
-  lastSeq: number;
-  /** The highest packet index received, and which of the `REPLAY_WINDOW` indexes up to it were (bit n: highest - n). */
-  highest: number;
-  window: bigint;
 }
 
 /**
+ * One SSRC's stream under a key: its rollover counter and the last sequence number (sending: the last sent;
+ * receiving: of the highest index received, `roc * 2^16 + lastSeq`), and, receiving, which of the
+ * `REPLAY_WINDOW` indexes up to that highest one came (bit n: highest - n).
+ */
+interface SrtpStream {
+  roc: number;
+  lastSeq: number;
+  window: bigint;
+}
+
+const newStream = (): SrtpStream => ({ roc: 0, lastSeq: -1, window: 0n });
+
+/**
  * Whether an authenticated packet's index was not received before on its stream, remembering it (RFC 3711
- * 3.3.2): one replayed, or older than the window, is dropped, so a recorded packet (a keyed digit) cannot be
- * sent again.
+ * 3.3.2) and moving the stream's highest index on: one replayed, or older than the window, is dropped, so a
+ * recorded packet (a keyed digit) cannot be sent again.
  */
 function fresh(s: SrtpStream, index: number): boolean {
-  if (s.highest < 0 || index > s.highest) {
-    const ahead = s.highest < 0 ? REPLAY_WINDOW : index - s.highest;
+  const highest = s.lastSeq < 0 ? -1 : s.roc * 0x10000 + s.lastSeq;
+  if (index > highest) {
+    const ahead = highest < 0 ? REPLAY_WINDOW : index - highest;
     s.window = ahead >= REPLAY_WINDOW ? 1n : ((s.window << BigInt(ahead)) | 1n) & WINDOW_MASK;
-    s.highest = index;
+    s.roc = Math.floor(index / 0x10000);
+    s.lastSeq = index % 0x10000;
     return true;
   }
-  const behind = s.highest - index;
+  const behind = highest - index;
   if (behind >= REPLAY_WINDOW) return false;
   const bit = 1n << BigInt(behind);
   if (s.window & bit) return false;
