@@ -204,7 +204,6 @@ export function telephony(store: Store): Telephony {
     listConnectors: (scope) => connectors.find(scoped(scope), { sort: { created_at: 1 } }),
     getConnector,
     async updateConnector(scope, id, change) {
-      await getConnector(scope, id);
       const set: Partial<TelephonyConnectorRecord> = {};
       for (const key of ['name', 'host', 'port', 'transport', 'username', 'password', 'max_concurrent_calls', 'transfer'] as const) {
         if (change[key] !== undefined) Object.assign(set, { [key]: change[key] });
@@ -240,12 +239,13 @@ export function telephony(store: Store): Telephony {
     listNumbers: (scope) => numbers.find(scoped(scope), { sort: { created_at: 1 } }),
     getNumber,
     async updateNumber(scope, id, change) {
-      await getNumber(scope, id);
+      // Unknown number first (404), then a connector that is not the agent's (400).
+      const current = await getNumber(scope, id);
       if (change.connector_id !== undefined && !(await connectors.findOne({ id: change.connector_id, ...scoped(scope) }))) throw AGENTS.TELEPHONY_CONNECTOR_UNKNOWN();
       const set: Partial<PhoneNumberRecord> = {};
       if (change.connector_id !== undefined) set.connector_id = change.connector_id;
       if (change.variant_id !== undefined) set.variant_id = change.variant_id;
-      if (Object.keys(set).length === 0) return getNumber(scope, id);
+      if (Object.keys(set).length === 0) return current;
       const updated = await numbers.update({ id, ...scoped(scope) }, { $set: set });
       if (!updated) throw AGENTS.TELEPHONY_NUMBER_NOT_FOUND();
       return updated;

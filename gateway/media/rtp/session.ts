@@ -237,10 +237,7 @@ export class RtpSession {
       this.source = from;
     }
     // Symmetric RTP: answer where the audio comes from when the SDP named no usable address.
-    if (!this.peer) {
-      this.peer = { address: rinfo.address, port: rinfo.port };
-      this.source = from;
-    }
+    if (!this.peer) this.peer = { address: rinfo.address, port: rinfo.port };
     this.stats.received++;
     this.lastReceivedAt = performance.now();
     if (this.relayTo) {
