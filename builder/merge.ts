@@ -39,17 +39,17 @@ export function threeWayMerge(base: Content, ours: Content, theirs: Content): Me
   else content.voice = voice;
 
   for (const kind of KEYED) {
+    // Own properties only: an item one side lacks must read as absent, not as what every object inherits
+    // (a function named `constructor` deleted on one side read as `Object`, and the merge stored it).
+    const itemOf = (c: Content, id: string) => own(c[kind] as Record<string, unknown> | undefined, id);
     const ids = new Set([...Object.keys(base[kind] ?? {}), ...Object.keys(ours[kind] ?? {}), ...Object.keys(theirs[kind] ?? {})]);
     const merged: Record<string, unknown> = {};
     for (const id of [...ids].sort()) {
-      // Own properties only: an item one side lacks must read as absent, not as what every object inherits
-      // (a function named `constructor` deleted on one side read as `Object`, and the merge stored it).
-      const of = (c: Content) => own(c[kind] as Record<string, unknown> | undefined, id);
-      const value = pick(`${kind}.${id}`, of(base), of(ours), of(theirs));
+      const value = pick(`${kind}.${id}`, itemOf(base, id), itemOf(ours, id), itemOf(theirs, id));
       if (value !== undefined) merged[id] = value;
     }
     (content as unknown as Record<Keyed, Record<string, unknown>>)[kind] = merged;
-    conflicts.push(...duplicateNames(kind, merged as Record<string, { name: string }>, (id) => own(ours[kind] as Record<string, unknown> | undefined, id) !== undefined));
+    conflicts.push(...duplicateNames(kind, merged as Record<string, { name: string }>, (id) => itemOf(ours, id) !== undefined));
   }
   return { content, applied, conflicts };
 }

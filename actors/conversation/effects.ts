@@ -35,6 +35,9 @@ const withVoice = (r: TurnRecord, v: VoiceInput | undefined): TurnRecord =>
   v ? { ...r, user_input: v.dtmf && r.user_input === v.dtmf ? '' : r.user_input, user_input_dtmf: v.dtmf ?? '', barge_in: v.bargeIn === true, is_silence: v.silence === true } : r;
 
 /** The mutable part of a conversation while an effect runs. */
+/** What the responder said, or the platform's apology in its place (`failed`). */
+type Answer = ResponderReply & { failed?: true };
+
 interface Working {
   state: Record<string, unknown>;
   functionErrors: number;
@@ -165,7 +168,7 @@ export function conversationEffects(deps: ConversationDeps) {
       }));
 
   /** The responder's reply; when it fails (an unreachable or broken model server), the apology, marked `failed`. */
-  const ask = (kind: 'greet' | 'respond', ctx: ResponderContext, message: string, conversationId: string): Promise<ResponderReply & { failed?: true }> =>
+  const ask = (kind: 'greet' | 'respond', ctx: ResponderContext, message: string, conversationId: string): Promise<Answer> =>
     inSpan(`responder.${kind}`, { kind: SpanKind.CLIENT, attributes: { 'conversation.id': conversationId } }, async (span) => {
       try {
         const reply = kind === 'greet' ? await deps.responder.greet(ctx) : await deps.responder.respond(ctx, message);
@@ -281,7 +284,7 @@ export function conversationEffects(deps: ConversationDeps) {
       const w: Working = { state: { ...input.state }, functionErrors: 0, handoff: null, end: false, awaiting: null };
       const opening = await hook(loaded, 'start', conv(input.id, start, variant, w, start.integrationAttributes, {}, loaded.variables), [], w);
       const said = [...(opening?.said ?? []), ...(typeof opening?.value === 'string' && opening.value ? [opening.value] : [])];
-      let greeting: (ResponderReply & { failed?: true }) | null = null;
+      let greeting: Answer | null = null;
       if (!said.length) {
         greeting = await ask('greet', {
           behavior: loaded.content.behavior,

@@ -18,6 +18,12 @@ export interface SessionDeps {
 
 type ConversationReply = Outcome & { state: string };
 
+/**
+ * The conversation kept the turn, but its agent could not answer it (its responder failed) and neither hands off
+ * nor ends: the client is told so with contract 7.4's error, not an agent message.
+ */
+const unanswered = (r: ConversationReply): boolean => r.ok && r.failed === true && !r.handoff && !r.end;
+
 /** How a handoff goes, from the project's real-time config variable `handoff_mode` (default `server`). */
 const HANDOFF_MODES = new Set(['server', 'client']);
 
@@ -109,7 +115,7 @@ export function sessionEffects(deps: SessionDeps) {
       const vars = await variables(info);
       const agent = await deps.builder.agents.access({ accountId: info.accountId, projectId: null, keyId: '' }, info.projectId).catch(() => null);
       const out = await reply(info, answer, vars);
-      if (answer.failed && !answer.handoff && !answer.end) out.greetingFailed = true;
+      if (unanswered(answer)) out.greetingFailed = true;
       out.agentName = typeof vars.agent_name === 'string' ? vars.agent_name : agent?.name ?? 'Agent';
       out.agentAvatarUrl = typeof vars.agent_avatar_url === 'string' ? vars.agent_avatar_url : '';
       return out;
@@ -126,8 +132,7 @@ export function sessionEffects(deps: SessionDeps) {
       }, input.askId);
       if (answer === 'overload') return { ...empty(Date.now()), failure: 'overload' };
       if (answer === 'error') return { ...empty(Date.now()), failure: 'respond' };
-      // The conversation kept the turn, but its agent could not answer it: the client is told so (contract 7.4).
-      if (answer.ok && answer.failed && !answer.handoff && !answer.end) return { ...empty(Date.now()), failure: 'respond' };
+      if (unanswered(answer)) return { ...empty(Date.now()), failure: 'respond' };
       return reply(input.info, answer, await variables(input.info));
     },
 
