@@ -10,6 +10,9 @@ import { HttpFailure, route } from './http.js';
 import { RateLimiter } from '../../platform/rate-limit.js';
 import type { AccessClaims, AccessTokens } from './tokens.js';
 
+/** A session id as the routes take one (anything else names no session: 404 without a read). */
+export const SESSION_ID = /^[A-Za-z0-9_-]{1,128}$/;
+
 /** What every Messaging route of a gateway shares. */
 export interface MessagingContext {
   services: Services;

@@ -1,7 +1,7 @@
 import type { TemplatedApp } from '@trufflesuite/uws-js-unofficial';
 import type { SessionEvent } from '../../machines/session.js';
 import type { SessionRecord, SessionReply } from '../../actors/session/mod.js';
-import type { MessagingContext } from './context.js';
+import { SESSION_ID, type MessagingContext } from './context.js';
 import { HTTP_ERRORS } from './errors.js';
 import { HttpFailure, jsonObject, ok } from './http.js';
 
@@ -31,6 +31,9 @@ const view = (r: SessionRecord) => ({
  * - `POST .../{id}/accept` `{name?, avatar_url?}`: takes a waiting session (LIVE_AGENT_JOINED).
  * - `POST .../{id}/typing` `{state}`, `POST .../{id}/messages` `{text}`, `POST .../{id}/leave`.
  */
+/** A live agent's key, as far as the desk's checks read it. */
+type DeskKey = { account_id: string; project_id: string | null };
+
 export function mountDesk(app: TemplatedApp, ctx: MessagingContext): void {
   const agentOf = async (apiKey: string) => {
     const key = await ctx.services.keys.verify(apiKey || undefined);
@@ -38,19 +41,22 @@ export function mountDesk(app: TemplatedApp, ctx: MessagingContext): void {
     return key;
   };
 
-  const sessionOf = async (key: { account_id: string; project_id: string | null }, id: string) => {
-    const r = /^[A-Za-z0-9_-]{1,128}$/.test(id) ? await ctx.records.get(id) : null;
-    if (!r || r.account_id !== key.account_id || (key.project_id && r.project_id !== key.project_id)) throw new HttpFailure(HTTP_ERRORS.sessionNotFound);
-    return r;
+  /** What `read` finds of session `id` when it is one of the key's account (and project); otherwise 404. */
+  const mine = async <T extends { account_id: string; project_id: string }>(key: DeskKey, id: string, read: (id: string) => Promise<T | null>): Promise<T> => {
+    const found = SESSION_ID.test(id) ? await read(id) : null;
+    if (!found || found.account_id !== key.account_id || (key.project_id && found.project_id !== key.project_id)) throw new HttpFailure(HTTP_ERRORS.sessionNotFound);
+    return found;
   };
+
+  /** The session's record (a projection): for the desk's views. */
+  const sessionOf = (key: DeskKey, id: string) => mine(key, id, (x) => ctx.records.get(x));
 
   /**
    * A session of the key's account (and project), from its creation in the actor journal: the desk's actions
    * must reach a session the moment its visitor is told it waits, before the records (a projection) show it.
    */
-  const ownedSession = async (key: { account_id: string; project_id: string | null }, id: string): Promise<string> => {
-    const owner = /^[A-Za-z0-9_-]{1,128}$/.test(id) ? await ctx.history.owner(id) : null;
-    if (!owner || owner.account_id !== key.account_id || (key.project_id && owner.project_id !== key.project_id)) throw new HttpFailure(HTTP_ERRORS.sessionNotFound);
+  const ownedSession = async (key: DeskKey, id: string): Promise<string> => {
+    await mine(key, id, (x) => ctx.history.owner(x));
     return id;
   };
 

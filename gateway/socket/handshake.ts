@@ -1,5 +1,5 @@
 import type { HttpRequest, HttpResponse } from '@trufflesuite/uws-js-unofficial';
-import type { MessagingContext } from './context.js';
+import { SESSION_ID, type MessagingContext } from './context.js';
 import { HTTP_ERRORS, type MessagingHttpError } from './errors.js';
 import { otherRegion } from '../../platform/region.js';
 import type { AccessClaims } from './tokens.js';
@@ -18,8 +18,6 @@ export interface HandshakeRequest {
 export type HandshakeCheck =
   | { ok: true; sessionId: string; claims: AccessClaims; cursor: number }
   | { ok: false; error: MessagingHttpError; headers: Record<string, string> };
-
-const SESSION_ID = /^[A-Za-z0-9_-]{1,128}$/;
 
 /**
  * Reads what the checks need. Called before anything is awaited: uWebSockets.js invalidates the request object
