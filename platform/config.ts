@@ -29,6 +29,7 @@ const EnvSchema = z.object({
   VOICE_INTER_DIGIT_MS: z.coerce.number().int().min(100).max(60_000).default(1500),
   VOICE_MEDIA_TIMEOUT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(60_000),
   VOICE_TRANSFER_RING_TIMEOUT_MS: z.coerce.number().int().min(1000).max(600_000).default(30_000),
+  SIP_PENDING_INVITES_PER_ADDRESS: z.coerce.number().int().min(1).max(100_000).default(64),
   DATA_DIR: z.string().min(1).default('./data'),
   RECORDING_RETENTION_DAYS: z.coerce.number().int().min(0).max(36_500).default(30),
   RECORDING_CHUNK_MS: z.coerce.number().int().min(100).max(60_000).default(1000),
@@ -235,6 +236,8 @@ export interface MediaConfig {
   mediaTimeoutMs: number;
   /** How long a bridged transfer's destination may ring (`VOICE_TRANSFER_RING_TIMEOUT_MS`). */
   transferRingTimeoutMs: number;
+  /** INVITEs from one address not yet answered or ACKed; more are 503 (`SIP_PENDING_INVITES_PER_ADDRESS`). */
+  pendingInvitesPerAddress: number;
 }
 
 /** A token bucket: `rate` tokens a second, holding at most `burst`. */
@@ -315,6 +318,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       turnTaking: { speechLevel: e.VOICE_SPEECH_LEVEL, speechStartMs: 60, endSilenceMs: e.VOICE_END_SILENCE_MS, noInputMs: e.VOICE_NO_INPUT_MS, interDigitMs: e.VOICE_INTER_DIGIT_MS, maxUtteranceMs: 15_000 },
       mediaTimeoutMs: e.VOICE_MEDIA_TIMEOUT_MS,
       transferRingTimeoutMs: e.VOICE_TRANSFER_RING_TIMEOUT_MS,
+      pendingInvitesPerAddress: e.SIP_PENDING_INVITES_PER_ADDRESS,
     },
     dataDir: e.DATA_DIR,
     recordings: { retentionDays: e.RECORDING_RETENTION_DAYS, chunkMs: e.RECORDING_CHUNK_MS },

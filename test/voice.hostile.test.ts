@@ -10,8 +10,10 @@ import dgram from 'node:dgram';
 import net from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { http } from './helpers/http.js';
+import { admin } from './helpers/tenants.js';
+import { finalOf, invite as rawInvite, udpPeer as rawUdpPeer, until } from './helpers/raw-sip.js';
 import { chatProject, type ChatProject } from './helpers/chat.js';
-import { bindNumber, quietPort, RTP_PORTS, voicePlatform, voiceTools, type VoicePlatform } from './helpers/voice.js';
+import { bindNumber, mediaPorts, quietPort, RTP_PORTS, voicePlatform, voiceTools, type VoicePlatform } from './helpers/voice.js';
 
 const needsTools = () => (voiceTools() ? {} : { skip: 'sipp or espeak-ng is not installed' });
 const NUMBER = '+442079460177';
@@ -22,44 +24,14 @@ t.before(async () => {
   // One RTP port in the range (from `RTP_PORTS`, which no other test's platform or sipp takes from): a call
   // waiting for its ACK holds the range.
   const rtpPort = await quietPort(RTP_PORTS);
-  voice = await voicePlatform('sb-voice-hostile-', { RTP_PORT_MIN: String(rtpPort), RTP_PORT_MAX: String(rtpPort + 1) });
+  voice = await voicePlatform('sb-voice-hostile-', { RTP_PORT_MIN: String(rtpPort), RTP_PORT_MAX: String(rtpPort + 1), SIP_TLS_PORT: '0' });
   project = await chatProject(voice.p, { name: 'Hostile Co' });
   await bindNumber(project.api, project.agentId, NUMBER, { host: '127.0.0.2', port: 5 });
 });
 t.teardown(() => voice?.stop());
 
-/** A UDP SIP peer on 127.0.0.2 that records what it is sent. */
-async function udpPeer() {
-  const socket = dgram.createSocket('udp4');
-  await new Promise<void>((r) => socket.bind(0, '127.0.0.2', () => r()));
-  const got: string[] = [];
-  socket.on('message', (m) => got.push(m.toString('latin1')));
-  return { socket, got, port: socket.address().port, send: (text: string) => socket.send(Buffer.from(text, 'latin1'), voice.sip, '127.0.0.1') };
-}
-
-function invite(from: { port: number }, media: { address: string; port: number }) {
-  const callId = `${randomBytes(8).toString('hex')}@127.0.0.2`;
-  const tag = randomBytes(4).toString('hex');
-  const sdp = `v=0\r\no=- 1 1 IN IP4 ${media.address}\r\ns=-\r\nc=IN IP4 ${media.address}\r\nt=0 0\r\nm=audio ${media.port} RTP/AVP 0 101\r\na=rtpmap:0 PCMU/8000\r\na=rtpmap:101 telephone-event/8000\r\na=sendrecv\r\n`;
-  const head = (method: string, cseq: number, to = `<sip:${NUMBER}@127.0.0.1>`) =>
-    `${method} sip:${NUMBER}@127.0.0.1:${voice.sip} SIP/2.0\r\nVia: SIP/2.0/UDP 127.0.0.2:${from.port};branch=z9hG4bK${randomBytes(6).toString('hex')};rport\r\nMax-Forwards: 70\r\n` +
-    `From: <sip:caller@127.0.0.2>;tag=${tag}\r\nTo: ${to}\r\nCall-ID: ${callId}\r\nCSeq: ${cseq} ${method}\r\nContact: <sip:caller@127.0.0.2:${from.port}>\r\n`;
-  return {
-    callId,
-    text: `${head('INVITE', 1)}Content-Type: application/sdp\r\nContent-Length: ${sdp.length}\r\n\r\n${sdp}`,
-    ack: (to: string) => `${head('ACK', 1, to)}Content-Length: 0\r\n\r\n`,
-    request: (method: string, cseq: number, to: string) => `${head(method, cseq, to)}Content-Length: 0\r\n\r\n`,
-  };
-}
-
-const finalOf = (got: string[], callId: string) => got.find((m) => /^SIP\/2\.0 [2-6]\d\d /.test(m) && m.includes(callId));
-const until = async <T>(f: () => T | undefined, ms = 10_000): Promise<T> => {
-  for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 20))) {
-    const v = f();
-    if (v !== undefined) return v;
-  }
-  throw new Error('timed out');
-};
+const udpPeer = () => rawUdpPeer(voice.sip);
+const invite = (from: { port: number }, media: { address: string; port: number }) => rawInvite({ sipPort: voice.sip, number: NUMBER }, { address: '127.0.0.2', port: from.port }, media);
 
 t.test('INVITEs: no audio before the ACK; with every RTP port held, the next is 503', needsTools(), async (t) => {
   const caller = await udpPeer();
@@ -172,4 +144,50 @@ t.test('a TCP stream whose Content-Length cannot frame a message is closed; the 
   s.destroy();
   t.pass('a well-framed OPTIONS on a new connection: 200');
   t.equal((await http(voice.p.edge, 'GET', '/healthz')).status, 200, 'the process serves on');
+});
+
+t.test('a trunk over TCP whose answer cannot be framed: the stream the gateway opened is closed, the process serves on', needsTools(), async (t) => {
+  // The far end of an outbound call is a tenant's trunk: a hostile one answers the INVITE with a length that is
+  // no number, then keeps sending. The stack's parser would buffer it until the process died.
+  let closed!: () => void;
+  const ended = new Promise<void>((r) => (closed = r));
+  let invites = 0;
+  const trunk = net.createServer((s) => {
+    s.on('error', () => {});
+    s.on('close', () => closed());
+    s.once('data', async (d) => {
+      if (/^INVITE /.test(d.toString('latin1'))) invites++;
+      const via = /^Via: .*$/im.exec(d.toString('latin1'))?.[0] ?? '';
+      s.write(`SIP/2.0 180 Ringing\r\n${via}\r\nCSeq: 1 INVITE\r\nCall-ID: x\r\nFrom: <sip:a@b>;tag=1\r\nTo: <sip:c@d>;tag=2\r\nContent-Length: abc\r\n\r\n`);
+      for (let i = 0; i < 64 && !s.destroyed; i++) {
+        s.write('A'.repeat(1024));
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    });
+  });
+  await new Promise<void>((r) => trunk.listen(0, '127.0.0.2', () => r()));
+  t.teardown(() => void trunk.close());
+  const connector = await project.api('POST', `/v1/agents/${project.agentId}/telephony/connectors`, { name: 'Hostile trunk', host: '127.0.0.2', port: (trunk.address() as net.AddressInfo).port, transport: 'tcp' });
+  t.equal(connector.status, 201, connector.text);
+  const outbound = await admin(voice.p)('POST', '/connectors', { account_id: project.accountId, project_id: project.agentId, kind: 'outbound', telephony_connector_id: connector.body.id, from_number: '+14155550100' });
+  t.equal(outbound.status, 201, outbound.text);
+  const call = await http(voice.p.edge, 'POST', '/v1/outbound-calling', { body: { to_number: '+14155550123', encryption: 'UDP/RTP' }, headers: { 'x-service-auth-token': outbound.body.token } });
+  t.equal(call.status, 200, call.text);
+  await Promise.race([ended, new Promise((_r, reject) => setTimeout(() => reject(new Error('the gateway kept the trunk\'s stream open')), 10_000))]);
+  t.equal(invites, 1, 'the INVITE went over the trunk\'s TCP stream');
+  t.pass('the stream the gateway opened to the trunk: closed');
+  t.equal((await http(voice.p.edge, 'GET', '/healthz')).status, 200, 'the process serves on');
+});
+
+t.test('a TLS connection that never begins its handshake is closed', needsTools(), async (t) => {
+  const port = mediaPorts(voice.p.stdout()).tls!;
+  const s = net.connect({ host: '127.0.0.1', port, localAddress: '127.0.0.2' });
+  s.on('error', () => {});
+  const opened = Date.now();
+  await new Promise<void>((r) => s.on('connect', () => r()));
+  // Past the gateway's handshake bound (10 s) by a margin; Node's own 120 s would have passed this, but Node
+  // leaves such a connection open for ever when nothing listens for the failure.
+  await Promise.race([new Promise<void>((r) => s.on('close', () => r())), new Promise((_r, reject) => setTimeout(() => reject(new Error('still open')), 20_000))]);
+  t.ok(Date.now() - opened >= 5_000, 'not at once: the peer had time to begin');
+  t.pass('closed');
 });

@@ -1,4 +1,4 @@
-import sip from 'sip';
+import sip from './sip-package.js';
 import type { DialTrunk } from '../../actors/call/mod.js';
 import type { Dialog, SipEndpoint, SipTarget, SipTransport } from './dialog.js';
 import { answerOf, DEFAULT_DTMF_PT, offerOf, openLeg, readSdp, sessionOf, type MediaLeg } from './media.js';

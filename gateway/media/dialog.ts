@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import sip, { type Aor, type Remote, type SipMessage, type Stack } from 'sip';
+import tls from 'node:tls';
+import type { Aor, Remote, SipMessage, Stack } from 'sip';
+import sip from './sip-package.js';
 import digest from 'sip/digest.js';
 import { allListening, capturingListeners } from './listening.js';
-import { sipStreamGuard } from './stream-guard.js';
+import { closeFailedHandshakes, sipStreamGuard, TLS_HANDSHAKE_MS } from './stream-guard.js';
 import { utf8 } from '../../platform/utf8.js';
 
 /**
@@ -32,6 +34,12 @@ export interface SipEndpointOptions {
   /** TLS, when `tls` is given. */
   tlsPort?: number;
   tls?: { key: string | Buffer; cert: string | Buffer; verifyPeer: boolean };
+  /**
+   * INVITEs from one address that are neither refused nor ACKed; the next is 503 with Retry-After. Each answered
+   * INVITE holds an RTP port until its ACK or for `ACK_WAIT_MS`: without a bound, one sender of INVITEs it never
+   * ACKs (a spoofed source, say) holds the whole range. A trunk ACKs at once. Default 64.
+   */
+  pendingInvitesPerAddress?: number;
   log?: (msg: string, extra?: Record<string, unknown>) => void;
 }
 
@@ -106,7 +114,8 @@ export class IncomingInvite {
   onCancel: (() => void) | null = null;
   private answered = false;
 
-  constructor(private readonly ua: SipEndpoint, readonly request: SipMessage, readonly remote: Remote) {}
+  /** `settled`: called once, when the INVITE is refused or its 2xx is ACKed (or never will be). */
+  constructor(private readonly ua: SipEndpoint, readonly request: SipMessage, readonly remote: Remote, private readonly settled: () => void = () => {}) {}
 
   get callId(): string {
     return this.request.headers['call-id'];
@@ -160,6 +169,7 @@ export class IncomingInvite {
     });
     this.ua.stack.send(rs);
     dialog.awaitAck(rs);
+    void dialog.confirmed().then(this.settled);
     return dialog;
   }
 
@@ -168,6 +178,7 @@ export class IncomingInvite {
     if (this.answered) return;
     this.answered = true;
     this.ua.stack.send(this.response(status, reason));
+    this.settled();
   }
 
   /** The caller's CANCEL: 487 to the INVITE. */
@@ -423,6 +434,8 @@ export class SipEndpoint {
   private listeners: Array<{ close(): unknown }> = [];
   readonly dialogs = new Map<string, Dialog>();
   private readonly pending = new Map<string, IncomingInvite>();
+  /** Per source address: INVITEs neither refused nor ACKed (`pendingInvitesPerAddress`). */
+  private readonly unsettled = new Map<string, number>();
   onInvite: ((invite: IncomingInvite) => void) | null = null;
 
   constructor(readonly o: SipEndpointOptions) {}
@@ -437,7 +450,7 @@ export class SipEndpoint {
         {
           address: this.o.host,
           port: this.o.port,
-          ...(this.o.tls ? { tls: { key: this.o.tls.key, cert: this.o.tls.cert, rejectUnauthorized: this.o.tls.verifyPeer }, tls_port: this.o.tlsPort } : {}),
+          ...(this.o.tls ? { tls: { key: this.o.tls.key, cert: this.o.tls.cert, rejectUnauthorized: this.o.tls.verifyPeer, handshakeTimeout: TLS_HANDSHAKE_MS }, tls_port: this.o.tlsPort } : {}),
           logger: { error: (e) => this.o.log?.('sip stack error', { err: String(e) }) },
         },
         (rq, remote) => this.onRequest(rq, remote),
@@ -446,6 +459,7 @@ export class SipEndpoint {
     );
     this.stack = value;
     this.listeners = listeners;
+    for (const l of listeners) if (l instanceof tls.Server) closeFailedHandshakes(l);
     let started = false;
     await allListening(listeners, (err) => {
       if (started) this.o.log?.('sip socket error', { err: String(err) });
@@ -499,7 +513,8 @@ export class SipEndpoint {
           this.stack.send(tagged(sip.makeResponse(rq, 415, 'Unsupported Media Type', { headers: { accept: 'application/sdp' } })));
           return;
         }
-        const invite = new IncomingInvite(this, rq, remote);
+        const invite = this.admit(rq, remote);
+        if (!invite) return;
         this.pending.set(key, invite);
         setTimeout(() => this.pending.delete(key), ACK_WAIT_MS).unref();
         this.stack.send(sip.makeResponse(rq, 100, 'Trying'));
@@ -530,6 +545,25 @@ export class SipEndpoint {
       default:
         this.stack.send(tagged(notAllowed(rq)));
     }
+  }
+
+  /** A new INVITE, counted against its address until it settles; null (answered 503) when the address is at its bound. */
+  private admit(rq: SipMessage, remote: Remote): IncomingInvite | null {
+    const address = remote.address;
+    const held = this.unsettled.get(address) ?? 0;
+    if (held >= (this.o.pendingInvitesPerAddress ?? 64)) {
+      this.stack.send(tagged(sip.makeResponse(rq, 503, 'Service Unavailable', { headers: { 'retry-after': 5 } })));
+      return null;
+    }
+    this.unsettled.set(address, held + 1);
+    let settled = false;
+    return new IncomingInvite(this, rq, remote, () => {
+      if (settled) return;
+      settled = true;
+      const left = (this.unsettled.get(address) ?? 1) - 1;
+      if (left > 0) this.unsettled.set(address, left);
+      else this.unsettled.delete(address);
+    });
   }
 
   /**

@@ -58,6 +58,8 @@ export interface MediaGatewayOptions {
   recordings?: Recordings | null;
   /** How long a bridged transfer's destination may ring (`VOICE_TRANSFER_RING_TIMEOUT_MS`). */
   transferRingTimeoutMs: number;
+  /** INVITEs from one address not yet answered or ACKed; more are refused (`SipEndpointOptions`). */
+  pendingInvitesPerAddress?: number;
 }
 
 /** Live counters: calls in progress and the latency samples of answered turns (benchmark, tests). */
@@ -108,6 +110,7 @@ export class MediaGateway {
       port: o.sipPort,
       ...(o.tls ? { tlsPort: o.tls.port, tls: { key: o.tls.key, cert: o.tls.cert, verifyPeer: o.tls.verifyPeer } } : {}),
       log: (msg, extra) => o.log('warn', msg, extra),
+      ...(o.pendingInvitesPerAddress ? { pendingInvitesPerAddress: o.pendingInvitesPerAddress } : {}),
     });
     this.ua.onInvite = (invite) =>
       void this.inbound(invite).catch((err) => {
@@ -286,7 +289,7 @@ export type MediaSettings = MediaConfig;
  * starts the user agent.
  */
 export async function startMediaGateway(
-  o: Omit<MediaGatewayOptions, 'sipPort' | 'tls' | 'rtpPortMin' | 'rtpPortMax' | 'turnTaking' | 'mediaTimeoutMs' | 'transferRingTimeoutMs'> & {
+  o: Omit<MediaGatewayOptions, 'sipPort' | 'tls' | 'rtpPortMin' | 'rtpPortMax' | 'turnTaking' | 'mediaTimeoutMs' | 'transferRingTimeoutMs' | 'pendingInvitesPerAddress'> & {
     settings: MediaSettings;
     dataDir: string;
     /** How port 0 becomes a port (tests hand out a taken one first). */
@@ -315,7 +318,7 @@ export async function startMediaGateway(
   for (let attempt = 1; ; attempt++) {
     const sipPort = s.sipPort || (await freeSipPort(o.host));
     const tls: MediaGatewayOptions['tls'] = creds ? { port: s.tlsPort || (await freeSipPort(o.host)), cert: creds.cert, key: creds.key, verifyPeer: s.tlsVerify } : null;
-    const gw = new MediaGateway(Object.assign({}, o, { sipPort, tls, rtpPortMin: s.rtpPortMin, rtpPortMax: s.rtpPortMax, turnTaking: s.turnTaking, mediaTimeoutMs: s.mediaTimeoutMs, transferRingTimeoutMs: s.transferRingTimeoutMs }));
+    const gw = new MediaGateway(Object.assign({}, o, { sipPort, tls, rtpPortMin: s.rtpPortMin, rtpPortMax: s.rtpPortMax, turnTaking: s.turnTaking, mediaTimeoutMs: s.mediaTimeoutMs, transferRingTimeoutMs: s.transferRingTimeoutMs, pendingInvitesPerAddress: s.pendingInvitesPerAddress }));
     try {
       await gw.start();
       return gw;

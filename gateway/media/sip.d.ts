@@ -41,7 +41,7 @@ declare module 'sip' {
     port?: number;
     udp?: boolean;
     tcp?: boolean;
-    tls?: { key: string | Buffer; cert: string | Buffer; rejectUnauthorized?: boolean };
+    tls?: { key: string | Buffer; cert: string | Buffer; rejectUnauthorized?: boolean; handshakeTimeout?: number };
     tls_port?: number;
     rport?: boolean;
     logger?: { send?: (m: SipMessage, target: unknown) => void; recv?: (m: SipMessage, remote: Remote) => void; error?: (e: unknown) => void };

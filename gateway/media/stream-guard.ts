@@ -1,4 +1,5 @@
 import type { Socket } from 'node:net';
+import type { Server as TlsServer } from 'node:tls';
 import sip from 'sip';
 
 /** The `sip` package's own bounds on a stream message (its `makeStreamParser` defaults). */
@@ -62,6 +63,27 @@ export function sipStreamGuard(o: StreamGuardOptions = STREAM_GUARD): (stream: S
     }
     watchFraming(stream, o.messageDeadlineMs);
   };
+}
+
+/**
+ * Guards a stream the stack opened itself, to a trunk (`sip-package.ts`): a hostile far end framing as above is
+ * as dangerous as a hostile caller. No per-address bound: the stack opens one stream per trunk address.
+ */
+export function guardOutgoingStream<S extends Socket>(stream: S, o: StreamGuardOptions = STREAM_GUARD): S {
+  watchFraming(stream, o.messageDeadlineMs);
+  return stream;
+}
+
+/** How long a TLS connection has to finish its handshake (Node's default is 120 s). */
+export const TLS_HANDSHAKE_MS = 10_000;
+
+/**
+ * Closes a TLS connection whose handshake failed or did not finish within the server's `handshakeTimeout`
+ * (`TLS_HANDSHAKE_MS`). Node reports either as 'tlsClientError' and, when nothing listens for it, leaves the
+ * connection open: one that sent nothing at all was held for ever.
+ */
+export function closeFailedHandshakes(server: TlsServer): void {
+  server.on('tlsClientError', (_err, socket) => socket.destroy());
 }
 
 function watchFraming(stream: Socket, deadlineMs: number): void {

@@ -1,0 +1,49 @@
+/** SIP written by hand, from node sockets: what a hostile or broken peer sends, which sipp cannot. */
+import dgram from 'node:dgram';
+import { randomBytes } from 'node:crypto';
+
+export interface UdpPeer {
+  socket: dgram.Socket;
+  /** Every datagram it was sent, as latin1 text. */
+  got: string[];
+  address: string;
+  port: number;
+  send(text: string): void;
+}
+
+/** A UDP SIP peer on `address` that records what it is sent and sends to the gateway's `sipPort` on 127.0.0.1. */
+export async function udpPeer(sipPort: number, address = '127.0.0.2'): Promise<UdpPeer> {
+  const socket = dgram.createSocket('udp4');
+  await new Promise<void>((r) => socket.bind(0, address, () => r()));
+  const got: string[] = [];
+  socket.on('message', (m) => got.push(m.toString('latin1')));
+  return { socket, got, address, port: socket.address().port, send: (text: string) => void socket.send(Buffer.from(text, 'latin1'), sipPort, '127.0.0.1') };
+}
+
+/** An INVITE from `from` to `number` at the gateway, with an audio offer for `media`, and the requests of its dialog. */
+export function invite(to: { sipPort: number; number: string }, from: { address: string; port: number }, media: { address: string; port: number }) {
+  const callId = `${randomBytes(8).toString('hex')}@${from.address}`;
+  const tag = randomBytes(4).toString('hex');
+  const sdp = `v=0\r\no=- 1 1 IN IP4 ${media.address}\r\ns=-\r\nc=IN IP4 ${media.address}\r\nt=0 0\r\nm=audio ${media.port} RTP/AVP 0 101\r\na=rtpmap:0 PCMU/8000\r\na=rtpmap:101 telephone-event/8000\r\na=sendrecv\r\n`;
+  const head = (method: string, cseq: number, toHeader = `<sip:${to.number}@127.0.0.1>`) =>
+    `${method} sip:${to.number}@127.0.0.1:${to.sipPort} SIP/2.0\r\nVia: SIP/2.0/UDP ${from.address}:${from.port};branch=z9hG4bK${randomBytes(6).toString('hex')};rport\r\nMax-Forwards: 70\r\n` +
+    `From: <sip:caller@${from.address}>;tag=${tag}\r\nTo: ${toHeader}\r\nCall-ID: ${callId}\r\nCSeq: ${cseq} ${method}\r\nContact: <sip:caller@${from.address}:${from.port}>\r\n`;
+  return {
+    callId,
+    text: `${head('INVITE', 1)}Content-Type: application/sdp\r\nContent-Length: ${sdp.length}\r\n\r\n${sdp}`,
+    ack: (toHeader: string) => `${head('ACK', 1, toHeader)}Content-Length: 0\r\n\r\n`,
+    request: (method: string, cseq: number, toHeader: string) => `${head(method, cseq, toHeader)}Content-Length: 0\r\n\r\n`,
+  };
+}
+
+/** The final response (2xx to 6xx) among `got` of the call `callId`. */
+export const finalOf = (got: string[], callId: string) => got.find((m) => /^SIP\/2\.0 [2-6]\d\d /.test(m) && m.includes(callId));
+
+/** Polls `f` every 20 ms until it gives a value; throws after `ms`. */
+export const until = async <T>(f: () => T | undefined, ms = 10_000): Promise<T> => {
+  for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 20))) {
+    const v = f();
+    if (v !== undefined) return v;
+  }
+  throw new Error('timed out');
+};
