@@ -36,8 +36,9 @@ export class Agents {
     for (let n = 1; !agent; n++) {
       const slug = n === 1 ? base : `${base.slice(0, 56)}-${n}`;
       if (slug !== id && (await this.r.agents.get(slug))?.account_id === caller.accountId) continue;
+      let made: AgentRecord;
       try {
-        agent = await this.r.agents.insert({
+        made = await this.r.agents.insert({
           id,
           account_id: caller.accountId,
           name: input.name,
@@ -51,7 +52,11 @@ export class Agents {
         if (!(err instanceof StoreDuplicateError)) throw err;
         // A taken id (a concurrent create with the same agentId) is a conflict; a taken slug gets a suffix.
         if (err.fields.includes('id')) throw AGENTS.AGENT_EXISTS();
+        continue;
       }
+      const clash = await this.yieldsTo(made);
+      if (clash === 'id') throw AGENTS.AGENT_ID_IS_SLUG();
+      if (clash === null) agent = made;
     }
     const main = await this.r.branches.insert({
       id: newId('br'),
@@ -67,6 +72,28 @@ export class Agents {
       merged_at: null,
     });
     return { agent, main };
+  }
+
+  /**
+   * Settles a race the checks before the insert cannot see: a create running at the same moment whose id is
+   * this agent's slug, or whose slug is this agent's id (each checked before the other was stored). Of two such
+   * agents the later one (by `created_at`, then id: both sides read the same order) gives way: it is removed
+   * again, and says which of its names clashed, its id (a 409 for a chosen `agentId`) or its slug (the next
+   * suffix is tried). Both are checked after both inserts, or the earlier one before the later was stored and
+   * the later one after; either way exactly one gives way. Nothing refers to the agent yet (its main branch
+   * comes after).
+   */
+  private async yieldsTo(agent: AgentRecord): Promise<'id' | 'slug' | null> {
+    const earlier = (other: AgentRecord | null): other is AgentRecord =>
+      other !== null && other.id !== agent.id && other.account_id === agent.account_id &&
+      (other.created_at < agent.created_at || (other.created_at === agent.created_at && other.id < agent.id));
+    const clash = earlier(await this.r.agents.findOne({ account_id: agent.account_id, slug: agent.id }))
+      ? 'id'
+      : agent.slug !== agent.id && earlier(await this.r.agents.get(agent.slug))
+        ? 'slug'
+        : null;
+    if (clash) await this.r.agents.delete({ id: agent.id });
+    return clash;
   }
 
   /** The caller's agents, oldest first. Another account's agents never appear. */

@@ -51,22 +51,29 @@ export class Deployments {
     input: { targetEnvironment?: Environment; deploymentMessage: string },
   ): Promise<DeploymentResult> {
     // The deployment moves on from the furthest environment it has reached: promoted twice, a sandbox
-    // deployment goes to pre-release, then live.
-    const source = await this.furthest(agent, await this.get(agent, deploymentId));
-    const next = nextEnvironment(source.environment);
-    const target = input.targetEnvironment ?? next;
-    if (!target || next === null) {
-      throw AGENTS.DEPLOYMENT_LIVE();
+    // deployment goes to pre-release, then live. A promote made meanwhile from the same deployment takes the
+    // step first (one promotion per source, a unique index): this one then moves on from where that one got.
+    for (;;) {
+      const source = await this.furthest(agent, await this.get(agent, deploymentId));
+      const next = nextEnvironment(source.environment);
+      const target = input.targetEnvironment ?? next;
+      if (!target || next === null) {
+        throw AGENTS.DEPLOYMENT_LIVE();
+      }
+      if (ENVIRONMENTS.indexOf(target) <= ENVIRONMENTS.indexOf(source.environment)) {
+        throw AGENTS.PROMOTE_BACKWARDS(source.environment);
+      }
+      try {
+        return await this.deploy(caller, agent, target, source.artifact_version, {
+          action: 'promote',
+          sourceDeploymentId: source.id,
+          sourceEnvironment: source.environment,
+          deploymentMessage: input.deploymentMessage,
+        });
+      } catch (err) {
+        if (!(err instanceof StoreDuplicateError)) throw err;
+      }
     }
-    if (ENVIRONMENTS.indexOf(target) <= ENVIRONMENTS.indexOf(source.environment)) {
-      throw AGENTS.PROMOTE_BACKWARDS(source.environment);
-    }
-    return this.deploy(caller, agent, target, source.artifact_version, {
-      action: 'promote',
-      sourceDeploymentId: source.id,
-      sourceEnvironment: source.environment,
-      deploymentMessage: input.deploymentMessage,
-    });
   }
 
   /**

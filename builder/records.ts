@@ -87,7 +87,12 @@ export function builderRecords(store: Store): BuilderRecords {
     artifacts: store.collection<ArtifactRecord>({ name: 'artifacts', indexes: [{ fields: ['agent_id'] }] }),
     deployments: store.collection<DeploymentRecord>({
       name: 'deployments',
-      indexes: [{ fields: ['agent_id', 'environment', 'activated_seq'] }, { fields: ['agent_id', 'activated_seq'] }],
+      indexes: [
+        { fields: ['agent_id', 'environment', 'activated_seq'] },
+        { fields: ['agent_id', 'activated_seq'] },
+        // A deployment is promoted once: two promotes of it at the same moment are one promotion and a retry.
+        { fields: ['metadata.sourceDeploymentId'], unique: true, sparse: true },
+      ],
     }),
     realtimeConfigs: store.collection<RealtimeConfigRecord>({
       name: 'realtime_configs',

@@ -150,6 +150,24 @@ t.test('within an account no name is one agent\'s id and another\'s slug, in eit
   t.equal((await api('GET', `/v1/agents/${taken}`)).body.name, 'Chosen');
 });
 
+t.test('at the same moment too: an agent named X and one with agentId X, created together, never both hold X', async (t) => {
+  // Each create checks before it stores, so two made together each passed the other's check: the later one gives
+  // way (a 409 for the chosen id, or a suffixed slug for the derived one).
+  for (let i = 0; i < 20; i++) {
+    const name = `race${i}-${Date.now()}`;
+    const [named, chosen] = await Promise.all([api('POST', '/v1/agents', { name }), api('POST', '/v1/agents', { name: 'Chosen', agentId: name })]);
+    t.ok(named.status === 201 || chosen.status === 201, `round ${i}: one of them is made`);
+    t.notOk(named.status === 201 && chosen.status === 201 && named.body.slug === name, `round ${i}: not both, with the slug ${name}`);
+    const reached = await api('GET', `/v1/agents/${name}`);
+    if (chosen.status === 201) t.equal(reached.body.agentId, name, `round ${i}: ${name} reaches the agent with that id`);
+    else {
+      t.equal(chosen.status, 409);
+      t.equal(reached.body.agentId, named.body.agentId, `round ${i}: ${name} reaches the agent with that slug`);
+    }
+    if (named.status === 201) t.equal((await api('GET', `/v1/agents/${named.body.slug}`)).body.agentId, named.body.agentId, `round ${i}: the named agent by its own slug`);
+  }
+});
+
 t.test('ids: 422 malformed, 404 unknown', async (t) => {
   const agentId = await newAgent();
   const malformed = await api('GET', `/v1/agents/${encodeURIComponent('bad id!')}`);
@@ -303,6 +321,23 @@ t.test('merge: the same name added on both sides conflicts; identical changes do
   t.equal(r.status, 409);
   t.equal(r.body.errors.length, 1);
   t.match(r.body.errors[0].field, /^topics\./);
+});
+
+t.test('promotes of one deployment at the same moment: what promoting it that many times in a row gives', async (t) => {
+  const agentId = await newAgent('Promoted together');
+  const base = `/v1/agents/${agentId}`;
+  for (let round = 0; round < 5; round++) {
+    await api('PATCH', `${base}/branches/main/behavior`, { behavior: `round ${round}` });
+    const source = (await api('POST', `${base}/deployments/publish`, { environment: 'sandbox' })).body.deployment;
+    const answers = await Promise.all(Array.from({ length: 12 }, () => api('POST', `${base}/deployments/${source.id}/promote`)));
+    const to = (environment: string) => answers.filter((r) => r.status === 200 && r.body.deployment.environment === environment);
+    t.equal(to('pre-release').length, 1, `round ${round}: one pre-release`);
+    t.equal(to('live').length, 1, `round ${round}: one live, from it`);
+    t.equal(to('live')[0]?.body.deployment.metadata.sourceDeploymentId, to('pre-release')[0]?.body.deployment.id);
+    t.equal(answers.filter((r) => r.status === 409 && r.body.errors?.[0]?.code === undefined).length + to('pre-release').length + to('live').length, 12, `round ${round}: the others 409`);
+    const made = (await api('GET', `${base}/deployments`)).body.deployments.filter((d: any) => d.artifactVersion === source.artifactVersion && d.metadata.action === 'promote');
+    t.equal(made.length, 2, `round ${round}: two deployments made by promoting it`);
+  }
 });
 
 t.test('deployments: publish to sandbox, promote to pre-release and live, rollback', async (t) => {
