@@ -81,6 +81,12 @@ const failureReply = (failure: HostFailure): Reply => ({ ok: false, code: failur
 const newWriter = (): number => 1 + Math.floor(Math.random() * 0xffff_fffe);
 
 /** The earlier of two deadlines (null: none). */
+/**
+ * How long after a step that starts an effect which resumes at once (`KindEffect.resumeAtOnce`) its actor is
+ * indexed to be woken: a turn that outlives its owner is taken up this long after it began at the earliest (or
+ * once the owner's shards are taken over), and the scheduler's scans do not find the many turns that end sooner.
+ */
+const RESUME_AFTER_MS = 2_000;
 const earlier = (a: number | null, b: number | null): number | null => (a === null ? b : b === null ? a : Math.min(a, b));
 
 /**
@@ -468,6 +474,9 @@ export class Activation {
    */
   private async reindex(before: number): Promise<void> {
     if (this.indexed === null || this.indexed > before) return;
+    // An effect that resumes at once keeps its entry due while it runs (the scans find a long one again and
+    // again); the step that ends it moves the entry.
+    if (this.effect?.running && this.kind.effect?.resumeAtOnce) return;
     const { due } = this.current();
     if (due !== null && due <= before) return;
     // The kept entry forgotten, the step indexes the actor under its real deadline.
@@ -475,12 +484,17 @@ export class Activation {
     return this.afterCommit(this.commit());
   }
 
-  /** The actor now: its persisted form, its snapshot, the kind's deadline, and the earliest of all its deadlines. */
+  /**
+   * The actor now: its persisted form, its snapshot, the kind's deadline, and the earliest of all its deadlines
+   * (while an effect that resumes at once runs, `RESUME_AFTER_MS` after the step: `KindEffect.resumeAtOnce`).
+   */
   private current() {
     const persisted = persistedSnapshot(this.actor!);
     const snapshot = this.actor!.getSnapshot();
     const kindDeadline: number | null = this.kind.deadline?.of(snapshot) ?? null;
-    return { persisted, snapshot, kindDeadline, due: earlier(earliestDeadline(persisted), kindDeadline) };
+    const effect = this.kind.effect;
+    const resuming = effect?.resumeAtOnce && snapshot.status === 'active' && snapshot.hasTag(effect.tag) ? Date.now() + RESUME_AFTER_MS : null;
+    return { persisted, snapshot, kindDeadline, due: earlier(earlier(earliestDeadline(persisted), kindDeadline), resuming) };
   }
 
   /**

@@ -2,6 +2,7 @@ import t from 'tap';
 import { startCluster } from './helpers/cluster.js';
 import { connect, is, T, messagingProject, type Ev } from './helpers/messaging.js';
 import { natsAvailable } from './helpers/nats.js';
+import { startLlmStandin } from './helpers/llm-standin.js';
 
 // Without nats-server this skips locally; with CI=true natsAvailable() throws, so it fails instead.
 const needsNats = natsAvailable() ? {} : { skip: 'nats-server is not installed' };
@@ -44,4 +45,36 @@ t.test('a worker killed between a step\'s commit and its publication loses no ev
   t.same(history.filter((e) => e.sequence !== echoSeq), seen, 'journal replay equals the live events');
   t.same(history.map((e) => e.sequence), history.map((_, i) => i + 1), 'no sequence missing');
   for (const x of [c, again, all]) await x.close();
+});
+
+t.test('a worker killed while a message\'s reply is being made: the new owner takes the turn up by itself, with nothing more sent', needsNats, async (t) => {
+  // The model takes 4 s over a message that says "slowly": long enough to kill the session's owner in the middle.
+  // The socket gateway's ask was answered with the echo already, so no asker retries: the session's reply goes
+  // to sockets only, and without a wake-up of its own it waited for the visitor's next message.
+  const llm = await startLlmStandin((body) => {
+    const users = (body.messages as Array<{ role: string; content: string }>).filter((x) => x.role === 'user');
+    const last = users[users.length - 1]?.content ?? '';
+    return users.length === 0 ? { text: 'Hello from the model!' } : { text: `You said: ${last}`, delayMs: /slowly/.test(last) ? 4000 : 0 };
+  });
+  t.teardown(() => llm.close());
+  const cluster = await startCluster({ workers: 2, sockets: 1, leaseTtlMs: 1500, env: { LLM_BASE_URL: llm.url } });
+  t.teardown(() => cluster.stop());
+  const [gateway] = cluster.sockets.map((s) => s.socket);
+  const m = await messagingProject(cluster.edge);
+  const { sessionId, accessToken } = await m.session({}, gateway);
+  const c = await connect(gateway, { session_id: sessionId, access_token: accessToken });
+  t.teardown(() => c.close());
+  c.send(T('REQUEST_SERVICE_AGENT_JOIN'));
+  await c.waitFor(is('SERVICE_AGENT_MESSAGE'), 'greeting');
+  const from = c.flat().length;
+  c.send(T('USER_MESSAGE'), { text: 'answer me slowly' });
+  await c.waitFor((e) => is('USER_MESSAGE')(e) && e.payload.text === 'answer me slowly', 'the echo', from);
+  // The model has the request: the turn is under way.
+  const asked = llm.requests.length;
+  for (const end = Date.now() + 5000; llm.requests.length === asked && !llm.requests.some((r) => JSON.stringify(r).includes('answer me slowly')) && Date.now() < end; ) await new Promise((r) => setTimeout(r, 20));
+  const owner = (await cluster.ownerOf('session', sessionId))!;
+  owner.child.kill('SIGKILL');
+  const reply = await c.waitFor(is('SERVICE_AGENT_MESSAGE'), 'the reply, with nothing more sent', from);
+  t.match(reply, { payload: { text: 'You said: answer me slowly' } }, 'the reply came');
+  t.equal(c.flat().slice(from).filter(is('SERVICE_AGENT_MESSAGE')).length, 1, 'once');
 });

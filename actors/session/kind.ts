@@ -47,6 +47,8 @@ export function sessionKind(deps: SessionDeps & { transport: () => Promise<Trans
       run: effects.converse,
       done: (output: unknown) => ({ type: 'TURN_DONE', output }),
       failed: (error: unknown) => ({ type: 'TURN_FAILED', error }),
+      // The reply goes to sockets, not to an asker who would retry: a new owner must take the turn up by itself.
+      resumeAtOnce: true,
     },
     // The idle expiry, kept by the host: the machine's `expires` states end once it has passed.
     deadline: IDLE_EXPIRY,
