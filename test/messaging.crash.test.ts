@@ -1,17 +1,18 @@
 import t from 'tap';
+import net from 'node:net';
 import { startCluster } from './helpers/cluster.js';
 import { connect, is, T, messagingProject, type Ev } from './helpers/messaging.js';
 import { natsAvailable } from './helpers/nats.js';
 import { startLlmStandin } from './helpers/llm-standin.js';
 
 // Without nats-server this skips locally; with CI=true natsAvailable() throws, so it fails instead.
-const needsNats = natsAvailable() ? {} : { skip: 'nats-server is not installed' };
+const needsNats = () => (natsAvailable() ? {} : { skip: 'nats-server is not installed' });
 
 const MARKER = 'This message crashes the worker after its commit';
 
-t.test('a worker killed between a step\'s commit and its publication loses no event: the replay has it, equal to what went out live', needsNats, async (t) => {
+t.test('a worker killed between a step\'s commit and its publication loses no event: the open socket is caught up from the journal, the replay has it', needsNats(), async (t) => {
   // Every worker dies (SIGKILL, from inside) right after committing a step that holds the marker message, before
-  // publishing it: the socket never sees that step live.
+  // publishing it: the step is never published.
   const cluster = await startCluster({ workers: 2, sockets: 1, leaseTtlMs: 1500, env: { SESSION_FAULT_KILL_BEFORE_PUBLISH: MARKER }, socketEnv: { ASK_TIMEOUT_MS: '15000' } });
   t.teardown(() => cluster.stop());
   const [gateway] = cluster.sockets.map((s) => s.socket);
@@ -30,8 +31,13 @@ t.test('a worker killed between a step\'s commit and its publication loses no ev
   const exited = owner.child.exitCode !== null || owner.child.signalCode !== null ? owner.child.signalCode : await new Promise((r) => owner.child.once('exit', (_code, signal) => r(signal)));
   t.equal(exited, 'SIGKILL', 'the owner was killed after the commit');
   const live = c.flat();
-  t.notOk(live.slice(before).some((e) => is('USER_MESSAGE')(e) && e.payload.text === MARKER), 'the echo of the marker never went out live');
+  // The echo was never published; the reply's sequence came past it, and the gateway read what the socket was
+  // owed from the journal first.
   const echoSeq = reply.sequence! - 1;
+  const echoed = live.slice(before).findIndex((e) => is('USER_MESSAGE')(e) && e.payload.text === MARKER);
+  t.ok(echoed >= 0, 'the socket got the echo all the same: caught up from the journal');
+  t.match(live.slice(before)[echoed], { sequence: echoSeq }, 'with its sequence');
+  t.ok(echoed < live.slice(before).indexOf(reply), 'before the reply');
 
   // A reconnect from before the crash replays the step nobody saw.
   const again = await connect(gateway, { session_id: sessionId, access_token: accessToken, cursor: String(echoSeq - 1) });
@@ -42,12 +48,12 @@ t.test('a worker killed between a step\'s commit and its publication loses no ev
   const all = await connect(gateway, { session_id: sessionId, access_token: accessToken });
   const history: Ev[] = (await all.waitFor(is('EVENT_BATCH'))).payload.events;
   const seen = live.filter((e) => e.sequence !== null);
-  t.same(history.filter((e) => e.sequence !== echoSeq), seen, 'journal replay equals the live events');
+  t.same(history, seen, 'journal replay equals the live events');
   t.same(history.map((e) => e.sequence), history.map((_, i) => i + 1), 'no sequence missing');
   for (const x of [c, again, all]) await x.close();
 });
 
-t.test('a worker killed while a message\'s reply is being made: the new owner takes the turn up by itself, with nothing more sent', needsNats, async (t) => {
+t.test('a worker killed while a message\'s reply is being made: the new owner takes the turn up by itself, with nothing more sent', needsNats(), async (t) => {
   // The model takes 4 s over a message that says "slowly": long enough to kill the session's owner in the middle.
   // The socket gateway's ask was answered with the echo already, so no asker retries: the session's reply goes
   // to sockets only, and without a wake-up of its own it waited for the visitor's next message.
@@ -77,4 +83,74 @@ t.test('a worker killed while a message\'s reply is being made: the new owner ta
   const reply = await c.waitFor(is('SERVICE_AGENT_MESSAGE'), 'the reply, with nothing more sent', from);
   t.match(reply, { payload: { text: 'You said: answer me slowly' } }, 'the reply came');
   t.equal(c.flat().slice(from).filter(is('SERVICE_AGENT_MESSAGE')).length, 1, 'once');
+});
+
+/**
+ * A TCP relay to nats-server that the test can cut: the connections through it are dropped and new ones refused
+ * until it is mended. One process's NATS link goes down while the others' stay up.
+ */
+async function natsRelay(natsUrl: string) {
+  const target = new URL(natsUrl);
+  const open = new Set<net.Socket>();
+  let cut = false;
+  const server = net.createServer((client) => {
+    if (cut) return void client.destroy();
+    const upstream = net.connect(Number(target.port), target.hostname);
+    for (const s of [client, upstream]) {
+      open.add(s);
+      s.on('error', () => {});
+      s.on('close', () => (open.delete(s), client.destroy(), upstream.destroy()));
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  return {
+    url: `nats://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+    cut: () => {
+      cut = true;
+      for (const s of open) s.destroy();
+    },
+    mend: () => void (cut = false),
+    close: () => (cut = true, [...open].forEach((s) => s.destroy()), new Promise<void>((r) => server.close(() => r()))),
+  };
+}
+
+t.test('a reply published while the socket gateway was cut off from NATS reaches the open socket once it is back', needsNats(), async (t) => {
+  const llm = await startLlmStandin((body) => {
+    const users = (body.messages as Array<{ role: string; content: string }>).filter((x) => x.role === 'user');
+    const last = users[users.length - 1]?.content ?? '';
+    return users.length === 0 ? { text: 'Hello from the model!' } : { text: `You said: ${last}`, delayMs: /slowly/.test(last) ? 2000 : 0 };
+  });
+  t.teardown(() => llm.close());
+  // The gateway reaches NATS through a relay the test cuts; the edge and the worker do not.
+  let relay: Awaited<ReturnType<typeof natsRelay>> | null = null;
+  const cluster = await startCluster({
+    workers: 1,
+    sockets: 1,
+    leaseTtlMs: 1500,
+    env: { LLM_BASE_URL: llm.url },
+    socketNatsUrl: async (natsUrl) => (relay = await natsRelay(natsUrl)).url,
+  });
+  t.teardown(async () => {
+    await cluster.stop();
+    await relay?.close();
+  });
+  const [gateway] = cluster.sockets.map((s) => s.socket);
+  const m = await messagingProject(cluster.edge);
+  const { sessionId, accessToken } = await m.session({}, gateway);
+  const c = await connect(gateway, { session_id: sessionId, access_token: accessToken });
+  t.teardown(() => c.close());
+  c.send(T('REQUEST_SERVICE_AGENT_JOIN'));
+  await c.waitFor(is('SERVICE_AGENT_MESSAGE'), 'greeting');
+  const from = c.flat().length;
+  c.send(T('USER_MESSAGE'), { text: 'answer me slowly' });
+  await c.waitFor((e) => is('USER_MESSAGE')(e) && e.payload.text === 'answer me slowly', 'the echo', from);
+  relay!.cut();
+  // The reply is made and published meanwhile (the model takes 2 s), to no subscriber of this gateway.
+  await new Promise((r) => setTimeout(r, 5000));
+  t.ok(llm.requests.some((r) => JSON.stringify(r).includes('answer me slowly')), 'the model was asked');
+  t.equal(c.flat().slice(from).filter(is('SERVICE_AGENT_MESSAGE')).length, 0, 'nothing reached the socket while the gateway was cut off');
+  relay!.mend();
+  const reply = await c.waitFor(is('SERVICE_AGENT_MESSAGE'), 'the reply, once the gateway is back', from);
+  t.match(reply, { payload: { text: 'You said: answer me slowly' } });
 });

@@ -171,23 +171,61 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
     }
   };
 
-  /** Sends published events to one socket in one write, skipping journaled ones it has (from the replay). */
-  const deliverNow = (ws: Socket, d: SocketData, events: Published) => {
+  /**
+   * Sends published events to one socket in one write, skipping journaled ones it has (from the replay). A
+   * journaled event whose sequence is past the next one the socket is owed means some were never heard here
+   * (published while this gateway was cut off from NATS, or never, by a worker that died between its commit and
+   * the publication): the socket is caught up from the journal first (`catchUp`), unless this is the catch-up.
+   */
+  const deliverNow = (ws: Socket, d: SocketData, events: Published, catchingUp = false) => {
     if (d.closed) return;
     let ended = false;
+    let missed = -1;
     ws.cork(() => {
-      for (const e of events) {
+      for (let i = 0; i < events.length; i++) {
+        const e = events[i]!;
         if (e.s !== null) {
           if (e.s <= d.lastSeq) continue;
+          if (e.s > d.lastSeq + 1 && !catchingUp) {
+            missed = i;
+            break;
+          }
           d.lastSeq = e.s;
         }
         sendNow(ws, d, e.j);
         if (e.j.includes('"EVENT_TYPE_SESSION_END"')) ended = true;
       }
     });
+    if (missed >= 0) void catchUp(ws, d, events.slice(missed));
     // The session is over: nothing more will come on this socket.
     if (ended && !d.closed) ws.end(1000, 'session ended');
   };
+
+  /**
+   * Sends a socket what the journal has after the last sequence it was sent, then `then`; events published to
+   * it meanwhile wait (`pending`), as during the replay. Once: the journal has every committed step, so what is
+   * still missing after it is skipped rather than read again.
+   */
+  const catchUp = async (ws: Socket, d: SocketData, then: Published = []) => {
+    if (d.closed) return;
+    // A replay or a catch-up under way reads the journal after these came: they wait for it.
+    if (d.pending) return void d.pending.push(...then);
+    d.pending = then.slice();
+    let frames: Published = [];
+    try {
+      frames = await ctx.history.after(d.sessionId, d.lastSeq);
+    } catch (err) {
+      ctx.logger.warn({ err: String(err), session: d.sessionId }, 'catching a socket up from the journal failed');
+    }
+    const pending = d.pending;
+    d.pending = null;
+    deliverNow(ws, d, frames.concat(pending), true);
+  };
+
+  // Published while cut off from NATS is published to no one: every socket reads what it missed.
+  transport.onReconnect?.(() => {
+    for (const set of sockets.values()) for (const ws of set) void catchUp(ws, ws.getUserData());
+  });
 
   const onPublished = (sessionId: string) => (data: Uint8Array) => {
     let events: Published;

@@ -42,6 +42,8 @@ export interface ClusterOptions {
   /** Socket gateway processes to start (role `socket`), with extra environment for them. */
   sockets?: number;
   socketEnv?: Record<string, string>;
+  /** The NATS URL the socket gateways are given, from the server's (a relay in front of it, say). */
+  socketNatsUrl?: (natsUrl: string) => Promise<string>;
   /** Extra environment for every process (edge, workers, sockets). */
   env?: Record<string, string>;
 }
@@ -77,7 +79,8 @@ export async function startCluster(o: ClusterOptions): Promise<NatsCluster> {
     started.push(edge);
     for (let i = 0; i < o.workers; i++) started.push(await addWorker());
     for (let i = 0; i < (o.sockets ?? 0); i++) {
-      sockets.push(await startPlatform({ roles: ['socket'], dataDir, env: { ...env, ...o.socketEnv } }));
+      const natsUrl = o.socketNatsUrl ? await o.socketNatsUrl(nats.url) : nats.url;
+      sockets.push(await startPlatform({ roles: ['socket'], dataDir, env: { ...env, NATS_URL: natsUrl, ...o.socketEnv } }));
       started.push(sockets[i]);
     }
     // Start with settled placement: every shard owned and every worker holding some.
