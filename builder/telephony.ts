@@ -12,6 +12,14 @@ import { nowIso } from '../platform/clock.js';
 import { AGENTS } from '../platform/errors.js';
 import { newId } from '../platform/secrets.js';
 
+/**
+ * How long a connector's `deleting_at` mark holds. A delete marks, counts and deletes or unmarks in a few store
+ * round trips; a mark older than this belongs to a delete whose process died between its steps, and is ignored.
+ */
+const DELETE_MARK_MS = 10_000;
+/** How often a write that found a connector marked reads it again for the delete's outcome. */
+const DELETE_POLL_MS = 20;
+
 export const SIP_TRANSPORTS = ['udp', 'tcp', 'tls'] as const;
 export type SipTransport = (typeof SIP_TRANSPORTS)[number];
 
@@ -50,6 +58,11 @@ export interface TelephonyConnectorRecord extends Doc {
   max_concurrent_calls: number | null;
   transfer: TransferMode;
   created_at: string;
+  /**
+   * Set (ms since the epoch) while a `deleteConnector` counts the numbers bound to it, absent otherwise; never
+   * shown. A number bound at the same moment waits for that delete's outcome (see `deleteConnector`).
+   */
+  deleting_at?: number;
 }
 
 export interface PhoneNumberRecord extends Doc {
@@ -136,13 +149,24 @@ export interface Telephony {
   getConnector(scope: TelephonyScope, id: string): Promise<TelephonyConnectorRecord>;
   /** Throws `AGENTS.TELEPHONY_CONNECTOR_NOT_FOUND` when it is not this agent's. */
   updateConnector(scope: TelephonyScope, id: string, change: ConnectorChange): Promise<TelephonyConnectorRecord>;
-  /** Refused (`AGENTS.TELEPHONY_CONNECTOR_IN_USE`, 409) while numbers are bound to it. */
+  /**
+   * Refused (`AGENTS.TELEPHONY_CONNECTOR_IN_USE`, 409) while numbers are bound to it; a number bound at the same
+   * moment either makes it 409 or is refused itself. `AGENTS.TELEPHONY_CONNECTOR_NOT_FOUND` when it is not this
+   * agent's, or another delete of it won.
+   */
   deleteConnector(scope: TelephonyScope, id: string): Promise<void>;
-  /** Throws `AGENTS.TELEPHONY_NUMBER_EXISTS` (409) when the number is bound anywhere already. */
+  /**
+   * Throws `AGENTS.TELEPHONY_NUMBER_EXISTS` (409) when the number is bound anywhere already,
+   * `AGENTS.TELEPHONY_CONNECTOR_UNKNOWN` when `connector_id` names no connector of this agent or one a delete
+   * at the same moment removed (the number is then not kept).
+   */
   createNumber(scope: TelephonyScope, input: NumberInput): Promise<PhoneNumberRecord>;
   listNumbers(scope: TelephonyScope): Promise<PhoneNumberRecord[]>;
   getNumber(scope: TelephonyScope, id: string): Promise<PhoneNumberRecord>;
-  /** Throws `AGENTS.TELEPHONY_CONNECTOR_UNKNOWN` when `connector_id` names no connector of this agent. */
+  /**
+   * Throws `AGENTS.TELEPHONY_CONNECTOR_UNKNOWN` when `connector_id` names no connector of this agent, or one a
+   * delete at the same moment removed (the change is then undone).
+   */
   updateNumber(scope: TelephonyScope, id: string, change: NumberChange): Promise<PhoneNumberRecord>;
   deleteNumber(scope: TelephonyScope, id: string): Promise<void>;
   /** The binding of an E.164 number (the platform's inbound lookup), or null. */
@@ -184,6 +208,23 @@ export function telephony(store: Store): Telephony {
     if (!n) throw AGENTS.TELEPHONY_NUMBER_NOT_FOUND();
     return n;
   };
+  /** A mark that still holds: a delete is under way (an older one is a delete that died). */
+  const marked = (c: TelephonyConnectorRecord): boolean => typeof c.deleting_at === 'number' && c.deleting_at > Date.now() - DELETE_MARK_MS;
+  /**
+   * Whether the connector stands once no delete of it is under way: false when it is gone, true when it is
+   * there unmarked; while it is marked, it is read again every `DELETE_POLL_MS` until that delete has deleted
+   * or unmarked it (or its mark has lapsed, which bounds the wait). Read fresh each time (`store.refresh`): the
+   * embedded store's reads go through a snapshot that may predate the write this is ordered after.
+   */
+  const settled = async (scope: TelephonyScope, id: string): Promise<boolean> => {
+    for (;;) {
+      store.refresh();
+      const c = await connectors.findOne({ id, ...scoped(scope) });
+      if (!c) return false;
+      if (!marked(c)) return true;
+      await new Promise((resolve) => setTimeout(resolve, DELETE_POLL_MS));
+    }
+  };
 
   return {
     async createConnector(scope, input) {
@@ -214,16 +255,41 @@ export function telephony(store: Store): Telephony {
       return updated;
     },
     async deleteConnector(scope, id) {
-      await getConnector(scope, id);
       // Refused rather than cascading: deleting a trunk silently unbinding live numbers would make inbound
       // calls to them fail with no trace of why. Delete the numbers first.
-      if ((await numbers.count({ connector_id: id })) > 0) throw AGENTS.TELEPHONY_CONNECTOR_IN_USE();
-      await connectors.delete({ id, ...scoped(scope) });
+      //
+      // The count and the delete are two store operations, and the store has no transaction over both, so a
+      // number bound between them would be left bound to a deleted trunk. The connector is therefore marked
+      // (`deleting_at`) before the count, and a number's create or move re-reads its connector after its own
+      // write (`settled`): if it reads the connector unmarked, this mark comes later and the count sees the
+      // number (409); if it reads the mark, it waits for this delete's outcome and undoes its write if the
+      // connector is gone. Edge processes share the store, so nothing in-process would do.
+      for (;;) {
+        const mark = Date.now();
+        // Only over no mark (or a lapsed one): two deletes at once must not share one, or the one refused
+        // would unmark the connector while the other is still counting.
+        const free = { $or: [{ deleting_at: null }, { deleting_at: { $lte: mark - DELETE_MARK_MS } }] };
+        if (await connectors.update({ id, ...scoped(scope), ...free }, { $set: { deleting_at: mark } })) {
+          store.refresh();
+          if ((await numbers.count({ connector_id: id })) > 0) {
+            await connectors.update({ id, deleting_at: mark }, { $unset: { deleting_at: '' } });
+            throw AGENTS.TELEPHONY_CONNECTOR_IN_USE();
+          }
+          if ((await connectors.delete({ id, deleting_at: mark, ...scoped(scope) })) > 0) return;
+          // Our mark is gone: the connector was deleted meanwhile (404 below), or our mark lapsed and another
+          // delete took it over (its outcome decides, as below).
+        }
+        // Not ours to mark: gone (404), or another delete is under way, whose outcome decides: gone, 404
+        // (that delete won); unmarked (it was refused), try again.
+        if (!(await settled(scope, id))) throw AGENTS.TELEPHONY_CONNECTOR_NOT_FOUND();
+      }
     },
     async createNumber(scope, input) {
+      // The fast answer for a connector that is not the agent's; the check that counts comes after the insert.
       if (!(await connectors.findOne({ id: input.connector_id, ...scoped(scope) }))) throw AGENTS.TELEPHONY_CONNECTOR_UNKNOWN();
+      let created: PhoneNumberRecord;
       try {
-        return await numbers.insert({
+        created = await numbers.insert({
           id: newId('pn'),
           ...scoped(scope),
           number: input.number,
@@ -235,6 +301,12 @@ export function telephony(store: Store): Telephony {
         if (err instanceof StoreDuplicateError) throw AGENTS.TELEPHONY_NUMBER_EXISTS();
         throw err;
       }
+      // A delete of the connector at the same moment may have counted before the insert (see `deleteConnector`).
+      if (!(await settled(scope, input.connector_id))) {
+        await numbers.delete({ id: created.id, connector_id: input.connector_id });
+        throw AGENTS.TELEPHONY_CONNECTOR_UNKNOWN();
+      }
+      return created;
     },
     listNumbers: (scope) => numbers.find(scoped(scope), { sort: { created_at: 1 } }),
     getNumber,
@@ -248,6 +320,15 @@ export function telephony(store: Store): Telephony {
       if (Object.keys(set).length === 0) return current;
       const updated = await numbers.update({ id, ...scoped(scope) }, { $set: set });
       if (!updated) throw AGENTS.TELEPHONY_NUMBER_NOT_FOUND();
+      // Moved to a connector a delete at the same moment may have counted before the move (see
+      // `deleteConnector`): if that delete won, the change is undone (a 400 changes nothing), unless the number
+      // was changed again since (compare-and-set on what this change wrote).
+      if (change.connector_id !== undefined && change.connector_id !== current.connector_id && !(await settled(scope, change.connector_id))) {
+        const before: Partial<PhoneNumberRecord> = { connector_id: current.connector_id };
+        if (set.variant_id !== undefined) before.variant_id = current.variant_id;
+        await numbers.update({ id, ...set }, { $set: before });
+        throw AGENTS.TELEPHONY_CONNECTOR_UNKNOWN();
+      }
       return updated;
     },
     async deleteNumber(scope, id) {

@@ -146,6 +146,36 @@ t.test('phone numbers: E.164 validated, bound once platform-wide, connector must
   t.equal((await other('GET', base)).status, 403);
 });
 
+t.test('binding a number to a connector while it is deleted: never both, and no number is left on a deleted connector', async (t) => {
+  const agent = await newAgent('Racing');
+  const connectors = `/v1/agents/${agent}/telephony/connectors`;
+  const numbers = `/v1/agents/${agent}/telephony/phone-numbers`;
+  const stays = (await api('POST', connectors, { ...trunk, name: 'Stays' })).body.id;
+  const moving = (await api('POST', numbers, { number: '+14155557000', connector_id: stays })).body.id;
+  for (let i = 0; i < 20; i++) {
+    const tc = (await api('POST', connectors, trunk)).body.id;
+    const [bound, deleted] = await Promise.all([
+      api('POST', numbers, { number: `+1415555${String(7100 + i)}`, connector_id: tc }),
+      api('DELETE', `${connectors}/${tc}`),
+    ]);
+    t.ok((bound.status === 201 && deleted.status === 409) || (bound.status === 400 && deleted.status === 204), `create round ${i}: ${bound.status} and ${deleted.status}`);
+    if (bound.status === 400) isFieldError(t, bound.body, 'connector_id');
+  }
+  for (let i = 0; i < 20; i++) {
+    const tc = (await api('POST', connectors, trunk)).body.id;
+    const [moved, deleted] = await Promise.all([api('PATCH', `${numbers}/${moving}`, { connector_id: tc }), api('DELETE', `${connectors}/${tc}`)]);
+    t.ok((moved.status === 200 && deleted.status === 409) || (moved.status === 400 && deleted.status === 204), `move round ${i}: ${moved.status} and ${deleted.status}`);
+    // Back to the trunk that stays, so the next round moves it again (a 400 left it there already).
+    if (moved.status === 200) t.equal((await api('PATCH', `${numbers}/${moving}`, { connector_id: stays })).status, 200);
+    else t.equal((await api('GET', `${numbers}/${moving}`)).body.connector_id, stays, 'a refused move leaves the number where it was');
+  }
+  const listed = (await api('GET', numbers)).body.phoneNumbers;
+  t.ok(listed.length >= 1);
+  for (const n of listed) t.equal((await api('GET', `${connectors}/${n.connector_id}`)).status, 200, `${n.number} is bound to a connector that exists`);
+  const shown = await api('GET', connectors);
+  t.notOk(shown.text.includes('deleting_at'), 'the delete mark is never shown');
+});
+
 t.test('connectors and numbers change in place (PATCH): given fields replace, null clears, bad values are 400, others 403/404', async (t) => {
   const agent = await newAgent();
   const base = `/v1/agents/${agent}/telephony/connectors`;
