@@ -158,6 +158,7 @@ export const ADMIN = catalog('ADMIN', {
   FROM_NUMBER_INVALID: [400, 'from_number must be a phone number in E.164 format, such as +14155550123', 'from_number'],
   VARIANT_UNKNOWN: [400, 'no variant of this agent has this id (variants are defined on its main branch)', 'variant_id'],
   PROJECTION_NOT_FOUND: [404, 'projection not found', 'name'],
+  WORKER_DIRECTORY_UNAVAILABLE: [503, 'the worker directory cannot be read now (%s); /healthz says what keeps this process from the workers'],
 });
 
 /** The Chat API (`/{version}/{account_id}/{project_id}/chat`). */

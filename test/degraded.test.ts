@@ -81,6 +81,13 @@ t.test('no worker alive: warn once per cause, degraded in /healthz and the runti
   const hosted = ['alert-rule', 'call', 'conversation', 'counter', 'delivery', 'session'];
   t.same([...joined.workers[0].kinds].sort(), hosted, "the worker's heartbeat says which kinds it hosts");
   t.same([...joined.kinds].sort(), hosted, 'the edge lists the kinds its workers host');
+
+  // Cut off from NATS, the worker directory cannot be read: a 503 in the admin shape saying so, not a 500.
+  await nats.stop();
+  const away = await http(edge.edge, 'GET', '/admin/v1/runtime', { headers: { authorization: `Bearer ${env.OPERATOR_TOKEN}` } });
+  t.equal(away.status, 503, 'NATS away: 503');
+  t.match(away.body, { message: /^the worker directory cannot be read now \(.+\); \/healthz says/, errors: [] });
+  t.equal((await http(edge.edge, 'GET', '/healthz')).status, 200, 'and /healthz still answers');
 });
 
 t.test('the directory watch: a shard unowned on one read is a handover, on two reads a cause; each logged once', async (t) => {

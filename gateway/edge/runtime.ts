@@ -77,7 +77,13 @@ export const runtimePlugin: FastifyPluginAsync<AdminOptions> = async (root, { se
       },
     },
   }, async () => {
-    const workers = (await runtime.directory.workers()).sort((a, b) => a.id.localeCompare(b.id));
+    // Over NATS the directory is read from it: cut off, this is the one answer that cannot be given (an
+    // unhandled error was a 500 for as long as NATS was away).
+    const workers = (
+      await runtime.directory.workers().catch((err: unknown) => {
+        throw ADMIN.WORKER_DIRECTORY_UNAVAILABLE(err instanceof Error ? err.message : String(err));
+      })
+    ).sort((a, b) => a.id.localeCompare(b.id));
     const owned = new Set(workers.flatMap((w) => w.shards));
     return {
       transport: runtime.transport.kind,
