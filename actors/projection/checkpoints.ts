@@ -12,11 +12,19 @@ export interface RunnerLag {
 /**
  * One projector's checkpoint record (collection `projection_checkpoints`, id = the projector's name):
  * for each partition, the seq up to which every entry of that partition is applied. `epoch` grows with
- * each rebuild; a runner saves only under the epoch it read, so a rebuild's reset cannot be overwritten by
- * a runner that was half-way through a batch.
+ * each rebuild; a runner saves only under the epoch it read, so a rebuild cannot be overwritten by a runner
+ * that was half-way through a batch.
  */
 export interface CheckpointDoc extends Doc {
   epoch: number;
+  /**
+   * A rebuild was asked for and the projector is not reset yet: no runner applies it, and the runner of
+   * partition 0 resets it between two of its batches (`ProjectionRunner`), then clears this. The reset is
+   * not made where the rebuild is asked for (the admin API's thread): a runner half-way through a batch
+   * wrote the rest of the batch after it (a record after the reset, its document and postings before),
+   * and the replay took that record for proof that the conversation was projected, and skipped it.
+   */
+  resetting?: boolean;
   /** Partition number (as a string key) -> seq. A missing partition is at 0. */
   partitions: Record<string, number>;
   /** Runner id -> its lag figures. */
@@ -64,9 +72,20 @@ export class Checkpoints {
     return Object.entries(doc.runners ?? {}).filter(([, r]) => now - r.at > 600_000).map(([id]) => id);
   }
 
-  /** Starts a projector over: every partition back to 0, in a new epoch. */
+  /**
+   * Starts a projector over: every partition back to 0, in a new epoch, to be reset by a runner first
+   * (`resetting`). A runner in the middle of a batch cannot save under the new epoch.
+   */
   async restart(name: string): Promise<number> {
-    const doc = await this.records.update({ id: name }, { $set: { partitions: {}, runners: {}, updated_at: Date.now() }, $inc: { epoch: 1 } }, { upsert: true });
+    const doc = await this.records.update({ id: name }, { $set: { partitions: {}, runners: {}, resetting: true, updated_at: Date.now() }, $inc: { epoch: 1 } }, { upsert: true });
     return doc!.epoch;
+  }
+
+  /**
+   * The runner has reset the projector for `epoch`: runners may replay it. Null when another rebuild was asked
+   * for meanwhile (the record is at a later epoch, to be reset again).
+   */
+  async resetDone(name: string, epoch: number): Promise<CheckpointDoc | null> {
+    return this.records.update({ id: name, epoch, resetting: true }, { $unset: { resetting: '' }, $set: { updated_at: Date.now() } });
   }
 }

@@ -1,6 +1,6 @@
 import type { JournalEntry, Store } from '../../store/mod.js';
 import { shardOf } from '../placement/shard.js';
-import { Checkpoints } from './checkpoints.js';
+import { Checkpoints, type CheckpointDoc } from './checkpoints.js';
 import { LagWindow } from './lag.js';
 import type { Partitioning, Projector } from './types.js';
 
@@ -39,7 +39,8 @@ export function partitionOf(entry: Pick<JournalEntry, 'shard' | 'key'>, partitio
 }
 
 /**
- * Follows the journal for a set of projectors. Each cycle reads the checkpoint records, reads the journal
+ * Follows the journal for a set of projectors. Each cycle reads the checkpoint records (and resets a projector
+ * whose rebuild was asked for, if it runs partition 0), reads the journal
  * from the lowest checkpoint of the partitions it owns, hands each projector the entries of its kinds and
  * partitions it has not applied yet, then stores the checkpoints (the batch's last seq for every owned
  * partition). A checkpoint is stored only after its entries are applied, so a crash between the two means
@@ -89,8 +90,24 @@ export class ProjectionRunner {
     const owned = new Set(this.o.owned().filter((p) => p >= 0 && p < partitions));
     if (owned.size === 0 || projectors.length === 0) return 0;
     const docs = await Promise.all(projectors.map((p) => this.checkpoints.load(p.name)));
+    // A rebuild asked for: the runner of partition 0 resets the projector here, between two of its batches, so
+    // that nothing this runner applies straddles the reset (see `CheckpointDoc.resetting`). No runner applies it
+    // until then. A reset that throws holds up no other projector, and is tried again at the next cycle.
+    const resets = await Promise.allSettled(
+      projectors.map(async (projector, i) => {
+        if (docs[i].resetting && owned.has(0)) docs[i] = await this.reset(projector, docs[i]);
+      }),
+    );
+    const active = projectors.map((_, i) => resets[i].status === 'fulfilled' && !docs[i].resetting);
     let from = Infinity;
-    for (const doc of docs) for (const p of owned) from = Math.min(from, doc.partitions[p] ?? 0);
+    docs.forEach((doc, i) => {
+      if (active[i]) for (const p of owned) from = Math.min(from, doc.partitions[p] ?? 0);
+    });
+    const resetFailed = resets.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+    if (from === Infinity) {
+      if (resetFailed) throw resetFailed.reason;
+      return 0;
+    }
     const entries = await store.journal.read(from, batch);
     this.o.behind?.(entries.length ? Math.max(0, Date.now() - entries[0].at) : 0);
     if (entries.length === 0) return 0;
@@ -102,6 +119,7 @@ export class ProjectionRunner {
     // A projector that throws keeps its checkpoint (its entries come again) and holds up no other.
     const applied = await Promise.allSettled(
       projectors.map(async (projector, i) => {
+        if (!active[i]) return [];
         const doc = docs[i];
         const kinds = projector.kinds ? new Set(projector.kinds) : null;
         const mine = entries.filter((e, j) => owned.has(parts[j]) && e.seq > (doc.partitions[parts[j]] ?? 0) && (!kinds || kinds.has(e.kind)));
@@ -112,7 +130,7 @@ export class ProjectionRunner {
     await Promise.all(
       projectors.map(async (projector, i) => {
         const outcome = applied[i];
-        if (outcome.status === 'rejected') return;
+        if (!active[i] || outcome.status === 'rejected') return;
         const doc = docs[i];
         const moved = new Map<number, number>();
         for (const p of owned) if ((doc.partitions[p] ?? 0) < last) moved.set(p, last);
@@ -121,12 +139,33 @@ export class ProjectionRunner {
         for (const e of outcome.value) window.add(Math.max(0, now - e.at));
         const summary = window.summary(now);
         const saved = await this.checkpoints.save(projector.name, doc.epoch, moved, summary ? { id: this.o.runnerId, lag: { at: now, ...summary } } : undefined, Checkpoints.stale(doc, now));
-        // A rebuild started meanwhile: its new epoch starts over from 0 at the next cycle.
-        if (!saved) this.lag.set(projector.name, new LagWindow());
+        if (saved) return;
+        // A rebuild was asked for meanwhile: this batch is done, so the next cycle may reset and start over from 0.
+        this.lag.set(projector.name, new LagWindow());
+        // Over NATS the reset is made by the runner of partition 0, in another process. If it has made it since
+        // this batch read its epoch, some of the batch may be written after it, which the replay would take for
+        // done: ask for the rebuild again (nobody applies the projector until it is reset once more). The runner
+        // of partition 0 never meets its own reset in a batch.
+        if (!owned.has(0) && !(await this.checkpoints.load(projector.name)).resetting) {
+          this.o.log?.('a batch met a rebuild\'s reset; asking for it again', { projector: projector.name, epoch: doc.epoch });
+          await this.checkpoints.restart(projector.name);
+        }
       }),
     );
-    const failed = applied.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+    const failed = resetFailed ?? applied.find((o): o is PromiseRejectedResult => o.status === 'rejected');
     if (failed) throw failed.reason;
     return entries.length;
+  }
+
+  /**
+   * Resets a projector whose rebuild was asked for (this runner has no batch of it in flight), then lets the
+   * runners replay it. Returns its checkpoint record then: still `resetting` if another rebuild was asked for
+   * meanwhile (reset again at the next cycle).
+   */
+  private async reset(projector: Projector, doc: CheckpointDoc): Promise<CheckpointDoc> {
+    this.o.log?.('resetting a projection for its rebuild', { projector: projector.name, epoch: doc.epoch });
+    await projector.reset(this.o.store);
+    this.lag.set(projector.name, new LagWindow());
+    return (await this.checkpoints.resetDone(projector.name, doc.epoch)) ?? (await this.checkpoints.load(projector.name));
   }
 }

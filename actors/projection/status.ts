@@ -49,14 +49,18 @@ export class ProjectionStatus {
   }
 
   /**
-   * Rebuilds a projector from the journal: drops what it wrote (`reset`), then moves its checkpoints back
-   * to 0 in a new epoch; the runners replay the journal into it from there while live projection of the
-   * others goes on. Returns its status just after.
+   * Rebuilds a projector from the journal: moves its checkpoints back to 0 in a new epoch, marked to be reset.
+   * The runner of partition 0 drops what the projector wrote (`reset`) between two of its batches, then the
+   * runners replay the journal into it from there while live projection of the others goes on. Returns its
+   * status just after the request.
+   *
+   * The reset is not made here: this runs in the admin API's thread (or another process), while a runner may be
+   * half-way through a batch of the old epoch. Whatever that batch wrote after such a reset stayed (a record),
+   * whatever it wrote before was dropped (the record's document and postings), and the replay found the record
+   * at its version and skipped the conversation for good. The runner resets only once its own batch is done, and
+   * with its own instance of the projector, whose memory (live records, analysed terms) is dropped with it.
    */
   async rebuild(projector: Projector): Promise<ProjectorStatus> {
-    // Reset first, then the checkpoints: whatever a runner applies in between is replayed anyway, and a
-    // runner that read the old epoch cannot save over the new one.
-    await projector.reset(this.store);
     await this.checkpoints.restart(projector.name);
     const head = await this.store.journal.head();
     return this.describe(projector, await this.checkpoints.records.get(projector.name), head);

@@ -105,8 +105,8 @@ export function conversationsProjector(opts: ConversationsProjectorOptions = {})
         let record: ConversationRecord | null = before;
         for (const e of list) record = foldRecord(record, id, e);
         if (!record || (record.snapshot_version ?? 0) <= from && before) return;
-        // A record folded from nothing: whatever the indexer remembers of it predates a reset (which may have
-        // run in another thread: the admin API's rebuild).
+        // A record folded from nothing: whatever the indexer remembers of it predates a reset (a rebuild's reset
+        // is made by the runner of partition 0, which may be another process's instance of this projector).
         if (!before) search.forget(id);
         const version = record.snapshot_version ?? 0;
         // Settled into a value at once: a rejection left unobserved while the writes below are awaited is an
@@ -135,8 +135,8 @@ export function conversationsProjector(opts: ConversationsProjectorOptions = {})
         conversationSpans(store).delete({}),
         conversationVectorBuckets(store).delete({}),
       ]);
-      // The marks are kept. A batch a runner is applying while this runs may write its records after they were
-      // dropped here: with the marks dropped too, those turns would read unmasked until the replay wrote the
+      // The marks are kept. A batch another runner (another process, over NATS) is applying while this runs may
+      // write its records after they were dropped here (it then asks for the rebuild again, `ProjectionRunner`): with the marks dropped too, those turns would read unmasked until the replay wrote the
       // marks again. Kept, they mask from the first turn the replay writes; the replay only adds to them
       // (`addMarks`: the same values, in the same order), and a value is only ever marked, never unmarked, so a
       // kept mark is never one the journal no longer holds.
