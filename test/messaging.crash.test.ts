@@ -1,4 +1,4 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
 import net from 'node:net';
 import { startCluster } from './helpers/cluster.js';
 import { connect, is, T, messagingProject, type Ev } from './helpers/messaging.js';
@@ -53,18 +53,19 @@ t.test('a worker killed between a step\'s commit and its publication loses no ev
   for (const x of [c, again, all]) await x.close();
 });
 
-t.test('a worker killed while a message\'s reply is being made: the new owner takes the turn up by itself, with nothing more sent', needsNats(), async (t) => {
-  // The model takes 4 s over a message that says "slowly": long enough to kill the session's owner in the middle.
-  // The socket gateway's ask was answered with the echo already, so no asker retries: the session's reply goes
-  // to sockets only, and without a wake-up of its own it waited for the visitor's next message.
+/** A model stand-in that greets at once and takes `delayMs` over a message that says "slowly". */
+async function slowModel(t: Test, delayMs: number) {
   const llm = await startLlmStandin((body) => {
     const users = (body.messages as Array<{ role: string; content: string }>).filter((x) => x.role === 'user');
     const last = users[users.length - 1]?.content ?? '';
-    return users.length === 0 ? { text: 'Hello from the model!' } : { text: `You said: ${last}`, delayMs: /slowly/.test(last) ? 4000 : 0 };
+    return users.length === 0 ? { text: 'Hello from the model!' } : { text: `You said: ${last}`, delayMs: /slowly/.test(last) ? delayMs : 0 };
   });
   t.teardown(() => llm.close());
-  const cluster = await startCluster({ workers: 2, sockets: 1, leaseTtlMs: 1500, env: { LLM_BASE_URL: llm.url } });
-  t.teardown(() => cluster.stop());
+  return llm;
+}
+
+/** A session on the cluster's socket gateway, greeted, whose visitor has sent "answer me slowly" and seen its echo. */
+async function slowTurn(t: Test, cluster: Awaited<ReturnType<typeof startCluster>>) {
   const [gateway] = cluster.sockets.map((s) => s.socket);
   const m = await messagingProject(cluster.edge);
   const { sessionId, accessToken } = await m.session({}, gateway);
@@ -75,6 +76,17 @@ t.test('a worker killed while a message\'s reply is being made: the new owner ta
   const from = c.flat().length;
   c.send(T('USER_MESSAGE'), { text: 'answer me slowly' });
   await c.waitFor((e) => is('USER_MESSAGE')(e) && e.payload.text === 'answer me slowly', 'the echo', from);
+  return { sessionId, c, from };
+}
+
+t.test('a worker killed while a message\'s reply is being made: the new owner takes the turn up by itself, with nothing more sent', needsNats(), async (t) => {
+  // The model takes 4 s over a message that says "slowly": long enough to kill the session's owner in the middle.
+  // The socket gateway's ask was answered with the echo already, so no asker retries: the session's reply goes
+  // to sockets only, and without a wake-up of its own it waited for the visitor's next message.
+  const llm = await slowModel(t, 4000);
+  const cluster = await startCluster({ workers: 2, sockets: 1, leaseTtlMs: 1500, env: { LLM_BASE_URL: llm.url } });
+  t.teardown(() => cluster.stop());
+  const { sessionId, c, from } = await slowTurn(t, cluster);
   // The model has the request: the turn is under way.
   const asked = llm.requests.length;
   for (const end = Date.now() + 5000; llm.requests.length === asked && !llm.requests.some((r) => JSON.stringify(r).includes('answer me slowly')) && Date.now() < end; ) await new Promise((r) => setTimeout(r, 20));
@@ -116,12 +128,7 @@ async function natsRelay(natsUrl: string) {
 }
 
 t.test('a reply published while the socket gateway was cut off from NATS reaches the open socket once it is back', needsNats(), async (t) => {
-  const llm = await startLlmStandin((body) => {
-    const users = (body.messages as Array<{ role: string; content: string }>).filter((x) => x.role === 'user');
-    const last = users[users.length - 1]?.content ?? '';
-    return users.length === 0 ? { text: 'Hello from the model!' } : { text: `You said: ${last}`, delayMs: /slowly/.test(last) ? 2000 : 0 };
-  });
-  t.teardown(() => llm.close());
+  const llm = await slowModel(t, 2000);
   // The gateway reaches NATS through a relay the test cuts; the edge and the worker do not.
   let relay: Awaited<ReturnType<typeof natsRelay>> | null = null;
   const cluster = await startCluster({
@@ -135,16 +142,7 @@ t.test('a reply published while the socket gateway was cut off from NATS reaches
     await cluster.stop();
     await relay?.close();
   });
-  const [gateway] = cluster.sockets.map((s) => s.socket);
-  const m = await messagingProject(cluster.edge);
-  const { sessionId, accessToken } = await m.session({}, gateway);
-  const c = await connect(gateway, { session_id: sessionId, access_token: accessToken });
-  t.teardown(() => c.close());
-  c.send(T('REQUEST_SERVICE_AGENT_JOIN'));
-  await c.waitFor(is('SERVICE_AGENT_MESSAGE'), 'greeting');
-  const from = c.flat().length;
-  c.send(T('USER_MESSAGE'), { text: 'answer me slowly' });
-  await c.waitFor((e) => is('USER_MESSAGE')(e) && e.payload.text === 'answer me slowly', 'the echo', from);
+  const { c, from } = await slowTurn(t, cluster);
   relay!.cut();
   // The reply is made and published meanwhile (the model takes 2 s), to no subscriber of this gateway.
   await new Promise((r) => setTimeout(r, 5000));
