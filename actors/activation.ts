@@ -80,13 +80,14 @@ const failureReply = (failure: HostFailure): Reply => ({ ok: false, code: failur
  */
 const newWriter = (): number => 1 + Math.floor(Math.random() * 0xffff_fffe);
 
-/** The earlier of two deadlines (null: none). */
 /**
  * How long after a step that starts an effect which resumes at once (`KindEffect.resumeAtOnce`) its actor is
  * indexed to be woken: a turn that outlives its owner is taken up this long after it began at the earliest (or
- * once the owner's shards are taken over), and the scheduler's scans do not find the many turns that end sooner.
+ * once the owner's shards are taken over). Long enough that the scheduler's scans, which take the earliest 1,000
+ * due entries, seldom find turns still running, ahead of passivated actors' timers.
  */
-const RESUME_AFTER_MS = 2_000;
+const RESUME_AFTER_MS = 5_000;
+/** The earlier of two deadlines (null: none). */
 const earlier = (a: number | null, b: number | null): number | null => (a === null ? b : b === null ? a : Math.min(a, b));
 
 /**
@@ -158,7 +159,9 @@ export class Activation {
   }
   /** Nothing queued, running or being committed: safe to passivate. */
   get idle(): boolean {
-    return !this.running && !this.queue?.length && this.durable === null;
+    // Not while the kind's effect runs (a restored one, or one no step waits for): passivated, its outcome would
+    // have no actor to go to, and one that resumes at once would be woken to run again, and again.
+    return !this.running && !this.queue?.length && this.durable === null && !this.effect?.running;
   }
 
   /**

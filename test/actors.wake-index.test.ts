@@ -31,6 +31,21 @@ const slow: ActorKind = {
   deadline: { name: 'expiry', of: (s) => s.context.deadline, event: (at) => ({ type: 'EXPIRE', at }) },
   effect: { tag: 'work', input: () => null, run: () => sleep(1500), done: () => ({ type: 'WORKED' }) },
 };
+/**
+ * A kind whose effect resumes at once (`KindEffect.resumeAtOnce`, as a messaging session's reply does) and that
+ * no ask waits for (settled right after the event): `WORK` starts 600 ms of work outside the mailbox.
+ */
+let resumingRuns = 0;
+const resuming: ActorKind = {
+  name: 'resuming',
+  machine: setup({ types: {} as { context: Record<string, never>; events: { type: 'WORK' } | { type: 'WORKED' } } }).createMachine({
+    context: {},
+    initial: 'idle',
+    states: { idle: { on: { WORK: 'working' } }, working: { tags: ['work'], on: { WORKED: 'idle' } } },
+  }),
+  reply: () => null,
+  effect: { tag: 'work', input: () => null, run: () => (resumingRuns++, sleep(600)), done: () => ({ type: 'WORKED' }), resumeAtOnce: true },
+};
 /** A kind whose deadline stays due once it has passed: its machine ignores the host's `EXPIRE`. */
 const stubborn: ActorKind = {
   name: 'stubborn',
@@ -44,7 +59,7 @@ const stubborn: ActorKind = {
 
 async function runtimeFor(t: Test, opts: { passivateAfterMs: number; wakeIndexRefreshMs?: number }): Promise<{ store: Store; runtime: Runtime }> {
   const store = await storeFor(t, 'sb-wake-index-');
-  const runtime = await startRuntime({ store, worker: true, shardCount: SHARDS, leaseTtlMs: 3000, askTimeoutMs: 5000, kinds: builtinKinds([expiring, stubborn, slow]), ...opts });
+  const runtime = await startRuntime({ store, worker: true, shardCount: SHARDS, leaseTtlMs: 3000, askTimeoutMs: 5000, kinds: builtinKinds([expiring, stubborn, slow, resuming]), ...opts });
   // Teardowns run last first: the runtime stops before storeFor closes the store.
   t.teardown(() => runtime.stop());
   return { store, runtime };
@@ -139,4 +154,15 @@ t.test('a busy actor whose entry is due holds one queued wake-up, however many s
   t.equal(activation.queue.filter((j: { type: string }) => j.type === 'wake').length, 1, 'one wake-up queued');
   await working;
   t.ok(await eventually(async () => (await store.snapshots.get('slow/x'))!.deadline === early + 60_000, 2000, 'the entry at the real deadline', 20), 'then the entry moves to the real deadline');
+});
+
+t.test('an actor is not passivated while its effect runs: work no ask waits for, longer than the passivation delay, ends once', async (t) => {
+  const { store, runtime } = await runtimeFor(t, { passivateAfterMs: 100 });
+  resumingRuns = 0;
+  await runtime.client.ask('resuming', 'x', { type: 'WORK' });
+  // Passivated mid-work, its outcome had no actor to go to; the entry that resumes it woke it to run again, and
+  // passivated it again, for ever.
+  t.ok(await eventually(async () => (describeSnapshot((await store.snapshots.get('resuming/x'))!).value === 'idle' ? true : null), 3000, 'the work done', 20), 'the work done');
+  t.equal(resumingRuns, 1, 'run once');
+  t.equal((await store.snapshots.get('resuming/x'))!.deadline, null, 'and no wake-up entry left');
 });
