@@ -3,7 +3,7 @@
  * `socket`, `worker` and `media` (the Procfile's processes, which need `NATS_URL` to reach each other); no role
  * (what `npm start` does) runs every role in one process on the embedded defaults.
  */
-import { openStore, type Store } from '../store/mod.js';
+import { onEnvironmentPanic, openStore, type Store } from '../store/mod.js';
 import { builtinKinds, startRuntime } from '../actors/mod.js';
 import { conversationKind } from '../actors/conversation/mod.js';
 import { sessionKind } from '../actors/session/mod.js';
@@ -33,6 +33,8 @@ import { StoppedWhileStarting, type StartSignals } from './start-signals.js';
 import { createStopSteps, type StopSteps } from './stop-steps.js';
 
 const ROLES = ['edge', 'socket', 'worker', 'media'] as const;
+/** How long a fatal exit waits for the store to close before it kills the process (`fatalExit`). */
+const FATAL_CLOSE_MS = 5_000;
 type Role = (typeof ROLES)[number];
 
 /**
@@ -71,6 +73,30 @@ export async function start(startSignals: StartSignals): Promise<void> {
    * A step of the start, whose `StoppedWhileStarting` (the process was told to stop meanwhile) ends the start:
    * nothing was served, so what is open is closed as the drain's last steps do, and the process exits.
    */
+  /**
+   * Ends the process on a failure it cannot serve through (its edge thread died, the embedded store's environment
+   * is unusable): the fatal line, then the store closed (at most `FATAL_CLOSE_MS`) before the exit, code 1. Not
+   * `process.exit` at once: an exit while lmdb-js's writer thread waits on this thread to finish a batch joins
+   * that thread for ever (docs/storage.md, "A full disk"), with the ports held and no signal answered. A store
+   * that does not close in time leaves SIGKILL, which no thread can hold up.
+   */
+  let fatal = false;
+  const fatalExit = (msg: string, err: unknown): void => {
+    if (fatal) return;
+    fatal = true;
+    logger.fatal({ err: String(err) }, msg);
+    const kill = setTimeout(() => {
+      process.stderr.write(`switchboard: the store did not close within ${FATAL_CLOSE_MS} ms after a fatal failure; killing the process\n`);
+      process.kill(process.pid, 'SIGKILL');
+    }, FATAL_CLOSE_MS);
+    void Promise.resolve(opened.store?.close())
+      .catch(() => {})
+      .then(() => {
+        clearTimeout(kill);
+        process.exit(1);
+      });
+  };
+  onEnvironmentPanic((err) => fatalExit('the embedded store failed and must be opened again: exiting for the supervisor to restart the process', err));
   const orStop = <T>(step: Promise<T>, phase: string): Promise<T> =>
     step.catch(async (err: unknown) => {
       if (!(err instanceof StoppedWhileStarting)) throw err;
@@ -183,10 +209,7 @@ export async function start(startSignals: StartSignals): Promise<void> {
     ? await startEdgeThread({
         runtime,
         operatorTokenHash: tokenHash,
-        onFailure: (err) => {
-          logger.fatal({ err: String(err) }, 'the edge thread failed');
-          process.exit(1);
-        },
+        onFailure: (err) => fatalExit('the edge thread failed', err),
       })
     : null;
   const edge = roles.has('edge') && !edgeThread ? await serveEdge({ config, services, runtime, operatorTokenHash: tokenHash, log, webhookSecrets: webhookSecrets!, isServing }) : null;

@@ -5,6 +5,7 @@
  */
 import { openLmdbStore } from './lmdb/store.js';
 import type { Store } from './types.js';
+export { onEnvironmentPanic } from './lmdb/env.js';
 
 export * from './errors.js';
 export type * from './types.js';

@@ -93,8 +93,72 @@ export interface Env extends RecordsEnv {
  */
 export const SYNCED = { overlappingSync: false } as const;
 
+/** The message of lmdb-js 3.5.6's error for a write whose commit failed (its `commitError` says why). */
+const COMMIT_FAILED = 'Commit failed (see commitError for details)';
+
+/** LMDB's `MDB_PANIC`: the environment had a fatal error (a meta page could not be written); every later transaction fails. */
+export const MDB_PANIC = -30795;
+
+/** Whether `err` is lmdb-js's rejection of a write whose commit failed (a full disk, a file size limit, an I/O error). */
+export function isCommitFailure(err: unknown): err is Error & { commitError?: Promise<unknown> } {
+  return err instanceof Error && err.message === COMMIT_FAILED && 'commitError' in err;
+}
+
+/**
+ * Called when a commit failed because the environment is unusable (`MDB_PANIC`): LMDB has marked it fatal and
+ * refuses every later transaction until it is closed and opened again. The platform's threads set it
+ * (`onEnvironmentPanic`) to end the process; the default ends this thread (the main thread's supervision of its
+ * threads then ends the process).
+ */
+let panicked: (err: Error) => void = (err) => {
+  process.stderr.write(`switchboard: fatal: the embedded store's environment failed and cannot be used until it is opened again: ${err.message}\n`);
+  process.exit(70);
+};
+let panicReported = false;
+
+/** Sets what this thread does when the embedded store's environment fails for good (see `panicked`). */
+export function onEnvironmentPanic(handler: (err: Error) => void): void {
+  panicked = handler;
+}
+
+/** Looks at why a commit failed (`commitError`, lmdb-js's shared rejection for the round): `MDB_PANIC` is fatal. */
+function commitFailed(err: unknown): void {
+  if (!isCommitFailure(err)) return;
+  err.commitError?.then(undefined, (cause: unknown) => {
+    if ((cause as { code?: unknown } | null)?.code !== MDB_PANIC || panicReported) return;
+    panicReported = true;
+    panicked(cause instanceof Error ? cause : new Error(String(cause)));
+  });
+}
+
+let guarded = false;
+
+/**
+ * lmdb-js 3.5.6 rejects, on a failed commit, promises of its own that no caller holds: the commit promise of the
+ * instruction that opens an event turn's batch (`writeBatchStart` in its write.js), and the `commitError` promise
+ * shared by the round's failures. Every write of ours hears of the failure through its own promise (the group
+ * commit rejects each, the request answers 5xx), but these orphans are unhandled rejections, which end the thread
+ * they fall in: the projection thread, the edge thread, or the main thread. A main thread that ends while
+ * lmdb-js's writer thread waits for it to finish its batch never ends at all: the exit joins libuv's thread
+ * pool, whose writer waits on (docs/storage.md, "A full disk"). So each thread that opens the store treats
+ * lmdb-js's commit failures as handled, and rethrows every other unhandled rejection, which ends the thread as
+ * Node's default does.
+ */
+function guardCommitFailures(): void {
+  if (guarded) return;
+  guarded = true;
+  process.on('unhandledRejection', (reason) => {
+    if (isCommitFailure(reason)) {
+      commitFailed(reason);
+      return;
+    }
+    throw reason;
+  });
+}
+
 /** Opens (creating when missing) the environments in `dataDir`. */
 export function openEnv(dataDir: string): Env {
+  guardCommitFailures();
   fs.mkdirSync(dataDir, { recursive: true });
   const root = open({ path: path.join(dataDir, 'store.mdb'), ...SYNCED });
   const meta = root.openDB<number, string>({ name: 'meta' });
@@ -316,6 +380,7 @@ function groupCommit(label: string, root: RootDatabase, seqs: SeqCounter | null,
           return;
         }
         forgetShapes(shaped);
+        commitFailed(err);
         if (writeThrew) {
           if (timings) timings.add(`${label}.batches run again (count)`, 1);
           commit(batch, true, t0);
