@@ -124,3 +124,38 @@ t.test('a projector that throws keeps its checkpoint and holds up no other', asy
   t.same(Object.values((await new Checkpoints(store).load('runner-good')).partitions), [head, head, head, head], 'the other projector moved on');
   t.same((await new Checkpoints(store).load('runner-broken')).partitions, {}, 'the failing one stays where it was: its entries come again');
 });
+
+t.test('with other runners on the partitions, a rebuild\'s reset waits for batches they read before it', async (t) => {
+  const status = new ProjectionStatus(store, [], 4);
+  const name = 'runner-shared-rebuild';
+  let resets = 0;
+  const counting = (p: Projector): Projector => Object.assign({}, p, { reset: async () => void resets++ });
+  // Runner 1 (partitions 2 and 3, another process over NATS) is half-way through a batch when the rebuild is
+  // asked for; runner 0 (partitions 0 and 1, which resets) cycles meanwhile.
+  let other!: () => void;
+  const otherBatch = new Promise<void>((r) => (other = r));
+  let asked!: () => void;
+  const rebuildAsked = new Promise<void>((r) => (asked = r));
+  let first = true;
+  const p1 = counting(recorder(name, ['counter'], async () => {
+    if (!first) return;
+    first = false;
+    await status.rebuild(p1);
+    asked();
+    await otherBatch;
+  }));
+  const p0 = counting(recorder(name, ['counter']));
+  const r0 = runner([p0], [0, 1], 'r0');
+  const r1 = runner([p1], [2, 3], 'r1');
+  const inFlight = r1.cycle();
+  await rebuildAsked;
+  await r0.cycle();
+  t.equal(resets, 0, 'not reset while a batch read before the rebuild may still be writing');
+  other();
+  await inFlight;
+  // The grace over (its start moved back rather than waited for).
+  await new Checkpoints(store).records.update({ id: name }, { $set: { updated_at: Date.now() - 60_000 } });
+  await r0.cycle();
+  t.equal(resets, 1, 'then reset once');
+  t.notOk((await new Checkpoints(store).load(name)).resetting, 'and replayed');
+});

@@ -47,6 +47,14 @@ export function partitionOf(entry: Pick<JournalEntry, 'shard' | 'key'>, partitio
  * those entries are applied again: projectors are idempotent. Each partition has its own checkpoint, so
  * several runners (worker processes) split the journal between them by partition.
  */
+/**
+ * How long after a rebuild is asked for the runner of partition 0 resets the projector when other runners share
+ * its partitions: they stop applying it once they read the rebuild's mark, and a batch read before it ends well
+ * within this (a batch is at most a few thousand entries). Asking them to acknowledge would be exact; a runner
+ * that asked for the rebuild again whenever its batch met the reset kept two or more runners resetting it in turn.
+ */
+const RESET_GRACE_MS = 5_000;
+
 export class ProjectionRunner {
   private readonly checkpoints: Checkpoints;
   private readonly lag = new Map<string, LagWindow>();
@@ -93,9 +101,14 @@ export class ProjectionRunner {
     // A rebuild asked for: the runner of partition 0 resets the projector here, between two of its batches, so
     // that nothing this runner applies straddles the reset (see `CheckpointDoc.resetting`). No runner applies it
     // until then. A reset that throws holds up no other projector, and is tried again at the next cycle.
+    // Runners of other partitions (over NATS, other processes) stop applying it once they read the mark; one may
+    // be half-way through a batch read before it, so the reset waits `RESET_GRACE_MS` from the request for those
+    // to end. A runner of every partition has no batch in flight here, and resets at once.
+    const alone = owned.size === partitions;
+    const now = Date.now();
     const resets = await Promise.allSettled(
       projectors.map(async (projector, i) => {
-        if (docs[i].resetting && owned.has(0)) docs[i] = await this.reset(projector, docs[i]);
+        if (docs[i].resetting && owned.has(0) && (alone || now - docs[i].updated_at >= RESET_GRACE_MS)) docs[i] = await this.reset(projector, docs[i]);
       }),
     );
     const active = projectors.map((_, i) => resets[i].status === 'fulfilled' && !docs[i].resetting);
@@ -139,17 +152,8 @@ export class ProjectionRunner {
         for (const e of outcome.value) window.add(Math.max(0, now - e.at));
         const summary = window.summary(now);
         const saved = await this.checkpoints.save(projector.name, doc.epoch, moved, summary ? { id: this.o.runnerId, lag: { at: now, ...summary } } : undefined, Checkpoints.stale(doc, now));
-        if (saved) return;
         // A rebuild was asked for meanwhile: this batch is done, so the next cycle may reset and start over from 0.
-        this.lag.set(projector.name, new LagWindow());
-        // Over NATS the reset is made by the runner of partition 0, in another process. If it has made it since
-        // this batch read its epoch, some of the batch may be written after it, which the replay would take for
-        // done: ask for the rebuild again (nobody applies the projector until it is reset once more). The runner
-        // of partition 0 never meets its own reset in a batch.
-        if (!owned.has(0) && !(await this.checkpoints.load(projector.name)).resetting) {
-          this.o.log?.('a batch met a rebuild\'s reset; asking for it again', { projector: projector.name, epoch: doc.epoch });
-          await this.checkpoints.restart(projector.name);
-        }
+        if (!saved) this.lag.set(projector.name, new LagWindow());
       }),
     );
     const failed = resetFailed ?? applied.find((o): o is PromiseRejectedResult => o.status === 'rejected');
