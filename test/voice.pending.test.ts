@@ -1,7 +1,7 @@
 /**
  * INVITEs one address has pending (answered but not ACKed, or not answered yet) are bounded
  * (`SIP_PENDING_INVITES_PER_ADDRESS`): each answered INVITE holds an RTP port until its ACK or for 32 s, so a sender
- * that never ACKs (a spoofed source) would otherwise hold the whole range. Past the bound: 503 with Retry-After;
+ * that never ACKs (a spoofed source) would otherwise hold the whole range. Past the bound: 503;
  * an ACK gives the address its room back; other addresses are not counted against it.
  */
 import t from 'tap';
@@ -15,7 +15,7 @@ const NUMBER = '+442079460178';
 const BOUND = 2;
 const voice = voiceSuite(t, 'sb-voice-pending-', { SIP_PENDING_INVITES_PER_ADDRESS: String(BOUND) });
 
-t.test('past the bound of pending INVITEs from one address: 503 with Retry-After, until one is ACKed', needsTools(), async (t) => {
+t.test('past the bound of pending INVITEs from one address: 503, until one is ACKed', needsTools(), async (t) => {
   const project = await chatProject(voice.p, { name: 'Pending Co' });
   await bindNumber(project.api, project.agentId, NUMBER, { host: '127.0.0.2', port: 5 });
   const media = dgram.createSocket('udp4');
@@ -56,7 +56,7 @@ t.test('past the bound of pending INVITEs from one address: 503 with Retry-After
   }
   const over = await call(caller);
   t.match(over.answer, /^SIP\/2\.0 503 /, 'one more from the same address: 503');
-  t.match(over.answer, /^Retry-After: \d+/im, 'saying when to try again');
+  t.notMatch(over.answer, /^Retry-After:/im, 'without Retry-After (which would say the whole server is down for that long)');
   t.match(over.answer, /^To: .*;tag=/im, 'with a To tag');
 
   const elsewhere = await call(await peer('127.0.0.4'));

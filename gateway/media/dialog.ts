@@ -35,7 +35,7 @@ export interface SipEndpointOptions {
   tlsPort?: number;
   tls?: { key: string | Buffer; cert: string | Buffer; verifyPeer: boolean };
   /**
-   * INVITEs from one address that are neither refused nor ACKed; the next is 503 with Retry-After. Each answered
+   * INVITEs from one address that are neither refused nor ACKed; the next is 503. Each answered
    * INVITE holds an RTP port until its ACK or for `ACK_WAIT_MS`: without a bound, one sender of INVITEs it never
    * ACKs (a spoofed source, say) holds the whole range. A trunk ACKs at once. Default 64.
    */
@@ -552,7 +552,9 @@ export class SipEndpoint {
     const address = remote.address;
     const held = this.unsettled.get(address) ?? 0;
     if (held >= (this.o.pendingInvitesPerAddress ?? 64)) {
-      this.stack.send(tagged(sip.makeResponse(rq, 503, 'Service Unavailable', { headers: { 'retry-after': 5 } })));
+      // Without Retry-After: with one, a proxy takes the whole server to be down for that long (RFC 3261 21.5.4),
+      // and a trunk's other calls would go elsewhere; without, only this request is retried elsewhere.
+      this.stack.send(tagged(sip.makeResponse(rq, 503, 'Service Unavailable')));
       return null;
     }
     this.unsettled.set(address, held + 1);
