@@ -275,6 +275,12 @@ export function telephony(store: Store): Telephony {
             await connectors.update({ id, deleting_at: mark }, { $unset: { deleting_at: '' } });
             throw AGENTS.TELEPHONY_CONNECTOR_IN_USE();
           }
+          // Only while the mark still holds: a bind that waited it out (a delete stalled past `DELETE_MARK_MS`)
+          // kept its number, so a lapsed mark is taken off and the delete starts over.
+          if (Date.now() - mark >= DELETE_MARK_MS) {
+            await connectors.update({ id, deleting_at: mark }, { $unset: { deleting_at: '' } });
+            continue;
+          }
           if ((await connectors.delete({ id, deleting_at: mark, ...scoped(scope) })) > 0) return;
           // Our mark is gone: the connector was deleted meanwhile (404 below), or our mark lapsed and another
           // delete took it over (its outcome decides, as below).
