@@ -33,8 +33,10 @@ interface SocketData {
   cursor: number;
   /** Highest sequence sent to this socket (replay and live). */
   lastSeq: number;
-  /** Live events that arrived while the replay was being read. */
+  /** Live events that arrived while the replay (or a catch-up) was being read. */
   pending: Published | null;
+  /** A catch-up was asked for while a read was under way, which may have come too early for it: read again after. */
+  again: boolean;
   closed: boolean;
   /**
    * When the socket opened (ms since epoch; set as it is upgraded, and `open` runs within the upgrade): a close
@@ -60,6 +62,8 @@ const CLIENT_TYPES: Record<string, ClientKind> = {
 const SERVER_TYPES = new Set<string>(SERVER_EVENT_TYPES.map((t) => EVENT_PREFIX + t));
 const TYPING_STATES = new Set(['TYPING_STATE_STARTED', 'TYPING_STATE_STOPPED']);
 const LANGUAGE = /^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})*$/;
+/** Sockets read from the journal at once when the gateway is back on NATS. */
+const CATCH_UP_AT_ONCE = 32;
 /** The transport refuses frames this large outright (closing the socket); up to it, oversize gets an error event. */
 const TRANSPORT_MAX_PAYLOAD = 1024 * 1024;
 /**
@@ -206,10 +210,15 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
    * it meanwhile wait (`pending`), as during the replay. Once: the journal has every committed step, so what is
    * still missing after it is skipped rather than read again.
    */
-  const catchUp = async (ws: Socket, d: SocketData, then: Published = []) => {
+  const catchUp = async (ws: Socket, d: SocketData, then: Published = []): Promise<void> => {
     if (d.closed) return;
-    // A replay or a catch-up under way reads the journal after these came: they wait for it.
-    if (d.pending) return void d.pending.push(...then);
+    // A replay or a catch-up under way: events wait for it (its read is after them, or their sequences show
+    // what it missed); a catch-up asked for without events (a reconnection) may come after its read: once more.
+    if (d.pending) {
+      d.pending.push(...then);
+      if (!then.length) d.again = true;
+      return;
+    }
     d.pending = then.slice();
     let frames: Published = [];
     try {
@@ -220,12 +229,22 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
     const pending = d.pending;
     d.pending = null;
     deliverNow(ws, d, frames.concat(pending), true);
+    readAgain(ws, d);
+  };
+  const readAgain = (ws: Socket, d: SocketData) => {
+    if (!d.again || d.closed) return;
+    d.again = false;
+    void catchUp(ws, d);
   };
 
-  // Published while cut off from NATS is published to no one: every socket reads what it missed.
-  transport.onReconnect?.(() => {
-    for (const set of sockets.values()) for (const ws of set) void catchUp(ws, ws.getUserData());
-  });
+  // Published while cut off from NATS is published to no one: every socket reads what it missed, once the
+  // subscriptions are back on the server (flushed), a few at a time (they are read on the thread serving them).
+  const catchUpAll = async () => {
+    await transport.flush().catch(() => undefined);
+    const all = [...sockets.values()].flatMap((set) => [...set].map((ws) => ({ ws, d: ws.getUserData() })));
+    for (let i = 0; i < all.length; i += CATCH_UP_AT_ONCE) await Promise.all(all.slice(i, i + CATCH_UP_AT_ONCE).map(({ ws, d }) => catchUp(ws, d)));
+  };
+  const unwatch = transport.onReconnect?.(() => void catchUpAll());
 
   const onPublished = (sessionId: string) => (data: Uint8Array) => {
     let events: Published;
@@ -283,6 +302,7 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
     d.pending = null;
     ws.cork(() => sendNow(ws, d, text));
     if (pending.length) deliverNow(ws, d, pending);
+    readAgain(ws, d);
   };
 
   const answerDuplicate = async (ws: Socket, d: SocketData, seq: number) => {
@@ -372,7 +392,7 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
         void ask(sessionId, { type: 'DISCONNECT', connectionId, at: Date.now() }).catch(() => undefined);
         return;
       }
-      const data: SocketData = { sessionId, connectionId, claims, cursor, lastSeq: cursor, pending: [], closed: false, openedAt: Date.now() };
+      const data: SocketData = { sessionId, connectionId, claims, cursor, lastSeq: cursor, pending: [], again: false, closed: false, openedAt: Date.now() };
       res.cork(() => res.upgrade(data, key, protocol, extensions, context));
     });
   };
@@ -440,6 +460,7 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
     },
     /** Closes every socket (going away); their sessions hear DISCONNECT from the close handler. */
     async close(): Promise<void> {
+      unwatch?.();
       // What was published before the close still goes out ahead of it.
       flushOutbox();
       const all = [...sockets.values()].flatMap((s) => [...s]);
