@@ -68,9 +68,10 @@ export interface KindEffect<M extends AnyStateMachine = AnyStateMachine, I = any
   failed?: (error: unknown) => { type: string } & Record<string, unknown>;
   /**
    * Whether a snapshot stored while the effect runs is indexed to be woken soon after (5 s), so that when its
-   * owner dies a new owner restores it (and runs the effect again) by itself. Without it that happens only when the next
-   * event or timer comes: enough for a kind whose effects each have an asker that retries (a Chat API turn), not
-   * for one whose outcome goes to subscribers nobody asks for (a messaging session's reply, sent to sockets).
+   * owner dies a new owner restores it (and runs the effect again) by itself. Without it that happens only when
+   * the next event or timer comes: enough for a kind whose effects each have an asker that retries (a Chat API
+   * turn), not for one whose outcome goes to subscribers nobody asks for (a messaging session's reply, sent to
+   * sockets).
    * It costs a move of the actor's wake-up entry into the effect and one out of it.
    */
   resumeAtOnce?: boolean;

@@ -70,10 +70,6 @@ export async function start(startSignals: StartSignals): Promise<void> {
     process.exit(storeClosed() ? 0 : 1);
   };
   /**
-   * A step of the start, whose `StoppedWhileStarting` (the process was told to stop meanwhile) ends the start:
-   * nothing was served, so what is open is closed as the drain's last steps do, and the process exits.
-   */
-  /**
    * Ends the process on a failure it cannot serve through (its edge thread died, the embedded store's environment
    * is unusable): the fatal line, then the store closed (at most `FATAL_CLOSE_MS`) before the exit, code 1. Not
    * `process.exit` at once: an exit while lmdb-js's writer thread waits on this thread to finish a batch joins
@@ -97,6 +93,10 @@ export async function start(startSignals: StartSignals): Promise<void> {
       });
   };
   onEnvironmentPanic((err) => fatalExit('the embedded store failed and must be opened again: exiting for the supervisor to restart the process', err));
+  /**
+   * A step of the start, whose `StoppedWhileStarting` (the process was told to stop meanwhile) ends the start:
+   * nothing was served, so what is open is closed as the drain's last steps do, and the process exits.
+   */
   const orStop = <T>(step: Promise<T>, phase: string): Promise<T> =>
     step.catch(async (err: unknown) => {
       if (!(err instanceof StoppedWhileStarting)) throw err;

@@ -34,10 +34,10 @@ const TROUBLE = "Sorry, I'm having trouble responding right now. Please try agai
 const withVoice = (r: TurnRecord, v: VoiceInput | undefined): TurnRecord =>
   v ? { ...r, user_input: v.dtmf && r.user_input === v.dtmf ? '' : r.user_input, user_input_dtmf: v.dtmf ?? '', barge_in: v.bargeIn === true, is_silence: v.silence === true } : r;
 
-/** The mutable part of a conversation while an effect runs. */
 /** What the responder said, or the platform's apology in its place (`failed`). */
 type Answer = ResponderReply & { failed?: true };
 
+/** The mutable part of a conversation while an effect runs. */
 interface Working {
   state: Record<string, unknown>;
   functionErrors: number;

@@ -39,6 +39,14 @@ export function partitionOf(entry: Pick<JournalEntry, 'shard' | 'key'>, partitio
 }
 
 /**
+ * How long after a rebuild is asked for the runner of partition 0 resets the projector when other runners share
+ * its partitions: they stop applying it once they read the rebuild's mark, and a batch read before it ends well
+ * within this (a batch is at most a few thousand entries). Asking them to acknowledge would be exact; a runner
+ * that asked for the rebuild again whenever its batch met the reset kept two or more runners resetting it in turn.
+ */
+const RESET_GRACE_MS = 5_000;
+
+/**
  * Follows the journal for a set of projectors. Each cycle reads the checkpoint records (and resets a projector
  * whose rebuild was asked for, if it runs partition 0), reads the journal
  * from the lowest checkpoint of the partitions it owns, hands each projector the entries of its kinds and
@@ -47,14 +55,6 @@ export function partitionOf(entry: Pick<JournalEntry, 'shard' | 'key'>, partitio
  * those entries are applied again: projectors are idempotent. Each partition has its own checkpoint, so
  * several runners (worker processes) split the journal between them by partition.
  */
-/**
- * How long after a rebuild is asked for the runner of partition 0 resets the projector when other runners share
- * its partitions: they stop applying it once they read the rebuild's mark, and a batch read before it ends well
- * within this (a batch is at most a few thousand entries). Asking them to acknowledge would be exact; a runner
- * that asked for the rebuild again whenever its batch met the reset kept two or more runners resetting it in turn.
- */
-const RESET_GRACE_MS = 5_000;
-
 export class ProjectionRunner {
   private readonly checkpoints: Checkpoints;
   private readonly lag = new Map<string, LagWindow>();

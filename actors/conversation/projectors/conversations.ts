@@ -135,9 +135,10 @@ export function conversationsProjector(opts: ConversationsProjectorOptions = {})
         conversationSpans(store).delete({}),
         conversationVectorBuckets(store).delete({}),
       ]);
-      // The marks are kept. A batch another runner (another process, over NATS) is applying while this runs may
-      // write its records after they were dropped here (it then asks for the rebuild again, `ProjectionRunner`): with the marks dropped too, those turns would read unmasked until the replay wrote the
-      // marks again. Kept, they mask from the first turn the replay writes; the replay only adds to them
+      // The marks are kept. A batch another runner (another process, over NATS) read before the rebuild and
+      // still applies while this runs (longer than the reset's grace, `ProjectionRunner`) may write its records
+      // after they were dropped here: with the marks dropped too, those turns would read unmasked until the
+      // replay wrote the marks again. Kept, they mask from the first turn the replay writes; the replay only adds to them
       // (`addMarks`: the same values, in the same order), and a value is only ever marked, never unmarked, so a
       // kept mark is never one the journal no longer holds.
     },
