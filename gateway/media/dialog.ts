@@ -5,6 +5,7 @@ import sip from './sip-package.js';
 import digest from 'sip/digest.js';
 import { allListening, capturingListeners } from './listening.js';
 import { closeFailedHandshakes, sipStreamGuard, TLS_HANDSHAKE_MS } from './stream-guard.js';
+import { PerAddress } from './per-address.js';
 import { utf8 } from '../../platform/utf8.js';
 
 /**
@@ -435,7 +436,7 @@ export class SipEndpoint {
   readonly dialogs = new Map<string, Dialog>();
   private readonly pending = new Map<string, IncomingInvite>();
   /** Per source address: INVITEs neither refused nor ACKed (`pendingInvitesPerAddress`). */
-  private readonly unsettled = new Map<string, number>();
+  private readonly unsettled = new PerAddress();
   onInvite: ((invite: IncomingInvite) => void) | null = null;
 
   constructor(readonly o: SipEndpointOptions) {}
@@ -549,23 +550,13 @@ export class SipEndpoint {
 
   /** A new INVITE, counted against its address until it settles; null (answered 503) when the address is at its bound. */
   private admit(rq: SipMessage, remote: Remote): IncomingInvite | null {
-    const address = remote.address;
-    const held = this.unsettled.get(address) ?? 0;
-    if (held >= (this.o.pendingInvitesPerAddress ?? 64)) {
+    if (this.unsettled.count(remote.address) >= (this.o.pendingInvitesPerAddress ?? 64)) {
       // Without Retry-After: with one, a proxy takes the whole server to be down for that long (RFC 3261 21.5.4),
       // and a trunk's other calls would go elsewhere; without, only this request is retried elsewhere.
       this.stack.send(tagged(sip.makeResponse(rq, 503, 'Service Unavailable')));
       return null;
     }
-    this.unsettled.set(address, held + 1);
-    let settled = false;
-    return new IncomingInvite(this, rq, remote, () => {
-      if (settled) return;
-      settled = true;
-      const left = (this.unsettled.get(address) ?? 1) - 1;
-      if (left > 0) this.unsettled.set(address, left);
-      else this.unsettled.delete(address);
-    });
+    return new IncomingInvite(this, rq, remote, this.unsettled.hold(remote.address));
   }
 
   /**

@@ -1,6 +1,7 @@
 import type { Socket } from 'node:net';
 import type { Server as TlsServer } from 'node:tls';
 import sip from 'sip';
+import { PerAddress } from './per-address.js';
 
 /** The `sip` package's own bounds on a stream message (its `makeStreamParser` defaults). */
 const MAX_HEADER_BYTES = 60_480;
@@ -47,17 +48,11 @@ export const STREAM_GUARD: StreamGuardOptions = { messageDeadlineMs: 30_000, max
  * 604,800) it is left to.
  */
 export function sipStreamGuard(o: StreamGuardOptions = STREAM_GUARD): (stream: Socket) => void {
-  const open = new Map<string, number>();
+  const open = new PerAddress();
   return (stream) => {
     const address = stream.remoteAddress ?? '';
-    const held = (open.get(address) ?? 0) + 1;
-    open.set(address, held);
-    stream.once('close', () => {
-      const left = (open.get(address) ?? 1) - 1;
-      if (left > 0) open.set(address, left);
-      else open.delete(address);
-    });
-    if (held > o.maxPerAddress) {
+    stream.once('close', open.hold(address));
+    if (open.count(address) > o.maxPerAddress) {
       stream.destroy();
       return;
     }
