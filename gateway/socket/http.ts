@@ -6,6 +6,15 @@ import { otherRegion, type Region } from '../../platform/region.js';
 import { context, contextFromHeaders, SpanKind, SpanStatusCode, trace, tracer, tracingStarted, type Context, type Span } from '../../platform/telemetry.js';
 import secureJsonParse from 'secure-json-parse';
 
+/**
+ * JSON as the socket gateway takes it, in frames and in HTTP bodies: throws on malformed text and on a key named
+ * `__proto__`, as the edge refuses one (`gateway/edge/json-body.ts`): copied, it would become a prototype or be
+ * renamed by the journal's encoding, so it would not be echoed or replayed as sent.
+ */
+export function parseJson(text: string): unknown {
+  return secureJsonParse.parse(text, undefined, { protoAction: 'error', constructorAction: 'ignore' });
+}
+
 /** Largest HTTP body the gateway reads. */
 export const MAX_BODY_BYTES = 64 * 1024;
 
@@ -190,8 +199,7 @@ export function jsonObject(body: Buffer | undefined): Record<string, unknown> | 
   if (!text) return {};
   if (jsonTooDeep(text)) return null;
   try {
-    // A `__proto__` key refused, as on the edge and on the socket (`ws.ts`).
-    const v = secureJsonParse.parse(text, undefined, { protoAction: 'error', constructorAction: 'ignore' });
+    const v = parseJson(text);
     return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
   } catch {
     return null;

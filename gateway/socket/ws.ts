@@ -1,7 +1,6 @@
 import type { HttpRequest, HttpResponse, TemplatedApp, us_socket_context_t, WebSocket } from '@trufflesuite/uws-js-unofficial';
 import { randomUUID } from 'node:crypto';
 import { decode, type Subscription } from '../../actors/mod.js';
-import secureJsonParse from 'secure-json-parse';
 import { own } from '../../platform/own.js';
 import {
   EVENT_PREFIX,
@@ -20,7 +19,7 @@ import type { MessagingContext } from './context.js';
 import type { GatewayDirectory } from './gateways.js';
 import { errorBody, EVENT_ERRORS, HTTP_ERRORS, RATE_LIMIT_WARNING, type MessagingHttpError } from './errors.js';
 import { checkHandshake, handshakeRequest, type HandshakeCheck } from './handshake.js';
-import { write } from './http.js';
+import { parseJson, write } from './http.js';
 import { socketCloses } from '../../platform/metrics.js';
 import { RateLimiter } from '../../platform/rate-limit.js';
 import type { AccessClaims } from './tokens.js';
@@ -82,9 +81,7 @@ export function parseClientEvent(text: string): { event: Omit<Extract<SessionEve
   if (jsonTooDeep(text)) return { error: EVENT_ERRORS.invalidFormat, custom: null };
   let raw: unknown;
   try {
-    // A `__proto__` key refused, as on the edge (`gateway/edge/json-body.ts`): copied, it would become a prototype
-    // or be renamed by the journal's encoding, so it would not be echoed or replayed as sent.
-    raw = secureJsonParse.parse(text, undefined, { protoAction: 'error', constructorAction: 'ignore' });
+    raw = parseJson(text);
   } catch {
     return { error: EVENT_ERRORS.invalidFormat, custom: null };
   }
