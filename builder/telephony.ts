@@ -269,16 +269,17 @@ export function telephony(store: Store): Telephony {
         // Only over no mark (or a lapsed one): two deletes at once must not share one, or the one refused
         // would unmark the connector while the other is still counting.
         const free = { $or: [{ deleting_at: null }, { deleting_at: { $lte: mark - DELETE_MARK_MS } }] };
+        const unmark = () => connectors.update({ id, deleting_at: mark }, { $unset: { deleting_at: '' } });
         if (await connectors.update({ id, ...scoped(scope), ...free }, { $set: { deleting_at: mark } })) {
           store.refresh();
           if ((await numbers.count({ connector_id: id })) > 0) {
-            await connectors.update({ id, deleting_at: mark }, { $unset: { deleting_at: '' } });
+            await unmark();
             throw AGENTS.TELEPHONY_CONNECTOR_IN_USE();
           }
           // Only while the mark still holds: a bind that waited it out (a delete stalled past `DELETE_MARK_MS`)
           // kept its number, so a lapsed mark is taken off and the delete starts over.
           if (Date.now() - mark >= DELETE_MARK_MS) {
-            await connectors.update({ id, deleting_at: mark }, { $unset: { deleting_at: '' } });
+            await unmark();
             continue;
           }
           if ((await connectors.delete({ id, deleting_at: mark, ...scoped(scope) })) > 0) return;
