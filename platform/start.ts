@@ -92,6 +92,10 @@ export async function start(startSignals: StartSignals): Promise<void> {
         process.exit(1);
       });
   };
+  // A write past the file size limit (RLIMIT_FSIZE) fails with EFBIG, as one on a full disk fails, rather than
+  // ending the process. Node starts with SIGXFSZ ignored, yet the platform process was killed by it in two of
+  // three runs of `platform.disk-full` (what restores the default was not found); a handler holds.
+  process.on('SIGXFSZ', () => {});
   onEnvironmentPanic((err) => fatalExit('the embedded store failed and must be opened again: exiting for the supervisor to restart the process', err));
   /**
    * A step of the start, whose `StoppedWhileStarting` (the process was told to stop meanwhile) ends the start:
