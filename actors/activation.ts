@@ -83,8 +83,8 @@ const newWriter = (): number => 1 + Math.floor(Math.random() * 0xffff_fffe);
 /**
  * How long after a step that starts an effect which resumes at once (`KindEffect.resumeAtOnce`) its actor is
  * indexed to be woken: a turn that outlives its owner is taken up this long after it began at the earliest (or
- * once the owner's shards are taken over). Long enough that the scheduler's scans, which take the earliest 1,000
- * due entries, seldom find turns still running, ahead of passivated actors' timers.
+ * once the owner's shards are taken over). Long enough that the scheduler's scans seldom find turns still running
+ * (each one found is written again, to move its entry on).
  */
 const RESUME_AFTER_MS = 5_000;
 /** The earlier of two deadlines (null: none). */
@@ -477,9 +477,8 @@ export class Activation {
    */
   private async reindex(before: number): Promise<void> {
     if (this.indexed === null || this.indexed > before) return;
-    // An effect that resumes at once keeps its entry due while it runs (the scans find a long one again and
-    // again); the step that ends it moves the entry.
-    if (this.effect?.running && this.kind.effect?.resumeAtOnce) return;
+    // While an effect that resumes at once runs, its entry is moved on `RESUME_AFTER_MS` (`current`): kept due,
+    // the entries of many long ones would fill the scans (`WAKE_SCAN_LIMIT`) and hold back every timer behind them.
     const { due } = this.current();
     if (due !== null && due <= before) return;
     // The kept entry forgotten, the step indexes the actor under its real deadline.

@@ -5,7 +5,7 @@ import { CommitQueue } from './commit.js';
 import type { ActorKind } from './kinds.js';
 import type { Placement } from './placement/types.js';
 import { decode, encodeFor, isInProcess, shardSubject, type Envelope, type Reply } from './protocol.js';
-import { WAKE_INDEX_REFRESH_MS } from './wake-index.js';
+import { WAKE_INDEX_REFRESH_MS, WAKE_SCAN_LIMIT } from './wake-index.js';
 import type { Headers, Subscription, Transport } from './transport/types.js';
 
 export interface HostOptions {
@@ -21,6 +21,8 @@ export interface HostOptions {
   timerTickMs?: number;
   /** How close to its indexed wake-up time a step moves an actor's index entry to its real deadline (default `WAKE_INDEX_REFRESH_MS`). */
   wakeIndexRefreshMs?: number;
+  /** How many due index entries one scan of the scheduler takes, the earliest first (default `WAKE_SCAN_LIMIT`). */
+  wakeScanLimit?: number;
   /** Told after each group commit that appended journal entries is durable (wakes the projection runner). */
   committed?: () => void;
   /** Told when this host starts or stops serving a shard (the projection runner's partitions follow). */
@@ -205,7 +207,7 @@ export class Host {
     if (!shards.length) return;
     try {
       const before = Date.now() + tick;
-      const due = await this.o.snapshots.due(shards, before, 1000);
+      const due = await this.o.snapshots.due(shards, before, this.o.wakeScanLimit ?? WAKE_SCAN_LIMIT);
       for (const { key } of due) this.activate(key, this.o.placement.shardOf(key))?.wake(before);
     } catch (err) {
       this.o.log?.('timer scan failed', { err: String(err) });

@@ -39,6 +39,8 @@ export interface RuntimeOptions {
   askTimeoutMs: number;
   /** See `HostOptions.wakeIndexRefreshMs` (tests shorten it). */
   wakeIndexRefreshMs?: number;
+  /** See `HostOptions.wakeScanLimit` (tests lower it). */
+  wakeScanLimit?: number;
   kinds?: Map<string, ActorKind>;
   log?: (msg: string, extra?: object) => void;
   /** Where degradation causes are logged (warn when one appears, info when it clears). */
@@ -116,6 +118,7 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
       kinds,
       passivateAfterMs: o.passivateAfterMs,
       wakeIndexRefreshMs: o.wakeIndexRefreshMs,
+      wakeScanLimit: o.wakeScanLimit,
       log: o.log,
       committed: projections ? () => projections.wake() : undefined,
       shardsChanged: () => ownershipChanged(),

@@ -17,6 +17,13 @@
 export const WAKE_INDEX_REFRESH_MS = 60_000;
 
 /**
+ * How many due entries one scan of the scheduler takes, the earliest first (the default of
+ * `HostOptions.wakeScanLimit`). An entry found stays due only while its actor's own deadline is due (its timer
+ * fires it), so the entries behind these are reached at the next scans.
+ */
+export const WAKE_SCAN_LIMIT = 1000;
+
+/**
  * The time to index a snapshot under: null when it has no deadline, else the entry it has (`indexed`) when
  * that is still at or before `due` and more than `refreshMs` after `now`, else `due` itself.
  */

@@ -46,6 +46,10 @@ const resuming: ActorKind = {
   reply: () => null,
   effect: { tag: 'work', input: () => null, run: () => (resumingRuns++, sleep(600)), done: () => ({ type: 'WORKED' }), resumeAtOnce: true },
 };
+/** `resuming` with work that lasts until the test lets it end (`release`). */
+let release: () => void = () => {};
+let held = new Promise<void>((r) => (release = r));
+const holding: ActorKind = { ...resuming, name: 'holding', effect: { ...resuming.effect!, run: () => held } };
 /** A kind whose deadline stays due once it has passed: its machine ignores the host's `EXPIRE`. */
 const stubborn: ActorKind = {
   name: 'stubborn',
@@ -57,9 +61,9 @@ const stubborn: ActorKind = {
   deadline: { name: 'expiry', of: (s) => s.context.deadline, event: (at) => ({ type: 'EXPIRE', at }) },
 };
 
-async function runtimeFor(t: Test, opts: { passivateAfterMs: number; wakeIndexRefreshMs?: number }): Promise<{ store: Store; runtime: Runtime }> {
+async function runtimeFor(t: Test, opts: { passivateAfterMs: number; wakeIndexRefreshMs?: number; wakeScanLimit?: number }): Promise<{ store: Store; runtime: Runtime }> {
   const store = await storeFor(t, 'sb-wake-index-');
-  const runtime = await startRuntime({ store, worker: true, shardCount: SHARDS, leaseTtlMs: 3000, askTimeoutMs: 5000, kinds: builtinKinds([expiring, stubborn, slow, resuming]), ...opts });
+  const runtime = await startRuntime({ store, worker: true, shardCount: SHARDS, leaseTtlMs: 3000, askTimeoutMs: 5000, kinds: builtinKinds([expiring, stubborn, slow, resuming, holding]), ...opts });
   // Teardowns run last first: the runtime stops before storeFor closes the store.
   t.teardown(() => runtime.stop());
   return { store, runtime };
@@ -144,14 +148,19 @@ t.test("the scheduler's wake-ups do not keep an actor live: one whose deadline s
 
 t.test('a busy actor whose entry is due holds one queued wake-up, however many scans find it', async (t) => {
   const { store, runtime } = await runtimeFor(t, { passivateAfterMs: 60_000, wakeIndexRefreshMs: 100 });
-  const early = Date.now() + 400;
+  // The entry comes due after the scheduler's own scans look (a tick, 1 s, ahead): only the scans below find it,
+  // all while the actor works.
+  const early = Date.now() + 5000;
   await runtime.client.ask('slow', 'x', { type: 'ARM', at: early });
   await runtime.client.ask('slow', 'x', { type: 'ARM', at: early + 60_000 });
   const working = runtime.client.ask('slow', 'x', { type: 'WORK' });
-  await sleep(1200);
-  // White-box: the activation's mailbox, while its step waits for the work (scans every 200 ms found the entry).
-  const activation = (runtime.host as any).activations.get('slow/x');
-  t.equal(activation.queue.filter((j: { type: string }) => j.type === 'wake').length, 1, 'one wake-up queued');
+  // White-box: three scans that look 10 s ahead, then the activation's mailbox, while its step waits for the work.
+  const host = runtime.host as any;
+  const activation = await eventually(async () => host.activations.get('slow/x')?.running || null, 1000, 'the work begun', 5);
+  t.ok(activation, 'the work begun');
+  for (let i = 0; i < 3; i++) await host.wakeDue(10_000);
+  const queued = host.activations.get('slow/x').queue ?? [];
+  t.equal(queued.filter((j: { type: string }) => j.type === 'wake').length, 1, 'one wake-up queued');
   await working;
   t.ok(await eventually(async () => (await store.snapshots.get('slow/x'))!.deadline === early + 60_000, 2000, 'the entry at the real deadline', 20), 'then the entry moves to the real deadline');
 });
@@ -165,4 +174,27 @@ t.test('an actor is not passivated while its effect runs: work no ask waits for,
   t.ok(await eventually(async () => (describeSnapshot((await store.snapshots.get('resuming/x'))!).value === 'idle' ? true : null), 3000, 'the work done', 20), 'the work done');
   t.equal(resumingRuns, 1, 'run once');
   t.equal((await store.snapshots.get('resuming/x'))!.deadline, null, 'and no wake-up entry left');
+});
+
+t.test("long work that resumes at once does not hold back the timers behind it: the scans move each one's entry on", async (t) => {
+  // Two entries a scan; three actors whose work outlasts their resume entry (due 5 s after it began).
+  const { store, runtime } = await runtimeFor(t, { passivateAfterMs: 60_000, wakeScanLimit: 2 });
+  held = new Promise<void>((r) => (release = r));
+  t.teardown(() => release());
+  for (const id of ['a', 'b', 'c']) await runtime.client.ask('holding', id, { type: 'WORK' });
+  const resumeAt = (await store.snapshots.get('holding/c'))!.deadline!;
+  // A passivated actor whose deadline comes after theirs: only the scans can wake it.
+  await runtime.client.ask('expiring', 'behind', { type: 'ARM', at: resumeAt + 500 });
+  t.equal(await runtime.host!.passivateIdle(), 1, 'the timer actor passivated (not the ones at work)');
+  const fired = await eventually(async () => ((await context(store, 'behind')).fired === 1 ? true : null), 15_000, 'the timer behind the long work fired', 50);
+  t.ok(fired, 'the deadline fired while the work still ran');
+  for (const id of ['a', 'b', 'c']) {
+    const entry = (await store.snapshots.get(`holding/${id}`))!;
+    t.equal(describeSnapshot(entry).value, 'working', `${id} still at work`);
+    t.ok(entry.deadline! > resumeAt, `${id}'s resume entry moved on`);
+  }
+  release();
+  for (const id of ['a', 'b', 'c']) {
+    t.ok(await eventually(async () => ((await store.snapshots.get(`holding/${id}`))!.deadline === null ? true : null), 5000, `${id} done`, 20), `${id}'s work done, no entry left`);
+  }
 });
