@@ -93,8 +93,9 @@ export async function start(startSignals: StartSignals): Promise<void> {
       });
   };
   // A write past the file size limit (RLIMIT_FSIZE) fails with EFBIG, as one on a full disk fails, rather than
-  // ending the process. Node starts with SIGXFSZ ignored, yet the platform process was killed by it in two of
-  // three runs of `platform.disk-full` (what restores the default was not found); a handler holds.
+  // ending the process. Node starts with SIGXFSZ ignored, but a preloaded module may not leave it so: `signal-exit`
+  // (which tap preloads into every child through NODE_OPTIONS) listens for it and, finding no other listener,
+  // raises it again with the default action, which ends the process. With a listener of our own it never does.
   process.on('SIGXFSZ', () => {});
   onEnvironmentPanic((err) => fatalExit('the embedded store failed and must be opened again: exiting for the supervisor to restart the process', err));
   /**

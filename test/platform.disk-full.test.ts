@@ -38,7 +38,8 @@ async function get(base: string, path: string, ms = 3000): Promise<number | stri
 t.test('a full disk: writes are refused, the process stays up and serves, writes succeed again once there is room, SIGTERM ends it', async (t) => {
   // A chat turn whose commit fails is retried until the ask's deadline, then answered 503: a short deadline.
   // SIGXFSZ ignored (a disposition exec keeps), so that a write past the limit fails with EFBIG instead of
-  // killing the process; whether the test runner's process ignores it is not ours to rely on.
+  // killing the process, whatever the runner's disposition; the platform's own listener (platform/start.ts) keeps
+  // tap's preloaded `signal-exit` from raising it again.
   const p = await platformFor(t, { env: { ASK_TIMEOUT_MS: '2000' }, prefix: ['sh', '-c', 'trap "" XFSZ; exec "$0" "$@"'] });
   const pid = p.child.pid!;
   let exit: { code: number | null; signal: string | null } | null = null;
