@@ -129,6 +129,16 @@ t.test('a 400 is not retried; 408 and timeouts and dropped connections are', asy
   t.equal(d2.status, 'succeeded');
   t.same(d2.attempts.map((a: any) => [a.response_status, a.error]), [[408, null], [null, 'network'], [null, 'timeout'], [200, null]]);
 
+  // A status that has come stands when its body never ends: a 2xx that stalls is a success, sent once; a 503
+  // that stalls is retried as a 503, not as a timeout.
+  const stalling = await receiver({ script: [{ stall: true, status: 503 }, { stall: true, status: 200 }] });
+  const e4 = await endpoint(api, stalling.url, { timeout_ms: 1000 });
+  const s4 = await api('POST', `${BASE}/${e4.id}/test`);
+  const d4 = await settled(api, e4.id, s4.body.id);
+  t.equal(d4.status, 'succeeded', 'a 2xx whose body stalls succeeds');
+  t.same(d4.attempts.map((a: any) => [a.response_status, a.error]), [[503, null], [200, null]]);
+  t.equal(stalling.received.length, 2, 'not sent again after the 2xx');
+
   const down = await receiver({ fallback: { status: 502 } });
   const e3 = await endpoint(api, down.url);
   const s3 = await api('POST', `${BASE}/${e3.id}/test`);

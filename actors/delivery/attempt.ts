@@ -80,7 +80,11 @@ export function attemptEffect(deps: AttemptDeps): (input: AttemptInput) => Task<
   };
 }
 
-/** One POST: resolves with the status once the answer is read (up to a bound), within `timeoutMs` in all. */
+/**
+ * One POST: resolves with the status once the answer is read (up to a bound), within `timeoutMs` in all. A status
+ * that has arrived stands when the body is still arriving at the timeout: the receiver has answered (a 2xx has
+ * taken the event), and its body is read only to be dropped.
+ */
 function post(url: URL, headers: Record<string, string>, body: string, timeoutMs: number, allowPrivate: boolean, signal: AbortSignal): Promise<{ status: number; retryAfterMs: number | null }> {
   return new Promise((resolve, reject) => {
     const https = url.protocol === 'https:';
@@ -91,13 +95,16 @@ function post(url: URL, headers: Record<string, string>, body: string, timeoutMs
       lookup: guardedLookup(allowPrivate) as never,
       signal,
     });
-    const timer = setTimeout(() => req.destroy(Object.assign(new Error('timed out'), { name: 'TimeoutError' })), timeoutMs);
+    let answer: IncomingMessage | null = null;
+    // With an answer begun, cut its body off: its 'close' resolves with the status.
+    const timer = setTimeout(() => (answer ? answer.destroy() : req.destroy(Object.assign(new Error('timed out'), { name: 'TimeoutError' }))), timeoutMs);
     const finish = (fn: () => void) => {
       clearTimeout(timer);
       fn();
     };
     req.on('error', (err) => finish(() => reject(err)));
     req.on('response', (res: IncomingMessage) => {
+      answer = res;
       let read = 0;
       res.on('data', (chunk: Buffer) => {
         read += chunk.length;

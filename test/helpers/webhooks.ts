@@ -13,8 +13,11 @@ export interface Received {
   body: string;
 }
 
-/** What a receiver answers: a status, headers, or a connection dropped without an answer. */
-export type Answer = { status: number; headers?: Record<string, string> } | 'drop' | { delayMs: number; status: number };
+/**
+ * What a receiver answers: a status, headers, a connection dropped without an answer, or (`stall`) a status and
+ * the first byte of a body that never ends.
+ */
+export type Answer = { status: number; headers?: Record<string, string> } | 'drop' | { delayMs: number; status: number } | { stall: true; status: number };
 
 /**
  * A real HTTP receiver on loopback that records every request and answers from a script (then 200).
@@ -45,7 +48,8 @@ export async function startReceiver(opts: { script?: Answer[]; fallback?: Answer
       if (answer === 'drop') return req.socket.destroy();
       const send = () => {
         res.writeHead(answer.status, { 'content-type': 'text/plain', ...('headers' in answer ? answer.headers : {}) });
-        res.end('ok');
+        if ('stall' in answer) res.write('o');
+        else res.end('ok');
       };
       if ('delayMs' in answer) setTimeout(send, answer.delayMs);
       else send();
