@@ -173,3 +173,18 @@ t.test('real query parameters and response schemas (no bogus type/additionalProp
     t.match(audio[status].content!['audio/wav'].schema, { type: 'string', format: 'binary' });
   }
 });
+
+t.test("each route documents its family's statuses, at the contract's paths", async (t) => {
+  const paths = Object.keys(doc.paths);
+  t.same(paths.filter((p) => p.endsWith('/') && p !== '/'), [], 'no path with a trailing slash (the contract writes none)');
+  t.ok(doc.paths['/v1/webhook-endpoints']?.post && doc.paths['/v1/webhook-endpoints']?.get, 'the webhook endpoints collection at its own path');
+  // Contract 7.2: the Alerts family has no 403 (a key of another scope is a 401).
+  const alerts = operations().filter(({ path }) => /^\/v1\/(alert-rules|alerts|webhook-endpoints)(\/|$)/.test(path));
+  t.ok(alerts.length >= 10, `${alerts.length} Alerts operations`);
+  t.same(alerts.filter(({ op }) => op.responses['403']).map(({ method, path }) => `${method} ${path}`), [], 'no Alerts operation documents a 403');
+  // What asks a delivery actor may time out (WEBHOOKS_DELIVERY_TIMEOUT).
+  for (const path of ['/v1/webhook-endpoints/{id}/deliveries/{delivery_id}/redeliver', '/v1/webhook-endpoints/{id}/test']) t.ok(doc.paths[path].post.responses['503'], `${path}: 503`);
+  // Contract 7.3: the concurrency route's 500 and 501.
+  const concurrency = doc.paths['/{version}/{account_id}/{project_id}/conversations/concurrency'].get.responses;
+  t.ok(concurrency['500'] && concurrency['501'], 'concurrency: 500 and 501');
+});

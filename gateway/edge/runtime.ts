@@ -59,7 +59,7 @@ function adminScope(root: Parameters<FastifyPluginAsync<AdminOptions>>[0], opera
 export const runtimePlugin: FastifyPluginAsync<AdminOptions> = async (root, { services, runtime, operatorTokenHash }) => {
   const app = adminScope(root, operatorTokenHash);
 
-  app.get('/', {
+  app.get('', {
     schema: {
       tags: ['admin'],
       summary: 'Workers, their shards and live actors',
@@ -140,7 +140,7 @@ export const projectionsPlugin: FastifyPluginAsync<AdminOptions> = async (root, 
   const app = adminScope(root, operatorTokenHash);
   const projections = runtime.projections;
 
-  app.get('/', {
+  app.get('', {
     schema: {
       tags: ['admin'],
       summary: 'Projections: checkpoints, journal head, lag; ?wait=1 waits until they reach the head',

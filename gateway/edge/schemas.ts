@@ -16,6 +16,18 @@ export const fieldErrorResponses = {
   422: FieldErrorBody,
 };
 
+/**
+ * Error responses of the Alerts family's routes (alert rules, alerts, webhook endpoints): its table (contract
+ * 7.2) has no 403, a key of another scope is a 401.
+ */
+export const alertsErrorResponses = {
+  400: FieldErrorBody,
+  401: FieldErrorBody,
+  404: FieldErrorBody,
+  409: FieldErrorBody,
+  422: FieldErrorBody,
+};
+
 /** Path ids: letters, digits, `_`, `-` and `.`, 1 to 128. Anything else is a malformed id (422). */
 export const PathId = z.string().regex(/^[A-Za-z0-9_.-]{1,128}$/, 'malformed id');
 

@@ -11,7 +11,7 @@ import type { Services } from '../../../platform/services.js';
 import { StoreDuplicateError } from '../../../store/mod.js';
 import { apiKeyAuth, resolvePathProject } from '../auth.js';
 import { refuseRepeatedQuery, useErrorShape } from '../errors.js';
-import { fieldErrorResponses } from '../schemas.js';
+import { alertsErrorResponses } from '../schemas.js';
 import { ActiveAlertView, CreateRuleBody, ListAlertsQuery, ListRulesQuery, RuleParams, RuleView, UpdateRuleBody } from './body.js';
 
 export interface AlertsOptions {
@@ -21,7 +21,7 @@ export interface AlertsOptions {
   maxRules?: number;
 }
 
-const fieldResponses = { 502: fieldErrorResponses[400], ...fieldErrorResponses };
+const fieldResponses = { 502: alertsErrorResponses[400], ...alertsErrorResponses };
 
 /**
  * Alert rules (contract 2.3, 4.2, 7.2, 8) at `/v1/alert-rules` and the firing ones at `/v1/alerts`

@@ -196,6 +196,8 @@ export const conversationsPlugin: FastifyPluginAsync<ConversationsOptions> = asy
           })),
         }),
         ...errors,
+        // Contract 7.3 lists it for this route.
+        500: ErrorBody,
       },
     },
   }, async (req) => {

@@ -4,7 +4,7 @@ import { DELIVERY_ID, DELIVERY_KIND, dispatchToEndpoint, webhookDeliveries, type
 import { ActorAskError } from '../../../actors/mod.js';
 import { WEBHOOKS } from '../../../platform/errors.js';
 import { StoreCursorError } from '../../../store/mod.js';
-import { fieldErrorResponses } from '../schemas.js';
+import { alertsErrorResponses, FieldErrorBody } from '../schemas.js';
 import type { RouteGroup, WebhooksContext } from './context.js';
 import { EndpointParams, endpointOf } from './endpoint-routes.js';
 import { DeliveryView, deliveryView } from './views.js';
@@ -47,7 +47,7 @@ export const deliveryRoutes: RouteGroup = (app, ctx) => {
           cursor: z.string().max(512).optional(),
           event_id: z.string().max(128).optional(),
         }),
-      response: { 200: z.object({ data: z.array(DeliveryView), next_cursor: z.string().nullable() }), ...fieldErrorResponses },
+      response: { 200: z.object({ data: z.array(DeliveryView), next_cursor: z.string().nullable() }), ...alertsErrorResponses },
     },
   }, async (req) => {
     const accountId = req.apiKey!.account_id;
@@ -72,7 +72,7 @@ export const deliveryRoutes: RouteGroup = (app, ctx) => {
   });
 
   app.get('/:id/deliveries/:delivery_id', {
-    schema: { tags, summary: 'One delivery with its attempts', params: DeliveryParams, response: { 200: DeliveryView, ...fieldErrorResponses } },
+    schema: { tags, summary: 'One delivery with its attempts', params: DeliveryParams, response: { 200: DeliveryView, ...alertsErrorResponses } },
   }, async (req) => {
     const accountId = req.apiKey!.account_id;
     await endpointOf(ctx, accountId, req.params.id);
@@ -84,7 +84,7 @@ export const deliveryRoutes: RouteGroup = (app, ctx) => {
       tags,
       summary: 'Send the delivery again: a new series of attempts (on the retry schedule) with the same event id and body',
       params: DeliveryParams,
-      response: { 202: DeliveryView, ...fieldErrorResponses },
+      response: { 202: DeliveryView, ...alertsErrorResponses, 503: FieldErrorBody },
     },
   }, async (req, reply) => {
     const accountId = req.apiKey!.account_id;
@@ -100,7 +100,7 @@ export const deliveryRoutes: RouteGroup = (app, ctx) => {
       tags,
       summary: 'Send a `webhook.test` event to this endpoint (whatever it subscribes to)',
       params: EndpointParams,
-      response: { 202: DeliveryView, ...fieldErrorResponses },
+      response: { 202: DeliveryView, ...alertsErrorResponses, 503: FieldErrorBody },
     },
   }, async (req, reply) => {
     const accountId = req.apiKey!.account_id;

@@ -3,7 +3,7 @@ import { checkDestination, ENDPOINT_ID, MAX_URL_LENGTH, newSigningSecret, webhoo
 import { WEBHOOKS } from '../../../platform/errors.js';
 import { newId } from '../../../platform/secrets.js';
 import { StoreDuplicateError } from '../../../store/mod.js';
-import { fieldErrorResponses } from '../schemas.js';
+import { alertsErrorResponses } from '../schemas.js';
 import type { RouteGroup, WebhooksContext } from './context.js';
 import { CreateEndpointBody, UpdateEndpointBody } from './body.js';
 import { EndpointView, EndpointWithSecret, endpointView } from './views.js';
@@ -32,12 +32,12 @@ export const endpointRoutes: RouteGroup = (app, ctx) => {
   const endpoints = webhookEndpoints(ctx.store);
   const tags = ['webhooks'];
 
-  app.post('/', {
+  app.post('', {
     schema: {
       tags,
       summary: 'Create a webhook endpoint; the answer shows its signing secret, once',
       body: CreateEndpointBody,
-      response: { 201: EndpointWithSecret, ...fieldErrorResponses },
+      response: { 201: EndpointWithSecret, ...alertsErrorResponses },
     },
   }, async (req, reply) => {
     const accountId = req.apiKey!.account_id;
@@ -68,12 +68,12 @@ export const endpointRoutes: RouteGroup = (app, ctx) => {
     }
   });
 
-  app.get('/', {
+  app.get('', {
     schema: {
       tags,
       summary: "List the account's webhook endpoints (no pagination)",
       querystring: z.object({ enabled: z.enum(['true', 'false'], { error: 'enabled must be true or false' }).optional() }),
-      response: { 200: z.object({ data: z.array(EndpointView) }), ...fieldErrorResponses },
+      response: { 200: z.object({ data: z.array(EndpointView) }), ...alertsErrorResponses },
     },
   }, async (req) => {
     const filter: Record<string, unknown> = { account_id: req.apiKey!.account_id };
@@ -83,7 +83,7 @@ export const endpointRoutes: RouteGroup = (app, ctx) => {
   });
 
   app.get('/:id', {
-    schema: { tags, summary: 'Read a webhook endpoint', params: EndpointParams, response: { 200: EndpointView, ...fieldErrorResponses } },
+    schema: { tags, summary: 'Read a webhook endpoint', params: EndpointParams, response: { 200: EndpointView, ...alertsErrorResponses } },
   }, async (req) => endpointView(await endpointOf(ctx, req.apiKey!.account_id, req.params.id)));
 
   app.patch('/:id', {
@@ -92,7 +92,7 @@ export const endpointRoutes: RouteGroup = (app, ctx) => {
       summary: 'Change any of name, url, event_types, headers, timeout_ms, enabled',
       params: EndpointParams,
       body: UpdateEndpointBody,
-      response: { 200: EndpointView, ...fieldErrorResponses },
+      response: { 200: EndpointView, ...alertsErrorResponses },
     },
   }, async (req) => {
     const accountId = req.apiKey!.account_id;
@@ -104,7 +104,7 @@ export const endpointRoutes: RouteGroup = (app, ctx) => {
   });
 
   app.delete('/:id', {
-    schema: { tags, summary: 'Delete a webhook endpoint (its pending deliveries stop at their next attempt)', params: EndpointParams, response: { 204: z.null(), ...fieldErrorResponses } },
+    schema: { tags, summary: 'Delete a webhook endpoint (its pending deliveries stop at their next attempt)', params: EndpointParams, response: { 204: z.null(), ...alertsErrorResponses } },
   }, async (req, reply) => {
     const removed = await endpoints.delete({ id: req.params.id, account_id: req.apiKey!.account_id });
     if (removed === 0) throw WEBHOOKS.ENDPOINT_NOT_FOUND();
@@ -116,7 +116,7 @@ export const endpointRoutes: RouteGroup = (app, ctx) => {
       tags,
       summary: 'Replace the signing secret; the answer shows the new one, once. The next attempt of every delivery is signed with it',
       params: EndpointParams,
-      response: { 200: EndpointWithSecret, ...fieldErrorResponses },
+      response: { 200: EndpointWithSecret, ...alertsErrorResponses },
     },
   }, async (req) => {
     const accountId = req.apiKey!.account_id;
