@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { MAX_STACK_KB, type FunctionSandboxOptions } from '../actors/functions/mod.js';
 import { NatsUrlError, parseNatsUrl } from '../actors/mod.js';
+import { longestReplyMs } from '../actors/responder/mod.js';
 import type { TurnTakingOptions } from '../gateway/media/turn-taking.js';
 
 /** The regions a deployment can serve (operator.md). */
@@ -179,6 +180,13 @@ export interface Config {
   passivateAfterMs: number;
   /** How long a sender keeps retrying an ask (owner changes included). */
   askTimeoutMs: number;
+  /**
+   * How long the Chat API and a messaging session wait for a conversation's turn: the ask timeout, plus the
+   * longest the responder may take (`longestReplyMs`), plus the turn's two hooks (`start` or `turn`, and
+   * `end`). A slow model is waited for and its own failure reported, rather than the turn called overloaded
+   * while it goes on (it would then be kept without its asker knowing, and the next message dropped behind it).
+   */
+  turnWaitMs: number;
   /** An idle conversation ends by itself this long after its last turn. */
   conversationIdleMs: number;
   /** Time limit of one project-function call. */
@@ -337,6 +345,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     leaseTtlMs: e.LEASE_TTL_MS,
     passivateAfterMs: e.PASSIVATE_AFTER_MS,
     askTimeoutMs: e.ASK_TIMEOUT_MS,
+    turnWaitMs: e.ASK_TIMEOUT_MS + longestReplyMs(env, e.FUNCTION_TIMEOUT_MS) + 2 * e.FUNCTION_TIMEOUT_MS,
     conversationIdleMs: e.CONVERSATION_IDLE_MS,
     functionTimeoutMs: e.FUNCTION_TIMEOUT_MS,
     functions: {

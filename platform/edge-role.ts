@@ -28,6 +28,7 @@ export async function serveEdge(o: {
     requestLevel: o.log.requestLevel,
     isServing: o.isServing,
     conversationIdleMs: config.conversationIdleMs,
+    turnWaitMs: config.turnWaitMs,
     limits: config.edge,
     externalEvents: config.externalEvents,
     webhooks: { secrets: o.webhookSecrets, allowPrivateUrls: config.webhooks.allowPrivateUrls },

@@ -174,7 +174,7 @@ export async function start(startSignals: StartSignals): Promise<void> {
           externalEvents: config.externalEvents,
           client: async () => (await runtimeReady).client,
         }),
-        sessionKind({ store, builder: services.builder, client: async () => (await runtimeReady).client, transport: async () => (await runtimeReady).transport, conversationIdleMs: config.conversationIdleMs }),
+        sessionKind({ store, builder: services.builder, client: async () => (await runtimeReady).client, transport: async () => (await runtimeReady).transport, conversationIdleMs: config.conversationIdleMs, turnWaitMs: config.turnWaitMs }),
         callKind({ store, transport: async () => (await runtimeReady).transport, ...config.outbound }),
         deliveryKind({
           store,

@@ -88,6 +88,7 @@ function kindWith() {
     builder: {} as Builder,
     client: () => Promise.reject(new Error('no conversation in this test')),
     conversationIdleMs: 60_000,
+    turnWaitMs: 10_000,
     transport: async () => transport,
   }) as unknown as {
     reply: (s: unknown, e: { type: string }, emitted: JournalEntry['events']) => unknown;

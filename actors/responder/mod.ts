@@ -1,6 +1,6 @@
 /** The agent's responders: the offline default and the OpenAI-compatible LLM client, chosen from the environment. */
 import { createOfflineResponder } from './offline.js';
-import { createOpenAiResponder } from './openai.js';
+import { createOpenAiResponder, DEFAULT_LLM_TIMEOUT_MS, MAX_TOOL_ROUNDS } from './openai.js';
 import type { Responder } from './types.js';
 
 export type {
@@ -45,11 +45,26 @@ export const DEFAULT_LLM_MODEL = 'gpt-4o-mini';
 export function createResponderFromEnv(env: Record<string, string | undefined> = process.env): Responder {
   const baseUrl = env.LLM_BASE_URL?.trim();
   if (!baseUrl) return createOfflineResponder();
-  const timeout = Number(env.LLM_TIMEOUT_MS);
   return createOpenAiResponder({
     baseUrl,
     apiKey: env.LLM_API_KEY?.trim() || undefined,
     model: env.LLM_MODEL?.trim() || DEFAULT_LLM_MODEL,
-    timeoutMs: Number.isFinite(timeout) && timeout > 0 ? timeout : undefined,
+    timeoutMs: llmTimeoutOf(env),
   });
+}
+
+/** `LLM_TIMEOUT_MS` when it is a positive number, else undefined (the client's default). */
+function llmTimeoutOf(env: Record<string, string | undefined>): number | undefined {
+  const timeout = Number(env.LLM_TIMEOUT_MS);
+  return Number.isFinite(timeout) && timeout > 0 ? timeout : undefined;
+}
+
+/**
+ * The longest one reply of the responder the environment asks for may take (`createResponderFromEnv`): its
+ * request time limit for each of its rounds, and a function's time limit (`toolMs`) for a tool call between
+ * rounds (one a round). 0 for the offline responder, which waits for nothing.
+ */
+export function longestReplyMs(env: Record<string, string | undefined>, toolMs: number): number {
+  if (!env.LLM_BASE_URL?.trim()) return 0;
+  return (MAX_TOOL_ROUNDS + 1) * (llmTimeoutOf(env) ?? DEFAULT_LLM_TIMEOUT_MS) + MAX_TOOL_ROUNDS * toolMs;
 }

@@ -22,7 +22,8 @@ export interface OpenAiResponderOptions {
 export const MAX_PROMPT_TOPICS = 3;
 /** The most tool rounds (model asks for tools, results go back) in one reply. */
 export const MAX_TOOL_ROUNDS = 5;
-const DEFAULT_TIMEOUT_MS = 30_000;
+/** A request's time limit when `timeoutMs` is not given. */
+export const DEFAULT_LLM_TIMEOUT_MS = 30_000;
 /** Function hooks that are never tools. */
 const HOOKS = new Set(['start', 'turn', 'end', 'external_event', 'bridge_ended']);
 const BUILTIN_HANDOFF = 'handoff';
@@ -112,7 +113,7 @@ function toolDefinitions(ctx: ResponderContext) {
 export function createOpenAiResponder(options: OpenAiResponderOptions): Responder {
   // Trailing slashes, matched from the start of their run only (linear, as every pattern here; test/regex.test.ts).
   const endpoint = `${options.baseUrl.replace(/(?<!\/)\/+$/, '')}/chat/completions`;
-  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const timeoutMs = options.timeoutMs ?? DEFAULT_LLM_TIMEOUT_MS;
   const doFetch = options.fetch ?? fetch;
 
   async function complete(messages: ChatMessage[], tools: unknown[], onDelta: (text: string) => void): Promise<RoundResult> {

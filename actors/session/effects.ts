@@ -14,6 +14,12 @@ export interface SessionDeps {
   client: () => Promise<ActorClient>;
   /** An idle conversation ends by itself this long after its last turn (as on the Chat API). */
   conversationIdleMs: number;
+  /**
+   * How long a turn (the greeting, a message) is waited for before it is called overloaded: long enough for the
+   * slowest reply the responder may make, which then ends in its own answer or apology. Given up sooner, the turn
+   * would go on unseen and the next message, queued behind it in the conversation, would be dropped.
+   */
+  turnWaitMs: number;
 }
 
 type ConversationReply = Outcome & { state: string };
@@ -53,10 +59,10 @@ export function sessionEffects(deps: SessionDeps) {
 
   const variables = (info: SessionInfo) => deps.builder.realtimeConfigs.effective(info.projectId, info.environment as Environment).catch(() => ({}) as Record<string, unknown>);
 
-  const ask = async (id: string, event: { type: string } & Record<string, unknown>, eventId: string): Promise<ConversationReply | 'overload' | 'error'> => {
+  const ask = async (id: string, event: { type: string } & Record<string, unknown>, eventId: string, timeoutMs?: number): Promise<ConversationReply | 'overload' | 'error'> => {
     try {
       // Ordered: the answer goes only into this session's next step, whose commit is queued behind the turn's.
-      return await (await deps.client()).ask<ConversationReply>('conversation', id, event, { eventId, ordered: true });
+      return await (await deps.client()).ask<ConversationReply>('conversation', id, event, { eventId, ordered: true, timeoutMs });
     } catch (err) {
       return err instanceof ActorAskError && err.code === 'DEADLINE' ? 'overload' : 'error';
     }
@@ -109,7 +115,7 @@ export function sessionEffects(deps: SessionDeps) {
           at: input.at,
           idleTimeoutMs: deps.conversationIdleMs,
         },
-      }, input.askId);
+      }, input.askId, deps.turnWaitMs);
       if (answer === 'overload') return { ...empty(Date.now()), failure: 'overload' };
       if (answer === 'error' || !answer.ok) return { ...empty(Date.now()), failure: 'start' };
       const vars = await variables(info);
@@ -129,7 +135,7 @@ export function sessionEffects(deps: SessionDeps) {
         integrationAttributes: {},
         ...(input.language ? { asrLangCode: input.language, ttsLangCode: input.language } : {}),
         at: input.at,
-      }, input.askId);
+      }, input.askId, deps.turnWaitMs);
       if (answer === 'overload') return { ...empty(Date.now()), failure: 'overload' };
       if (answer === 'error') return { ...empty(Date.now()), failure: 'respond' };
       if (unanswered(answer)) return { ...empty(Date.now()), failure: 'respond' };

@@ -40,6 +40,11 @@ export interface ChatOptions {
   runtime: Runtime;
   /** An idle chat ends by itself this long after its last turn. */
   idleTimeoutMs: number;
+  /**
+   * How long a turn (create's greeting, respond) is waited for before the 503: the slowest reply the responder
+   * may make (`Config.turnWaitMs`). Unset: the runtime's ask timeout.
+   */
+  turnWaitMs?: number;
   /** Requests per API key (token bucket). */
   perKey: Bucket;
   /** Requests per project, every key of it together (token bucket). */
@@ -54,7 +59,7 @@ type Reply = Outcome & { state: string };
  * `X-TOKEN` of one of its chat connectors (which fixes the environment and, unless the request names one,
  * the variant). Each request is an ask to the conversation actor; the reply comes once the turn is durable.
  */
-export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { services, runtime, idleTimeoutMs, perKey, perProject }) => {
+export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { services, runtime, idleTimeoutMs, turnWaitMs, perKey, perProject }) => {
   const app = root.withTypeProvider<ZodTypeProvider>();
   useErrorShape(app, 'error_message');
   const steps = timings;
@@ -110,7 +115,10 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
 
   const ask = async (id: string, event: ConversationEvent): Promise<Reply> => {
     try {
-      return await runtime.client.ask<Reply>('conversation', id, event);
+      // A turn may wait on the model for longer than an ask's usual time: given up sooner, it would go on and be
+      // kept while the client, told 503, sends it again.
+      const timeoutMs = event.type === 'START' || event.type === 'MESSAGE' ? turnWaitMs : undefined;
+      return await runtime.client.ask<Reply>('conversation', id, event, { timeoutMs });
     } catch (err) {
       if (err instanceof ActorAskError && err.code === 'DEADLINE') {
         throw CHAT.TIMEOUT();

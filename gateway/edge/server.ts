@@ -90,6 +90,8 @@ export interface EdgeOptions {
   runtime: Runtime;
   /** An idle conversation ends by itself this long after its last turn. */
   conversationIdleMs: number;
+  /** How long the Chat API waits for a turn (`Config.turnWaitMs`); unset: the runtime's ask timeout. */
+  turnWaitMs?: number;
   operatorTokenHash: string;
   logger: Logger;
   /**
@@ -242,6 +244,7 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
     services: opts.services,
     runtime: opts.runtime,
     idleTimeoutMs: opts.conversationIdleMs,
+    turnWaitMs: opts.turnWaitMs,
     perKey: opts.limits.chatPerKey,
     perProject: opts.limits.chatPerProject,
   });
