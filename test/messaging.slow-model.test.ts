@@ -17,15 +17,15 @@ let p: Platform;
 let m: MessagingProject;
 
 t.before(async () => {
-  // "slow": answered after three ask timeouts; "hang": never within the model's time limit.
+  // "slow": answered after more than two ask timeouts; "hang": never within the model's time limit.
   const llm = await startLlmStandin((body) => {
     const users = (body.messages as Array<{ role: string; content: string }>).filter((x) => x.role === 'user');
     const last = users[users.length - 1]?.content ?? '';
     if (/hang/.test(last)) return { delayMs: 60_000, text: 'too late' };
-    return { delayMs: /slow/.test(last) ? 3000 : 0, text: users.length ? `You said: ${last}` : 'Hello from the model!' };
+    return { delayMs: /slow/.test(last) ? 6000 : 0, text: users.length ? `You said: ${last}` : 'Hello from the model!' };
   });
   t.teardown(() => llm.close());
-  p = await platformFor(t, { env: { LLM_BASE_URL: llm.url, LLM_TIMEOUT_MS: '4000', ASK_TIMEOUT_MS: '1000' } });
+  p = await platformFor(t, { env: { LLM_BASE_URL: llm.url, LLM_TIMEOUT_MS: '8000', ASK_TIMEOUT_MS: '2500' } });
   m = await messagingProject(p);
 });
 

@@ -563,3 +563,16 @@ t.test('the Messaging API answers from the session actor and its journal, never 
   t.equal((await desk(p, key)('GET', `/sessions/${sessionId}`)).status, 404, 'only the desk reads the records');
   await c.close();
 });
+
+t.test('a message sent right after the end is answered "Error: Session not found" before the socket closes', async (t) => {
+  const { sessionId, accessToken } = await m.session();
+  const c = await connect(p.socket, { session_id: sessionId, access_token: accessToken });
+  await c.waitFor(is('EVENT_BATCH'), 'batch');
+  // Back to back: the message's frame is in before the end's step is done.
+  c.send(T('USER_END_SESSION'));
+  c.send(T('USER_MESSAGE'), { text: 'one more thing' }, { n: 7 });
+  await c.waitFor(is('SESSION_END'), 'session end');
+  t.equal((await c.closed).code, 1000, 'closed after the end');
+  const error = c.flat().find((e) => e.type === T('SYSTEM_MESSAGE') && e.payload?.level === 'SYSTEM_MESSAGE_LEVEL_ERROR');
+  t.match(error, { payload: { message: 'Error: Session not found' }, metadata: { custom: { n: 7 } } }, 'the message answered before the close');
+});

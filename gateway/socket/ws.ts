@@ -37,6 +37,10 @@ interface SocketData {
   /** A catch-up was asked for while a read was under way, which may have come too early for it: read again after. */
   again: boolean;
   closed: boolean;
+  /** Asks made for this socket's frames and not answered yet (`onMessage`). */
+  asking: number;
+  /** The session has ended: the socket closes once `asking` is 0, so a frame sent just before is still answered. */
+  ending: boolean;
   /**
    * When the socket opened (ms since epoch; set as it is upgraded, and `open` runs within the upgrade): a close
    * soon after is counted apart (`socketCloses`).
@@ -198,8 +202,15 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
       }
     });
     if (missed >= 0) void catchUp(ws, d, events.slice(missed));
-    // The session is over: nothing more will come on this socket.
-    if (ended && !d.closed) ws.end(1000, 'session ended');
+    // The session is over: nothing more will come on this socket, once what it asked is answered (a message
+    // sent right after its own end, say, gets "Error: Session not found").
+    if (ended) endSoon(ws, d);
+  };
+
+  /** Closes the socket of an ended session once its asks are answered. */
+  const endSoon = (ws: Socket, d: SocketData) => {
+    d.ending = true;
+    if (d.asking === 0 && !d.closed) ws.end(1000, 'session ended');
   };
 
   /**
@@ -308,6 +319,17 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
   };
 
   const onMessage = async (ws: Socket, d: SocketData, text: string | null, tooLarge = false) => {
+    d.asking++;
+    try {
+      await answer(ws, d, text, tooLarge);
+    } finally {
+      d.asking--;
+      if (d.ending) endSoon(ws, d);
+    }
+  };
+
+  /** Validates a client frame, asks the session actor and answers what is not published (errors, duplicates). */
+  const answer = async (ws: Socket, d: SocketData, text: string | null, tooLarge: boolean) => {
     const fail = (message: string, custom: unknown) => sendEvent(ws, d, systemMessage('ERROR', message, custom));
     if (text === null) return fail(EVENT_ERRORS.invalidFormat, null);
     const parsed = parseClientEvent(text);
@@ -389,7 +411,7 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
         void ask(sessionId, { type: 'DISCONNECT', connectionId, at: Date.now() }).catch(() => undefined);
         return;
       }
-      const data: SocketData = { sessionId, connectionId, claims, cursor, lastSeq: cursor, pending: [], again: false, closed: false, openedAt: Date.now() };
+      const data: SocketData = { sessionId, connectionId, claims, cursor, lastSeq: cursor, pending: [], again: false, closed: false, asking: 0, ending: false, openedAt: Date.now() };
       res.cork(() => res.upgrade(data, key, protocol, extensions, context));
     });
   };
