@@ -76,31 +76,42 @@ export class Branches {
   /**
    * Merges a branch into main (three-way, against the base it was cut from). Conflicts are a 409 naming the
    * fields; nothing changes then. The merged branch stays readable and becomes read-only.
+   *
+   * Main is written first, then the branch is marked merged on the revision that was merged. A branch edited
+   * in between (an edit acknowledged while the merge ran) is merged again, from what was merged to what it holds
+   * now, until the mark lands on the revision main has: a merge that answers 200 holds every edit acknowledged
+   * before the branch turned read-only, and one that answers 409 BRANCH_BUSY (still moving after every attempt)
+   * has only written what a retry completes.
    */
   async merge(agent: AgentRecord, ref: string): Promise<{ branch: BranchRecord; main: BranchRecord; applied: string[] }> {
-    const branch = await this.get(agent, ref);
+    let branch = await this.get(agent, ref);
     if (branch.name === MAIN) throw AGENTS.MERGE_INTO_MAIN();
     if (branch.status === 'merged') throw AGENTS.BRANCH_MERGED();
-    let applied: string[] = [];
-    const { branch: main } = await this.edit(agent, MAIN, (content) => {
-      const outcome = threeWayMerge(withDefaults(branch.base ?? content), content, withDefaults(branch.content));
-      if (outcome.conflicts.length) {
-        throw AGENTS.BRANCH_DIVERGED.withErrors(outcome.conflicts);
-      }
-      Object.assign(content, outcome.content);
-      applied = outcome.applied;
-    });
-    const now = nowIso();
-    const merged = await this.r.branches.update(
-      { id: branch.id, rev: branch.rev, status: 'open' },
-      { $set: { status: 'merged', merged_at: now, updated_at: now } },
-    );
-    if (!merged) {
-      // Another merge of the same branch got there first (its changes are in main once, as a second three-way
-      // merge of them applies nothing), or the branch changed meanwhile: either way this one did not merge it.
-      const now = await this.get(agent, branch.id);
-      throw now.status === 'merged' ? AGENTS.BRANCH_MERGED() : AGENTS.BRANCH_BUSY();
+    const applied = new Set<string>();
+    // What main already holds of the branch: at first the base it was cut from.
+    let mergedFrom: Content | null = branch.base;
+    for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
+      const theirs = branch;
+      const { branch: main } = await this.edit(agent, MAIN, (content) => {
+        const outcome = threeWayMerge(withDefaults(mergedFrom ?? content), content, withDefaults(theirs.content));
+        if (outcome.conflicts.length) {
+          throw AGENTS.BRANCH_DIVERGED.withErrors(outcome.conflicts);
+        }
+        Object.assign(content, outcome.content);
+        for (const a of outcome.applied) applied.add(a);
+      });
+      const now = nowIso();
+      const merged = await this.r.branches.update(
+        { id: theirs.id, rev: theirs.rev, status: 'open' },
+        { $set: { status: 'merged', merged_at: now, updated_at: now } },
+      );
+      if (merged) return { branch: merged, main, applied: [...applied] };
+      branch = await this.get(agent, theirs.id);
+      // Another merge of the same branch got there first (what this one wrote, a three-way merge of the same
+      // changes, is in main once).
+      if (branch.status === 'merged') throw AGENTS.BRANCH_MERGED();
+      mergedFrom = theirs.content;
     }
-    return { branch: merged, main, applied };
+    throw AGENTS.BRANCH_BUSY();
   }
 }

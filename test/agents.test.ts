@@ -289,6 +289,26 @@ t.test('merge: concurrent merges of one branch: one merges it, the others get 40
   t.same((await api('GET', `${base}/branches/main`)).body.topics.map((x: any) => x.name), ['Only once'], 'its changes are in main once');
 });
 
+t.test('merge: edits to the branch while it merges: a 200 holds every edit acknowledged before it, each later one is refused', async (t) => {
+  // Rounds of 20 topic creates on a branch with its merge sent among them: a create the merge did not take in is
+  // a 409 (read-only), never a 201 missing from main; the merge itself is not refused for the edits around it.
+  for (let round = 0; round < 5; round++) {
+    const agentId = await newAgent();
+    const base = `/v1/agents/${agentId}`;
+    t.equal((await api('POST', `${base}/branches`, { name: 'feat' })).status, 201);
+    const names = Array.from({ length: 20 }, (_, i) => `f${i}`);
+    const creates = names.map((name) => api('POST', `${base}/branches/feat/knowledge-base/topics`, { name, content: 'x' }));
+    await new Promise((r) => setTimeout(r, 5 + round * 5));
+    const merge = await api('POST', `${base}/branches/feat/merge`);
+    const statuses = await Promise.all(creates);
+    t.equal(merge.status, 200, `round ${round}: merged (${merge.text})`);
+    const inMain = new Set((await api('GET', `${base}/branches/main/knowledge-base/topics`)).body.topics.map((x: any) => x.name));
+    const acknowledged = names.filter((_, i) => statuses[i]!.status === 201);
+    t.same(names.filter((n) => inMain.has(n)), acknowledged, `round ${round}: main holds exactly the ${acknowledged.length} creates answered 201`);
+    t.ok(statuses.every((r) => r.status === 201 || r.status === 409), `round ${round}: the others refused as read-only`);
+  }
+});
+
 t.test('merge: a thing changed on both sides is a 409 naming the fields, and nothing changes', async (t) => {
   const agentId = await newAgent();
   const base = `/v1/agents/${agentId}`;
