@@ -266,6 +266,38 @@ t.test('bytes that are not UTF-8, in the body or the query, are refused, not sto
   t.equal(fine.status, 201, 'percent-encoded UTF-8 is taken');
 });
 
+t.test('two different event ids never read as one: form and XML escapes that decode to no text are refused', async (t) => {
+  const r = Date.now();
+  const form = (raw: string) => hook({ type: 'application/x-www-form-urlencoded', raw });
+  const xmlBody = (raw: string, path = 'e.id') => hook({ type: 'application/xml', query: { event_id_path: path }, raw });
+  // Latin-1 percent-encoding (café, cafè) would read as U+FFFD both: the second event answered as a duplicate of the first.
+  for (const raw of [`id=caf%E9${r}&order=1`, `id=caf%E8${r}&order=2`, `id=caf%C3%A9${r}&note=100%zz`]) {
+    const res = await form(raw);
+    t.equal(res.status, 400, `${raw}: ${res.text}`);
+    t.same(res.body, { error_message: 'body is not valid percent-encoded UTF-8' }, raw);
+  }
+  const utf8 = await form(`id=caf%C3%A9${r}&note=100%25`);
+  t.equal(utf8.status, 201, utf8.text);
+  t.match(utf8.body, { event_id: `café${r}`, duplicate: false }, 'percent-encoded UTF-8 is taken');
+  t.equal((await form(`id=caf%C3%A8${r}`)).body.duplicate, false, 'another id is another event');
+
+  // A reference to no character or to an undeclared entity, kept as written, would read as its own escaped form.
+  for (const raw of [`<e><id>&#xD800;${r}</id></e>`, `<e><id>&#xDFFF;${r}</id></e>`, `<e><id>&#0;${r}</id></e>`, `<e><id>&#1114112;${r}</id></e>`, `<e><id>&nbsp;${r}</id></e>`, `<e><id>x${r}</id><n k="&#xD800;"/></e>`]) {
+    const res = await xmlBody(raw);
+    t.equal(res.status, 400, `${raw}: ${res.text}`);
+    t.same(res.body, { error_message: 'body is not valid XML' }, raw);
+  }
+  const escaped = await xmlBody(`<e><id>&amp;#xD800;${r}</id></e>`);
+  t.equal(escaped.status, 201, escaped.text);
+  t.equal(escaped.body.event_id, `&#xD800;${r}`, 'the escaped form is its own id');
+  // A CDATA section is text as written: its `&amp;` is not the `&` of an escape.
+  const cdata = await xmlBody(`<e><id><![CDATA[cd&amp;${r}]]></id></e>`);
+  t.equal(cdata.status, 201, cdata.text);
+  t.match(cdata.body, { event_id: `cd&amp;${r}`, duplicate: false });
+  const text = await xmlBody(`<e><id>cd&amp;${r}</id></e>`);
+  t.match(text.body, { event_id: `cd&${r}`, duplicate: false }, 'the escape outside CDATA is decoded: another id');
+});
+
 t.test('XML entity expansion is refused (billion laughs, external entities)', async (t) => {
   const laughs = '<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">]><lolz><id>&lol2;</id></lolz>';
   const xxe = '<?xml version="1.0"?><!DOCTYPE foo [<!ENTITY xxe SYSTEM "file:///etc/passwd">]><foo><id>&xxe;</id></foo>';

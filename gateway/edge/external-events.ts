@@ -64,20 +64,57 @@ const MEDIA: Record<string, Kind> = {
 };
 
 const PREDEFINED: Record<string, string> = { lt: '<', gt: '>', amp: '&', quot: '"', apos: "'" };
+const DECIMAL_REF = /^#[0-9]+$/;
+const HEX_REF = /^#x[0-9A-Fa-f]+$/;
+
+/** A character XML 1.0 allows (its `Char` production): no NUL, C0 control but tab and line breaks, surrogate, U+FFFE or U+FFFF. */
+function xmlChar(code: number): boolean {
+  if (code < 0x20) return code === 0x9 || code === 0xa || code === 0xd;
+  if (code >= 0xd800 && code <= 0xdfff) return false;
+  return code !== 0xfffe && code !== 0xffff && code <= 0x10ffff;
+}
+
+/** What a reference between `&` and `;` stands for, or null when XML has no such reference. */
+function referenced(name: string): string | null {
+  if (Object.hasOwn(PREDEFINED, name)) return PREDEFINED[name];
+  const code = DECIMAL_REF.test(name) ? Number(name.slice(1)) : HEX_REF.test(name) ? parseInt(name.slice(2), 16) : NaN;
+  return xmlChar(code) ? String.fromCodePoint(code) : null;
+}
 
 /**
  * XML's own escapes in a text or attribute value, decoded in one pass (so `&amp;#233;` reads `&#233;`): the five
- * predefined entities and character references. Anything else (a declared entity) stays as written: a document
- * with a DOCTYPE is refused before parsing, so none can be declared.
+ * predefined entities and character references. Any other `&` makes the document invalid (it throws): a reference
+ * to an undeclared entity (a document with a DOCTYPE is refused before parsing, so none is declared) or to a
+ * character XML does not allow (`&#xD800;`, `&#0;`). Kept as written, it would read as the escaped form of itself
+ * (`&amp;#xD800;`), and two different event ids would be one.
  */
 export function decodeXmlEscapes(value: string): string {
-  if (!value.includes('&')) return value;
-  return value.replace(/&(?:(lt|gt|amp|quot|apos)|#(\d{1,7})|#x([0-9A-Fa-f]{1,6}));/g, (whole, name: string | undefined, dec: string | undefined, hex: string | undefined) => {
-    if (name) return PREDEFINED[name];
-    const code = dec !== undefined ? Number(dec) : parseInt(hex!, 16);
-    return code > 0 && code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff) ? String.fromCodePoint(code) : whole;
-  });
+  let out = '';
+  let from = 0;
+  for (let at = value.indexOf('&'); at >= 0; at = value.indexOf('&', from)) {
+    const end = value.indexOf(';', at);
+    const char = end < 0 ? null : referenced(value.slice(at + 1, end));
+    if (char === null) throw new Error(`not an XML reference at ${at}`);
+    out += value.slice(from, at) + char;
+    from = end + 1;
+  }
+  return from === 0 ? value : out + value.slice(from);
 }
+
+/**
+ * The parser's entity decoder (its `entityDecoder` option): `decodeXmlEscapes`, which the parser calls on text and
+ * attribute values and not on a CDATA section's content, which is text as written (`<![CDATA[&amp;]]>` is `&amp;`).
+ * Declarations never come: a DOCTYPE is refused before parsing.
+ */
+const escapes = {
+  decode: decodeXmlEscapes,
+  reset: () => undefined,
+  setXmlVersion: () => undefined,
+  setExternalEntities: () => undefined,
+  addInputEntities: () => {
+    throw new Error('entity declarations are refused');
+  },
+};
 
 /**
  * XML as data: attributes as `@name`, text next to attributes as `#text`, values as strings, XML's escapes
@@ -89,12 +126,11 @@ const xml = new XMLParser({
   textNodeName: '#text',
   parseTagValue: false,
   parseAttributeValue: false,
-  processEntities: false,
+  processEntities: true,
+  entityDecoder: escapes,
   htmlEntities: false,
   ignoreDeclaration: true,
   ignorePiTags: true,
-  tagValueProcessor: (_name: string, value: string) => decodeXmlEscapes(value),
-  attributeValueProcessor: (_name: string, value: string) => decodeXmlEscapes(value),
 });
 
 const ErrorBody = z.object({ error_message: z.string() });
@@ -124,19 +160,26 @@ function errorShape(app: FastifyInstance, maxBytes: number): void {
 }
 
 /**
- * The raw query string's parameters (repeated keys keep every value). Percent-encoding that does not decode
- * to UTF-8 is refused: `URLSearchParams` would replace it, and an event id would be stored as nobody sent it.
+ * Whether every `&`-separated part of a query string or form body decodes as percent-encoded UTF-8 (`+` a space).
+ * `URLSearchParams` reads what does not (`%E9`, Latin-1) as U+FFFD and leaves a lone `%` as written (so `%25zz`
+ * and `%zz` read alike): an event id would be stored as nobody sent it, and two different ids would be one.
  */
-function queryOf(url: string): URLSearchParams {
-  const i = url.indexOf('?');
-  const raw = i < 0 ? '' : url.slice(i + 1);
+function percentDecodable(raw: string): boolean {
   for (const part of raw.split('&')) {
     try {
       decodeURIComponent(part.replace(/\+/g, ' '));
     } catch {
-      throw EXTERNAL_EVENTS.QUERY_MALFORMED();
+      return false;
     }
   }
+  return true;
+}
+
+/** The raw query string's parameters (repeated keys keep every value); percent-encoding that is not UTF-8 is refused. */
+function queryOf(url: string): URLSearchParams {
+  const i = url.indexOf('?');
+  const raw = i < 0 ? '' : url.slice(i + 1);
+  if (!percentDecodable(raw)) throw EXTERNAL_EVENTS.QUERY_MALFORMED();
   return new URLSearchParams(raw);
 }
 
@@ -165,8 +208,9 @@ export function valueAt(data: unknown, path: string): unknown {
   return at;
 }
 
-/** A form body as data: each key once, a repeated key as the list of its values. */
+/** A form body as data: each key once, a repeated key as the list of its values; percent-encoding that is not UTF-8 is refused. */
 function formData(text: string): Record<string, string | string[]> {
+  if (!percentDecodable(text)) throw EXTERNAL_EVENTS.BODY_MALFORMED('percent-encoded UTF-8');
   const entries = new Map<string, string | string[]>();
   for (const [k, v] of new URLSearchParams(text)) {
     const had = entries.get(k);
