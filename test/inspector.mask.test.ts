@@ -75,10 +75,11 @@ t.test('a marked value survives nowhere, in any case, at any depth; the rest of 
   t.same(mask({ type: 'conversation.pii_marked', values: ['QZ81'] }, ['QZ81']), { type: 'conversation.pii_marked', values: ['•••'] });
 });
 
-t.test("an actor's marks are its conversation's: a conversation's own, a session's by the id its context names", async (t) => {
+t.test("an actor's marks are its conversation's: a conversation's own, a session's of its id, a call's by the id its context names", async (t) => {
   t.equal(conversationOf('conversation', 'c-1', {}), 'c-1');
-  t.equal(conversationOf('session', 's-1', { conversationId: 'c-2' }), 'c-2');
-  t.equal(conversationOf('session', 's-1', { conversationId: null }), null);
+  t.equal(conversationOf('session', 's-1', {}), 's-1', 'a session talks to the conversation of its own id');
+  t.equal(conversationOf('call', 'k-1', { conversationId: 'c-2' }), 'c-2');
+  t.equal(conversationOf('call', 'k-1', { conversationId: null }), null);
   t.equal(conversationOf('alert-rule', 'ar-1', { state: 'ok' }), null);
 });
 
@@ -87,7 +88,7 @@ t.test("a conversation's stream adds the marks its new steps carry without readi
   const step = (values: string[]) => ({ seq: 1, version: 2, at: 0, value: 'idle', events: [{ type: 'conversation.pii_marked', data: { values } }] });
   t.same(await marksAfter(unread, 'conversation', 'c-1', {}, ['QZ81'], [step(['AB12', 'QZ81'])]), ['QZ81', 'AB12'], 'in order, once each');
   t.same(await marksAfter(unread, 'conversation', 'c-1', {}, ['QZ81'], [{ ...step([]), events: [] }]), ['QZ81']);
-  await t.rejects(marksAfter(unread, 'session', 's-1', { conversationId: 'c-1' }, [], []), /read/, "a session's conversation is read again");
+  await t.rejects(marksAfter(unread, 'session', 's-1', {}, [], []), /read/, "a session's conversation is read again");
 });
 
 t.test('ids, timestamps and numbers in text are not phone numbers', async (t) => {

@@ -3,6 +3,7 @@ import WebSocket from 'ws';
 import { XMLParser } from 'fast-xml-parser';
 import { chatProject, type ChatProject } from './helpers/chat.js';
 import { http } from './helpers/http.js';
+import { connect, is, messagingProject, T } from './helpers/messaging.js';
 import { waitForProjections } from './helpers/projections.js';
 import { platformFor, type Platform } from './helpers/platform.js';
 import { MACHINES } from '../machines/catalog.js';
@@ -102,6 +103,53 @@ t.test('values a function marks personal are masked wherever they appear: the ma
   t.notMatch(feed.join('\n').toLowerCase(), 'quokkazeta7', 'the feed masks it too');
   ws.close();
   await new Promise((r) => ws.once('close', r));
+});
+
+t.test("a messaging session's agent messages stay readable but for rules 2 and 3; the user's are masked whole", async (t) => {
+  // The agent's reply is in a field named `text`, as the user's message is: the event's type tells them apart.
+  const m = await messagingProject(p, { name: 'Session Co', functions: { turn: `function turn(conv, message) { conv.mark_pii('Zanzibar'); return 'Your parcel to Zanzibar ships today, write to help@example.com'; }` } });
+  const { sessionId, accessToken } = await m.session();
+  const ws = await connect(p.socket, { session_id: sessionId, access_token: accessToken });
+  t.teardown(() => ws.close());
+  ws.send(T('REQUEST_SERVICE_AGENT_JOIN'));
+  await ws.waitFor(is('SERVICE_AGENT_MESSAGE'), 'greeting');
+  const feed = new WebSocket(`${p.edge.replace('http', 'ws')}/admin/v1/inspector/actors/session/${sessionId}/inspect`, { headers: auth() });
+  const fed: any[] = [];
+  const fedWaiters: Array<() => void> = [];
+  feed.on('message', (data) => {
+    fed.push(JSON.parse(String(data)));
+    for (const w of fedWaiters.splice(0)) w();
+  });
+  const fedUntil = async (pred: (m: any) => boolean) => {
+    for (;;) {
+      const found = fed.find(pred);
+      if (found) return found;
+      await new Promise<void>((r) => fedWaiters.push(r));
+    }
+  };
+  await fedUntil((m) => m.type === '@xstate.actor');
+  const from = ws.flat().length;
+  ws.send(T('USER_MESSAGE'), { text: 'where is my parcel Zanzibar' });
+  await ws.waitFor((e) => e.type === T('SERVICE_AGENT_MESSAGE') && /ships today/.test(e.payload.text), 'the reply', from);
+  const fedReply = await fedUntil((m) => m.type === '@xstate.event' && m.event.type === 'session.agent_message');
+  t.equal(fedReply.event.text, 'Your parcel to ••• ships today, write to •••@•••', 'the feed shows the reply as the page does');
+  const fedAsked = await fedUntil((m) => m.type === '@xstate.event' && m.event.type === 'session.user_message');
+  t.equal(fedAsked.event.text, '•••(27)');
+  feed.close();
+  await new Promise((r) => feed.once('close', r));
+
+  const masked = await get(`/actors/session/${sessionId}?journal=20`);
+  t.equal(masked.status, 200);
+  const events = masked.body.journal.flatMap((s: any) => s.events);
+  const replies = events.filter((e: any) => e.type === 'session.agent_message').map((e: any) => e.data.text);
+  t.ok(replies.length >= 2, 'the greeting and the reply');
+  t.ok(replies.every((x: string) => !x.startsWith('•••(')), `agent messages readable: ${JSON.stringify(replies)}`);
+  t.ok(replies.includes('Your parcel to ••• ships today, write to •••@•••'), 'rules 2 and 3 still apply to them');
+  const asked = events.find((e: any) => e.type === 'session.user_message');
+  t.equal(asked.data.text, '•••(27)', "the user's message is masked whole");
+  t.notMatch(JSON.stringify(masked.body), 'Zanzibar', 'nowhere else either');
+  const raw = await get(`/actors/session/${sessionId}?journal=20&unmasked=true`);
+  t.ok(raw.body.journal.flatMap((s: any) => s.events).some((e: any) => e.data.text === 'where is my parcel Zanzibar'), 'unmasked on request');
 });
 
 t.test('the machines: listed, and every kind as SVG with its states, transitions, effects and timers', async (t) => {

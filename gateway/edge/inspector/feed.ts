@@ -5,7 +5,7 @@ import { secretMatches } from '../../../platform/secrets.js';
 import type { Services } from '../../../platform/services.js';
 import { machineOf } from './charts.js';
 import { marksAfter, marksFor } from './marks.js';
-import { maybeMask } from './mask.js';
+import { maybeMask, maybeMaskEvent } from './mask.js';
 import { currentSnapshot, tailSteps } from './steps.js';
 import { acceptUpgrade, refuseUpgrade, type FeedSocket } from './websocket.js';
 
@@ -75,7 +75,7 @@ export function inspectorFeed(app: FastifyInstance, o: { services: Services; ope
         onSteps: async (steps, now) => {
           if (!unmasked) marked = await marksAfter(o.services.store, kind, id, (now ?? d).context, marked, steps);
           steps.forEach((s, i) => {
-            const events = s.events.map((e) => Object.assign({}, maybeMask(e.data, unmasked, marked) as object, { type: e.type }));
+            const events = s.events.map((e) => Object.assign({}, maybeMaskEvent(e.type, e.data, unmasked, marked) as object, { type: e.type }));
             for (const event of events) ws.send(JSON.stringify({ type: '@xstate.event', event, sourceId: key, ...base() }));
             const last = i === steps.length - 1 && now;
             ws.send(JSON.stringify({

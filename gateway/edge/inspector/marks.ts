@@ -10,9 +10,13 @@ import { markedValues } from '../../../actors/recording/mod.js';
 import type { Store } from '../../../store/mod.js';
 import type { Step } from './steps.js';
 
-/** The conversation whose marks mask an actor: a conversation's own, else the one its context names (a session's). */
+/**
+ * The conversation whose marks mask an actor: a conversation's own; a messaging session's, which is the
+ * conversation of the session's id (the session asks the conversation actor of its own id,
+ * `actors/session/effects.ts`; its context names none); else the one its context names (an outbound call's).
+ */
 export function conversationOf(kind: string, id: string, context: unknown): string | null {
-  if (kind === 'conversation') return id;
+  if (kind === 'conversation' || kind === 'session') return id;
   const named = context && typeof context === 'object' ? (context as { conversationId?: unknown }).conversationId : undefined;
   return typeof named === 'string' && named !== '' ? named : null;
 }

@@ -18,6 +18,10 @@
  * `state` is masked when it holds an object (a conversation's variables), not when it is a string (an alert
  * rule's status, which is what an engineer reads it for).
  *
+ * An agent's words stay readable but for rules 2 and 3: a conversation's `response` is named for none of rule 1,
+ * and a messaging session's `session.agent_message` carries the agent's reply in `text`, which rule 1 masks
+ * elsewhere (the user's message, `session.user_message`, is named alike): `maskEvent` knows it by its event's type.
+ *
  * Ids, states, timestamps, counters, reasons and flags stay readable: they are what an engineer debugging
  * a machine needs. The rule is applied to contexts, journal events and the `@statelyai/inspect` feed alike.
  */
@@ -150,10 +154,33 @@ export function mask(value: unknown, marked: readonly string[] = []): unknown {
   if (typeof value === 'string') return scrubText(hideMarked(value, marked));
   if (Array.isArray(value)) return value.map((v) => mask(v, marked));
   if (value && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, maskedKey(k, v) ? hideLeaves(v) : mask(v, marked)]));
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, maskField(k, v, marked)]));
   }
   return value;
 }
 
+/** A field's value masked by the rule above: whole if its name says so, else as any value. */
+const maskField = (key: string, value: unknown, marked: readonly string[]): unknown => (maskedKey(key, value) ? hideLeaves(value) : mask(value, marked));
+
+/**
+ * Fields of a domain event, by the event's type, that hold what the agent said under a name rule 1 masks: kept
+ * with rules 2 and 3 only. A live agent's message (`session.live_agent_message`) is a person's words and stays masked.
+ */
+const AGENT_WORDS: Readonly<Record<string, readonly string[]>> = {
+  'session.agent_message': ['text'],
+};
+
+/** A copy of a domain event's `data` masked by the rule above: as `mask`, but what the agent said is kept (scrubbed). */
+export function maskEvent(type: string, data: unknown, marked: readonly string[] = []): unknown {
+  const agent = Object.hasOwn(AGENT_WORDS, type) ? AGENT_WORDS[type] : [];
+  if (agent.length === 0 || data === null || typeof data !== 'object' || Array.isArray(data)) return mask(data, marked);
+  return Object.fromEntries(
+    Object.entries(data).map(([k, v]) => [k, agent.includes(k) && typeof v === 'string' ? mask(v, marked) : maskField(k, v, marked)]),
+  );
+}
+
 /** `mask(value, marked)`, or `value` itself when the operator asked for it unmasked. */
 export const maybeMask = (value: unknown, unmasked: boolean, marked: readonly string[] = []): unknown => (unmasked ? value : mask(value, marked));
+
+/** `maskEvent(type, data, marked)`, or `data` itself when the operator asked for it unmasked. */
+export const maybeMaskEvent = (type: string, data: unknown, unmasked: boolean, marked: readonly string[] = []): unknown => (unmasked ? data : maskEvent(type, data, marked));

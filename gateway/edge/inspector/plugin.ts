@@ -10,7 +10,7 @@ import { useErrorShape } from '../errors.js';
 import { fieldErrorResponses, PathId } from '../schemas.js';
 import { machineOf, summaries, svgOf } from './charts.js';
 import { marksAfter, marksFor } from './marks.js';
-import { maybeMask } from './mask.js';
+import { maybeMask, maybeMaskEvent } from './mask.js';
 import { currentSnapshot, recentSteps, tailSteps, type Step } from './steps.js';
 
 const Kind = z.string().regex(/^[a-z][a-z0-9-]{0,31}$/, 'malformed kind');
@@ -22,7 +22,7 @@ export const showStep = (s: Step, unmasked: boolean, marked: readonly string[] =
   version: s.version,
   at: new Date(s.at).toISOString(),
   value: s.value,
-  events: s.events.map((e) => ({ type: e.type, data: maybeMask(e.data, unmasked, marked) })),
+  events: s.events.map((e) => ({ type: e.type, data: maybeMaskEvent(e.type, e.data, unmasked, marked) })),
 });
 
 const StepSchema = z.object({ seq: z.number().int(), version: z.number().int(), at: z.string(), value: z.unknown(), events: z.array(z.object({ type: z.string(), data: z.unknown() })) });
