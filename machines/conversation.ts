@@ -104,11 +104,19 @@ export interface TurnOutcome {
   /** Values the functions marked personal (`conv.mark_pii`): journaled, never kept in the snapshot. */
   pii?: string[];
   /**
-   * The agent could not answer (its responder failed): `response` is the platform's apology. A client that can
-   * be told so apart (the Messaging API's error event) is; the turn is kept with the apology as its answer.
+   * The agent could not answer (its responder failed), and why: `response` is the platform's apology for that
+   * cause. A client that can be told so apart (the Messaging API's error event) is; the turn is kept with the
+   * apology as its answer.
    */
-  failed?: boolean;
+  failed?: ResponderFailure;
 }
+
+/**
+ * Why a responder could not answer, as contract 7.4 tells causes apart: `respond`, the model server did not answer
+ * (unreachable, an error status or error message, no answer in time); `stream`, its answer broke off (the stream
+ * interrupted mid-reply) or was not valid data (not JSON, not a completion).
+ */
+export type ResponderFailure = 'respond' | 'stream';
 
 /** An external event a conversation waits for: its id and when the wait times out (ms since epoch). */
 export interface ExternalWait {
@@ -163,7 +171,7 @@ export interface DeliverInput {
 
 /** The answer to an ask, which the kind derives from the step's events and state (`actors/conversation/kind.ts`). */
 export type Outcome =
-  | { ok: true; response: string; end: boolean; handoff: Handoff | null; failed?: true }
+  | { ok: true; response: string; end: boolean; handoff: Handoff | null; failed?: ResponderFailure }
   | { ok: false; error: 'not_started' | 'ended' | 'handed_off' | 'started' };
 
 /**
@@ -370,8 +378,11 @@ export interface AnsweredData {
   response: string;
   end: boolean;
   handoff: Handoff | null;
-  /** The agent could not answer: `response` is the platform's apology (`TurnOutcome.failed`). */
-  failed?: true;
+  /**
+   * The agent could not answer, and why: `response` is the platform's apology (`TurnOutcome.failed`). `true` in
+   * entries journaled before the cause was kept: read as `respond`, the one apology there was.
+   */
+  failed?: ResponderFailure | true;
 }
 
 /** `conversation.ended`. */
@@ -518,7 +529,7 @@ export const conversationMachine = setup({
       if (out.pii?.length) enqueue.emit({ type: 'conversation.pii_marked', data: { values: out.pii, ...owner(next) } });
       enqueue.emit(changedOf(next));
       const response = [...context.unread, out.response].filter((x) => x !== '').join(' ');
-      enqueue.emit({ type: 'conversation.answered', data: { response, end: out.end, handoff: out.handoff, ...owner(next), ...(out.failed ? { failed: true as const } : {}) } });
+      enqueue.emit({ type: 'conversation.answered', data: { response, end: out.end, handoff: out.handoff, ...owner(next), ...(out.failed ? { failed: out.failed } : {}) } });
     }),
     /** What an external_event or bridge_ended function recorded. */
     emitSide: enqueueActions(({ context, enqueue }, out: SideOutcome) => {

@@ -120,6 +120,20 @@ const turn = (user: string, agent: string, o: Partial<TurnRecord> = {}): TurnRec
   is_ood: false, is_silence: false, metadata: {}, ...o,
 });
 
+t.test("conversation: a failed answer says its cause (contract 7.4's rows); one journaled before the cause was kept reads as respond", async (t) => {
+  const c = driven('c-failed');
+  c.send({ type: 'START', start });
+  c.send({ type: 'xstate.done.actor.start', output: outcome({ response: 'Hello', turns: [turn('', 'Hello')] }) } as any);
+  for (const failed of ['stream', 'respond'] as const) {
+    c.send({ type: 'MESSAGE', message: 'q', metadata: {}, integrationAttributes: {}, at: 5 });
+    c.send({ type: 'TURN_DONE', output: outcome({ failed, response: 'Sorry', turns: [turn('q', 'Sorry')] }) } as any);
+    t.match(c.reply(), { ok: true, response: 'Sorry', failed }, failed);
+    t.match(c.all.filter((e) => e.type === 'conversation.answered').at(-1), { data: { failed } }, `${failed}: journaled`);
+  }
+  const earlier = [{ type: 'conversation.answered', data: { account_id: 'acc', project_id: 'p', response: 'Sorry', end: false, handoff: null, failed: true } }];
+  t.match(conversationReply('idle', { start }, { type: 'MESSAGE', message: 'q', metadata: {}, integrationAttributes: {}, at: 5 }, earlier as any), { ok: true, failed: 'respond' });
+});
+
 t.test('conversation: refusals and answers come from the step\'s events and state', async (t) => {
   const c = driven('c2');
   c.send({ type: 'MESSAGE', message: 'x', metadata: {}, integrationAttributes: {}, at: 1 });

@@ -12,6 +12,7 @@ import {
   type ResponderContext,
   type ToolFunction,
 } from '../actors/responder/mod.js';
+import { ResponderError } from '../actors/responder/failure.js';
 import { startLlmStandin } from './helpers/llm-standin.js';
 
 const TOPICS = [
@@ -429,6 +430,52 @@ t.test('openai responder against the stand-in', async (t) => {
     const url = llm.url;
     await llm.close();
     await t.rejects(createOpenAiResponder({ baseUrl: url, model: 'm' }).respond(ctx(), 'x'), /LLM request failed/);
+  });
+
+  t.test("each rejection says its cause, as contract 7.4 tells them apart: no answer, or an answer broken off or invalid", async (t) => {
+    /** The cause `respond` rejects with (a ResponderError). */
+    const causeOf = (p: Promise<unknown>) => p.then(() => 'answered', (err) => (err instanceof ResponderError ? err.failure : `not a ResponderError: ${err}`));
+    const llm = await startLlmStandin((body) => {
+      const said = String(body.messages.at(-1).content);
+      if (said === 'status') return { status: 500 };
+      if (said === 'late') return { text: 'late', delayMs: 1000 };
+      if (said === 'break') return { text: 'one two three four', breakAfter: 2 };
+      if (said === 'not json') return { raw: { type: 'application/json', body: 'not json' } };
+      if (said === 'bad event') return { raw: { type: 'text/event-stream', body: 'data: {"choices":\n\n' } };
+      if (said === 'no events') return { raw: { type: 'text/plain', body: 'plain words' } };
+      if (said === 'no completion') return { raw: { type: 'application/json', body: '{"choices":[]}' } };
+      if (said === 'error event') return { raw: { type: 'text/event-stream', body: 'data: {"error":{"message":"context length exceeded"}}\n\n' } };
+      return { text: 'fine' };
+    });
+    t.teardown(() => llm.close());
+    const r = createOpenAiResponder({ baseUrl: llm.url, model: 'm', timeoutMs: 300 });
+    const expected: Record<string, string> = {
+      fine: 'answered',
+      status: 'respond',
+      late: 'respond',
+      'error event': 'respond',
+      break: 'stream',
+      'not json': 'stream',
+      'bad event': 'stream',
+      'no events': 'stream',
+      'no completion': 'stream',
+    };
+    for (const [said, cause] of Object.entries(expected)) t.equal(await causeOf(r.respond(ctx(), said)), cause, said);
+    const gone = await startLlmStandin();
+    await gone.close();
+    t.equal(await causeOf(createOpenAiResponder({ baseUrl: gone.url, model: 'm' }).respond(ctx(), 'x')), 'respond', 'connection refused');
+    // The answer began and stopped coming: the timeout cuts a stream interrupted mid-reply.
+    const stalled: typeof fetch = async (_url, init) =>
+      new Response(
+        new ReadableStream({
+          start(controller) {
+            controller.enqueue(new TextEncoder().encode(`data: ${JSON.stringify({ choices: [{ delta: { content: 'Hel' } }] })}\n\n`));
+            init?.signal?.addEventListener('abort', () => controller.error(new Error('aborted')));
+          },
+        }),
+        { status: 200, headers: { 'content-type': 'text/event-stream' } },
+      );
+    t.equal(await causeOf(createOpenAiResponder({ baseUrl: 'http://unused.invalid/v1', model: 'm', timeoutMs: 100, fetch: stalled }).respond(ctx(), 'x')), 'stream', 'a stream that stalls mid-reply');
   });
 
   t.test('createResponderFromEnv', async (t) => {

@@ -1,8 +1,9 @@
 import type { Builder, Content } from '../../builder/mod.js';
-import type { ConversationStart, DeliverInput, EndInput, ExternalWait, Handoff, SideInput, SideOutcome, StartInput, TurnInput, TurnOutcome, TurnRecord, VoiceInput } from '../../machines/conversation.js';
+import type { ConversationStart, DeliverInput, EndInput, ExternalWait, Handoff, ResponderFailure, SideInput, SideOutcome, StartInput, TurnInput, TurnOutcome, TurnRecord, VoiceInput } from '../../machines/conversation.js';
 import type { ActorClient } from '../client.js';
 import type { Environment } from '../../tenancy/connectors.js';
 import type { ConvInput, FunctionSandbox } from '../functions/types.js';
+import { failureOf } from '../responder/failure.js';
 import type { KnowledgeTopic, Responder, ResponderContext, ResponderReply, ToolFunction } from '../responder/types.js';
 import { artifactCache, pickVariant, runningContent } from './deployment.js';
 import { isoOf } from '../../platform/clock.js';
@@ -26,16 +27,22 @@ export interface ConversationDeps {
 const HOOKS = new Set(['start', 'turn', 'end', 'external_event', 'bridge_ended']);
 /** The longest external event id a function may wait for (the webhook refuses longer ones). */
 export const MAX_EXTERNAL_EVENT_ID = 256;
-/** The fallback when the responder fails (contract 7.4 wording). */
-const TROUBLE = "Sorry, I'm having trouble responding right now. Please try again.";
+/**
+ * The fallback when the responder fails, by cause, in contract 7.4's words: "agent failed to respond", "stream
+ * interrupted or invalid data". The Messaging API sends the same words as its error event (`actors/session/wire.ts`).
+ */
+const APOLOGY: Record<ResponderFailure, string> = {
+  respond: "Sorry, I'm having trouble responding right now. Please try again.",
+  stream: 'Sorry, I encountered an error. Please try again.',
+};
 
 
 /** A call's turn as the record keeps it: keyed digits apart from words, barge-in, silence. */
 const withVoice = (r: TurnRecord, v: VoiceInput | undefined): TurnRecord =>
   v ? { ...r, user_input: v.dtmf && r.user_input === v.dtmf ? '' : r.user_input, user_input_dtmf: v.dtmf ?? '', barge_in: v.bargeIn === true, is_silence: v.silence === true } : r;
 
-/** What the responder said, or the platform's apology in its place (`failed`). */
-type Answer = ResponderReply & { failed?: true };
+/** What the responder said, or the platform's apology in its place (`failed`: why). */
+type Answer = ResponderReply & { failed?: ResponderFailure };
 
 /** The mutable part of a conversation while an effect runs. */
 interface Working {
@@ -46,8 +53,8 @@ interface Working {
   awaiting: ExternalWait | null;
   /** Values the functions marked personal (`conv.mark_pii`). */
   pii?: string[];
-  /** The responder failed on the last answer: what it says is the platform's apology, not the agent's words. */
-  failed?: boolean;
+  /** The responder failed on the last answer, and why: what it says is the platform's apology, not the agent's words. */
+  failed?: ResponderFailure | null;
 }
 
 /**
@@ -167,7 +174,7 @@ export function conversationEffects(deps: ConversationDeps) {
         },
       }));
 
-  /** The responder's reply; when it fails (an unreachable or broken model server), the apology, marked `failed`. */
+  /** The responder's reply; when it fails (an unreachable or broken model server), the apology for its cause, marked `failed`. */
   const ask = (kind: 'greet' | 'respond', ctx: ResponderContext, message: string, conversationId: string): Promise<Answer> =>
     inSpan(`responder.${kind}`, { kind: SpanKind.CLIENT, attributes: { 'conversation.id': conversationId } }, async (span) => {
       try {
@@ -177,7 +184,9 @@ export function conversationEffects(deps: ConversationDeps) {
       } catch (err) {
         span.setAttribute('responder.outcome', 'error');
         span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
-        return { text: TROUBLE, isOod: false, intents: [], entities: {}, handoff: null, end: false, failed: true };
+        const failed = failureOf(err);
+        span.setAttribute('responder.failure', failed);
+        return { text: APOLOGY[failed], isOod: false, intents: [], entities: {}, handoff: null, end: false, failed };
       }
     });
 
@@ -217,7 +226,7 @@ export function conversationEffects(deps: ConversationDeps) {
     const base = () => conv(id, start, variant, w, attributes, metadata, loaded.variables);
     const fn = await hook(loaded, 'turn', base(), [message], w);
     const answered = typeof fn?.value === 'string' && fn.value !== '' ? fn.value : fn?.said.length ? fn.said.join(' ') : null;
-    w.failed = false;
+    w.failed = null;
     if (answered !== null) return turnRecord(message, at, null, answered, metadata);
     const reply = await ask('respond', {
       behavior: loaded.content.behavior,
@@ -228,7 +237,7 @@ export function conversationEffects(deps: ConversationDeps) {
       channel: start.channel,
       language: start.asrLangCode || undefined,
     }, message, id);
-    w.failed = reply.failed === true;
+    w.failed = reply.failed ?? null;
     if (reply.handoff) w.handoff = w.handoff ?? reply.handoff;
     if (reply.end) w.end = true;
     return turnRecord(message, at, reply, reply.text, metadata);
@@ -247,7 +256,7 @@ export function conversationEffects(deps: ConversationDeps) {
     artifactVersion,
     awaiting: w.awaiting,
     ...(w.pii?.length ? { pii: w.pii } : {}),
-    ...(w.failed ? { failed: true } : {}),
+    ...(w.failed ? { failed: w.failed } : {}),
   });
 
   /** Runs `external_event` or `bridge_ended`: its words become a turn of their own (no user input). */
@@ -295,7 +304,7 @@ export function conversationEffects(deps: ConversationDeps) {
           channel: start.channel,
       language: start.asrLangCode || undefined,
         }, '', input.id);
-        w.failed = greeting.failed === true;
+        w.failed = greeting.failed ?? null;
       }
       const turns = [turnRecord('', start.at, greeting, said.length ? said.join(' ') : greeting!.text, {})];
       if (start.initialMessage && !w.end && !w.handoff) {

@@ -2,9 +2,13 @@
  * The LLM responder: an OpenAI-compatible Chat Completions client (`POST {baseUrl}/chat/completions`,
  * streamed over SSE). The system prompt carries the behavior, the knowledge-base topics most relevant to the
  * user's last message and the real-time variables; project functions are offered as tools, with two
- * built-ins: `handoff` and `end_conversation`. Errors (HTTP status, timeout, malformed stream) reject; the
- * caller decides the fallback.
+ * built-ins: `handoff` and `end_conversation`. Errors reject with a `ResponderError` that says their cause; the
+ * caller decides the fallback. No answer (unreachable, an error status, an error the model sent, no response
+ * within the timeout) is `respond`; an answer that broke off (the connection lost or the timeout reached while
+ * the body is read) or is not valid data (a body or stream event that is not JSON, JSON that is no completion, a
+ * stream with no event at all) is `stream`.
  */
+import { ResponderError } from './failure.js';
 import { rankTopics } from './retrieval.js';
 import type { KnowledgeTopic, Responder, ResponderContext, ResponderReply } from './types.js';
 
@@ -126,23 +130,32 @@ export function createOpenAiResponder(options: OpenAiResponderOptions): Responde
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'text/event-stream' };
     if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
     try {
-      const res = await doFetch(endpoint, {
-        method: 'POST',
-        headers,
-        body: JSON.stringify({ model: options.model, messages, tools, stream: true }),
-        signal: controller.signal,
-      });
+      let res: Response;
+      try {
+        res = await doFetch(endpoint, {
+          method: 'POST',
+          headers,
+          body: JSON.stringify({ model: options.model, messages, tools, stream: true }),
+          signal: controller.signal,
+        });
+      } catch (err) {
+        if (timedOut) throw new ResponderError(`LLM request timed out after ${timeoutMs} ms: POST ${endpoint}`, 'respond');
+        throw new ResponderError(`LLM request failed: POST ${endpoint}: ${err instanceof Error ? err.message : String(err)}`, 'respond');
+      }
       if (!res.ok) {
         const body = (await res.text().catch(() => '')).slice(0, 500);
-        throw new Error(`LLM request failed: POST ${endpoint} answered HTTP ${res.status}${body ? `: ${body}` : ''}`);
+        throw new ResponderError(`LLM request failed: POST ${endpoint} answered HTTP ${res.status}${body ? `: ${body}` : ''}`, 'respond');
       }
-      const type = res.headers.get('content-type') ?? '';
-      if (type.includes('application/json')) return fromJson(await res.json(), onDelta);
-      return await fromStream(res, onDelta);
-    } catch (err) {
-      if (timedOut) throw new Error(`LLM request timed out after ${timeoutMs} ms: POST ${endpoint}`);
-      if (err instanceof Error && err.message.startsWith('LLM ')) throw err;
-      throw new Error(`LLM request failed: POST ${endpoint}: ${err instanceof Error ? err.message : String(err)}`);
+      // The model answered: from here a failure is its answer breaking off or not being what it should.
+      try {
+        const type = res.headers.get('content-type') ?? '';
+        if (type.includes('application/json')) return fromJson(await res.json(), onDelta);
+        return await fromStream(res, onDelta);
+      } catch (err) {
+        if (timedOut) throw new ResponderError(`LLM answer timed out after ${timeoutMs} ms while it was read: POST ${endpoint}`, 'stream');
+        if (err instanceof ResponderError) throw err;
+        throw new ResponderError(`LLM answer broke off or is not valid: POST ${endpoint}: ${err instanceof Error ? err.message : String(err)}`, 'stream');
+      }
     } finally {
       clearTimeout(timer);
     }
@@ -261,9 +274,9 @@ function finishToolCalls(calls: Map<number, PartialCall>): ToolCall[] {
 
 /** A non-streamed answer (some compatible servers ignore `stream: true`). */
 function fromJson(body: any, onDelta: (text: string) => void): RoundResult {
-  if (body?.error) throw new Error(`LLM error: ${body.error.message ?? JSON.stringify(body.error)}`);
+  if (body?.error) throw new ResponderError(`LLM error: ${body.error.message ?? JSON.stringify(body.error)}`, 'respond');
   const message = body?.choices?.[0]?.message;
-  if (!message) throw new Error('LLM answer has no choices[0].message');
+  if (!message) throw new ResponderError('LLM answer has no choices[0].message', 'stream');
   const text = typeof message.content === 'string' ? message.content : '';
   if (text) onDelta(text);
   const calls = new Map<number, PartialCall>();
@@ -273,20 +286,25 @@ function fromJson(body: any, onDelta: (text: string) => void): RoundResult {
   return { text, toolCalls: finishToolCalls(calls) };
 }
 
-/** Reads an SSE stream of chat.completion.chunk events until `data: [DONE]` (or the end of the body). */
+/**
+ * Reads an SSE stream of chat.completion.chunk events until `data: [DONE]` (or the end of the body, which some
+ * compatible servers send without it). A body with no event at all (not a stream) is not an answer.
+ */
 async function fromStream(res: Response, onDelta: (text: string) => void): Promise<RoundResult> {
-  if (!res.body) throw new Error('LLM answer has no body');
+  if (!res.body) throw new ResponderError('LLM answer has no body', 'stream');
   const decoder = new TextDecoder();
   const calls = new Map<number, PartialCall>();
   let text = '';
   let buffer = '';
   let data: string[] = [];
   let done = false;
+  let events = 0;
 
   const dispatch = () => {
     if (data.length === 0) return;
     const payload = data.join('\n');
     data = [];
+    events++;
     if (payload.trim() === '[DONE]') {
       done = true;
       return;
@@ -295,9 +313,9 @@ async function fromStream(res: Response, onDelta: (text: string) => void): Promi
     try {
       chunk = JSON.parse(payload);
     } catch {
-      throw new Error(`LLM stream has an event that is not JSON: ${payload.slice(0, 200)}`);
+      throw new ResponderError(`LLM stream has an event that is not JSON: ${payload.slice(0, 200)}`, 'stream');
     }
-    if (chunk?.error) throw new Error(`LLM error: ${chunk.error.message ?? JSON.stringify(chunk.error)}`);
+    if (chunk?.error) throw new ResponderError(`LLM error: ${chunk.error.message ?? JSON.stringify(chunk.error)}`, 'respond');
     const delta = chunk?.choices?.[0]?.delta;
     if (!delta) return;
     if (typeof delta.content === 'string' && delta.content) {
@@ -332,5 +350,6 @@ async function fromStream(res: Response, onDelta: (text: string) => void): Promi
     await reader.cancel().catch(() => {});
     reader.releaseLock();
   }
+  if (events === 0) throw new ResponderError('LLM answer is not an event stream: it has no data event', 'stream');
   return { text, toolCalls: finishToolCalls(calls) };
 }

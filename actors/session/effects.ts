@@ -28,7 +28,7 @@ type ConversationReply = Outcome & { state: string };
  * The conversation kept the turn, but its agent could not answer it (its responder failed) and neither hands off
  * nor ends: the client is told so with contract 7.4's error, not an agent message.
  */
-const unanswered = (r: ConversationReply): boolean => r.ok && r.failed === true && !r.handoff && !r.end;
+const unanswered = (r: ConversationReply): boolean => r.ok && !!r.failed && !r.handoff && !r.end;
 
 /** How a handoff goes, from the project's real-time config variable `handoff_mode` (default `server`). */
 const HANDOFF_MODES = new Set(['server', 'client']);
@@ -138,7 +138,8 @@ export function sessionEffects(deps: SessionDeps) {
       }, input.askId, deps.turnWaitMs);
       if (answer === 'overload') return { ...empty(Date.now()), failure: 'overload' };
       if (answer === 'error') return { ...empty(Date.now()), failure: 'respond' };
-      if (unanswered(answer)) return { ...empty(Date.now()), failure: 'respond' };
+      // Contract 7.4 by cause: the model did not answer, or its answer broke off or was not valid data.
+      if (unanswered(answer)) return { ...empty(Date.now()), failure: answer.ok && answer.failed === 'stream' ? 'stream' : 'respond' };
       return reply(input.info, answer, await variables(input.info));
     },
 

@@ -23,6 +23,10 @@ export interface StandinRound {
   body?: string;
   /** Wait this long before answering. */
   delayMs?: number;
+  /** Cut the connection after this many text deltas (a streamed answer; a JSON one is cut halfway): a stream interrupted mid-reply. */
+  breakAfter?: number;
+  /** Answer 200 with this content type and body as they are (data that is not what the protocol says). */
+  raw?: { type: string; body: string };
 }
 
 /**
@@ -104,6 +108,12 @@ export async function startLlmStandin(script?: StandinScript): Promise<LlmStandi
       return;
     }
 
+    if (round.raw) {
+      res.writeHead(200, { 'content-type': round.raw.type });
+      res.end(round.raw.body);
+      return;
+    }
+
     const id = `chatcmpl-standin-${index}`;
     const model = body?.model ?? 'standin';
     const calls = toolCallsOf(round);
@@ -111,26 +121,29 @@ export async function startLlmStandin(script?: StandinScript): Promise<LlmStandi
 
     if (!body?.stream) {
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(
-        JSON.stringify({
-          id,
-          object: 'chat.completion',
-          model,
-          choices: [
-            {
-              index: 0,
-              message: {
-                role: 'assistant',
-                content: round.text ?? null,
-                ...(calls.length > 0
-                  ? { tool_calls: calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })) }
-                  : {}),
-              },
-              finish_reason: finish,
+      const answer = JSON.stringify({
+        id,
+        object: 'chat.completion',
+        model,
+        choices: [
+          {
+            index: 0,
+            message: {
+              role: 'assistant',
+              content: round.text ?? null,
+              ...(calls.length > 0
+                ? { tool_calls: calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })) }
+                : {}),
             },
-          ],
-        }),
-      );
+            finish_reason: finish,
+          },
+        ],
+      });
+      if (round.breakAfter !== undefined) {
+        res.write(answer.slice(0, answer.length >> 1), () => res.socket?.destroy());
+        return;
+      }
+      res.end(answer);
       return;
     }
 
@@ -140,7 +153,15 @@ export async function startLlmStandin(script?: StandinScript): Promise<LlmStandi
         `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', model, choices: [{ index: 0, delta, finish_reason: finishReason }] })}\n\n`,
       );
     send({ role: 'assistant', content: '' });
-    for (const piece of pieces(round.text ?? '')) send({ content: piece });
+    const deltas = pieces(round.text ?? '');
+    if (round.breakAfter !== undefined) {
+      for (const piece of deltas.slice(0, round.breakAfter)) send({ content: piece });
+      // Destroyed, not ended, once what was written is out: the chunked body never finishes, as when a model
+      // server dies mid-reply (destroyed at once, the socket would drop the response it has not sent yet).
+      res.write(':\n', () => res.socket?.destroy());
+      return;
+    }
+    for (const piece of deltas) send({ content: piece });
     calls.forEach((c, i) => {
       // The first delta names the call, the arguments follow in pieces (as OpenAI streams them).
       send({ tool_calls: [{ index: i, id: c.id, type: 'function', function: { name: c.name, arguments: '' } }] });
