@@ -378,11 +378,8 @@ export interface AnsweredData {
   response: string;
   end: boolean;
   handoff: Handoff | null;
-  /**
-   * The agent could not answer, and why: `response` is the platform's apology (`TurnOutcome.failed`). `true` in
-   * entries journaled before the cause was kept: read as `respond`, the one apology there was.
-   */
-  failed?: ResponderFailure | true;
+  /** The agent could not answer, and why: `response` is the platform's apology (`TurnOutcome.failed`). */
+  failed?: ResponderFailure;
 }
 
 /** `conversation.ended`. */

@@ -35,7 +35,7 @@ export function conversationReply(state: string, context: { handledEvents?: stri
       return state === 'new' ? { ok: false, error: 'not_started', state } : { ok: true, response: '', end: true, handoff: null, state };
     default: {
       const answered = emitted.find((e) => e.type === 'conversation.answered')?.data as AnsweredData | undefined;
-      if (answered) return { ok: true, response: answered.response, end: answered.end, handoff: answered.handoff, ...(answered.failed ? { failed: answered.failed === 'stream' ? 'stream' : 'respond' } : {}), state };
+      if (answered) return { ok: true, response: answered.response, end: answered.end, handoff: answered.handoff, ...(answered.failed ? { failed: answered.failed } : {}), state };
       if (event.type === 'START') return { ok: false, error: 'started', state };
       return { ok: false, error: refusal(state), state };
     }

@@ -139,7 +139,7 @@ export function sessionEffects(deps: SessionDeps) {
       if (answer === 'overload') return { ...empty(Date.now()), failure: 'overload' };
       if (answer === 'error') return { ...empty(Date.now()), failure: 'respond' };
       // Contract 7.4 by cause: the model did not answer, or its answer broke off or was not valid data.
-      if (unanswered(answer)) return { ...empty(Date.now()), failure: answer.ok && answer.failed === 'stream' ? 'stream' : 'respond' };
+      if (unanswered(answer)) return { ...empty(Date.now()), failure: answer.ok && answer.failed ? answer.failed : 'respond' };
       return reply(input.info, answer, await variables(input.info));
     },
 
