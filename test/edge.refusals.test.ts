@@ -6,6 +6,7 @@
  */
 import { connect } from 'node:net';
 import t, { type Test } from 'tap';
+import fc from 'fast-check';
 import { chatProject, type ChatProject } from './helpers/chat.js';
 import { http } from './helpers/http.js';
 import { platformFor, type Platform } from './helpers/platform.js';
@@ -149,6 +150,65 @@ t.test('a JSON body that is not UTF-8 is refused, in the family shape', async (t
   });
   t.equal(r.status, 400);
   t.same(await r.json(), { error_message: 'body is not valid UTF-8' });
+});
+
+/** A well-formed string (any code points, pairs included). */
+const wellFormed = fc.string({ unit: 'binary', maxLength: 24 });
+/**
+ * A well-formed string with one lone surrogate put anywhere in it. Put between the two halves of a pair, it
+ * pairs with one of them and leaves the other alone: the result is never well-formed.
+ */
+const withLoneSurrogate = fc
+  .tuple(wellFormed, fc.nat(), fc.integer({ min: 0xd800, max: 0xdfff }))
+  .map(([s, at, unit]) => s.slice(0, at % (s.length + 1)) + String.fromCharCode(unit) + s.slice(at % (s.length + 1)));
+/** A JSON value holding `s` somewhere: as a value or a key, at the top or nested in objects and arrays. */
+const holding = (s: string) =>
+  fc.constantFrom<(s: string) => unknown>(
+    (x) => x,
+    (x) => ({ [x]: 1 }),
+    (x) => [1, { deep: [x] }],
+    (x) => ({ a: { [`k${x}`]: { b: 'c' } } }),
+  ).map((place) => place(s));
+
+t.test('a JSON body with a lone surrogate anywhere is refused in the family shape, nothing stored', async (t) => {
+  const page = `/v1/agents/${c.agentId}/real-time-configs/lone-surrogates`;
+  await fc.assert(
+    fc.asyncProperty(withLoneSurrogate.chain(holding), async (v) => {
+      // JSON.stringify writes a lone surrogate as its escape (`\ud800`): the text is plain ASCII, valid UTF-8.
+      const agents = await c.api('PATCH', `${page}/variables`, { variables: { v } });
+      if (agents.status !== 400 || !/^body holds a lone surrogate/.test(agents.body?.message) || agents.body.errors?.[0]?.field !== 'body') throw new Error(`Agents: ${agents.status} ${agents.text}`);
+      const chat = await c.chat('create', { integration_attributes: { v } });
+      if (chat.status !== 400 || !/^body holds a lone surrogate/.test(chat.body?.error_message) || Object.keys(chat.body).length !== 1) throw new Error(`Chat: ${chat.status} ${chat.text}`);
+      return true;
+    }),
+    { numRuns: 40 },
+  );
+  t.equal((await c.api('GET', page)).status, 404, 'the config page was never written');
+  const account = await http(p.edge, 'POST', '/admin/v1/accounts', { raw: '{"name":"acct\\ud800"}', headers: { authorization: `Bearer ${p.operatorToken}`, 'content-type': 'application/json' } });
+  t.equal(account.status, 400, 'admin API');
+  fieldsShape(t, account.body);
+  t.same(account.body.errors, [{ field: 'body', message: 'body holds a lone surrogate (U+D800 to U+DFFF outside a pair), which is not Unicode text' }]);
+});
+
+t.test('a JSON body whose strings are all well-formed is stored as sent, escaped or not', async (t) => {
+  const page = `/v1/agents/${c.agentId}/real-time-configs/well-formed`;
+  await fc.assert(
+    fc.asyncProperty(wellFormed, wellFormed, async (s, key) => {
+      const variables = { v: s, [`k${key}`]: [s, { s }] };
+      const sent = await c.api('PATCH', `${page}/variables`, { variables });
+      if (sent.status !== 200) throw new Error(`${sent.status} ${sent.text}`);
+      const read = (await c.api('GET', page)).body.variables;
+      if (JSON.stringify([read.v, read[`k${key}`]]) !== JSON.stringify([s, [s, { s }]])) throw new Error(`read back ${JSON.stringify(read)}`);
+      await c.api('PATCH', `${page}/variables`, { variables: { v: null, [`k${key}`]: null } });
+      return true;
+    }),
+    { numRuns: 30 },
+  );
+  // Escapes the check looks at twice: a pair (an emoji), and an escaped backslash followed by `ud800`.
+  const raw = String.raw`{"variables":{"pair":"\ud83d\ude00","backslash":"\\ud800"}}`;
+  const sent = await http(p.edge, 'PATCH', `${page}/variables`, { raw, headers: { 'x-api-key': agentsKey, 'content-type': 'application/json' } });
+  t.equal(sent.status, 200, sent.text);
+  t.same((await c.api('GET', page)).body.variables, { pair: '\u{1f600}', backslash: String.raw`\ud800` });
 });
 
 t.test('a Chat API validation error names its fields in error_message', async (t) => {

@@ -1,5 +1,6 @@
 import type { HttpRequest, HttpResponse } from '@trufflesuite/uws-js-unofficial';
 import { jsonTooDeep } from '../../platform/json-depth.js';
+import { unstorableJson } from '../../platform/json-unstorable.js';
 import { utf8 } from '../../platform/utf8.js';
 import { errorBody, HTTP_ERRORS, type MessagingHttpError } from './errors.js';
 import { otherRegion, type Region } from '../../platform/region.js';
@@ -9,10 +10,15 @@ import secureJsonParse from 'secure-json-parse';
 /**
  * JSON as the socket gateway takes it, in frames and in HTTP bodies: throws on malformed text and on a key named
  * `__proto__`, as the edge refuses one (`gateway/edge/json-body.ts`): copied, it would become a prototype or be
- * renamed by the journal's encoding, so it would not be echoed or replayed as sent.
+ * renamed by the journal's encoding, so it would not be echoed or replayed as sent. For the same reason it
+ * throws on what `unstorableJson` finds (a lone surrogate escape): the callers answer an invalid frame or
+ * body, as for malformed text.
  */
 export function parseJson(text: string): unknown {
-  return secureJsonParse.parse(text, undefined, { protoAction: 'error', constructorAction: 'ignore' });
+  const value = secureJsonParse.parse(text, undefined, { protoAction: 'error', constructorAction: 'ignore' });
+  const unstorable = unstorableJson(text, value);
+  if (unstorable !== null) throw new SyntaxError(`JSON ${unstorable}`);
+  return value;
 }
 
 /** Largest HTTP body the gateway reads. */
