@@ -211,6 +211,38 @@ t.test('a JSON body whose strings are all well-formed is stored as sent, escaped
   t.same((await c.api('GET', page)).body.variables, { pair: '\u{1f600}', backslash: String.raw`\ud800` });
 });
 
+t.test("a JSON number past a double's range is refused in the family shape, not stored as null", async (t) => {
+  const page = `/v1/agents/${c.agentId}/real-time-configs/large-numbers`;
+  const patch = (raw: string) => http(p.edge, 'PATCH', `${page}/variables`, { raw: `{"variables":${raw}}`, headers: { 'x-api-key': agentsKey, 'content-type': 'application/json' } });
+  const message = 'body holds a number out of range (larger in size than 1.7976931348623157e308, the largest double), which is not finite';
+  const refused = await patch('{"max_wait":1e309,"floor":-1e400}');
+  t.equal(refused.status, 400);
+  t.same(refused.body, { message, errors: [{ field: 'body', message }] });
+  t.equal((await c.api('GET', page)).status, 404, 'the config page was never written');
+  const chat = await http(p.edge, 'POST', `/v1/${c.accountId}/${c.agentId}/chat/create`, {
+    raw: '{"integration_attributes":{"n":[1E+999]}}',
+    headers: { 'x-api-key': c.chatKey, 'x-token': c.token, 'content-type': 'application/json' },
+  });
+  t.same([chat.status, chat.body], [400, { error_message: message }], 'Chat API');
+  // Either way to a large number: an exponent, or digits. Refused exactly when JSON.parse gives Infinity.
+  const literal = fc.oneof(
+    fc.tuple(fc.integer({ min: 1, max: 9 }), fc.integer({ min: 280, max: 330 }), fc.constantFrom('e', 'E', 'e+', 'e0')).map(([m, e, mark]) => `${m}.5${mark}${e}`),
+    fc.tuple(fc.integer({ min: 200, max: 320 }), fc.constantFrom('1', '9')).map(([n, d]) => d.repeat(n)),
+  );
+  await fc.assert(
+    fc.asyncProperty(literal, fc.boolean(), async (text, negative) => {
+      const number = `${negative ? '-' : ''}${text}`;
+      const r = await patch(`{"n":${number}}`);
+      const finite = Number.isFinite(JSON.parse(number));
+      if (finite ? r.status !== 200 || r.body.variables.n !== JSON.parse(number) : r.status !== 400 || r.body.message !== message) throw new Error(`${number}: ${r.status} ${r.text}`);
+      return true;
+    }),
+    { numRuns: 40 },
+  );
+  const largest = await patch('{"n":1.7976931348623157e308,"tiny":5e-324}');
+  t.same(largest.body.variables, { n: 1.7976931348623157e308, tiny: 5e-324 }, 'the largest double and the smallest are taken');
+});
+
 t.test('a Chat API validation error names its fields in error_message', async (t) => {
   const r = await c.chat('respond', { conversation_id: 7, channel: 'pigeon' });
   t.equal(r.status, 400);

@@ -149,6 +149,7 @@ t.test('sessions: every error row', async (t) => {
   t.same(errorOf(await post({ Authorization: `Bearer ${token}` }, notUtf8)), [400, 'Error parsing request'], 'a body that is not UTF-8');
   // Escaped, a lone surrogate is valid UTF-8 text, but it would be stored as U+FFFD: not what was sent.
   t.same(errorOf(await post({ Authorization: `Bearer ${token}` }, String.raw`{"platform":"web","x":"\ud800"}`)), [400, 'Error parsing request'], 'a lone surrogate escape');
+  t.same(errorOf(await post({ Authorization: `Bearer ${token}` }, '{"platform":"web","x":1e309}')), [400, 'Error parsing request'], 'a number past a double (Infinity, stored as null)');
   // The table's message exactly (contract 7.4), what was wrong beside it.
   const fridge = await post({ Authorization: `Bearer ${token}` }, '{"platform":"fridge"}');
   t.same([fridge.status, fridge.body.error, fridge.body.error_message], [400, 'Error parsing request', 'Error parsing request'], 'unknown platform');
@@ -220,8 +221,9 @@ t.test('event errors: SYSTEM_MESSAGE at level ERROR, custom echoed, the socket s
     e = await errorAfter(() => c.raw(frame));
     t.equal(e.payload.message, 'Unknown event type or invalid message format', frame);
   }
-  // A lone surrogate escape would be journaled as U+FFFD, not as it was sent: an invalid frame, as malformed JSON is.
-  for (const frame of [String.raw`{"type":"EVENT_TYPE_USER_MESSAGE","payload":{"text":"hi \ud800"}}`, String.raw`{"type":"EVENT_TYPE_HEARTBEAT","payload":{},"metadata":{"custom":{"\udc00":1}}}`]) {
+  // A lone surrogate escape would be journaled as U+FFFD, and a number past a double's range as null, not as sent:
+  // an invalid frame, as malformed JSON is.
+  for (const frame of [String.raw`{"type":"EVENT_TYPE_USER_MESSAGE","payload":{"text":"hi \ud800"}}`, String.raw`{"type":"EVENT_TYPE_HEARTBEAT","payload":{},"metadata":{"custom":{"\udc00":1}}}`, '{"type":"EVENT_TYPE_HEARTBEAT","payload":{},"metadata":{"custom":{"n":-1e400}}}']) {
     e = await errorAfter(() => c.raw(frame));
     t.equal(e.payload.message, 'Unknown event type or invalid message format', frame);
   }

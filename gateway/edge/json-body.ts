@@ -8,8 +8,8 @@ import { utf8 } from '../../platform/utf8.js';
  * JSON bodies: invalid UTF-8 is refused (JSON is UTF-8, RFC 8259), an empty body reads as no body and a literal `null` body is refused (clients often send `Content-Type: application/json` on a
  * POST without one), `__proto__`/`constructor.prototype` keys are refused, as Fastify's own parser does, and so
  * is anything nested deeper than `JSON_MAX_DEPTH` (checked on the raw text, before parsing) and any value that
- * would not be stored as sent (`unstorableJson`: a lone surrogate escape). Every refusal is a 400, which each
- * family renders in its own error shape.
+ * would not be stored as sent (`unstorableJson`: a lone surrogate escape, a number past a double's range).
+ * Every refusal is a 400, which each family renders in its own error shape.
  */
 export function jsonBodyParser(_req: FastifyRequest, body: string | Buffer, done: (err: Error | null, body?: unknown) => void): void {
   const text = typeof body === 'string' ? body : utf8(body);

@@ -11,8 +11,8 @@ import secureJsonParse from 'secure-json-parse';
  * JSON as the socket gateway takes it, in frames and in HTTP bodies: throws on malformed text and on a key named
  * `__proto__`, as the edge refuses one (`gateway/edge/json-body.ts`): copied, it would become a prototype or be
  * renamed by the journal's encoding, so it would not be echoed or replayed as sent. For the same reason it
- * throws on what `unstorableJson` finds (a lone surrogate escape): the callers answer an invalid frame or
- * body, as for malformed text.
+ * throws on what `unstorableJson` finds (a lone surrogate escape, a number past a double's range): the
+ * callers answer an invalid frame or body, as for malformed text.
  */
 export function parseJson(text: string): unknown {
   const value = secureJsonParse.parse(text, undefined, { protoAction: 'error', constructorAction: 'ignore' });
