@@ -76,11 +76,15 @@ t.test('a path segment longer than the router takes: 400 in the family shape, no
   fieldsShape(t, agents.body);
 });
 
-/** One raw request over a socket; the whole answer as text. */
-function raw(request: string): Promise<string> {
+/**
+ * One raw request over a socket; the whole answer as text. `halfClose`: end the writing side after the request.
+ * Node's server then ends its own side too, so an answer not written by then is lost: for a route that takes
+ * a while, send `Connection: close` and keep the socket open.
+ */
+function raw(request: string, halfClose = true): Promise<string> {
   const url = new URL(p.edge);
   return new Promise((resolve, reject) => {
-    const socket = connect(Number(url.port), url.hostname, () => socket.end(request));
+    const socket = connect(Number(url.port), url.hostname, () => (halfClose ? socket.end(request) : socket.write(request)));
     let text = '';
     socket.setEncoding('utf8');
     socket.on('data', (d) => (text += d));
@@ -98,6 +102,33 @@ t.test("headers larger than Node takes, or a request that is not HTTP: a body in
   const garbage = await raw('NOT HTTP AT ALL\r\n\r\n');
   t.match(garbage, /^HTTP\/1\.1 400 /);
   errorMessageShape(t, JSON.parse(garbage.slice(garbage.indexOf('\r\n\r\n') + 4)));
+});
+
+/** The status and the parsed body of a raw answer. */
+const answer = (res: string) => ({ status: Number(/^HTTP\/1\.1 (\d{3}) /.exec(res)?.[1]), body: JSON.parse(res.slice(res.indexOf('\r\n\r\n') + 4)) });
+
+t.test('an empty body counts as none however it is framed or labelled; one that is not empty must be JSON', async (t) => {
+  const post = (path: string, headers: string, body = '') =>
+    raw(`POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nx-api-key: ${agentsKey}\r\n${headers}Connection: close\r\n\r\n${body}`, false).then(answer);
+  // A route that takes no body, on a branch no one made: served, it answers 404 branch not found.
+  const nothing = `/v1/agents/${c.agentId}/branches/no-such-branch/merge`;
+  const served = { status: 404, body: { message: 'branch not found', errors: [{ field: 'branch', message: 'branch not found' }] } };
+  t.same(await post(nothing, 'Content-Length: 0\r\n'), served, 'Content-Length: 0');
+  t.same(await post(nothing, 'Transfer-Encoding: chunked\r\n', '0\r\n\r\n'), served, 'chunked and empty, no Content-Type');
+  t.same(await post(nothing, 'Content-Type: text/plain\r\nContent-Length: 0\r\n'), served, 'text/plain and empty');
+  t.same(await post(nothing, 'Content-Type: application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked\r\n', '0\r\n\r\n'), served, 'a form, chunked and empty (curl -d "")');
+  const refused = (type: string) => {
+    const message = `Content-Type must be application/json, not ${type}`;
+    return { status: 400, body: { message, errors: [{ field: 'body', message }] } };
+  };
+  t.same(await post(nothing, 'Transfer-Encoding: chunked\r\n', '2\r\n{}\r\n0\r\n\r\n'), refused('none'), 'chunked, not empty, no Content-Type');
+  t.same(await post(nothing, 'Content-Length: 2\r\n', '{}'), refused('none'), 'Content-Length: 2, no Content-Type');
+  t.same(await post(nothing, 'Content-Type: text/plain\r\nTransfer-Encoding: chunked\r\n', '1\r\nx\r\n0\r\n\r\n'), refused('text/plain'), 'text/plain, chunked, not empty');
+  t.equal((await post('/v1/agents/x/no/such/route', 'Content-Type: text/plain\r\nContent-Length: 1\r\n', 'x')).status, 404, 'a path no route has is a 404 whatever the body');
+  // And a merge that happens.
+  t.equal((await c.api('POST', `/v1/agents/${c.agentId}/branches`, { name: 'empty-chunked' })).status, 201);
+  const merged = await post(`/v1/agents/${c.agentId}/branches/empty-chunked/merge`, 'Transfer-Encoding: chunked\r\n', '0\r\n\r\n');
+  t.same([merged.status, merged.body.merged], [200, true], 'merged, from an empty chunked body');
 });
 
 t.test("an unmatched path answers in its family's shape however it is written: after ';' or '#', in absolute form", async (t) => {

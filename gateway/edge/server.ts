@@ -22,7 +22,7 @@ import { conversationsPlugin } from './conversations/plugin.js';
 import { BODY_LIMIT, clientErrorResponse, frameworkProblem, MAX_PARAM_LENGTH, routeNotFound, sendProblem, shapeForPath, toProblem } from './errors.js';
 import { healthPlugin } from './health.js';
 import { bridgeEndedPlugin, externalEventsPlugin } from './external-events.js';
-import { jsonBodyParser } from './json-body.js';
+import { jsonBodyParser, notJsonBodyParser } from './json-body.js';
 import { openapiTransform, SECURITY_SCHEMES } from './openapi.js';
 import { inspectorPlugin } from './inspector/plugin.js';
 import { inspectorPagePlugin } from './inspector/page.js';
@@ -182,9 +182,11 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
   app.setSerializerCompiler(serializerCompiler);
   app.decorateRequest('apiKey', null);
   app.decorateRequest('tenant', null);
-  // JSON only at the root; a family that takes other bodies (external events) adds its parsers in its own context.
+  // JSON only at the root (any other body refused, an empty one taken as none); a family that takes other
+  // bodies (external events) adds its parsers in its own context.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, jsonBodyParser);
+  app.addContentTypeParser('*', notJsonBodyParser);
   traceRequests(app);
   if (opts.region) {
     const served = opts.region;
