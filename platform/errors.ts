@@ -86,6 +86,8 @@ function catalog<K extends string>(family: string, specs: Record<K, Spec>): Reco
 export const EDGE = catalog('EDGE', {
   VALIDATION: [400, 'validation error'],
   CONTENT_TYPE_UNSUPPORTED: [400, 'Content-Type must be application/json, not %s', 'body'],
+  CONTENT_ENCODING_UNSUPPORTED: [400, 'Content-Encoding %s is not supported: send the body without a content coding', 'content-encoding'],
+  TRANSFER_ENCODING_UNSUPPORTED: [400, 'Transfer-Encoding %s is not supported: chunked is the only transfer coding taken', 'transfer-encoding'],
   BODY_TOO_LARGE: [400, 'the body is larger than %s bytes', 'body'],
   REGION_OTHER: [421, 'this address names region %s; this deployment serves %s', 'host'],
   MALFORMED_PARAMS: [422, 'malformed %s'],

@@ -5,9 +5,11 @@
  * `{error_message}` families naming their fields.
  */
 import { connect } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import t, { type Test } from 'tap';
 import fc from 'fast-check';
 import { chatProject, type ChatProject } from './helpers/chat.js';
+import { externalKey } from './helpers/external-events.js';
 import { http } from './helpers/http.js';
 import { platformFor, type Platform } from './helpers/platform.js';
 import { admin } from './helpers/tenants.js';
@@ -129,6 +131,42 @@ t.test('an empty body counts as none however it is framed or labelled; one that 
   t.equal((await c.api('POST', `/v1/agents/${c.agentId}/branches`, { name: 'empty-chunked' })).status, 201);
   const merged = await post(`/v1/agents/${c.agentId}/branches/empty-chunked/merge`, 'Transfer-Encoding: chunked\r\n', '0\r\n\r\n');
   t.same([merged.status, merged.body.merged], [200, true], 'merged, from an empty chunked body');
+});
+
+t.test('a body with a content coding, or a transfer coding other than chunked, is refused in the family shape, naming it', async (t) => {
+  const body = JSON.stringify({ name: 'Encoded', description: 'd' });
+  const agentCount = async () => (await c.api('GET', '/v1/agents')).body.agents.length;
+  const before = await agentCount();
+  const create = (headers: Record<string, string>, raw: string | Uint8Array<ArrayBuffer> = body) =>
+    http(p.edge, 'POST', '/v1/agents', { raw, headers: { 'x-api-key': agentsKey, 'content-type': 'application/json', ...headers } });
+  const contentRefused = (coding: string) => {
+    const message = `Content-Encoding ${coding} is not supported: send the body without a content coding`;
+    return { message, errors: [{ field: 'content-encoding', message }] };
+  };
+  const gzipped = await create({ 'content-encoding': 'gzip' }, new Uint8Array(gzipSync(body)));
+  t.same([gzipped.status, gzipped.body], [400, contentRefused('gzip')], 'a gzip body: the coding named, not "not valid UTF-8"');
+  for (const [label, coding] of [['br', 'br'], ['compress', 'compress'], ['x-unknown', 'x-unknown'], ['gzip, gzip', 'gzip'], ['identity, GZIP', 'gzip']]) {
+    const r = await create({ 'content-encoding': label }, body);
+    t.same([r.status, r.body], [400, contentRefused(coding)], `a plain body labelled ${label}`);
+  }
+  t.equal(await agentCount(), before, 'no agent made');
+  t.equal((await create({ 'content-encoding': 'identity' })).status, 201, 'identity is no coding: served');
+  t.equal((await http(p.edge, 'POST', '/v1/agents', { raw: body, headers: { 'x-api-key': 'nope', 'content-type': 'application/json', 'content-encoding': 'gzip' } })).status, 401, 'credentials first');
+  // Node's parser takes a chunked body with another transfer coding before chunked, and undoes the chunks only.
+  const chunked = answer(
+    await raw(`POST /v1/agents HTTP/1.1\r\nHost: 127.0.0.1\r\nx-api-key: ${agentsKey}\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`, false),
+  );
+  const transfer = 'Transfer-Encoding gzip is not supported: chunked is the only transfer coding taken';
+  t.same(chunked, { status: 400, body: { message: transfer, errors: [{ field: 'transfer-encoding', message: transfer }] } }, 'Transfer-Encoding: gzip, chunked');
+  t.equal(await agentCount(), before + 1, 'only the identity one made');
+  // The {error_message} families, the External Events webhook (with parsers of its own) included.
+  const chat = await http(p.edge, 'POST', `/v1/${c.accountId}/${c.agentId}/chat/create`, { raw: '{}', headers: { 'x-api-key': c.chatKey, 'x-token': c.token, 'content-type': 'application/json', 'content-encoding': 'deflate' } });
+  t.same([chat.status, chat.body], [400, { error_message: 'Content-Encoding deflate is not supported: send the body without a content coding' }], 'Chat API');
+  const events = await http(p.edge, 'POST', `/v1/external-events/webhook?event_id_location=payload&event_id_path=id&account_id=${c.accountId}&project_id=${c.agentId}`, {
+    raw: new Uint8Array(gzipSync('{"id":"e-1"}')),
+    headers: { 'x-api-key': await externalKey(p, c), 'content-type': 'application/json', 'content-encoding': 'gzip' },
+  });
+  t.same([events.status, events.body], [400, { error_message: 'Content-Encoding gzip is not supported: send the body without a content coding' }], 'External Events');
 });
 
 t.test("an unmatched path answers in its family's shape however it is written: after ';' or '#', in absolute form", async (t) => {

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { IncomingHttpHeaders } from 'node:http';
 import type { Duplex } from 'node:stream';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import fastifySwagger from '@fastify/swagger';
@@ -23,6 +22,7 @@ import { BODY_LIMIT, clientErrorResponse, frameworkProblem, MAX_PARAM_LENGTH, ro
 import { healthPlugin } from './health.js';
 import { bridgeEndedPlugin, externalEventsPlugin } from './external-events.js';
 import { jsonBodyParser, notJsonBodyParser } from './json-body.js';
+import { hasBody, refuseCodings } from './body-headers.js';
 import { openapiTransform, SECURITY_SCHEMES } from './openapi.js';
 import { inspectorPlugin } from './inspector/plugin.js';
 import { inspectorPagePlugin } from './inspector/page.js';
@@ -78,11 +78,6 @@ function traceRequests(app: FastifyInstance): void {
   };
   app.addHook('onResponse', async (request, reply) => end(request, reply.statusCode));
   app.addHook('onRequestAbort', async (request) => end(request, null));
-}
-
-/** Whether a request's headers announce a body (HTTP/1.1: a non-zero `Content-Length`, or chunked). */
-function hasBody(headers: IncomingHttpHeaders): boolean {
-  return headers['transfer-encoding'] !== undefined || (headers['content-length'] !== undefined && headers['content-length'] !== '0');
 }
 
 export interface EdgeOptions {
@@ -187,6 +182,7 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, jsonBodyParser);
   app.addContentTypeParser('*', notJsonBodyParser);
+  app.addHook('preParsing', refuseCodings);
   traceRequests(app);
   if (opts.region) {
     const served = opts.region;
