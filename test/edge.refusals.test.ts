@@ -169,6 +169,17 @@ t.test('a body with a content coding, or a transfer coding other than chunked, i
   t.same([events.status, events.body], [400, { error_message: 'Content-Encoding gzip is not supported: send the body without a content coding' }], 'External Events');
 });
 
+t.test('an HTTP/1.1 request without Host, or an Expect other than 100-continue, gets the parser refusals\' body in both shapes', async (t) => {
+  const both = (field: string, message: string) => ({ message, errors: [{ field, message }], error_message: message });
+  const noHost = await raw(`POST /v1/agents HTTP/1.1\r\nx-api-key: ${agentsKey}\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`, false);
+  t.same(answer(noHost), { status: 400, body: both('host', 'an HTTP/1.1 request must have a Host header') }, 'no Host: 400, before the credentials and the route');
+  t.equal(answer(await raw('GET /healthz HTTP/1.0\r\n\r\n', false)).status, 200, 'HTTP/1.0 needs no Host');
+  const expect = await raw('POST /v1/agents HTTP/1.1\r\nHost: 127.0.0.1\r\nx-api-key: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nExpect: foo\r\nConnection: close\r\n\r\n{}', false);
+  t.same(answer(expect), { status: 417, body: both('expect', 'the edge meets no expectation but 100-continue') }, 'Expect: foo');
+  const goOn = await raw('POST /v1/agents HTTP/1.1\r\nHost: 127.0.0.1\r\nx-api-key: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n{}', false);
+  t.match(goOn, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 401 /, 'Expect: 100-continue is met, then the request is served');
+});
+
 t.test("an unmatched path answers in its family's shape however it is written: after ';' or '#', in absolute form", async (t) => {
   const bodyOf = (res: string) => JSON.parse(res.slice(res.indexOf('\r\n\r\n') + 4));
   for (const target of ['/v1/agents;x', '/admin;x', '/v1/alert-rules#frag', `http://127.0.0.1/v1/alert-rules/nothing/here`]) {

@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { EDGE, type FieldError, PlatformError, RateLimitedError } from '../../platform/errors.js';
 
@@ -89,10 +90,16 @@ export function frameworkProblem(err: FastifyError): Problem {
 export const MAX_PARAM_LENGTH = 4096;
 
 /**
+ * The body of an answer the HTTP layer gives before any family's route: it carries both error shapes,
+ * `message` and `errors` as the Agents, Alerts and admin families write them, and `error_message` as the
+ * others do.
+ */
+const bothShapes = (message: string, field = 'request') => JSON.stringify({ message, errors: [{ field, message }], error_message: message });
+
+/**
  * What the edge answers a connection whose request Node's parser refused before any route (headers larger
  * than Node takes: 431; a malformed request line: 400; a request not complete by the request deadline: 408).
- * No path is known then, so the body carries both error shapes: `message` and `errors` as the Agents, Alerts
- * and admin families write them, and `error_message` as the others do.
+ * No path is known then, so the body carries both error shapes (`bothShapes`).
  */
 export function clientErrorResponse(err: NodeJS.ErrnoException): string {
   const [status, reason, message] =
@@ -101,8 +108,28 @@ export function clientErrorResponse(err: NodeJS.ErrnoException): string {
       : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? [408, 'Request Timeout', 'the request did not arrive in time']
         : [400, 'Bad Request', 'the request is not valid HTTP'];
-  const body = JSON.stringify({ message, errors: [{ field: 'request', message }], error_message: message });
+  const body = bothShapes(message);
   return `HTTP/1.1 ${status} ${reason}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n${body}`;
+}
+
+/**
+ * Node's server answers two more requests itself, before any route, with no body: an HTTP/1.1 request without
+ * `Host` (RFC 9112 3.2: 400) and an `Expect` other than `100-continue` (RFC 9110 10.1.1: 417). The edge gives
+ * them the body of `clientErrorResponse`, and closes the connection as for those (the body is not read).
+ * This is the `Expect` one: the server's `checkExpectation` listener, which Node calls instead of answering.
+ */
+export function expectationFailed(_req: IncomingMessage, res: ServerResponse): void {
+  const body = bothShapes('the edge meets no expectation but 100-continue', 'expect');
+  res.writeHead(417, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), connection: 'close' }).end(body);
+}
+
+/**
+ * The `Host` one (see `expectationFailed`), an `onRequest` hook run before any other: Node's own check is
+ * off (`requireHostHeader: false`), as it answers with no body.
+ */
+export async function requireHost(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
+  if (request.headers.host !== undefined || request.raw.httpVersion !== '1.1') return undefined;
+  return reply.code(400).header('connection', 'close').type('application/json').send(bothShapes('an HTTP/1.1 request must have a Host header', 'host'));
 }
 
 /** The answer to a request no route matches. */

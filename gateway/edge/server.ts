@@ -18,7 +18,7 @@ import { agentsPlugin } from './agents/plugin.js';
 import { chatPlugin } from './chat.js';
 import { outboundPlugin } from './outbound.js';
 import { conversationsPlugin } from './conversations/plugin.js';
-import { BODY_LIMIT, clientErrorResponse, frameworkProblem, MAX_PARAM_LENGTH, routeNotFound, sendProblem, shapeForPath, toProblem } from './errors.js';
+import { BODY_LIMIT, clientErrorResponse, expectationFailed, frameworkProblem, MAX_PARAM_LENGTH, requireHost, routeNotFound, sendProblem, shapeForPath, toProblem } from './errors.js';
 import { healthPlugin } from './health.js';
 import { bridgeEndedPlugin, externalEventsPlugin } from './external-events.js';
 import { jsonBodyParser, notJsonBodyParser } from './json-body.js';
@@ -161,6 +161,8 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
     keepAliveTimeout: opts.limits.keepAliveTimeoutMs,
     requestTimeout: opts.limits.requestTimeoutMs,
     http: {
+      // Checked by `requireHost`, which answers with a body as Node's check does not.
+      requireHostHeader: false,
       headersTimeout: opts.limits.headersTimeoutMs,
       requestTimeout: opts.limits.requestTimeoutMs,
       connectionsCheckingInterval: checkingInterval(opts.limits.headersTimeoutMs),
@@ -169,6 +171,9 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
   // Past this many connections Node closes new ones at once: a flood of connections to the edge cannot use up
   // the process's descriptors.
   app.server.maxConnections = opts.limits.maxConnections;
+  // Node's answers before routing, given the body of its parser's refusals (`clientErrorResponse`).
+  app.server.on('checkExpectation', expectationFailed);
+  app.addHook('onRequest', requireHost);
   if (opts.onRoute) {
     const tell = opts.onRoute;
     app.addHook('onRoute', (route) => tell({ method: route.method, url: route.url }));
