@@ -296,6 +296,17 @@ t.test('two different event ids never read as one: form and XML escapes that dec
   t.match(cdata.body, { event_id: `cd&amp;${r}`, duplicate: false });
   const text = await xmlBody(`<e><id>cd&amp;${r}</id></e>`);
   t.match(text.body, { event_id: `cd&${r}`, duplicate: false }, 'the escape outside CDATA is decoded: another id');
+
+  // JSON: lone surrogates would be stored as U+FFFD both, and a number past a double's range as null.
+  const json = (raw: string) => hook({ type: 'application/json', raw });
+  for (const raw of [`{"id":"a\\ud800${r}"}`, `{"id":"a\\udfff${r}"}`, `{"id":"j${r}","n":1e309}`]) {
+    const res = await json(raw);
+    t.equal(res.status, 400, `${raw}: ${res.text}`);
+    t.same(res.body, { error_message: 'body is not valid JSON that can be stored as sent (I-JSON)' }, raw);
+  }
+  const pair = await json(`{"id":"a\\ud83d\\ude00${r}"}`);
+  t.equal(pair.status, 201, pair.text);
+  t.equal(pair.body.event_id, `a\u{1F600}${r}`, 'an escaped pair is its character');
 });
 
 t.test('XML entity expansion is refused (billion laughs, external entities)', async (t) => {

@@ -18,6 +18,7 @@ import {
 import type { ConversationEvent } from '../../machines/conversation.js';
 import { EXTERNAL_EVENTS, PlatformError } from '../../platform/errors.js';
 import { JSON_MAX_DEPTH, jsonTooDeep } from '../../platform/json-depth.js';
+import { unstorableJson } from '../../platform/json-unstorable.js';
 import type { Services } from '../../platform/services.js';
 import type { ApiKey } from '../../tenancy/keys.js';
 import { credentialsFirst, header, resolvePathProject } from './auth.js';
@@ -232,11 +233,15 @@ function parseBody(kind: Kind, text: string): unknown {
       return formData(text);
     case 'json': {
       if (jsonTooDeep(text)) throw EXTERNAL_EVENTS.BODY_TOO_DEEP(JSON_MAX_DEPTH);
+      let data: unknown;
       try {
-        return secureJsonParse.parse(text, undefined, { protoAction: 'remove', constructorAction: 'remove' });
+        data = secureJsonParse.parse(text, undefined, { protoAction: 'remove', constructorAction: 'remove' });
       } catch {
         throw EXTERNAL_EVENTS.BODY_MALFORMED('JSON');
       }
+      // A lone surrogate or an infinite number would be stored as something else: two different ids read as one.
+      if (unstorableJson(text, data)) throw EXTERNAL_EVENTS.BODY_MALFORMED('JSON that can be stored as sent (I-JSON)');
+      return data;
     }
     case 'xml': {
       // No DOCTYPE at all: no internal subset, so no entity declarations to expand (billion laughs, XXE).
