@@ -287,7 +287,7 @@ t.test('semantic mode: an offset past every candidate (up to the 1e9 the API tak
     }
     // From a rank cursor as deep.
     const q = parseListQuery('v3', { query_type: 'semantic', query: 'parking permit', limit: '1000', ...wide });
-    const rows = await semanticRows(src, 'proj', q, { kind: 'rank', offset: 1_000_000_000 }, false, m);
+    const rows = await semanticRows(src, 'proj', q, { kind: 'rank', offset: 1_000_000_000, asOf: Date.now() }, false, m);
     t.same(await collect(rows.rows), [], 'a cursor a billion deep: no rows');
     t.equal(rows.next().more, false);
   }

@@ -178,9 +178,9 @@ export class Candidates {
 /**
  * Scores the vectors of a slot against `query`: heads are scanned in place (no callback, no copy), the
  * slot's binary block copied once into the dot product's memory (`dot.ts`); each vector that passes `q` is
- * added to `out` with its score.
+ * added to `out` with its score. `skip`: ids whose vector is left out (their ids are then read from the heads).
  */
-export function scoreVectorSlot(slot: VectorSlot, model: string, q: SlotQuery, query: Float64Array, out: Candidates): void {
+export function scoreVectorSlot(slot: VectorSlot, model: string, q: SlotQuery, query: Float64Array, out: Candidates, skip?: ReadonlySet<string>): void {
   const { heads, block, models, dims: shared } = packedVectors(slot);
   if (models !== null && !models.includes(model)) return;
   const oneModel = models !== null && models.length === 1;
@@ -193,7 +193,8 @@ export function scoreVectorSlot(slot: VectorSlot, model: string, q: SlotQuery, q
   const source = out.source(heads);
   // Every head passes and shares the query's dimension: the whole block is scored in one call, and no head
   // is read (the page's candidates find theirs by number).
-  if (oneModel && wholeHour && !filtered && shared === dimension && block.length % dimension === 0) {
+  const skipping = skip !== undefined && skip.size > 0;
+  if (oneModel && wholeHour && !filtered && !skipping && shared === dimension && block.length % dimension === 0) {
     const count = block.length / dimension;
     const scores = scoresOf(query, block, count);
     for (let v = 0; v < count; v++) out.addEntry(source, v, scores[v] / 127);
@@ -215,6 +216,7 @@ export function scoreVectorSlot(slot: VectorSlot, model: string, q: SlotQuery, q
       if (!(start >= from && start < to)) continue;
     }
     if (filtered && !passes(heads, at)) continue;
+    if (skipping && skip.has(field(heads, at, HEAD.id))) continue;
     out.addAt(source, at[HEAD.id], dot(here, dims) / 127);
   }
 }

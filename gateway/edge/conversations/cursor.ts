@@ -1,14 +1,19 @@
 /**
  * The Conversations API cursor: opaque and URL-safe, `<payload>.<mac>` in base64url. The payload is the
  * position (the last row's `started_at` and id for keyset walks, with how many rows the walk has passed, or
- * the rank reached for ranked modes: either way the offset of the next page, its `next_offset`) and a digest
- * of the filters it was issued for; the MAC (HMAC-SHA256 keyed with a deployment secret) makes a changed or
+ * the rank reached for ranked modes, with the time the walk's first page was read, which every page ranks the
+ * conversations as of: either way the offset of the next page, its `next_offset`) and a digest of the
+ * filters it was issued for; the MAC (HMAC-SHA256 keyed with a deployment secret) makes a changed or
  * forged cursor a 400 rather than a walk from an arbitrary place.
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { CONVERSATIONS } from '../../../platform/errors.js';
 
-export type Position = { kind: 'after'; startedAt: string; id: string; offset: number } | { kind: 'rank'; offset: number };
+/**
+ * Where a walk's next page starts. `rank`: `asOf` is when its first page was read (ms since epoch); the
+ * ranking it pages through is the one of the conversations as they were then (`semantic.ts`).
+ */
+export type Position = { kind: 'after'; startedAt: string; id: string; offset: number } | { kind: 'rank'; offset: number; asOf: number };
 
 export const malformedCursor = () => CONVERSATIONS.CURSOR_MALFORMED();
 
@@ -23,7 +28,7 @@ export function cursorCodec(secret: string): CursorCodec {
   const digest = (filters: string) => createHash('sha256').update(filters).digest('base64url').slice(0, 16);
   return {
     encode(filters, position) {
-      const body = position.kind === 'after' ? ['a', position.startedAt, position.id, position.offset] : ['r', position.offset];
+      const body = position.kind === 'after' ? ['a', position.startedAt, position.id, position.offset] : ['r', position.offset, position.asOf];
       const payload = Buffer.from(JSON.stringify([digest(filters), ...body])).toString('base64url');
       return `${payload}.${mac(payload).toString('base64url')}`;
     },
@@ -44,8 +49,8 @@ export function cursorCodec(secret: string): CursorCodec {
       if (parsed[1] === 'a' && parsed.length === 5 && typeof parsed[2] === 'string' && typeof parsed[3] === 'string' && Number.isSafeInteger(parsed[4]) && parsed[4] > 0) {
         return { kind: 'after', startedAt: parsed[2], id: parsed[3], offset: parsed[4] as number };
       }
-      if (parsed[1] === 'r' && parsed.length === 3 && Number.isSafeInteger(parsed[2]) && parsed[2] >= 0) {
-        return { kind: 'rank', offset: parsed[2] as number };
+      if (parsed[1] === 'r' && parsed.length === 4 && Number.isSafeInteger(parsed[2]) && parsed[2] >= 0 && Number.isSafeInteger(parsed[3]) && parsed[3] >= 0) {
+        return { kind: 'rank', offset: parsed[2] as number, asOf: parsed[3] as number };
       }
       throw malformedCursor();
     },

@@ -3,14 +3,24 @@
  * conversations (packed vector slots, scored in place) and the transcripts of those in progress (embedded
  * now), most similar first, paged by rank.
  *
+ * A cursor walk pages through one ranking: the conversations as they were when its first page was read
+ * (`asOf`, carried in the cursor). Ranks recomputed over what is stored at each page would move whenever a
+ * conversation is written during the walk (a new one, or a turn that makes one a better match), and a rank
+ * offset would then skip some and return others twice. As of `asOf`: a conversation started later is left
+ * out; one in progress then is embedded from its turns answered by then (`agent_response_datetime`),
+ * whether it is still in progress or has ended since (its final vector holds the later turns, so its slot
+ * entry is skipped; those are found by `ended_at`, few: the ones that ended during the walk). A first page
+ * ranks as of now, which leaves out nothing stored.
+ *
  * A key that reads transcripts masked (`mask.ts`) is never ranked on what it cannot read: the stored
  * vectors were computed from the raw turns, so a conversation's rank against a query that spells a hidden
  * value (an e-mail address, a number) would tell how close the hidden text is to it. Such a key's search
  * leaves out every conversation that has a masked turn, in progress or ended alike (a conversation does not
- * appear or vanish when it ends); the others' vectors are of exactly the text it reads. Embedding the masked
+ * appear or vanish when it ends); the others' vectors are of exactly the text it reads. The turns checked
+ * are those the ranking is of (answered by `asOf`): a turn added since neither ranks nor hides it. Embedding the masked
  * text instead would need a second stored vector per conversation, written once its marks are known.
  */
-import { Candidates, hasMaskedTurn, scoreVectorSlot, searchTerms, type ConversationRecord, type Embedder } from '../../../actors/conversation/mod.js';
+import { Candidates, hasMaskedTurn, hourOf, scoreVectorSlot, searchTerms, type ConversationRecord, type Embedder } from '../../../actors/conversation/mod.js';
 import type { Position } from './cursor.js';
 import type { ListQuery } from './query.js';
 import { each, keepRows, recordFilter, rowsInOrder, slotHours, slotQuery, timeRange, type ReadSources, type Row, type Rows } from './reader.js';
@@ -21,6 +31,71 @@ export { Candidates };
 
 /** The most conversations in progress a semantic search embeds at query time (the earliest in the range). */
 export const MAX_LIVE_EMBEDDED = 500;
+
+/** When a turn was answered, in ms (its input's time when the answer's is not a time). */
+function answeredAt(turn: { user_input_datetime?: unknown; agent_response_datetime?: unknown }): number {
+  const at = Date.parse(String(turn.agent_response_datetime ?? ''));
+  return Number.isNaN(at) ? Date.parse(String(turn.user_input_datetime ?? '')) : at;
+}
+
+/**
+ * The turns a conversation had at `asOf` (ms): those answered by then. A turn is recorded once answered, so
+ * one answered later was not stored yet. Turns are in order: the kept ones are a prefix.
+ */
+function turnsAsOf<T extends { user_input_datetime?: unknown; agent_response_datetime?: unknown }>(turns: T[], asOf: number): T[] {
+  let n = turns.length;
+  // A turn without a time (none is recorded so) is kept: nothing says it is later.
+  while (n > 0 && answeredAt(turns[n - 1]) > asOf) n--;
+  return n === turns.length ? turns : turns.slice(0, n);
+}
+
+/** Whether a record passes the request's filters other than `in_progress` (`recordFilter`), and starts in [start, end). */
+function passes(r: ConversationRecord, q: ListQuery, start: string | null, end: string | null): boolean {
+  return (
+    (q.channels.length === 0 || q.channels.includes(r.channel)) &&
+    (!q.variantId || r.variant_id === q.variantId) &&
+    (!q.variantName || r.variant_name === q.variantName) &&
+    (start === null || r.started_at >= start) &&
+    (end === null || r.started_at < end)
+  );
+}
+
+const byStart = (a: ConversationRecord, b: ConversationRecord) => (a.started_at < b.started_at ? -1 : a.started_at > b.started_at ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
+/**
+ * The conversations of the request in progress at `asOf` (ms), the earliest `MAX_LIVE_EMBEDDED` of the
+ * range, with their turns as of then; and, by the hour they started in (their slot's bucket), those of them
+ * whose final vector is in a slot already (they ended after `asOf`): the slot scan skips these.
+ */
+async function inProgressAsOf(
+  src: ReadSources,
+  projectId: string,
+  q: ListQuery,
+  start: string | null,
+  end: string | null,
+  asOf: number,
+): Promise<{ live: ConversationRecord[]; endedSince: Map<string, Set<string>> }> {
+  const range = timeRange(start, end);
+  const filter = Object.assign(recordFilter(projectId, q), { in_progress: true }, range ? { started_at: range } : {});
+  const [still, ended] = await Promise.all([
+    q.inProgress === false ? [] : src.records.find(filter, { sort: { started_at: 1 }, limit: MAX_LIVE_EMBEDDED }),
+    // One range of the (project, environment, ended_at) index; the other filters are applied here, so that
+    // no index of the request's other fields is picked to read the whole time range instead.
+    src.records.find({ project_id: projectId, environment: q.environment, ended_at: { $gt: new Date(asOf).toISOString() } }),
+  ]);
+  const endedSince = new Map<string, Set<string>>();
+  const thenLive: ConversationRecord[] = [];
+  for (const r of ended) {
+    if (r.in_progress || !passes(r, q, start, end)) continue;
+    thenLive.push(r);
+    const hour = hourOf(r.started_at);
+    let ids = endedSince.get(hour);
+    if (!ids) endedSince.set(hour, (ids = new Set()));
+    ids.add(r.id);
+  }
+  const live = thenLive.length === 0 ? still : [...still, ...thenLive].sort(byStart).slice(0, MAX_LIVE_EMBEDDED);
+  return { live: live.map((r) => Object.assign({}, r, { turns: turnsAsOf(r.turns ?? [], asOf) })), endedSince };
+}
 
 /** Embeds whole transcripts (user and agent turns) as the indexer does. */
 async function embedTranscripts(embedder: Embedder, records: ConversationRecord[]): Promise<Float32Array[]> {
@@ -96,26 +171,26 @@ export async function semanticRows(
   masking: Masking | null = null,
 ): Promise<Rows> {
   const offset = position?.kind === 'rank' ? position.offset : q.offset;
+  // The ranking is of the conversations as they were when the walk began: its first page ranks as of now.
+  const asOf = position?.kind === 'rank' ? position.asOf : Date.now();
+  // Conversations started after `asOf` are left out: the range ends at it (inclusive) when it ends later.
+  const end = q.end === null || Date.parse(q.end) > asOf ? new Date(asOf + 1).toISOString() : q.end;
+  const asOfQuery: ListQuery = Object.assign({}, q, { end });
   const [query] = await src.embedder.embed([q.query]);
   const model = src.embedder.model;
-  const slots = q.inProgress !== true ? await src.vectorSlots.find(projectId, q.environment, slotHours(q)) : [];
-  // Conversations in progress have no final vector yet: they are embedded from their records now.
-  let live: ConversationRecord[] = [];
-  if (q.inProgress !== false) {
-    const range = timeRange(q.start, q.end);
-    live = await src.records.find(
-      Object.assign(recordFilter(projectId, q), { in_progress: true }, range ? { started_at: range } : {}),
-      { sort: { started_at: 1 }, limit: MAX_LIVE_EMBEDDED },
-    );
-  }
-  const liveVectors = await embedTranscripts(src.embedder, live);
+  const slots = q.inProgress !== true ? await src.vectorSlots.find(projectId, q.environment, slotHours(asOfQuery)) : [];
+  // Conversations in progress at `asOf` have no final vector of then: they are embedded from their records now.
+  const { live, endedSince } = await inProgressAsOf(src, projectId, q, q.start, end, asOf);
+  const embedded = q.inProgress !== false ? live : [];
+  const liveVectors = await embedTranscripts(src.embedder, embedded);
+  const scan = slotQuery(asOfQuery);
   /** The candidates scored above 0, of which at least the best `want` are held (`Candidates`). */
   const score = (want: number): Candidates => {
     const found = new Candidates(want);
     // Float64: the products then need no float32 to float64 conversion.
     const query64 = Float64Array.from(query);
-    for (const doc of slots) scoreVectorSlot(doc, model, slotQuery(q), query64, found);
-    live.forEach((r, i) => found.add(r.id, Date.parse(r.started_at), similarityOf(query, liveVectors[i])));
+    for (const doc of slots) scoreVectorSlot(doc, model, scan, query64, found, endedSince.get(doc.bucket));
+    embedded.forEach((r, i) => found.add(r.id, Date.parse(r.started_at), similarityOf(query, liveVectors[i])));
     return found;
   };
   let rows: Row[];
@@ -127,7 +202,7 @@ export async function semanticRows(
     let want = 2 * (offset + q.limit + 1);
     for (;;) {
       const found = score(want);
-      const page = await unmaskedPage(src, found, offset, q.limit, documents, masking);
+      const page = await unmaskedPage(src, found, offset, q.limit, documents, masking, asOf);
       if (page.complete || found.scores.length >= found.count) {
         ({ rows, more } = page);
         break;
@@ -144,7 +219,7 @@ export async function semanticRows(
   }
   return {
     rows: each(rows),
-    next: () => ({ more, nextOffset: more ? offset + q.limit : null, position: more ? { kind: 'rank', offset: offset + q.limit } : null }),
+    next: () => ({ more, nextOffset: more ? offset + q.limit : null, position: more ? { kind: 'rank', offset: offset + q.limit, asOf } : null }),
   };
 }
 
@@ -163,6 +238,7 @@ async function unmaskedPage(
   limit: number,
   documents: boolean,
   masking: Masking,
+  asOf: number,
 ): Promise<{ rows: Row[]; more: boolean; complete: boolean }> {
   const want = offset + limit + 1;
   const page: Row[] = [];
@@ -175,7 +251,7 @@ async function unmaskedPage(
       const size = Math.min(CHECK_BATCH, Math.max(MIN_CHECK, Math.ceil((want - kept) * 1.25)));
       const batch = ranked.slice(checked, checked + size).map(found.idOf);
       checked += batch.length;
-      for (const row of await keepRows(await rowsInOrder(src, batch, documents), masking, (turns, marked) => !hasMaskedTurn(turns, marked))) {
+      for (const row of await keepRows(await rowsInOrder(src, batch, documents), masking, (turns, marked) => !hasMaskedTurn(turnsAsOf(turns, asOf), marked))) {
         if (kept >= offset && kept < offset + limit) page.push(row);
         kept++;
         if (kept >= want) break;
