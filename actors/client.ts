@@ -95,6 +95,9 @@ export class ActorClient {
         if (err.code === 'NO_RESPONDERS') {
           noOwnerSince ??= Date.now();
           if (Date.now() - noOwnerSince >= NO_OWNER_GRACE_MS) health?.report(shardKey(shard), unownedReason(shard));
+          // An ask given longer than the usual time (a turn that waits on a model) waits that long for its
+          // actor to answer, not for a worker to come back: with none, it ends at the usual time.
+          if (Date.now() - noOwnerSince >= this.o.timeoutMs) throw new ActorAskError('DEADLINE', `${kind}/${id}: no owner for ${this.o.timeoutMs} ms (${last})`);
         } else noOwnerSince = null;
       }
       await new Promise((r) => setTimeout(r, Math.min(backoff, Math.max(0, deadline - Date.now()))));

@@ -64,8 +64,9 @@ export class Branches {
       if (branch.status === 'merged') throw AGENTS.BRANCH_READ_ONLY();
       const content = withDefaults(structuredClone(branch.content));
       const result = change(content);
+      // Open still: a merge marks the branch without a new revision, and an edit read before it must not land after.
       const updated = await this.r.branches.update(
-        { id: branch.id, rev: branch.rev },
+        { id: branch.id, rev: branch.rev, status: 'open' },
         { $set: { content, rev: branch.rev + 1, updated_at: nowIso() } },
       );
       if (updated) return { branch: updated, result };
@@ -92,14 +93,16 @@ export class Branches {
     let mergedFrom: Content | null = branch.base;
     for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
       const theirs = branch;
-      const { branch: main } = await this.edit(agent, MAIN, (content) => {
+      // The fields of the attempt that was written (`edit` may run the change again on a newer main).
+      const { branch: main, result: taken } = await this.edit(agent, MAIN, (content) => {
         const outcome = threeWayMerge(withDefaults(mergedFrom ?? content), content, withDefaults(theirs.content));
         if (outcome.conflicts.length) {
           throw AGENTS.BRANCH_DIVERGED.withErrors(outcome.conflicts);
         }
         Object.assign(content, outcome.content);
-        for (const a of outcome.applied) applied.add(a);
+        return outcome.applied;
       });
+      for (const a of taken) applied.add(a);
       const now = nowIso();
       const merged = await this.r.branches.update(
         { id: theirs.id, rev: theirs.rev, status: 'open' },

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { MAX_STACK_KB, type FunctionSandboxOptions } from '../actors/functions/mod.js';
+import { MAX_STACK_KB, WALL_FACTOR, type FunctionSandboxOptions } from '../actors/functions/mod.js';
 import { NatsUrlError, parseNatsUrl } from '../actors/mod.js';
 import { longestReplyMs } from '../actors/responder/mod.js';
 import type { TurnTakingOptions } from '../gateway/media/turn-taking.js';
@@ -181,10 +181,13 @@ export interface Config {
   /** How long a sender keeps retrying an ask (owner changes included). */
   askTimeoutMs: number;
   /**
-   * How long the Chat API and a messaging session wait for a conversation's turn: the ask timeout, plus the
-   * longest the responder may take (`longestReplyMs`), plus the turn's two hooks (`start` or `turn`, and
-   * `end`). A slow model is waited for and its own failure reported, rather than the turn called overloaded
-   * while it goes on (it would then be kept without its asker knowing, and the next message dropped behind it).
+   * How long the Chat API and a messaging session wait for a conversation's turn: the ask timeout, plus two of
+   * the longest replies the responder may make (`longestReplyMs`: a chat created with a first message greets and
+   * answers in one turn), plus three hooks, functions counted at their wall-clock bound (`WALL_FACTOR` times
+   * `FUNCTION_TIMEOUT_MS`). A slow model is waited for and its own failure reported, rather than the turn called
+   * overloaded while it goes on (it would then be kept without its asker knowing, and the next message dropped
+   * behind it). Read from this process's environment: the `LLM_*` variables belong on the edge too. With no
+   * worker owning the conversation an ask still ends at the ask timeout (`ActorClient`).
    */
   turnWaitMs: number;
   /** An idle conversation ends by itself this long after its last turn. */
@@ -345,7 +348,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     leaseTtlMs: e.LEASE_TTL_MS,
     passivateAfterMs: e.PASSIVATE_AFTER_MS,
     askTimeoutMs: e.ASK_TIMEOUT_MS,
-    turnWaitMs: e.ASK_TIMEOUT_MS + longestReplyMs(env, e.FUNCTION_TIMEOUT_MS) + 2 * e.FUNCTION_TIMEOUT_MS,
+    turnWaitMs: e.ASK_TIMEOUT_MS + 2 * longestReplyMs(env, WALL_FACTOR * e.FUNCTION_TIMEOUT_MS) + 3 * WALL_FACTOR * e.FUNCTION_TIMEOUT_MS,
     conversationIdleMs: e.CONVERSATION_IDLE_MS,
     functionTimeoutMs: e.FUNCTION_TIMEOUT_MS,
     functions: {

@@ -321,3 +321,11 @@ t.test('after an overload its askers gave up on, a fresh ask is answered at once
   t.equal(applied + (expired() - before), 400, `each burst event either applied (${applied}) or shed (${expired() - before})`);
   t.ok(applied >= answered, 'every answered one applied');
 });
+
+t.test('an ask given longer than the usual time still ends at the usual time when no one owns its actor', async (t) => {
+  // No subscriber at all: every attempt finds no responders. The client's usual time is 300 ms; the ask's 30 s.
+  const transport = createInprocTransport();
+  const client = new ActorClient(transport, { shardCount: 16, timeoutMs: 300 });
+  await t.rejects(client.ask('counter', 'orphan', { type: 'INC' }, { timeoutMs: 30_000 }), { code: 'DEADLINE', message: /no owner for 300 ms/ });
+  await transport.close();
+});

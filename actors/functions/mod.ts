@@ -26,5 +26,6 @@ export type {
   InvokeResult,
 } from './types.js';
 export { createFunctionSandbox, MAX_STACK_KB } from './sandbox.js';
+export { WALL_FACTOR } from './budget.js';
 export type { FunctionSandboxOptions } from './sandbox.js';
 export type { IsolationLayer, IsolationReport } from './isolation.js';

@@ -61,8 +61,9 @@ function llmTimeoutOf(env: Record<string, string | undefined>): number | undefin
 
 /**
  * The longest one reply of the responder the environment asks for may take (`createResponderFromEnv`): its
- * request time limit for each of its rounds, and a function's time limit (`toolMs`) for a tool call between
- * rounds (one a round). 0 for the offline responder, which waits for nothing.
+ * request time limit for each of its rounds, and a function's time (`toolMs`) for a tool call between rounds
+ * (one a round: a round that asks for several runs them one after another, and may take longer). 0 for the
+ * offline responder, which waits for nothing.
  */
 export function longestReplyMs(env: Record<string, string | undefined>, toolMs: number): number {
   if (!env.LLM_BASE_URL?.trim()) return 0;

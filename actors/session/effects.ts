@@ -152,7 +152,8 @@ export function sessionEffects(deps: SessionDeps) {
     async closeConversation(input: CloseInput): Promise<number> {
       // Only a conversation that was started has anything to close (asking would create an empty actor).
       if (input.started) {
-        await ask(input.sessionId, { type: 'CLOSE', at: input.at }, input.askId);
+        // As long as a turn: a CLOSE queued behind one still running would otherwise expire there unapplied.
+        await ask(input.sessionId, { type: 'CLOSE', at: input.at }, input.askId, deps.turnWaitMs);
       }
       return Date.now();
     },

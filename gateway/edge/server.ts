@@ -247,7 +247,8 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
     services: opts.services,
     runtime: opts.runtime,
     idleTimeoutMs: opts.conversationIdleMs,
-    turnWaitMs: opts.turnWaitMs,
+    // Within the connection's idle timeout: past it the socket is dropped, and the client gets no answer at all.
+    turnWaitMs: opts.turnWaitMs === undefined ? undefined : Math.max(100, Math.min(opts.turnWaitMs, opts.limits.connectionTimeoutMs - 1000)),
     perKey: opts.limits.chatPerKey,
     perProject: opts.limits.chatPerProject,
   });

@@ -337,6 +337,8 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
     if (tooLarge) return fail(EVENT_ERRORS.invalidFormat, 'error' in parsed ? parsed.custom : parsed.event.custom);
     if ('error' in parsed) return fail(parsed.error, parsed.custom);
     const { event } = parsed;
+    // The session has ended: answered here, not asked (a client sending on would hold the socket open).
+    if (d.ending) return fail(EVENT_ERRORS.sessionNotFound, event.custom);
     if (wsLimiter.take(d.sessionId)) return sendEvent(ws, d, systemMessage('WARNING', RATE_LIMIT_WARNING, event.custom));
     if ((event.kind === 'JOIN' || event.kind === 'MESSAGE') && !(await ctx.connectorOf(d.claims))) return fail(EVENT_ERRORS.connectorNotFound, event.custom);
     let reply: SessionReply;

@@ -83,17 +83,18 @@ async function inProgressAsOf(
     // no index of the request's other fields is picked to read the whole time range instead.
     src.records.find({ project_id: projectId, environment: q.environment, ended_at: { $gt: new Date(asOf).toISOString() } }),
   ]);
+  const thenLive = ended.filter((r) => !r.in_progress && passes(r, q, start, end));
+  const live = thenLive.length === 0 ? still : [...still, ...thenLive].sort(byStart).slice(0, MAX_LIVE_EMBEDDED);
+  // Skipped in the slots: those embedded here only (one cut off by the cap keeps its final vector, rather than
+  // being ranked on nothing).
   const endedSince = new Map<string, Set<string>>();
-  const thenLive: ConversationRecord[] = [];
-  for (const r of ended) {
-    if (r.in_progress || !passes(r, q, start, end)) continue;
-    thenLive.push(r);
+  for (const r of live) {
+    if (r.in_progress) continue;
     const hour = hourOf(r.started_at);
     let ids = endedSince.get(hour);
     if (!ids) endedSince.set(hour, (ids = new Set()));
     ids.add(r.id);
   }
-  const live = thenLive.length === 0 ? still : [...still, ...thenLive].sort(byStart).slice(0, MAX_LIVE_EMBEDDED);
   return { live: live.map((r) => Object.assign({}, r, { turns: turnsAsOf(r.turns ?? [], asOf) })), endedSince };
 }
 
