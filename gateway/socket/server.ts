@@ -1,4 +1,5 @@
-import type { HttpResponse } from '@trufflesuite/uws-js-unofficial';
+import type { HttpResponse, TemplatedApp } from '@trufflesuite/uws-js-unofficial';
+import { createServer } from 'node:net';
 import type { Logger } from 'pino';
 import type { Runtime } from '../../actors/mod.js';
 import type { MessagingConfig } from '../../platform/config.js';
@@ -11,7 +12,7 @@ import { errorBody, HTTP_ERRORS } from './errors.js';
 import { preflight, withoutBody } from './http.js';
 import { mountSessions } from './sessions.js';
 import { AccessTokens } from './tokens.js';
-import { loadNativeUws } from './uws.js';
+import { loadNativeUws, type Uws } from './uws.js';
 import { GatewayDirectory } from './gateways.js';
 import { mountSocket } from './ws.js';
 import { mountWeb } from './web.js';
@@ -87,9 +88,7 @@ export async function startSocketGateway(opts: SocketGatewayOptions): Promise<So
     // The CORS header as on every Messaging API answer: a widget calling a wrong path reads the 404, not a CORS failure.
     res.cork(() => endJson(res.writeStatus('404 Not Found').writeHeader('access-control-allow-origin', '*'), errorBody(HTTP_ERRORS.notFound, `route ${url} not found`), head));
   });
-  const socket = await new Promise<unknown>((resolve, reject) => {
-    app.listen(opts.host, opts.port, (token) => (token ? resolve(token) : reject(new Error(`socket gateway could not listen on ${opts.host}:${opts.port}`))));
-  });
+  const socket = await listenExclusive(app, uws, opts.host, opts.port);
   return {
     port: uws.us_socket_local_port(socket as never),
     get connections() {
@@ -111,4 +110,25 @@ function endJson(res: HttpResponse, body: string, head: boolean): void {
   res.writeHeader('content-type', 'application/json');
   if (head) withoutBody(res, body);
   else res.end(body);
+}
+
+/**
+ * Listens on `host:port` alone. uWebSockets.js binds with SO_REUSEPORT by default, so a second process given a
+ * port another one's gateway holds would bind it too, and the kernel would split the connections between the
+ * two deployments; with `LIBUS_LISTEN_EXCLUSIVE_PORT` (1: the package's types omit this overload, the native
+ * binary takes it) the bind fails as any taken port does. uWebSockets.js says only that it failed: a bind of
+ * node's own then says why, for a message that names the setting to change.
+ */
+async function listenExclusive(app: TemplatedApp, uws: Uws, host: string, port: number): Promise<unknown> {
+  const exclusive = (uws as unknown as { LIBUS_LISTEN_EXCLUSIVE_PORT?: number }).LIBUS_LISTEN_EXCLUSIVE_PORT ?? 1;
+  const listen = app.listen as unknown as (host: string, port: number, options: number, cb: (token: unknown) => void) => void;
+  const token = await new Promise<unknown>((resolve) => listen.call(app, host, port, exclusive, resolve));
+  if (token) return token;
+  const code = await new Promise<string | undefined>((resolve) => {
+    const probe = createServer();
+    probe.once('error', (err: NodeJS.ErrnoException) => resolve(err.code));
+    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve(undefined)));
+  });
+  if (code === 'EADDRINUSE') throw new Error(`SOCKET_PORT ${port} is in use on ${host}; set SOCKET_PORT to a free port, or 0 for any`);
+  throw new Error(`the socket gateway could not listen on ${host}:${port}${code ? ` (${code})` : ''}; check SOCKET_PORT and HOST`);
 }

@@ -1,0 +1,36 @@
+/**
+ * Start-ups that cannot serve: a port another process holds, a setting that cannot be used. Each stops the start
+ * with exit 1 and a message naming the variable to change, before the process says it serves (operator.md).
+ */
+import t from 'tap';
+import { createServer } from 'node:net';
+import { http } from './helpers/http.js';
+import { platformFor, startPlatform } from './helpers/platform.js';
+
+/** A TCP port free now on loopback: a platform given it binds it itself (one bound to port 0 shares with none). */
+async function freePort(): Promise<string> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen({ host: '127.0.0.1', port: 0 }, resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return String(port);
+}
+
+t.setTimeout(240_000);
+
+t.test('SOCKET_PORT held by another platform\'s socket gateway: the second start exits 1 naming SOCKET_PORT, the first keeps the port alone', async (t) => {
+  // Given a port, not 0: the kernel lets a second SO_REUSEPORT socket join one bound to a port it chose itself
+  // from none, only to one bound to the port by number (as a deployment's is).
+  const port = await freePort();
+  const first = await platformFor(t, { env: { SOCKET_PORT: port } });
+  t.equal(new URL(first.socket).port, port);
+  // uWebSockets.js binds with SO_REUSEPORT unless told otherwise: the second gateway would bind the port too, and
+  // the kernel would split the connections between the two deployments.
+  const failed = await startPlatform({ env: { SOCKET_PORT: port } }).catch((e: Error) => e);
+  if (!(failed instanceof Error)) t.teardown(() => failed.stop());
+  t.ok(failed instanceof Error, 'the second start fails');
+  t.match(String(failed), /platform exited with 1/, 'exit 1');
+  t.match(String(failed), new RegExp(`SOCKET_PORT ${port} is in use on 127\\.0\\.0\\.1; set SOCKET_PORT to a free port`), 'naming the variable and the port');
+  t.notMatch(String(failed), /serving:/, 'it never said it served');
+  t.equal((await http(first.socket, 'GET', '/healthz')).status, 200, 'the first serves on');
+});
