@@ -10,6 +10,9 @@ export type Region = (typeof REGIONS)[number];
 
 const port = z.coerce.number().int().min(0).max(65535);
 
+/** The characters an `OPERATOR_TOKEN` may hold: visible ASCII (`!` to `~`), what `Bearer <token>` carries whole. */
+export const OPERATOR_TOKEN_PATTERN = /^[\x21-\x7E]+$/;
+
 /** An `OPERATOR_TOKEN` shorter than this is accepted with a warning at start: the admin API's key should not be guessable. */
 export const WEAK_OPERATOR_TOKEN = 16;
 
@@ -35,8 +38,10 @@ const EnvSchema = z.object({
   RECORDING_RETENTION_DAYS: z.coerce.number().int().min(0).max(36_500).default(30),
   RECORDING_CHUNK_MS: z.coerce.number().int().min(100).max(60_000).default(1000),
   // Any length: operator.md sets none, and scripts start the platform with tokens of their own. A short one is
-  // warned about at start (`WEAK_OPERATOR_TOKEN`).
-  OPERATOR_TOKEN: z.string().min(1).optional(),
+  // warned about at start (`WEAK_OPERATOR_TOKEN`). Only what a request can present: the admin API reads the token
+  // after `Bearer ` up to the first whitespace (`gateway/edge/auth.ts`), and a header carries no other characters
+  // as they are, so a token with a space, a control or a non-ASCII character would make every admin call a 401.
+  OPERATOR_TOKEN: z.string().regex(OPERATOR_TOKEN_PATTERN, 'OPERATOR_TOKEN must be visible ASCII characters (! to ~) only: no space, tab, control or non-ASCII character').optional(),
   REGION: z.enum(REGIONS).default('us-1'),
   // Refused at start when it does not name its servers cleanly (an unencoded '@' in a password made the
   // password's tail the host); the message never shows the URL.
