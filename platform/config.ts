@@ -103,6 +103,14 @@ const EnvSchema = z.object({
   OUTBOUND_QUEUE_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
   OUTBOUND_RING_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
   OUTBOUND_STATUS_RETENTION_MS: z.coerce.number().int().min(100).max(7 * 86_400_000).default(2 * 3_600_000),
+  // The responder reads these from the environment itself (`createResponderFromEnv`, `longestReplyMs` in
+  // actors/responder/mod.ts: the URL trimmed, blank as unset); checked here as it reads them, so that a value it
+  // could not use stops the start rather than making every answer an apology, or the timeout its default.
+  LLM_BASE_URL: z
+    .string()
+    .refine((v) => v.trim() === '' || isHttpUrl(v.trim()), 'LLM_BASE_URL must be an http or https URL (the base of an OpenAI-compatible API, such as https://api.openai.com/v1)')
+    .optional(),
+  LLM_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
   WEBHOOK_RETRY_SCHEDULE_MS: z
@@ -136,6 +144,16 @@ const EnvSchema = z.object({
   message: 'RTP_PORT_MIN must not exceed RTP_PORT_MAX',
   path: ['RTP_PORT_MIN'],
 });
+
+/** Whether `url` is an absolute http or https URL (the message that refuses one does not show it: it may hold a key). */
+function isHttpUrl(url: string): boolean {
+  try {
+    const { protocol, hostname } = new URL(url);
+    return (protocol === 'http:' || protocol === 'https:') && hostname !== '';
+  } catch {
+    return false;
+  }
+}
 
 /** Everything the platform reads from its environment, parsed once at start. */
 export interface Config {
