@@ -8,7 +8,30 @@ import type { TurnTakingOptions } from '../gateway/media/turn-taking.js';
 export const REGIONS = ['us-1', 'uk-1', 'euw-1'] as const;
 export type Region = (typeof REGIONS)[number];
 
-const port = z.coerce.number().int().min(0).max(65535);
+/**
+ * A whole number written in decimal digits (a leading minus only where `min` is negative), from `min` to `max`.
+ * Not `z.coerce.number()`: `Number()` reads whitespace as 0 (`EDGE_PORT="  "` was port 0, any free one) and takes
+ * `0x1F90`, `1e3` or ` 8080 ` as numbers, none of which the operator meant as written.
+ */
+export function integer(min: number, max: number) {
+  const digits = min < 0 ? /^-?\d+$/ : /^\d+$/;
+  return z
+    .string()
+    .regex(digits, min < 0 ? 'must be a whole number in decimal digits, with an optional leading minus' : 'must be a whole number in decimal digits (0-9 only)')
+    .transform(Number)
+    .pipe(z.number().min(min).max(max));
+}
+
+/** A number written in decimal digits with an optional fraction (`0.5`), from `min` (positive) to `max`. */
+export function decimal(min: number, max: number) {
+  return z
+    .string()
+    .regex(/^\d+(?:\.\d+)?$/, 'must be a number in decimal digits, with an optional fraction (0.5)')
+    .transform(Number)
+    .pipe(z.number().min(min).max(max));
+}
+
+const port = integer(0, 65535);
 
 /** The characters an `OPERATOR_TOKEN` may hold: visible ASCII (`!` to `~`), what `Bearer <token>` carries whole. */
 export const OPERATOR_TOKEN_PATTERN = /^[\x21-\x7E]+$/;
@@ -21,22 +44,22 @@ const EnvSchema = z.object({
   SOCKET_PORT: port.default(8081),
   HOST: z.string().min(1).default('127.0.0.1'),
   SIP_PORT: port.default(5060),
-  SIP_TLS_PORT: z.union([z.literal('off'), port]).default(5061),
+  SIP_TLS_PORT: z.union([z.literal('off'), port], { error: 'must be off, or a port in decimal digits (0 to 65535)' }).default(5061),
   SIP_TLS_CERT: z.string().min(1).optional(),
   SIP_TLS_KEY: z.string().min(1).optional(),
   SIP_TLS_VERIFY: z.enum(['true', 'false']).default('true'),
   RTP_PORT_MIN: port.default(10000),
   RTP_PORT_MAX: port.default(20000),
-  VOICE_SPEECH_LEVEL: z.coerce.number().int().min(1).max(32767).default(600),
-  VOICE_END_SILENCE_MS: z.coerce.number().int().min(100).max(10_000).default(700),
-  VOICE_NO_INPUT_MS: z.coerce.number().int().min(500).max(600_000).default(8000),
-  VOICE_INTER_DIGIT_MS: z.coerce.number().int().min(100).max(60_000).default(1500),
-  VOICE_MEDIA_TIMEOUT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(60_000),
-  VOICE_TRANSFER_RING_TIMEOUT_MS: z.coerce.number().int().min(1000).max(600_000).default(30_000),
-  SIP_PENDING_INVITES_PER_ADDRESS: z.coerce.number().int().min(1).max(100_000).default(64),
+  VOICE_SPEECH_LEVEL: integer(1, 32767).default(600),
+  VOICE_END_SILENCE_MS: integer(100, 10_000).default(700),
+  VOICE_NO_INPUT_MS: integer(500, 600_000).default(8000),
+  VOICE_INTER_DIGIT_MS: integer(100, 60_000).default(1500),
+  VOICE_MEDIA_TIMEOUT_MS: integer(1000, 3_600_000).default(60_000),
+  VOICE_TRANSFER_RING_TIMEOUT_MS: integer(1000, 600_000).default(30_000),
+  SIP_PENDING_INVITES_PER_ADDRESS: integer(1, 100_000).default(64),
   DATA_DIR: z.string().min(1).default('./data'),
-  RECORDING_RETENTION_DAYS: z.coerce.number().int().min(0).max(36_500).default(30),
-  RECORDING_CHUNK_MS: z.coerce.number().int().min(100).max(60_000).default(1000),
+  RECORDING_RETENTION_DAYS: integer(0, 36_500).default(30),
+  RECORDING_CHUNK_MS: integer(100, 60_000).default(1000),
   // Any length: operator.md sets none, and scripts start the platform with tokens of their own. A short one is
   // warned about at start (`WEAK_OPERATOR_TOKEN`). Only what a request can present: the admin API reads the token
   // after `Bearer ` up to the first whitespace (`gateway/edge/auth.ts`), and a header carries no other characters
@@ -59,50 +82,50 @@ const EnvSchema = z.object({
     .optional(),
   EDGE_THREAD: z.enum(['on', 'off']).default('on'),
   MONGODB_URL: z.string().min(1).optional(),
-  SHARDS: z.coerce.number().int().min(1).max(4096).default(64),
-  LEASE_TTL_MS: z.coerce.number().int().min(300).max(600_000).default(3000),
-  PASSIVATE_AFTER_MS: z.coerce.number().int().min(10).max(86_400_000).default(60_000),
-  ASK_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
-  CONVERSATION_IDLE_MS: z.coerce.number().int().min(1000).max(7 * 86_400_000).default(1_800_000),
-  FUNCTION_TIMEOUT_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
-  FUNCTION_HEAP_MB: z.coerce.number().int().min(1).max(4096).default(64),
-  FUNCTION_STACK_KB: z.coerce.number().int().min(16).max(MAX_STACK_KB).default(256),
-  FUNCTION_PROCESSES: z.coerce.number().int().min(1).max(256).default(4),
-  FUNCTION_PROJECT_CONCURRENCY: z.coerce.number().int().min(1).max(256).optional(),
-  FUNCTION_QUEUE_PER_PROJECT: z.coerce.number().int().min(1).max(100_000).default(256),
-  FUNCTION_PROCESS_MAX_MB: z.coerce.number().int().min(128).max(65_536).default(512),
+  SHARDS: integer(1, 4096).default(64),
+  LEASE_TTL_MS: integer(300, 600_000).default(3000),
+  PASSIVATE_AFTER_MS: integer(10, 86_400_000).default(60_000),
+  ASK_TIMEOUT_MS: integer(100, 600_000).default(10_000),
+  CONVERSATION_IDLE_MS: integer(1000, 7 * 86_400_000).default(1_800_000),
+  FUNCTION_TIMEOUT_MS: integer(10, 60_000).default(1000),
+  FUNCTION_HEAP_MB: integer(1, 4096).default(64),
+  FUNCTION_STACK_KB: integer(16, MAX_STACK_KB).default(256),
+  FUNCTION_PROCESSES: integer(1, 256).default(4),
+  FUNCTION_PROJECT_CONCURRENCY: integer(1, 256).optional(),
+  FUNCTION_QUEUE_PER_PROJECT: integer(1, 100_000).default(256),
+  FUNCTION_PROCESS_MAX_MB: integer(128, 65_536).default(512),
   FUNCTION_ISOLATION: z.enum(['auto', 'bwrap', 'unshare', 'uid', 'none']).default('auto'),
-  SESSION_IDLE_MS: z.coerce.number().int().min(1000).max(7 * 86_400_000).default(600_000),
-  MESSAGING_TOKEN_TTL_S: z.coerce.number().int().min(10).max(30 * 86_400).default(86_400),
-  MESSAGING_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(10_000).default(10),
-  HANDOFF_TIMEOUT_MS: z.coerce.number().int().min(1000).max(86_400_000).default(300_000),
-  HANDOFF_QUEUE_STATUS_MS: z.coerce.number().int().min(200).max(3_600_000).default(15_000),
-  MESSAGING_HTTP_RATE: z.coerce.number().int().min(1).max(1_000_000).default(600),
-  MESSAGING_WS_RATE: z.coerce.number().int().min(1).max(1_000_000).default(20),
-  MESSAGING_CONNECTION_TTL_MS: z.coerce.number().int().min(1000).max(3_600_000).default(90_000),
-  MESSAGING_ADDRESS_RATE: z.coerce.number().int().min(1).max(10_000_000).default(6000),
-  SOCKET_IDLE_TIMEOUT_S: z.coerce.number().int().min(8).max(960).default(120),
-  SOCKET_BODY_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
-  CHAT_RATE_PER_KEY: z.coerce.number().min(0.001).max(1_000_000).default(2000),
-  CHAT_BURST_PER_KEY: z.coerce.number().int().min(1).max(10_000_000).default(4000),
-  CHAT_RATE_PER_PROJECT: z.coerce.number().min(0.001).max(1_000_000).default(5000),
-  CHAT_BURST_PER_PROJECT: z.coerce.number().int().min(1).max(10_000_000).default(10_000),
-  EDGE_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
-  EDGE_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
-  EDGE_CONNECTION_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(120_000),
-  EDGE_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(72_000),
-  EDGE_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(1_000_000).default(4096),
-  SLOT_CACHE_MB: z.coerce.number().int().min(0).max(65_536).default(128),
-  TENANCY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
-  TENANCY_CACHE_ENTRIES: z.coerce.number().int().min(1).max(10_000_000).default(10_000),
+  SESSION_IDLE_MS: integer(1000, 7 * 86_400_000).default(600_000),
+  MESSAGING_TOKEN_TTL_S: integer(10, 30 * 86_400).default(86_400),
+  MESSAGING_MAX_CONNECTIONS: integer(1, 10_000).default(10),
+  HANDOFF_TIMEOUT_MS: integer(1000, 86_400_000).default(300_000),
+  HANDOFF_QUEUE_STATUS_MS: integer(200, 3_600_000).default(15_000),
+  MESSAGING_HTTP_RATE: integer(1, 1_000_000).default(600),
+  MESSAGING_WS_RATE: integer(1, 1_000_000).default(20),
+  MESSAGING_CONNECTION_TTL_MS: integer(1000, 3_600_000).default(90_000),
+  MESSAGING_ADDRESS_RATE: integer(1, 10_000_000).default(6000),
+  SOCKET_IDLE_TIMEOUT_S: integer(8, 960).default(120),
+  SOCKET_BODY_TIMEOUT_MS: integer(100, 600_000).default(10_000),
+  CHAT_RATE_PER_KEY: decimal(0.001, 1_000_000).default(2000),
+  CHAT_BURST_PER_KEY: integer(1, 10_000_000).default(4000),
+  CHAT_RATE_PER_PROJECT: decimal(0.001, 1_000_000).default(5000),
+  CHAT_BURST_PER_PROJECT: integer(1, 10_000_000).default(10_000),
+  EDGE_HEADERS_TIMEOUT_MS: integer(100, 600_000).default(10_000),
+  EDGE_REQUEST_TIMEOUT_MS: integer(100, 3_600_000).default(30_000),
+  EDGE_CONNECTION_TIMEOUT_MS: integer(100, 3_600_000).default(120_000),
+  EDGE_KEEP_ALIVE_TIMEOUT_MS: integer(100, 3_600_000).default(72_000),
+  EDGE_MAX_CONNECTIONS: integer(1, 1_000_000).default(4096),
+  SLOT_CACHE_MB: integer(0, 65_536).default(128),
+  TENANCY_CACHE_TTL_MS: integer(0, 600_000).default(10_000),
+  TENANCY_CACHE_ENTRIES: integer(1, 10_000_000).default(10_000),
   MESSAGING_SECRET: z.string().min(32, 'MESSAGING_SECRET must be at least 32 characters').optional(),
-  EXTERNAL_EVENT_MAX_BYTES: z.coerce.number().int().min(1024).max(16 * 1024 * 1024).default(256 * 1024),
-  EXTERNAL_EVENT_TIMEOUT_MS: z.coerce.number().int().min(1000).max(30 * 86_400_000).default(3_600_000),
-  EXTERNAL_EVENT_MAX_TIMEOUT_MS: z.coerce.number().int().min(1000).max(30 * 86_400_000).default(7 * 86_400_000),
-  OUTBOUND_TRUNK_CONCURRENCY: z.coerce.number().int().min(1).max(100_000).default(10),
-  OUTBOUND_QUEUE_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
-  OUTBOUND_RING_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
-  OUTBOUND_STATUS_RETENTION_MS: z.coerce.number().int().min(100).max(7 * 86_400_000).default(2 * 3_600_000),
+  EXTERNAL_EVENT_MAX_BYTES: integer(1024, 16 * 1024 * 1024).default(256 * 1024),
+  EXTERNAL_EVENT_TIMEOUT_MS: integer(1000, 30 * 86_400_000).default(3_600_000),
+  EXTERNAL_EVENT_MAX_TIMEOUT_MS: integer(1000, 30 * 86_400_000).default(7 * 86_400_000),
+  OUTBOUND_TRUNK_CONCURRENCY: integer(1, 100_000).default(10),
+  OUTBOUND_QUEUE_TIMEOUT_MS: integer(100, 3_600_000).default(30_000),
+  OUTBOUND_RING_TIMEOUT_MS: integer(100, 600_000).default(30_000),
+  OUTBOUND_STATUS_RETENTION_MS: integer(100, 7 * 86_400_000).default(2 * 3_600_000),
   // The responder reads these from the environment itself (`createResponderFromEnv`, `longestReplyMs` in
   // actors/responder/mod.ts: the URL trimmed, blank as unset); checked here as it reads them, so that a value it
   // could not use stops the start rather than making every answer an apology, or the timeout its default.
@@ -110,7 +133,7 @@ const EnvSchema = z.object({
     .string()
     .refine((v) => v.trim() === '' || isHttpUrl(v.trim()), 'LLM_BASE_URL must be an http or https URL (the base of an OpenAI-compatible API, such as https://api.openai.com/v1)')
     .optional(),
-  LLM_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).optional(),
+  LLM_TIMEOUT_MS: integer(100, 600_000).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
   WEBHOOK_RETRY_SCHEDULE_MS: z
@@ -125,16 +148,16 @@ const EnvSchema = z.object({
     .string()
     .refine((v) => Buffer.from(v, 'base64').length === 32, 'WEBHOOK_SECRETS_KEY must be the base64 of 32 bytes')
     .optional(),
-  ALERTS_EVAL_INTERVAL_MS: z.coerce.number().int().min(50).max(86_400_000).default(60_000),
-  API_ERRORS_FLUSH_MS: z.coerce.number().int().min(50).max(60_000).default(2000),
-  METRICS_PORT: z.coerce.number().int().min(0).max(65_535).optional(),
-  PROJECTION_PARTITIONS: z.coerce.number().int().min(1).max(4096).default(16),
-  PROJECTION_BATCH: z.coerce.number().int().min(1).max(100_000).default(1000),
-  PROJECTION_POLL_MS: z.coerce.number().int().min(10).max(600_000).default(1000),
-  PROJECTION_INTERVAL_MS: z.coerce.number().int().min(0).max(10_000).default(20),
+  ALERTS_EVAL_INTERVAL_MS: integer(50, 86_400_000).default(60_000),
+  API_ERRORS_FLUSH_MS: integer(50, 60_000).default(2000),
+  METRICS_PORT: integer(0, 65_535).optional(),
+  PROJECTION_PARTITIONS: integer(1, 4096).default(16),
+  PROJECTION_BATCH: integer(1, 100_000).default(1000),
+  PROJECTION_POLL_MS: integer(10, 600_000).default(1000),
+  PROJECTION_INTERVAL_MS: integer(0, 10_000).default(20),
   PROJECTION_MODULES: z.string().optional(),
-  PROJECTION_NICE: z.coerce.number().int().min(0).max(19).default(10),
-  PROJECTION_YIELD_BELOW_MS: z.coerce.number().int().min(1).max(600_000).default(100),
+  PROJECTION_NICE: integer(0, 19).default(10),
+  PROJECTION_YIELD_BELOW_MS: integer(1, 600_000).default(100),
 }).refine((e) => e.EDGE_HEADERS_TIMEOUT_MS <= e.EDGE_REQUEST_TIMEOUT_MS, {
   // Node refuses a server whose header deadline is later than its whole-request deadline.
   message: 'EDGE_HEADERS_TIMEOUT_MS must not exceed EDGE_REQUEST_TIMEOUT_MS',

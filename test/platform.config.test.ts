@@ -5,7 +5,8 @@
  */
 import t from 'tap';
 import { spawnSync } from 'node:child_process';
-import { loadConfig } from '../platform/config.js';
+import fc from 'fast-check';
+import { integer, loadConfig, type Config } from '../platform/config.js';
 import { MAIN } from './helpers/platform.js';
 
 /** Runs the platform's entry with `env` added; a configuration refused stops it before it opens anything. */
@@ -48,5 +49,86 @@ t.test('LLM_BASE_URL=not-a-url and LLM_TIMEOUT_MS=abc stop the start: exit 1, na
   t.equal(r.status, 1);
   t.match(r.stderr, /switchboard failed to start: .*invalid configuration: .*LLM_BASE_URL: /);
   t.match(r.stderr, /LLM_TIMEOUT_MS: /);
+  t.notMatch(r.stdout, /serving:/);
+});
+
+/** Numeric variables of every kind, with their bounds and where the config holds them. */
+const NUMERIC: Array<[string, number, number, (c: Config) => number | null | undefined]> = [
+  ['EDGE_PORT', 0, 65535, (c) => c.edgePort],
+  ['SIP_TLS_PORT', 0, 65535, (c) => c.media.tlsPort],
+  ['METRICS_PORT', 0, 65535, (c) => c.metricsPort],
+  ['RECORDING_RETENTION_DAYS', 0, 36_500, (c) => c.recordings.retentionDays],
+  ['SHARDS', 1, 4096, (c) => c.shardCount],
+  ['ASK_TIMEOUT_MS', 100, 600_000, (c) => c.askTimeoutMs],
+];
+
+/** Strings that are not a decimal integer: any text, and the near misses `Number()` takes for one. */
+const notDecimal = fc
+  .oneof(
+    fc.string(),
+    fc.string({ unit: fc.constantFrom(' ', '\t', '\n', '0', '1', '9', '-', '+', '.', 'e', 'x', 'X', 'b', 'o', '_', ',', 'a', 'F') }),
+    fc.integer({ min: 0, max: 65535 }).chain((n) => fc.constantFrom(` ${n}`, `${n} `, `\t${n}`, `0x${n.toString(16)}`, `${n}e0`, `${n}.0`, `+${n}`, `${n}.`, `0b${n.toString(2)}`, `0o${n.toString(8)}`)),
+  )
+  // '' is unset (the default), as for every variable.
+  .filter((v) => v !== '' && !/^\d+$/.test(v));
+
+t.test('a numeric variable that is not written in decimal digits is refused, naming it (whitespace is not 0, 0x1F90 is not 8080)', async (t) => {
+  for (const [name, v] of [['EDGE_PORT', '  '], ['EDGE_PORT', '0x1F90'], ['EDGE_PORT', '1e3'], ['EDGE_PORT', ' 8080 '], ['RECORDING_RETENTION_DAYS', ' '], ['SHARDS', '-1']]) {
+    t.throws(() => loadConfig({ [name]: v }), { message: new RegExp(`^invalid configuration: ${name}: `) }, `${name}=${JSON.stringify(v)}`);
+  }
+  fc.assert(
+    fc.property(fc.constantFrom(...NUMERIC), notDecimal, ([name], v) => {
+      try {
+        loadConfig({ [name]: v });
+        return false;
+      } catch (err) {
+        return new RegExp(`^invalid configuration: ${name}: `).test((err as Error).message);
+      }
+    }),
+    { numRuns: 2000 },
+  );
+  t.pass('refused, naming the variable');
+});
+
+t.test('a decimal integer in range is taken as its value (leading zeros too); out of range is refused', async (t) => {
+  const inRange = fc.constantFrom(...NUMERIC).chain((entry) => fc.tuple(fc.constant(entry), fc.integer({ min: entry[1], max: entry[2] }), fc.nat({ max: 3 })));
+  fc.assert(
+    fc.property(inRange, ([[name, , , read], n, zeros]) => read(loadConfig({ [name]: '0'.repeat(zeros) + String(n) })) === n),
+    { numRuns: 2000 },
+  );
+  const outOfRange = fc.constantFrom(...NUMERIC).chain((entry) => fc.tuple(fc.constant(entry), fc.oneof(fc.integer({ min: entry[2] + 1 }), fc.constantFrom('99999999999999999999999'))));
+  fc.assert(
+    fc.property(outOfRange, ([[name], n]) => {
+      try {
+        loadConfig({ [name]: String(n) });
+        return false;
+      } catch (err) {
+        return new RegExp(`^invalid configuration: ${name}: `).test((err as Error).message);
+      }
+    }),
+  );
+  t.pass('taken as written, or refused out of range');
+  // Rates take a fraction: still decimal digits.
+  t.equal(loadConfig({ CHAT_RATE_PER_KEY: '0.5' }).edge.chatPerKey.rate, 0.5);
+  for (const v of ['.5', '5.', ' 0.5', '5e-1', '0x1']) t.throws(() => loadConfig({ CHAT_RATE_PER_KEY: v }), { message: /^invalid configuration: CHAT_RATE_PER_KEY: / }, v);
+});
+
+t.test('the helper takes a leading minus only where negatives are in range', async (t) => {
+  fc.assert(
+    fc.property(fc.integer({ min: -1000, max: 1000 }), (n) => {
+      const signed = integer(-1000, 1000).safeParse(String(n));
+      const unsigned = integer(0, 1000).safeParse(String(n));
+      return signed.success && signed.data === n && unsigned.success === n >= 0 && (!unsigned.success || unsigned.data === n);
+    }),
+  );
+  t.notOk(integer(-10, 10).safeParse('- 1').success);
+  t.notOk(integer(-10, 10).safeParse('+1').success);
+  t.notOk(integer(-10, 10).safeParse('--1').success);
+});
+
+t.test('EDGE_PORT of whitespace stops the start: exit 1, naming it, not a random port', async (t) => {
+  const r = startWith({ EDGE_PORT: '  ' });
+  t.equal(r.status, 1);
+  t.match(r.stderr, /switchboard failed to start: .*invalid configuration: EDGE_PORT: must be a whole number in decimal digits/);
   t.notMatch(r.stdout, /serving:/);
 });
