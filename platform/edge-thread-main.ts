@@ -31,12 +31,16 @@ async function main(data: EdgeThreadData): Promise<void> {
   const metrics = shareMetrics(runtime.transport, 'edge', 'main');
   // An operator's write made here reaches the main thread's cache (the actors' real-time config pages) before it answers.
   const bus = await startInvalidationBus(busOptions(config, log, runtime, store, services.tenancy));
+  // Serving once the main thread says the process does (`EdgeThread.serve`), not once this thread listens: the
+  // process's other roles start after, and may still fail the start (operator.md: 200 once it serves traffic).
   let serving = false;
   const edge = await serveEdge({ config, services, runtime, operatorTokenHash: data.operatorTokenHash, log, webhookSecrets, isServing: () => serving });
-  serving = true;
   const post = (m: EdgeThreadMessage) => parentPort!.postMessage(m);
+  let draining = false;
   parentPort!.on('message', (m: { type: string }) => {
+    if (m.type === 'serve' && !draining) serving = true;
     if (m.type !== 'drain') return;
+    draining = true;
     serving = false;
     // Every step runs whatever failed before it, as on the main thread (`stop-steps.ts`): a step that threw here
     // would end the thread mid-drain, and the main thread would exit 1 at once, its own store still open.

@@ -16,6 +16,11 @@ export type EdgeThreadMessage = { type: 'listening'; port: number } | { type: 'd
 export interface EdgeThread {
   /** The edge's HTTP port. */
   readonly port: number;
+  /**
+   * Tells the thread the process serves: its `/healthz` answers 200 from then on. It listens before the other
+   * roles have started (a socket or SIP port taken still fails the start), and answers 503 meanwhile.
+   */
+  serve(): void;
   /** Stops serving (as a draining edge does), closes the thread's store and runtime, and ends the thread. */
   drain(): Promise<void>;
 }
@@ -53,6 +58,7 @@ export async function startEdgeThread(o: { runtime: Runtime; operatorTokenHash: 
   });
   return {
     port,
+    serve: () => worker.postMessage({ type: 'serve' }),
     drain: async () => {
       draining = true;
       const drained = new Promise<void>((resolve) => {

@@ -246,7 +246,9 @@ export async function start(startSignals: StartSignals): Promise<void> {
   media?.o.recordings?.startSweeping();
   const dialing = media ? answerDialRequests(media, runtime) : null;
   if (socket) countConnections(() => ({ sessions: socket.sessions, sockets: socket.connections }));
+  // Every role has started: `/healthz` answers 200 on each port from here (503 before, the edge thread's too).
   serving = true;
+  edgeThread?.serve();
 
   const where = [
     edgePort !== null ? `edge http://${config.host}:${edgePort}` : null,

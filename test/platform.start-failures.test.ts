@@ -3,6 +3,7 @@
  * with exit 1 and a message naming the variable to change, before the process says it serves (operator.md).
  */
 import t from 'tap';
+import { createSocket } from 'node:dgram';
 import { createServer } from 'node:net';
 import { http } from './helpers/http.js';
 import { platformFor, startPlatform } from './helpers/platform.js';
@@ -33,4 +34,31 @@ t.test('SOCKET_PORT held by another platform\'s socket gateway: the second start
   t.match(String(failed), new RegExp(`SOCKET_PORT ${port} is in use on 127\\.0\\.0\\.1; set SOCKET_PORT to a free port`), 'naming the variable and the port');
   t.notMatch(String(failed), /serving:/, 'it never said it served');
   t.equal((await http(first.socket, 'GET', '/healthz')).status, 200, 'the first serves on');
+});
+
+t.test('/healthz is not 200 before the start has finished: with SIP_PORT taken, the edge never says ok, and the process exits 1', async (t) => {
+  // The SIP port held over UDP: the media gateway, which starts after the edge (its thread) and the socket
+  // gateway, fails the start.
+  const held = createSocket('udp4');
+  await new Promise<void>((resolve) => held.bind(0, '127.0.0.1', resolve));
+  t.teardown(() => held.close());
+  const sipPort = held.address().port;
+  const edgePort = await freePort();
+  let exited = false;
+  const failed = startPlatform({ env: { EDGE_PORT: edgePort, SIP_PORT: String(sipPort), SIP_TLS_PORT: 'off' }, spawned: (p) => void p.exited.then(() => (exited = true)) }).catch((e: Error) => e);
+  // Asked over and over from the spawn to the exit: whatever the edge answers while the start goes on.
+  const answers = new Map<number, number>();
+  while (!exited) {
+    try {
+      const r = await fetch(`http://127.0.0.1:${edgePort}/healthz`);
+      await r.text();
+      answers.set(r.status, (answers.get(r.status) ?? 0) + 1);
+    } catch {
+      await new Promise((resolve) => setImmediate(resolve)); // not listening (yet, or any more)
+    }
+  }
+  const err = await failed;
+  t.match(String(err), /platform exited with 1/, 'the start failed');
+  t.match(String(err), new RegExp(`SIP_PORT ${sipPort} is in use`), 'on the SIP port');
+  t.notOk(answers.has(200), `no 200 from /healthz meanwhile (answers: ${JSON.stringify([...answers])})`);
 });
