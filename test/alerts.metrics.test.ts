@@ -34,6 +34,9 @@ t.before(async () => {
       WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
       ASK_TIMEOUT_MS: '1000',
       FUNCTION_TIMEOUT_MS: '5000',
+      // A Chat turn is waited for within the connection's idle timeout, less 1 s: the 2.5 s turn of `spin`
+      // outlives that wait, and the edge answers 503 (a real 5xx).
+      EDGE_CONNECTION_TIMEOUT_MS: '2000',
     },
   });
   receiver = await startReceiver();
@@ -150,7 +153,7 @@ t.test('api_errors from a real 5xx answered by the edge', async (t) => {
   const r = await rule({ metric: 'api_errors', threshold_value: 1 });
   const id = (await c.chat('create', {})).body.conversation_id;
   const slow = await c.chat('respond', { conversation_id: id, message: 'spin' });
-  t.equal(slow.status, 503, 'the turn outlived the ask deadline');
+  t.equal(slow.status, 503, 'the turn outlived the wait for it');
   const fired = await untilState(r.id, 'alert', 'api_errors to fire');
   t.ok(fired.current_value >= 1);
   await api('DELETE', `/v1/alert-rules/${r.id}`);
