@@ -147,6 +147,8 @@ t.test("a messaging session's agent messages stay readable but for rules 2 and 3
   t.ok(replies.includes('Your parcel to ••• ships today, write to •••@•••'), 'rules 2 and 3 still apply to them');
   const asked = events.find((e: any) => e.type === 'session.user_message');
   t.equal(asked.data.text, '•••(27)', "the user's message is masked whole");
+  const started = events.find((e: any) => e.type === 'session.started');
+  t.match(started.data.user_agent, /^•••\(\d+\)$/, "the client's User-Agent (it may identify a person's device) is masked whole");
   t.notMatch(JSON.stringify(masked.body), 'Zanzibar', 'nowhere else either');
   const raw = await get(`/actors/session/${sessionId}?journal=20&unmasked=true`);
   t.ok(raw.body.journal.flatMap((s: any) => s.events).some((e: any) => e.data.text === 'where is my parcel Zanzibar'), 'unmasked on request');

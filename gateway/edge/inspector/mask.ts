@@ -8,7 +8,7 @@
  *    `toNumber`, `from_number`, `to_number`, `phone`, `caller`, `callee`), e-mail (`email`), and the
  *    free-form bags a client or a tenant's functions fill (`metadata`, `integrationAttributes`,
  *    `integration_attributes`, `sip_headers`, `custom`, `joinCustom`, `payload`, `body`, `data`, `state`
- *    (conversation variables), `userAgent`). Inside a masked field objects and arrays keep their shape
+ *    (conversation variables), `userAgent` and `user_agent`). Inside a masked field objects and arrays keep their shape
  *    (keys, lengths); strings become `•••` with their length, numbers become `•••`; booleans and null stay.
  * 2. Every other string is kept, but e-mail addresses and phone numbers in it are replaced (`•••@•••`,
  *    `•••` plus the last two digits): an agent's answer that repeats a caller's address shows none of it.
@@ -30,7 +30,7 @@ const MASKED_KEYS = new Set(
   [
     'user_input', 'translated_user_input', 'user_input_dtmf', 'message', 'text', 'initialMessage', 'userTyping', 'history',
     'fromNumber', 'toNumber', 'from_number', 'to_number', 'phone', 'caller', 'callee', 'email',
-    'metadata', 'integrationAttributes', 'integration_attributes', 'sip_headers', 'custom', 'joinCustom', 'payload', 'body', 'data', 'userAgent',
+    'metadata', 'integrationAttributes', 'integration_attributes', 'sip_headers', 'custom', 'joinCustom', 'payload', 'body', 'data', 'userAgent', 'user_agent',
   ].map((k) => k.toLowerCase()),
 );
 
