@@ -70,6 +70,7 @@ export class ActorClient {
     let backoff = FIRST_BACKOFF_MS;
     let last = 'no attempt';
     let noOwnerSince: number | null = null;
+    let failingSince: number | null = null;
     for (;;) {
       const left = deadline - Date.now();
       if (left <= 0) {
@@ -87,6 +88,11 @@ export class ActorClient {
         if (reply.ok) return reply.reply as T;
         if (!reply.retry) throw new ActorAskError(reply.code, reply.message);
         last = `${reply.code}: ${reply.message}`;
+        // An ask given longer than the usual time waits that long for its actor to work, not for failures to
+        // clear: a store that refuses every commit (a full disk) would otherwise have the event run and fail
+        // again, model calls and all, for a whole turn's wait. A failure followed by success within it is fine.
+        failingSince ??= Date.now();
+        if (Date.now() - failingSince >= this.o.timeoutMs) throw new ActorAskError('DEADLINE', `${kind}/${id}: failing for ${this.o.timeoutMs} ms (${last})`);
       } catch (err) {
         if (err instanceof ActorAskError) throw err;
         if (!(err instanceof TransportError) || err.code === 'CLOSED') throw err;

@@ -36,11 +36,13 @@ async function get(base: string, path: string, ms = 3000): Promise<number | stri
 }
 
 t.test('a full disk: writes are refused, the process stays up and serves, writes succeed again once there is room, SIGTERM ends it', async (t) => {
-  // A chat turn whose commit fails is retried until the ask's deadline, then answered 503: a short deadline.
+  // A chat turn whose commit fails is retried for the ask's usual time (a short one here), then answered 503;
+  // not for a turn's whole wait, which functions' wall-clock bound makes twelve minutes here (and the
+  // connection timeout lets the Chat API wait that long): a turn waited for that long would outlast this file.
   // SIGXFSZ ignored (a disposition exec keeps), so that a write past the limit fails with EFBIG instead of
   // killing the process, whatever the runner's disposition; the platform's own listener (platform/start.ts) keeps
   // tap's preloaded `signal-exit` from raising it again.
-  const p = await platformFor(t, { env: { ASK_TIMEOUT_MS: '2000' }, prefix: ['sh', '-c', 'trap "" XFSZ; exec "$0" "$@"'] });
+  const p = await platformFor(t, { env: { ASK_TIMEOUT_MS: '2000', FUNCTION_TIMEOUT_MS: '60000', EDGE_CONNECTION_TIMEOUT_MS: '3600000' }, prefix: ['sh', '-c', 'trap "" XFSZ; exec "$0" "$@"'] });
   const pid = p.child.pid!;
   let exit: { code: number | null; signal: string | null } | null = null;
   p.child.once('exit', (code, signal) => (exit = { code, signal }));
