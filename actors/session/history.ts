@@ -1,6 +1,9 @@
 import type { JournalEntry, Store } from '../../store/mod.js';
 import { renderStep, type Frame } from './wire.js';
 
+/** The newest steps a windowed read of a session's journal reads first (`back`). */
+const FIRST_WINDOW = 16;
+
 /** The actor journal's key of a session. */
 export const sessionKey = (sessionId: string): string => `session/${sessionId}`;
 
@@ -18,11 +21,28 @@ export interface SessionOwner {
  */
 export function sessionHistory(store: Store) {
   const journal = () => store.journal;
-  const journaled = (id: string, entries: JournalEntry[]) => entries.flatMap((e) => renderStep(id, e, true));
+  const journaled = (id: string, entries: JournalEntry[]) => entries.flatMap((e) => renderStep(id, e, true)).filter((f) => f.s !== null);
+  /**
+   * The session's replayable frames from its newest steps back to (at least) the one with sequence `after`, in
+   * order; `whole` when they are all it has. A reconnection or a catch-up misses the last few frames of what
+   * may be a long session, and the embedded store reads an actor's newest entries at the cost of what it
+   * returns: windows growing fourfold cost at most a third more than the one that holds the frame, where a
+   * read from the start would cost the whole journal each time. Sequences grow with the steps, so once a
+   * window holds a frame at or below `after` it holds every frame above it.
+   */
+  const back = async (id: string, after: number): Promise<{ frames: Frame[]; whole: boolean }> => {
+    if (after <= 0) return { frames: journaled(id, await journal().ofActor(sessionKey(id))), whole: true };
+    for (let n = FIRST_WINDOW; ; n *= 4) {
+      const entries = await journal().ofActor(sessionKey(id), { last: n });
+      const frames = journaled(id, entries);
+      const whole = entries.length < n;
+      if (whole || (frames.length > 0 && frames[0]!.s! <= after)) return { frames, whole };
+    }
+  };
   return {
     /** The replayable frames with a sequence above `after`, in order (at most `limit`). */
     async after(id: string, after: number, limit = Infinity): Promise<Frame[]> {
-      const frames = journaled(id, await journal().ofActor(sessionKey(id))).filter((f) => f.s! > after);
+      const frames = (await back(id, after)).frames.filter((f) => f.s! > after);
       return frames.length > limit ? frames.slice(0, limit) : frames;
     },
     /**
@@ -31,15 +51,14 @@ export function sessionHistory(store: Store) {
      * restore): it is `past`, and the frames are the whole history, as for an invalid cursor (contract 4.7).
      */
     async resume(id: string, cursor: number): Promise<{ frames: Frame[]; head: number; past: boolean }> {
-      const all = journaled(id, await journal().ofActor(sessionKey(id))).filter((f) => f.s !== null);
-      const head = all.length > 0 ? all[all.length - 1].s! : 0;
-      if (cursor > head) return { frames: all, head, past: true };
-      return { frames: all.filter((f) => f.s! > cursor), head, past: false };
+      const { frames, whole } = await back(id, cursor);
+      const head = frames.length > 0 ? frames[frames.length - 1]!.s! : 0;
+      if (cursor > head) return { frames: whole ? frames : journaled(id, await journal().ofActor(sessionKey(id))), head, past: true };
+      return { frames: frames.filter((f) => f.s! > cursor), head, past: false };
     },
     /** The frame at one sequence (a duplicate client event is answered with its original echo), or null. */
     async at(id: string, seq: number): Promise<string | null> {
-      const entries = await journal().ofActor(sessionKey(id));
-      return journaled(id, entries).find((f) => f.s === seq)?.j ?? null;
+      return (await back(id, seq - 1)).frames.find((f) => f.s === seq)?.j ?? null;
     },
     /** Who the session belongs to, from its first step (its creation); null when it was never created. */
     async owner(id: string): Promise<SessionOwner | null> {
