@@ -3,11 +3,18 @@ import { nowIso } from '../platform/clock.js';
 import { AGENTS } from '../platform/errors.js';
 import { newId } from '../platform/secrets.js';
 import { MAIN } from './agents.js';
-import { type Content, withDefaults } from './content.js';
+import { type Content, emptyContent, withDefaults } from './content.js';
 import { threeWayMerge } from './merge.js';
 import type { AgentRecord, BranchRecord, BuilderRecords } from './records.js';
 
 const MAX_CAS_ATTEMPTS = 50;
+
+/**
+ * How old a merge's hold on its branch must be before the branch's next merge or edit settles it (`settled`).
+ * A merge holds it for the few store round trips of one write on main; one held this long was interrupted (a
+ * crash, a stopped process), so settling it races no merge that is still running.
+ */
+export const MERGE_LOCK_STALE_MS = 60_000;
 
 /** Branches of an agent and the content edits made on them. */
 export class Branches {
@@ -56,15 +63,17 @@ export class Branches {
 
   /**
    * Applies `change` to a branch's content as a compare-and-set on its revision, retrying when another
-   * writer got in first, so concurrent edits never lose each other. A merged branch is read-only.
+   * writer got in first, so concurrent edits never lose each other. A merged branch is read-only, and a branch a
+   * merge holds takes no edits until the merge lands or is refused.
    */
   async edit<T>(agent: AgentRecord, ref: string, change: (content: Content) => T): Promise<{ branch: BranchRecord; result: T }> {
     for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
-      const branch = await this.get(agent, ref);
+      const branch = await this.settled(agent, await this.get(agent, ref));
       if (branch.status === 'merged') throw AGENTS.BRANCH_READ_ONLY();
+      if (branch.status === 'merging') throw AGENTS.BRANCH_MERGING();
       const content = withDefaults(structuredClone(branch.content));
       const result = change(content);
-      // Open still: a merge marks the branch without a new revision, and an edit read before it must not land after.
+      // Open still: a merge takes the branch without a new revision, and an edit read before it must not land after.
       const updated = await this.r.branches.update(
         { id: branch.id, rev: branch.rev, status: 'open' },
         { $set: { content, rev: branch.rev + 1, updated_at: nowIso() } },
@@ -76,45 +85,69 @@ export class Branches {
 
   /**
    * Merges a branch into main (three-way, against the base it was cut from). Conflicts are a 409 naming the
-   * fields; nothing changes then. The merged branch stays readable and becomes read-only.
+   * fields. The merged branch stays readable and becomes read-only. All or nothing: main holds the whole branch
+   * when this answers, and none of it when it throws.
    *
-   * Main is written first, then the branch is marked merged on the revision that was merged. A branch edited
-   * in between (an edit acknowledged while the merge ran) is merged again, from what was merged to what it holds
-   * now, until the mark lands on the revision main has: a merge that answers 200 holds every edit acknowledged
-   * before the branch turned read-only, and one that answers 409 BRANCH_BUSY (still moving after every attempt)
-   * has only written what a retry completes.
+   * The merge first takes the branch (`open` to `merging`, a compare-and-set), so the content it merges is
+   * the branch's last: an edit acknowledged before landed before it, and one after is refused (BRANCH_MERGING).
+   * Main is then written once, as a compare-and-set on its revision (redone on main as it is when another writer
+   * got in first), and the branch marked merged. A conflict, or main moving on every attempt, writes nothing on
+   * main and gives the branch back open. A merge a crash interrupts leaves its lock, which the branch's next
+   * merge or edit settles once it is MERGE_LOCK_STALE_MS old (`settled`).
    */
   async merge(agent: AgentRecord, ref: string): Promise<{ branch: BranchRecord; main: BranchRecord; applied: string[] }> {
-    let branch = await this.get(agent, ref);
-    if (branch.name === MAIN) throw AGENTS.MERGE_INTO_MAIN();
+    const found = await this.get(agent, ref);
+    if (found.name === MAIN) throw AGENTS.MERGE_INTO_MAIN();
+    const branch = await this.settled(agent, found);
     if (branch.status === 'merged') throw AGENTS.BRANCH_MERGED();
-    const applied = new Set<string>();
-    // What main already holds of the branch: at first the base it was cut from.
-    let mergedFrom: Content | null = branch.base;
-    for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
-      const theirs = branch;
-      // The fields of the attempt that was written (`edit` may run the change again on a newer main).
-      const { branch: main, result: taken } = await this.edit(agent, MAIN, (content) => {
-        const outcome = threeWayMerge(withDefaults(mergedFrom ?? content), content, withDefaults(theirs.content));
-        if (outcome.conflicts.length) {
-          throw AGENTS.BRANCH_DIVERGED.withErrors(outcome.conflicts);
-        }
+    const token = newId('merge');
+    const held = await this.r.branches.update({ id: branch.id, status: 'open' }, { $set: { status: 'merging', merge_lock: { token, at: Date.now() } } });
+    if (!held) {
+      // Another merge holds it, or got there first and merged it.
+      if ((await this.get(agent, branch.id)).status === 'merged') throw AGENTS.BRANCH_MERGED();
+      throw AGENTS.MERGE_UNDER_WAY();
+    }
+    let written: { branch: BranchRecord; result: string[] };
+    try {
+      written = await this.edit(agent, MAIN, (content) => {
+        const outcome = threeWayMerge(withDefaults(held.base ?? emptyContent()), content, withDefaults(held.content));
+        if (outcome.conflicts.length) throw AGENTS.BRANCH_DIVERGED.withErrors(outcome.conflicts);
         Object.assign(content, outcome.content);
         return outcome.applied;
       });
-      for (const a of taken) applied.add(a);
-      const now = nowIso();
-      const merged = await this.r.branches.update(
-        { id: theirs.id, rev: theirs.rev, status: 'open' },
-        { $set: { status: 'merged', merged_at: now, updated_at: now } },
-      );
-      if (merged) return { branch: merged, main, applied: [...applied] };
-      branch = await this.get(agent, theirs.id);
-      // Another merge of the same branch got there first (what this one wrote, a three-way merge of the same
-      // changes, is in main once).
-      if (branch.status === 'merged') throw AGENTS.BRANCH_MERGED();
-      mergedFrom = theirs.content;
+    } catch (err) {
+      // Main was not written: the branch is open again. Were this release lost too, the lock would go stale.
+      await this.r.branches.update({ id: held.id, status: 'merging', 'merge_lock.token': token }, { $set: { status: 'open' }, $unset: { merge_lock: '' } });
+      throw err;
     }
-    throw AGENTS.BRANCH_BUSY();
+    const now = nowIso();
+    const merged = await this.r.branches.update(
+      { id: held.id, status: 'merging', 'merge_lock.token': token },
+      { $set: { status: 'merged', merged_at: now, updated_at: now }, $unset: { merge_lock: '' } },
+    );
+    // Null only when this merge stalled past MERGE_LOCK_STALE_MS and its lock was settled meanwhile: main holds
+    // the whole branch all the same, and the branch is what the settling made it.
+    return { branch: merged ?? (await this.get(agent, held.id)), main: written.branch, applied: written.result };
+  }
+
+  /**
+   * The branch, with a merge lock older than MERGE_LOCK_STALE_MS (a merge a crash interrupted) settled: the
+   * branch is marked merged when main holds every change it made (the interrupted merge wrote main, whose write
+   * is whole), and is open again otherwise (it did not, or main has changed the same items since). A branch not
+   * held, or held by a merge that may still be running, is returned as it is.
+   */
+  private async settled(agent: AgentRecord, branch: BranchRecord): Promise<BranchRecord> {
+    const lock = branch.merge_lock;
+    if (branch.status !== 'merging' || !lock || Date.now() - lock.at < MERGE_LOCK_STALE_MS) return branch;
+    const main = await this.get(agent, MAIN);
+    const outcome = threeWayMerge(withDefaults(branch.base ?? emptyContent()), withDefaults(main.content), withDefaults(branch.content));
+    const holds = outcome.conflicts.length === 0 && outcome.applied.length === 0;
+    const now = nowIso();
+    const settled = await this.r.branches.update(
+      { id: branch.id, status: 'merging', 'merge_lock.token': lock.token },
+      { $set: holds ? { status: 'merged', merged_at: now, updated_at: now } : { status: 'open' }, $unset: { merge_lock: '' } },
+    );
+    // Null: another request settled it first.
+    return settled ?? (await this.get(agent, branch.id));
   }
 }

@@ -18,7 +18,13 @@ export interface BranchRecord extends Doc {
   agent_id: string;
   account_id: string;
   name: string;
-  status: 'open' | 'merged';
+  /**
+   * `merging` while a merge holds the branch (`merge_lock`): it takes no edits then. Internal: the views show it
+   * as `open`, which it is again unless the merge lands (`builder/branches.ts`).
+   */
+  status: 'open' | 'merging' | 'merged';
+  /** The merge holding a `merging` branch: its token, and when it took the branch (ms since the epoch). */
+  merge_lock?: MergeLock;
   /** Main's content when this branch was cut (null for main itself). */
   base: Content | null;
   content: Content;
@@ -27,6 +33,12 @@ export interface BranchRecord extends Doc {
   created_at: string;
   updated_at: string;
   merged_at: string | null;
+}
+
+/** See `BranchRecord.merge_lock`. */
+export interface MergeLock {
+  token: string;
+  at: number;
 }
 
 /** Frozen content, shared by every deployment of the same content hash. */

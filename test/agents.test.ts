@@ -291,7 +291,8 @@ t.test('merge: concurrent merges of one branch: one merges it, the others get 40
 
 t.test('merge: edits to the branch while it merges: a 200 holds every edit acknowledged before it, each later one is refused', async (t) => {
   // Rounds of 20 topic creates on a branch with its merge sent among them: a create the merge did not take in is
-  // a 409 (read-only), never a 201 missing from main; the merge itself is not refused for the edits around it.
+  // a 409 (the branch being merged, or merged), never a 201 missing from main; the merge itself is not refused for
+  // the edits around it.
   for (let round = 0; round < 5; round++) {
     const agentId = await newAgent();
     const base = `/v1/agents/${agentId}`;

@@ -79,7 +79,8 @@ export const branchView = (b: BranchRecord): z.infer<typeof BranchView> => ({
   branchId: b.id,
   agentId: b.agent_id,
   name: b.name,
-  status: b.status,
+  // A merge holding the branch is internal: until it lands the branch is open, and it is again if the merge is refused.
+  status: b.status === 'merging' ? 'open' : b.status,
   baseBranch: b.base ? 'main' : null,
   createdAt: b.created_at,
   updatedAt: b.updated_at,
