@@ -22,6 +22,7 @@ import type { Position } from '../gateway/edge/conversations/cursor.js';
 import { maskedRow, requestMasking, type Masking } from '../gateway/edge/conversations/mask.js';
 import { maskedJson, rowJson } from '../gateway/edge/conversations/views.js';
 import { storeFor } from './helpers/store.js';
+import type { LmdbCollection } from '../store/lmdb/collection.js';
 
 const store = await storeFor(t, 'sb-reader-');
 const embedder = createOfflineEmbedder();
@@ -296,6 +297,35 @@ t.test('semantic mode: an offset past every candidate (up to the 1e9 the API tak
   const ranked = await collect((await semanticRows(src, 'proj', q, null)).rows);
   const tail = parseListQuery('v3', { query_type: 'semantic', query: 'parking permit', limit: '1000', offset: String(ranked.length - 2), ...wide });
   t.same(await collect((await semanticRows(src, 'proj', tail, null)).rows), ranked.slice(-2), 'an offset short of the end: the last rows');
+});
+
+t.test('semantic mode: a cursor\'s page reads the records of the conversations in progress when its walk began in the range, not of all that ended since', async (t) => {
+  // A walk that began late in the twelfth hour of the data, its cursor read again at the end of it: most
+  // conversations ended since, a few of them in progress then within the hour asked.
+  const asOf = T0 + 11 * 3_600_000 + 50 * 60_000;
+  const from = new Date(T0 + 11 * 3_600_000).toISOString();
+  const to = new Date(T0 + 12 * 3_600_000).toISOString();
+  const asOfIso = new Date(asOf).toISOString();
+  const endedSince = all.filter((r) => !r.in_progress && r.ended_at! > asOfIso);
+  const thenInRange = all.filter((r) => r.started_at >= from && r.started_at <= asOfIso && (r.in_progress || r.ended_at! > asOfIso));
+  t.ok(endedSince.length > 200 && thenInRange.length > 0, `${endedSince.length} ended since, ${thenInRange.length} of them or in progress in the range`);
+  const records = (src.records as LmdbCollection<ConversationRecord>).env.records;
+  const get = records.get;
+  let reads = 0;
+  records.get = function (this: typeof records, ...args: Parameters<typeof get>) {
+    if ((args[0] as unknown[])[0] === 'conversations') reads++;
+    return get.apply(this, args);
+  } as typeof get;
+  try {
+    const q = parseListQuery('v3', { query_type: 'semantic', query: 'when are you open', limit: '5', start_time: from, end_time: to });
+    const rows = await semanticRows(src, 'proj', q, { kind: 'rank', offset: 5, asOf });
+    const ids = await collect(rows.rows);
+    t.ok(ids.length > 0, 'a page of rows');
+    // Those in progress then (embedded), and the page's rows.
+    t.ok(reads <= thenInRange.length + 5, `records read: ${reads}`);
+  } finally {
+    records.get = get;
+  }
 });
 
 /** The v3 view a masked key's rows are rendered with in these tests. */

@@ -50,8 +50,9 @@ export function conversationRecords(store: Store): Collection<ConversationRecord
       // Semantic search embeds the conversations in progress at query time (their entry changes once, at the end).
       { fields: ['project_id', 'environment', 'in_progress', 'started_at'] },
       // A semantic search's later pages rank as of their walk's first page: the conversations that ended since
-      // (their stored final vector holds later turns) are found by when they ended.
-      { fields: ['project_id', 'environment', 'ended_at'] },
+      // (their stored final vector holds later turns) are found by when they ended, and only those that started
+      // in the request's range are read (the store checks `started_at` in the index's keys).
+      { fields: ['project_id', 'environment', 'ended_at', 'started_at'] },
     ],
     readModel: true,
     // A record is rewritten at every step of its conversation: only the new turns are written each time.

@@ -8,10 +8,10 @@ import { namesId, versionOf } from '../update.js';
 import type { Collection, Doc, Filter, FindOptions, Page, PageOptions, Sort, Update } from '../types.js';
 import type { RecordsEnv } from './env.js';
 import { writeEntries, type IndexDef } from './indexes.js';
-import { END, idOf, isKeyString, key } from './keys.js';
+import { END, SPILL, idOf, isKeyString, isWholeKeyValue, key } from './keys.js';
 import { compareBy } from './order.js';
 import { matcher } from './matcher.js';
-import { isOperatorObject, isPlainObject, plan, type Plan } from './planner.js';
+import { isOperatorObject, isPlainObject, plan, type KeyCheck, type Plan } from './planner.js';
 
 /**
  * A collection of the embedded store. Reads run synchronously against lmdb-js's read transaction, which
@@ -155,11 +155,14 @@ export class LmdbCollection<T extends Doc = Doc> implements Collection<T> {
         return;
       case 'index': {
         const seen = new Set<string>();
+        const passes = keyTest(chosen.checks);
         for (const range of chosen.ranges) {
           for (const entry of indexes.getKeys(range)) {
             const id = idOf(entry);
             if (seen.has(id)) continue;
             seen.add(id);
+            // A record whose indexed values already fail the filter is not read.
+            if (passes && !passes(entry as unknown[])) continue;
             const doc = records.get(key(this.name, id));
             if (doc) yield this.whole(doc);
           }
@@ -225,6 +228,24 @@ export class LmdbCollection<T extends Doc = Doc> implements Collection<T> {
     const keys = [...this.env.appended.getKeys({ start: key(this.name, id), end: key(this.name, id, END) })];
     for (const k of keys) this.env.appended.removeSync(k);
   }
+}
+
+/**
+ * Whether an index entry's key may belong to a matching record, by the plan's `KeyCheck`s (null: none). Each
+ * check's conditions are matched against a record holding the field's value from the key alone, when that
+ * value is the field's own; a SPILL entry (no values in its key) passes.
+ */
+function keyTest(checks: KeyCheck[]): ((entry: unknown[]) => boolean) | null {
+  if (checks.length === 0) return null;
+  const tests = checks.map((check) => ({ at: check.at, field: check.field, test: matcher(check.filter) }));
+  return (entry) => {
+    if (entry[2] === SPILL) return true;
+    for (const { at, field, test } of tests) {
+      const value = entry[at];
+      if (isWholeKeyValue(value) && !test({ id: '', [field]: value })) return false;
+    }
+    return true;
+  };
 }
 
 /**

@@ -76,6 +76,15 @@ export function boundValue(value: unknown): KeyValue | undefined {
   return keyValue(value);
 }
 
+/**
+ * Whether a value read from an index key is the indexed field's value itself: a number, a boolean, or a
+ * string shorter than the cut (a cut string keeps `MAX_KEY_CODE_POINTS` code points, so at least that many
+ * UTF-16 units). null is not: it stands for a missing, undefined or null field alike.
+ */
+export function isWholeKeyValue(value: unknown): value is string | number | boolean {
+  return typeof value === 'number' || typeof value === 'boolean' || (typeof value === 'string' && value.length < MAX_KEY_CODE_POINTS);
+}
+
 function truncate(value: string): string {
   if (value.length <= MAX_KEY_CODE_POINTS) return value;
   let end = 0;

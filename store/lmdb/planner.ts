@@ -5,6 +5,12 @@
  * Usable conditions are the top-level ones (and those inside a top-level `$and`): equality or `$in` of
  * scalars on a prefix of an index's fields, optionally followed by a `$gt/$gte/$lt/$lte` range on the
  * next field. Equality or `$in` on `id` reads the records directly; anything else scans the collection.
+ *
+ * The conditions on the index's later fields (past that prefix, the range's field included) are checked on
+ * the values in each entry's key before its record is read (`KeyCheck`): an index on (project, ended_at,
+ * started_at) read for "ended after t" reads the keys of the conversations that ended since t, but only the
+ * records of those that also started in the range asked. Between plans that use as many conditions for their
+ * ranges, one that checks more in its keys wins.
  */
 import type { Key } from 'lmdb';
 import type { Filter } from '../types.js';
@@ -16,8 +22,21 @@ export type Plan =
   | { kind: 'ids'; ids: string[] }
   /** A range of the records sub-database (the whole collection when unbounded). */
   | { kind: 'records'; start: Key; end: Key }
-  /** Ranges of an index; the ids found there are looked up in the records. */
-  | { kind: 'index'; index: string; ranges: Array<{ start: Key; end: Key }> };
+  /** Ranges of an index; the ids found there whose keys pass `checks` are looked up in the records. */
+  | { kind: 'index'; index: string; ranges: Array<{ start: Key; end: Key }>; checks: KeyCheck[] };
+
+/**
+ * A condition of the filter on one field of an index, checked on the field's value in an entry's key (at
+ * position `at`): an entry whose value is the field's own (`isWholeKeyValue`) and fails `filter` is a record
+ * the filter cannot match (its top-level conditions all must hold). Entries whose value was cut or stands
+ * for a missing field, and SPILL entries, are read.
+ */
+export interface KeyCheck {
+  at: number;
+  field: string;
+  /** The field's conditions alone (`{field: condition}`, or an `$and` of them), for `matcher`. */
+  filter: Filter;
+}
 
 /** What the filter says about one field: the values it must equal (any of) and its range bounds. */
 interface Terms {
@@ -55,7 +74,7 @@ export function plan(collection: string, filter: Filter, indexes: IndexDef[]): P
     bestScore = 1;
   }
   for (const index of indexes) {
-    const candidate = indexPlan(collection, index, terms);
+    const candidate = indexPlan(collection, index, terms, filter);
     if (candidate && candidate.score > bestScore) [best, bestScore] = [candidate.plan, candidate.score];
   }
   return best;
@@ -65,6 +84,7 @@ function indexPlan(
   collection: string,
   index: IndexDef,
   terms: Map<string, Terms>,
+  filter: Filter,
 ): { plan: Plan; score: number } | undefined {
   let prefixes: KeyValue[][] = [[]];
   let used = 0;
@@ -75,8 +95,17 @@ function indexPlan(
     used++;
   }
   const range = used < index.fields.length ? keyRange(terms.get(index.fields[used])) : undefined;
-  const score = used * 2 + (range ? 1 : 0);
+  let score = used * 2 + (range ? 1 : 0);
   if (score === 0) return undefined;
+  const checks: KeyCheck[] = [];
+  for (let i = used; i < index.fields.length; i++) {
+    const conditions = conditionsOn(filter, index.fields[i]);
+    if (conditions.length === 0) continue;
+    // The key's fields follow the collection and the index name.
+    checks.push({ at: 2 + i, field: index.fields[i], filter: conditions.length === 1 ? conditions[0] : { $and: conditions } });
+  }
+  // A half: it breaks a tie between plans whose ranges use as many conditions, never outranks one that uses more.
+  if (checks.some((check) => check.at - 2 > used || (check.at - 2 === used && !range))) score += 0.5;
   const ranges = prefixes.map((prefix) =>
     range
       ? {
@@ -90,7 +119,23 @@ function indexPlan(
   );
   // Records whose indexed values have no key form may match anything: always read them too.
   ranges.push({ start: key(collection, index.name, SPILL), end: key(collection, index.name, SPILL, END) });
-  return { plan: { kind: 'index', index: index.name, ranges }, score };
+  return { plan: { kind: 'index', index: index.name, ranges, checks }, score };
+}
+
+/**
+ * The conditions of `filter` on an undotted `field` that must hold for a record to match: its own, and those
+ * of the clauses of a top-level `$and`, each as `{field: condition}`. A dotted field is not checked (its
+ * value in a key may come from an embedded document that the condition reads otherwise).
+ */
+function conditionsOn(filter: Filter, field: string): Filter[] {
+  if (field.includes('.') || field.startsWith('$')) return [];
+  const out: Filter[] = [];
+  const add = (where: Filter) => {
+    if (Object.prototype.hasOwnProperty.call(where, field)) out.push({ [field]: where[field] });
+  };
+  add(filter);
+  if (Array.isArray(filter.$and)) for (const clause of filter.$and) if (isPlainObject(clause)) add(clause);
+  return out;
 }
 
 function collect(filter: Filter, terms: Map<string, Terms>): void {

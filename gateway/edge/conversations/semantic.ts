@@ -9,7 +9,8 @@
  * offset would then skip some and return others twice. As of `asOf`: a conversation started later is left
  * out; one in progress then is embedded from its turns answered by then (`agent_response_datetime`),
  * whether it is still in progress or has ended since (its final vector holds the later turns, so its slot
- * entry is skipped; those are found by `ended_at`, few: the ones that ended during the walk). A first page
+ * entry is skipped; those are found by `ended_at` and `started_at` in one index, whose keys the store checks
+ * against the range: the records read are of the ones in the range that ended during the walk). A first page
  * ranks as of now, which leaves out nothing stored.
  *
  * A key that reads transcripts masked (`mask.ts`) is never ranked on what it cannot read: the stored
@@ -79,9 +80,11 @@ async function inProgressAsOf(
   const filter = Object.assign(recordFilter(projectId, q), { in_progress: true }, range ? { started_at: range } : {});
   const [still, ended] = await Promise.all([
     q.inProgress === false ? [] : src.records.find(filter, { sort: { started_at: 1 }, limit: MAX_LIVE_EMBEDDED }),
-    // One range of the (project, environment, ended_at) index; the other filters are applied here, so that
-    // no index of the request's other fields is picked to read the whole time range instead.
-    src.records.find({ project_id: projectId, environment: q.environment, ended_at: { $gt: new Date(asOf).toISOString() } }),
+    // One range of the (project, environment, ended_at, started_at) index, whose keys the store checks against
+    // the time range before it reads a record: the records read are those that ended since and started in the
+    // range, however long ago the walk began. The request's other filters are applied here, so that no index of
+    // them is picked to read the whole time range instead.
+    src.records.find(Object.assign({ project_id: projectId, environment: q.environment, ended_at: { $gt: new Date(asOf).toISOString() } }, range ? { started_at: range } : {})),
   ]);
   const thenLive = ended.filter((r) => !r.in_progress && passes(r, q, start, end));
   const live = thenLive.length === 0 ? still : [...still, ...thenLive].sort(byStart).slice(0, MAX_LIVE_EMBEDDED);
