@@ -6,6 +6,12 @@
 import { openLmdbStore } from './lmdb/store.js';
 import type { Store } from './types.js';
 export { onEnvironmentPanic } from './lmdb/env.js';
+/**
+ * `matcher(filter)`: a predicate that tests a record against a filter document as every backend's queries do
+ * (MongoDB's semantics; the embedded store's own matcher), for a caller that reads records by one part of a
+ * filter (the part an index serves) and must keep those that pass the whole of it.
+ */
+export { matcher } from './lmdb/matcher.js';
 
 export * from './errors.js';
 export type * from './types.js';

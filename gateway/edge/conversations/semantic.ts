@@ -22,6 +22,7 @@
  * text instead would need a second stored vector per conversation, written once its marks are known.
  */
 import { Candidates, hasMaskedTurn, hourOf, scoreVectorSlot, searchTerms, type ConversationRecord, type Embedder } from '../../../actors/conversation/mod.js';
+import { matcher } from '../../../store/mod.js';
 import type { Position } from './cursor.js';
 import type { ListQuery } from './query.js';
 import { each, keepRows, recordFilter, rowsInOrder, slotHours, slotQuery, timeRange, type ReadSources, type Row, type Rows } from './reader.js';
@@ -50,17 +51,6 @@ function turnsAsOf<T extends { user_input_datetime?: unknown; agent_response_dat
   return n === turns.length ? turns : turns.slice(0, n);
 }
 
-/** Whether a record passes the request's filters other than `in_progress` (`recordFilter`), and starts in [start, end). */
-function passes(r: ConversationRecord, q: ListQuery, start: string | null, end: string | null): boolean {
-  return (
-    (q.channels.length === 0 || q.channels.includes(r.channel)) &&
-    (!q.variantId || r.variant_id === q.variantId) &&
-    (!q.variantName || r.variant_name === q.variantName) &&
-    (start === null || r.started_at >= start) &&
-    (end === null || r.started_at < end)
-  );
-}
-
 const byStart = (a: ConversationRecord, b: ConversationRecord) => (a.started_at < b.started_at ? -1 : a.started_at > b.started_at ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 
 /**
@@ -77,16 +67,19 @@ async function inProgressAsOf(
   asOf: number,
 ): Promise<{ live: ConversationRecord[]; endedSince: Map<string, Set<string>> }> {
   const range = timeRange(start, end);
-  const filter = Object.assign(recordFilter(projectId, q), { in_progress: true }, range ? { started_at: range } : {});
+  // The request's filter; the conversations in progress then are those of it in progress now, and those of
+  // it that have ended since.
+  const filter = Object.assign(recordFilter(projectId, q), range ? { started_at: range } : {});
   const [still, ended] = await Promise.all([
-    q.inProgress === false ? [] : src.records.find(filter, { sort: { started_at: 1 }, limit: MAX_LIVE_EMBEDDED }),
+    q.inProgress === false ? [] : src.records.find(Object.assign({}, filter, { in_progress: true }), { sort: { started_at: 1 }, limit: MAX_LIVE_EMBEDDED }),
     // One range of the (project, environment, ended_at, started_at) index, whose keys the store checks against
     // the time range before it reads a record: the records read are those that ended since and started in the
-    // range, however long ago the walk began. The request's other filters are applied here, so that no index of
-    // them is picked to read the whole time range instead.
+    // range, however long ago the walk began. The rest of the request's filter is matched here (the store's own
+    // matcher), so that no index of its other fields is picked to read the whole time range instead.
     src.records.find(Object.assign({ project_id: projectId, environment: q.environment, ended_at: { $gt: new Date(asOf).toISOString() } }, range ? { started_at: range } : {})),
   ]);
-  const thenLive = ended.filter((r) => !r.in_progress && passes(r, q, start, end));
+  const endedThen = matcher(Object.assign({}, filter, { in_progress: false }));
+  const thenLive = ended.filter(endedThen);
   const live = thenLive.length === 0 ? still : [...still, ...thenLive].sort(byStart).slice(0, MAX_LIVE_EMBEDDED);
   // Skipped in the slots: those embedded here only (one cut off by the cap keeps its final vector, rather than
   // being ranked on nothing).
