@@ -43,6 +43,17 @@ function answeredAt(turn: { user_input_datetime?: unknown; agent_response_dateti
 /**
  * The turns a conversation had at `asOf` (ms): those answered by then. A turn is recorded once answered, so
  * one answered later was not stored yet. Turns are in order: the kept ones are a prefix.
+ *
+ * The converse does not hold, and a walk can shift because of it (docs/conversations.md, Known limitation): a
+ * turn is stamped when answered (`turnRecord` in actors/conversation/effects.ts), committed with its step, then
+ * folded into the record by the projection thread, so one answered before `asOf` may be missing from the
+ * records the first page ranked and present at later pages. The widest window is a chat created with a first
+ * message: the start effect stamps the greeting, then asks for the reply, and the step (`conversation.started`
+ * and both turns) commits only after the reply, so the conversation has no record at all until then. Exact
+ * would be: each turn stamped in the record with its entry's commit time (`JournalEntry.at`), and `asOf` the
+ * commit time of the last entry folded into the records when the first page was read (the projector's
+ * checkpoint). Not done: the record's stored shape changes (a rebuild), the edge would read the projection's
+ * checkpoint, and commit times follow seq order only in the embedded store (MongoDB's batches overlap).
  */
 function turnsAsOf<T extends { user_input_datetime?: unknown; agent_response_datetime?: unknown }>(turns: T[], asOf: number): T[] {
   let n = turns.length;
