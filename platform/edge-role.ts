@@ -35,6 +35,22 @@ export async function serveEdge(o: {
     apiErrorsFlushMs: config.alerts.apiErrorsFlushMs,
     region: config.region,
   });
-  await edge.listen({ host: config.host, port: config.edgePort });
+  try {
+    await edge.listen({ host: config.host, port: config.edgePort });
+  } catch (err) {
+    throw edgeListenError(err, config.host, config.edgePort);
+  }
   return edge;
+}
+
+/**
+ * The start failure of an edge whose port could not be listened on, naming the setting to change (as the socket
+ * and media gateways name theirs): Node's own (`listen EADDRINUSE: address already in use 127.0.0.1:8080`) names
+ * none. Other errors (a plugin's, say) are left as they are.
+ */
+function edgeListenError(err: unknown, host: string, port: number): unknown {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === 'EADDRINUSE') return new Error(`EDGE_PORT ${port} is in use on ${host}; set EDGE_PORT to a free port, or 0 for any`);
+  if (code === 'EACCES') return new Error(`EDGE_PORT ${port} may not be listened on by this user (EACCES); set EDGE_PORT to 1024 or above, or 0 for any`);
+  return err;
 }

@@ -36,6 +36,22 @@ t.test('SOCKET_PORT held by another platform\'s socket gateway: the second start
   t.equal((await http(first.socket, 'GET', '/healthz')).status, 200, 'the first serves on');
 });
 
+t.test('EDGE_PORT held by another process: the start exits 1 naming EDGE_PORT and the port', async (t) => {
+  const held = createServer();
+  await new Promise<void>((resolve) => held.listen({ host: '127.0.0.1', port: 0, exclusive: true }, resolve));
+  t.teardown(() => held.close());
+  const port = (held.address() as { port: number }).port;
+  // The edge in its own thread (the embedded default) and on the main thread: the thread's failure crosses to the main one.
+  for (const thread of ['on', 'off']) {
+    const failed = await startPlatform({ env: { EDGE_PORT: String(port), EDGE_THREAD: thread } }).catch((e: Error) => e);
+    if (!(failed instanceof Error)) t.teardown(() => failed.stop());
+    t.ok(failed instanceof Error, `EDGE_THREAD=${thread}: the start fails`);
+    t.match(String(failed), /platform exited with 1/, 'exit 1');
+    t.match(String(failed), new RegExp(`switchboard failed to start: Error: EDGE_PORT ${port} is in use on 127\\.0\\.0\\.1; set EDGE_PORT to a free port`), 'naming the variable and the port');
+    t.notMatch(String(failed), /serving:/, 'it never said it served');
+  }
+});
+
 t.test('/healthz is not 200 before the start has finished: with SIP_PORT taken, the edge never says ok, and the process exits 1', async (t) => {
   // The SIP port held over UDP: the media gateway, which starts after the edge (its thread) and the socket
   // gateway, fails the start.
