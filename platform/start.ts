@@ -31,6 +31,7 @@ import { serveEdge } from './edge-role.js';
 import { startEdgeThread, type EdgeThread } from './edge-thread.js';
 import { StoppedWhileStarting, type StartSignals } from './start-signals.js';
 import { createStopSteps, type StopSteps } from './stop-steps.js';
+import { checkHost } from './start-checks.js';
 
 const ROLES = ['edge', 'socket', 'worker', 'media'] as const;
 /** How long a fatal exit waits for the store to close before it kills the process (`fatalExit`). */
@@ -117,6 +118,10 @@ export async function start(startSignals: StartSignals): Promise<void> {
     if (reason instanceof StoppedWhileStarting) await stopStarting(reason, 'starting');
   };
   await goOn();
+  // Every role but a worker without METRICS_PORT listens on HOST: one it cannot listen on is named before anything opens.
+  if (roles.has('edge') || roles.has('socket') || roles.has('media') || config.metricsPort !== undefined) {
+    await orStop(startSignals.until(checkHost(config.host)), 'checking HOST');
+  }
   // The wait for MongoDB (an unreachable server is waited for until the driver gives up) ends at a signal.
   const store = (opened.store = await orStop(startSignals.until(openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl })), 'opening the store'));
   // Processes that serve requests read keys, connectors, accounts, projects and settings through a cache;

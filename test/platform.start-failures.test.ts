@@ -52,6 +52,18 @@ t.test('EDGE_PORT held by another process: the start exits 1 naming EDGE_PORT an
   }
 });
 
+t.test('a HOST that does not resolve, or is no address of this machine, stops the start: exit 1 naming HOST', async (t) => {
+  // `.invalid` never resolves (RFC 6761); 192.0.2.1 (TEST-NET-1, RFC 5737) is no machine's own address.
+  for (const [host, why] of [['no-such-host.invalid', 'does not resolve'], ['192.0.2.1', 'is not an address of this machine']]) {
+    const failed = await startPlatform({ env: { HOST: host } }).catch((e: Error) => e);
+    if (!(failed instanceof Error)) t.teardown(() => failed.stop());
+    t.ok(failed instanceof Error, `HOST=${host}: the start fails`);
+    t.match(String(failed), /platform exited with 1/, 'exit 1');
+    t.match(String(failed), new RegExp(`switchboard failed to start: Error: HOST ${host.replace(/\./g, '\\.')} ${why} \\([A-Z_]+\\); set HOST to an address of this machine`), 'naming the variable');
+    t.notMatch(String(failed), /serving:/, 'it never said it served');
+  }
+});
+
 t.test('/healthz is not 200 before the start has finished: with SIP_PORT taken, the edge never says ok, and the process exits 1', async (t) => {
   // The SIP port held over UDP: the media gateway, which starts after the edge (its thread) and the socket
   // gateway, fails the start.
