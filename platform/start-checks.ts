@@ -1,3 +1,9 @@
+/**
+ * Settings the configuration cannot refuse by their text alone (`config.ts`) and the machine can: checked by
+ * `start.ts` before anything opens, each failure naming its variable.
+ */
+import { constants } from 'node:fs';
+import { access, mkdir } from 'node:fs/promises';
 import { createServer } from 'node:net';
 
 /** `getaddrinfo`'s answers for a name it could not resolve (none of them a fault of the listen itself). */
@@ -21,4 +27,22 @@ export async function checkHost(host: string): Promise<void> {
   if (UNRESOLVED.has(code)) throw new Error(`HOST ${host} does not resolve (${code}); ${fix}`);
   if (code === 'EADDRNOTAVAIL') throw new Error(`HOST ${host} is not an address of this machine (EADDRNOTAVAIL); ${fix}`);
   throw new Error(`HOST ${host} cannot be listened on (${code}); ${fix}`);
+}
+
+/**
+ * Makes `DATA_DIR` (as the embedded store would, a moment later) and stops the start, naming it, when it cannot be
+ * made or written: a path under a regular file (`ENOTDIR`), a regular file itself (`EEXIST`), a directory this
+ * process may not write. The store's own `mkdir` failed with an error that named the path but not the setting.
+ */
+export async function checkDataDir(dataDir: string): Promise<void> {
+  try {
+    await mkdir(dataDir, { recursive: true });
+    await access(dataDir, constants.W_OK | constants.X_OK);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? String(err);
+    const fix = 'set DATA_DIR to a directory this process can create and write';
+    if (code === 'ENOTDIR') throw new Error(`DATA_DIR ${dataDir} cannot be created: part of its path is a file, not a directory (ENOTDIR); ${fix}`);
+    if (code === 'EEXIST') throw new Error(`DATA_DIR ${dataDir} is a file, not a directory (EEXIST); ${fix}`);
+    throw new Error(`DATA_DIR ${dataDir} cannot be created or written (${code}); ${fix}`);
+  }
 }

@@ -31,7 +31,7 @@ import { serveEdge } from './edge-role.js';
 import { startEdgeThread, type EdgeThread } from './edge-thread.js';
 import { StoppedWhileStarting, type StartSignals } from './start-signals.js';
 import { createStopSteps, type StopSteps } from './stop-steps.js';
-import { checkHost } from './start-checks.js';
+import { checkDataDir, checkHost } from './start-checks.js';
 
 const ROLES = ['edge', 'socket', 'worker', 'media'] as const;
 /** How long a fatal exit waits for the store to close before it kills the process (`fatalExit`). */
@@ -122,6 +122,9 @@ export async function start(startSignals: StartSignals): Promise<void> {
   if (roles.has('edge') || roles.has('socket') || roles.has('media') || config.metricsPort !== undefined) {
     await orStop(startSignals.until(checkHost(config.host)), 'checking HOST');
   }
+  // The embedded store's directory (MongoDB's deployments keep in it at most the operator token's hash and the
+  // webhook key file, when those are not set, and need not have one).
+  if (!config.mongodbUrl) await checkDataDir(config.dataDir);
   // The wait for MongoDB (an unreachable server is waited for until the driver gives up) ends at a signal.
   const store = (opened.store = await orStop(startSignals.until(openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl })), 'opening the store'));
   // Processes that serve requests read keys, connectors, accounts, projects and settings through a cache;

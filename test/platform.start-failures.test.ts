@@ -5,6 +5,9 @@
 import t from 'tap';
 import { createSocket } from 'node:dgram';
 import { createServer } from 'node:net';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { http } from './helpers/http.js';
 import { platformFor, startPlatform } from './helpers/platform.js';
 
@@ -16,6 +19,9 @@ async function freePort(): Promise<string> {
   await new Promise((resolve) => server.close(resolve));
   return String(port);
 }
+
+/** `text` as a regular expression that matches it literally. */
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 t.setTimeout(240_000);
 
@@ -59,7 +65,22 @@ t.test('a HOST that does not resolve, or is no address of this machine, stops th
     if (!(failed instanceof Error)) t.teardown(() => failed.stop());
     t.ok(failed instanceof Error, `HOST=${host}: the start fails`);
     t.match(String(failed), /platform exited with 1/, 'exit 1');
-    t.match(String(failed), new RegExp(`switchboard failed to start: Error: HOST ${host.replace(/\./g, '\\.')} ${why} \\([A-Z_]+\\); set HOST to an address of this machine`), 'naming the variable');
+    t.match(String(failed), new RegExp(`switchboard failed to start: Error: HOST ${escapeRegExp(host)} ${why} \\([A-Z_]+\\); set HOST to an address of this machine`), 'naming the variable');
+    t.notMatch(String(failed), /serving:/, 'it never said it served');
+  }
+});
+
+t.test('a DATA_DIR under a regular file, or a regular file itself, stops the start: exit 1 naming DATA_DIR', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'sb-data-dir-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'file');
+  writeFileSync(file, 'not a directory');
+  for (const [dataDir, why] of [[join(file, 'data'), 'cannot be created: part of its path is a file, not a directory \\(ENOTDIR\\)'], [file, 'is a file, not a directory \\(EEXIST\\)']]) {
+    const failed = await startPlatform({ dataDir }).catch((e: Error) => e);
+    if (!(failed instanceof Error)) t.teardown(() => failed.stop());
+    t.ok(failed instanceof Error, `DATA_DIR=${dataDir}: the start fails`);
+    t.match(String(failed), /platform exited with 1/, 'exit 1');
+    t.match(String(failed), new RegExp(`switchboard failed to start: Error: DATA_DIR ${escapeRegExp(dataDir)} ${why}; set DATA_DIR to a directory this process can create and write`), 'naming the variable');
     t.notMatch(String(failed), /serving:/, 'it never said it served');
   }
 });
