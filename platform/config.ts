@@ -81,7 +81,16 @@ const EnvSchema = z.object({
     })
     .optional(),
   EDGE_THREAD: z.enum(['on', 'off']).default('on'),
-  MONGODB_URL: z.string().min(1).optional(),
+  // Set, it chooses the MongoDB store (`openStore`): a value the driver cannot read as a connection string is
+  // refused here, naming the variable and not showing the URL (it may hold a password), rather than by the driver's
+  // own `MongoParseError`, which named neither.
+  MONGODB_URL: z
+    .string()
+    .superRefine((url, ctx) => {
+      const problem = mongoUrlProblem(url);
+      if (problem) ctx.addIssue({ code: z.ZodIssueCode.custom, message: problem });
+    })
+    .optional(),
   SHARDS: integer(1, 4096).default(64),
   LEASE_TTL_MS: integer(300, 600_000).default(3000),
   PASSIVATE_AFTER_MS: integer(10, 86_400_000).default(60_000),
@@ -176,6 +185,27 @@ function isHttpUrl(url: string): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * Why `url` is not a MongoDB connection string the driver reads, or null: its scheme (`mongodb://` or
+ * `mongodb+srv://`, as written), a host list (after the user name and password, up to the path or the options),
+ * no unencoded `@` after the first. Read as the driver's parser reads it (mongodb-connection-string-url); the
+ * message never shows the URL.
+ */
+export function mongoUrlProblem(url: string): string | null {
+  const scheme = ['mongodb://', 'mongodb+srv://'].find((s) => url.startsWith(s));
+  if (!scheme) return 'MONGODB_URL must be a mongodb:// or mongodb+srv:// connection string (such as mongodb://localhost:27017/?replicaSet=rs0)';
+  const rest = url.slice(scheme.length);
+  const hostsAt = rest.indexOf('@') + 1;
+  let hostsEnd = hostsAt;
+  while (hostsEnd < rest.length && !'/?@'.includes(rest[hostsEnd])) hostsEnd++;
+  const hosts = rest.slice(hostsAt, hostsEnd);
+  if (hosts === '' || hosts.startsWith(':')) {
+    return 'MONGODB_URL names no host: mongodb://[user:password@]host[:port][,host[:port]...][/database][?options]';
+  }
+  if (rest[hostsEnd] === '@') return 'MONGODB_URL has an unencoded @ in its user name or password: percent-encode it (%40)';
+  return null;
 }
 
 /** Everything the platform reads from its environment, parsed once at start. */

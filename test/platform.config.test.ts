@@ -52,6 +52,24 @@ t.test('LLM_BASE_URL=not-a-url and LLM_TIMEOUT_MS=abc stop the start: exit 1, na
   t.notMatch(r.stdout, /serving:/);
 });
 
+t.test('MONGODB_URL, which chooses the MongoDB store: a mongodb:// or mongodb+srv:// connection string naming a host, the URL not shown', async (t) => {
+  for (const url of ['mongodb://localhost:27017', 'mongodb://u:p%40ss@h1:27017,h2:27017/db?replicaSet=rs0', 'mongodb+srv://cluster0.example.net/db', 'mongodb://h/db?authSource=admin']) {
+    t.equal(loadConfig({ MONGODB_URL: url }).mongodbUrl, url, url);
+  }
+  for (const url of ['garbage', '  ', 'localhost:27017', 'http://localhost:27017', 'MONGODB://h', 'mongodb:/h', 'mongodb://', 'mongodb:///db', 'mongodb://u:p@', 'mongodb://:27017', 'mongodb://user:s3cret@pass@h']) {
+    t.throws(() => loadConfig({ MONGODB_URL: url }), { message: /^invalid configuration: MONGODB_URL: MONGODB_URL / }, JSON.stringify(url));
+  }
+  t.notMatch(String((() => { try { loadConfig({ MONGODB_URL: 'redis://user:s3cret@host' }); } catch (e) { return e; } })()), /s3cret/, 'the value is not shown');
+});
+
+t.test('MONGODB_URL that is not a MongoDB URL stops the start: exit 1, naming it, the password not shown', async (t) => {
+  const r = startWith({ MONGODB_URL: 'postgres://admin:s3cret-pw@db.example.com:5432/app' });
+  t.equal(r.status, 1);
+  t.match(r.stderr, /switchboard failed to start: .*invalid configuration: MONGODB_URL: MONGODB_URL must be a mongodb:\/\/ or mongodb\+srv:\/\/ connection string/);
+  t.notMatch(r.stderr, /s3cret-pw/, 'the password is not shown');
+  t.notMatch(r.stdout, /serving:/);
+});
+
 /** Numeric variables of every kind, with their bounds and where the config holds them. */
 const NUMERIC: Array<[string, number, number, (c: Config) => number | null | undefined]> = [
   ['EDGE_PORT', 0, 65535, (c) => c.edgePort],
