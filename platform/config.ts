@@ -138,11 +138,15 @@ const EnvSchema = z.object({
   // The responder reads these from the environment itself (`createResponderFromEnv`, `longestReplyMs` in
   // actors/responder/mod.ts: the URL trimmed, blank as unset); checked here as it reads them, so that a value it
   // could not use stops the start rather than making every answer an apology, or the timeout its default.
-  LLM_BASE_URL: z
-    .string()
-    .refine((v) => v.trim() === '' || isHttpUrl(v.trim()), 'LLM_BASE_URL must be an http or https URL (the base of an OpenAI-compatible API, such as https://api.openai.com/v1)')
-    .optional(),
+  LLM_BASE_URL: baseUrl('LLM_BASE_URL', 'the base of an OpenAI-compatible API, such as https://api.openai.com/v1').optional(),
   LLM_TIMEOUT_MS: integer(100, 600_000).optional(),
+  // Read where they are used, trimmed, blank as unset: semantic search's embedder (`createEmbedderFromEnv`,
+  // actors/conversation/embedding.ts) and the media gateway's speech engines (`speechFromEnv`,
+  // gateway/media/speech/from-env.ts). Checked here alike: a URL the adapter could not call failed every
+  // search, and every call's speech, with nothing said at start.
+  EMBEDDINGS_BASE_URL: baseUrl('EMBEDDINGS_BASE_URL', 'the base of an OpenAI-compatible embeddings API, such as https://api.openai.com/v1').optional(),
+  TTS_BASE_URL: baseUrl('TTS_BASE_URL', 'the base of an OpenAI-compatible speech API, such as https://api.openai.com/v1').optional(),
+  STT_BASE_URL: baseUrl('STT_BASE_URL', 'the base of an OpenAI-compatible transcription API, such as https://api.openai.com/v1').optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
   WEBHOOK_RETRY_SCHEDULE_MS: z
@@ -177,7 +181,15 @@ const EnvSchema = z.object({
   path: ['RTP_PORT_MIN'],
 });
 
-/** Whether `url` is an absolute http or https URL (the message that refuses one does not show it: it may hold a key). */
+/**
+ * The base URL of an API the platform calls, `name`d: read trimmed, blank as unset (as its readers read it), else
+ * an absolute http or https URL. The message that refuses one does not show it: it may hold a key.
+ */
+function baseUrl(name: string, what: string) {
+  return z.string().refine((v) => v.trim() === '' || isHttpUrl(v.trim()), `${name} must be an http or https URL (${what})`);
+}
+
+/** Whether `url` is an absolute http or https URL. */
 function isHttpUrl(url: string): boolean {
   try {
     const { protocol, hostname } = new URL(url);

@@ -8,6 +8,8 @@ import { spawnSync } from 'node:child_process';
 import fc from 'fast-check';
 import { integer, loadConfig, type Config } from '../platform/config.js';
 import { MAIN } from './helpers/platform.js';
+import { createEmbedderFromEnv } from '../actors/conversation/mod.js';
+import { speechFromEnv } from '../gateway/media/speech/from-env.js';
 
 /** Runs the platform's entry with `env` added; a configuration refused stops it before it opens anything. */
 function startWith(env: Record<string, string>) {
@@ -67,6 +69,32 @@ t.test('MONGODB_URL that is not a MongoDB URL stops the start: exit 1, naming it
   t.equal(r.status, 1);
   t.match(r.stderr, /switchboard failed to start: .*invalid configuration: MONGODB_URL: MONGODB_URL must be a mongodb:\/\/ or mongodb\+srv:\/\/ connection string/);
   t.notMatch(r.stderr, /s3cret-pw/, 'the password is not shown');
+  t.notMatch(r.stdout, /serving:/);
+});
+
+t.test('EMBEDDINGS_BASE_URL, TTS_BASE_URL, STT_BASE_URL: an http or https URL, blank as unset (as their readers read them), the URL not shown', async (t) => {
+  for (const name of ['EMBEDDINGS_BASE_URL', 'TTS_BASE_URL', 'STT_BASE_URL']) {
+    for (const url of ['http://127.0.0.1:9000/v1', 'https://api.openai.com/v1', '  https://api.openai.com/v1  ', '   ']) {
+      t.doesNotThrow(() => loadConfig({ [name]: url }), `${name}=${JSON.stringify(url)}`);
+    }
+    for (const url of ['not-a-url', 'api.openai.com/v1', 'ftp://example.com/v1', 'file:///etc/passwd', 'http://', 'https//api.openai.com']) {
+      t.throws(() => loadConfig({ [name]: url }), { message: new RegExp(`^invalid configuration: ${name}: ${name} must be an http or https URL`) }, `${name}=${JSON.stringify(url)}`);
+    }
+    t.notMatch(String((() => { try { loadConfig({ [name]: 'sk-secret-not-a-url' }); } catch (e) { return e; } })()), /sk-secret/, `${name}: the value is not shown`);
+  }
+  // Blank, as the config takes it: unset for its reader too (a blank speech URL was the adapter's base).
+  const blank = { EMBEDDINGS_BASE_URL: '   ', TTS_BASE_URL: '   ', STT_BASE_URL: '   ' };
+  t.match(createEmbedderFromEnv(blank).model, /^offline-/, 'blank EMBEDDINGS_BASE_URL: the offline embedder');
+  const speech = speechFromEnv(blank);
+  t.same([speech.tts.name, speech.stt.name], ['espeak-ng', 'pocketsphinx'], 'blank TTS_BASE_URL and STT_BASE_URL: the engines on this machine');
+});
+
+t.test('EMBEDDINGS_BASE_URL, TTS_BASE_URL and STT_BASE_URL that are not URLs stop the start: exit 1, naming each, the values not shown', async (t) => {
+  const r = startWith({ EMBEDDINGS_BASE_URL: 'sk-embed-secret', TTS_BASE_URL: 'sk-tts-secret', STT_BASE_URL: 'ftp://stt.example.com/sk-stt-secret' });
+  t.equal(r.status, 1);
+  t.match(r.stderr, /switchboard failed to start: .*invalid configuration: /);
+  for (const name of ['EMBEDDINGS_BASE_URL', 'TTS_BASE_URL', 'STT_BASE_URL']) t.match(r.stderr, new RegExp(`${name}: ${name} must be an http or https URL`), name);
+  t.notMatch(r.stderr, /secret/, 'the values are not shown');
   t.notMatch(r.stdout, /serving:/);
 });
 

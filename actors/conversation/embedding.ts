@@ -120,6 +120,7 @@ export function createOpenAiEmbedder(options: OpenAiEmbedderOptions): Embedder {
 /**
  * The embedder the environment asks for: the OpenAI-compatible adapter when `EMBEDDINGS_BASE_URL` is set
  * (with `EMBEDDINGS_API_KEY` and `EMBEDDINGS_MODEL`, default `text-embedding-3-small`), else the offline one.
+ * A started platform has checked the URL (platform/config.ts: an http or https URL, trimmed, blank as unset).
  */
 export function createEmbedderFromEnv(env: Record<string, string | undefined> = process.env): Embedder {
   const baseUrl = env.EMBEDDINGS_BASE_URL?.trim();

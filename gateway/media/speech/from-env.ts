@@ -9,11 +9,14 @@ import type { SpeechToText, TextToSpeech } from './types.js';
  * OpenAI-compatible service; otherwise espeak-ng and pocketsphinx run on this machine.
  */
 export function speechFromEnv(env: Record<string, string | undefined> = process.env): { tts: TextToSpeech; stt: SpeechToText } {
-  const tts = env.TTS_BASE_URL
-    ? openAiTts({ baseUrl: env.TTS_BASE_URL, apiKey: env.TTS_API_KEY ?? env.OPENAI_API_KEY, model: env.TTS_MODEL ?? 'tts-1', defaultVoice: env.TTS_VOICE })
+  // Trimmed, blank as unset, as platform/config.ts checks them (an http or https URL, or the start stops).
+  const ttsBaseUrl = env.TTS_BASE_URL?.trim();
+  const sttBaseUrl = env.STT_BASE_URL?.trim();
+  const tts = ttsBaseUrl
+    ? openAiTts({ baseUrl: ttsBaseUrl, apiKey: env.TTS_API_KEY ?? env.OPENAI_API_KEY, model: env.TTS_MODEL ?? 'tts-1', defaultVoice: env.TTS_VOICE })
     : espeakTts();
-  const stt = env.STT_BASE_URL
-    ? openAiStt({ baseUrl: env.STT_BASE_URL, apiKey: env.STT_API_KEY ?? env.OPENAI_API_KEY, model: env.STT_MODEL ?? 'whisper-1' })
+  const stt = sttBaseUrl
+    ? openAiStt({ baseUrl: sttBaseUrl, apiKey: env.STT_API_KEY ?? env.OPENAI_API_KEY, model: env.STT_MODEL ?? 'whisper-1' })
     : pocketsphinxStt();
   return { tts, stt };
 }
