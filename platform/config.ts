@@ -162,6 +162,10 @@ const EnvSchema = z.object({
     .refine((v) => Buffer.from(v, 'base64').length === 32, 'WEBHOOK_SECRETS_KEY must be the base64 of 32 bytes')
     .optional(),
   ALERTS_EVAL_INTERVAL_MS: integer(50, 86_400_000).default(60_000),
+  // Read where it is used (`BUCKET_MS`, actors/metrics/buckets.ts: every thread must agree on it, the projection
+  // runner's too), checked here: a value it could not take was silently a minute. At most a minute: a rule's `5m`
+  // window is 5 buckets; shorter ones are for tests, whose windows must empty within them.
+  METRICS_BUCKET_MS: integer(10, 60_000).default(60_000),
   API_ERRORS_FLUSH_MS: integer(50, 60_000).default(2000),
   METRICS_PORT: integer(0, 65_535).optional(),
   PROJECTION_PARTITIONS: integer(1, 4096).default(16),

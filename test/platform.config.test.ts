@@ -98,6 +98,20 @@ t.test('EMBEDDINGS_BASE_URL, TTS_BASE_URL and STT_BASE_URL that are not URLs sto
   t.notMatch(r.stdout, /serving:/);
 });
 
+t.test('METRICS_BUCKET_MS: decimal digits, 10 to 60000 (a minute at most; shorter for tests), as buckets.ts reads it', async (t) => {
+  for (const ms of ['10', '400', '060000', '60000']) t.doesNotThrow(() => loadConfig({ METRICS_BUCKET_MS: ms }), ms);
+  for (const ms of ['abc', '0', '9', '60001', '3600000', '-400', '400.5', ' 400', '0x190', '4e2', '  ']) {
+    t.throws(() => loadConfig({ METRICS_BUCKET_MS: ms }), { message: /^invalid configuration: METRICS_BUCKET_MS: / }, JSON.stringify(ms));
+  }
+});
+
+t.test('METRICS_BUCKET_MS=abc stops the start: exit 1, naming it, rather than a minute in its place', async (t) => {
+  const r = startWith({ METRICS_BUCKET_MS: 'abc' });
+  t.equal(r.status, 1);
+  t.match(r.stderr, /switchboard failed to start: .*invalid configuration: METRICS_BUCKET_MS: must be a whole number in decimal digits/);
+  t.notMatch(r.stdout, /serving:/);
+});
+
 /** Numeric variables of every kind, with their bounds and where the config holds them. */
 const NUMERIC: Array<[string, number, number, (c: Config) => number | null | undefined]> = [
   ['EDGE_PORT', 0, 65535, (c) => c.edgePort],

@@ -32,7 +32,16 @@ export const accountScope = (accountId: string) => `a:${accountId}`;
  * edges' error counts, the projector and the rules' windows (a `5m` window spans 5 buckets and reads 6).
  * Operators keep the minute; tests shorten it so that a window can empty within a test.
  */
-export const BUCKET_MS = ((v) => (Number.isInteger(v) && v >= 10 ? v : 60_000))(Number(process.env.METRICS_BUCKET_MS ?? 60_000));
+export const BUCKET_MS = bucketMsOf(process.env.METRICS_BUCKET_MS);
+
+/**
+ * `METRICS_BUCKET_MS` as platform/config.ts takes it: decimal digits, 10 to 60000; unset or blank, a minute. A
+ * started platform has refused any other value at start; code loaded outside one (a unit test's) gets the minute.
+ */
+function bucketMsOf(value: string | undefined): number {
+  const ms = value !== undefined && /^\d+$/.test(value) ? Number(value) : NaN;
+  return ms >= 10 && ms <= 60_000 ? ms : 60_000;
+}
 export const minuteOf = (ms: number) => Math.floor(ms / BUCKET_MS);
 
 /** The `metric_buckets` collection. */
