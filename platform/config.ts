@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { MAX_STACK_KB, WALL_FACTOR, type FunctionSandboxOptions } from '../actors/functions/mod.js';
 import { NatsUrlError, parseNatsUrl } from '../actors/mod.js';
-import { longestReplyMs } from '../actors/responder/mod.js';
+import { DEFAULT_LLM_MODEL, longestReplyMs, type LlmSettings } from '../actors/responder/mod.js';
 import type { TurnTakingOptions } from '../gateway/media/turn-taking.js';
 
 /** The regions a deployment can serve (operator.md). */
@@ -135,10 +135,11 @@ const EnvSchema = z.object({
   OUTBOUND_QUEUE_TIMEOUT_MS: integer(100, 3_600_000).default(30_000),
   OUTBOUND_RING_TIMEOUT_MS: integer(100, 600_000).default(30_000),
   OUTBOUND_STATUS_RETENTION_MS: integer(100, 7 * 86_400_000).default(2 * 3_600_000),
-  // The responder reads these from the environment itself (`createResponderFromEnv`, `longestReplyMs` in
-  // actors/responder/mod.ts: the URL trimmed, blank as unset); checked here as it reads them, so that a value it
-  // could not use stops the start rather than making every answer an apology, or the timeout its default.
+  // The responder's (`Config.llm`: the URL, key and model trimmed, blank as unset): a value it could not use stops
+  // the start rather than making every answer an apology, or the timeout its default.
   LLM_BASE_URL: baseUrl('LLM_BASE_URL', 'the base of an OpenAI-compatible API, such as https://api.openai.com/v1').optional(),
+  LLM_API_KEY: z.string().optional(),
+  LLM_MODEL: z.string().optional(),
   LLM_TIMEOUT_MS: integer(100, 600_000).optional(),
   // Read where they are used, trimmed, blank as unset: semantic search's embedder (`createEmbedderFromEnv`,
   // actors/conversation/embedding.ts) and the media gateway's speech engines (`speechFromEnv`,
@@ -284,6 +285,11 @@ export interface Config {
   turnWaitMs: number;
   /** An idle conversation ends by itself this long after its last turn. */
   conversationIdleMs: number;
+  /**
+   * The responder (`LLM_*`): the OpenAI-compatible client's base URL, key, model and request time limit, read here
+   * only, for the workers' responder (`createResponder`) and every process's `turnWaitMs` (`longestReplyMs`).
+   */
+  llm: LlmSettings;
   /** Time limit of one project-function call. */
   functionTimeoutMs: number;
   /** The project-function sandbox: memory and stack limit per call, processes, per-project quota and queue, OS isolation. */
@@ -406,6 +412,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new Error(`invalid configuration: ${problems}`);
   }
   const e = parsed.data;
+  const llm: LlmSettings = {
+    baseUrl: e.LLM_BASE_URL?.trim() || undefined,
+    apiKey: e.LLM_API_KEY?.trim() || undefined,
+    model: e.LLM_MODEL?.trim() || DEFAULT_LLM_MODEL,
+    timeoutMs: e.LLM_TIMEOUT_MS,
+  };
   return {
     edgePort: e.EDGE_PORT,
     socketPort: e.SOCKET_PORT,
@@ -440,7 +452,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     leaseTtlMs: e.LEASE_TTL_MS,
     passivateAfterMs: e.PASSIVATE_AFTER_MS,
     askTimeoutMs: e.ASK_TIMEOUT_MS,
-    turnWaitMs: e.ASK_TIMEOUT_MS + 2 * longestReplyMs(env, WALL_FACTOR * e.FUNCTION_TIMEOUT_MS) + 3 * WALL_FACTOR * e.FUNCTION_TIMEOUT_MS,
+    turnWaitMs: e.ASK_TIMEOUT_MS + 2 * longestReplyMs(llm, WALL_FACTOR * e.FUNCTION_TIMEOUT_MS) + 3 * WALL_FACTOR * e.FUNCTION_TIMEOUT_MS,
+    llm,
     conversationIdleMs: e.CONVERSATION_IDLE_MS,
     functionTimeoutMs: e.FUNCTION_TIMEOUT_MS,
     functions: {

@@ -13,7 +13,7 @@ import { alertRuleKind } from '../actors/alert-rule/mod.js';
 import { countConnections, countExpiredEvents, countLiveActors, sandboxCalls, serveMetrics, shareMetrics, webhookAttempts } from './metrics.js';
 import type { Runtime } from '../actors/mod.js';
 import { createFunctionSandbox, type FunctionSandbox } from '../actors/functions/mod.js';
-import { createResponderFromEnv } from '../actors/responder/mod.js';
+import { createResponder } from '../actors/responder/mod.js';
 import { startSocketGateway, type SocketGateway } from '../gateway/socket/server.js';
 import { startMediaGateway, type MediaGateway } from '../gateway/media/server.js';
 import { answerDialRequests } from '../gateway/media/dial.js';
@@ -177,7 +177,7 @@ export async function start(startSignals: StartSignals): Promise<void> {
           store,
           builder: services.builder,
           sandbox,
-          responder: createResponderFromEnv(),
+          responder: createResponder(config.llm),
           functionTimeoutMs: config.functionTimeoutMs,
           externalEvents: config.externalEvents,
           client: async () => (await runtimeReady).client,

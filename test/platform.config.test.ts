@@ -46,6 +46,22 @@ t.test('LLM_BASE_URL: an http or https URL, blank as unset (as the responder rea
   }
 });
 
+t.test('the LLM_* settings, read once: what the responder is made with and what turnWaitMs counts on', async (t) => {
+  t.same(loadConfig({}).llm, { baseUrl: undefined, apiKey: undefined, model: 'gpt-4o-mini', timeoutMs: undefined });
+  t.same(loadConfig({ LLM_BASE_URL: '   ', LLM_API_KEY: '  ', LLM_MODEL: ' ' }).llm, { baseUrl: undefined, apiKey: undefined, model: 'gpt-4o-mini', timeoutMs: undefined }, 'blank is unset');
+  t.same(
+    loadConfig({ LLM_BASE_URL: ' https://api.example.com/v1 ', LLM_API_KEY: ' k1 ', LLM_MODEL: ' m2 ', LLM_TIMEOUT_MS: '8000' }).llm,
+    { baseUrl: 'https://api.example.com/v1', apiKey: 'k1', model: 'm2', timeoutMs: 8000 },
+    'trimmed',
+  );
+  const base = { ASK_TIMEOUT_MS: '2500', FUNCTION_TIMEOUT_MS: '100' };
+  // Three hooks at the functions' wall-clock bound (4 x 100 ms); with a model, two replies of 6 requests and 5 tool calls.
+  t.equal(loadConfig(base).turnWaitMs, 2500 + 3 * 400, 'offline: the ask timeout and three hooks');
+  t.equal(loadConfig({ ...base, LLM_BASE_URL: 'http://127.0.0.1:9000' }).turnWaitMs, 2500 + 2 * (6 * 30_000 + 5 * 400) + 3 * 400, 'a model: its default time limit');
+  t.equal(loadConfig({ ...base, LLM_BASE_URL: 'http://127.0.0.1:9000', LLM_TIMEOUT_MS: '8000' }).turnWaitMs, 2500 + 2 * (6 * 8000 + 5 * 400) + 3 * 400, 'a model: LLM_TIMEOUT_MS');
+  t.equal(loadConfig({ ...base, LLM_BASE_URL: '  ', LLM_TIMEOUT_MS: '8000' }).turnWaitMs, 2500 + 3 * 400, 'blank LLM_BASE_URL: no model to wait for');
+});
+
 t.test('LLM_BASE_URL=not-a-url and LLM_TIMEOUT_MS=abc stop the start: exit 1, naming both', async (t) => {
   const r = startWith({ LLM_BASE_URL: 'not-a-url', LLM_TIMEOUT_MS: 'abc' });
   t.equal(r.status, 1);

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import {
   createOfflineResponder,
   createOpenAiResponder,
-  createResponderFromEnv,
+  createResponder,
   rankTopics,
   analyze,
   STOP_WORDS,
@@ -13,6 +13,7 @@ import {
   type ToolFunction,
 } from '../actors/responder/mod.js';
 import { ResponderError } from '../actors/responder/failure.js';
+import { loadConfig } from '../platform/config.js';
 import { startLlmStandin } from './helpers/llm-standin.js';
 
 const TOPICS = [
@@ -478,17 +479,17 @@ t.test('openai responder against the stand-in', async (t) => {
     t.equal(await causeOf(createOpenAiResponder({ baseUrl: 'http://unused.invalid/v1', model: 'm', timeoutMs: 100, fetch: stalled }).respond(ctx(), 'x')), 'stream', 'a stream that stalls mid-reply');
   });
 
-  t.test('createResponderFromEnv', async (t) => {
-    t.equal(createResponderFromEnv({}).name, 'offline');
-    t.equal(createResponderFromEnv({ LLM_BASE_URL: '  ' }).name, 'offline');
+  t.test('createResponder, from the settings platform/config.ts reads', async (t) => {
+    t.equal(createResponder(loadConfig({}).llm).name, 'offline');
+    t.equal(createResponder(loadConfig({ LLM_BASE_URL: '  ' }).llm).name, 'offline');
     const llm = await startLlmStandin();
     t.teardown(() => llm.close());
-    const r = createResponderFromEnv({ LLM_BASE_URL: llm.url, LLM_API_KEY: 'k1' });
+    const r = createResponder(loadConfig({ LLM_BASE_URL: llm.url, LLM_API_KEY: 'k1' }).llm);
     t.equal(r.name, 'openai');
     t.equal((await r.respond(ctx(), 'hey')).text, 'You said: hey');
     t.equal(llm.requests[0].model, 'gpt-4o-mini');
     t.equal(llm.headers[0].authorization, 'Bearer k1');
-    await createResponderFromEnv({ LLM_BASE_URL: llm.url, LLM_MODEL: 'other' }).respond(ctx(), 'hey');
+    await createResponder(loadConfig({ LLM_BASE_URL: llm.url, LLM_MODEL: 'other' }).llm).respond(ctx(), 'hey');
     t.equal(llm.requests[1].model, 'other');
   });
 });

@@ -39,33 +39,33 @@ export { analyze, STOP_WORDS, stem, tokenize, words } from './text.js';
 export const DEFAULT_LLM_MODEL = 'gpt-4o-mini';
 
 /**
- * The responder the environment asks for: the OpenAI-compatible client when `LLM_BASE_URL` is set (with
- * `LLM_API_KEY`, `LLM_MODEL` (default `gpt-4o-mini`) and `LLM_TIMEOUT_MS`), else the offline responder.
+ * What the responder is configured with: `platform/config.ts` reads and checks the `LLM_*` variables once at start
+ * and hands these to `createResponder` and `longestReplyMs`, so both see the same values.
  */
-export function createResponderFromEnv(env: Record<string, string | undefined> = process.env): Responder {
-  const baseUrl = env.LLM_BASE_URL?.trim();
-  if (!baseUrl) return createOfflineResponder();
-  return createOpenAiResponder({
-    baseUrl,
-    apiKey: env.LLM_API_KEY?.trim() || undefined,
-    model: env.LLM_MODEL?.trim() || DEFAULT_LLM_MODEL,
-    timeoutMs: llmTimeoutOf(env),
-  });
+export interface LlmSettings {
+  /** `LLM_BASE_URL`, trimmed: the OpenAI-compatible client when set (not blank), else the offline responder. */
+  baseUrl: string | undefined;
+  /** `LLM_API_KEY`, trimmed; blank: none. */
+  apiKey: string | undefined;
+  /** `LLM_MODEL`, trimmed; blank: `gpt-4o-mini`. */
+  model: string;
+  /** `LLM_TIMEOUT_MS`; unset: the client's default (`DEFAULT_LLM_TIMEOUT_MS`). */
+  timeoutMs: number | undefined;
 }
 
-/** `LLM_TIMEOUT_MS` when it is a positive number, else undefined (the client's default). */
-function llmTimeoutOf(env: Record<string, string | undefined>): number | undefined {
-  const timeout = Number(env.LLM_TIMEOUT_MS);
-  return Number.isFinite(timeout) && timeout > 0 ? timeout : undefined;
+/** The responder the settings ask for: the OpenAI-compatible client when `baseUrl` is set, else the offline responder. */
+export function createResponder(llm: LlmSettings): Responder {
+  if (!llm.baseUrl) return createOfflineResponder();
+  return createOpenAiResponder({ baseUrl: llm.baseUrl, apiKey: llm.apiKey, model: llm.model, timeoutMs: llm.timeoutMs });
 }
 
 /**
- * The longest one reply of the responder the environment asks for may take (`createResponderFromEnv`): its
- * request time limit for each of its rounds, and a function's time (`toolMs`) for a tool call between rounds
- * (one a round: a round that asks for several runs them one after another, and may take longer). 0 for the
- * offline responder, which waits for nothing.
+ * The longest one reply of the responder the settings ask for may take (`createResponder`): its request time
+ * limit for each of its rounds, and a function's time (`toolMs`) for a tool call between rounds (one a round: a
+ * round that asks for several runs them one after another, and may take longer). 0 for the offline responder,
+ * which waits for nothing.
  */
-export function longestReplyMs(env: Record<string, string | undefined>, toolMs: number): number {
-  if (!env.LLM_BASE_URL?.trim()) return 0;
-  return (MAX_TOOL_ROUNDS + 1) * (llmTimeoutOf(env) ?? DEFAULT_LLM_TIMEOUT_MS) + MAX_TOOL_ROUNDS * toolMs;
+export function longestReplyMs(llm: Pick<LlmSettings, 'baseUrl' | 'timeoutMs'>, toolMs: number): number {
+  if (!llm.baseUrl) return 0;
+  return (MAX_TOOL_ROUNDS + 1) * (llm.timeoutMs ?? DEFAULT_LLM_TIMEOUT_MS) + MAX_TOOL_ROUNDS * toolMs;
 }
