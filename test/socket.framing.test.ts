@@ -2,7 +2,8 @@
  * How the socket gateway's port reads a request's framing, over raw connections to a started platform as an
  * HTTP client or a proxy would send it: `Host`, `Expect`, `Content-Encoding` and `Transfer-Encoding`, which the
  * edge refuses before any route (`test/edge.refusals.test.ts`). What uWebSockets.js does before any handler of
- * the gateway runs (a request without Host: the connection closed with no answer) is checked as it is observable.
+ * the gateway runs (a request without Host, or with both Content-Length and Transfer-Encoding: the connection
+ * closed with no answer) is checked as it is observable; the rest is refused in the Messaging API's error shape.
  */
 import { connect } from 'node:net';
 import t from 'tap';
@@ -85,15 +86,91 @@ function answer(text: string): { status: number; body: any } {
   return { status: Number(first.split(' ')[1]), body: parsed };
 }
 
+const shape = (code: string, message: string, detail?: string) => ({
+  success: false,
+  error: message,
+  error_code: code,
+  error_message: message,
+  ...(detail ? { error_detail: detail } : {}),
+  data: null,
+});
+
 /** A request's head, with the socket port's `Host`. */
 const head = (line: string, headers: string[]) => `${line} HTTP/1.1\r\nHost: ${new URL(p.socket).host}\r\n${headers.map((h) => `${h}\r\n`).join('')}\r\n`;
 
+/** Every status of `text`, in order (an answer's body follows the one before it on the same line). */
+const statuses = (text: string) => [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((x) => Number(x[1]));
+
+/** Whether `text` holds a whole answer: its head, and as many bytes after it as its Content-Length says. */
+function whole(text: string): boolean {
+  const end = text.indexOf('\r\n\r\n');
+  if (end < 0) return false;
+  const length = /\r\ncontent-length: (\d+)\r\n/i.exec(text.slice(0, end + 2));
+  return length !== null && text.length >= end + 4 + Number(length[1]);
+}
+
+/**
+ * Sends `request`, waits for its whole answer, then sends another request (`GET /healthz` with `Connection:
+ * close`) on the same connection; everything received once the connection is closed. A refusal that closes
+ * the connection leaves the second request unanswered.
+ */
+async function thenAnother(request: string): Promise<string> {
+  const c = await open();
+  c.write(request);
+  await c.until(whole);
+  c.write(head('GET /healthz', ['Connection: close']));
+  return c.closed;
+}
+
 t.test('an HTTP/1.1 request without Host: uWebSockets.js closes the connection before any handler, with no answer', async (t) => {
   const token = await m.accessToken();
-  // RFC 9112 3.2 asks for a 400; no handler of the gateway is called, so none can write it (docs/messaging.md, HTTP framing).
+  // RFC 9112 3.2 asks for a 400; no handler of the gateway is called, so none can write it (gateway/socket/framing.ts).
   const session = await raw(`POST /api/v1/sessions HTTP/1.1\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`);
   t.equal(session, '', 'POST /api/v1/sessions without Host: closed, nothing written');
   t.equal(await raw('GET /healthz HTTP/1.1\r\nUser-Agent: probe\r\n\r\n'), '', 'GET /healthz without Host: closed, nothing written');
   // The same requests with a Host are served: the port is up.
   t.equal(answer(await raw(head('GET /healthz', ['Connection: close']))).status, 200);
+});
+
+t.test('Expect: 100-continue is met (the 100 before the body is sent); any other expectation is 417, the connection closed', async (t) => {
+  const token = await m.accessToken();
+  const body = '{"streaming_enabled":true}';
+  const c = await open();
+  c.write(head('POST /api/v1/sessions', [`Authorization: Bearer ${token}`, 'Content-Type: application/json', `Content-Length: ${body.length}`, 'Expect: 100-continue', 'Connection: close']));
+  await c.until((text) => text.startsWith('HTTP/1.1 100 Continue\r\n\r\n'));
+  c.write(body);
+  const served = answer(await c.closed);
+  t.equal(served.status, 200, 'the body sent after the 100 is read');
+  t.match(served.body, { session_id: /^ses_/ });
+
+  // Another spelling of 100-continue is met too, without the interim answer (uWS writes it for the lower case only).
+  const mixed = await raw(head('POST /api/v1/sessions', [`Authorization: Bearer ${token}`, 'Content-Length: 2', 'Expect: 100-Continue', 'Connection: close']) + '{}');
+  t.equal(answer(mixed).status, 200, 'Expect: 100-Continue');
+
+  const message = 'the gateway meets no expectation but 100-continue';
+  const requests: Array<[string, string[]]> = [
+    ['POST /api/v1/sessions', [`Authorization: Bearer ${token}`, 'Content-Length: 2']],
+    ['POST /api/v1/access-token', [`X-Token: ${m.connectorToken}`, 'X-Host: example.com', 'Content-Length: 2']],
+    ['GET /healthz', []],
+    ['GET /widget.js', []],
+    ['GET /ws', []],
+    ['GET /no-such-page', []],
+    ['OPTIONS /api/v1/sessions', []],
+  ];
+  for (const [line, headers] of requests) {
+    for (const expect of ['foo', '100-continue, foo']) {
+      const got = await thenAnother(head(line, [...headers, `Expect: ${expect}`]) + (line.startsWith('POST') ? '{}' : ''));
+      t.same(statuses(got), [417], `${line}, Expect: ${expect}: one answer, then the connection closed`);
+      t.same(answer(got), { status: 417, body: shape('EXPECTATION_FAILED', message, `Expect: ${expect}`) }, `${line}, Expect: ${expect}`);
+      t.match(got, /\r\naccess-control-allow-origin: \*\r\n/i, 'with the CORS header of every Messaging API answer');
+    }
+  }
+  // A WebSocket upgrade of the socket path is refused alike, before its handshake's checks.
+  const { sessionId } = await m.session();
+  const c2 = await open();
+  c2.write(head(`GET /ws?session_id=${sessionId}&access_token=${token}`, ['Upgrade: websocket', 'Connection: Upgrade', 'Sec-WebSocket-Version: 13', 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==', 'Expect: foo']));
+  const upgradeHead = await c2.until((text) => text.includes('\r\n\r\n'));
+  t.match(upgradeHead, /^HTTP\/1\.1 417 /, 'an upgrade with Expect: foo is 417, not 101');
+  if (/^HTTP\/1\.1 417 /.test(upgradeHead)) t.same(answer(await c2.closed), { status: 417, body: shape('EXPECTATION_FAILED', message, 'Expect: foo') });
+  else c2.end();
 });

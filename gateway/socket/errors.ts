@@ -40,6 +40,9 @@ export const HTTP_ERRORS = {
   otherRegion: e(421, 'REGION_MISMATCH', 'this address names a region this deployment does not serve'),
   rateLimited: e(429, 'RATE_LIMIT_EXCEEDED', 'Rate limit exceeded'),
   requestTimeout: e(408, 'REQUEST_TIMEOUT', 'Request body not received in time'),
+  // An `Expect` other than 100-continue (RFC 9110 10.1.1), as the edge answers it: no entry of 7.4 is about an
+  // expectation, and its 400 says the request is malformed, which it is not.
+  expectationFailed: e(417, 'EXPECTATION_FAILED', 'the gateway meets no expectation but 100-continue'),
   notFound: e(404, 'NOT_FOUND', 'Not found'),
   internal: e(500, 'INTERNAL_ERROR', 'Internal server error'),
   // Live-agent desk.

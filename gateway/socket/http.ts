@@ -63,6 +63,7 @@ const STATUS_TEXT: Record<number, string> = {
   404: 'Not Found',
   408: 'Request Timeout',
   409: 'Conflict',
+  417: 'Expectation Failed',
   429: 'Too Many Requests',
   500: 'Internal Server Error',
   503: 'Service Unavailable',
@@ -91,6 +92,21 @@ export const failure = (err: unknown): HttpAnswer => {
   if (err instanceof HttpFailure) return { status: err.error.status, body: errorBody(err.error, err.detail), headers: err.headers };
   return { status: 500, body: errorBody(HTTP_ERRORS.internal) };
 };
+
+/**
+ * The values of the named headers (lower case), each header's lines joined as one list (RFC 9110 5.3): uWS's
+ * `getHeader` gives the first line only, so `Content-Encoding: identity` then `Content-Encoding: gzip` would read
+ * as identity. Undefined for a header not sent. Called before the handler returns, as every read of `req`.
+ */
+export function headerLists(req: HttpRequest, names: readonly string[]): Record<string, string | undefined> {
+  const lists: Record<string, string | undefined> = {};
+  req.forEach((key, value) => {
+    if (!names.includes(key)) return;
+    const had = lists[key];
+    lists[key] = had === undefined ? value : `${had}, ${value}`;
+  });
+  return lists;
+}
 
 /** What a route may be told: whether it reads a body, and how long the whole body may take to arrive. */
 export interface RouteOptions {

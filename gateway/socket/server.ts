@@ -9,6 +9,7 @@ import { mountAccessToken } from './access-token.js';
 import { messagingContext } from './context.js';
 import { mountDesk } from './desk.js';
 import { errorBody, HTTP_ERRORS } from './errors.js';
+import { framingChecked } from './framing.js';
 import { preflight, withoutBody } from './http.js';
 import { mountSessions } from './sessions.js';
 import { AccessTokens } from './tokens.js';
@@ -61,7 +62,8 @@ export async function startSocketGateway(opts: SocketGatewayOptions): Promise<So
     gatewayId,
     region: opts.region,
   });
-  const app = uws.App();
+  // Every route's handler, the upgrade's included, runs once the request's framing passed (`framing.ts`).
+  const app = framingChecked(uws.App());
   const health = (head: boolean) => (res: HttpResponse) => {
     res.cork(() => {
       // As the edge's: 200 while serving, with the runtime's degradation causes when there are any.

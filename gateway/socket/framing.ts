@@ -1,0 +1,92 @@
+/**
+ * What the socket gateway refuses of any request before its route runs, as the edge's HTTP server does before
+ * routing (`gateway/edge/errors.ts`, `body-headers.ts`). uWebSockets.js (20.30) itself:
+ * - closes the connection, writing nothing and calling no handler, on an HTTP/1.1 request without `Host` that
+ *   has another header, and leaves one with no header at all unanswered until its idle timeout (10 to 12 s)
+ *   closes it: no handler sees either, so neither can be given RFC 9112 3.2's 400 (nor does uWS answer any
+ *   HTTP/1.0 request, with a Host or without: each waits for the idle timeout);
+ * - sends `100 Continue` itself for `Expect: 100-continue` spelt in lower case, and ignores any other `Expect`.
+ * What a handler can see is checked here: an expectation other than 100-continue (417).
+ */
+import type { HttpRequest, HttpResponse, TemplatedApp, WebSocketBehavior } from '@trufflesuite/uws-js-unofficial';
+import { errorBody, HTTP_ERRORS, type MessagingHttpError } from './errors.js';
+import { headerLists, statusLine, withoutBody } from './http.js';
+
+/** A refusal: the catalog error and its `error_detail`. */
+export interface FramingRefusal {
+  error: MessagingHttpError;
+  detail: string;
+}
+
+/** Whether every member of an `Expect` list is 100-continue (RFC 9110 10.1.1: compared without regard to case). */
+const onlyContinue = (expect: string) => expect.split(',').every((m) => ['', '100-continue'].includes(m.trim().toLowerCase()));
+
+/**
+ * The refusal of a request's framing, or null. `Expect: 100-Continue` in another case is met
+ * without an interim answer (uWS writes its `100 Continue` for the lower-case spelling only, and its response
+ * object has no way to write one): the client sends its body once its wait for the 100 is over, as RFC 9110
+ * 10.1.1 has it do.
+ */
+export function framingRefusal(req: HttpRequest): FramingRefusal | null {
+  const expect = headerLists(req, ['expect']).expect;
+  if (expect !== undefined && !onlyContinue(expect)) return { error: HTTP_ERRORS.expectationFailed, detail: `Expect: ${expect.slice(0, 64)}` };
+  return null;
+}
+
+/**
+ * Answers a refusal in the Messaging API's error shape, with the CORS header of its every answer, and closes the
+ * connection: the body, if any, is not read, and would otherwise be parsed as the next request. A HEAD's answer
+ * has no body and leaves the connection open (this uWS build aborts the process when `endWithoutBody` is asked
+ * to close it); a HEAD has no body to misread.
+ */
+function refuse(res: HttpResponse, req: HttpRequest, refusal: FramingRefusal): void {
+  const head = req.getMethod().toLowerCase() === 'head';
+  const body = errorBody(refusal.error, refusal.detail);
+  res.cork(() => {
+    res.writeStatus(statusLine(refusal.error.status)).writeHeader('content-type', 'application/json').writeHeader('access-control-allow-origin', '*');
+    if (head) withoutBody(res, body);
+    else res.end(body, true);
+  });
+}
+
+type Handler<A extends unknown[]> = (res: HttpResponse, req: HttpRequest, ...rest: A) => void | Promise<void>;
+
+/** `handler`, run unless the request's framing is refused (`framingRefusal`), which is then answered. */
+export function checkFraming<A extends unknown[]>(handler: Handler<A>): Handler<A> {
+  return (res, req, ...rest) => {
+    const refusal = framingRefusal(req);
+    if (refusal) return refuse(res, req, refusal);
+    return handler(res, req, ...rest);
+  };
+}
+
+/** The app's methods that register an HTTP route (`get`, `post`, ...: each takes a pattern and a handler). */
+const ROUTE_METHODS = new Set(['get', 'post', 'options', 'del', 'patch', 'put', 'head', 'connect', 'trace', 'any']);
+
+/**
+ * The app with `checkFraming` around every handler registered on it, the WebSocket upgrade's included: every
+ * route, those of later mounts too, without each remembering to. Its other methods (`listen`, ...) are the app's.
+ */
+export function framingChecked(app: TemplatedApp): TemplatedApp {
+  const checked: TemplatedApp = new Proxy(app, {
+    get(target, name) {
+      const value: unknown = Reflect.get(target, name);
+      if (typeof value !== 'function') return value;
+      if (typeof name === 'string' && ROUTE_METHODS.has(name)) {
+        return (pattern: string, handler: Handler<[]>) => {
+          value.call(target, pattern, checkFraming(handler));
+          return checked;
+        };
+      }
+      if (name === 'ws') {
+        return (pattern: string, behavior: WebSocketBehavior<unknown>) => {
+          const upgrade = behavior.upgrade;
+          value.call(target, pattern, upgrade ? Object.assign({}, behavior, { upgrade: checkFraming(upgrade) }) : behavior);
+          return checked;
+        };
+      }
+      return value.bind(target);
+    },
+  });
+  return checked;
+}
