@@ -174,3 +174,31 @@ t.test('Expect: 100-continue is met (the 100 before the body is sent); any other
   if (/^HTTP\/1\.1 417 /.test(upgradeHead)) t.same(answer(await c2.closed), { status: 417, body: shape('EXPECTATION_FAILED', message, 'Expect: foo') });
   else c2.end();
 });
+
+t.test('a transfer coding other than chunked is 400, the connection closed; Content-Length with Transfer-Encoding is closed by uWS', async (t) => {
+  const token = await m.accessToken();
+  const detail = (coding: string) => `Transfer-Encoding ${coding} is not supported: chunked is the only transfer coding taken`;
+  const refused = (coding: string) => ({ status: 400, body: shape('REQUEST_PARSE_ERROR', 'Error parsing request', detail(coding)) });
+  const chunks = (body: string) => `${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`;
+  const sessions = (te: string) => head('POST /api/v1/sessions', [`Authorization: Bearer ${token}`, 'Content-Type: application/json', `Transfer-Encoding: ${te}`]);
+
+  // uWS undoes the chunks of any Transfer-Encoding and none of its other codings: gzip, chunked was served.
+  const gzipChunked = await thenAnother(sessions('gzip, chunked') + chunks('{}'));
+  t.same(answer(gzipChunked), refused('gzip'), 'gzip, chunked: the gzip is not undone');
+  t.same(statuses(gzipChunked), [400], 'and the connection closed');
+  // One not ending in chunked has a body uWS would read as chunks: refused on its head, before any body is sent
+  // (one sent with the head is read as chunks, and uWS closes the connection when they are not).
+  for (const te of ['gzip', 'identity', 'chunked, gzip']) {
+    const got = await thenAnother(sessions(te));
+    t.same(answer(got), refused(te.split(', ').find((x) => x !== 'chunked')!), `Transfer-Encoding: ${te}`);
+    t.same(statuses(got), [400], `Transfer-Encoding: ${te}: the connection closed`);
+  }
+  const probe = await thenAnother(head('GET /healthz', ['Transfer-Encoding: gzip']));
+  t.same(answer(probe), refused('gzip'), 'on every path');
+  t.same(statuses(probe), [400], 'on every path: the connection closed');
+  t.same(statuses(await thenAnother(sessions('chunked') + chunks('{}'))), [200, 200], 'chunked alone is served, and the connection kept');
+
+  // RFC 9112 6.3: a message with both is a smuggling attempt; uWS closes the connection before any handler.
+  const both = await raw(head('POST /api/v1/sessions', [`Authorization: Bearer ${token}`, 'Content-Length: 2', 'Transfer-Encoding: chunked']) + chunks('{}'));
+  t.equal(both, '', 'Content-Length and Transfer-Encoding: closed, nothing written');
+});

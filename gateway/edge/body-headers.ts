@@ -1,20 +1,11 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { otherCoding } from '../../platform/codings.js';
 import { EDGE } from '../../platform/errors.js';
 
 /** Whether a request's headers announce a body (HTTP/1.1: a non-zero `Content-Length`, or chunked). */
 export function hasBody(headers: IncomingHttpHeaders): boolean {
   return headers['transfer-encoding'] !== undefined || (headers['content-length'] !== undefined && headers['content-length'] !== '0');
-}
-
-/** The first coding of a header's list (`gzip, chunked`) that is not `allowed`, in lower case; null when none is. */
-function otherCoding(value: string | undefined, allowed: string): string | null {
-  if (value === undefined) return null;
-  for (const part of value.split(',')) {
-    const coding = part.trim().toLowerCase();
-    if (coding !== '' && coding !== allowed) return coding;
-  }
-  return null;
 }
 
 /**

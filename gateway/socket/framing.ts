@@ -5,10 +5,15 @@
  *   has another header, and leaves one with no header at all unanswered until its idle timeout (10 to 12 s)
  *   closes it: no handler sees either, so neither can be given RFC 9112 3.2's 400 (nor does uWS answer any
  *   HTTP/1.0 request, with a Host or without: each waits for the idle timeout);
+ * - closes it likewise on a request with both `Content-Length` and `Transfer-Encoding`;
+ * - reads any `Transfer-Encoding` as chunked (`gzip, chunked` reached the routes with the chunks undone and the
+ *   gzip not), and closes the connection when the bytes after the head are not chunks;
  * - sends `100 Continue` itself for `Expect: 100-continue` spelt in lower case, and ignores any other `Expect`.
- * What a handler can see is checked here: an expectation other than 100-continue (417).
+ * What a handler can see is checked here: a transfer coding other than chunked (400) and an expectation other
+ * than 100-continue (417).
  */
 import type { HttpRequest, HttpResponse, TemplatedApp, WebSocketBehavior } from '@trufflesuite/uws-js-unofficial';
+import { otherCoding } from '../../platform/codings.js';
 import { errorBody, HTTP_ERRORS, type MessagingHttpError } from './errors.js';
 import { headerLists, statusLine, withoutBody } from './http.js';
 
@@ -22,13 +27,19 @@ export interface FramingRefusal {
 const onlyContinue = (expect: string) => expect.split(',').every((m) => ['', '100-continue'].includes(m.trim().toLowerCase()));
 
 /**
- * The refusal of a request's framing, or null. `Expect: 100-Continue` in another case is met
+ * The refusal of a request's framing, or null. A transfer coding other than chunked is answered before the
+ * expectation: the body that follows cannot be read either way. `Expect: 100-Continue` in another case is met
  * without an interim answer (uWS writes its `100 Continue` for the lower-case spelling only, and its response
  * object has no way to write one): the client sends its body once its wait for the 100 is over, as RFC 9110
  * 10.1.1 has it do.
  */
 export function framingRefusal(req: HttpRequest): FramingRefusal | null {
-  const expect = headerLists(req, ['expect']).expect;
+  const lists = headerLists(req, ['transfer-encoding', 'expect']);
+  const transfer = otherCoding(lists['transfer-encoding'], 'chunked');
+  if (transfer !== null) {
+    return { error: HTTP_ERRORS.badRequest, detail: `Transfer-Encoding ${transfer} is not supported: chunked is the only transfer coding taken` };
+  }
+  const expect = lists.expect;
   if (expect !== undefined && !onlyContinue(expect)) return { error: HTTP_ERRORS.expectationFailed, detail: `Expect: ${expect.slice(0, 64)}` };
   return null;
 }
