@@ -1,7 +1,7 @@
 /**
  * The content and transfer codings of a request, as both HTTP ports read them. Neither undoes a coding other
- * than chunked: the edge (`gateway/edge/body-headers.ts`) refuses a body sent with one, rather than parse its
- * coded bytes as JSON, and the socket gateway (`gateway/socket/framing.ts`) a transfer coding.
+ * than chunked: the edge (`gateway/edge/body-headers.ts`) and the socket gateway (`gateway/socket/framing.ts`,
+ * `http.ts`) refuse a body sent with one, rather than parse its coded bytes as JSON.
  */
 
 /**

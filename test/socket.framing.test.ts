@@ -6,6 +6,7 @@
  * closed with no answer) is checked as it is observable; the rest is refused in the Messaging API's error shape.
  */
 import { connect } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import t from 'tap';
 import { messagingProject, type MessagingProject } from './helpers/messaging.js';
 import { platformFor, type Platform } from './helpers/platform.js';
@@ -173,6 +174,30 @@ t.test('Expect: 100-continue is met (the 100 before the body is sent); any other
   t.match(upgradeHead, /^HTTP\/1\.1 417 /, 'an upgrade with Expect: foo is 417, not 101');
   if (/^HTTP\/1\.1 417 /.test(upgradeHead)) t.same(answer(await c2.closed), { status: 417, body: shape('EXPECTATION_FAILED', message, 'Expect: foo') });
   else c2.end();
+});
+
+t.test('a body with a content coding is 400 REQUEST_PARSE_ERROR naming the coding, once the credentials have passed', async (t) => {
+  const token = await m.accessToken();
+  const detail = (coding: string) => `Content-Encoding ${coding} is not supported: send the body without a content coding`;
+  const parseError = (coding: string) => ({ status: 400, body: shape('REQUEST_PARSE_ERROR', 'Error parsing request', detail(coding)) });
+  const post = (path: string, headers: string[], body: Buffer) =>
+    raw(Buffer.concat([Buffer.from(head(`POST ${path}`, [...headers, `Content-Length: ${body.length}`, 'Connection: close'])), body])).then(answer);
+  const session = (headers: string[], body: Buffer) => post('/api/v1/sessions', [`Authorization: Bearer ${token}`, 'Content-Type: application/json', ...headers], body);
+
+  // Compressed bytes were parsed as JSON (a 400 that did not say why); a plain body labelled br was taken as if unlabelled.
+  t.same(await session(['Content-Encoding: gzip'], gzipSync('{"streaming_enabled":true}')), parseError('gzip'), 'a gzip body');
+  t.same(await session(['Content-Encoding: br'], Buffer.from('{}')), parseError('br'), 'a plain body labelled br');
+  t.same(await session(['Content-Encoding: identity', 'Content-Encoding: Deflate'], Buffer.from('{}')), parseError('deflate'), 'a coding on a second header line');
+  t.same(await session(['Content-Encoding: identity, x-unknown'], Buffer.from('{}')), parseError('x-unknown'), 'a coding after identity');
+  const token2 = await post('/api/v1/access-token', [`X-Token: ${m.connectorToken}`, 'X-Host: example.com', 'Content-Encoding: gzip'], gzipSync('{}'));
+  t.same(token2, parseError('gzip'), 'the access token step alike');
+
+  t.equal((await session(['Content-Encoding: identity'], Buffer.from('{}'))).status, 200, 'identity is no coding');
+  t.equal((await session(['Content-Encoding: gzip'], Buffer.alloc(0))).status, 200, 'an empty body has no coding to undo');
+  const badToken = await post('/api/v1/sessions', ['Authorization: Bearer nope', 'Content-Encoding: gzip'], gzipSync('{}'));
+  t.equal(badToken.status, 401, 'credentials first: a bad token is 401 whatever the body');
+  const badConnector = await post('/api/v1/access-token', ['X-Token: nope', 'X-Host: example.com', 'Content-Encoding: gzip'], gzipSync('{}'));
+  t.equal(badConnector.status, 401, 'and an unknown connector');
 });
 
 t.test('a transfer coding other than chunked is 400, the connection closed; Content-Length with Transfer-Encoding is closed by uWS', async (t) => {

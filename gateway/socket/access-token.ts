@@ -1,7 +1,7 @@
 import type { TemplatedApp } from '@trufflesuite/uws-js-unofficial';
 import type { MessagingContext } from './context.js';
 import { HTTP_ERRORS } from './errors.js';
-import { HttpFailure, jsonObject, ok } from './http.js';
+import { bodyObject, HttpFailure, ok } from './http.js';
 
 /** A host as connectors register it: no scheme, path, port or trailing dot; lower case. */
 export function normalizeHost(value: string): string {
@@ -33,7 +33,7 @@ export function hostMatches(presented: string, registered: string): boolean {
  * credentials have passed, as the session step checks its body after the access token.
  */
 export function mountAccessToken(app: TemplatedApp, ctx: MessagingContext): void {
-  app.post('/api/v1/access-token', ctx.route(['x-token', 'x-host'], 0, async ({ headers, body, remote }) => {
+  app.post('/api/v1/access-token', ctx.route(['x-token', 'x-host'], 0, async ({ headers, body, contentCoding, remote }) => {
     const wait = ctx.limitAddress(remote);
     if (wait) throw new HttpFailure(HTTP_ERRORS.rateLimited, { 'retry-after': String(wait) });
     const token = headers['x-token'];
@@ -46,7 +46,7 @@ export function mountAccessToken(app: TemplatedApp, ctx: MessagingContext): void
     if (!connector.host) throw new HttpFailure(HTTP_ERRORS.connectorNoHost);
     if (connector.kind !== 'messaging') throw new HttpFailure(HTTP_ERRORS.connectorUnknown);
     if (!hostMatches(host, connector.host)) throw new HttpFailure(HTTP_ERRORS.connectorHostMismatch);
-    if (!jsonObject(body)) throw new HttpFailure(HTTP_ERRORS.badRequest);
+    bodyObject({ body, contentCoding });
     let accessToken: string;
     try {
       accessToken = await ctx.tokens.sign({

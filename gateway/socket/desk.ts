@@ -3,7 +3,7 @@ import type { SessionEvent } from '../../machines/session.js';
 import type { SessionRecord, SessionReply } from '../../actors/session/mod.js';
 import { SESSION_ID, type MessagingContext } from './context.js';
 import { HTTP_ERRORS } from './errors.js';
-import { HttpFailure, jsonObject, ok } from './http.js';
+import { bodyObject, HttpFailure, ok } from './http.js';
 
 const TYPING_STATES = new Set(['TYPING_STATE_STARTED', 'TYPING_STATE_STOPPED']);
 
@@ -68,12 +68,6 @@ export function mountDesk(app: TemplatedApp, ctx: MessagingContext): void {
     throw new HttpFailure(HTTP_ERRORS.deskNotLive);
   };
 
-  const body = (b: Buffer | undefined) => {
-    const parsed = jsonObject(b);
-    if (!parsed) throw new HttpFailure(HTTP_ERRORS.badRequest);
-    return parsed;
-  };
-
   app.get('/api/v1/desk/sessions', ctx.route(['x-api-key'], 0, async ({ headers, query }) => {
     const key = await agentOf(headers['x-api-key']);
     const status = new URLSearchParams(query).get('status') ?? 'waiting';
@@ -98,27 +92,27 @@ export function mountDesk(app: TemplatedApp, ctx: MessagingContext): void {
     return ok({ events: frames.map((f) => JSON.parse(f.j)), last_sequence: frames.length ? frames[frames.length - 1].s : after });
   }, { body: false }));
 
-  app.post('/api/v1/desk/sessions/:id/accept', ctx.route(['x-api-key'], 1, async ({ headers, params, body: raw }) => {
+  app.post('/api/v1/desk/sessions/:id/accept', ctx.route(['x-api-key'], 1, async ({ headers, params, body, contentCoding }) => {
     const key = await agentOf(headers['x-api-key']);
     const id = await ownedSession(key, params[0]);
-    const b = body(raw);
+    const b = bodyObject({ body, contentCoding });
     const name = typeof b.name === 'string' && b.name.trim() ? b.name.trim().slice(0, 128) : 'Live agent';
     const avatar = typeof b.avatar_url === 'string' ? b.avatar_url.slice(0, 2048) : '';
     return ok(await ask(id, { type: 'DESK_ACCEPT', agent: { id: key.id, name, avatar_url: avatar }, at: Date.now() }));
   }));
 
-  app.post('/api/v1/desk/sessions/:id/typing', ctx.route(['x-api-key'], 1, async ({ headers, params, body: raw }) => {
+  app.post('/api/v1/desk/sessions/:id/typing', ctx.route(['x-api-key'], 1, async ({ headers, params, body, contentCoding }) => {
     const key = await agentOf(headers['x-api-key']);
     const id = await ownedSession(key, params[0]);
-    const b = body(raw);
+    const b = bodyObject({ body, contentCoding });
     if (typeof b.state !== 'string' || !TYPING_STATES.has(b.state)) throw new HttpFailure(HTTP_ERRORS.badRequest, {}, 'state must be TYPING_STATE_STARTED or TYPING_STATE_STOPPED');
     return ok(await ask(id, { type: 'DESK_TYPING', agentId: key.id, state: b.state, at: Date.now() }));
   }));
 
-  app.post('/api/v1/desk/sessions/:id/messages', ctx.route(['x-api-key'], 1, async ({ headers, params, body: raw }) => {
+  app.post('/api/v1/desk/sessions/:id/messages', ctx.route(['x-api-key'], 1, async ({ headers, params, body, contentCoding }) => {
     const key = await agentOf(headers['x-api-key']);
     const id = await ownedSession(key, params[0]);
-    const b = body(raw);
+    const b = bodyObject({ body, contentCoding });
     if (typeof b.text !== 'string' || !b.text.trim() || b.text.length > 32_768) throw new HttpFailure(HTTP_ERRORS.badRequest, {}, 'text must be a non-empty string');
     return ok(await ask(id, { type: 'DESK_MESSAGE', agentId: key.id, text: b.text, at: Date.now() }));
   }));

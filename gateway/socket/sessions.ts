@@ -5,7 +5,7 @@ import type { SessionInfo } from '../../machines/session.js';
 import { timeOrderedId } from '../../platform/ids.js';
 import type { MessagingContext } from './context.js';
 import { HTTP_ERRORS } from './errors.js';
-import { HttpFailure, jsonObject, ok } from './http.js';
+import { bodyObject, HttpFailure, ok } from './http.js';
 
 /** `platform` values a session may name (contract 4.7 plus the addendum's web variants). */
 export const PLATFORMS = ['web', 'ios', 'android', 'custom', 'ios-web', 'android-web'] as const;
@@ -25,13 +25,12 @@ export async function bearer(ctx: MessagingContext, authorization: string) {
  * before this answers, commits `session.started` (SESSION_START, and who the session belongs to).
  */
 export function mountSessions(app: TemplatedApp, ctx: MessagingContext): void {
-  app.post('/api/v1/sessions', ctx.route(['authorization', 'user-agent'], 0, async ({ headers, body, remote }) => {
+  app.post('/api/v1/sessions', ctx.route(['authorization', 'user-agent'], 0, async ({ headers, body, contentCoding, remote }) => {
     const wait = ctx.limitAddress(remote);
     if (wait) throw new HttpFailure(HTTP_ERRORS.rateLimited, { 'retry-after': String(wait) });
     const { claims, token } = await bearer(ctx, headers.authorization);
     ctx.limitHttp(`t:${createHash('sha256').update(token).digest('base64url').slice(0, 22)}`);
-    const parsed = jsonObject(body);
-    if (!parsed) throw new HttpFailure(HTTP_ERRORS.badRequest);
+    const parsed = bodyObject({ body, contentCoding });
     const streaming = parsed.streaming_enabled ?? false;
     const platform = parsed.platform ?? 'web';
     if (typeof streaming !== 'boolean') throw new HttpFailure(HTTP_ERRORS.badRequest, {}, 'streaming_enabled must be a boolean');
