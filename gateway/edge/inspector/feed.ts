@@ -4,7 +4,7 @@ import type { AnyStateMachine } from 'xstate';
 import { secretMatches } from '../../../platform/secrets.js';
 import type { Services } from '../../../platform/services.js';
 import { machineOf } from './charts.js';
-import { marksAfter, marksFor } from './marks.js';
+import { MarksTracker } from './marks.js';
 import { maybeMask, maybeMaskEvent } from './mask.js';
 import { currentSnapshot, tailSteps } from './steps.js';
 import { acceptUpgrade, refuseUpgrade, type FeedSocket } from './websocket.js';
@@ -57,7 +57,8 @@ export function inspectorFeed(app: FastifyInstance, o: { services: Services; ope
       const machine = machineOf(kind);
       const base = () => ({ sessionId: key, rootId: key, createdAt: Date.now().toString(), id: randomUUID(), _version: STATELY_PROTOCOL_VERSION });
       // Brought up to date with every batch of steps: a step may mark a value, or deliver an answer its conversation marked.
-      let marked = unmasked ? [] : await marksFor(o.services.store, kind, id, d.context);
+      const marks = new MarksTracker(o.services.store, kind, id);
+      let marked = unmasked ? [] : await marks.first(d.context);
       const snap = (x: { status: string; value: unknown; context: unknown }) => ({ status: x.status, value: x.value, context: maybeMask(x.context, unmasked, marked) });
       ws.send(JSON.stringify({
         type: '@xstate.actor',
@@ -73,7 +74,7 @@ export function inspectorFeed(app: FastifyInstance, o: { services: Services; ope
         afterVersion: d.version,
         intervalMs: o.tailIntervalMs ?? 100,
         onSteps: async (steps, now) => {
-          if (!unmasked) marked = await marksAfter(o.services.store, kind, id, (now ?? d).context, marked, steps);
+          if (!unmasked) marked = await marks.after((now ?? d).context, steps);
           steps.forEach((s, i) => {
             const events = s.events.map((e) => Object.assign({}, maybeMaskEvent(e.type, e.data, unmasked, marked) as object, { type: e.type }));
             for (const event of events) ws.send(JSON.stringify({ type: '@xstate.event', event, sourceId: key, ...base() }));

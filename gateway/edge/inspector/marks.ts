@@ -28,12 +28,46 @@ export async function marksFor(store: Store, kind: string, id: string, context: 
 }
 
 /**
- * The marks after a live stream's next batch of steps, `known` those before it. A conversation's marks are journaled
- * in its own steps, so the batch's are added without a read (the first `MAX_MARKED_VALUES`, as `markedValues`
- * keeps); any other actor's conversation is read again, since its steps do not carry that conversation's marks.
+ * The marks that mask a live stream (`feed.ts`, the SSE of `plugin.ts`), kept up to date with each batch of its
+ * steps. A conversation's marks are journaled in its own steps, so a batch's are added without a read; any other
+ * actor's conversation (a session's, a call's) is read from the entries after the last one read: the embedded
+ * store reads a recent `afterVersion` at the cost of what it returns, where a read of the whole journal at every
+ * batch cost the conversation's length. Once `MAX_MARKED_VALUES` are kept (the first, as `markedValues` keeps)
+ * nothing is read: no later mark would be.
  */
-export async function marksAfter(store: Store, kind: string, id: string, context: unknown, known: readonly string[], steps: readonly Step[]): Promise<string[]> {
-  if (kind !== 'conversation') return marksFor(store, kind, id, context);
-  const added = steps.flatMap(marksIn);
-  return added.length === 0 ? [...known] : [...new Set([...known, ...added])].slice(0, MAX_MARKED_VALUES);
+export class MarksTracker {
+  private values: string[] = [];
+  /** The conversation read, and the version of its last entry read (0: none yet). */
+  private conversationId: string | null = null;
+  private version = 0;
+
+  constructor(private readonly store: Store, private readonly kind: string, private readonly id: string) {}
+
+  /** The marks before the stream's first step: the conversation's, read whole. */
+  async first(context: unknown): Promise<string[]> {
+    return this.after(context, []);
+  }
+
+  /** The marks after a batch of the actor's steps, `context` the actor's newest. */
+  async after(context: unknown, steps: readonly Step[]): Promise<string[]> {
+    const conversationId = conversationOf(this.kind, this.id, context);
+    // A call's context may name its conversation only from some step on.
+    if (conversationId !== this.conversationId) {
+      this.conversationId = conversationId;
+      this.values = [];
+      this.version = 0;
+    }
+    if (conversationId === null) return this.values;
+    if (this.kind === 'conversation' && this.version > 0) return this.add(steps.flatMap(marksIn), steps.at(-1)?.version);
+    if (this.values.length >= MAX_MARKED_VALUES) return this.values;
+    const entries = await this.store.journal.ofActor(`conversation/${conversationId}`, this.version > 0 ? { afterVersion: this.version } : undefined);
+    // An empty journal (no step yet) reads whole again next time, as it must: it has no version to read after.
+    return this.add(entries.flatMap(marksIn), entries.at(-1)?.version);
+  }
+
+  private add(marked: string[], version: number | undefined): string[] {
+    if (version !== undefined) this.version = version;
+    if (marked.length > 0) this.values = [...new Set([...this.values, ...marked])].slice(0, MAX_MARKED_VALUES);
+    return this.values;
+  }
 }

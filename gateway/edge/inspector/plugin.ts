@@ -9,7 +9,7 @@ import { operatorAuth } from '../auth.js';
 import { useErrorShape } from '../errors.js';
 import { fieldErrorResponses, PathId } from '../schemas.js';
 import { machineOf, summaries, svgOf } from './charts.js';
-import { marksAfter, marksFor } from './marks.js';
+import { marksFor, MarksTracker } from './marks.js';
 import { maybeMask, maybeMaskEvent } from './mask.js';
 import { currentSnapshot, recentSteps, tailSteps, type Step } from './steps.js';
 
@@ -207,7 +207,8 @@ export const inspectorPlugin: FastifyPluginAsync<InspectorOptions> = async (root
     const after = req.query.after ?? (Number.isInteger(lastEventId) && lastEventId >= 0 ? lastEventId : d.version);
     // Read before the stream opens (a failed read is an error answer, not a silent stream), then brought up to date
     // with every batch of steps: a step may mark a value, or deliver an answer its conversation marked.
-    let marked = unmasked ? [] : await marksFor(store, kind, id, d.context);
+    const marks = new MarksTracker(store, kind, id);
+    let marked = unmasked ? [] : await marks.first(d.context);
     reply.hijack();
     const res = reply.raw;
     res.writeHead(200, {
@@ -227,7 +228,7 @@ export const inspectorPlugin: FastifyPluginAsync<InspectorOptions> = async (root
       afterVersion: after,
       intervalMs: tailIntervalMs,
       onSteps: async (steps, snapshot) => {
-        if (!unmasked) marked = await marksAfter(store, kind, id, (snapshot ?? d).context, marked, steps);
+        if (!unmasked) marked = await marks.after((snapshot ?? d).context, steps);
         for (const s of steps) send('step', showStep(s, unmasked, marked), s.version);
         if (snapshot) send('snapshot', describe(snapshot));
       },
