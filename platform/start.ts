@@ -241,7 +241,10 @@ export async function start(startSignals: StartSignals): Promise<void> {
         runtime,
         ...speechFromEnv(),
         conversationIdleMs: config.conversationIdleMs,
+        // A call outlasts a worker failover (a lease moves after about LEASE_TTL_MS); its start and turns are waited
+        // for as long as the agent may take to answer, as the Chat API's and a messaging session's are.
         askTimeoutMs: Math.max(config.askTimeoutMs, 4 * config.leaseTtlMs),
+        turnWaitMs: Math.max(config.turnWaitMs, 4 * config.leaseTtlMs),
         log: (level, msg, extra) => logger[level](extra ?? {}, msg),
         recordings: new Recordings(services.blobs, {
           projectRetentionDays: async (projectId) => (await services.settings.get(projectId)).recording_retention_days,

@@ -19,8 +19,14 @@ export interface CallDeps {
   turnTaking: TurnTakingOptions;
   /** A call whose far end sends no RTP for this long is hung up: its caller is gone without a BYE. */
   mediaTimeoutMs: number;
-  /** How long one turn's ask may take (retries over a worker failover included). */
+  /** How long an ask other than a turn (the close, a bridge's end) may take, retries over a worker failover included. */
   askTimeoutMs: number;
+  /**
+   * How long the start's and each caller turn's ask may take: as long as the agent may take to answer (the model's
+   * longest reply and the hooks, `Config.turnWaitMs`), a worker failover included. A turn given up before the
+   * agent answers went on without its caller: its answer was never spoken, and the caller heard nothing.
+   */
+  turnWaitMs: number;
   log: (level: 'debug' | 'info' | 'warn', msg: string, extra?: Record<string, unknown>) => void;
   /** End of caller speech → first agent audio packet, per answered turn (the benchmark reads it). */
   onResponseLatency?: (ms: number) => void;
@@ -119,11 +125,26 @@ export class VoiceCall {
   }
 
   private ask(event: ConversationEvent, eventId: string): Promise<Reply> {
-    return this.d.client.ask<Reply>('conversation', this.s.conversationId, event as ConversationEvent & Record<string, unknown>, { eventId, timeoutMs: this.d.askTimeoutMs });
+    // The start and a turn run the agent (functions, the model): waited for as long as it may take. While it
+    // thinks the caller hears the stream's silence, and no silence turn is taken (`TurnTaking.agentBusy`).
+    const timeoutMs = event.type === 'START' || event.type === 'MESSAGE' ? this.d.turnWaitMs : this.d.askTimeoutMs;
+    return this.d.client.ask<Reply>('conversation', this.s.conversationId, event as ConversationEvent & Record<string, unknown>, { eventId, timeoutMs });
   }
 
-  /** Starts the conversation (after the call is connected: the start function runs now) and speaks its opening. */
-  async start(): Promise<void> {
+  /**
+   * Starts the conversation (after the call is connected: the start function runs now) and speaks its opening.
+   * On the turn chain: a caller's first turn is asked after it, and a hang-up while the agent prepares its opening
+   * closes the conversation once the start is done (the machine takes CLOSE only between turns; asked meanwhile,
+   * the CLOSE waited behind the start in the mailbox and was dropped there when its ask gave up, leaving the
+   * conversation in progress until its idle timeout).
+   */
+  start(): Promise<void> {
+    const started = this.chain.then(() => this.opening());
+    this.chain = started;
+    return started;
+  }
+
+  private async opening(): Promise<void> {
     try {
       const reply = await this.ask({ type: 'START', start: this.s.start }, `${this.s.callSid}:start`);
       if (!reply.ok) throw new Error(`conversation refused the start: ${reply.error}`);

@@ -51,8 +51,10 @@ export interface MediaGatewayOptions {
   /** A call whose far end sends no RTP for this long is hung up (its caller is gone without a BYE). */
   mediaTimeoutMs: number;
   conversationIdleMs: number;
-  /** How long a turn's ask keeps retrying (a worker failover included). */
+  /** How long an ask keeps retrying (a worker failover included): a call's close, a bridge's end. */
   askTimeoutMs: number;
+  /** How long the start's and a caller turn's ask wait for the agent (`CallDeps.turnWaitMs`). */
+  turnWaitMs: number;
   log: (level: 'debug' | 'info' | 'warn', msg: string, extra?: Record<string, unknown>) => void;
   /** Records every call per direction (gateway/media/recordings); absent: nothing is recorded. */
   recordings?: Recordings | null;
@@ -222,6 +224,7 @@ export class MediaGateway {
         turnTaking: this.o.turnTaking,
         mediaTimeoutMs: this.o.mediaTimeoutMs,
         askTimeoutMs: this.o.askTimeoutMs,
+        turnWaitMs: this.o.turnWaitMs,
         log: this.o.log,
         onResponseLatency: (ms) => {
           this.stats.responseLatencyMs.push(ms);
