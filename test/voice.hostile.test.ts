@@ -3,11 +3,13 @@
  * Content-Length cannot frame a message is closed (the `sip` package's parser buffered it until the process
  * died), an answered INVITE gets no audio before its ACK (one datagram naming a stranger's address was 32 s
  * of RTP to it), INVITEs that hold every RTP port are answered 503 (overload), not 500, and requests this UA
- * does not take are refused as RFC 3261 says (420, 405 with Allow, 501, 481, 500 for an out-of-order CSeq).
+ * does not take are refused as RFC 3261 says (420, 405 with Allow, 501, 481, 500 for an out-of-order CSeq), and so
+ * are requests without the header fields every request has or with a CSeq that is none (400, over UDP, TCP and TLS).
  */
-import t from 'tap';
+import t, { type Test } from 'tap';
 import dgram from 'node:dgram';
 import net from 'node:net';
+import tls from 'node:tls';
 import { randomBytes } from 'node:crypto';
 import { http } from './helpers/http.js';
 import { admin } from './helpers/tenants.js';
@@ -190,4 +192,96 @@ t.test('a TLS connection that never begins its handshake is closed', needsTools(
   await Promise.race([new Promise<void>((r) => s.on('close', () => r())), new Promise((_r, reject) => setTimeout(() => reject(new Error('still open')), 20_000))]);
   t.ok(Date.now() - opened >= 5_000, 'not at once: the peer had time to begin');
   t.pass('closed');
+});
+
+/**
+ * A request that parses as SIP but lacks a header field every request has (RFC 3261 8.1.1), or whose CSeq is no
+ * CSeq: `omit` leaves header fields out, `set` replaces or adds them. Its Via names `branch`, which the answer echoes.
+ */
+function malformed(o: { method?: string; transport: 'UDP' | 'TCP' | 'TLS'; port: number; branch: string; omit?: string[]; set?: Record<string, string> }): string {
+  const method = o.method ?? 'OPTIONS';
+  const headers: Record<string, string> = {
+    Via: `SIP/2.0/${o.transport} 127.0.0.2:${o.port};branch=${o.branch}`,
+    'Max-Forwards': '70',
+    From: '<sip:a@127.0.0.2>;tag=1',
+    To: '<sip:b@127.0.0.1>',
+    'Call-ID': `${o.branch}@127.0.0.2`,
+    CSeq: `1 ${method}`,
+    'Content-Length': '0',
+    ...o.set,
+  };
+  for (const name of o.omit ?? []) delete headers[name];
+  return `${method} sip:b@127.0.0.1:${voice.sip} SIP/2.0\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`;
+}
+
+/** The malformed requests, with the reason phrase of the 400 each gets (null: none, as it cannot be routed back). */
+const MALFORMED: Array<{ what: string; omit?: string[]; set?: Record<string, string>; method?: string; reason: RegExp | null }> = [
+  { what: 'no Call-ID', omit: ['Call-ID'], reason: /Missing Call-ID/ },
+  { what: 'no From', omit: ['From'], reason: /Missing or Malformed From/ },
+  { what: 'no To', omit: ['To'], reason: /Missing or Malformed To/ },
+  { what: 'no CSeq', omit: ['CSeq'], reason: /Missing or Malformed CSeq/ },
+  { what: 'a CSeq without a number', set: { CSeq: 'abc OPTIONS' }, reason: /Missing or Malformed CSeq/ },
+  { what: 'a CSeq without a method', set: { CSeq: '1' }, reason: /Missing or Malformed CSeq/ },
+  { what: "a CSeq naming another method", set: { CSeq: '1 BYE' }, reason: /CSeq Method Does Not Match/ },
+  { what: 'a CSeq number of 2^31', set: { CSeq: '2147483648 OPTIONS' }, reason: /Malformed CSeq/ },
+  { what: 'an INVITE without From', method: 'INVITE', omit: ['From'], reason: /Missing or Malformed From/ },
+  { what: 'an INVITE without Call-ID and To', method: 'INVITE', omit: ['Call-ID', 'To'], reason: /Missing or Malformed To/ },
+  { what: 'no Via', omit: ['Via'], reason: null },
+  { what: 'an ACK without CSeq (an ACK is never answered)', method: 'ACK', omit: ['CSeq'], reason: null },
+];
+
+/** Checks the answers `got` (wire text) against MALFORMED sent with `branches`; `marker` is a well-formed request's branch sent after them. */
+function checkAnswers(t: Test, got: () => string, branches: string[], marker: string, transport: string) {
+  const messages = got().split(/(?=^SIP\/2\.0 )/m);
+  t.ok(messages.some((m) => /^SIP\/2\.0 200 /.test(m) && m.includes(marker)), `${transport}: a well-formed request after them is answered 200`);
+  MALFORMED.forEach((c, i) => {
+    const answers = messages.filter((m) => m.includes(branches[i]!));
+    if (c.reason === null) t.same(answers, [], `${transport}, ${c.what}: no answer`);
+    else {
+      t.equal(answers.length, 1, `${transport}, ${c.what}: one answer`);
+      t.match(answers[0] ?? '', /^SIP\/2\.0 400 /, `${transport}, ${c.what}: 400`);
+      t.match(/^SIP\/2\.0 400 (.*)$/m.exec(answers[0] ?? '')?.[1] ?? '', c.reason, 'naming the problem');
+      if (!c.omit?.includes('To')) t.match(answers[0] ?? '', /^To: .*;tag=/im, 'with a To tag');
+    }
+  });
+}
+
+t.test('requests that lack a header field every request has, or whose CSeq is none: 400 naming it, over UDP, TCP and TLS', needsTools(), async (t) => {
+  const branch = () => `z9hG4bK${randomBytes(6).toString('hex')}`;
+  const marker = (transport: 'UDP' | 'TCP' | 'TLS', port: number, b: string) => malformed({ transport, port, branch: b });
+
+  const peer = await udpPeer();
+  t.teardown(() => peer.socket.close());
+  const udpBranches = MALFORMED.map(() => branch());
+  MALFORMED.forEach((c, i) => peer.send(malformed({ ...c, transport: 'UDP', port: peer.port, branch: udpBranches[i]! })));
+  const udpMarker = branch();
+  peer.send(marker('UDP', peer.port, udpMarker));
+  // Datagrams are taken in order: once the last one is answered, every one before it has been.
+  await until(() => (peer.got.some((m) => m.includes(udpMarker)) ? true : undefined));
+  checkAnswers(t, () => peer.got.join(''), udpBranches, udpMarker, 'UDP');
+
+  for (const transport of ['TCP', 'TLS'] as const) {
+    const port = transport === 'TCP' ? voice.sip : mediaPorts(voice.p.stdout()).tls!;
+    const s = transport === 'TCP'
+      ? net.connect({ host: '127.0.0.1', port, localAddress: '127.0.0.2' })
+      : tls.connect({ socket: net.connect({ host: '127.0.0.1', port, localAddress: '127.0.0.2' }), rejectUnauthorized: false });
+    s.on('error', () => {});
+    t.teardown(() => void s.destroy());
+    let got = '';
+    s.on('data', (d) => (got += d.toString('latin1')));
+    await new Promise<void>((r) => s.once(transport === 'TCP' ? 'connect' : 'secureConnect', () => r()));
+    const branches = MALFORMED.map(() => branch());
+    const local = s.localPort!;
+    for (const [i, c] of MALFORMED.entries()) s.write(malformed({ ...c, transport, port: local, branch: branches[i]! }));
+    // On a stream the length frames a message (RFC 3261 18.3): without one the stack drops it, so it is a 400 too.
+    const unframed = branch();
+    s.write(malformed({ transport, port: local, branch: unframed, omit: ['Content-Length'] }));
+    const last = branch();
+    s.write(marker(transport, local, last));
+    await until(() => (got.includes(last) ? true : undefined));
+    checkAnswers(t, () => got, branches, last, transport);
+    t.match(got.split(/(?=^SIP\/2\.0 )/m).find((m) => m.includes(unframed)) ?? '', /^SIP\/2\.0 400 Missing Content-Length/, `${transport}: no Content-Length on a stream: 400`);
+    t.notOk(s.destroyed, `${transport}: the connection stays open`);
+  }
+  t.equal((await http(voice.p.edge, 'GET', '/healthz')).status, 200, 'the process serves on');
 });

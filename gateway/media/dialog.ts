@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import dgram from 'node:dgram';
 import tls from 'node:tls';
 import type { Aor, Remote, SipMessage, Stack } from 'sip';
 import sip from './sip-package.js';
@@ -6,6 +7,7 @@ import digest from 'sip/digest.js';
 import { allListening, capturingListeners } from './listening.js';
 import { closeFailedHandshakes, sipStreamGuard, TLS_HANDSHAKE_MS } from './stream-guard.js';
 import { PerAddress } from './per-address.js';
+import { answerDatagram, badRequest, requestFault } from './bad-request.js';
 import { utf8 } from '../../platform/utf8.js';
 
 /**
@@ -461,6 +463,8 @@ export class SipEndpoint {
     this.stack = value;
     this.listeners = listeners;
     for (const l of listeners) if (l instanceof tls.Server) closeFailedHandshakes(l);
+    // A request the package's UDP transport drops unanswered (no From, To, Call-ID or CSeq) is answered 400 from here.
+    for (const l of listeners) if (l instanceof dgram.Socket) l.on('message', (data: Buffer, from: dgram.RemoteInfo) => answerDatagram(l, data, from, this.o.log));
     let started = false;
     await allListening(listeners, (err) => {
       if (started) this.o.log?.('sip socket error', { err: String(err) });
@@ -492,6 +496,12 @@ export class SipEndpoint {
   }
 
   private onRequest(rq: SipMessage, remote: Remote): void {
+    // What the package passed on with a CSeq that is not one (RFC 3261 8.1.1.5): refused before anything reads it.
+    const fault = requestFault(rq);
+    if (fault) {
+      if (rq.method !== 'ACK') this.stack.send(badRequest(rq, fault));
+      return;
+    }
     const toTag = rq.headers.to?.params?.tag;
     if (toTag) {
       const d = this.dialogs.get(`${rq.headers['call-id']}:${toTag}`);

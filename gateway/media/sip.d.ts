@@ -52,6 +52,8 @@ declare module 'sip' {
   /** A whole message (headers, blank line, body); undefined when its start line or a header line does not parse. */
   export function parse(s: string): SipMessage | undefined;
   export function stringifyUri(u: string | SipUri): string;
+  /** A message as its wire text (latin1, one character a byte). */
+  export function stringify(m: SipMessage): string;
   export function generateBranch(): string;
   const sip: {
     create: typeof create;
@@ -59,6 +61,7 @@ declare module 'sip' {
     parseUri: typeof parseUri;
     parse: typeof parse;
     stringifyUri: typeof stringifyUri;
+    stringify: typeof stringify;
     generateBranch: typeof generateBranch;
   };
   export default sip;

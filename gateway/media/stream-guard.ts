@@ -2,6 +2,7 @@ import type { Socket } from 'node:net';
 import type { Server as TlsServer } from 'node:tls';
 import sip from 'sip';
 import { PerAddress } from './per-address.js';
+import { answerStreamMessage } from './bad-request.js';
 
 /** The `sip` package's own bounds on a stream message (its `makeStreamParser` defaults). */
 const MAX_HEADER_BYTES = 60_480;
@@ -110,13 +111,18 @@ function watchFraming(stream: Socket, deadlineMs: number): void {
       const block = headerBlock(pending);
       if (!block) break;
       pending = block.rest;
-      const length: unknown = sip.parse(`${block.headers}\r\n\r\n`)?.headers['content-length'];
+      const message = sip.parse(`${block.headers}\r\n\r\n`);
+      const length: unknown = message?.headers['content-length'];
       if (length === undefined) {
+        // Unframed: the package's parser drops it (a request is answered 400, `bad-request.ts`).
+        answerStreamMessage(stream, message);
         finished = true;
         continue;
       }
       if (typeof length !== 'number' || !Number.isInteger(length) || length < 0) return close();
       if (length > MAX_CONTENT_LENGTH) return;
+      // A request the package will drop for a header field it lacks is answered 400 here, on its stream.
+      answerStreamMessage(stream, message);
       body = length;
     }
     // What is left is part of a message (keep-alive CRLFs are none): it has until the deadline to be whole,
