@@ -19,6 +19,7 @@ import { conversationsClient, conversationsKey } from './helpers/conversations.j
 import { bindable, bindNumber, MEDIA_ENV, mediaPorts, runSipp, scenario, SIPP_PCAPS, quietPort, RTP_PORTS } from './helpers/voice.js';
 import { toolAvailable } from './helpers/tools.js';
 import { eventually, logged } from './helpers/eventually.js';
+import { finalOf, invite as rawInvite, udpPeer, until } from './helpers/raw-sip.js';
 
 // sipp and espeak-ng (the agent's voice); missing, these skip locally and fail with CI=true.
 const tools = () => toolAvailable('/usr/bin/sipp', 'sip-tester') && toolAvailable('/usr/bin/espeak-ng', 'espeak-ng');
@@ -194,4 +195,44 @@ t.test('a caller gone without a BYE (no RTP for VOICE_MEDIA_TIMEOUT_MS): the pla
   const read = conversationsClient(quiet, gone, await conversationsKey(quiet, gone));
   const c = await eventually(async () => ((await read({ channel: 'VOICE-SIP' })).body.conversations ?? []).find((x: any) => x.to_number === number && x.in_progress === false));
   t.ok(c, 'the conversation is over, not left in progress');
+});
+
+t.test('offers with several m-lines: the answer has one for each, in order, the ones not taken at port 0; no usable audio is 488', needsTools(), async (t) => {
+  const number = '+442079460144';
+  await bindNumber(project.api, project.agentId, number, { host: '127.0.0.2', port: 5 });
+  const peer = await udpPeer(sip);
+  const media = await audioSink();
+  t.teardown(() => (peer.socket.close(), media.close()));
+  const offer = (mLines: string[]) => `v=0\r\no=- 1 1 IN IP4 127.0.0.2\r\ns=-\r\nc=IN IP4 127.0.0.2\r\nt=0 0\r\n${mLines.join('\r\n')}\r\n`;
+  /** INVITEs with `sdp`; an answered call is ACKed and hung up (the range's one RTP port is free again). Gives the final answer. */
+  const call = async (sdp: string) => {
+    const c = rawInvite({ sipPort: sip, number }, peer, { address: '127.0.0.2', port: media.port });
+    peer.send(c.text.replace(/\r\n\r\n[\s\S]*$/, `\r\n\r\n${sdp}`).replace(/^Content-Length: \d+/m, `Content-Length: ${sdp.length}`));
+    const answer = await until(() => finalOf(peer.got, c.callId));
+    if (/^SIP\/2\.0 200 /.test(answer)) {
+      const to = /^To: (.*)$/im.exec(answer)![1]!.trim();
+      peer.send(c.ack(to));
+      peer.send(c.request('BYE', 2, to));
+      await until(() => peer.got.find((m) => /^SIP\/2\.0 200 /.test(m) && m.includes(c.callId) && /^CSeq: 2 BYE/im.test(m)));
+    }
+    return answer;
+  };
+  /** The answer's m-lines, our audio port as PORT. */
+  const mLines = (answer: string) => answer.split('\r\n').filter((l) => l.startsWith('m=')).map((l) => l.replace(/^m=audio [1-9]\d* /, 'm=audio PORT '));
+  const audio = `m=audio ${media.port} RTP/AVP 0 101\r\na=rtpmap:0 PCMU/8000\r\na=rtpmap:101 telephone-event/8000`;
+  const video = 'm=video 5006 RTP/AVP 96 97\r\na=rtpmap:96 H264/90000\r\na=rtpmap:97 VP8/90000';
+
+  const first = await call(offer([video, audio]));
+  t.match(first, /^SIP\/2\.0 200 /, 'video and audio: answered');
+  t.same(mLines(first), ['m=video 0 RTP/AVP 96 97', 'm=audio PORT RTP/AVP 0 101'], 'the video rejected (port 0, its formats) in its place, the audio taken');
+
+  const second = await call(offer([audio, 'm=image 5008 udptl t38', video]));
+  t.same(mLines(second), ['m=audio PORT RTP/AVP 0 101', 'm=image 0 udptl t38', 'm=video 0 RTP/AVP 96 97'], 'three m-lines: three, in order');
+
+  const declined = await call(offer(['m=audio 0 RTP/AVP 0', 'm=audio 5010 RTP/AVP 18\r\na=rtpmap:18 G729/8000', audio]));
+  t.match(declined, /^SIP\/2\.0 200 /, 'a declined audio stream and one without G.711 before the usable one: answered');
+  t.same(mLines(declined), ['m=audio 0 RTP/AVP 0', 'm=audio 0 RTP/AVP 18', 'm=audio PORT RTP/AVP 0 101'], 'with the third taken, the others rejected');
+
+  const none = await call(offer([video, 'm=audio 5010 RTP/AVP 18\r\na=rtpmap:18 G729/8000']));
+  t.match(none, /^SIP\/2\.0 488 /, 'video and audio without G.711: 488');
 });

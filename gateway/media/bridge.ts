@@ -128,7 +128,7 @@ export function dialBridgeLeg(d: BridgeDialer, o: { to: BridgeTarget; from: stri
       const again = readSdp(sdp);
       if (!again || !again.codecs.includes(o.codec)) return null;
       if (again.address && again.port) rtp.setPeer({ address: again.address, port: again.port });
-      return answerOf(leg, d.mediaAddress, o.codec, answer.dtmfPayloadType, 2);
+      return answerOf(leg, d.mediaAddress, again, o.codec, answer.dtmfPayloadType, 2);
     };
     return { ok: true, dialog: answered.dialog, rtp, digitsFrom: DEFAULT_DTMF_PT };
   })();

@@ -34,9 +34,18 @@ export function choose(offer: MediaDescription | null): { codec: Codec; dtmf: nu
   return { codec, dtmf: offer.dtmfPayloadType };
 }
 
-/** Our answer to an offer. */
-export function answerOf(leg: MediaLeg, address: string, codec: Codec, dtmf: number | null, version = 1): string {
-  return writeSdp({ address, port: leg.socket.address().port, codecs: [codec], dtmfPayloadType: dtmf ?? DEFAULT_DTMF_PT, srtp: leg.localKey, version, sessionId: leg.sessionId });
+/** Our answer to `offer`: its audio stream taken with `codec`, its other m-lines rejected (port 0) in their places. */
+export function answerOf(leg: MediaLeg, address: string, offer: MediaDescription, codec: Codec, dtmf: number | null, version = 1): string {
+  return writeSdp({
+    address,
+    port: leg.socket.address().port,
+    codecs: [codec],
+    dtmfPayloadType: dtmf ?? DEFAULT_DTMF_PT,
+    srtp: leg.localKey,
+    version,
+    sessionId: leg.sessionId,
+    answering: { streams: offer.streams, index: offer.index },
+  });
 }
 
 /** The RTP session of a leg once both SDPs are known. */

@@ -2,6 +2,15 @@ import sdpTransform from 'sdp-transform';
 import { PAYLOAD_TYPE, type Codec } from './rtp/codec.js';
 import { inlineOf, keyOfInline, SRTP_SUITE, type SrtpKey } from './rtp/srtp.js';
 
+/** One m-line of an SDP as an answer must echo it when it rejects the stream (RFC 3264 6). */
+export interface OfferedStream {
+  type: string;
+  port: number;
+  protocol: string;
+  /** The format list as written (payload types, or a name such as `t38`). */
+  formats: string;
+}
+
 /** What one side's SDP says about its audio stream. */
 export interface MediaDescription {
   address: string;
@@ -13,11 +22,16 @@ export interface MediaDescription {
   srtp: SrtpKey | null;
   /** The SDP asked for SRTP but offered no usable key of our suite. */
   srtpUnusable: boolean;
+  /** Every m-line of the SDP, in order (an answer has one for each), and which of them this stream is. */
+  streams: OfferedStream[];
+  index: number;
 }
 
 /**
- * Reads the first audio stream of an SDP body; null when there is none, or when it is declined (port 0) or names
- * a port no UDP socket has. A payload type outside RTP's 0 to 127 means nothing.
+ * Reads the audio stream of an SDP body the call takes: the first audio m-line with a G.711 codec (and, for SRTP, a
+ * key of our suite), else the first audio m-line (`choose` then says why it cannot be taken); null when there is no
+ * audio stream, or when each is declined (port 0) or names a port no UDP socket has. A payload type outside RTP's 0
+ * to 127 means nothing. The other m-lines (video, a second audio stream) are kept for the answer to reject.
  */
 export function readSdp(body: string): MediaDescription | null {
   let s: sdpTransform.SessionDescription;
@@ -26,9 +40,18 @@ export function readSdp(body: string): MediaDescription | null {
   } catch {
     return null;
   }
-  const m = s.media?.find((x) => x.type === 'audio');
-  if (!m || !Number.isInteger(m.port) || m.port < 1 || m.port > 65535) return null;
-  const address = m.connection?.ip ?? s.connection?.ip ?? '';
+  const media = s.media ?? [];
+  const streams = media.map((m) => ({ type: String(m.type), port: Number(m.port), protocol: String(m.protocol ?? ''), formats: String(m.payloads ?? '').trim() }));
+  const audio: MediaDescription[] = [];
+  media.forEach((m, index) => {
+    if (m.type !== 'audio' || !Number.isInteger(m.port) || m.port < 1 || m.port > 65535) return;
+    audio.push(audioOf(m, s.connection?.ip ?? '', streams, index));
+  });
+  return audio.find((a) => a.codecs.length > 0 && !a.srtpUnusable) ?? audio[0] ?? null;
+}
+
+function audioOf(m: sdpTransform.SessionDescription['media'][number], sessionAddress: string, streams: OfferedStream[], index: number): MediaDescription {
+  const address = m.connection?.ip ?? sessionAddress;
   const pts = String(m.payloads ?? '')
     .split(/\s+/)
     .filter(Boolean)
@@ -46,7 +69,7 @@ export function readSdp(body: string): MediaDescription | null {
   const secure = /SAVP/.test(m.protocol ?? '');
   const crypto = (m.crypto ?? []).find((c) => c.suite === SRTP_SUITE);
   const key = crypto ? keyOfInline(crypto.config) : null;
-  return { address, port: m.port, codecs, dtmfPayloadType: dtmf, srtp: secure ? key : null, srtpUnusable: secure && !key };
+  return { address, port: m.port, codecs, dtmfPayloadType: dtmf, srtp: secure ? key : null, srtpUnusable: secure && !key, streams, index };
 }
 
 export interface LocalMedia {
@@ -58,18 +81,18 @@ export interface LocalMedia {
   /** o= session version; bumped for every new offer or answer in a dialog. */
   version: number;
   sessionId: number;
+  /**
+   * An answer: the offer's m-lines and which one is ours. The others are rejected with port 0, each in its place
+   * with its own format list (RFC 3264 6: an answer has as many m-lines as its offer, in the same order).
+   */
+  answering?: { streams: OfferedStream[]; index: number };
 }
 
 /** Our SDP (an offer, or the answer once `codecs` holds only the chosen codec). */
 export function writeSdp(l: LocalMedia): string {
   const ip = l.address.includes(':') ? 'IP6' : 'IP4';
   const pts = [...l.codecs.map((c) => PAYLOAD_TYPE[c]), l.dtmfPayloadType];
-  const lines = [
-    'v=0',
-    `o=switchboard ${l.sessionId} ${l.version} IN ${ip} ${l.address}`,
-    's=switchboard',
-    `c=IN ${ip} ${l.address}`,
-    't=0 0',
+  const audio = [
     `m=audio ${l.port} ${l.srtp ? 'RTP/SAVP' : 'RTP/AVP'} ${pts.join(' ')}`,
     ...l.codecs.map((c) => `a=rtpmap:${PAYLOAD_TYPE[c]} ${c}/8000`),
     `a=rtpmap:${l.dtmfPayloadType} telephone-event/8000`,
@@ -78,5 +101,9 @@ export function writeSdp(l: LocalMedia): string {
     ...(l.srtp ? [`a=crypto:1 ${SRTP_SUITE} inline:${inlineOf(l.srtp)}`] : []),
     'a=sendrecv',
   ];
+  const streams = l.answering
+    ? l.answering.streams.flatMap((m, i) => (i === l.answering!.index ? audio : [`m=${m.type} 0 ${m.protocol} ${m.formats || '0'}`]))
+    : audio;
+  const lines = ['v=0', `o=switchboard ${l.sessionId} ${l.version} IN ${ip} ${l.address}`, 's=switchboard', `c=IN ${ip} ${l.address}`, 't=0 0', ...streams];
   return `${lines.join('\r\n')}\r\n`;
 }

@@ -165,12 +165,12 @@ export class MediaGateway {
     // Nothing is sent before the ACK: an INVITE's SDP can name anyone's address, and its sender (over UDP, any
     // address it likes) need never see our answer; 32 s of audio to a stranger for one datagram otherwise.
     rtp.hold();
-    const dialog = invite.accept(answerOf(leg, this.mediaAddress, chosen.codec, chosen.dtmf));
+    const dialog = invite.accept(answerOf(leg, this.mediaAddress, offer!, chosen.codec, chosen.dtmf));
     dialog.onReinvite = (sdp) => {
       const again = readSdp(sdp);
       if (!again || !again.codecs.includes(chosen.codec)) return null;
       if (again.address && again.port) rtp.setPeer({ address: again.address, port: again.port });
-      return answerOf(leg, this.mediaAddress, chosen.codec, chosen.dtmf, 2);
+      return answerOf(leg, this.mediaAddress, again, chosen.codec, chosen.dtmf, 2);
     };
     if (!(await dialog.confirmed())) {
       rtp.close();
