@@ -88,11 +88,14 @@ export class ActorClient {
         if (reply.ok) return reply.reply as T;
         if (!reply.retry) throw new ActorAskError(reply.code, reply.message);
         last = `${reply.code}: ${reply.message}`;
-        // An ask given longer than the usual time waits that long for its actor to work, not for failures to
-        // clear: a store that refuses every commit (a full disk) would otherwise have the event run and fail
-        // again, model calls and all, for a whole turn's wait. A failure followed by success within it is fine.
-        failingSince ??= Date.now();
-        if (Date.now() - failingSince >= this.o.timeoutMs) throw new ActorAskError('DEADLINE', `${kind}/${id}: failing for ${this.o.timeoutMs} ms (${last})`);
+        // An ask given longer than the usual time waits that long for its actor to work, not for its store to come
+        // back: a store that refuses every commit (a full disk) would otherwise have the event run and fail again,
+        // model calls and all, for a whole turn's wait. Only the store's failures count: an owner's handover
+        // (NOT_OWNER, STALE) during a long turn is what the longer wait is for, however many there are.
+        if (reply.code === 'STORE_ERROR') {
+          failingSince ??= Date.now();
+          if (Date.now() - failingSince >= this.o.timeoutMs) throw new ActorAskError('DEADLINE', `${kind}/${id}: the store failing for ${this.o.timeoutMs} ms (${last})`);
+        }
       } catch (err) {
         if (err instanceof ActorAskError) throw err;
         if (!(err instanceof TransportError) || err.code === 'CLOSED') throw err;
