@@ -103,9 +103,12 @@ export const failure = (err: unknown): HttpAnswer => {
  * The values of the named headers (lower case), each header's lines joined as one list (RFC 9110 5.3): uWS's
  * `getHeader` gives the first line only, so `Content-Encoding: identity` then `Content-Encoding: gzip` would read
  * as identity. Undefined for a header not sent. Called before the handler returns, as every read of `req`.
+ * The walk over every header (a native call and two strings each) is made only when one of the names has a first
+ * line: most requests send none, and a header whose first line is empty reads as not sent.
  */
 export function headerLists(req: HttpRequest, names: readonly string[]): Record<string, string | undefined> {
   const lists: Record<string, string | undefined> = {};
+  if (names.every((name) => req.getHeader(name) === '')) return lists;
   req.forEach((key, value) => {
     if (!names.includes(key)) return;
     const had = lists[key];
@@ -139,7 +142,7 @@ export function route(headerNames: string[], paramCount: number, handler: (call:
     const query = req.getQuery() ?? '';
     const url = req.getUrl();
     const remote = Buffer.from(res.getRemoteAddressAsText()).toString();
-    const contentEncoding = headerLists(req, ['content-encoding'])['content-encoding'];
+    const contentEncoding = opts.body === false ? undefined : headerLists(req, ['content-encoding'])['content-encoding'];
     // While tracing is on: one server span per HTTP step, continuing an incoming traceparent.
     let span: Span | null = null;
     let spanCtx: Context | null = null;
