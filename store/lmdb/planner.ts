@@ -98,14 +98,15 @@ function indexPlan(
   let score = used * 2 + (range ? 1 : 0);
   if (score === 0) return undefined;
   const checks: KeyCheck[] = [];
-  for (let i = used; i < index.fields.length; i++) {
+  // The range's own field is bounded by the range (what an inclusive bound lets through, the record's match drops).
+  for (let i = range ? used + 1 : used; i < index.fields.length; i++) {
     const conditions = conditionsOn(filter, index.fields[i]);
     if (conditions.length === 0) continue;
     // The key's fields follow the collection and the index name.
     checks.push({ at: 2 + i, field: index.fields[i], filter: conditions.length === 1 ? conditions[0] : { $and: conditions } });
   }
   // A half: it breaks a tie between plans whose ranges use as many conditions, never outranks one that uses more.
-  if (checks.some((check) => check.at - 2 > used || (check.at - 2 === used && !range))) score += 0.5;
+  if (checks.length > 0) score += 0.5;
   const ranges = prefixes.map((prefix) =>
     range
       ? {
