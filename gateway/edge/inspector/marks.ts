@@ -58,15 +58,16 @@ export class MarksTracker {
       this.version = 0;
     }
     if (conversationId === null) return this.values;
-    if (this.kind === 'conversation' && this.version > 0) return this.add(steps.flatMap(marksIn), steps.at(-1)?.version);
+    if (this.kind === 'conversation' && this.version > 0) return this.add(steps.flatMap(marksIn), steps.reduce((v, s) => Math.max(v, s.version), 0));
     if (this.values.length >= MAX_MARKED_VALUES) return this.values;
     const entries = await this.store.journal.ofActor(`conversation/${conversationId}`, this.version > 0 ? { afterVersion: this.version } : undefined);
     // An empty journal (no step yet) reads whole again next time, as it must: it has no version to read after.
-    return this.add(entries.flatMap(marksIn), entries.at(-1)?.version);
+    return this.add(entries.flatMap(marksIn), entries.reduce((v, e) => Math.max(v, e.version), 0));
   }
 
-  private add(marked: string[], version: number | undefined): string[] {
-    if (version !== undefined) this.version = version;
+  /** Adds marks read up to `version`, the highest of the entries read (one appended, a recording's, has 0). */
+  private add(marked: string[], version: number): string[] {
+    this.version = Math.max(this.version, version);
     if (marked.length > 0) this.values = [...new Set([...this.values, ...marked])].slice(0, MAX_MARKED_VALUES);
     return this.values;
   }
