@@ -4,6 +4,7 @@
 import t from 'tap';
 import fc from 'fast-check';
 import { openSync, readFileSync, readdirSync, readlinkSync, writeFileSync, mkdtempSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { createFunctionSandbox, MAX_STACK_KB, type ConvInput, type InvokeRequest, type InvokeResult } from '../actors/functions/mod.js';
@@ -293,4 +294,38 @@ t.test('FairQueue: quota per project and per account, fewest running first, ever
   t.match(spread.take(), { project: 'v', item: 'turn' }, "another account's call runs at once");
   spread.done('m0');
   t.match(spread.take(), { project: 'm2' }, 'a freed place goes back to the account, to its least recently served project');
+});
+
+t.test("a call reads no memory an earlier call freed, whatever buffer it grows (another tenant's data)", async (t) => {
+  // One process, so the second call runs in the WebAssembly memory the first freed.
+  const s = createFunctionSandbox({ processes: 1, timeoutMs: 5000 });
+  t.teardown(() => s.close());
+  await s.start();
+  const secret = `SECRET${randomBytes(6).toString('hex')}`;
+  const spray = `function f() { const keep = []; for (let i = 0; i < 20000; i++) keep.push('${secret}-' + i + '-' + 'S'.repeat(20)); return keep.length; }`;
+  t.match(await s.invoke(call(spray, { project: 'victim', account: 'a1' })), { ok: true, value: 20000 }, "the first tenant's call fills memory");
+  const probe = String.raw`function f() {
+    const seen = (buffer) => {
+      const u = new Uint8Array(buffer);
+      let n = 0;
+      for (let i = 0; i < u.length; i += 8192) n += (String.fromCharCode.apply(null, u.subarray(i, i + 8192)).match(/SECRET/g) || []).length;
+      return n;
+    };
+    const r = {};
+    const tryIt = (name, make) => { try { r[name] = seen(make()); } catch (e) { r[name] = 'refused: ' + e.message; } };
+    const M = 1 << 20;
+    tryIt('SharedArrayBuffer grown', () => { const b = new SharedArrayBuffer(8, { maxByteLength: M }); b.grow(M); return b; });
+    tryIt('ArrayBuffer resized', () => { const b = new ArrayBuffer(8, { maxByteLength: M }); b.resize(M); return b; });
+    tryIt('ArrayBuffer shrunk and grown', () => { const b = new ArrayBuffer(M, { maxByteLength: M }); b.resize(8); b.resize(M); return b; });
+    tryIt('ArrayBuffer transferred longer', () => new ArrayBuffer(8).transfer(M));
+    tryIt('ArrayBuffer transferred to a fixed length', () => new ArrayBuffer(8, { maxByteLength: M }).transferToFixedLength(M));
+    tryIt('ArrayBuffer', () => new ArrayBuffer(M));
+    tryIt('Float64Array', () => new Float64Array(M / 8).buffer);
+    return JSON.stringify(r);
+  }`;
+  const read = await s.invoke(call(probe, { project: 'attacker', account: 'a2' }));
+  t.equal(read.ok, true, 'the probe ran');
+  const found = JSON.parse(read.ok ? (read.value as string) : '{}') as Record<string, number | string>;
+  for (const [how, n] of Object.entries(found)) t.ok(n === 0 || String(n).startsWith('refused'), `${how}: ${n}`);
+  t.match(found['SharedArrayBuffer grown'], /^refused/, 'no SharedArrayBuffer');
 });

@@ -20,6 +20,10 @@ export const BOOTSTRAP_SOURCE = String.raw`(function () {
   const append = (list, v) => defineProperty(list, list.length, { value: v, writable: true, configurable: true, enumerable: true });
   // No deferred work: nothing of a call may run outside the call's own job loop.
   delete G.FinalizationRegistry;
+  // QuickJS's SharedArrayBuffer clears only its initial length: one grown past it (\`maxByteLength\`) shows
+  // WebAssembly memory that earlier calls, of any tenant, freed. Without the constructor there is no instance (no
+  // Atomics, no workers, no postMessage here), so nothing reaches that path.
+  delete G.SharedArrayBuffer;
   const noop = function () {};
   hidden(G, 'console', { log: noop, info: noop, warn: noop, error: noop, debug: noop, trace: noop });
 
