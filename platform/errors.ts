@@ -282,6 +282,7 @@ export const WEBHOOKS = catalog('WEBHOOKS', {
   DELIVERY_NOT_FOUND: [404, 'delivery not found', 'delivery_id'],
   DELIVERY_TIMEOUT: [503, 'the delivery did not answer in time; retry'],
   CURSOR_MALFORMED: [400, 'malformed cursor', 'cursor'],
+  KEY_PROJECT_BOUND: [401, 'invalid API key for webhook endpoints: this key is bound to project %s, and webhook endpoints serve every project of the account; use an Alerts key issued without project_id'],
 });
 
 /** Alert rules and active alerts (`/v1/alert-rules`, `/v1/alerts`, Alerts API keys; `actors/alert-rule/`). */
@@ -289,6 +290,7 @@ export const ALERTS = catalog('ALERTS', {
   RULE_NOT_FOUND: [404, 'alert rule not found', 'id'],
   RULE_LIMIT: [409, 'an account may have at most %s alert rules', 'alert_rules', 'alert rule limit reached'],
   PROJECT_UNKNOWN: [422, 'project_id must be null or the id of a project of the account', 'project_id'],
+  PROJECT_OTHER_THAN_KEY: [422, 'this key is bound to project %s: project_id must be that project', 'project_id'],
   MONITORING_UNAVAILABLE: [502, 'the rule could not be synced with the monitoring backend; retry'],
 });
 

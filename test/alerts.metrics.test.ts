@@ -95,6 +95,15 @@ t.test('function_errors from real chat turns: fires, is listed, resolves; the re
   t.match(mine, { name: 'function errors', project_id: c.agentId, metric: 'function_errors', operator: '>=', threshold_value: 2, window_duration: '5m', current_value: 2 });
   t.equal((await api('GET', `/v1/alerts?project_id=${c.agentId}&metric=call_volume`)).body.data.length, 0, 'filters');
 
+  // A key issued with a project_id lists only its project's active alerts: not the account-wide one, not another project's.
+  const other = (await c.api('POST', '/v1/agents', { name: 'Quiet desk', description: 'x' })).body.agentId;
+  const boundTo = async (project: string) =>
+    client(p.edge, { 'x-api-key': (await admin(p)('POST', '/keys', { account_id: c.accountId, scope: 'alerts', project_id: project })).body.key });
+  const activeFor = async (project: string, q = '') => (await (await boundTo(project))('GET', `/v1/alerts${q}`)).body.data.map((a: any) => a.alert_rule_id);
+  t.same(await activeFor(c.agentId), [r.id], "a key bound to the rule's project: its rule, not the account-wide one");
+  t.same(await activeFor(other), [], 'a key bound to another project: none');
+  t.same(await activeFor(other, `?project_id=${c.agentId}`), [], 'not even when it asks for that project');
+
   // The errors stop: more turns, none failing, leave the count at 2; raised above it, the rule is back within.
   for (const m of ['hello', 'hello']) await c.chat('respond', { conversation_id: id, message: m });
   const back = await api('PATCH', `/v1/alert-rules/${r.id}`, { threshold_value: 3 });

@@ -207,6 +207,76 @@ t.test('keys: alerts scope only, own account only', async (t) => {
   t.equal((await http(p.edge, 'POST', BASE, { headers: { 'x-api-key': agentsKey.body.key }, body: {} })).status, 401, 'and on a write');
 });
 
+t.test('a key issued with a project_id reaches only its project\'s rules, and no webhook endpoint', async (t) => {
+  const { api, accountId } = await alertsTenant(p, 'Bound');
+  const [p1, p2] = [await projectOf(accountId), await projectOf(accountId)];
+  const issued = await admin(p)('POST', '/keys', { account_id: accountId, scope: 'alerts', project_id: p1 });
+  t.equal(issued.status, 201, 'operator.md: the admin API accepts a project_id for any scope');
+  t.equal(issued.body.project_id, p1);
+  const bound = client(p.edge, { 'x-api-key': issued.body.key });
+  const wide = (await api('POST', BASE, rule({ name: 'wide' }))).body;
+  const other = (await api('POST', BASE, rule({ name: 'other', project_id: p2 }))).body;
+  const mine = await bound('POST', BASE, rule({ name: 'mine', project_id: p1 }));
+  t.equal(mine.status, 201, 'a rule of its project');
+  t.equal(mine.body.project_id, p1);
+
+  // Another project's rule and an account-wide one are absent and not found, as another account's are.
+  const names = async (path: string) => (await bound('GET', path)).body.data.map((r: any) => r.name);
+  t.same(await names(BASE), ['mine'], 'the list holds its project\'s rules only');
+  t.same(await names(`${BASE}?project_id=${p2}`), [], 'a filter naming another project finds nothing');
+  t.same(await names(`${BASE}?project_id=${p1}`), ['mine']);
+  t.same(await names('/v1/alerts'), []);
+  for (const r of [other, wide]) {
+    for (const [method, body] of [['GET'], ['PATCH', { enabled: false }], ['DELETE']] as const) {
+      const x = await bound(method, `${BASE}/${r.id}`, body);
+      t.equal(x.status, 404, `${method} the ${r.name} rule`);
+      fieldsShape(t, x.body);
+    }
+  }
+  const untouched = await api('GET', BASE);
+  t.same(untouched.body.data.map((r: any) => [r.name, r.enabled]), [['wide', true], ['other', true], ['mine', true]], 'neither changed nor deleted');
+
+  // Creating or moving a rule out of its project: another project, or none (account-wide; the create's default).
+  const message = `this key is bound to project ${p1}: project_id must be that project`;
+  for (const body of [rule({ project_id: p2 }), rule({ project_id: null }), rule()] as Array<Record<string, unknown>>) {
+    const x = await bound('POST', BASE, body);
+    t.equal(x.status, 422, `create with project_id ${JSON.stringify(body.project_id)}`);
+    t.same(x.body.errors, [{ field: 'project_id', message }]);
+  }
+  for (const project_id of [p2, null]) {
+    const x = await bound('PATCH', `${BASE}/${mine.body.id}`, { project_id });
+    t.equal(x.status, 422, `move to ${project_id}`);
+    t.same(x.body.errors, [{ field: 'project_id', message }]);
+  }
+  t.equal((await bound('PATCH', `${BASE}/${mine.body.id}`, { project_id: p1, name: 'still mine' })).status, 200, 'naming its own project is fine');
+  t.same((await api('GET', BASE)).body.data.map((r: any) => r.name), ['wide', 'other', 'still mine'], 'nothing was created by the refusals');
+
+  // Webhook endpoints serve every project of the account: refused on every route, before the body is read.
+  const endpoint = (await api('POST', '/v1/webhook-endpoints', { name: 'oncall', url: 'https://hooks.example.com/x', event_types: ['alerts.triggered'] })).body;
+  const W = `/v1/webhook-endpoints/${endpoint.id}`;
+  for (const [method, path, body] of [
+    ['GET', '/v1/webhook-endpoints'],
+    ['POST', '/v1/webhook-endpoints', { name: 'mine', url: 'https://hooks.example.com/y', event_types: ['alerts.triggered'] }],
+    ['POST', '/v1/webhook-endpoints', { not: 'valid' }],
+    ['GET', W],
+    ['PATCH', W, { enabled: false }],
+    ['POST', `${W}/rotate-secret`],
+    ['POST', `${W}/test`],
+    ['GET', `${W}/deliveries`],
+    ['GET', `${W}/deliveries/whd_any`],
+    ['POST', `${W}/deliveries/whd_any/redeliver`],
+    ['DELETE', W],
+  ] as const) {
+    const x = await bound(method, path, body);
+    t.equal(x.status, 401, `${method} ${path}`);
+    t.equal(x.body.message, `invalid API key for webhook endpoints: this key is bound to project ${p1}, and webhook endpoints serve every project of the account; use an Alerts key issued without project_id`);
+    fieldsShape(t, x.body);
+  }
+  const after = await api('GET', W);
+  t.match(after.body, { enabled: true, updated_at: endpoint.updated_at }, 'the endpoint is untouched (its secret not rotated)');
+  t.equal((await api('GET', '/v1/webhook-endpoints')).body.data.length, 1);
+});
+
 t.test('a value that breaks two checks with the same message gets one field error', async (t) => {
   const { api } = await alertsTenant(p, 'Twice');
   const r = await api('POST', BASE, rule({ threshold_value: 2 ** 60 }));
