@@ -7,6 +7,15 @@ const FIRST_WINDOW = 16;
 /** The actor journal's key of a session. */
 export const sessionKey = (sessionId: string): string => `session/${sessionId}`;
 
+/**
+ * Whether a Messaging API session of this id was ever created: its journal has an entry (the creation commits
+ * the first). A session's conversation has the session's id, so this tells a session's conversation from one
+ * another interface started. One entry is read, the first (`JournalStore.ofActor`).
+ */
+export async function sessionExists(store: Pick<Store, 'journal'>, sessionId: string): Promise<boolean> {
+  return (await store.journal.ofActor(sessionKey(sessionId), { limit: 1 })).length > 0;
+}
+
 /** Who a session belongs to, as its creation committed it. */
 export interface SessionOwner {
   account_id: string;

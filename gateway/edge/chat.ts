@@ -3,6 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { ActorAskError, type Runtime } from '../../actors/mod.js';
 import { conversationOwner, pickVariant, runningContent } from '../../actors/conversation/mod.js';
+import { sessionExists } from '../../actors/session/mod.js';
 import type { ConversationEvent, Outcome } from '../../machines/conversation.js';
 import type { Bucket } from '../../platform/config.js';
 import { CHAT, RateLimitedError } from '../../platform/errors.js';
@@ -141,13 +142,20 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
     projectOf.set(conversationId, scope(projectId, environment));
     if (projectOf.size > KNOWN_CONVERSATIONS) projectOf.delete(projectOf.keys().next().value!);
   };
-  /** The conversation of this project started in this environment, or 404: another's is not shown to exist. */
+  /**
+   * The conversation of this project started in this environment by the Chat API, or 404: another's is not
+   * shown to exist, and a phone call's or a messaging session's is not the Chat API's to answer into or close.
+   */
   const existing = async (projectId: string, environment: string, conversationId: string): Promise<void> => {
     if (projectOf.get(conversationId) === scope(projectId, environment)) return;
     const owner = await conversationOwner(services.store, conversationId);
     if (!owner || owner.projectId !== projectId || owner.environment !== environment) throw CHAT.CONVERSATION_NOT_FOUND();
     // A phone call of the project is not a chat: its turns come from the caller, and it ends when the call does.
     if (owner.channel.startsWith('VOICE')) throw CHAT.CONVERSATION_NOT_FOUND();
+    // Nor is a Messaging API session's (its id is the session's): its user reads the session's socket, which a
+    // Chat API turn would not reach, and the session, not the Chat API, ends it. The Chat API's own `webchat`
+    // channel is WEBCHAT too, so the session's journal tells them apart (read once: the answer is then known).
+    if (owner.channel === 'WEBCHAT' && (await sessionExists(services.store, conversationId))) throw CHAT.CONVERSATION_NOT_FOUND();
     known(conversationId, projectId, environment);
   };
 
