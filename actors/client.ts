@@ -27,6 +27,11 @@ export interface AskOptions {
    * own thread (its commit order is the asker's); anywhere else the answer waits for durability as usual.
    */
   ordered?: boolean;
+  /**
+   * Told each time an attempt is retried (no owner, a new owner, a timeout): the answer may then come from another
+   * worker than the one first asked, which may have died between a step's commit and its publication.
+   */
+  retried?: () => void;
 }
 
 const FIRST_BACKOFF_MS = 20;
@@ -109,6 +114,7 @@ export class ActorClient {
           if (Date.now() - noOwnerSince >= this.o.timeoutMs) throw new ActorAskError('DEADLINE', `${kind}/${id}: no owner for ${this.o.timeoutMs} ms (${last})`);
         } else noOwnerSince = null;
       }
+      options.retried?.();
       await new Promise((r) => setTimeout(r, Math.min(backoff, Math.max(0, deadline - Date.now()))));
       backoff = Math.min(MAX_BACKOFF_MS, backoff * 2);
     }

@@ -53,6 +53,44 @@ t.test('a worker killed between a step\'s commit and its publication loses no ev
   for (const x of [c, again, all]) await x.close();
 });
 
+t.test('a worker killed between the commit of a session\'s end and its publication: every open socket still gets the end, and closes', needsNats(), async (t) => {
+  // The owner dies right after committing the step of the end whose client_event_id is this, before publishing
+  // it. Nothing is ever journaled after an end, so no later event would show the sockets what they missed.
+  const END_ID = 'the end that crashes';
+  const cluster = await startCluster({ workers: 2, sockets: 2, leaseTtlMs: 1500, env: { SESSION_FAULT_KILL_BEFORE_PUBLISH: END_ID }, socketEnv: { ASK_TIMEOUT_MS: '15000' } });
+  t.teardown(() => cluster.stop());
+  const [one, two] = cluster.sockets.map((s) => s.socket);
+  const m = await messagingProject(cluster.edge);
+  const { sessionId, accessToken } = await m.session({}, one);
+  const q = { session_id: sessionId, access_token: accessToken };
+  // The socket that ends the session, another on its gateway, and one on the other gateway.
+  const [asker, beside, elsewhere] = [await connect(one, q), await connect(one, q), await connect(two, q)];
+  t.teardown(() => Promise.all([asker, beside, elsewhere].map((c) => c.close())));
+  asker.send(T('REQUEST_SERVICE_AGENT_JOIN'));
+  for (const c of [asker, beside, elsewhere]) await c.waitFor(is('SERVICE_AGENT_MESSAGE'), 'greeting');
+  const owner = (await cluster.ownerOf('session', sessionId))!;
+  asker.send(T('USER_END_SESSION'), {}, { client_event_id: END_ID });
+  const exited = owner.child.exitCode !== null || owner.child.signalCode !== null ? owner.child.signalCode : await new Promise((r) => owner.child.once('exit', (_code, signal) => r(signal)));
+  t.equal(exited, 'SIGKILL', 'the owner was killed after the commit');
+
+  // The gateway's ask was retried on the other worker (answered from the snapshot): it caught its sockets of the
+  // session up from the journal, the asker's and the other one's.
+  for (const [name, c] of [['the asker', asker], ['the other socket on its gateway', beside]] as const) {
+    const end = await c.waitFor(is('SESSION_END'), `${name}: SESSION_END, caught up from the journal`);
+    t.match(end, { payload: { reason: 'REASON_USER_END' }, metadata: { custom: { client_event_id: END_ID } } }, `${name}: the end`);
+    t.ok(c.flat().some((e) => is('USER_END_SESSION')(e) && e.sequence === end.sequence! - 1), `${name}: and the echo before it`);
+    t.equal((await c.closed).code, 1000, `${name}: closed as after any end`);
+  }
+
+  // The other gateway asked nothing: its socket hears of the end at its next frame, refused as the session is over,
+  // and is caught up before that refusal.
+  const from = elsewhere.flat().length;
+  elsewhere.send(T('HEARTBEAT'), {}, { client_event_id: 'still here' });
+  const next = await elsewhere.waitFor((e) => is('SESSION_END')(e) || is('SYSTEM_MESSAGE')(e), 'the answer to the heartbeat', from);
+  t.match(next, { type: T('SESSION_END'), payload: { reason: 'REASON_USER_END' } }, 'the other gateway\'s socket gets SESSION_END before the refusal');
+  t.equal((await elsewhere.closed).code, 1000, 'and closes');
+});
+
 /** A model stand-in that greets at once and takes `delayMs` over a message that says "slowly". */
 async function slowModel(t: Test, delayMs: number) {
   const llm = await startLlmStandin((body) => {

@@ -8,6 +8,12 @@ import type { JournalEntry, JournalEvent } from '../../store/mod.js';
 import { sessionEffects, type SessionDeps } from './effects.js';
 import { renderStep, replyOf, type Frame, type SessionReply } from './wire.js';
 
+/** The client_event_id a journaled echo carries in its `custom`, if any (for the fault injection below). */
+const clientEventIdOf = (e: JournalEvent): unknown => {
+  const custom = e.data.custom;
+  return custom && typeof custom === 'object' ? (custom as { client_event_id?: unknown }).client_event_id : undefined;
+};
+
 /** The per-session topic every gateway holding sockets of the session subscribes to. */
 export const sessionTopic = (sessionId: string): string => `sb.sessions.${sessionId}`;
 
@@ -33,7 +39,8 @@ export function sessionKind(deps: SessionDeps & { transport: () => Promise<Trans
   });
   let transport: Transport | null = null;
   // Fault injection for the crash tests: the worker dies right after committing a step that holds a user
-  // message with exactly this text, before publishing it (the window a replay must cover).
+  // message with exactly this text, or a client event with exactly this client_event_id, before publishing it
+  // (the window a replay must cover).
   const killBeforePublish = process.env.SESSION_FAULT_KILL_BEFORE_PUBLISH || null;
   const kind = {
     name: 'session',
@@ -53,7 +60,7 @@ export function sessionKind(deps: SessionDeps & { transport: () => Promise<Trans
     // The idle expiry, kept by the host: the machine's `expires` states end once it has passed.
     deadline: IDLE_EXPIRY,
     published: (id: string, entry: JournalEntry): void => {
-      if (killBeforePublish && entry.events.some((e) => e.type === 'session.user_message' && e.data.text === killBeforePublish)) process.kill(process.pid, 'SIGKILL');
+      if (killBeforePublish && entry.events.some((e) => (e.type === 'session.user_message' && e.data.text === killBeforePublish) || clientEventIdOf(e) === killBeforePublish)) process.kill(process.pid, 'SIGKILL');
       const frames = renderStep(id, entry);
       if (!frames.length) return;
       if (transport) transport.publish(sessionTopic(id), encodeFor(transport, frames));

@@ -134,7 +134,8 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
   const wsLimiter = new RateLimiter(ctx.config.wsRatePerSecond, ctx.config.wsRatePerSecond * 2);
   const transport = ctx.runtime.transport;
 
-  const ask = (sessionId: string, event: SessionEvent) => ctx.runtime.client.ask<SessionReply>('session', sessionId, event as never);
+  const ask = (sessionId: string, event: SessionEvent, retried?: () => void) =>
+    ctx.runtime.client.ask<SessionReply>('session', sessionId, event as never, retried ? { retried } : {});
 
   /**
    * Published events waiting for the end of this turn of the event loop, per socket (`deliver`). A user
@@ -313,6 +314,20 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
     readAgain(ws, d);
   };
 
+  /**
+   * Catches a socket up from the journal after an ask of its frame that was refused, failed or retried, before the
+   * answer goes out. A worker that dies between a step's commit and its publication publishes nothing, and only a
+   * later published event would show the gap (`deliverNow`): none comes after a session's end, so the socket would
+   * never get the SESSION_END (nor be closed) and every later frame would be refused as for an unknown session.
+   * After a retry (`failedOver`: the owner may have died) every socket of the session on this gateway is caught
+   * up, since none of them heard the step; a refusal alone concerns the asking socket (the others learn at
+   * their next frame).
+   */
+  const catchUpAfterAsk = async (ws: Socket, d: SocketData, failedOver: boolean) => {
+    const others = failedOver ? [...(sockets.get(d.sessionId) ?? [])].filter((s) => s !== ws && !s.getUserData().closed) : [];
+    await Promise.all([catchUp(ws, d), ...others.map((s) => catchUp(s, s.getUserData()))]);
+  };
+
   const answerDuplicate = async (ws: Socket, d: SocketData, seq: number) => {
     const frame = await ctx.history.at(d.sessionId, seq);
     if (frame) send(ws, d, frame);
@@ -342,13 +357,18 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
     if (wsLimiter.take(d.sessionId)) return sendEvent(ws, d, systemMessage('WARNING', RATE_LIMIT_WARNING, event.custom));
     if ((event.kind === 'JOIN' || event.kind === 'MESSAGE') && !(await ctx.connectorOf(d.claims))) return fail(EVENT_ERRORS.connectorNotFound, event.custom);
     let reply: SessionReply;
+    let failedOver = false;
     try {
-      reply = await ask(d.sessionId, Object.assign({}, event, { at: Date.now() }));
+      reply = await ask(d.sessionId, Object.assign({}, event, { at: Date.now() }), () => (failedOver = true));
     } catch (err) {
       ctx.logger.warn({ err: String(err), session: d.sessionId }, 'session ask failed');
       // The session did not answer (no worker reachable, or a timeout): the client may retry the same event.
+      await catchUpAfterAsk(ws, d, true);
       return fail(EVENT_ERRORS.unableToRetrieve, event.custom);
     }
+    // Asked again, or refused (the session is over, say): the step that answered or ended it may be one this
+    // gateway never heard (see `catchUpAfterAsk`).
+    if (failedOver || !reply.ok) await catchUpAfterAsk(ws, d, failedOver);
     if (!reply.ok) return fail(reply.message ?? EVENT_ERRORS.sessionNotFound, event.custom);
     if (reply.duplicateOf !== undefined) await answerDuplicate(ws, d, reply.duplicateOf);
   };
