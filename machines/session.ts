@@ -69,6 +69,11 @@ export interface AgentReply {
    * and the client is told "unable to start" (contract 7.4) instead of a greeting; its messages are then taken.
    */
   greetingFailed?: boolean;
+  /**
+   * The session's conversation had ended when the message reached it (its own idle expiry, `CONVERSATION_IDLE_MS`,
+   * while heartbeats kept the session alive): no agent will answer again, so the session ends with it.
+   */
+  conversationEnded?: boolean;
 }
 
 export interface LiveAgent {
@@ -490,6 +495,7 @@ export const sessionMachine = setup({
     isHeartbeat: ({ context, event }) => freshClient('HEARTBEAT')({ context, event }),
     joinFailed: ({ context }) => context.joinFailed,
     agentFailed: ({ event }) => (event as any).output.failure !== null,
+    conversationEnded: ({ event }) => (event as any).output.conversationEnded === true,
     agentEnds: ({ event }) => (event as any).output.end,
     serverHandoff: ({ event }) => (event as any).output.handoff !== null && (event as any).output.handoffMode === 'server',
     clientHandoff: ({ event }) => (event as any).output.handoff !== null && (event as any).output.handoffMode === 'client',
@@ -566,6 +572,8 @@ export const sessionMachine = setup({
       return seqSteps({ set: { current: null } }, ended('REASON_NATURAL_END', at, answering(c)));
     }),
     abandoned: step((_c, e) => ended('REASON_USER_ABANDONED', e.at as number)),
+    /** The conversation expired under the session (idle, with only heartbeats since): abandoned, as idle expiry is. */
+    conversationGone: step((c, e) => seqSteps({ set: { current: null } }, ended('REASON_USER_ABANDONED', (e.output as AgentReply).at, answering(c)))),
     handoffServer: step((c, e) => {
       const r = e.output as AgentReply;
       const h = r.handoff!;
@@ -801,6 +809,7 @@ export const sessionMachine = setup({
               meta: { hostEffect: 'converse' },
               on: {
                 TURN_DONE: [
+                  { guard: 'conversationEnded', target: '#session.ending', actions: 'conversationGone' },
                   { guard: 'agentFailed', target: 'answered', actions: 'agentFailure' },
                   { guard: 'agentEnds', target: '#session.ending', actions: ['answer', 'naturalEnd'] },
                   ...HANDED_OFF,

@@ -59,7 +59,7 @@ t.test('session: every agent state is reachable, and each shortest path replays 
     { type: 'CREATE', info },
     client('JOIN'), client('MESSAGE', { text: 'hi' }), client('END'),
     done('start', reply()), done('start', reply({ failure: 'start' })),
-    turnDone(reply()), turnDone(reply({ end: true })), turnDone(reply({ failure: 'respond' })),
+    turnDone(reply()), turnDone(reply({ end: true })), turnDone(reply({ failure: 'respond' })), turnDone(reply({ conversationEnded: true })),
     turnDone(reply({ handoff })), turnDone(reply({ handoff, handoffMode: 'client' })), turnDone(reply({ handoff, handoffMode: 'unavailable' })),
     turnDone(reply({ handoff, handoffMode: 'invalid' })),
     { type: 'DESK_ACCEPT', agent: { id: 'k1', name: 'Sam', avatar_url: '' }, at: 3000 },
@@ -203,6 +203,19 @@ t.test('session: a user message to a ready agent and its reply are one microstep
   t.equal((actor.getSnapshot().value as any).active.agent, 'ready');
   t.same(all.slice(from).map((e) => e.type), ['session.user_message', 'session.thinking', 'session.agent_message'], 'the same events as through the queue');
   actor.stop();
+});
+
+t.test('session: a message that finds its conversation ended (expired under a session kept alive by heartbeats) ends the session, abandoned, with no apology', async (t) => {
+  const a = start();
+  a.step(client('JOIN'));
+  a.step(done('start', reply()));
+  a.step(client('MESSAGE', { text: 'still there?', custom: { c: 2 } }));
+  const out = a.step(turnDone(reply({ conversationEnded: true, at: 9000 })));
+  t.notOk(out.some((e) => e.type === 'session.failure'), 'no apology');
+  t.notOk(out.some((e) => e.type === 'session.agent_message'), 'no answer');
+  t.match(out.find((e) => e.type === 'session.ended'), { reason: 'REASON_USER_ABANDONED', custom: { c: 2 } }, 'the end answers the message');
+  t.not(status(a), 'active', 'the session is over');
+  a.stop();
 });
 
 t.test('session: failures are semantic; the wire module says the contract messages', async (t) => {

@@ -138,6 +138,9 @@ export function sessionEffects(deps: SessionDeps) {
       }, input.askId, deps.turnWaitMs);
       if (answer === 'overload') return { ...empty(Date.now()), failure: 'overload' };
       if (answer === 'error') return { ...empty(Date.now()), failure: 'respond' };
+      // Ended under the session (its idle expiry, the session kept alive by heartbeats): the session ends with it,
+      // rather than answering this and every later message with an apology.
+      if (!answer.ok && 'error' in answer && answer.error === 'ended') return { ...empty(Date.now()), conversationEnded: true };
       // Contract 7.4 by cause: the model did not answer, or its answer broke off or was not valid data.
       if (unanswered(answer)) return { ...empty(Date.now()), failure: answer.ok && answer.failed ? answer.failed : 'respond' };
       return reply(input.info, answer, await variables(input.info));
