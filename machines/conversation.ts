@@ -17,8 +17,10 @@ import { assign, emit, enqueueActions, fromPromise, setup } from 'xstate';
  * `sleepUntil` on it, and `watchExternalEvent`, which registers the wait and picks up an event that arrived
  * early). The event (or the deadline) moves it to `externalResponding` (the project's `external_event`
  * function), then `delivering` (the said text pushed to a live channel; otherwise kept as `unread` and put
- * before the next turn's response). Bridge-ended (4.9) runs `bridge_ended` once, in `bridging`, from any
- * settled state after the start, and records it in `bridgeEnded`.
+ * before the next turn's response, at most `MAX_UNREAD` texts and `MAX_UNREAD_CHARS` characters, the oldest
+ * dropped first and marked `UNREAD_DROPPED`). Bridge-ended (4.9) runs `bridge_ended` once, in `bridging`, from any
+ * settled state after the start, and records it in `bridgeEnded`. A wait renewed only by its own timeouts (no
+ * message, no event between) is renewed at most `MAX_TIMEOUT_ROUNDS` times.
  *
  * What happened is emitted as domain events (`emit`), which the actor host commits with the snapshot as the
  * step's journal entry (DESIGN.md, "Journal"): `conversation.started`, `conversation.turn` (one per exchange:
@@ -194,9 +196,11 @@ export interface ConversationContext {
   recent: HistoryMessage[];
   /**
    * Turns recorded so far (the turns themselves are `conversation.turn` journal events), those out of the
-   * agent's domain, and the project functions that failed.
+   * agent's domain, and the project functions that failed. `timeoutRounds`: the waits that timed out in a row
+   * with no message or external event between (absent in snapshots stored before it: 0); past
+   * `MAX_TIMEOUT_ROUNDS` a function's new wait is refused.
    */
-  counts: { turns: number; ood: number; functionErrors: number };
+  counts: { turns: number; ood: number; functionErrors: number; timeoutRounds?: number };
   handoff: Handoff | null;
   /** The user message of the turn in progress. */
   pending: { message: string; metadata: Record<string, unknown>; at: number; voice?: VoiceInput } | null;
@@ -208,7 +212,10 @@ export interface ConversationContext {
   external: ExternalEvent | null;
   /** Ids of the external events already handled, newest last (a second delivery resumes nothing). */
   handledEvents: string[];
-  /** What external-event and bridge functions said that no client has seen yet (the next response starts with it). */
+  /**
+   * What external-event and bridge functions said that no client has seen yet (the next response starts with it):
+   * at most `MAX_UNREAD` texts and `MAX_UNREAD_CHARS` characters, the oldest dropped first (`boundedUnread`).
+   */
   unread: string[];
   bridge: {
     /** The bridge-ended notification being handled, and when it arrived. */
@@ -254,6 +261,26 @@ export const RECENT_MESSAGES = 20;
 
 /** How many handled external event ids a conversation remembers. */
 export const REMEMBERED_EXTERNAL_EVENTS = 32;
+
+/**
+ * The most texts `unread` keeps, and the most characters all of them hold (each text cut to it, with `…`). What
+ * functions say while no client turn is pending waits in every snapshot until the next turn: without a bound, a
+ * function that says something at every round of a self-renewing wait grew the snapshot, each commit and the
+ * join at each delivery without end (an audit: 1 GB of store in 50 s, and with 200 KB per round no step could
+ * commit). The oldest are dropped first; every word stays in the transcript (`conversation.turn`).
+ */
+export const MAX_UNREAD = 8;
+export const MAX_UNREAD_CHARS = 16 * 1024;
+/** Stands first in `unread`, and so in the next response, where older texts were dropped. */
+export const UNREAD_DROPPED = '…';
+
+/**
+ * How many times in a row `external_event` may run for a timed-out wait with no user message and no external event
+ * between: the wait it asks for at the last of them is refused (counted as a function error) and the conversation
+ * goes idle, so a wait renews itself by its own timeouts at most this less one times. A timeout-only chain runs
+ * with no client traffic, so no rate limit ever applies to it.
+ */
+export const MAX_TIMEOUT_ROUNDS = 10;
 
 /** What the start effect needs. */
 export interface StartInput {
@@ -322,6 +349,30 @@ const remember = (recent: HistoryMessage[], turns: TurnRecord[]): HistoryMessage
   }
   return next.length > RECENT_MESSAGES ? next.slice(next.length - RECENT_MESSAGES) : next;
 };
+
+/**
+ * `unread` with `said` added, within `MAX_UNREAD` texts and `MAX_UNREAD_CHARS` characters: a text longer than
+ * the bound (less the marker's length) is cut to it, ending `…`; the oldest texts go first, and `UNREAD_DROPPED` then stands first (it
+ * counts in both bounds). Only the new texts are measured against the rest: what was kept stays kept or goes.
+ */
+export function boundedUnread(unread: string[], said: string[]): string[] {
+  if (said.length === 0) return unread;
+  // One text always fits beside the marker.
+  const longest = MAX_UNREAD_CHARS - UNREAD_DROPPED.length;
+  const all = unread.slice();
+  for (const text of said) all.push(text.length > longest ? `${text.slice(0, longest - 1)}…` : text);
+  let chars = 0;
+  for (const text of all) chars += text.length;
+  if (all.length <= MAX_UNREAD && chars <= MAX_UNREAD_CHARS) return all;
+  // Newest first, while the marker still fits beside what is kept.
+  let first = all.length;
+  let kept = UNREAD_DROPPED.length;
+  while (first > 0 && all.length - first + 1 < MAX_UNREAD && kept + all[first - 1].length <= MAX_UNREAD_CHARS) kept += all[--first].length;
+  const rest = all.slice(first);
+  if (rest[0] === UNREAD_DROPPED) return rest;
+  rest.unshift(UNREAD_DROPPED);
+  return rest;
+}
 
 /** Every domain event names its account and project (the journal contract). */
 const owner = (c: ConversationContext) => ({ account_id: c.start?.accountId ?? '', project_id: c.start?.projectId ?? '' });
@@ -467,6 +518,9 @@ const timedOut = (eventId: string): ExternalEvent => ({ id: eventId, content_typ
 
 const handled = (c: ConversationContext, eventId: string) => [...c.handledEvents, eventId].slice(-REMEMBERED_EXTERNAL_EVENTS);
 
+/** An external event came: a chain of timed-out waits starts again from none. */
+const eventCame = (c: ConversationContext) => ({ ...c.counts, timeoutRounds: 0 });
+
 /** After the start effect or a turn: to ending, handed off or idle, with the outcome applied. */
 const outputOf = ({ event }: { event: { output: TurnOutcome } }) => event.output;
 /** Applies an outcome and emits its events in one action (one context update per turn, see `settleOutcome`). */
@@ -509,7 +563,8 @@ export const conversationMachine = setup({
       const update = {
         awaiting: out.awaiting ?? (out.handoff || out.end ? null : context.awaiting),
         recent: remember(context.recent, out.turns),
-        counts: { turns: context.counts.turns + out.turns.length, ood: context.counts.ood + out.oodTurns, functionErrors: context.counts.functionErrors + out.functionErrors },
+        // A turn is a client's message: a chain of timed-out waits starts again from none.
+        counts: { turns: context.counts.turns + out.turns.length, ood: context.counts.ood + out.oodTurns, functionErrors: context.counts.functionErrors + out.functionErrors, timeoutRounds: 0 },
         state: out.state,
         handoff: out.handoff ?? context.handoff,
         variant: out.variant ?? context.variant,
@@ -533,23 +588,29 @@ export const conversationMachine = setup({
       for (const e of turnsOf(context, out.turns, out.functionErrors)) enqueue.emit(e);
     }),
     emitChanged: emit(({ context }) => changedOf(context)),
-    /** What an external_event or bridge_ended function did; its words wait in `unread` until delivered. */
-    applySide: assign(({ context }, out: SideOutcome) => ({
-      recent: remember(context.recent, out.turns),
-      counts: { ...context.counts, turns: context.counts.turns + out.turns.length, functionErrors: context.counts.functionErrors + out.functionErrors },
-      state: out.state,
-      unread: [...context.unread, ...out.said],
-      // A conversation that has ended stays as it ended.
-      ...(context.endedAt !== null
-        ? {}
-        : {
-            handoff: out.handoff ?? context.handoff,
-            // A new wait replaces the old; bridge_ended leaves a wait in progress alone (an external event's was consumed).
-            awaiting: out.end || out.handoff ? null : (out.awaiting ?? context.awaiting ?? null),
-            endReason: out.end ? ('agent' as const) : context.endReason,
-            idleDeadline: out.at + context.start!.idleTimeoutMs,
-          }),
-    })),
+    /**
+     * What an external_event or bridge_ended function did; its words wait in `unread` (bounded: `boundedUnread`)
+     * until delivered. A wait asked for after `MAX_TIMEOUT_ROUNDS` timeouts in a row is refused, a function error.
+     */
+    applySide: assign(({ context }, out: SideOutcome) => {
+      const refused = out.awaiting !== null && context.external?.timed_out === true && (context.counts.timeoutRounds ?? 0) >= MAX_TIMEOUT_ROUNDS;
+      return {
+        recent: remember(context.recent, out.turns),
+        counts: { ...context.counts, turns: context.counts.turns + out.turns.length, functionErrors: context.counts.functionErrors + out.functionErrors + (refused ? 1 : 0) },
+        state: out.state,
+        unread: boundedUnread(context.unread, out.said),
+        // A conversation that has ended stays as it ended.
+        ...(context.endedAt !== null
+          ? {}
+          : {
+              handoff: out.handoff ?? context.handoff,
+              // A new wait replaces the old; bridge_ended leaves a wait in progress alone (an external event's was consumed).
+              awaiting: out.end || out.handoff ? null : ((refused ? null : out.awaiting) ?? context.awaiting ?? null),
+              endReason: out.end ? ('agent' as const) : context.endReason,
+              idleDeadline: out.at + context.start!.idleTimeoutMs,
+            }),
+      };
+    }),
   },
   guards: {
     ends: (_, out: TurnOutcome) => out.end,
@@ -573,7 +634,7 @@ export const conversationMachine = setup({
     integrationAttributes: {},
     langCodes: { asr: '', tts: '' },
     recent: [],
-    counts: { turns: 0, ood: 0, functionErrors: 0 },
+    counts: { turns: 0, ood: 0, functionErrors: 0, timeoutRounds: 0 },
     handoff: null,
     pending: null,
     idleDeadline: null,
@@ -647,7 +708,11 @@ export const conversationMachine = setup({
         onDone: {
           target: 'externalResponding',
           // Not a handled event: an event of this id that comes later was not awaited any more and resumes nothing.
-          actions: assign(({ context }) => ({ external: timedOut(context.awaiting!.eventId), awaiting: null })),
+          actions: assign(({ context }) => ({
+            external: timedOut(context.awaiting!.eventId),
+            awaiting: null,
+            counts: { ...context.counts, timeoutRounds: (context.counts.timeoutRounds ?? 0) + 1 },
+          })),
         },
       },
       initial: 'checking',
@@ -666,7 +731,7 @@ export const conversationMachine = setup({
               {
                 guard: ({ context, event }) => event.output !== null && !context.handledEvents.includes(event.output.id),
                 target: '#conversation.externalResponding',
-                actions: assign(({ context, event }) => ({ external: event.output, handledEvents: handled(context, event.output!.id), awaiting: null })),
+                actions: assign(({ context, event }) => ({ external: event.output, handledEvents: handled(context, event.output!.id), awaiting: null, counts: eventCame(context) })),
               },
               { target: 'listening' },
             ],
@@ -685,7 +750,7 @@ export const conversationMachine = setup({
         EXTERNAL_EVENT: {
           guard: 'awaited',
           target: 'externalResponding',
-          actions: assign(({ context, event }) => ({ external: event.event, handledEvents: handled(context, event.event.id), awaiting: null })),
+          actions: assign(({ context, event }) => ({ external: event.event, handledEvents: handled(context, event.event.id), awaiting: null, counts: eventCame(context) })),
         },
         CLOSE: { target: 'ending', actions: assign({ awaiting: null, endReason: 'closed' }) },
         BRIDGE_ENDED: [

@@ -3,7 +3,8 @@
  * platform: a project function waits with `conv.await_external_event`, the webhook delivers (every id location,
  * every content type), the project's `external_event` function runs and the agent continues (chat: on the next
  * respond; webchat: at once as an agent message). Early events, duplicates, timeouts, every error row, tenant
- * isolation and refused XML entities; bridge-ended runs `bridge_ended` and shows in the record.
+ * isolation and refused XML entities; bridge-ended runs `bridge_ended` and shows in the record. A wait is a second
+ * at least, a chain of waits renewed by their own timeouts stops, and what waits unread is bounded.
  */
 import t, { type Test } from 'tap';
 import fc from 'fast-check';
@@ -16,6 +17,7 @@ import { connect, is, messagingProject, T, type MessagingProject } from './helpe
 import { waitForProjections } from './helpers/projections.js';
 import { removeDir, startPlatformWithStore, type Platform } from './helpers/platform.js';
 import { externalKey, FUNCTIONS, webhook, type Hook } from './helpers/external-events.js';
+import { MAX_TIMEOUT_ROUNDS, MAX_UNREAD_CHARS, UNREAD_DROPPED } from '../machines/conversation.js';
 
 let p: Platform;
 let c: ChatProject;
@@ -188,6 +190,57 @@ t.test('a function may end the conversation or wait again', async (t) => {
   const ended = await recordUntil(id, (x) => !x.in_progress, 'the end');
   t.equal(ended.end_reason, 'agent');
   t.equal((await c.chat('respond', { conversation_id: id, message: 'hi' })).status, 409, 'ended');
+});
+
+/**
+ * A function that renews its own wait at every timeout (`loop:<chars>:<timeout_ms>`): each round counts in
+ * `conv.state.n`, waits again with `timeout_ms: 0` and says `<n>:` and `<chars>` w's.
+ */
+const LOOP_FUNCTIONS: Record<string, string> = {
+  turn: `function turn(conv, message) {
+    const m = /^loop:(\\d+):(\\d+)$/.exec(message);
+    if (!m) return undefined;
+    conv.state.say = Number(m[1]);
+    conv.await_external_event('tick-0', { timeout_ms: Number(m[2]) });
+    return 'looping';
+  }`,
+  external_event: `function external_event(conv, event) {
+    conv.state.n = (conv.state.n || 0) + 1;
+    conv.await_external_event('tick-' + conv.state.n, { timeout_ms: 0 });
+    conv.say(conv.state.n + ':' + 'w'.repeat(conv.state.say));
+  }`,
+};
+
+t.test('a wait shorter than a second is a second: timeout_ms 0 does not expire at once', async (t) => {
+  const loop = await chatProject(p, { name: 'Loop Floor Co', functions: LOOP_FUNCTIONS });
+  const id = (await loop.chat('create', {})).body.conversation_id;
+  t.equal((await loop.chat('respond', { conversation_id: id, message: 'loop:1:0' })).body.response, 'looping');
+  // The journal keeps every wait the conversation started (`conversation.changed`) and the message's arrival.
+  const entries = await store.journal.ofActor(`conversation/${id}`, {});
+  const events = entries.flatMap((e) => e.events);
+  const arrived = Date.parse((events.find((e) => e.type === 'conversation.turn' && (e.data as any).turn.user_input === 'loop:1:0')!.data as any).turn.user_input_datetime);
+  const wait = events.map((e) => (e.data as any).awaiting_external_event).find((w) => w?.event_id === 'tick-0');
+  t.ok(wait, 'the wait was started');
+  t.ok(Date.parse(wait.deadline) - arrived >= 1000, `its deadline is a second or more after the message (${Date.parse(wait.deadline) - arrived} ms)`);
+  await loop.chat('close', { conversation_id: id });
+});
+
+t.test('a wait renewed only by its own timeouts stops after MAX_TIMEOUT_ROUNDS; what it said is bounded and marked', async (t) => {
+  const loop = await chatProject(p, { name: 'Loop Chain Co', functions: LOOP_FUNCTIONS });
+  const id = (await loop.chat('create', {})).body.conversation_id;
+  t.equal((await loop.chat('respond', { conversation_id: id, message: 'loop:3000:0' })).body.response, 'looping');
+  const stopped = await recordUntil(id, (x) => x.state.n === MAX_TIMEOUT_ROUNDS && !('awaiting_external_event' in x.state), 'the chain to stop', 60_000);
+  t.equal(stopped.function_errors, 1, 'the refused wait is a function error');
+  t.equal(stopped.in_progress, true, 'the conversation goes on, idle');
+  t.equal(stopped.turns.filter((x: any) => x.user_input === '').length, MAX_TIMEOUT_ROUNDS + 1, 'every round\'s words are in the transcript (after the opening reply)');
+  const next = await loop.chat('respond', { conversation_id: id, message: 'When are you open?' });
+  t.equal(next.status, 200, next.text.slice(0, 200));
+  const response: string = next.body.response;
+  t.ok(response.startsWith(`${UNREAD_DROPPED} `), 'older words were dropped: the response says so first');
+  t.match(response, new RegExp(` ${MAX_TIMEOUT_ROUNDS}:w{3000} `), 'the newest are kept');
+  t.notMatch(response, / 1:w/, 'the oldest are not');
+  t.ok(response.length < MAX_UNREAD_CHARS + 1000, `bounded (${response.length} characters)`);
+  await loop.chat('close', { conversation_id: id });
 });
 
 t.test('tenant isolation: another project\'s key or id never resumes this conversation', async (t) => {

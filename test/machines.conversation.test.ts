@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
 import { createActor, fromPromise } from 'xstate';
 import { getShortestPaths, getSimplePaths } from 'xstate/graph';
-import { conversationMachine, RECENT_MESSAGES, turnInput, type ConversationStart, type ExternalEvent, type SideOutcome, type TurnOutcome, type TurnRecord } from '../machines/conversation.js';
+import { boundedUnread, conversationMachine, MAX_TIMEOUT_ROUNDS, MAX_UNREAD, MAX_UNREAD_CHARS, RECENT_MESSAGES, turnInput, UNREAD_DROPPED, type ConversationStart, type ExternalEvent, type SideOutcome, type TurnOutcome, type TurnRecord } from '../machines/conversation.js';
 import { conversationReply } from '../actors/conversation/kind.js';
 
 const start: ConversationStart = {
@@ -302,4 +302,81 @@ t.test('conversation: the idle timeout ends an idle or handed-off conversation o
   t.ok(h.snap().hasTag('expires'));
   h.send({ type: 'IDLE_TIMEOUT', at: 62_000 });
   t.match([h.snap().value, h.snap().context.endReason], ['ending', 'idle'], 'a handed-off conversation ends once idle too');
+});
+
+t.test('conversation: a wait renewed only by its own timeouts is renewed MAX_TIMEOUT_ROUNDS times, then refused', async (t) => {
+  const c = driven('c-chain');
+  c.send({ type: 'START', start });
+  c.send({ type: 'xstate.done.actor.start', output: outcome({ awaiting: { eventId: 'e0', deadline: 3000 } }) });
+  c.send({ type: 'xstate.done.actor.externalWatch', output: null });
+  /** One round: the deadline passes, external_event says something and waits again. */
+  const round = (n: number) => {
+    c.send({ type: 'xstate.done.actor.externalTimer', output: 0 });
+    c.send({ type: 'xstate.done.actor.external', output: side({ said: [`round ${n}`], awaiting: { eventId: `e${n}`, deadline: 3000 + n } }) });
+    c.send({ type: 'xstate.done.actor.deliver', output: false });
+    if (c.snap().hasTag('busy')) c.send({ type: 'xstate.done.actor.externalWatch', output: null });
+  };
+  for (let n = 1; n <= 5; n++) round(n);
+  t.equal(c.snap().context.counts.timeoutRounds, 5);
+  // A client message starts the count again; so does an external event.
+  c.send({ type: 'MESSAGE', message: 'hi', metadata: {}, integrationAttributes: {}, at: 5000 });
+  c.send({ type: 'TURN_DONE', output: outcome({ response: 'Hello' }) });
+  t.equal(c.snap().context.counts.timeoutRounds, 0, 'a message resets the chain');
+  c.send({ type: 'xstate.done.actor.externalWatch', output: null });
+  for (let n = 6; n <= 8; n++) round(n);
+  c.send({ type: 'EXTERNAL_EVENT', event: external('e8') });
+  t.equal(c.snap().context.counts.timeoutRounds, 0, 'an external event resets the chain');
+  c.send({ type: 'xstate.done.actor.external', output: side({ said: [], awaiting: { eventId: 'e9', deadline: 3009 } }) });
+  c.send({ type: 'xstate.done.actor.deliver', output: false });
+  c.send({ type: 'xstate.done.actor.externalWatch', output: null });
+  for (let n = 1; n < MAX_TIMEOUT_ROUNDS; n++) round(100 + n);
+  t.same(c.snap().value, { waiting: 'listening' }, `${MAX_TIMEOUT_ROUNDS - 1} rounds: still renewed`);
+  const errors = c.snap().context.counts.functionErrors;
+  round(200);
+  t.equal(c.snap().value, 'idle', `the wait asked for in round ${MAX_TIMEOUT_ROUNDS} is refused`);
+  t.equal(c.snap().context.awaiting, null);
+  t.equal(c.snap().context.counts.functionErrors, errors + 1, 'counted as a function error');
+  t.match(c.all.filter((e) => e.type === 'conversation.changed').at(-1)!.data, { awaiting_external_event: null, function_errors: errors + 1 });
+  c.actor.stop();
+});
+
+t.test('conversation: unread keeps at most MAX_UNREAD texts and MAX_UNREAD_CHARS characters, the newest, marked', async (t) => {
+  t.same(boundedUnread([], ['a', 'b']), ['a', 'b'], 'within the bounds: as said');
+  const many = Array.from({ length: 20 }, (_, i) => `t${i}`);
+  const kept = boundedUnread([], many);
+  t.equal(kept.length, MAX_UNREAD);
+  t.same(kept, [UNREAD_DROPPED, ...many.slice(-(MAX_UNREAD - 1))], 'the oldest dropped, the marker first');
+  t.same(boundedUnread(kept, ['t20']), [UNREAD_DROPPED, ...many.slice(-(MAX_UNREAD - 2)), 't20'], 'one marker however often it drops');
+  const big = boundedUnread([], ['a'.repeat(6000), 'b'.repeat(6000), 'c'.repeat(6000)]);
+  t.same(big.map((x) => x[0]), [UNREAD_DROPPED, 'b', 'c'], 'by characters too');
+  t.ok(big.join('').length <= MAX_UNREAD_CHARS);
+  const huge = boundedUnread(['xx'], ['y'.repeat(200_000)]);
+  t.equal(huge.length, 2, 'one text over the bound is cut, the older one dropped');
+  t.equal(huge[0], UNREAD_DROPPED);
+  t.ok(huge.join('').length <= MAX_UNREAD_CHARS && huge[1].endsWith('…'), 'cut to the bound, ending …');
+
+  // Through the machine: 40 rounds of 2000 characters each, never read; the snapshot stays small.
+  const c = driven('c-unread');
+  c.send({ type: 'START', start });
+  c.send({ type: 'xstate.done.actor.start', output: outcome({ awaiting: { eventId: 'e0', deadline: 3000 } }) });
+  c.send({ type: 'xstate.done.actor.externalWatch', output: null });
+  const sizes: number[] = [];
+  for (let n = 1; n <= 40; n++) {
+    c.send({ type: 'EXTERNAL_EVENT', event: external(`e${n - 1}`) });
+    const said = `${n}:${'w'.repeat(2000)}`;
+    c.send({ type: 'xstate.done.actor.external', output: side({ said: [said], turns: [turn('', said)], awaiting: { eventId: `e${n}`, deadline: 3000 } }) });
+    c.send({ type: 'xstate.done.actor.deliver', output: false });
+    c.send({ type: 'xstate.done.actor.externalWatch', output: null });
+    sizes.push(JSON.stringify(c.actor.getPersistedSnapshot()).length);
+  }
+  t.ok(c.snap().context.unread.length <= MAX_UNREAD);
+  // Ids and counters gain digits; no text is added (each round's 2000 characters is kept in place of an older one).
+  t.ok(sizes[39] - sizes[29] < 2000, `the snapshot stops growing by what was said (${sizes[29]}, then ${sizes[39]} bytes)`);
+  c.send({ type: 'MESSAGE', message: 'hi', metadata: {}, integrationAttributes: {}, at: 5000 });
+  c.send({ type: 'TURN_DONE', output: outcome({ response: 'Hello' }) });
+  const response = c.all.filter((e) => e.type === 'conversation.answered').at(-1)!.data.response as string;
+  t.match(response, new RegExp(`^… ${40 - MAX_UNREAD + 2}:w+ `), 'the next response starts with the marker, then the newest words kept');
+  t.match(response, /40:w+ Hello$/);
+  t.equal(c.all.filter((e) => e.type === 'conversation.turn' && e.data.turn.user_input === '').length >= 40, true, 'every word is in the transcript');
+  c.actor.stop();
 });

@@ -28,6 +28,13 @@ const HOOKS = new Set(['start', 'turn', 'end', 'external_event', 'bridge_ended']
 /** The longest external event id a function may wait for (the webhook refuses longer ones). */
 export const MAX_EXTERNAL_EVENT_ID = 256;
 /**
+ * The shortest wait a function may ask for (a shorter `timeout_ms`, 0 or negative included, is raised to it). A
+ * wait that expired at once let `external_event` wait again at once and run again, a loop of its own with no
+ * client traffic; the floor spaces the rounds of any chain of timeouts a second apart at least (and
+ * `MAX_TIMEOUT_ROUNDS` in `machines/conversation.ts` ends one). `EXTERNAL_EVENT_MAX_TIMEOUT_MS` is at least this.
+ */
+export const MIN_EXTERNAL_EVENT_TIMEOUT_MS = 1000;
+/**
  * The fallback when the responder fails, by cause, in contract 7.4's words: "agent failed to respond", "stream
  * interrupted or invalid data". The Messaging API sends the same words as its error event (`actors/session/wire.ts`).
  */
@@ -67,10 +74,10 @@ interface Working {
 export function conversationEffects(deps: ConversationDeps) {
   const artifacts = artifactCache(deps.builder);
   const waits = { defaultTimeoutMs: 3_600_000, maxTimeoutMs: 7 * 86_400_000, ...deps.externalEvents };
-  /** A wait a function asked for, bounded: a valid id, a deadline from now within the allowed maximum. */
+  /** A wait a function asked for, bounded: a valid id, a deadline from now within the allowed minimum and maximum. */
   const waitOf = (a: { event_id: string; timeout_ms: number | null } | null): ExternalWait | null => {
     if (!a || a.event_id === '' || a.event_id.length > MAX_EXTERNAL_EVENT_ID) return null;
-    const ms = a.timeout_ms === null ? waits.defaultTimeoutMs : Math.min(Math.max(0, Math.floor(a.timeout_ms)), waits.maxTimeoutMs);
+    const ms = a.timeout_ms === null ? waits.defaultTimeoutMs : Math.min(Math.max(MIN_EXTERNAL_EVENT_TIMEOUT_MS, Math.floor(a.timeout_ms)), waits.maxTimeoutMs);
     return { eventId: a.event_id, deadline: Date.now() + ms };
   };
   /**
