@@ -20,7 +20,9 @@ import { assign, emit, enqueueActions, fromPromise, setup } from 'xstate';
  * before the next turn's response, at most `MAX_UNREAD` texts and `MAX_UNREAD_CHARS` characters, the oldest
  * dropped first and marked `UNREAD_DROPPED`). Bridge-ended (4.9) runs `bridge_ended` once, in `bridging`, from any
  * settled state after the start, and records it in `bridgeEnded`. A wait renewed only by its own timeouts (no
- * message, no event between) is renewed at most `MAX_TIMEOUT_ROUNDS` times.
+ * message, no event between) is renewed at most `MAX_TIMEOUT_ROUNDS` times. While an `external_event` or
+ * `bridge_ended` function runs or its words are delivered, a close, a message or a bridge notification is kept in
+ * the context and taken once that is done (`routing`), as the host queues them behind a turn: none is dropped.
  *
  * What happened is emitted as domain events (`emit`), which the actor host commits with the snapshot as the
  * step's journal entry (DESIGN.md, "Journal"): `conversation.started`, `conversation.turn` (one per exchange:
@@ -202,7 +204,10 @@ export interface ConversationContext {
    */
   counts: { turns: number; ood: number; functionErrors: number; timeoutRounds?: number };
   handoff: Handoff | null;
-  /** The user message of the turn in progress. */
+  /**
+   * The user message of the turn in progress; or one that came while an external event's or bridge's function
+   * ran, taken as a turn once it is done (`routing`).
+   */
   pending: { message: string; metadata: Record<string, unknown>; at: number; voice?: VoiceInput } | null;
   idleDeadline: number | null;
   endReason: 'closed' | 'agent' | 'idle' | null;
@@ -218,7 +223,7 @@ export interface ConversationContext {
    */
   unread: string[];
   bridge: {
-    /** The bridge-ended notification being handled, and when it arrived. */
+    /** The bridge-ended notification being handled (or come while an external event's function ran), and when it arrived. */
     pending: (BridgeData & { at: number }) | null;
     /** Set once bridge_ended ran. */
     ended: BridgeEnded | null;
@@ -498,14 +503,43 @@ const endInput = (c: ConversationContext): EndInput => ({
   integrationAttributes: c.integrationAttributes,
 });
 
-/** Where a conversation goes once an external event or a bridge notification was handled. */
+/**
+ * Where a conversation goes once an external event or a bridge notification was handled: first to what came
+ * meanwhile (`sideEvents`): a bridge notification, then a close (`ending`), then a message (a turn, unless the
+ * conversation ended or was handed off meanwhile: the message is then refused as it would have been).
+ */
 const resume = [
-  { guard: ({ context }: { context: ConversationContext }) => context.endedAt !== null, target: 'ended' },
-  { guard: ({ context }: { context: ConversationContext }) => context.endReason !== null, target: 'ending' },
-  { guard: ({ context }: { context: ConversationContext }) => context.handoff !== null, target: 'handedOff' },
+  { guard: ({ context }: { context: ConversationContext }) => context.bridge.pending !== null, target: 'bridging' },
+  { guard: ({ context }: { context: ConversationContext }) => context.endedAt !== null, target: 'ended', actions: 'dropPending' },
+  { guard: ({ context }: { context: ConversationContext }) => context.endReason !== null, target: 'ending', actions: 'dropPending' },
+  { guard: ({ context }: { context: ConversationContext }) => context.handoff !== null, target: 'handedOff', actions: 'dropPending' },
+  { guard: ({ context }: { context: ConversationContext }) => context.pending !== null, target: 'responding' },
   { guard: ({ context }: { context: ConversationContext }) => context.awaiting !== null, target: 'waiting' },
   { target: 'idle' },
 ] as const;
+
+/** The conversation is neither ended, ending nor handed off: a message may start a turn. */
+const live = ({ context }: { context: ConversationContext }) => context.endedAt === null && context.endReason === null && context.handoff === null;
+
+/**
+ * What a client or an outside system may send while an external event's or a bridge's function runs or its words
+ * are delivered (`externalResponding`, `delivering`, `bridging`): a step the host may be running on a timer (the
+ * wait's deadline), not on an event, so these are not queued behind it as they are behind a turn. Each is kept in
+ * the context and taken by `routing` once the function is done; the asker is answered then (the kind is settled
+ * only outside `busy` states). An `EXTERNAL_EVENT` needs nothing here: the webhook stored it first, and a wait the
+ * function starts for its id finds it in `waiting.checking`.
+ */
+const sideEvents = {
+  // A close of a conversation already ending (or ended: `bridging` runs after the end too) changes nothing.
+  CLOSE: { guard: ({ context }: { context: ConversationContext }) => context.endedAt === null && context.endReason === null, actions: 'closeLater' },
+  MESSAGE: { guard: live, actions: 'takeMessage' },
+} as const;
+/** Also a bridge notification while an external event's function runs (`bridging` itself has one in hand). */
+const externalSideEvents = {
+  BRIDGE_ENDED: { guard: ({ context }: { context: ConversationContext }) => context.bridge.ended === null && context.bridge.pending === null, actions: 'takeBridge' },
+  CLOSE: sideEvents.CLOSE,
+  MESSAGE: sideEvents.MESSAGE,
+} as const;
 
 /** The bridge completion as the state records it: the durations, and when the notification arrived. */
 const bridgeRecord = (b: BridgeData & { at: number }): BridgeEnded => ({
@@ -553,6 +587,14 @@ export const conversationMachine = setup({
         integrationAttributes: { ...context.integrationAttributes, ...event.integrationAttributes },
         langCodes: event.asrLangCode === undefined && event.ttsLangCode === undefined ? context.langCodes : { asr: event.asrLangCode ?? context.langCodes.asr, tts: event.ttsLangCode ?? context.langCodes.tts },
       };
+    }),
+    /** A close while a function runs: the conversation ends once it is done (`resume`); no wait outlives it. */
+    closeLater: assign({ endReason: 'closed' as const, awaiting: null }),
+    /** A bridge notification, run by `bridging` (at once, or once an external event's function is done). */
+    takeBridge: assign(({ context, event }) => (event.type === 'BRIDGE_ENDED' ? { bridge: { pending: { at: event.at, ...event.bridge }, ended: context.bridge.ended } } : {})),
+    /** A message kept while a function ran, refused after all (the conversation ended or was handed off). */
+    dropPending: enqueueActions(({ context, enqueue }) => {
+      if (context.pending !== null) enqueue.assign({ pending: null });
     }),
     /**
      * A turn's (or the start's) outcome: the context it leaves, and its events (its turns, the changed
@@ -604,9 +646,11 @@ export const conversationMachine = setup({
           ? {}
           : {
               handoff: out.handoff ?? context.handoff,
-              // A new wait replaces the old; bridge_ended leaves a wait in progress alone (an external event's was consumed).
-              awaiting: out.end || out.handoff ? null : ((refused ? null : out.awaiting) ?? context.awaiting ?? null),
-              endReason: out.end ? ('agent' as const) : context.endReason,
+              // A new wait replaces the old; bridge_ended leaves a wait in progress alone (an external event's was
+              // consumed); a conversation that ends (a close came meanwhile, `closeLater`) keeps none.
+              awaiting: out.end || out.handoff || context.endReason !== null ? null : ((refused ? null : out.awaiting) ?? context.awaiting ?? null),
+              // A close that came first stays the reason.
+              endReason: context.endReason ?? (out.end ? ('agent' as const) : null),
               idleDeadline: out.at + context.start!.idleTimeoutMs,
             }),
       };
@@ -761,6 +805,7 @@ export const conversationMachine = setup({
     },
     externalResponding: {
       tags: ['busy'],
+      on: externalSideEvents,
       invoke: {
         id: 'external',
         src: 'handleExternalEvent',
@@ -775,6 +820,7 @@ export const conversationMachine = setup({
     /** Pushes what the function said to a live channel (webchat); otherwise it waits for the next turn. */
     delivering: {
       tags: ['busy'],
+      on: externalSideEvents,
       invoke: {
         id: 'deliver',
         src: 'deliverExternal',
@@ -797,6 +843,7 @@ export const conversationMachine = setup({
     routing: { tags: ['busy'], always: resume },
     bridging: {
       tags: ['busy'],
+      on: sideEvents,
       invoke: {
         id: 'bridge',
         src: 'handleBridgeEnded',

@@ -4,7 +4,8 @@
  * every content type), the project's `external_event` function runs and the agent continues (chat: on the next
  * respond; webchat: at once as an agent message). Early events, duplicates, timeouts, every error row, tenant
  * isolation and refused XML entities; bridge-ended runs `bridge_ended` and shows in the record. A wait is a second
- * at least, a chain of waits renewed by their own timeouts stops, and what waits unread is bounded.
+ * at least, a chain of waits renewed by their own timeouts stops, and what waits unread is bounded; a close, a
+ * respond or a bridge notification that comes while `external_event` runs is taken once it is done.
  */
 import t, { type Test } from 'tap';
 import fc from 'fast-check';
@@ -241,6 +242,69 @@ t.test('a wait renewed only by its own timeouts stops after MAX_TIMEOUT_ROUNDS; 
   t.notMatch(response, / 1:w/, 'the oldest are not');
   t.ok(response.length < MAX_UNREAD_CHARS + 1000, `bounded (${response.length} characters)`);
   await loop.chat('close', { conversation_id: id });
+});
+
+/**
+ * Functions whose `external_event` takes 1.5 s (a wait of one second, `slow-wait`), so that a client's request
+ * arrives while it runs: the conversation's state is `externalResponding` on the wait's timer, no event's step.
+ */
+const SLOW_EVENT_FUNCTIONS: Record<string, string> = {
+  turn: `function turn(conv, message) {
+    if (message !== 'slow-wait') return undefined;
+    conv.await_external_event('slow-1', { timeout_ms: 1000 });
+    return 'waiting';
+  }`,
+  external_event: `function external_event(conv, event) {
+    const until = Date.now() + 1500;
+    while (Date.now() < until) {}
+    conv.say('timed out ' + event.timed_out);
+  }`,
+};
+
+/** A conversation of `proj` whose external_event is running now (its stored snapshot says so). */
+async function midExternalEvent(t: Test, proj: ChatProject): Promise<string> {
+  const id = (await proj.chat('create', {})).body.conversation_id;
+  t.equal((await proj.chat('respond', { conversation_id: id, message: 'slow-wait' })).body.response, 'waiting');
+  for (;;) {
+    const snap = await store.snapshots.get(`conversation/${id}`);
+    if ((snap?.data as any)?.s?.value === 'externalResponding') return id;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+t.test('a Chat API close while external_event runs is applied once it is done, and answered truly', async (t) => {
+  const slow = await chatProject(p, { name: 'Slow Close Co', functions: SLOW_EVENT_FUNCTIONS });
+  const id = await midExternalEvent(t, slow);
+  const closed = await slow.chat('close', { conversation_id: id });
+  t.equal(closed.status, 200, closed.text);
+  t.same(closed.body, { success: true });
+  const ended = await rec(id);
+  t.equal(ended.in_progress, false, 'the conversation has ended by the time the close is answered');
+  t.equal(ended.end_reason, 'closed');
+  t.notOk('awaiting_external_event' in ended.state);
+  t.equal((await slow.chat('respond', { conversation_id: id, message: 'still there?' })).status, 409, 'a later respond is refused');
+});
+
+t.test('a respond while external_event runs is a turn once it is done, after what the function said', async (t) => {
+  const slow = await chatProject(p, { name: 'Slow Respond Co', functions: SLOW_EVENT_FUNCTIONS });
+  const id = await midExternalEvent(t, slow);
+  const r = await slow.chat('respond', { conversation_id: id, message: 'When are you open?' });
+  t.equal(r.status, 200, r.text);
+  t.match(r.body.response, /^timed out true We are open/);
+  t.equal(r.body.end_conversation, false);
+  t.equal((await slow.chat('respond', { conversation_id: id, message: 'When are you open?' })).status, 200, 'the conversation goes on');
+});
+
+t.test('a bridge-ended notification while external_event runs runs bridge_ended once it is done', async (t) => {
+  const slow = await chatProject(p, { name: 'Slow Bridge Co', functions: { ...SLOW_EVENT_FUNCTIONS, bridge_ended: FUNCTIONS.bridge_ended } });
+  const slowKey = await externalKey(p, slow);
+  const id = await midExternalEvent(t, slow);
+  const r = await http(p.edge, 'POST', '/internal/v1/agentic-dial/bridge-ended', { body: { conversation_id: id, bridge_duration_seconds: 3, call_duration_seconds: 4 }, headers: { 'x-api-key': slowKey } });
+  t.equal(r.status, 200, r.text);
+  t.match(r.body, { success: true, bridge_ended: { bridge_duration_seconds: 3, call_duration_seconds: 4 } });
+  const after = await rec(id);
+  t.equal(after.state.bridge_runs, 1, 'bridge_ended ran');
+  t.match(after.turns.at(-1), { user_input: '', agent_response: 'timed out true' }, 'and external_event too');
 });
 
 t.test('tenant isolation: another project\'s key or id never resumes this conversation', async (t) => {

@@ -58,7 +58,7 @@ const events = [
   { type: 'xstate.done.actor.bridge', output: side({ said: [] }) },
 ] as any[];
 const serializeState = (s: any) =>
-  JSON.stringify([s.value, s.context.endReason, !!s.context.awaiting, !!s.context.bridge.ended, s.context.handledEvents?.length ?? 0]);
+  JSON.stringify([s.value, s.context.endReason, !!s.context.awaiting, !!s.context.bridge.ended, s.context.handledEvents?.length ?? 0, !!s.context.bridge.pending, !!s.context.pending]);
 
 const replay = (t: Test, paths: Array<{ steps: Array<{ event: any }>; state: { value: unknown } }>) => {
   for (const path of paths) {
@@ -101,9 +101,9 @@ const driven = (id: string) => {
     actor,
     all,
     snap: () => actor.getSnapshot(),
-    /** Sends an event; client events start a new step (what the host would commit as one entry). */
+    /** Sends an event; client events (not effects' outcomes) start a new step (what the host would commit as one entry). */
     send(e: any) {
-      if (!e.type.startsWith('xstate.')) {
+      if (!e.type.startsWith('xstate.') && e.type !== 'TURN_DONE') {
         emitted = [];
         last = e;
       }
@@ -302,6 +302,88 @@ t.test('conversation: the idle timeout ends an idle or handed-off conversation o
   t.ok(h.snap().hasTag('expires'));
   h.send({ type: 'IDLE_TIMEOUT', at: 62_000 });
   t.match([h.snap().value, h.snap().context.endReason], ['ending', 'idle'], 'a handed-off conversation ends once idle too');
+});
+
+/** Drives a conversation's effects to their end (each with a plain outcome) until it is settled: what the host's step waits for. */
+const settle = (c: ReturnType<typeof driven>) => {
+  const doneOf: Record<string, any> = {
+    starting: { type: 'xstate.done.actor.start', output: outcome() },
+    externalResponding: { type: 'xstate.done.actor.external', output: side({ said: ['side words'] }) },
+    delivering: { type: 'xstate.done.actor.deliver', output: false },
+    bridging: { type: 'xstate.done.actor.bridge', output: side({ said: [] }) },
+    responding: { type: 'TURN_DONE', output: outcome({ response: 'answer', turns: [turn('q', 'answer')] }) },
+    ending: { type: 'xstate.done.actor.end', output: { at: 9500, state: {}, functionErrors: 0 } },
+    waiting: { type: 'xstate.done.actor.externalWatch', output: null },
+  };
+  for (let i = 0; i < 20 && c.snap().hasTag('busy'); i++) {
+    const v = c.snap().value;
+    c.send(doneOf[typeof v === 'string' ? v : Object.keys(v as object)[0]]);
+  }
+};
+
+t.test('conversation: a close, a message or a bridge notification while a side function runs is taken once it is done, on every path there', async (t) => {
+  // Every way into the states where an external event's or a bridge's function runs or its words are delivered:
+  // the host runs these on the wait's timer, not behind an event, so whatever a client sends meanwhile reaches them.
+  const paths = (getShortestPaths(machine, { events, serializeState, input: { id: 'c1' } } as any) as any[]).filter((p) => ['externalResponding', 'delivering', 'bridging'].includes(p.state.value));
+  t.ok(paths.length >= 6, `${paths.length} paths into externalResponding, delivering and bridging`);
+  const message = { type: 'MESSAGE', message: 'meanwhile', metadata: {}, integrationAttributes: {}, at: 8000 };
+  const bridge = { type: 'BRIDGE_ENDED', bridge: { bridge_duration_seconds: 7, call_duration_seconds: 8 }, at: 8000 };
+  let checked = 0;
+  for (const path of paths) {
+    const name = path.steps.map((s: any) => s.event.type.replace('xstate.done.actor.', 'done:')).join(' → ');
+    for (const event of [{ type: 'CLOSE', at: 8000 }, message, bridge]) {
+      const c = driven('c-side');
+      for (const step of path.steps) c.send(step.event);
+      const before = c.snap();
+      const ctx = before.context;
+      const live = ctx.endedAt === null && ctx.endReason === null && ctx.handoff === null;
+      c.send(event);
+      settle(c);
+      const after = c.snap();
+      const what = `${name} + ${event.type}`;
+      t.notOk(after.hasTag('busy'), `${what}: settles`);
+      if (event.type === 'CLOSE' && ctx.endedAt === null && ctx.endReason === null) {
+        t.equal(after.value, 'ended', `${what}: the close is applied once the function is done`);
+        t.equal(after.context.endReason, 'closed', `${what}: closed by the client`);
+        t.equal(after.context.awaiting, null, `${what}: no wait outlives it`);
+        t.match(c.reply(), { ok: true, end: true }, `${what}: and answered so`);
+        checked++;
+      } else if (event.type === 'MESSAGE' && live) {
+        const reply = c.reply() as any;
+        t.match(reply, { ok: true, response: /answer$/ }, `${what}: the message is taken as a turn, answered`);
+        if (before.value === 'externalResponding') t.match(reply.response, /side words answer$/, `${what}: after what the function said`);
+        t.equal(after.context.pending, null, `${what}: nothing left pending`);
+        checked++;
+      } else if (event.type === 'BRIDGE_ENDED' && before.value !== 'bridging' && ctx.bridge.ended === null && ctx.bridge.pending === null) {
+        t.match(after.context.bridge.ended, { bridge_duration_seconds: 7, call_duration_seconds: 8 }, `${what}: bridge_ended runs once the function is done`);
+        t.match(c.reply(), { ok: true, bridge_ended: { bridge_duration_seconds: 7 } }, `${what}: and answered with it`);
+        t.equal(after.context.bridge.pending, null);
+        checked++;
+      } else if (event.type === 'MESSAGE') {
+        t.match(c.reply(), { ok: false, error: ctx.handoff !== null && ctx.endedAt === null && ctx.endReason === null ? 'handed_off' : 'ended' }, `${what}: refused as the state says`);
+        t.equal(after.context.pending, null, `${what}: and not kept`);
+      }
+      c.actor.stop();
+    }
+  }
+  t.ok(checked >= paths.length, `${checked} events taken`);
+});
+
+t.test('conversation: a message kept while external_event runs is refused once the function ended or handed off the conversation', async (t) => {
+  for (const [o, error] of [[{ end: true }, 'ended'], [{ handoff: { destination: 'desk', reason: 'asked' } }, 'handed_off']] as const) {
+    const c = driven('c-refused');
+    c.send({ type: 'START', start });
+    c.send({ type: 'xstate.done.actor.start', output: outcome({ awaiting: wait }) });
+    c.send({ type: 'xstate.done.actor.externalWatch', output: null });
+    c.send({ type: 'xstate.done.actor.externalTimer', output: 9000 });
+    t.equal(c.snap().value, 'externalResponding');
+    c.send({ type: 'MESSAGE', message: 'meanwhile', metadata: {}, integrationAttributes: {}, at: 8000 });
+    c.send({ type: 'xstate.done.actor.external', output: side(o) });
+    settle(c);
+    t.match(c.reply(), { ok: false, error }, error);
+    t.equal(c.snap().context.pending, null);
+    t.equal(c.types().includes('conversation.answered'), false, 'no turn ran');
+  }
 });
 
 t.test('conversation: a wait renewed only by its own timeouts is renewed MAX_TIMEOUT_ROUNDS times, then refused', async (t) => {
