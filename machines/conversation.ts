@@ -199,10 +199,9 @@ export interface ConversationContext {
   /**
    * Turns recorded so far (the turns themselves are `conversation.turn` journal events), those out of the
    * agent's domain, and the project functions that failed. `timeoutRounds`: the waits that timed out in a row
-   * with no message or external event between (absent in snapshots stored before it: 0); past
-   * `MAX_TIMEOUT_ROUNDS` a function's new wait is refused.
+   * with no message or external event between; past `MAX_TIMEOUT_ROUNDS` a function's new wait is refused.
    */
-  counts: { turns: number; ood: number; functionErrors: number; timeoutRounds?: number };
+  counts: { turns: number; ood: number; functionErrors: number; timeoutRounds: number };
   handoff: Handoff | null;
   /**
    * The user message of the turn in progress; or one that came while an external event's or bridge's function
@@ -635,7 +634,7 @@ export const conversationMachine = setup({
      * until delivered. A wait asked for after `MAX_TIMEOUT_ROUNDS` timeouts in a row is refused, a function error.
      */
     applySide: assign(({ context }, out: SideOutcome) => {
-      const refused = out.awaiting !== null && context.external?.timed_out === true && (context.counts.timeoutRounds ?? 0) >= MAX_TIMEOUT_ROUNDS;
+      const refused = out.awaiting !== null && context.external?.timed_out === true && context.counts.timeoutRounds >= MAX_TIMEOUT_ROUNDS;
       return {
         recent: remember(context.recent, out.turns),
         counts: { ...context.counts, turns: context.counts.turns + out.turns.length, functionErrors: context.counts.functionErrors + out.functionErrors + (refused ? 1 : 0) },
@@ -755,7 +754,7 @@ export const conversationMachine = setup({
           actions: assign(({ context }) => ({
             external: timedOut(context.awaiting!.eventId),
             awaiting: null,
-            counts: { ...context.counts, timeoutRounds: (context.counts.timeoutRounds ?? 0) + 1 },
+            counts: { ...context.counts, timeoutRounds: context.counts.timeoutRounds + 1 },
           })),
         },
       },
