@@ -1,35 +1,15 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import fc from 'fast-check';
 import t from 'tap';
 import { sessionHistory, sessionKey } from '../actors/session/history.js';
 import { renderStep } from '../actors/session/wire.js';
-import { openStore, type JournalEntry, type Store } from '../store/mod.js';
+import type { JournalEntry, Store } from '../store/mod.js';
+import { countedStore } from './helpers/counted-store.js';
 
 // A session's history, read by a reconnection, a catch-up or a duplicate's echo, against the embedded store: the
 // same frames as a read of the session's whole journal, for any cursor; and a cursor near the head reads the
 // session's newest steps, not its whole journal (the store's reads are counted as they pass).
 
 const SESSION = 'ses_history';
-
-/** A real embedded store, its `ofActor` reads counted (entries returned). */
-async function countedStore(): Promise<{ store: Store; read: () => number; close: () => Promise<void> }> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sb-history-'));
-  const store = await openStore({ dataDir: dir });
-  const close = async () => {
-    await store.close();
-    fs.rmSync(dir, { recursive: true, force: true });
-  };
-  let entries = 0;
-  const ofActor = store.journal.ofActor.bind(store.journal);
-  store.journal.ofActor = async (key, opts) => {
-    const got = await ofActor(key, opts);
-    entries += got.length;
-    return got;
-  };
-  return { store, read: () => entries, close };
-}
 
 /**
  * Commits a session's steps as the host does (snapshot and journal entry in one write): a start, then `steps`
@@ -66,7 +46,7 @@ t.test('for any cursor: the frames after it, the head, and the frame at a sequen
       fc.array(fc.record({ messages: fc.integer({ min: 0, max: 2 }), streamed: fc.boolean() }), { maxLength: 120, size: 'max' }),
       fc.integer({ min: -2, max: 400 }),
       async (steps, cursor) => {
-        const { store, close } = await countedStore();
+        const { store, close } = await countedStore('sb-history-');
         try {
         const head = await commitSession(store, steps);
         const all = await whole(store);
@@ -92,7 +72,7 @@ t.test('for any cursor: the frames after it, the head, and the frame at a sequen
 });
 
 t.test("a cursor near the head reads the session's newest steps, not its whole journal", async (t) => {
-  const { store, read, close } = await countedStore();
+  const { store, read, close } = await countedStore('sb-history-');
   t.teardown(close);
   const steps = Array.from({ length: 2000 }, (_, i) => ({ messages: 1, streamed: i % 10 === 0 }));
   const head = await commitSession(store, steps);
