@@ -341,6 +341,9 @@ function remembered(seen: SeenEvents, id: string, seq: number): SeenEvents {
 /** A streamed reply is sent in at most this many parts. */
 export const MAX_CHUNKS = 32;
 
+/** How long after its end an ending session's snapshot is due to be woken, should its close not have finished. */
+export const CLOSE_RESUME_MS = 5_000;
+
 /**
  * How many parts a streamed reply of `text` is sent in: one per word, at most MAX_CHUNKS (one for a text
  * without words). Each part takes a position in the session's sequence, so the machine reserves them.
@@ -870,13 +873,19 @@ export const sessionMachine = setup({
     },
     ending: {
       tags: ['ended'],
-      invoke: {
-        id: 'close',
-        src: 'closeConversation',
-        input: ({ context }) => ({ sessionId: context.id, askId: `${context.id}:close`, at: context.endedAt!, started: context.joinAt !== null }),
-        onDone: 'ended',
-        onError: 'ended',
-      },
+      invoke: [
+        {
+          id: 'close',
+          src: 'closeConversation',
+          input: ({ context }) => ({ sessionId: context.id, askId: `${context.id}:close`, at: context.endedAt!, started: context.joinAt !== null }),
+          onDone: 'ended',
+          onError: 'ended',
+        },
+        // Nothing else wakes a session once it has ended: if its owner dies while the close runs, this durable
+        // timer has the host restore it (restarting the close, which is idempotent by its ask id) instead of
+        // leaving it, and its conversation, open until a client happens to touch it. Its firing changes nothing.
+        { id: 'closeWake', src: 'sleepUntil', input: ({ context }) => ({ until: context.endedAt! + CLOSE_RESUME_MS }) },
+      ],
       on: closedRefusals,
     },
     ended: {

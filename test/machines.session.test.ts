@@ -2,8 +2,9 @@ import t from 'tap';
 import fc from 'fast-check';
 import { createActor, fromPromise } from 'xstate';
 import { getShortestPaths } from 'xstate/graph';
-import { converseInput, MAX_CHUNKS, REMEMBERED_CLIENT_EVENTS, SEEN_FOLD, seenSeq, sessionMachine, streamedParts, type AgentReply, type SessionEmitted, type SessionInfo } from '../machines/session.js';
+import { CLOSE_RESUME_MS, converseInput, MAX_CHUNKS, REMEMBERED_CLIENT_EVENTS, SEEN_FOLD, seenSeq, sessionMachine, streamedParts, type AgentReply, type SessionEmitted, type SessionInfo } from '../machines/session.js';
 import { chunkText, eventUuid, renderStep, replyOf } from '../actors/session/wire.js';
+import { pendingDeadlines } from '../actors/timers.js';
 
 const info: SessionInfo = {
   accountId: 'acc', projectId: 'p', connectorId: 'con', environment: 'live', variantId: null, streaming: false, platform: 'web',
@@ -376,13 +377,19 @@ t.test('session: idle expiry is a deadline the host keeps: an active session ask
   a.step({ type: 'IDLE_TIMEOUT', at: 11_000 });
   t.equal(status(a), 'active', 'woken at the old deadline: not idle yet');
   t.match(a.step({ type: 'IDLE_TIMEOUT', at: 15_000 }).at(-1), { type: 'session.ended', reason: 'REASON_USER_ABANDONED', at: 15_000 });
-  t.notOk(a.getSnapshot().hasTag('expires'), 'ending: no deadline');
+  t.notOk(a.getSnapshot().hasTag('expires'), 'ending: no idle deadline');
   t.equal(a.getSnapshot().value, 'ending');
   t.equal(status(a), 'ended', 'tagged ended');
+  t.same(pendingDeadlines(a.getPersistedSnapshot()), [{ id: 'closeWake', until: 15_000 + CLOSE_RESUME_MS }], 'while the close runs, a durable timer wakes the session should its owner die');
   a.step(client('HEARTBEAT'));
   t.same(a.reply(), { ok: false, error: 'not_found', message: 'Error: Session not found' });
   a.step({ type: 'CONNECT', connectionId: 'c', gateway: 'g', at: 16_000 });
   t.same(a.reply(), { ok: false, error: 'not_found' });
+  a.step({ type: 'xstate.done.actor.closeWake', output: 20_000 });
+  t.equal(a.getSnapshot().value, 'ending', "the wake's firing changes nothing");
+  a.step(done('close', 1));
+  t.equal(a.getSnapshot().value, 'ended');
+  t.same(pendingDeadlines(a.getPersistedSnapshot()), [], 'closed: nothing to wake');
   a.stop();
 });
 

@@ -77,6 +77,11 @@ export class SandboxProcess {
         clearTimeout(p.timer);
         p.resolve({ type: 'result', id: p.id, ok: false, error: { kind: 'error', message: 'the function sandbox process died during the call' }, rss: 0 });
       }
+      // A descendant that outlives the process (a sandbox's init killed before it could pass the signal on) would
+      // hold the pipes open, and with them this process's event loop: they are closed on our side here.
+      this.child.stdin?.destroy();
+      this.child.stdout?.destroy();
+      this.child.stderr?.destroy();
       this.markExited();
       this.onExit(this, why);
     };
