@@ -18,6 +18,13 @@ const READING_BACK = {
       conv.state.saved = { note: message, tags: ['kept', message], n: 7700900555 };
       return 'noted with thanks';
     }
+    if (/hand me over/.test(message)) {
+      conv.state.callers = { regular: true };
+      conv.state.callers[message] = 'asked';
+      conv.state.callers[message + ' again'] = 'twice';
+      conv.handoff('callback ' + message, 'caller asked: ' + message);
+      return 'transferring you now';
+    }
     if (/callback/.test(message)) return 'We will ring you back on 07700900321.';
     if (/card on file/.test(message)) return 'The card on file is 4111 1111 1111 1111, thank you.';
     return 'noted with thanks';
@@ -42,6 +49,7 @@ t.before(async () => {
   ids.callback = await conversation(['can I get a callback please', 'the kumquat order please']);
   ids.card = await conversation(['which card on file do you have', 'the kumquat order please']);
   ids.saved = await conversation(['please remember 07700900555 for me', 'the kumquat order please']);
+  ids.handoff = await conversation(['the kumquat order please', 'hand me over, I am zed@example.org']);
 });
 
 /** The turns of one conversation as a key reads them (v3). */
@@ -86,7 +94,7 @@ t.test('an agent answer that holds personal data is masked whole, and not found 
     }
   }
   // Words of answers read unmasked are found as before.
-  t.same(await found(t, masked, { query_type: 'transcript', query: 'thanks', turn_type: 'agent' }), [ids.typed, ids.callback, ids.card, ids.saved], 'masked: unmasked answers are searched');
+  t.same(await found(t, masked, { query_type: 'transcript', query: 'thanks', turn_type: 'agent' }), [ids.typed, ids.callback, ids.card, ids.saved, ids.handoff], 'masked: unmasked answers are searched');
   // Semantic search leaves out a conversation with a masked answer, as one with a masked question.
   const ranked = await found(t, masked, { query_type: 'semantic', query: 'kumquat order ring back card on file' });
   t.notOk(ranked.includes(ids.callback) || ranked.includes(ids.card) || ranked.includes(ids.typed), 'masked: semantic search ranks none of them');
@@ -109,4 +117,24 @@ t.test('the conversation variables a function kept are masked by the same rules,
   const raw = await full({ ...range, limit: '100' });
   t.equal(raw.body.conversations.find((x: any) => x.id === ids.saved).state.saved.note, 'please remember 07700900555 for me', 'a key with pii reads it');
   t.ok(raw.body.conversations.every((x: any) => typeof x.state.from_ === 'string'), 'built-in variables are there, read as stored');
+});
+
+t.test("the handoff's reason and destination, and variable names that hold personal data, are masked too", async (t) => {
+  const reads = async (get: ConversationsReader, query: Record<string, string>, version = 'v3') => {
+    const r = await get({ ...range, ...query }, { version });
+    t.equal(r.status, 200, r.status === 200 ? 'answered' : r.text);
+    return { text: r.text, row: r.body.conversations.find((x: any) => x.id === ids.handoff) };
+  };
+  for (const [what, query, version] of [['v1', { limit: '100' }, 'v1'], ['v2', { limit: '100' }, 'v2'], ['v3', { limit: '100' }, 'v3'], ['a search result', { query_type: 'transcript', query: 'kumquat' }, 'v3']] as const) {
+    const { text, row } = await reads(masked, query, version);
+    t.notMatch(text, /zed@example\.org/, `${what}: the address is in no row`);
+    t.equal(row.handoff_reason, '[redacted]', `${what}: the reason`);
+    t.equal(row.handoff_destination, '[redacted]', `${what}: the destination`);
+    t.same(Object.keys(row.state.callers), ['regular', '[redacted]', '[redacted] 2'], `${what}: names that hold it renamed in place, without colliding`);
+    t.same(Object.values(row.state.callers), [true, 'asked', 'twice'], `${what}: their values kept`);
+  }
+  const { row } = await reads(full, { limit: '100' });
+  t.equal(row.handoff_reason, 'caller asked: hand me over, I am zed@example.org', 'a key with pii reads the reason');
+  t.equal(row.handoff_destination, 'callback hand me over, I am zed@example.org');
+  t.ok(Object.hasOwn(row.state.callers, 'hand me over, I am zed@example.org'), 'and the name');
 });

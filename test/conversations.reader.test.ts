@@ -402,18 +402,18 @@ t.test('a record (in progress, or read with latency) is masked as it is rendered
   }
 });
 
-t.test('documentOf: `personal` by property, over turns and variables that hold personal data or not', async (t) => {
+t.test('documentOf: `personal` by property, over turns, variables (names too) and handoff texts that hold personal data or not', async (t) => {
   const view = V3;
   const text = fc.oneof(
     fc.constantFrom('', 'When are you open?', 'My order number is 12345.', 'call me on 07700 900123', 'jane@example.com', 'my card is 4111 1111 1111 1111', 'born on 3 May 1980', 'parking'),
     fc.string({ maxLength: 20 }),
   );
   const turn = fc.record({ user_input: text, agent_response: text, user_input_dtmf: fc.constantFrom('', '1', '4111111111111111', '07700900123'), entities: fc.dictionary(fc.constantFrom('a', 'b'), text, { maxKeys: 2 }) });
-  const state = fc.dictionary(fc.constantFrom('from_', 'to', 'note', 'nested'), fc.oneof(text, fc.integer(), fc.record({ deep: text })), { maxKeys: 3 });
+  const state = fc.dictionary(fc.oneof(fc.constantFrom('from_', 'to', 'note', 'nested'), text), fc.oneof(text, fc.integer(), fc.record({ deep: text })), { maxKeys: 3 });
   const base = all.find((r) => !r.in_progress)!;
   fc.assert(
-    fc.property(fc.array(turn, { maxLength: 4 }), state, (turns, st) => {
-      const record = { ...base, state: st, turns: turns.map((x) => ({ ...base.turns[0], ...x })) } as ConversationRecord;
+    fc.property(fc.array(turn, { maxLength: 4 }), state, text, text, (turns, st, reason, destination) => {
+      const record = { ...base, state: st, handoff_reason: reason, handoff_destination: destination, turns: turns.map((x) => ({ ...base.turns[0], ...x })) } as ConversationRecord;
       const doc = documentOf(record);
       return doc.personal === !Buffer.concat(maskedRow(rowJson(doc, view), [])).equals(jsonOf(doc));
     }),

@@ -37,7 +37,7 @@ export interface ConversationDocument extends Doc {
   turns_at: number;
   turns_end: number;
   /**
-   * Whether a turn or a variable holds personal data by the built-in rules (`personal.ts`, marks aside): a key
+   * Whether a turn, a variable (its name too) or a handoff text holds personal data by the built-in rules (`personal.ts`, marks aside): a key
    * without `pii` reads a document without it, and without marked values, as stored, unparsed.
    */
   personal: boolean;
@@ -75,7 +75,7 @@ export function documentOf(record: ConversationRecord): ConversationDocument {
     json: Buffer.from(`${head}${turns}}`),
     turns_at: turnsAt,
     turns_end: turnsAt + Buffer.byteLength(turns),
-    personal: holdsPersonalData(turnList, fields.state),
+    personal: holdsPersonalData(turnList, fields.state, fields as Record<string, unknown>),
   };
 }
 

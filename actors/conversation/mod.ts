@@ -33,7 +33,7 @@ export { conversationOwner, type ConversationOwner } from './owner.js';
 export { conversationRecords, type ConversationRecord } from './record.js';
 export { conversationDocuments, documentJson, type ConversationDocument } from './document.js';
 export { conversationMarks, marksIn, MAX_MARKED_VALUES, projectedMarksOf } from './marks.js';
-export { hasMaskedTurn, maskedState, maskedTurn, type Turn } from './personal.js';
+export { hasMaskedTurn, maskedFreeText, maskedState, maskedTurn, type Turn } from './personal.js';
 export {
   conversationHours,
   conversationSpans,

@@ -81,15 +81,52 @@ function maskedValue(v: unknown, marked: string[], depth: number): unknown {
   return maskedFields(v as Record<string, unknown>, marked, depth + 1);
 }
 
-/** An object with each field's value masked (but those named in `asStored`); the object itself when none is. */
+/**
+ * An object with each field's value masked (but those named in `asStored`), and each name that holds personal
+ * data too (a function that files values under what the caller said, `conv.state.callers[message] = true`):
+ * such a field is renamed `[redacted]`, then `[redacted] 2`, `[redacted] 3`... in its place, its value kept
+ * (masked by the same rules). The object itself when nothing is masked.
+ */
 function maskedFields(o: Record<string, unknown>, marked: string[], depth: number, asStored?: Set<string>): Record<string, unknown> {
   let out: Record<string, unknown> | null = null;
+  let renamed = false;
   for (const [k, v] of Object.entries(o)) {
     if (asStored?.has(k)) continue;
     const m = maskedValue(v, marked, depth);
-    if (m !== v) (out ??= { ...o })[k] = m;
+    if (maskText(k, marked) !== k) renamed = true;
+    else if (m !== v) (out ??= { ...o })[k] = m;
   }
-  return out ?? o;
+  if (!renamed) return out ?? o;
+  // Rebuilt in order: a renamed field keeps its place among the others.
+  const rebuilt: Record<string, unknown> = {};
+  let n = 0;
+  for (const [k, v] of Object.entries(o)) {
+    if (asStored?.has(k) || maskText(k, marked) === k) {
+      rebuilt[k] = asStored?.has(k) ? v : (out ?? o)[k];
+      continue;
+    }
+    let name = REDACTED;
+    while (Object.hasOwn(o, name) || Object.hasOwn(rebuilt, name)) name = `${REDACTED} ${++n + 1}`;
+    rebuilt[name] = maskedValue(v, marked, depth);
+  }
+  return rebuilt;
+}
+
+/**
+ * The row's fields besides its turns and state that a function writes free text into: the handoff's
+ * destination and reason (`conv.handoff(destination, reason)`, or a model's handoff tool), which may quote
+ * what the caller said. Masked whole, as an utterance is.
+ */
+export const FREE_TEXT_FIELDS = ['handoff_reason', 'handoff_destination'] as const;
+
+/** The row's free-text fields (`FREE_TEXT_FIELDS`) as a key without `pii` reads them: only those it masks. */
+export function maskedFreeText(row: Record<string, unknown>, marked: string[]): Partial<Record<(typeof FREE_TEXT_FIELDS)[number], string>> {
+  const out: Partial<Record<(typeof FREE_TEXT_FIELDS)[number], string>> = {};
+  for (const field of FREE_TEXT_FIELDS) {
+    const v = row[field];
+    if (typeof v === 'string' && maskText(v, marked) !== v) out[field] = REDACTED;
+  }
+  return out;
 }
 
 /** Whether any turn reads differently to a key without `pii`. */
@@ -97,7 +134,10 @@ export function hasMaskedTurn(turns: Turn[], marked: string[]): boolean {
   return turns.some((t) => maskedTurn(t, marked) !== t);
 }
 
-/** Whether a key without `pii` reads any of these turns or variables masked by the rules alone (no marks). */
-export function holdsPersonalData(turns: Turn[], state: unknown): boolean {
-  return hasMaskedTurn(turns, []) || maskedState(state, []) !== state;
+/**
+ * Whether a key without `pii` reads any of these turns, variables or free-text fields (`FREE_TEXT_FIELDS` of
+ * `row`) masked by the rules alone (no marks).
+ */
+export function holdsPersonalData(turns: Turn[], state: unknown, row: Record<string, unknown> = {}): boolean {
+  return hasMaskedTurn(turns, []) || maskedState(state, []) !== state || Object.keys(maskedFreeText(row, [])).length > 0;
 }

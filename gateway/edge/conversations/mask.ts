@@ -13,7 +13,7 @@
  * before the turns they mask (`actors/conversation/marks.ts`); this module applies them to rows and searches.
  */
 import { maskText } from '../../../actors/recording/mod.js';
-import { maskedState, maskedTurn, projectedMarksOf, searchTerms, type Turn } from '../../../actors/conversation/mod.js';
+import { maskedFreeText, maskedState, maskedTurn, projectedMarksOf, searchTerms, type Turn } from '../../../actors/conversation/mod.js';
 import type { Store } from '../../../store/mod.js';
 
 export type { Turn };
@@ -49,32 +49,35 @@ export function requestMasking(store: Store): Masking {
   };
 }
 
-/** A row's JSON (chunks) with each turn and its state masked; the chunks themselves when nothing is. */
+/** A row's JSON (chunks) with each turn, its state and its free-text fields masked; the chunks themselves when nothing is. */
 export function maskedRow(parts: Buffer[], marked: string[]): Buffer[] {
   const row = JSON.parse(Buffer.concat(parts).toString()) as { turns?: unknown; state?: unknown };
   return maskedObject(row, marked) ? [Buffer.from(JSON.stringify(row))] : parts;
 }
 
 /**
- * Masks a row object's turns and state in place (a row rendered for this request, or parsed from its JSON);
- * whether anything was masked. Assigning an existing key keeps its place: its JSON then differs from the raw
- * row's only in the masked values.
+ * Masks a row object's turns, state and free-text fields (the handoff's, `maskedFreeText`) in place (a row
+ * rendered for this request, or parsed from its JSON); whether anything was masked. Assigning an existing key
+ * keeps its place: its JSON then differs from the raw row's only in the masked values.
  */
 export function maskedObject(row: { turns?: unknown; state?: unknown }, marked: string[]): boolean {
   const turns = Array.isArray(row.turns) ? (row.turns as Turn[]).map((t) => maskedTurn(t, marked)) : null;
   const state = maskedState(row.state, marked);
+  const free = maskedFreeText(row as Record<string, unknown>, marked);
   const turnsMasked = turns !== null && turns.some((t, i) => t !== (row.turns as Turn[])[i]);
-  if (!turnsMasked && state === row.state) return false;
+  const freeMasked = Object.keys(free).length > 0;
+  if (!turnsMasked && state === row.state && !freeMasked) return false;
   if (turnsMasked) row.turns = turns;
   if (state !== row.state) row.state = state;
+  if (freeMasked) Object.assign(row, free);
   return true;
 }
 
 const NULL = Buffer.from('null');
 
 /**
- * A row's JSON whose turns array is the bytes `[at, end)` of `json` and parses to `turns`, with each turn and
- * its state masked: the same bytes `maskedRow` gives (the JSON was written by `JSON.stringify`, so re-writing
+ * A row's JSON whose turns array is the bytes `[at, end)` of `json` and parses to `turns`, with each turn, its
+ * state and its free-text fields masked: the same bytes `maskedRow` gives (the JSON was written by `JSON.stringify`, so re-writing
  * the rest changes nothing), without parsing the turns again (the bulk of a row): only the fields around them
  * are, for the state. The JSON itself when nothing is masked.
  */
@@ -82,8 +85,10 @@ export function maskedTurnsOf(json: Buffer, at: number, end: number, turns: Turn
   const masked = turns.map((t) => maskedTurn(t, marked));
   const rest = JSON.parse(Buffer.concat([json.subarray(0, at), NULL, json.subarray(end)]).toString()) as { turns: unknown; state?: unknown };
   const state = maskedState(rest.state, marked);
-  if (state !== rest.state) {
+  const free = maskedFreeText(rest as Record<string, unknown>, marked);
+  if (state !== rest.state || Object.keys(free).length > 0) {
     rest.state = state;
+    Object.assign(rest, free);
     rest.turns = masked;
     return [Buffer.from(JSON.stringify(rest))];
   }
