@@ -32,6 +32,24 @@ t.test('no e-mail or phone number survives in any string, at any depth', async (
   t.pass('500 cases');
 });
 
+t.test('no e-mail, phone number or marked value survives in a field name either, inside masked fields too; no field is lost', async (t) => {
+  fc.assert(
+    fc.property(fc.oneof(email, phone), fc.constantFrom('state', 'note', 'metadata'), fc.integer({ min: 0, max: 3 }), (secret, k, depth) => {
+      let value: unknown = { [k]: { [secret]: true, [`${secret} again`]: 1, regular: 'x' } };
+      for (let i = 0; i < depth; i++) value = i % 2 ? { inner: value } : [value];
+      const out = mask(value);
+      let inner: any = out;
+      for (let i = depth - 1; i >= 0; i--) inner = i % 2 ? inner.inner : inner[0];
+      const names = Object.keys(inner[k]);
+      // Of a phone number only its last two digits may be left, in each name.
+      return !JSON.stringify(out).includes(secret) && names.length === 3 && names.every((n) => (secret.includes('@') ? !/[a-z]@/.test(n) : n.replace(/\D/g, '').length <= 3));
+    }),
+    { numRuns: 300 },
+  );
+  t.same(mask({ state: { callers: { 'zed@example.org': true, '•••@•••': 'x' } } }), { state: { callers: { '•••@••• 2': true, '•••@•••': '•••(1)' } } }, 'a masked name meeting one already there is numbered');
+  t.same(mask({ seen: { QZ81: 1 } }, ['qz81']), { seen: { '•••': 1 } }, 'a marked value as a name');
+});
+
 t.test('masked fields keep their shape; other values stay', async (t) => {
   fc.assert(
     fc.property(fc.constantFrom('user_input', 'metadata', 'fromNumber', 'integrationAttributes', 'text'), fc.jsonValue(), (k, v) => {

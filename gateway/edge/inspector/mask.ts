@@ -14,6 +14,8 @@
  *    `•••` plus the last two digits): an agent's answer that repeats a caller's address shows none of it.
  * 3. Values a function marked personal (`conv.mark_pii`; `marks.ts`) are replaced by `•••` wherever they appear
  *    (case-insensitive), the `conversation.pii_marked` events that carry them included.
+ * Field names are masked by rules 2 and 3 too, inside masked fields as well (a name masked into one already
+ * there is numbered: `•••@••• 2`).
  *
  * `state` is masked when it holds an object (a conversation's variables), not when it is a string (an alert
  * rule's status, which is what an engineer reads it for).
@@ -141,11 +143,26 @@ export function scrubText(text: string): string {
   return out;
 }
 
-const hideLeaves = (v: unknown): unknown => {
+/**
+ * An object's fields with their names masked by rules 2 and 3 (a function that files values under what the
+ * caller said, `conv.state.callers[message] = true`) and their values by `value`. A masked name that meets one
+ * already there is numbered (`•••@••• 2`): no field is lost to another.
+ */
+function maskedFields(o: object, marked: readonly string[], value: (k: string, v: unknown) => unknown): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(o)) {
+    let name = scrubText(hideMarked(k, marked));
+    if (name !== k) for (let n = 2; Object.hasOwn(out, name) || (name !== k && Object.hasOwn(o, name)); n++) name = `${scrubText(hideMarked(k, marked))} ${n}`;
+    out[name] = value(k, v);
+  }
+  return out;
+}
+
+const hideLeaves = (v: unknown, marked: readonly string[]): unknown => {
   if (typeof v === 'string') return v === '' ? '' : `•••(${v.length})`;
   if (typeof v === 'number') return '•••';
-  if (Array.isArray(v)) return v.map(hideLeaves);
-  if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, hideLeaves(x)]));
+  if (Array.isArray(v)) return v.map((x) => hideLeaves(x, marked));
+  if (v && typeof v === 'object') return maskedFields(v, marked, (_, x) => hideLeaves(x, marked));
   return v;
 };
 
@@ -153,14 +170,12 @@ const hideLeaves = (v: unknown): unknown => {
 export function mask(value: unknown, marked: readonly string[] = []): unknown {
   if (typeof value === 'string') return scrubText(hideMarked(value, marked));
   if (Array.isArray(value)) return value.map((v) => mask(v, marked));
-  if (value && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, maskField(k, v, marked)]));
-  }
+  if (value && typeof value === 'object') return maskedFields(value, marked, (k, v) => maskField(k, v, marked));
   return value;
 }
 
 /** A field's value masked by the rule above: whole if its name says so, else as any value. */
-const maskField = (key: string, value: unknown, marked: readonly string[]): unknown => (maskedKey(key, value) ? hideLeaves(value) : mask(value, marked));
+const maskField = (key: string, value: unknown, marked: readonly string[]): unknown => (maskedKey(key, value) ? hideLeaves(value, marked) : mask(value, marked));
 
 /**
  * Fields of a domain event, by the event's type, that hold what the agent said under a name rule 1 masks: kept
@@ -174,9 +189,7 @@ const AGENT_WORDS: Readonly<Record<string, readonly string[]>> = {
 export function maskEvent(type: string, data: unknown, marked: readonly string[] = []): unknown {
   const agent = Object.hasOwn(AGENT_WORDS, type) ? AGENT_WORDS[type] : [];
   if (agent.length === 0 || data === null || typeof data !== 'object' || Array.isArray(data)) return mask(data, marked);
-  return Object.fromEntries(
-    Object.entries(data).map(([k, v]) => [k, agent.includes(k) && typeof v === 'string' ? mask(v, marked) : maskField(k, v, marked)]),
-  );
+  return maskedFields(data, marked, (k, v) => (agent.includes(k) && typeof v === 'string' ? mask(v, marked) : maskField(k, v, marked)));
 }
 
 /** `mask(value, marked)`, or `value` itself when the operator asked for it unmasked. */
