@@ -28,7 +28,7 @@ import { assign, emit, enqueueActions, fromPromise, setup } from 'xstate';
  * step's journal entry (DESIGN.md, "Journal"): `conversation.started`, `conversation.turn` (one per exchange:
  * the transcript lives in the journal, not in the snapshot), `conversation.changed` (the record's other
  * fields as they now stand), `conversation.answered` (what the client is answered) and `conversation.ended`.
- * The context keeps what the next turn needs: the last `RECENT_MESSAGES` messages for the responder, the
+ * The context keeps what the next turn needs: the last `RECENT_MESSAGES` messages (at most `MAX_RECENT_CHARS`) for the responder, the
  * conversation's variables and counters. States in which the conversation is still reacting to the last
  * event carry the tag `busy`.
  */
@@ -263,6 +263,13 @@ export interface HistoryMessage {
  */
 export const RECENT_MESSAGES = 20;
 
+/**
+ * The most characters the recent history holds: a message is up to what a function said (256 KiB), so twenty
+ * of them would make every snapshot, commit and turn input megabytes. The newest messages are kept while they
+ * fit; a message longer than the bound is cut to it, its start kept and ending `…`.
+ */
+export const MAX_RECENT_CHARS = 32 * 1024;
+
 /** How many handled external event ids a conversation remembers. */
 export const REMEMBERED_EXTERNAL_EVENTS = 32;
 
@@ -343,15 +350,27 @@ const notProvided = () => {
   throw new Error('provided by the actor host');
 };
 
-/** The recent history with `turns` added, cut to the last `RECENT_MESSAGES` messages. */
-const remember = (recent: HistoryMessage[], turns: TurnRecord[]): HistoryMessage[] => {
+/** A history message's text within `MAX_RECENT_CHARS`. */
+const recentText = (text: string) => (text.length > MAX_RECENT_CHARS ? `${text.slice(0, MAX_RECENT_CHARS - 1)}…` : text);
+
+/** The recent history with `turns` added, cut to the last `RECENT_MESSAGES` messages and `MAX_RECENT_CHARS` characters. */
+export const remember = (recent: HistoryMessage[], turns: TurnRecord[]): HistoryMessage[] => {
   if (turns.length === 0) return recent;
   const next = recent.slice();
   for (const t of turns) {
-    if (t.user_input) next.push({ role: 'user', text: t.user_input });
-    if (t.agent_response) next.push({ role: 'agent', text: t.agent_response });
+    if (t.user_input) next.push({ role: 'user', text: recentText(t.user_input) });
+    if (t.agent_response) next.push({ role: 'agent', text: recentText(t.agent_response) });
   }
-  return next.length > RECENT_MESSAGES ? next.slice(next.length - RECENT_MESSAGES) : next;
+  let first = Math.max(0, next.length - RECENT_MESSAGES);
+  let chars = 0;
+  for (let i = next.length - 1; i >= first; i--) {
+    chars += next[i].text.length;
+    if (chars > MAX_RECENT_CHARS) {
+      first = i + 1;
+      break;
+    }
+  }
+  return first > 0 ? next.slice(first) : next;
 };
 
 /**

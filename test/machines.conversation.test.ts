@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
 import { createActor, fromPromise } from 'xstate';
 import { getShortestPaths, getSimplePaths } from 'xstate/graph';
-import { boundedUnread, conversationMachine, MAX_TIMEOUT_ROUNDS, MAX_UNREAD, MAX_UNREAD_CHARS, RECENT_MESSAGES, turnInput, UNREAD_DROPPED, type ConversationStart, type ExternalEvent, type SideOutcome, type TurnOutcome, type TurnRecord } from '../machines/conversation.js';
+import { boundedUnread, conversationMachine, MAX_RECENT_CHARS, MAX_TIMEOUT_ROUNDS, MAX_UNREAD, MAX_UNREAD_CHARS, RECENT_MESSAGES, remember, turnInput, UNREAD_DROPPED, type ConversationStart, type ExternalEvent, type SideOutcome, type TurnOutcome, type TurnRecord } from '../machines/conversation.js';
 import { conversationReply } from '../actors/conversation/kind.js';
 
 const start: ConversationStart = {
@@ -419,6 +419,28 @@ t.test('conversation: a wait renewed only by its own timeouts is renewed MAX_TIM
   t.equal(c.snap().context.awaiting, null);
   t.equal(c.snap().context.counts.functionErrors, errors + 1, 'counted as a function error');
   t.match(c.all.filter((e) => e.type === 'conversation.changed').at(-1)!.data, { awaiting_external_event: null, function_errors: errors + 1 });
+  c.actor.stop();
+});
+
+t.test('conversation: the recent history holds at most MAX_RECENT_CHARS characters, the newest messages, a longer one cut', async (t) => {
+  const big = (c: string) => c.repeat(12 * 1024);
+  const recent = remember([], [turn(big('a'), big('b')), turn(big('c'), big('d'))]);
+  t.same(recent.map((m) => [m.role, m.text[0]]), [['user', 'c'], ['agent', 'd']], 'the newest messages that fit');
+  t.ok(recent.reduce((n, m) => n + m.text.length, 0) <= MAX_RECENT_CHARS);
+  const huge = remember([{ role: 'user', text: 'hi' }], [turn('', 'z'.repeat(300_000))]);
+  t.equal(huge.length, 1, 'one message over the bound: cut, the older dropped');
+  t.ok(huge[0].text.length <= MAX_RECENT_CHARS && huge[0].text.endsWith('…') && huge[0].text.startsWith('zzz'), 'its start kept, ending …');
+  t.same(remember([{ role: 'user', text: 'hi' }], [turn('there', 'hello')]).map((m) => m.text), ['hi', 'there', 'hello'], 'short ones as they are');
+
+  // Through the machine: a function that answers 256 KiB at every turn keeps the snapshot small.
+  const c = driven('c-recent');
+  c.send({ type: 'START', start });
+  c.send({ type: 'xstate.done.actor.start', output: outcome({ turns: [turn('', 'Hello')] }) } as any);
+  for (let k = 1; k <= 5; k++) {
+    c.send({ type: 'MESSAGE', message: `question ${k}`, metadata: {}, integrationAttributes: {}, at: 2000 + k });
+    c.send({ type: 'TURN_DONE', output: outcome({ response: 'x', turns: [turn(`question ${k}`, 'w'.repeat(256 * 1024))] }) } as any);
+  }
+  t.ok(JSON.stringify(c.actor.getPersistedSnapshot()).length < MAX_RECENT_CHARS + 4096, 'the snapshot stays within the bound');
   c.actor.stop();
 });
 
