@@ -4,6 +4,7 @@
  * Run `npx switchboard help` for the commands.
  */
 import { parseArgs } from 'node:util';
+import { urlHost } from '../platform/url-host.js';
 
 const USAGE = `usage: switchboard [--url URL] [--token TOKEN] <command>
 
@@ -299,7 +300,7 @@ async function main(): Promise<number> {
     process.stderr.write(`${(err as Error).message}\n`);
     return 2;
   }
-  const base = parsed.url ?? process.env.SWITCHBOARD_URL ?? `http://${process.env.HOST || '127.0.0.1'}:${process.env.EDGE_PORT || '8080'}`;
+  const base = parsed.url ?? process.env.SWITCHBOARD_URL ?? `http://${urlHost(process.env.HOST || '127.0.0.1')}:${process.env.EDGE_PORT || '8080'}`;
   const { request } = parsed;
   const token = parsed.token ?? process.env.OPERATOR_TOKEN;
   const key = parsed.key ?? process.env.SWITCHBOARD_ALERTS_KEY;

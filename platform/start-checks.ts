@@ -3,7 +3,8 @@
  * `start.ts` before anything opens, each failure naming its variable.
  */
 import { constants } from 'node:fs';
-import { access, mkdir } from 'node:fs/promises';
+import { access, mkdir, stat } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
 import { createServer } from 'node:net';
 
 /** `getaddrinfo`'s answers for a name it could not resolve (none of them a fault of the listen itself). */
@@ -36,7 +37,7 @@ export async function checkHost(host: string): Promise<void> {
  */
 export async function checkDataDir(dataDir: string): Promise<void> {
   try {
-    await mkdir(dataDir, { recursive: true });
+    await makeDir(resolve(dataDir));
     await access(dataDir, constants.W_OK | constants.X_OK);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? String(err);
@@ -44,5 +45,31 @@ export async function checkDataDir(dataDir: string): Promise<void> {
     if (code === 'ENOTDIR') throw new Error(`DATA_DIR ${dataDir} cannot be created: part of its path is a file, not a directory (ENOTDIR); ${fix}`);
     if (code === 'EEXIST') throw new Error(`DATA_DIR ${dataDir} is a file, not a directory (EEXIST); ${fix}`);
     throw new Error(`DATA_DIR ${dataDir} cannot be created or written (${code}); ${fix}`);
+  }
+}
+
+/**
+ * `mkdir -p`, by hand: Node's `mkdir` with `recursive` never settles for a path under `/proc` (each try of the
+ * path answers ENOENT and of its parent EEXIST, and it goes round again), so `DATA_DIR=/proc/x` hung the start
+ * at full CPU, deaf to SIGTERM. Here each missing ancestor is made once, top down, and a path that is still
+ * missing after its parent exists fails with its own error.
+ */
+async function makeDir(dir: string): Promise<void> {
+  try {
+    await mkdir(dir);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') {
+      if ((await stat(dir)).isDirectory()) return;
+      throw err;
+    }
+    const parent = dirname(dir);
+    if (code !== 'ENOENT' || parent === dir) throw err;
+    await makeDir(parent);
+    try {
+      await mkdir(dir);
+    } catch (again) {
+      if ((again as NodeJS.ErrnoException).code !== 'EEXIST' || !(await stat(dir)).isDirectory()) throw again;
+    }
   }
 }

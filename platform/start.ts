@@ -32,6 +32,7 @@ import { startEdgeThread, type EdgeThread } from './edge-thread.js';
 import { StoppedWhileStarting, type StartSignals } from './start-signals.js';
 import { createStopSteps, type StopSteps } from './stop-steps.js';
 import { checkDataDir, checkHost } from './start-checks.js';
+import { urlHost } from './url-host.js';
 
 const ROLES = ['edge', 'socket', 'worker', 'media'] as const;
 /** How long a fatal exit waits for the store to close before it kills the process (`fatalExit`). */
@@ -262,14 +263,14 @@ export async function start(startSignals: StartSignals): Promise<void> {
   edgeThread?.serve();
 
   const where = [
-    edgePort !== null ? `edge http://${config.host}:${edgePort}` : null,
-    socket ? `socket http://${config.host}:${socket.port}` : null,
+    edgePort !== null ? `edge http://${urlHost(config.host)}:${edgePort}` : null,
+    socket ? `socket http://${urlHost(config.host)}:${socket.port}` : null,
     runtime.workerId ? `worker ${runtime.workerId}` : null,
-    metricsServer ? `metrics http://${config.host}:${(metricsServer.address() as { port: number }).port}/metrics` : null,
-    media ? `media sip:${config.host}:${media.ua.o.port} (udp, tcp)${media.ua.o.tlsPort ? `, sips ${media.ua.o.tlsPort} (tls)` : ''}` : null,
+    metricsServer ? `metrics http://${urlHost(config.host)}:${(metricsServer.address() as { port: number }).port}/metrics` : null,
+    media ? `media sip:${urlHost(config.host)}:${media.ua.o.port} (udp, tcp)${media.ua.o.tlsPort ? `, sips ${media.ua.o.tlsPort} (tls)` : ''}` : null,
   ].filter(Boolean);
   process.stdout.write(`Switchboard ${config.region} serving: ${where.join(', ')} (store: ${store.backend}, data: ${config.dataDir}, transport: ${runtime.transport.kind})\n`);
-  if (edgePort !== null) process.stdout.write(`OpenAPI: http://${config.host}:${edgePort}/openapi.json, browsable at /docs\n`);
+  if (edgePort !== null) process.stdout.write(`OpenAPI: http://${urlHost(config.host)}:${edgePort}/openapi.json, browsable at /docs\n`);
 
   let draining = false;
   const drain = async (signal: string) => {

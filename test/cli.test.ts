@@ -87,3 +87,27 @@ t.test('every command reaches the admin API, from another directory', async (t) 
   t.equal(missing.code, 1);
   t.match(JSON.parse(missing.stderr), { message: String });
 });
+
+/** Whether this machine has an IPv6 loopback to listen on. */
+async function hasIpv6Loopback(): Promise<boolean> {
+  const { createServer } = await import('node:net');
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once('error', () => resolve(false));
+    probe.listen({ host: '::1', port: 0 }, () => probe.close(() => resolve(true)));
+  });
+}
+
+t.test('HOST an IPv6 address: the start names its URLs in brackets, and the CLI reaches the edge from HOST and EDGE_PORT alone', async (t) => {
+  if (!(await hasIpv6Loopback())) {
+    t.comment('this machine has no IPv6 loopback: nothing to check');
+    return;
+  }
+  const p = await platformFor(t, { env: { HOST: '::1' } });
+  t.match(p.edge, /^http:\/\/\[::1\]:\d+$/, `the banner's edge URL (${p.edge})`);
+  t.match(p.stdout(), /media sip:\[::1\]:\d+/, 'and its SIP address');
+  const port = new URL(p.edge).port;
+  const env = { ...process.env, SWITCHBOARD_URL: undefined, HOST: '::1', EDGE_PORT: port, OPERATOR_TOKEN: p.operatorToken };
+  const { stdout } = await run(CLI, ['accounts', 'list'], { cwd: elsewhere, env });
+  t.match(JSON.parse(stdout), { data: [] }, 'http://[::1]:EDGE_PORT');
+});

@@ -85,6 +85,15 @@ t.test('a DATA_DIR under a regular file, or a regular file itself, stops the sta
   }
 });
 
+t.test('a DATA_DIR that cannot be made under /proc stops the start at once: exit 1 naming DATA_DIR (Node\'s recursive mkdir never settles there)', async (t) => {
+  const dataDir = `/proc/sb-no-such-dir-${process.pid}/data`;
+  const failed = await startPlatform({ dataDir, readyTimeoutMs: 20_000 }).catch((e: Error) => e);
+  if (!(failed instanceof Error)) t.teardown(() => failed.stop());
+  t.ok(failed instanceof Error, 'the start fails');
+  t.match(String(failed), /platform exited with 1/, 'exit 1, not a hang');
+  t.match(String(failed), new RegExp(`switchboard failed to start: Error: DATA_DIR ${escapeRegExp(dataDir)} cannot be created or written \\(ENOENT\\); set DATA_DIR`), 'naming the variable');
+});
+
 t.test('/healthz is not 200 before the start has finished: with SIP_PORT taken, the edge never says ok, and the process exits 1', async (t) => {
   // The SIP port held over UDP: the media gateway, which starts after the edge (its thread) and the socket
   // gateway, fails the start.
