@@ -22,7 +22,7 @@ export interface CallDeps {
   statusRetentionMs: number;
 }
 
-/** How long past the ring timeout a media gateway's answer may take (connecting, starting the conversation). */
+/** How long past the ring timeout a media gateway's answer may take (the ACK, choosing media: it does not wait for the opening). */
 export const DIAL_GRACE_MS = 30_000;
 
 /** How often a queued or calling call wakes (a durable timer), so a failover resumes it within this. */

@@ -56,14 +56,17 @@ export interface DialRequest {
 
 export type DialOutcome = 'answered' | 'busy' | 'no_answer' | 'rejected' | 'unreachable' | 'trunk_unusable' | 'error';
 
-/** A media gateway's answer, sent once the call is answered (and its conversation started) or has failed. */
+/**
+ * A media gateway's answer, sent once the call is answered (connected: media chosen, its conversation's start
+ * and opening then run on) or has failed.
+ */
 export interface DialResult {
   outcome: DialOutcome;
   /** The final SIP status (200, 486, 603, 408 …), null when no response came (unreachable, error). */
   sip_status: number | null;
   /** Why, in words (e.g. `486 Busy Here`); empty when answered. */
   reason: string;
-  /** The VOICE-SIP conversation an answered call started; null otherwise. */
+  /** The VOICE-SIP conversation an answered call starts; null otherwise. */
   conversation_id: string | null;
 }
 

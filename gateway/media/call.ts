@@ -208,7 +208,7 @@ export class VoiceCall {
     }
     if (reply.handoff) {
       // Not awaited: the transfer outlives the turn or the start that asked for it (a bridge lasts as long as
-      // the bridged call, and a dial's answer must not wait for it), and nothing after it may fail the turn.
+      // the bridged call), and nothing after it may fail the turn.
       this.transferring = this.transfer(reply.handoff.destination).catch((err) => {
         this.d.log('warn', 'call transfer failed', { call_sid: this.s.callSid, err: String(err) });
         // Bridged already: the bridge's own end hangs up; `hangUp` would wait for this very promise.

@@ -41,10 +41,11 @@ export function outcomeOf(status: number, reason: string, rang: boolean, gaveUp:
 /**
  * Answers dial requests of the call actor (`MEDIA_DIAL_SUBJECT`, queue group `media`: one gateway takes
  * each): an INVITE through the request's trunk with its headers as SIP headers, CANCELled when nobody
- * answers within the ring timeout; on 200 OK the conversation starts (its start function runs once the
- * call is connected) and the result goes back; the call then runs like an inbound one, and its end is told
- * to the call actor. Idempotent by call_sid: a repeated request joins the attempt in progress or gets the
- * remembered result, and never dials twice.
+ * answers within the ring timeout; on 200 OK the result goes back once the call is connected (media chosen,
+ * the call made), while the conversation starts (its start function runs after connect) and speaks its
+ * opening; the call then runs like an inbound one, and its end is told to the call actor. Idempotent by
+ * call_sid: a repeated request joins the attempt in progress or gets the remembered result, and never dials
+ * twice.
  */
 export function answerDialRequests(gw: MediaGateway, runtime: Runtime): Subscription {
   const attempts = new Map<string, Promise<DialResult>>();
@@ -132,7 +133,11 @@ async function dial(gw: MediaGateway, runtime: Runtime, req: DialRequest): Promi
   );
   sink.audio = (p) => call.audio(p);
   sink.digit = (d) => call.digit(d);
-  // Connected: the conversation starts now, so its start function runs after connect.
-  await call.start();
+  // Connected: the conversation starts now (its start function runs after connect), and the answer goes back
+  // at once rather than after the opening, which runs the start function and the model and speaks the greeting
+  // (up to the hang-up when the start ends the call): awaited, the status read `calling` as long as the agent
+  // took, and an opening slower than the call actor's wait (ring timeout + DIAL_GRACE_MS) failed a connected
+  // call. A failed opening hangs up (`VoiceCall.opening`), and its CALL_ENDED ends the call as any hang-up.
+  void call.start().catch((err) => gw.o.log('warn', 'call opening failed', { call_sid: req.call_sid, err: String(err) }));
   return { outcome: 'answered', sip_status: 200, reason: '', conversation_id: conversationId };
 }
