@@ -7,7 +7,7 @@ import { uuidv7 } from '../../platform/ids.js';
 import type { DialTrunk } from '../../actors/call/mod.js';
 import { bridgeTargetOf, dialBridgeLeg } from './bridge.js';
 import { VoiceCall, type CallEnd } from './call.js';
-import { extraHeaders, SipEndpoint, type IncomingInvite } from './dialog.js';
+import { extraHeaders, SipEndpoint, userOf, type IncomingInvite } from './dialog.js';
 import { hintsOf } from './hints.js';
 import { answerOf, choose, openLeg, readSdp, sessionOf } from './media.js';
 import { Pacer } from './rtp/pacer.js';
@@ -93,6 +93,21 @@ const e164Candidates = (user: string) => {
 };
 
 /**
+ * The number an INVITE dialled: its Request-URI's user part (a `tel:` URI's number), which names where the request
+ * goes (RFC 3261 8.2.2.1) and is what a carrier routes by; To is the caller's idea of whom it called and, on a
+ * diverted call, still names the number first dialled. A Request-URI without a user part (`sip:gw.example.com`, as
+ * a trunk sends that routes by its own configuration) falls back to To's user part.
+ */
+export function dialledUser(invite: Pick<IncomingInvite, 'request' | 'toUser'>): string {
+  const uri: unknown = invite.request.uri;
+  if (typeof uri !== 'string') return invite.toUser;
+  const tel = /^tel:([^;]*)/i.exec(uri);
+  // The package's URI reader takes only a lower-case `sip:`/`sips:` scheme (a scheme is case-insensitive: RFC 3261 19.1.4).
+  const user = tel ? userOf({ uri: `sip:${tel[1]}@tel`, params: {} }) : userOf({ uri: uri.replace(/^sips?:/i, (scheme) => scheme.toLowerCase()), params: {} });
+  return user || invite.toUser;
+}
+
+/**
  * The media gateway (`gateway/media`): the voice counterpart of `gateway/socket`. A SIP user agent and RTP
  * on HOST that turns calls into conversation actor asks; it holds no conversation state. An INVITE to a
  * number bound to an agent (`builder/telephony.ts`) starts a `VOICE-SIP` conversation of that agent in the
@@ -143,7 +158,7 @@ export class MediaGateway {
 
   private async inbound(invite: IncomingInvite): Promise<void> {
     let binding: NumberBinding | null = null;
-    for (const n of e164Candidates(invite.toUser)) {
+    for (const n of e164Candidates(dialledUser(invite))) {
       binding = await this.o.telephony.numberByE164(n);
       if (binding) break;
     }

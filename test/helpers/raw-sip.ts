@@ -20,19 +20,28 @@ export async function udpPeer(sipPort: number, address = '127.0.0.2'): Promise<U
   return { socket, got, address, port: socket.address().port, send: (text: string) => void socket.send(Buffer.from(text, 'latin1'), sipPort, '127.0.0.1') };
 }
 
-/** An INVITE from `from` to `number` at the gateway, with an audio offer for `media`, and the requests of its dialog. */
-export function invite(to: { sipPort: number; number: string }, from: { address: string; port: number }, media: { address: string; port: number }) {
+/** An audio offer (G.711 µ-law and telephone-event) for `media`; `lines` go at the end of its m-line (a direction, say). */
+export const audioOffer = (media: { address: string; port: number }, lines: string[] = ['a=sendrecv']) =>
+  `v=0\r\no=- 1 1 IN IP4 ${media.address}\r\ns=-\r\nc=IN IP4 ${media.address}\r\nt=0 0\r\nm=audio ${media.port} RTP/AVP 0 101\r\na=rtpmap:0 PCMU/8000\r\na=rtpmap:101 telephone-event/8000\r\n${lines.map((l) => `${l}\r\n`).join('')}`;
+
+/**
+ * An INVITE from `from` to `number` at the gateway, with an audio offer for `media`, and the requests of its dialog.
+ * `o.uri`: the Request-URI of its requests (default `sip:<number>@127.0.0.1:<sipPort>`); `o.to`: its To header; `o.sdp`: its offer.
+ */
+export function invite(to: { sipPort: number; number: string }, from: { address: string; port: number }, media: { address: string; port: number }, o: { uri?: string; to?: string; sdp?: string } = {}) {
   const callId = `${randomBytes(8).toString('hex')}@${from.address}`;
   const tag = randomBytes(4).toString('hex');
-  const sdp = `v=0\r\no=- 1 1 IN IP4 ${media.address}\r\ns=-\r\nc=IN IP4 ${media.address}\r\nt=0 0\r\nm=audio ${media.port} RTP/AVP 0 101\r\na=rtpmap:0 PCMU/8000\r\na=rtpmap:101 telephone-event/8000\r\na=sendrecv\r\n`;
-  const head = (method: string, cseq: number, toHeader = `<sip:${to.number}@127.0.0.1>`) =>
-    `${method} sip:${to.number}@127.0.0.1:${to.sipPort} SIP/2.0\r\nVia: SIP/2.0/UDP ${from.address}:${from.port};branch=z9hG4bK${randomBytes(6).toString('hex')};rport\r\nMax-Forwards: 70\r\n` +
+  const sdp = o.sdp ?? audioOffer(media);
+  const head = (method: string, cseq: number, toHeader = o.to ?? `<sip:${to.number}@127.0.0.1>`) =>
+    `${method} ${o.uri ?? `sip:${to.number}@127.0.0.1:${to.sipPort}`} SIP/2.0\r\nVia: SIP/2.0/UDP ${from.address}:${from.port};branch=z9hG4bK${randomBytes(6).toString('hex')};rport\r\nMax-Forwards: 70\r\n` +
     `From: <sip:caller@${from.address}>;tag=${tag}\r\nTo: ${toHeader}\r\nCall-ID: ${callId}\r\nCSeq: ${cseq} ${method}\r\nContact: <sip:caller@${from.address}:${from.port}>\r\n`;
   return {
     callId,
     text: `${head('INVITE', 1)}Content-Type: application/sdp\r\nContent-Length: ${sdp.length}\r\n\r\n${sdp}`,
-    ack: (toHeader: string) => `${head('ACK', 1, toHeader)}Content-Length: 0\r\n\r\n`,
+    ack: (toHeader: string, cseq = 1) => `${head('ACK', cseq, toHeader)}Content-Length: 0\r\n\r\n`,
     request: (method: string, cseq: number, toHeader: string) => `${head(method, cseq, toHeader)}Content-Length: 0\r\n\r\n`,
+    /** A re-INVITE within the dialog (To with the gateway's tag) offering `offer`. */
+    reinvite: (cseq: number, toHeader: string, offer: string) => `${head('INVITE', cseq, toHeader)}Content-Type: application/sdp\r\nContent-Length: ${offer.length}\r\n\r\n${offer}`,
   };
 }
 

@@ -1,0 +1,83 @@
+/**
+ * What an INVITE is answered, with raw SIP and RTP from node sockets: the number it dialled is its Request-URI's
+ * (To was read: a diverted call reached the number it was first dialled to), the SRTP answer carries the tag of the
+ * offered crypto line it took (RFC 4568 5.1.2), and the answer's direction mirrors the offer's (RFC 3264 6.1): a
+ * call the far end holds gets no audio from us and is not hung up for the RTP it does not send.
+ */
+import t, { type Test } from 'tap';
+import dgram from 'node:dgram';
+import { audioOffer, finalOf, invite as rawInvite, udpPeer, until, type UdpPeer } from './helpers/raw-sip.js';
+import { chatProject, type ChatProject } from './helpers/chat.js';
+import { conversationsClient, conversationsKey } from './helpers/conversations.js';
+import { eventually } from './helpers/eventually.js';
+import { bindNumber, voiceSuite, voiceTools } from './helpers/voice.js';
+
+const needsTools = () => (voiceTools() ? {} : { skip: 'sipp or espeak-ng is not installed' });
+const NUMBER = '+442079460181';
+const OTHER = '+442079460182';
+/** Short, so that a call the far end holds can be seen to outlive it. */
+const MEDIA_TIMEOUT_MS = 1500;
+const voice = voiceSuite(t, 'sb-voice-invite-', { VOICE_MEDIA_TIMEOUT_MS: String(MEDIA_TIMEOUT_MS) });
+let first: ChatProject;
+let second: ChatProject;
+t.before(async () => {
+  if (!voiceTools()) return;
+  first = await chatProject(voice.p, { name: 'First Co' });
+  await bindNumber(first.api, first.agentId, NUMBER, { host: '127.0.0.2', port: 5 });
+  second = await chatProject(voice.p, { name: 'Second Co' });
+  await bindNumber(second.api, second.agentId, OTHER, { host: '127.0.0.2', port: 5 });
+});
+
+/** A caller's SIP socket and a media socket on 127.0.0.2, closed after the test; `packets` counts the RTP it is sent. */
+async function caller(t: Test): Promise<{ sip: UdpPeer; media: dgram.Socket; packets: () => number }> {
+  const sip = await udpPeer(voice.sip);
+  const media = dgram.createSocket('udp4');
+  await new Promise<void>((r) => media.bind(0, '127.0.0.2', () => r()));
+  let packets = 0;
+  media.on('message', () => packets++);
+  t.teardown(() => {
+    sip.socket.close();
+    media.close();
+  });
+  return { sip, media, packets: () => packets };
+}
+
+/** The To header (with the gateway's tag) of a 200. */
+const toOf = (answer: string) => /^To: (.*)$/im.exec(answer)![1]!.trim();
+/** The SDP body of a message. */
+const bodyOf = (m: string) => m.slice(m.indexOf('\r\n\r\n') + 4);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+t.test('the dialled number is the Request-URI\'s user part; To is read only when the Request-URI has none', needsTools(), async (t) => {
+  const { sip, media } = await caller(t);
+  const mediaAt = { address: '127.0.0.2', port: media.address().port };
+  const call = async (o: { uri: string; to: string }) => {
+    const c = rawInvite({ sipPort: voice.sip, number: NUMBER }, sip, mediaAt, o);
+    sip.send(c.text);
+    const answer = await until(() => finalOf(sip.got, c.callId));
+    if (/^SIP\/2\.0 200 /.test(answer)) {
+      sip.send(c.ack(toOf(answer)));
+      sip.send(c.request('BYE', 2, toOf(answer)));
+      await until(() => sip.got.find((m) => m.includes(c.callId) && /^CSeq: 2 BYE/im.test(m)));
+    }
+    return answer;
+  };
+  const at = (n: string) => `sip:${n}@127.0.0.1:${voice.sip}`;
+  t.match(await call({ uri: at('+449999999999'), to: `<${at(NUMBER)}>` }), /^SIP\/2\.0 404 /, 'Request-URI unknown, To bound: 404');
+  t.match(await call({ uri: at('!!!'), to: `<${at(NUMBER)}>` }), /^SIP\/2\.0 404 /, 'a Request-URI user part that is no number: 404');
+  t.match(await call({ uri: at(NUMBER), to: '<sip:+449999999999@127.0.0.1>' }), /^SIP\/2\.0 200 /, 'Request-URI bound, To unknown (a diverted call): answered');
+  t.match(await call({ uri: at(OTHER.slice(1)), to: `<${at(NUMBER)}>` }), /^SIP\/2\.0 200 /, 'without its +');
+  t.match(await call({ uri: `tel:${OTHER}`, to: `<${at(NUMBER)}>` }), /^SIP\/2\.0 200 /, 'a tel: Request-URI');
+  t.match(await call({ uri: `sip:127.0.0.1:${voice.sip}`, to: `<${at(NUMBER)}>` }), /^SIP\/2\.0 200 /, 'a Request-URI without a user part: To\'s');
+  t.match(await call({ uri: `sip:127.0.0.1:${voice.sip}`, to: '<sip:+449999999999@127.0.0.1>' }), /^SIP\/2\.0 404 /, '...which is looked up as well');
+
+  // Which agent took each call: the one bound to the Request-URI's number, each call's `to_number` that number.
+  for (const [project, number] of [[first, NUMBER], [second, OTHER]] as const) {
+    const read = conversationsClient(voice.p, project, await conversationsKey(voice.p, project));
+    const rows = await eventually(async () => {
+      const got = (await read({ channel: 'VOICE-SIP' })).body.conversations ?? [];
+      return got.length >= 2 && got;
+    }, 20_000, `the conversations of ${number}`);
+    t.same(rows.map((c: { to_number: string }) => c.to_number), [number, number], `${number}'s agent took the two calls to it`);
+  }
+});
