@@ -81,3 +81,27 @@ t.test('the dialled number is the Request-URI\'s user part; To is read only when
     t.same(rows.map((c: { to_number: string }) => c.to_number), [number, number], `${number}'s agent took the two calls to it`);
   }
 });
+
+t.test('an SRTP answer carries the tag of the offered crypto line it took', needsTools(), async (t) => {
+  const { sip, media } = await caller(t);
+  const mediaAt = { address: '127.0.0.2', port: media.address().port };
+  const key = (n: number) => Buffer.alloc(n, 7).toString('base64');
+  const offer = (crypto: string[]) =>
+    audioOffer(mediaAt, [...crypto, 'a=sendrecv']).replace('RTP/AVP', 'RTP/SAVP');
+  const answerTo = async (crypto: string[]) => {
+    const c = rawInvite({ sipPort: voice.sip, number: NUMBER }, sip, mediaAt, { sdp: offer(crypto) });
+    sip.send(c.text);
+    const answer = await until(() => finalOf(sip.got, c.callId));
+    t.match(answer, /^SIP\/2\.0 200 /, 'answered');
+    sip.send(c.ack(toOf(answer)));
+    sip.send(c.request('BYE', 2, toOf(answer)));
+    return bodyOf(answer).split('\r\n').filter((l) => l.startsWith('a=crypto:'));
+  };
+  const five = await answerTo([`a=crypto:5 AES_CM_128_HMAC_SHA1_80 inline:${key(30)}`]);
+  t.equal(five.length, 1, 'one crypto line');
+  t.match(five[0], /^a=crypto:5 AES_CM_128_HMAC_SHA1_80 inline:/, 'tag 5, as offered');
+  const second = await answerTo([`a=crypto:1 AES_256_CM_HMAC_SHA1_80 inline:${key(46)}`, `a=crypto:2 AES_CM_128_HMAC_SHA1_80 inline:${key(30)}`]);
+  t.same(second.map((l) => l.split(' ')[0]), ['a=crypto:2'], 'the second line, of the suite taken: tag 2');
+  const unusableFirst = await answerTo([`a=crypto:3 AES_CM_128_HMAC_SHA1_80 inline:${key(20)}`, `a=crypto:4 AES_CM_128_HMAC_SHA1_80 inline:${key(30)}`]);
+  t.same(unusableFirst.map((l) => l.split(' ')[0]), ['a=crypto:4'], 'of two lines of our suite, the first with a usable key');
+});

@@ -42,6 +42,7 @@ export function answerOf(leg: MediaLeg, address: string, offer: MediaDescription
     codecs: [codec],
     dtmfPayloadType: dtmf ?? DEFAULT_DTMF_PT,
     srtp: leg.localKey,
+    ...(offer.cryptoTag !== null ? { cryptoTag: offer.cryptoTag } : {}),
     version,
     sessionId: leg.sessionId,
     answering: { streams: offer.streams, index: offer.index },

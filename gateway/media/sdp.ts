@@ -18,8 +18,10 @@ export interface MediaDescription {
   /** Codecs in the order of preference the SDP lists them. */
   codecs: Codec[];
   dtmfPayloadType: number | null;
-  /** `RTP/SAVP`: the stream is SRTP, with this key (the first crypto line of our suite). */
+  /** `RTP/SAVP`: the stream is SRTP, with this key (the first crypto line of our suite with a usable key). */
   srtp: SrtpKey | null;
+  /** The tag of that crypto line, which an answer that takes it carries (RFC 4568 5.1.2); null when `srtp` is. */
+  cryptoTag: number | null;
   /** The SDP asked for SRTP but offered no usable key of our suite. */
   srtpUnusable: boolean;
   /** Every m-line of the SDP, in order (an answer has one for each), and which of them this stream is. */
@@ -67,9 +69,10 @@ function audioOf(m: sdpTransform.SessionDescription['media'][number], sessionAdd
     else if (name === 'TELEPHONE-EVENT' && dtmf === null) dtmf = pt;
   }
   const secure = /SAVP/.test(m.protocol ?? '');
-  const crypto = (m.crypto ?? []).find((c) => c.suite === SRTP_SUITE);
-  const key = crypto ? keyOfInline(crypto.config) : null;
-  return { address, port: m.port, codecs, dtmfPayloadType: dtmf, srtp: secure ? key : null, srtpUnusable: secure && !key, streams, index };
+  const offered = (m.crypto ?? []).filter((c) => c.suite === SRTP_SUITE).map((c) => ({ tag: Number(c.id), key: keyOfInline(c.config) }));
+  const crypto = offered.find((c) => c.key !== null && Number.isInteger(c.tag) && c.tag >= 0);
+  const key = crypto?.key ?? null;
+  return { address, port: m.port, codecs, dtmfPayloadType: dtmf, srtp: secure ? key : null, cryptoTag: secure && crypto ? crypto.tag : null, srtpUnusable: secure && !key, streams, index };
 }
 
 export interface LocalMedia {
@@ -78,6 +81,8 @@ export interface LocalMedia {
   codecs: Codec[];
   dtmfPayloadType: number;
   srtp: SrtpKey | null;
+  /** The tag of our crypto line: an answer's is the tag of the offered line it took (RFC 4568 5.1.2); 1 in an offer. */
+  cryptoTag?: number;
   /** o= session version; bumped for every new offer or answer in a dialog. */
   version: number;
   sessionId: number;
@@ -98,7 +103,7 @@ export function writeSdp(l: LocalMedia): string {
     `a=rtpmap:${l.dtmfPayloadType} telephone-event/8000`,
     `a=fmtp:${l.dtmfPayloadType} 0-15`,
     'a=ptime:20',
-    ...(l.srtp ? [`a=crypto:1 ${SRTP_SUITE} inline:${inlineOf(l.srtp)}`] : []),
+    ...(l.srtp ? [`a=crypto:${l.cryptoTag ?? 1} ${SRTP_SUITE} inline:${inlineOf(l.srtp)}`] : []),
     'a=sendrecv',
   ];
   const streams = l.answering
