@@ -105,3 +105,45 @@ t.test('an SRTP answer carries the tag of the offered crypto line it took', need
   const unusableFirst = await answerTo([`a=crypto:3 AES_CM_128_HMAC_SHA1_80 inline:${key(20)}`, `a=crypto:4 AES_CM_128_HMAC_SHA1_80 inline:${key(30)}`]);
   t.same(unusableFirst.map((l) => l.split(' ')[0]), ['a=crypto:4'], 'of two lines of our suite, the first with a usable key');
 });
+
+t.test('the answer mirrors the offer\'s direction; a call the far end holds gets no audio and is not hung up for its silence', needsTools(), async (t) => {
+  const { sip, media, packets } = await caller(t);
+  const mediaAt = { address: '127.0.0.2', port: media.address().port };
+  const directionOf = (m: string) => bodyOf(m).split('\r\n').filter((l) => /^a=(sendrecv|sendonly|recvonly|inactive)$/.test(l));
+  // Held from the start: the INVITE offers sendonly.
+  const c = rawInvite({ sipPort: voice.sip, number: NUMBER }, sip, mediaAt, { sdp: audioOffer(mediaAt, ['a=sendonly']) });
+  sip.send(c.text);
+  const answer = await until(() => finalOf(sip.got, c.callId));
+  t.match(answer, /^SIP\/2\.0 200 /, 'answered');
+  t.same(directionOf(answer), ['a=recvonly'], 'a sendonly offer is answered recvonly');
+  const to = toOf(answer);
+  sip.send(c.ack(to));
+  const bye = () => sip.got.find((m) => m.startsWith('BYE ') && m.includes(c.callId));
+  // The caller sends no RTP at all. Twice the media timeout: no audio (not even the greeting) and no hang-up.
+  await sleep(2 * MEDIA_TIMEOUT_MS);
+  t.equal(packets(), 0, 'no RTP to a far end that takes none');
+  t.notOk(bye(), 'not hung up for the silence of a far end that holds the call');
+
+  let cseq = 1;
+  const reoffer = async (lines: string[]) => {
+    cseq++;
+    sip.send(c.reinvite(cseq, to, audioOffer(mediaAt, lines)));
+    const rs = await until(() => sip.got.find((m) => /^SIP\/2\.0 [2-6]\d\d /.test(m) && m.includes(c.callId) && new RegExp(`^CSeq: ${cseq} INVITE`, 'im').test(m)));
+    t.match(rs, /^SIP\/2\.0 200 /, `${lines.join(' ')} re-INVITE answered`);
+    sip.send(c.ack(to, cseq));
+    return directionOf(rs);
+  };
+  t.same(await reoffer(['a=inactive']), ['a=inactive'], 'inactive is answered inactive');
+  await sleep(2 * MEDIA_TIMEOUT_MS);
+  t.equal(packets(), 0, 'still no RTP');
+  t.notOk(bye(), 'still up');
+  // recvonly: the far end takes our audio and sends none; we send (the greeting held so far).
+  t.same(await reoffer(['a=recvonly']), ['a=sendonly'], 'recvonly is answered sendonly');
+  await until(() => (packets() > 0 ? true : undefined));
+  t.pass('our audio once the far end takes it');
+  t.notOk(bye(), 'and the far end is not hung up for sending nothing');
+  // Off hold: from now on its silence counts.
+  t.same(await reoffer(['a=sendrecv']), ['a=sendrecv'], 'sendrecv is answered sendrecv');
+  await until(bye, 4 * MEDIA_TIMEOUT_MS + 5000);
+  t.pass('back to sendrecv and still sending nothing: hung up at the media timeout');
+});

@@ -1,7 +1,7 @@
 import sip from './sip-package.js';
 import type { DialTrunk } from '../../actors/call/mod.js';
 import type { Dialog, SipEndpoint, SipTarget, SipTransport } from './dialog.js';
-import { answerOf, DEFAULT_DTMF_PT, offerOf, openLeg, readSdp, sessionOf, type MediaLeg } from './media.js';
+import { DEFAULT_DTMF_PT, offerOf, openLeg, readSdp, reanswerOf, sessionOf, type MediaLeg } from './media.js';
 import type { Codec } from './rtp/codec.js';
 import type { Pacer } from './rtp/pacer.js';
 import type { RtpPorts } from './rtp/ports.js';
@@ -124,12 +124,7 @@ export function dialBridgeLeg(d: BridgeDialer, o: { to: BridgeTarget; from: stri
     }
     const rtp = sessionOf(leg, answer, o.codec, answer.dtmfPayloadType, d.pacer, { audio: () => {}, digit: () => {} });
     // The destination may move its media or put the call on hold (a re-INVITE): taken while it keeps the codec.
-    answered.dialog.onReinvite = (sdp) => {
-      const again = readSdp(sdp);
-      if (!again || !again.codecs.includes(o.codec)) return null;
-      if (again.address && again.port) rtp.setPeer({ address: again.address, port: again.port });
-      return answerOf(leg, d.mediaAddress, again, o.codec, answer.dtmfPayloadType, 2);
-    };
+    answered.dialog.onReinvite = (sdp) => reanswerOf(leg, rtp, d.mediaAddress, sdp, o.codec, answer.dtmfPayloadType);
     return { ok: true, dialog: answered.dialog, rtp, digitsFrom: DEFAULT_DTMF_PT };
   })();
   return {
@@ -165,8 +160,7 @@ export class Bridge {
     a.dialog.onBye = () => void this.end('caller');
     b.dialog.onBye = () => void this.end('destination');
     this.watch = setInterval(() => {
-      const now = performance.now();
-      if (now - a.rtp.lastReceivedAt >= mediaTimeoutMs || now - b.rtp.lastReceivedAt >= mediaTimeoutMs) void this.end('media_timeout');
+      if (a.rtp.silentForMs() >= mediaTimeoutMs || b.rtp.silentForMs() >= mediaTimeoutMs) void this.end('media_timeout');
     }, Math.min(5000, Math.max(250, mediaTimeoutMs / 4)));
     this.watch.unref?.();
   }

@@ -107,9 +107,10 @@ export class VoiceCall {
     s.dialog.onBye = () => void this.hungUp();
     // A phone keeps sending RTP (silence too) for as long as the call lasts; when none has come for the timeout,
     // the far end is gone without a BYE (a crash, a lost network): the call is hung up, as it would otherwise
-    // take silence turns and hold its trunk line and its concurrency slot forever.
+    // take silence turns and hold its trunk line and its concurrency slot forever. Not while it holds the call
+    // (its SDP says it sends nothing, or only what it may not: `RtpSession.silentForMs`).
     this.mediaWatch = setInterval(() => {
-      if (this.ended || performance.now() - s.rtp.lastReceivedAt < d.mediaTimeoutMs) return;
+      if (this.ended || s.rtp.silentForMs() < d.mediaTimeoutMs) return;
       d.log('info', 'call hung up: no media from the far end', { call_sid: s.callSid, timeout_ms: d.mediaTimeoutMs });
       void this.hangUp('media_timeout');
     }, Math.min(5000, Math.max(250, d.mediaTimeoutMs / 4)));

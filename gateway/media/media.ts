@@ -3,7 +3,7 @@ import type { Codec } from './rtp/codec.js';
 import type { RtpPorts } from './rtp/ports.js';
 import type { Pacer } from './rtp/pacer.js';
 import { RtpSession } from './rtp/session.js';
-import { readSdp, writeSdp, type MediaDescription } from './sdp.js';
+import { answerDirection, readSdp, writeSdp, type MediaDescription } from './sdp.js';
 import type dgram from 'node:dgram';
 
 /** Our side of a call's audio before the far end's SDP is known (an offer) or after (an answer). */
@@ -34,7 +34,10 @@ export function choose(offer: MediaDescription | null): { codec: Codec; dtmf: nu
   return { codec, dtmf: offer.dtmfPayloadType };
 }
 
-/** Our answer to `offer`: its audio stream taken with `codec`, its other m-lines rejected (port 0) in their places. */
+/**
+ * Our answer to `offer`: its audio stream taken with `codec` in the mirrored direction (a `sendonly` offer, a
+ * hold, is answered `recvonly`), its other m-lines rejected (port 0) in their places.
+ */
 export function answerOf(leg: MediaLeg, address: string, offer: MediaDescription, codec: Codec, dtmf: number | null, version = 1): string {
   return writeSdp({
     address,
@@ -43,6 +46,7 @@ export function answerOf(leg: MediaLeg, address: string, offer: MediaDescription
     dtmfPayloadType: dtmf ?? DEFAULT_DTMF_PT,
     srtp: leg.localKey,
     ...(offer.cryptoTag !== null ? { cryptoTag: offer.cryptoTag } : {}),
+    direction: answerDirection(offer.direction),
     version,
     sessionId: leg.sessionId,
     answering: { streams: offer.streams, index: offer.index },
@@ -61,7 +65,21 @@ export function sessionOf(leg: MediaLeg, remote: MediaDescription, codec: Codec,
     onDigit: (d) => sink.digit(d),
   });
   if (remote.address && remote.address !== '0.0.0.0' && remote.port > 0) rtp.setPeer({ address: remote.address, port: remote.port });
+  rtp.setDirection(remote.direction);
   return rtp;
+}
+
+/**
+ * A re-INVITE's offer `sdp` on a running call leg with `codec`: the session follows it (the far end's new address
+ * and port, its direction: a hold or its end) and our answer is returned; null when the offer has no audio stream
+ * with that codec (the re-INVITE is then 488 and nothing changes).
+ */
+export function reanswerOf(leg: MediaLeg, rtp: RtpSession, address: string, sdp: string, codec: Codec, dtmf: number | null): string | null {
+  const again = readSdp(sdp);
+  if (!again || !again.codecs.includes(codec)) return null;
+  if (again.address && again.port) rtp.setPeer({ address: again.address, port: again.port });
+  rtp.setDirection(again.direction);
+  return answerOf(leg, address, again, codec, dtmf, 2);
 }
 
 export { readSdp };

@@ -11,6 +11,15 @@ export interface OfferedStream {
   formats: string;
 }
 
+/** A stream's direction, as the side whose SDP it is sees it (RFC 3264 5.1). */
+export type Direction = 'sendrecv' | 'sendonly' | 'recvonly' | 'inactive';
+const DIRECTIONS = new Set<string>(['sendrecv', 'sendonly', 'recvonly', 'inactive']);
+
+/** The direction an answer gives a stream offered with `offered` (RFC 3264 6.1): the mirror image. */
+export function answerDirection(offered: Direction): Direction {
+  return offered === 'sendonly' ? 'recvonly' : offered === 'recvonly' ? 'sendonly' : offered;
+}
+
 /** What one side's SDP says about its audio stream. */
 export interface MediaDescription {
   address: string;
@@ -22,6 +31,11 @@ export interface MediaDescription {
   srtp: SrtpKey | null;
   /** The tag of that crypto line, which an answer that takes it carries (RFC 4568 5.1.2); null when `srtp` is. */
   cryptoTag: number | null;
+  /**
+   * Whether that side sends and takes audio on the stream (its m-line's attribute, else the session's, else
+   * sendrecv): a far end that holds the call offers `sendonly` or `inactive`.
+   */
+  direction: Direction;
   /** The SDP asked for SRTP but offered no usable key of our suite. */
   srtpUnusable: boolean;
   /** Every m-line of the SDP, in order (an answer has one for each), and which of them this stream is. */
@@ -47,12 +61,12 @@ export function readSdp(body: string): MediaDescription | null {
   const audio: MediaDescription[] = [];
   media.forEach((m, index) => {
     if (m.type !== 'audio' || !Number.isInteger(m.port) || m.port < 1 || m.port > 65535) return;
-    audio.push(audioOf(m, s.connection?.ip ?? '', streams, index));
+    audio.push(audioOf(m, s.connection?.ip ?? '', DIRECTIONS.has(String(s.direction)) ? (s.direction as Direction) : 'sendrecv', streams, index));
   });
   return audio.find((a) => a.codecs.length > 0 && !a.srtpUnusable) ?? audio[0] ?? null;
 }
 
-function audioOf(m: sdpTransform.SessionDescription['media'][number], sessionAddress: string, streams: OfferedStream[], index: number): MediaDescription {
+function audioOf(m: sdpTransform.SessionDescription['media'][number], sessionAddress: string, sessionDirection: Direction, streams: OfferedStream[], index: number): MediaDescription {
   const address = m.connection?.ip ?? sessionAddress;
   const pts = String(m.payloads ?? '')
     .split(/\s+/)
@@ -72,7 +86,8 @@ function audioOf(m: sdpTransform.SessionDescription['media'][number], sessionAdd
   const offered = (m.crypto ?? []).filter((c) => c.suite === SRTP_SUITE).map((c) => ({ tag: Number(c.id), key: keyOfInline(c.config) }));
   const crypto = offered.find((c) => c.key !== null && Number.isInteger(c.tag) && c.tag >= 0);
   const key = crypto?.key ?? null;
-  return { address, port: m.port, codecs, dtmfPayloadType: dtmf, srtp: secure ? key : null, cryptoTag: secure && crypto ? crypto.tag : null, srtpUnusable: secure && !key, streams, index };
+  const direction = DIRECTIONS.has(String(m.direction)) ? (m.direction as Direction) : sessionDirection;
+  return { address, port: m.port, codecs, dtmfPayloadType: dtmf, srtp: secure ? key : null, cryptoTag: secure && crypto ? crypto.tag : null, direction, srtpUnusable: secure && !key, streams, index };
 }
 
 export interface LocalMedia {
@@ -83,6 +98,8 @@ export interface LocalMedia {
   srtp: SrtpKey | null;
   /** The tag of our crypto line: an answer's is the tag of the offered line it took (RFC 4568 5.1.2); 1 in an offer. */
   cryptoTag?: number;
+  /** Our direction (default sendrecv): an answer's mirrors its offer's (`answerDirection`). */
+  direction?: Direction;
   /** o= session version; bumped for every new offer or answer in a dialog. */
   version: number;
   sessionId: number;
@@ -104,7 +121,7 @@ export function writeSdp(l: LocalMedia): string {
     `a=fmtp:${l.dtmfPayloadType} 0-15`,
     'a=ptime:20',
     ...(l.srtp ? [`a=crypto:${l.cryptoTag ?? 1} ${SRTP_SUITE} inline:${inlineOf(l.srtp)}`] : []),
-    'a=sendrecv',
+    `a=${l.direction ?? 'sendrecv'}`,
   ];
   const streams = l.answering
     ? l.answering.streams.flatMap((m, i) => (i === l.answering!.index ? audio : [`m=${m.type} 0 ${m.protocol} ${m.formats || '0'}`]))

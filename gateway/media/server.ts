@@ -9,7 +9,7 @@ import { bridgeTargetOf, dialBridgeLeg } from './bridge.js';
 import { VoiceCall, type CallEnd } from './call.js';
 import { extraHeaders, SipEndpoint, userOf, type IncomingInvite } from './dialog.js';
 import { hintsOf } from './hints.js';
-import { answerOf, choose, openLeg, readSdp, sessionOf } from './media.js';
+import { answerOf, choose, openLeg, readSdp, reanswerOf, sessionOf } from './media.js';
 import { Pacer } from './rtp/pacer.js';
 import { RtpPorts, RtpPortsExhausted } from './rtp/ports.js';
 import { DEFAULT_VOICE, type SpeechToText, type TextToSpeech, type VoiceSettings } from './speech/types.js';
@@ -181,12 +181,7 @@ export class MediaGateway {
     // address it likes) need never see our answer; 32 s of audio to a stranger for one datagram otherwise.
     rtp.hold();
     const dialog = invite.accept(answerOf(leg, this.mediaAddress, offer!, chosen.codec, chosen.dtmf));
-    dialog.onReinvite = (sdp) => {
-      const again = readSdp(sdp);
-      if (!again || !again.codecs.includes(chosen.codec)) return null;
-      if (again.address && again.port) rtp.setPeer({ address: again.address, port: again.port });
-      return answerOf(leg, this.mediaAddress, again, chosen.codec, chosen.dtmf, 2);
-    };
+    dialog.onReinvite = (sdp) => reanswerOf(leg, rtp, this.mediaAddress, sdp, chosen.codec, chosen.dtmf);
     if (!(await dialog.confirmed())) {
       rtp.close();
       return;

@@ -6,6 +6,7 @@ import { JitterBuffer } from './jitter.js';
 import { readRtp, writeRtp } from './packet.js';
 import type { Pacer } from './pacer.js';
 import { SrtpContext, type SrtpKey } from './srtp.js';
+import type { Direction } from '../sdp.js';
 
 /** 20 ms of silence in each codec. */
 const SILENCE: Record<Codec, Buffer> = { PCMU: Buffer.alloc(FRAME_SAMPLES, 0xff), PCMA: Buffer.alloc(FRAME_SAMPLES, 0xd5) };
@@ -85,6 +86,10 @@ export class RtpSession {
   readonly stats = { received: 0, sent: 0, rejected: 0 };
   /** When the far end's last packet came (performance.now), or when the session opened: its media's liveness. */
   lastReceivedAt = performance.now();
+  /** The direction the far end's SDP gives the stream (RFC 3264 6.1): whether we may send, whether it should. */
+  private farEnd: Direction = 'sendrecv';
+  /** When the far end last came back to sending both ways (`setDirection`): its silence is counted from then on. */
+  private resumedAt = 0;
 
   /** Whether the stream is SRTP. */
   readonly secure: boolean;
@@ -112,6 +117,30 @@ export class RtpSession {
 
   release(): void {
     this.held = false;
+  }
+
+  /**
+   * What the far end's SDP (an offer, a re-INVITE's, or its answer) says of the stream: while it takes no audio
+   * (`sendonly`, a hold, or `inactive`) nothing is sent, not even silence, and the agent's queued words wait for
+   * the stream to come back; while it holds the call (anything but `sendrecv`) its silence is no sign it is gone.
+   */
+  setDirection(d: Direction): void {
+    if (d === 'sendrecv' && this.farEnd !== 'sendrecv') this.resumedAt = performance.now();
+    if (this.farEnd !== 'sendrecv' && (d === 'sendrecv' || d === 'recvonly')) this.marker = true;
+    this.farEnd = d;
+  }
+
+  /** Whether the far end takes our audio (its SDP is `sendrecv` or `recvonly`). */
+  private get farEndReceives(): boolean {
+    return this.farEnd === 'sendrecv' || this.farEnd === 'recvonly';
+  }
+
+  /**
+   * How long the far end has sent nothing although its SDP says it sends both ways: 0 while it holds the call (a
+   * hold need send nothing), else from the later of its last packet and its coming back (the media timeout's clock).
+   */
+  silentForMs(now = performance.now()): number {
+    return this.farEnd === 'sendrecv' ? now - Math.max(this.lastReceivedAt, this.resumedAt) : 0;
   }
 
   /** Where to send: the address and port of the far end's SDP (updated by a re-INVITE). */
@@ -170,7 +199,7 @@ export class RtpSession {
    * none (it would not know what the packet is).
    */
   forward(rtp: Buffer, digitsAs: number | null = null): void {
-    if (!this.peer || this.closed || this.held) return;
+    if (!this.peer || this.closed || this.held || !this.farEndReceives) return;
     const ours = this.o.dtmfPayloadType;
     if (digitsAs !== null && digitsAs !== ours && rtp.length > 1 && (rtp[1]! & 0x7f) === digitsAs) {
       if (ours === null) return;
@@ -195,6 +224,11 @@ export class RtpSession {
   }
 
   private tick(): void {
+    if (!this.farEndReceives) {
+      // On hold: the clock runs on (the far end sees a gap in timestamps, not a shifted stream); the words wait.
+      this.ts = (this.ts + FRAME_SAMPLES) >>> 0;
+      return;
+    }
     const frame = this.queue.shift();
     if (frame) {
       const label = this.labels.shift();
@@ -212,7 +246,7 @@ export class RtpSession {
   }
 
   private sendPacket(p: Parameters<typeof writeRtp>[0]): void {
-    if (!this.peer || this.closed || this.held) return;
+    if (!this.peer || this.closed || this.held || !this.farEndReceives) return;
     const raw = writeRtp(p);
     const out = this.send ? this.send.protect(raw) : raw;
     this.o.socket.send(out, this.peer.port, this.peer.address);
