@@ -158,9 +158,11 @@ t.test("a trunk on the gateway's own SIP address fails at once, saying why", asy
   }
 });
 
-/** The failure reason of a call placed through a trunk at `host`. */
-async function failureThrough(host: string, number: string): Promise<string> {
-  const trunk = (await api('POST', `/v1/agents/${agent}/telephony/connectors`, { name: `Trunk ${host}`, host, port: 5080, transport: 'udp' })).body.id;
+/** The failure reason of a call placed through a trunk at `host` (and `port`). */
+async function failureThrough(host: string, number: string, port = 5080): Promise<string> {
+  const made = await api('POST', `/v1/agents/${agent}/telephony/connectors`, { name: `Trunk ${host}`, host, port, transport: 'udp' });
+  if (made.status !== 201) throw new Error(`connector: ${made.status} ${made.text}`);
+  const trunk = made.body.id;
   const token = await outboundConnector(p, accountId, agent, { telephony_connector_id: trunk, from_number: '+14155550100' });
   const r = await trigger({ to_number: number, encryption: 'UDP/RTP' }, token);
   for (;;) {
@@ -172,6 +174,12 @@ async function failureThrough(host: string, number: string): Promise<string> {
 
 t.test("a trunk named by a host name that resolves to the gateway's own address fails the same way", async (t) => {
   t.match(await failureThrough('localhost', '+14155550127'), /own SIP address/);
+});
+
+t.test("a trunk at 0.0.0.0 and the gateway's SIP port is the gateway too", async (t) => {
+  // As a destination the unspecified address is this machine: the INVITE would reach the gateway itself.
+  const sipPort = Number(/media sip:[^:\s]+:(\d+)/.exec(p.stdout())![1]);
+  t.match(await failureThrough('0.0.0.0', '+14155550129', sipPort), /own SIP address/);
 });
 
 t.test('a trunk whose host does not resolve is unreachable, with no SIP status: none ever came', async (t) => {

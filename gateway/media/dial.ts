@@ -7,10 +7,13 @@ import type { SipTransport } from './dialog.js';
 import { choose, offerOf, openLeg, readSdp, sessionOf } from './media.js';
 import type { MediaGateway } from './server.js';
 
-/** Whether a trunk's host is this gateway's SIP address, directly or by a name that resolves to it. */
-async function isOwnAddress(host: string, own: string): Promise<boolean> {
+/**
+ * Whether a trunk's host is this gateway's SIP address, directly or by a name that resolves to it; or, at one of
+ * the gateway's SIP ports, the unspecified address (`0.0.0.0`, `::`), which as a destination is this machine.
+ */
+async function isOwnAddress(host: string, own: string, port?: number, ownPorts: Array<number | undefined> = []): Promise<boolean> {
   if (host === own) return true;
-  if (isIP(host)) return false;
+  if (isIP(host)) return (host === '0.0.0.0' || /^[0:]+$/.test(host)) && ownPorts.includes(port);
   try {
     return (await lookup(host, { all: true })).some((a) => a.address === own);
   } catch {
@@ -84,7 +87,7 @@ async function dial(gw: MediaGateway, runtime: Runtime, req: DialRequest): Promi
   // The SIP stack takes a request to its own host for one to itself (it answers 404 without sending anything),
   // whatever the port: a trunk there cannot be dialled, and the reason says so rather than "404".
   // A name is resolved first (`localhost`, or any that points here), as the stack would.
-  if (await isOwnAddress(req.trunk.host, gw.ua.o.host)) return { outcome: 'trunk_unusable', sip_status: null, reason: 'the trunk is on this gateway\'s own SIP address', conversation_id: null };
+  if (await isOwnAddress(req.trunk.host, gw.ua.o.host, req.trunk.port, [gw.ua.o.port, gw.ua.o.tlsPort])) return { outcome: 'trunk_unusable', sip_status: null, reason: 'the trunk is on this gateway\'s own SIP address', conversation_id: null };
   const speech = await gw.agentSpeech(req.project_id, req.environment);
   if (!speech) return { outcome: 'error', sip_status: null, reason: 'the agent has nothing deployed to run', conversation_id: null };
   const leg = await openLeg(gw.ports, secure);
