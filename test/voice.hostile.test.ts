@@ -4,7 +4,8 @@
  * died), an answered INVITE gets no audio before its ACK (one datagram naming a stranger's address was 32 s
  * of RTP to it), INVITEs that hold every RTP port are answered 503 (overload), not 500, and requests this UA
  * does not take are refused as RFC 3261 says (420, 405 with Allow, 501, 481, 500 for an out-of-order CSeq), and so
- * are requests without the header fields every request has or with a CSeq that is none (400, over UDP, TCP and TLS).
+ * are requests without the header fields every request has or with a CSeq that is none (400, over UDP, TCP and TLS),
+ * in a SIP version other than 2.0 (505), with Max-Forwards 0 (483) or, over UDP, a Content-Length the datagram lacks (400).
  */
 import t, { type Test } from 'tap';
 import dgram from 'node:dgram';
@@ -284,4 +285,42 @@ t.test('requests that lack a header field every request has, or whose CSeq is no
     t.notOk(s.destroyed, `${transport}: the connection stays open`);
   }
   t.equal((await http(voice.p.edge, 'GET', '/healthz')).status, 200, 'the process serves on');
+});
+
+t.test('a SIP version other than 2.0: 505; Max-Forwards 0: 483; over UDP a Content-Length the datagram does not hold, or no number: 400', needsTools(), async (t) => {
+  const peer = await udpPeer();
+  t.teardown(() => peer.socket.close());
+  const branch = () => `z9hG4bK${randomBytes(6).toString('hex')}`;
+  const answerTo = async (text: string, b: string) => {
+    peer.send(text);
+    return until(() => peer.got.find((m) => /^SIP\/2\.0 [2-6]\d\d /.test(m) && m.includes(b)));
+  };
+  const options = (o: { set?: Record<string, string>; body?: string } = {}) => {
+    const b = branch();
+    return { b, text: malformed({ transport: 'UDP', port: peer.port, branch: b, ...(o.set ? { set: o.set } : {}) }) + (o.body ?? '') };
+  };
+
+  const v3 = options();
+  const three = await answerTo(v3.text.replace(/ SIP\/2\.0\r\n/, ' SIP/3.0\r\n'), v3.b);
+  t.match(three, /^SIP\/2\.0 505 /, 'SIP/3.0: 505, in SIP/2.0');
+  t.match(three, /^To: .*;tag=/im, 'with a To tag');
+  const call = invite(peer, { address: '127.0.0.2', port: 9 });
+  const v3Invite = call.text.replace(/ SIP\/2\.0\r\n/, ' SIP/3.0\r\n');
+  peer.send(v3Invite);
+  t.match(await until(() => finalOf(peer.got, call.callId)), /^SIP\/2\.0 505 /, 'a SIP/3.0 INVITE of a bound number: 505');
+
+  const hops = invite(peer, { address: '127.0.0.2', port: 9 });
+  peer.send(hops.text.replace('Max-Forwards: 70', 'Max-Forwards: 0'));
+  t.match(await until(() => finalOf(peer.got, hops.callId)), /^SIP\/2\.0 483 /, 'an INVITE of a bound number with Max-Forwards 0: 483');
+  const ping = options({ set: { 'Max-Forwards': '0' } });
+  t.match(await answerTo(ping.text, ping.b), /^SIP\/2\.0 200 /, 'an OPTIONS with Max-Forwards 0 is answered by the UA itself');
+
+  for (const [length, body] of [['50', 'v=0\r\n'], ['abc', ''], ['-1', '']] as const) {
+    const o = options({ set: { 'Content-Length': length }, body });
+    const rs = await answerTo(o.text, o.b);
+    t.match(rs, /^SIP\/2\.0 400 /, `Content-Length ${length} with ${body.length} bytes of body: 400`);
+    t.match(/^SIP\/2\.0 400 (.*)$/m.exec(rs)?.[1] ?? '', /Content-Length/, 'naming it');
+  }
+  const whole = options({ set: { 'Content-Length': '5' }, body: 'v=0\r\nmore' });
+  t.match(await answerTo(whole.text, whole.b), /^SIP\/2\.0 200 /, 'a datagram longer than its Content-Length: the rest is dropped, the request taken');
 });
