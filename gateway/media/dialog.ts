@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import dgram from 'node:dgram';
+import { isIP } from 'node:net';
 import tls from 'node:tls';
-import type { Aor, Remote, SipMessage, Stack } from 'sip';
+import type { Aor, Flow, Remote, SipMessage, SipUri, Stack } from 'sip';
 import sip from './sip-package.js';
 import digest from 'sip/digest.js';
 import { allListening, capturingListeners } from './listening.js';
@@ -68,6 +69,20 @@ const CORE_HEADERS = new Set([
   'allow', 'supported', 'user-agent', 'authorization', 'proxy-authorization', 'www-authenticate', 'proxy-authenticate',
   'expires', 'session-expires', 'min-se', 'require', 'accept', 'content-disposition', 'server', 'subject', 'organization', 'prack',
 ]);
+
+/**
+ * A Contact's (or From's) URI as a SIP or SIPS URI with its scheme in lower case, or null when it is none (`*`,
+ * `tel:`, absent). A scheme is case-insensitive (RFC 3261 19.1.1: `SIP:` is `sip:`); the `sip` package reads only
+ * the lower-case ones.
+ */
+export function sipUriOf(uri: unknown): string | null {
+  if (typeof uri !== 'string') return null;
+  const m = /^(sips?):/i.exec(uri.trim());
+  return m ? `${m[1]!.toLowerCase()}:${uri.trim().slice(m[0].length)}` : null;
+}
+
+/** An in-dialog request that cannot be sent anywhere: its dialog ends on this side (`Dialog.send`). */
+class UnroutableRequest extends Error {}
 
 /** The user part of a To/From header (the dialled or calling number), or ''. */
 export function userOf(h: Aor | undefined): string {
@@ -164,8 +179,10 @@ export class IncomingInvite {
       remoteTag: h.from.params?.tag ?? '',
       localAor: h.to,
       remoteAor: h.from,
-      remoteTarget: h.contact?.[0]?.uri ?? h.from.uri,
+      // Without a Contact (which RFC 3261 8.1.1.8 asks for), the From's URI; null when that is no SIP URI either.
+      remoteTarget: h.contact?.[0] ? sipUriOf(h.contact[0].uri) : sipUriOf(h.from.uri),
       routeSet: h['record-route'] ?? [],
+      source: { protocol: this.remote.protocol, address: this.remote.address, port: this.remote.port, local: this.remote.local ?? { address: this.ua.o.host, port: this.ua.o.port } },
       transport: this.transport,
       localSeq: 0,
       remoteSeq: h.cseq.seq,
@@ -199,8 +216,15 @@ interface DialogState {
   remoteTag: string;
   localAor: Aor;
   remoteAor: Aor;
-  remoteTarget: string | object;
+  /** Where in-dialog requests go (the far end's Contact, a SIP URI); null: nowhere (see `Dialog.request`). */
+  remoteTarget: string | null;
+  /** Each with a URI the `sip` package read (an object). */
   routeSet: Aor[];
+  /**
+   * The flow the dialog's requests came from (inbound) or its INVITE went to (outbound, when the trunk's host is an
+   * address): where an in-dialog request goes when its next hop is not one the `sip` package can reach (`request`).
+   */
+  source: Flow | null;
   transport: SipTransport;
   localSeq: number;
   remoteSeq: number;
@@ -260,14 +284,30 @@ export class Dialog {
     this.ackDeadline = null;
     this.acked = acked;
     for (const w of this.ackWaiters.splice(0)) w(acked);
-    // No ACK: the far end never saw our answer; the call is over (RFC 3261 13.3.1.4).
+    // No ACK: the far end never saw our answer; the call is over (RFC 3261 13.3.1.4). (`bye` never rejects.)
     if (!acked && !this.ended) void this.bye();
   }
 
-  /** Builds an in-dialog request (RFC 3261 12.2.1.1). */
+  /**
+   * Builds an in-dialog request (RFC 3261 12.2.1.1): to the remote target, through the route set. The `sip` package
+   * routes by the next hop's URI and reads only `sip:`/`sips:` URIs whose host is a name or an IPv4 address; a next
+   * hop it cannot read (an IPv6 literal, `[::1]`: its parser takes none) or that names this gateway's own address
+   * (which it takes for a flow token of its own) is reached through the dialog's `source` instead, the
+   * Request-URI staying the remote target. Throws `UnroutableRequest` when there is no way: no remote target, or
+   * no source.
+   */
   request(method: string, headers: Record<string, unknown> = {}, content?: string): SipMessage {
-    let uri = sip.parseUri(this.s.remoteTarget as string);
-    if (this.s.transport !== 'udp' && !uri.params.transport) uri = Object.assign({}, uri, { params: Object.assign({}, uri.params, { transport: this.s.transport }) });
+    const target = this.s.remoteTarget;
+    if (target === null) throw new UnroutableRequest('the far end named no SIP URI to reach it at');
+    const parsed = sip.parseUri(target) as SipUri | undefined;
+    let uri: string | SipUri = parsed ?? target;
+    if (parsed && this.s.transport !== 'udp' && !parsed.params.transport) uri = Object.assign({}, parsed, { params: Object.assign({}, parsed.params, { transport: this.s.transport }) });
+    const route: Aor[] = this.s.routeSet.map((r) => ({ ...r }));
+    const next = route.length ? (route[0]!.uri as SipUri | undefined) : parsed;
+    if (!next?.host || next.host === this.ua.stack.hostname()) {
+      if (!this.s.source) throw new UnroutableRequest(`no way to reach ${target}`);
+      route.unshift({ uri: this.ua.stack.encodeFlowUri(this.s.source), params: {} });
+    }
     return {
       method,
       uri,
@@ -278,28 +318,41 @@ export class Dialog {
         cseq: { method, seq: ++this.s.localSeq },
         contact: [{ uri: this.ua.contactUri(this.s.transport), params: {} }],
         'max-forwards': 70,
-        ...(this.s.routeSet.length ? { route: this.s.routeSet.map((r) => ({ ...r })) } : {}),
+        ...(route.length ? { route } : {}),
         ...headers,
       },
       ...(content ? { content } : {}),
     };
   }
 
-  /** Sends an in-dialog request; resolves with the final status (408 when nothing answered). */
-  send(m: SipMessage): Promise<number> {
-    return new Promise((resolve) => this.ua.stack.send(m, (rs) => (rs.status ?? 0) >= 200 && resolve(rs.status!)));
+  /**
+   * Sends an in-dialog request; resolves with the final status (408 when nothing answered). Never rejects: a
+   * request that cannot be built or sent (`request`: nowhere to send it; the stack throwing on what the far end
+   * named) resolves 503, made here, and ends the dialog on this side (a dialog that cannot reach its far end is
+   * over). Whatever a far end put in its Contact or Record-Route, nothing of it is thrown out of a timer.
+   */
+  send(method: string, headers?: Record<string, unknown>): Promise<number> {
+    return new Promise((resolve) => {
+      try {
+        this.ua.stack.send(this.request(method, headers), (rs) => (rs.status ?? 0) >= 200 && resolve(rs.status!));
+      } catch (err) {
+        this.ua.o.log?.('an in-dialog request could not be sent: the dialog ends here', { method, call_id: this.s.callId, target: this.s.remoteTarget, err: String(err) });
+        this.end();
+        resolve(503);
+      }
+    });
   }
 
-  /** Hangs up. */
+  /** Hangs up. Never rejects. */
   async bye(): Promise<void> {
     if (this.ended) return;
     this.end();
-    await this.send(this.request('BYE'));
+    await this.send('BYE');
   }
 
   /** Asks the far end to call `target` (a SIP URI) instead: blind transfer (RFC 3515). */
   refer(target: string): Promise<number> {
-    return this.send(this.request('REFER', { 'refer-to': { uri: target, params: {} }, 'referred-by': `<${this.ua.contactUri(this.s.transport)}>` }));
+    return this.send('REFER', { 'refer-to': { uri: target, params: {} }, 'referred-by': `<${this.ua.contactUri(this.s.transport)}>` });
   }
 
   end(): void {
@@ -524,6 +577,11 @@ export class SipEndpoint {
           this.stack.send(tagged(sip.makeResponse(rq, 415, 'Unsupported Media Type', { headers: { accept: 'application/sdp' } })));
           return;
         }
+        const unreachable = dialogFault(rq);
+        if (unreachable) {
+          this.stack.send(badRequest(rq, unreachable));
+          return;
+        }
         const invite = this.admit(rq, remote);
         if (!invite) return;
         this.pending.set(key, invite);
@@ -676,6 +734,16 @@ export class SipEndpoint {
       ack.headers.via = [];
       return ack;
     };
+    /** Sends the ACK of `dialog`'s 2xx; false when it cannot be sent (`Dialog.request`). */
+    const sendAck = (dialog: Dialog): boolean => {
+      try {
+        this.stack.send(ackOf(dialog));
+        return true;
+      } catch (err) {
+        this.o.log?.('the ACK of a 200 OK could not be sent', { call_id: callId, err: String(err) });
+        return false;
+      }
+    };
     const onResponse = (rs: SipMessage) => {
       const status = rs.status ?? 0;
       if (status < 200) {
@@ -686,24 +754,34 @@ export class SipEndpoint {
       }
       if (status < 300) {
         if (answered) {
-          this.stack.send(ackOf(answered));
+          if (!answered.ended) sendAck(answered);
           return;
         }
+        const routeSet: Aor[] = [...(rs.headers['record-route'] ?? [])].reverse();
         const dialog = new Dialog(this, {
           callId,
           localTag: fromAor.params.tag as string,
           remoteTag: rs.headers.to?.params?.tag ?? '',
           localAor: { uri: fromAor.uri, params: {} },
           remoteAor: { uri: rs.headers.to.uri, params: {} },
-          remoteTarget: rs.headers.contact?.[0]?.uri ?? current.uri,
-          routeSet: [...(rs.headers['record-route'] ?? [])].reverse(),
+          // A Contact that is no SIP URI (`*`, `tel:`) is taken as none: the INVITE's own target.
+          remoteTarget: sipUriOf(rs.headers.contact?.[0]?.uri) ?? (current.uri as string),
+          // A Record-Route the stack could not read (an IPv6 literal) leaves no route set to follow: requests go
+          // straight to the trunk's address, where the INVITE went.
+          routeSet: routeSet.every((r) => r.uri && typeof r.uri === 'object') ? routeSet : [],
+          source: isIP(o.target.host) ? { protocol: transport.toUpperCase(), address: o.target.host, port: o.target.port, local: { address: this.o.host, port: (transport === 'tls' ? this.o.tlsPort : this.o.port) ?? this.o.port } } : null,
           transport,
           localSeq: seq,
           remoteSeq: 0,
         });
         dialog.acked = true;
         answered = dialog;
-        this.stack.send(ackOf(dialog));
+        if (!sendAck(dialog)) {
+          // No ACK can reach the far end: the call cannot be had (the far end gives up on its 200 after 64·T1).
+          dialog.end();
+          settle({ ok: false, status: 502, reason: 'the answer named no address its ACK could be sent to', local: true });
+          return;
+        }
         if (settled || cancelAsked) {
           // Answered while we were giving up: hang up at once.
           void dialog.bye();
@@ -743,6 +821,20 @@ export class SipEndpoint {
       },
     };
   }
+}
+
+/**
+ * Why an INVITE cannot start a dialog this UA could keep, as a 400's reason phrase, or null: its Contact is no SIP
+ * or SIPS URI (`*`, `tel:`; RFC 3261 8.1.1.8 asks for one), so no in-dialog request (our BYE) could be addressed;
+ * or a Record-Route URI the `sip` package could not read (it reads no IPv6 literal), which the 200 must echo
+ * and every in-dialog request follow.
+ */
+function dialogFault(rq: SipMessage): string | null {
+  const contact: unknown = rq.headers.contact;
+  if (Array.isArray(contact) && contact.length > 0 && !sipUriOf(contact[0]?.uri)) return 'Contact Is Not a SIP URI';
+  const recordRoute: unknown = rq.headers['record-route'];
+  if (Array.isArray(recordRoute) && !recordRoute.every((r) => r?.uri && typeof r.uri === 'object')) return 'Unreadable Record-Route Header Field';
+  return null;
 }
 
 /**

@@ -29,9 +29,21 @@ declare module 'sip' {
     port: number;
     local?: { address: string; port: number };
   }
+  /** A transport connection: where a message goes (`local`: the socket it leaves from). */
+  export interface Flow {
+    protocol: string;
+    address: string;
+    port: number;
+    local: { address: string; port: number };
+  }
   export interface Stack {
     send(m: SipMessage, callback?: (rs: SipMessage) => void): void;
     hostname(): string;
+    /**
+     * A URI naming `flow` (RFC 5626's flow token as its user, the stack's hostname as its host): a request whose first
+     * Route has it goes over that flow, and the Route is taken off before it is sent.
+     */
+    encodeFlowUri(flow: Flow): SipUri;
     destroy(): void;
   }
   export interface StackOptions {
