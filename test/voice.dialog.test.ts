@@ -197,6 +197,42 @@ t.test('a caller gone without a BYE (no RTP for VOICE_MEDIA_TIMEOUT_MS): the pla
   t.ok(c, 'the conversation is over, not left in progress');
 });
 
+t.test('a caller gone without a BYE, whose address answers nothing: the call ends when the BYE goes out, not 32 s later', needsTools(), async (t) => {
+  const quiet = await startPlatform({ env: { ...MEDIA_ENV, VOICE_MEDIA_TIMEOUT_MS: '2000', VOICE_NO_INPUT_MS: '60000' } });
+  t.teardown(async () => {
+    await quiet.stop();
+    removeDir(quiet.dataDir);
+  });
+  const gone = await chatProject(quiet, { name: 'Gone Co', functions: { start: 'function start(conv) { conv.say("Hello?"); }' } });
+  const number = '+442079460144';
+  await bindNumber(gone.api, gone.agentId, number, { host: '127.0.0.2', port: 5 });
+  const sipPort = mediaPorts(quiet.stdout()).sip;
+  // A caller that ACKs the answer, then is gone: no RTP, no answer to the BYE (a phone that lost its network).
+  const caller = await udpPeer(sipPort);
+  const media = dgram.createSocket('udp4');
+  await new Promise<void>((r) => media.bind(0, '127.0.0.2', () => r()));
+  t.teardown(() => {
+    caller.socket.close();
+    media.close();
+  });
+  const call = rawInvite({ sipPort, number }, { address: '127.0.0.2', port: caller.port }, { address: '127.0.0.2', port: media.address().port });
+  caller.send(call.text);
+  const answer = await until(() => finalOf(caller.got, call.callId));
+  t.match(answer, /^SIP\/2\.0 200 /, 'answered');
+  caller.send(call.ack(/^To: (.*)$/im.exec(answer)![1]!.trim()));
+  await until(() => (caller.got.some((m) => m.startsWith('BYE ')) ? true : undefined), 30_000);
+  const read = conversationsClient(quiet, gone, await conversationsKey(quiet, gone));
+  const c = await eventually(async () => ((await read({ channel: 'VOICE-SIP' })).body.conversations ?? []).find((x: any) => x.to_number === number && x.in_progress === false), 60_000);
+  t.ok(c, 'the conversation is over');
+  t.equal(c.metrics.CALL_DURATION, String(c.total_duration), 'CALL_DURATION is its duration');
+  // Over while the BYE is unanswered: its transaction retransmits it until it gives up (64·T1), and the far end gets
+  // it again after the conversation was seen closed. (Closed when the BYE gave up, it would get no more.)
+  const byes = () => caller.got.filter((m) => m.startsWith('BYE ')).length;
+  const seen = byes();
+  await until(() => (byes() > seen ? true : undefined), 10_000);
+  t.pass('the conversation ended while its BYE was still unanswered; the BYE\'s transaction goes on on its own');
+});
+
 t.test('offers with several m-lines: the answer has one for each, in order, the ones not taken at port 0; no usable audio is 488', needsTools(), async (t) => {
   const number = '+442079460144';
   await bindNumber(project.api, project.agentId, number, { host: '127.0.0.2', port: 5 });
