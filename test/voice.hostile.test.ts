@@ -3,9 +3,10 @@
  * Content-Length cannot frame a message is closed (the `sip` package's parser buffered it until the process
  * died), an answered INVITE gets no audio before its ACK (one datagram naming a stranger's address was 32 s
  * of RTP to it), INVITEs that hold every RTP port are answered 503 (overload), not 500, and requests this UA
- * does not take are refused as RFC 3261 says (420, 405 with Allow, 501, 481, 500 for an out-of-order CSeq), and so
- * are requests without the header fields every request has or with a CSeq that is none (400, over UDP, TCP and TLS),
- * in a SIP version other than 2.0 (505), with Max-Forwards 0 (483) or, over UDP, a Content-Length the datagram lacks (400).
+ * does not take are refused as RFC 3261 says (420, 405 with Allow, 501, 481 (a BYE with another From tag too), 482 for
+ * a merged INVITE, 500 for an out-of-order CSeq), and so are requests without the header fields every request has or
+ * with a CSeq that is none (400, over UDP, TCP and TLS), in a SIP version other than 2.0 (505), with Max-Forwards 0
+ * (483) or, over UDP, a Content-Length the datagram lacks (400).
  */
 import t, { type Test } from 'tap';
 import dgram from 'node:dgram';
@@ -105,6 +106,32 @@ t.test('outside any dialog: unsupported options, methods and dialogs are refused
   t.match(await ask('CANCEL'), /^SIP\/2\.0 481 /, 'a CANCEL of no INVITE');
   const notSdp = await ask('INVITE', 'Content-Type: text/plain\r\n');
   t.notMatch(notSdp, /^SIP\/2\.0 415 /, 'an INVITE without a body is not refused for its type');
+});
+
+t.test('merged INVITEs are 482, not a second call; a BYE with the dialog\'s To tag but another From tag is 481', needsTools(), async (t) => {
+  const caller = await udpPeer();
+  t.teardown(() => caller.socket.close());
+  const first = invite(caller, { address: '127.0.0.2', port: 9 });
+  // The same INVITE (Call-ID, From tag, CSeq) by another way: another branch (RFC 3261 8.2.2.2).
+  const copy = first.text.replace(/branch=z9hG4bK[0-9a-f]+/, `branch=z9hG4bK${randomBytes(6).toString('hex')}`);
+  caller.send(first.text);
+  caller.send(copy);
+  const finals = await until(() => {
+    const all = caller.got.filter((m) => /^SIP\/2\.0 [2-6]\d\d /.test(m) && m.includes(first.callId));
+    return all.length >= 2 ? all : undefined;
+  });
+  t.same(finals.map((m) => m.slice(0, 12)).sort(), ['SIP/2.0 200 ', 'SIP/2.0 482 '], 'one answered, the copy 482 Loop Detected');
+  const answer = finals.find((m) => m.startsWith('SIP/2.0 200 '))!;
+  const to = /^To: (.*)$/im.exec(answer)![1]!.trim();
+  caller.send(first.ack(to));
+  const answerTo = async (text: string, cseq: number) => {
+    caller.send(text);
+    return until(() => caller.got.find((m) => /^SIP\/2\.0 \d{3} /.test(m) && m.includes(first.callId) && new RegExp(`^CSeq: ${cseq} BYE`, 'im').test(m)));
+  };
+  // The dialog is the Call-ID and both tags (RFC 3261 12).
+  const stranger = first.request('BYE', 2, to).replace(/^(From: [^\r]*;tag=)[^;\r]+/m, '$1not-the-callers');
+  t.match(await answerTo(stranger, 2), /^SIP\/2\.0 481 /, 'a BYE with another From tag: 481, the call goes on');
+  t.match(await answerTo(first.request('BYE', 3, to), 3), /^SIP\/2\.0 200 /, 'the caller\'s BYE: 200');
 });
 
 t.test('an INVITE whose body is not SDP: 415, naming what is accepted', needsTools(), async (t) => {

@@ -254,6 +254,10 @@ export class Dialog {
   get callId(): string {
     return this.s.callId;
   }
+  /** The far end's tag: with the Call-ID and ours, the dialog's id (RFC 3261 12). */
+  get remoteTag(): string {
+    return this.s.remoteTag;
+  }
   get transport(): SipTransport {
     return this.s.transport;
   }
@@ -490,6 +494,8 @@ export class SipEndpoint {
   private listeners: Array<{ close(): unknown }> = [];
   readonly dialogs = new Map<string, Dialog>();
   private readonly pending = new Map<string, IncomingInvite>();
+  /** The branch of each INVITE taken in the last `ACK_WAIT_MS`, by Call-ID, From tag and CSeq (merged requests). */
+  private readonly invitesTaken = new Map<string, string>();
   /** Per source address: INVITEs neither refused nor ACKed (`pendingInvitesPerAddress`). */
   private readonly unsettled = new PerAddress();
   onInvite: ((invite: IncomingInvite) => void) | null = null;
@@ -558,7 +564,8 @@ export class SipEndpoint {
     const toTag = rq.headers.to?.params?.tag;
     if (toTag) {
       const d = this.dialogs.get(`${rq.headers['call-id']}:${toTag}`);
-      if (d) d.handle(rq);
+      // A dialog is its Call-ID and both tags (RFC 3261 12): a request with another From tag is of no dialog here.
+      if (d && d.remoteTag === (rq.headers.from?.params?.tag ?? '')) d.handle(rq);
       else if (rq.method !== 'ACK') this.stack.send(sip.makeResponse(rq, 481, 'Call/Transaction Does Not Exist'));
       // (The request's To already carries a tag: the response keeps it.)
       return;
@@ -571,6 +578,19 @@ export class SipEndpoint {
     }
     switch (rq.method) {
       case 'INVITE': {
+        // A copy of an INVITE already taken that came another way (same Call-ID, From tag and CSeq, another branch:
+        // forked by a proxy, or sent twice) is a loop, not a second call (RFC 3261 8.2.2.2).
+        const merged = `${rq.headers['call-id']}:${rq.headers.from?.params?.tag ?? ''}:${rq.headers.cseq.seq}`;
+        const branch = String(rq.headers.via?.[0]?.params?.branch ?? '');
+        const first = this.invitesTaken.get(merged);
+        if (first !== undefined && first !== branch) {
+          this.stack.send(tagged(sip.makeResponse(rq, 482, 'Loop Detected')));
+          return;
+        }
+        if (first === undefined) {
+          this.invitesTaken.set(merged, branch);
+          setTimeout(() => this.invitesTaken.delete(merged), ACK_WAIT_MS).unref();
+        }
         // An offer is SDP: a body of another type is not one this UA can answer (RFC 3261 8.2.3).
         const type = String(rq.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
         if (rq.content && type !== 'application/sdp') {
