@@ -3,7 +3,7 @@ import { nowIso } from '../platform/clock.js';
 import { AGENTS } from '../platform/errors.js';
 import { newId } from '../platform/secrets.js';
 import { slugify } from '../platform/slug.js';
-import { emptyContent } from './content.js';
+import { mainBranch } from './main-branch.js';
 import type { AgentRecord, BranchRecord, BuilderRecords } from './records.js';
 
 /** Who is calling the Agents API: the account (workspace) of their key, and the agent it is bound to, if any. */
@@ -14,7 +14,7 @@ export interface Caller {
   keyId: string;
 }
 
-export const MAIN = 'main';
+export { MAIN } from './main-branch.js';
 
 /** Agents of an account, and the access rule every agent-scoped operation starts with. */
 export class Agents {
@@ -58,19 +58,8 @@ export class Agents {
       if (clash === 'id') throw AGENTS.AGENT_ID_IS_SLUG();
       if (clash === null) agent = made;
     }
-    const main = await this.r.branches.insert({
-      id: newId('br'),
-      agent_id: id,
-      account_id: caller.accountId,
-      name: MAIN,
-      status: 'open',
-      base: null,
-      content: emptyContent(),
-      rev: 0,
-      created_at: now,
-      updated_at: now,
-      merged_at: null,
-    });
+    // A crash before this leaves an agent without its main branch, which the next read stores (`mainBranch`).
+    const main = await mainBranch(this.r, agent);
     return { agent, main };
   }
 
@@ -101,7 +90,7 @@ export class Agents {
     const filter: Record<string, unknown> = { account_id: caller.accountId };
     if (caller.projectId) filter.id = caller.projectId;
     const agents = await this.r.agents.find(filter, { sort: { created_at: 1 } });
-    return Promise.all(agents.map(async (agent) => ({ agent, branchCount: await this.branchCount(agent.id) })));
+    return Promise.all(agents.map(async (agent) => ({ agent, branchCount: await this.branchCount(agent) })));
   }
 
   /** Whether an agent (project) with this id exists, in any account: for the operator. */
@@ -109,8 +98,12 @@ export class Agents {
     return (await this.r.agents.get(agentId)) !== null;
   }
 
-  branchCount(agentId: string): Promise<number> {
-    return this.r.branches.count({ agent_id: agentId });
+  /** How many branches the agent has: main at least (a main a crash left unmade is stored now, `mainBranch`). */
+  async branchCount(agent: AgentRecord): Promise<number> {
+    const count = await this.r.branches.count({ agent_id: agent.id });
+    if (count > 0) return count;
+    await mainBranch(this.r, agent);
+    return 1;
   }
 
   /**

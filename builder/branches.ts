@@ -2,8 +2,8 @@ import { StoreDuplicateError } from '../store/mod.js';
 import { nowIso } from '../platform/clock.js';
 import { AGENTS } from '../platform/errors.js';
 import { newId } from '../platform/secrets.js';
-import { MAIN } from './agents.js';
 import { type Content, emptyContent, withDefaults } from './content.js';
+import { MAIN, mainBranch } from './main-branch.js';
 import { threeWayMerge } from './merge.js';
 import type { AgentRecord, BranchRecord, BuilderRecords } from './records.js';
 
@@ -44,21 +44,27 @@ export class Branches {
     }
   }
 
-  /** A branch of an agent by name, without an access check (for the runtime). */
-  getById(agentId: string, name: string): Promise<BranchRecord | null> {
-    return this.r.branches.findOne({ agent_id: agentId, name });
+  /** The main branch of an agent by its id, without an access check (for the runtime); null for no such agent. */
+  async mainOf(agentId: string): Promise<BranchRecord | null> {
+    const agent = await this.r.agents.get(agentId);
+    return agent ? mainBranch(this.r, agent) : null;
   }
 
-  list(agent: AgentRecord): Promise<BranchRecord[]> {
+  /** The agent's branches, main first (stored now if a crash left it unmade: `mainBranch`). */
+  async list(agent: AgentRecord): Promise<BranchRecord[]> {
+    const found = await this.r.branches.find({ agent_id: agent.id }, { sort: { created_at: 1 } });
+    if (found.some((b) => b.name === MAIN)) return found;
+    await mainBranch(this.r, agent);
     return this.r.branches.find({ agent_id: agent.id }, { sort: { created_at: 1 } });
   }
 
-  /** A branch by id or by name. */
+  /** A branch by id or by name; `main` is there for every agent (`mainBranch`). */
   async get(agent: AgentRecord, ref: string): Promise<BranchRecord> {
     const byId = await this.r.branches.get(ref);
     const branch = byId && byId.agent_id === agent.id ? byId : await this.r.branches.findOne({ agent_id: agent.id, name: ref });
-    if (!branch) throw AGENTS.BRANCH_NOT_FOUND();
-    return branch;
+    if (branch) return branch;
+    if (ref === MAIN) return mainBranch(this.r, agent);
+    throw AGENTS.BRANCH_NOT_FOUND();
   }
 
   /**

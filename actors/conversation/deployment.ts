@@ -1,5 +1,4 @@
 import type { Builder, Content } from '../../builder/mod.js';
-import { MAIN } from '../../builder/mod.js';
 import type { Environment } from '../../tenancy/connectors.js';
 
 /** What a conversation runs: the content deployed to its environment, and which artifact that is. */
@@ -16,9 +15,7 @@ export interface Running {
 export async function runningContent(builder: Builder, projectId: string, environment: string): Promise<Running | null> {
   const deployed = await builder.deployments.deployedContent(projectId, environment as Environment);
   if (deployed) return { content: deployed.content, artifactVersion: deployed.deployment.artifact_version };
-  const agent = await builder.agents.exists(projectId);
-  if (!agent) return null;
-  const main = await builder.branches.getById(projectId, MAIN);
+  const main = await builder.branches.mainOf(projectId);
   return main ? { content: main.content, artifactVersion: null } : null;
 }
 

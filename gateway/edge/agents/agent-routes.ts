@@ -43,6 +43,6 @@ export const agentRoutes: RouteGroup = (app, { builder }) => {
     },
   }, async (req) => {
     const agent = await builder.agents.access(callerOf(req), req.params.agentId);
-    return agentView(agent, await builder.agents.branchCount(agent.id));
+    return agentView(agent, await builder.agents.branchCount(agent));
   });
 };
