@@ -4,6 +4,7 @@ import { AGENTS } from '../platform/errors.js';
 import { newId } from '../platform/secrets.js';
 import { slugify } from '../platform/slug.js';
 import { mainBranch } from './main-branch.js';
+import { NameClaims } from './names.js';
 import type { AgentRecord, BranchRecord, BuilderRecords } from './records.js';
 
 /** Who is calling the Agents API: the account (workspace) of their key, and the agent it is bound to, if any. */
@@ -16,31 +17,57 @@ export interface Caller {
 
 export { MAIN } from './main-branch.js';
 
+const newAgentId = (): string => newId('agent').replace('_', '-');
+
 /** Agents of an account, and the access rule every agent-scoped operation starts with. */
 export class Agents {
-  constructor(private readonly r: BuilderRecords) {}
+  private readonly names: NameClaims;
 
-  /** Creates an agent with its `main` branch; `agentId` picks the id (409 when taken), else one is made. */
+  constructor(private readonly r: BuilderRecords) {
+    this.names = new NameClaims(r);
+  }
+
+  /**
+   * Creates an agent with its `main` branch; `agentId` picks the id (409 when taken), else one is made.
+   *
+   * An agent is addressed by its id or its slug (`access`), its own account's first: within an account no name
+   * may be both one agent's id and another's slug, or addressing by it would reach the wrong project. The lookups
+   * before the insert see the agents already stored; a create running at the same moment is seen by the claims
+   * (`names.ts`): the id and then the slug are claimed before the agent is stored, and the store lets one create
+   * have each name, so of an `agentId: N` and a `name: N` created together exactly one holds N (the other is a
+   * 409, or takes a suffix). The agent is stored after its claims and before its main branch: a crash before the
+   * agent leaves claims that go stale, one after it an agent whose main branch the next read stores
+   * (`mainBranch`). No agent is ever stored and removed again, save after a create that stalled a minute
+   * between its claims and its insert (`NameClaims.stillHeld`).
+   */
   async create(caller: Caller, input: { name: string; description: string; agentId?: string }): Promise<{ agent: AgentRecord; main: BranchRecord }> {
     if (caller.projectId) throw AGENTS.AGENT_CREATE_BOUND();
-    const id = input.agentId ?? newId('agent').replace('_', '-');
-    // An agent is addressed by its id or its slug (`access`), its own account's first: within an account no
-    // name may be both one agent's id and another's slug, or addressing by it would reach the wrong project.
-    if (input.agentId) {
+    const account = caller.accountId;
+    const chosen = input.agentId;
+    let id = chosen ?? newAgentId();
+    if (chosen) {
       if (await this.r.agents.get(id)) throw AGENTS.AGENT_EXISTS();
-      if (await this.r.agents.findOne({ account_id: caller.accountId, slug: id })) throw AGENTS.AGENT_ID_IS_SLUG();
+      if (await this.r.agents.findOne({ account_id: account, slug: id })) throw AGENTS.AGENT_ID_IS_SLUG();
+    }
+    // Claimed by another create's slug (a made id only by the wildest chance: make another).
+    while ((await this.names.claim(account, id, id)) === 'taken') {
+      if (chosen) throw AGENTS.AGENT_ID_IS_SLUG();
+      id = newAgentId();
     }
     const now = nowIso();
     const base = slugify(input.name, id.toLowerCase());
-    let agent: AgentRecord | undefined;
-    for (let n = 1; !agent; n++) {
+    for (let n = 1; ; n++) {
       const slug = n === 1 ? base : `${base.slice(0, 56)}-${n}`;
-      if (slug !== id && (await this.r.agents.get(slug))?.account_id === caller.accountId) continue;
-      let made: AgentRecord;
+      if (slug !== id) {
+        // Another agent's id, of those stored (the lookup) or being created (the claim): the next suffix.
+        if ((await this.r.agents.get(slug))?.account_id === account) continue;
+        if ((await this.names.claim(account, slug, id)) === 'taken') continue;
+      }
+      let agent: AgentRecord;
       try {
-        made = await this.r.agents.insert({
+        agent = await this.r.agents.insert({
           id,
-          account_id: caller.accountId,
+          account_id: account,
           name: input.name,
           slug,
           description: input.description,
@@ -54,35 +81,15 @@ export class Agents {
         if (err.fields.includes('id')) throw AGENTS.AGENT_EXISTS();
         continue;
       }
-      const clash = await this.yieldsTo(made);
-      if (clash === 'id') throw AGENTS.AGENT_ID_IS_SLUG();
-      if (clash === null) agent = made;
+      const lost = await this.names.lost(agent);
+      if (lost) {
+        // Nothing refers to it yet: its main branch comes after.
+        await this.r.agents.delete({ id: agent.id, account_id: account });
+        if (lost === 'id') throw AGENTS.AGENT_ID_IS_SLUG();
+        continue;
+      }
+      return { agent, main: await mainBranch(this.r, agent) };
     }
-    // A crash before this leaves an agent without its main branch, which the next read stores (`mainBranch`).
-    const main = await mainBranch(this.r, agent);
-    return { agent, main };
-  }
-
-  /**
-   * Settles a race the checks before the insert cannot see: a create running at the same moment whose id is
-   * this agent's slug, or whose slug is this agent's id (each checked before the other was stored). Of two such
-   * agents the later one (by `created_at`, then id: both sides read the same order) gives way: it is removed
-   * again, and says which of its names clashed, its id (a 409 for a chosen `agentId`) or its slug (the next
-   * suffix is tried). Both are checked after both inserts, or the earlier one before the later was stored and
-   * the later one after; either way exactly one gives way. Nothing refers to the agent yet (its main branch
-   * comes after).
-   */
-  private async yieldsTo(agent: AgentRecord): Promise<'id' | 'slug' | null> {
-    const earlier = (other: AgentRecord | null): other is AgentRecord =>
-      other !== null && other.id !== agent.id && other.account_id === agent.account_id &&
-      (other.created_at < agent.created_at || (other.created_at === agent.created_at && other.id < agent.id));
-    const clash = earlier(await this.r.agents.findOne({ account_id: agent.account_id, slug: agent.id }))
-      ? 'id'
-      : agent.slug !== agent.id && earlier(await this.r.agents.get(agent.slug))
-        ? 'slug'
-        : null;
-    if (clash) await this.r.agents.delete({ id: agent.id });
-    return clash;
   }
 
   /** The caller's agents, oldest first. Another account's agents never appear. */

@@ -41,6 +41,17 @@ export interface MergeLock {
   at: number;
 }
 
+/**
+ * A claim on a name of an account's agents (`builder/names.ts`): id `{account_id}/{name}`, so the store lets one
+ * create have each name. `at`: when it was claimed (ms since the epoch).
+ */
+export interface NameClaimRecord extends Doc {
+  account_id: string;
+  name: string;
+  agent_id: string;
+  at: number;
+}
+
 /** Frozen content, shared by every deployment of the same content hash. */
 export interface ArtifactRecord extends Doc {
   agent_id: string;
@@ -80,6 +91,7 @@ export interface RealtimeConfigRecord extends Doc {
 /** The builder's collections, declared once with their indexes. */
 export interface BuilderRecords {
   agents: Collection<AgentRecord>;
+  nameClaims: Collection<NameClaimRecord>;
   branches: Collection<BranchRecord>;
   artifacts: Collection<ArtifactRecord>;
   deployments: Collection<DeploymentRecord>;
@@ -92,6 +104,7 @@ export function builderRecords(store: Store): BuilderRecords {
       name: 'agents',
       indexes: [{ fields: ['account_id', 'created_at'] }, { fields: ['account_id', 'slug'], unique: true }],
     }),
+    nameClaims: store.collection<NameClaimRecord>({ name: 'agent_name_claims' }),
     branches: store.collection<BranchRecord>({
       name: 'branches',
       indexes: [{ fields: ['agent_id', 'name'], unique: true }],

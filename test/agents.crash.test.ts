@@ -103,3 +103,52 @@ t.test('creates while the platform is killed (SIGKILL): after the restart every 
   const missing = Array.from({ length: 200 }, (_, i) => `killed-${i}`).find((id) => !stored.has(id));
   if (missing) t.equal((await after('POST', '/v1/agents', { name: 'Again', agentId: missing })).status, 201, 'an id the crash did not store is free');
 });
+
+// Within an account no name is one agent's id and another's slug: an `agentId: N` and a `name: N` created at the
+// same moment are decided by a claim on N (builder/names.ts) that the store lets one of them insert.
+
+t.test('a name another create has just claimed: the agentId is 409, the derived slug takes a suffix', async (t) => {
+  // What a create under way at this moment holds: the claim, its agent not stored yet.
+  const name = `inflight-${Date.now()}`;
+  await records.nameClaims.insert({ id: `${accountId}/${name}`, account_id: accountId, name, agent_id: 'agent-underway', at: Date.now() });
+  const chosen = await api('POST', '/v1/agents', { name: 'Chosen', agentId: name });
+  t.equal(chosen.status, 409, chosen.text);
+  t.match(chosen.body, { errors: [{ field: 'agentId', message: 'agentId is the slug of another agent' }] });
+  const named = await api('POST', '/v1/agents', { name });
+  t.equal(named.status, 201, named.text);
+  t.equal(named.body.slug, `${name}-2`);
+});
+
+t.test('a claim a crashed create left (no agent, a minute old) is taken over: the name is not lost', async (t) => {
+  const stale = Date.now() - 61_000;
+  const id = `crashed-${Date.now()}`;
+  await records.nameClaims.insert({ id: `${accountId}/${id}`, account_id: accountId, name: id, agent_id: 'agent-crashed', at: stale });
+  const chosen = await api('POST', '/v1/agents', { name: 'Chosen', agentId: id });
+  t.equal(chosen.status, 201, chosen.text);
+  const slug = `crashed-slug-${Date.now()}`;
+  await records.nameClaims.insert({ id: `${accountId}/${slug}`, account_id: accountId, name: slug, agent_id: 'agent-crashed-2', at: stale });
+  t.equal((await api('POST', '/v1/agents', { name: slug })).body.slug, slug, 'a slug too');
+  // A retried create of a chosen agentId meets its own claim, and goes on.
+  const retried = `retried-${Date.now()}`;
+  await records.nameClaims.insert({ id: `${accountId}/${retried}`, account_id: accountId, name: retried, agent_id: retried, at: Date.now() });
+  t.equal((await api('POST', '/v1/agents', { name: 'Retried', agentId: retried })).status, 201, 'its own claim, however fresh');
+});
+
+t.test('many pairs at once, agentId N and name N: in every pair exactly one holds N, and N reaches it', async (t) => {
+  const tag = `pair${Date.now()}`;
+  const pairs = await Promise.all(
+    Array.from({ length: 40 }, async (_, i) => {
+      const n = `${tag}-${i}`;
+      const [chosen, named] = await Promise.all([api('POST', '/v1/agents', { name: 'By id', agentId: n }), api('POST', '/v1/agents', { name: n })]);
+      return { n, chosen, named };
+    }),
+  );
+  for (const { n, chosen, named } of pairs) {
+    t.equal(named.status, 201, `${n}: the named one is made`);
+    const holders = (chosen.status === 201 ? 1 : 0) + (named.body.slug === n ? 1 : 0);
+    if (holders !== 1) t.fail(`${n}: ${holders} agents hold it (agentId ${chosen.status}, slug ${named.body.slug})`);
+    if (chosen.status !== 201) t.equal(chosen.status, 409, `${n}: the other is 409`);
+    const reached = (await api('GET', `/v1/agents/${n}`)).body.agentId;
+    t.equal(reached, chosen.status === 201 ? n : named.body.agentId, `${n}: reaches its holder`);
+  }
+});

@@ -151,8 +151,8 @@ t.test('within an account no name is one agent\'s id and another\'s slug, in eit
 });
 
 t.test('at the same moment too: an agent named X and one with agentId X, created together, never both hold X', async (t) => {
-  // Each create checks before it stores, so two made together each passed the other's check: the later one gives
-  // way (a 409 for the chosen id, or a suffixed slug for the derived one).
+  // Each create checks before it stores, so two made together each pass the other's check: the claim on the name
+  // decides (a 409 for the chosen id, or a suffixed slug for the derived one).
   for (let i = 0; i < 20; i++) {
     const name = `race${i}-${Date.now()}`;
     const [named, chosen] = await Promise.all([api('POST', '/v1/agents', { name }), api('POST', '/v1/agents', { name: 'Chosen', agentId: name })]);
