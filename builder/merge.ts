@@ -1,6 +1,6 @@
 import type { FieldError } from '../platform/errors.js';
 import { own } from '../platform/own.js';
-import { type Content, sameValue } from './content.js';
+import { type Content, sameValue, type Variant } from './content.js';
 
 /** Outcome of a three-way merge: the merged content, the fields taken from the branch, and any conflicts. */
 export interface MergeOutcome {
@@ -51,7 +51,21 @@ export function threeWayMerge(base: Content, ours: Content, theirs: Content): Me
     (content as unknown as Record<Keyed, Record<string, unknown>>)[kind] = merged;
     conflicts.push(...duplicateNames(kind, merged as Record<string, { name: string }>, (id) => itemOf(ours, id) !== undefined));
   }
+  oneDefault(content.variants, ours.variants ?? {});
   return { content, applied, conflicts };
+}
+
+/**
+ * At most one variant is the default. Each side keeps that, but a merge can bring two: a variant added on the
+ * branch is its default as the first there, one added on main meanwhile is main's, and neither side changed the
+ * other's. Main's default stays (main had it first, and conversations run it already); the others are not
+ * defaults in the merged content. No conflict: nothing was changed differently on both sides.
+ */
+function oneDefault(variants: Record<string, Variant>, ours: Record<string, Variant>): void {
+  const defaults = Object.values(variants).filter((v) => v.isDefault);
+  if (defaults.length < 2) return;
+  const kept = defaults.find((v) => own(ours, v.id)?.isDefault) ?? defaults[0];
+  for (const v of defaults) if (v !== kept) variants[v.id] = { ...v, isDefault: false };
 }
 
 /**

@@ -466,6 +466,26 @@ t.test('attributes and variants on a branch, deployed with the artifact', async 
   t.ok(paris.body.id);
 });
 
+t.test('merge: a default variant added on each side leaves main with one default, main\'s', async (t) => {
+  const agentId = await newAgent();
+  const base = `/v1/agents/${agentId}/branches`;
+  t.equal((await api('POST', base, { name: 'b1' })).status, 201);
+  const paris = await api('POST', `${base}/b1/variants`, { name: 'Paris' });
+  t.equal(paris.body.isDefault, true, 'the first on the branch is its default');
+  const berlin = await api('POST', `${base}/main/variants`, { name: 'Berlin' });
+  t.equal(berlin.body.isDefault, true, 'the first on main is its default');
+  const merged = await api('POST', `${base}/b1/merge`);
+  t.equal(merged.status, 200, merged.text);
+  const variants = (await api('GET', `${base}/main/variants`)).body.variants;
+  t.same(variants.map((v: any) => [v.name, v.isDefault]), [['Berlin', true], ['Paris', false]], 'main\'s default stays the one');
+  // A default the branch chose over main's own (main's unchanged since the cut) is the branch's change: it stays.
+  t.equal((await api('POST', base, { name: 'b2' })).status, 201);
+  t.equal((await api('POST', `${base}/b2/variants`, { name: 'Rome', isDefault: true })).status, 201);
+  t.equal((await api('POST', `${base}/b2/merge`)).status, 200);
+  const after = (await api('GET', `${base}/main/variants`)).body.variants;
+  t.same(after.filter((v: any) => v.isDefault).map((v: any) => v.name), ['Rome'], 'one default, the one the branch made so');
+});
+
 t.test('concurrent edits on one branch are all kept', async (t) => {
   const agentId = await newAgent();
   const names = Array.from({ length: 20 }, (_, i) => `topic ${i}`);
