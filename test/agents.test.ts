@@ -272,6 +272,10 @@ t.test('branches by name: a name with spaces, slashes or other characters works 
     t.equal(read.body.branchId, created.body.branchId);
     t.same((await api('PATCH', `${base}/${ref}/behavior`, { behavior: `for ${name}` })).body, { behavior: `for ${name}` }, 'its behavior by name');
     t.equal((await api('POST', `${base}/${ref}/knowledge-base/topics`, { name: 'Hours', content: '9 to 5' })).status, 201, 'a topic by name');
+    t.equal((await api('PUT', `${base}/${ref}/voice`, { voice: 'en-gb', rate: 170 })).status, 200, 'its voice by name');
+    t.same((await api('GET', `${base}/${ref}/voice`)).body, { voice: 'en-gb', rate: 170 }, 'read back by name');
+    t.equal((await api('PUT', `${base}/${ref}/functions/greet`, { code: 'function f(conv) { return 1; }' })).status, 200, 'a function by name');
+    t.equal((await api('POST', `${base}/${ref}/variants`, { name: 'Paris' })).status, 201, 'a variant by name');
     t.equal((await api('GET', `${base}/${encodeURIComponent(created.body.branchId)}`)).body.name, name, 'and still by id');
   }
   t.equal((await api('GET', `${base}/${encodeURIComponent('no such branch')}`)).status, 404, 'an unknown name is not found');

@@ -1,8 +1,9 @@
 import { z } from 'zod';
-import { fieldErrorResponses, PathId } from '../schemas.js';
+import { BranchRef, fieldErrorResponses, PathId } from '../schemas.js';
 import { callerOf, type RouteGroup } from './context.js';
 
-const BranchParams = z.object({ agentId: PathId, branch: PathId });
+// `{branch}` is a branch's id or its name, percent-encoded, as on every other branch route (docs/interfaces.md).
+const BranchParams = z.object({ agentId: PathId, branch: BranchRef });
 const Voice = z.object({
   voice: z.string({ error: 'voice must be a string' }).regex(/^[A-Za-z0-9_+.-]{0,64}$/, 'voice must be a voice name of at most 64 letters, digits, "_", "+", "." or "-" (empty: the default)'),
   rate: z.number({ error: 'rate must be a number' }).int('rate must be a whole number of words per minute').min(80, 'rate must be between 80 and 400').max(400, 'rate must be between 80 and 400'),
