@@ -225,6 +225,29 @@ t.test('a new conversation runs what is active in its environment: promoted, the
   t.match(await greeting(), /version one/, 'and new conversations run it');
 });
 
+t.test('nothing deployed: each turn runs main\'s draft as it is then; a deployment made meanwhile is taken up at the next turn, and kept', async (t) => {
+  const agentId = (await c.api('POST', '/v1/agents', { name: 'Drafted' })).body.agentId;
+  const base = `/v1/agents/${agentId}`;
+  const says = (what: string) => c.api('PUT', `${base}/branches/main/functions/turn`, { code: `function turn(conv, message) { return '${what}'; }` });
+  await says('draft one');
+  const a = admin(p);
+  const key = (await a('POST', '/keys', { account_id: c.accountId, scope: 'chat', project_id: agentId })).body.key;
+  const token = (await a('POST', '/connectors', { account_id: c.accountId, project_id: agentId, kind: 'chat', environment: 'live' })).body.token;
+  const opts = { key, token, project: agentId };
+  const id = (await c.chat('create', {}, opts)).body.conversation_id;
+  const respond = async () => (await c.chat('respond', { conversation_id: id, message: 'hi' }, opts)).body.response;
+  t.equal(await respond(), 'draft one');
+  await says('draft two');
+  t.equal(await respond(), 'draft two', 'an edit of main is run at the next turn');
+  const published = (await c.api('POST', `${base}/deployments/publish`, {})).body.deployment;
+  for (let i = 0; i < 2; i++) await c.api('POST', `${base}/deployments/${published.id}/promote`);
+  await says('draft three');
+  t.equal(await respond(), 'draft two', 'a deployment to its environment is taken up at the next turn');
+  const next = (await c.api('POST', `${base}/deployments/publish`, {})).body.deployment;
+  for (let i = 0; i < 2; i++) await c.api('POST', `${base}/deployments/${next.id}/promote`);
+  t.equal(await respond(), 'draft two', 'and kept from then on, as one the conversation started on');
+});
+
 t.test('an idle chat ends by itself (durable timer)', async (t) => {
   const id = (await c.chat('create', {})).body.conversation_id;
   t.equal((await record(id))!.in_progress, true);

@@ -82,7 +82,9 @@ export function conversationEffects(deps: ConversationDeps) {
   };
   /**
    * What a conversation runs: at start, what is deployed to its environment now; afterwards the artifact it
-   * started on (a deployment mid-conversation applies to new conversations). Variables are read every time.
+   * started on (a deployment mid-conversation applies to new conversations). One started with nothing deployed
+   * pins nothing: each turn runs main's draft as it is then, until a turn finds a deployment, whose version the
+   * turn's outcome pins from then on (docs/chat.md). Variables are read every time.
    */
   const load = async (start: ConversationStart, pinned?: string | null) => {
     const content = pinned ? await artifacts(start.projectId, pinned) : null;
