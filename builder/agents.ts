@@ -38,7 +38,7 @@ export class Agents {
    * 409, or takes a suffix). The agent is stored after its claims and before its main branch: a crash before the
    * agent leaves claims that go stale, one after it an agent whose main branch the next read stores
    * (`mainBranch`). No agent is ever stored and removed again, save after a create that stalled a minute
-   * between its claims and its insert (`NameClaims.stillHeld`).
+   * between its claims and its insert (`NameClaims.lost`).
    */
   async create(caller: Caller, input: { name: string; description: string; agentId?: string }): Promise<{ agent: AgentRecord; main: BranchRecord }> {
     if (caller.projectId) throw AGENTS.AGENT_CREATE_BOUND();
