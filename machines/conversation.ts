@@ -160,6 +160,11 @@ export interface SideOutcome {
   end: boolean;
   functionErrors: number;
   awaiting: ExternalWait | null;
+  /**
+   * The artifact the function ran, when it found one deployed to a conversation that had pinned none (a draft
+   * run): pinned from then on, as a turn's is. Absent or null: nothing to pin.
+   */
+  artifactVersion?: string | null;
 }
 
 /** The input of `deliverExternal`: what a live channel (a webchat session) is sent. */
@@ -659,6 +664,8 @@ export const conversationMachine = setup({
         counts: { ...context.counts, turns: context.counts.turns + out.turns.length, functionErrors: context.counts.functionErrors + out.functionErrors + (refused ? 1 : 0) },
         state: out.state,
         unread: boundedUnread(context.unread, out.said),
+        // Only a draft run pins here: a pinned conversation keeps what it runs.
+        artifactVersion: context.artifactVersion ?? out.artifactVersion ?? null,
         // A conversation that has ended stays as it ended.
         ...(context.endedAt !== null
           ? {}

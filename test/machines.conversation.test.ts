@@ -203,6 +203,30 @@ t.test('conversation: the snapshot keeps a bounded recent history, however long 
   c.actor.stop();
 });
 
+t.test("conversation: a draft run pins the artifact an external_event or bridge_ended run found deployed, as a turn's; a pinned one stays", async (t) => {
+  const run = (pinned: string | null, found: string | null) => {
+    const actor = createActor(machine, { input: { id: 'c-pin' } });
+    actor.start();
+    actor.send({ type: 'START', start });
+    actor.send({ type: 'xstate.done.actor.start', output: outcome({ artifactVersion: pinned }) } as any);
+    actor.send({ type: 'MESSAGE', message: 'pay', metadata: {}, integrationAttributes: {}, at: 2500 });
+    actor.send({ type: 'TURN_DONE', output: outcome({ artifactVersion: pinned, awaiting: wait }) } as any);
+    actor.send({ type: 'xstate.done.actor.externalWatch', output: null } as any);
+    actor.send({ type: 'EXTERNAL_EVENT', event: external('e1') });
+    actor.send({ type: 'xstate.done.actor.external', output: side({ said: [], artifactVersion: found }) } as any);
+    const afterExternal = actor.getSnapshot().context.artifactVersion;
+    actor.send({ type: 'xstate.done.actor.deliver', output: false } as any);
+    actor.send({ type: 'BRIDGE_ENDED', bridge: { bridge_duration_seconds: 3, call_duration_seconds: 4 }, at: 7000 });
+    actor.send({ type: 'xstate.done.actor.bridge', output: side({ said: [] }) } as any);
+    const afterBridge = actor.getSnapshot().context.artifactVersion;
+    actor.stop();
+    return [afterExternal, afterBridge];
+  };
+  t.same(run(null, 'art-7'), ['art-7', 'art-7'], 'a draft run: the deployment found is pinned, and an outcome with none keeps it');
+  t.same(run(null, null), [null, null], 'nothing deployed still: nothing pinned');
+  t.same(run('a1', 'art-7'), ['a1', 'a1'], 'a pinned conversation keeps its artifact');
+});
+
 t.test('conversation: an external event resumes a waiting conversation once; the timeout too; bridge-ended runs once', async (t) => {
   const actor = createActor(machine, { input: { id: 'c3' } });
   const answered: Array<{ type: string; data: any }> = [];

@@ -83,8 +83,9 @@ export function conversationEffects(deps: ConversationDeps) {
   /**
    * What a conversation runs: at start, what is deployed to its environment now; afterwards the artifact it
    * started on (a deployment mid-conversation applies to new conversations). One started with nothing deployed
-   * pins nothing: each turn runs main's draft as it is then, until a turn finds a deployment, whose version the
-   * turn's outcome pins from then on (docs/chat.md). Variables are read every time.
+   * pins nothing: each turn runs main's draft as it is then, until a turn (or an `external_event` or
+   * `bridge_ended` run) finds a deployment, whose version its outcome pins from then on (docs/chat.md). Variables
+   * are read every time.
    */
   const load = async (start: ConversationStart, pinned?: string | null) => {
     const content = pinned ? await artifacts(start.projectId, pinned) : null;
@@ -273,8 +274,10 @@ export function conversationEffects(deps: ConversationDeps) {
     const w: Working = { state: { ...input.state }, functionErrors: 0, handoff: null, end: false, awaiting: null };
     const at = Date.now();
     let said: string[] = [];
+    let artifactVersion: string | null = null;
     try {
       const loaded = await load(input.start, input.artifactVersion);
+      artifactVersion = loaded.artifactVersion;
       const r = await hook(loaded, name, conv(input.id, input.start, input.variant, w, input.integrationAttributes, {}, loaded.variables), [arg], w);
       said = [...(r?.said ?? []), ...(typeof r?.value === 'string' && r.value ? [r.value] : [])];
     } catch {
@@ -291,6 +294,7 @@ export function conversationEffects(deps: ConversationDeps) {
       end: w.end,
       functionErrors: w.functionErrors,
       awaiting: w.awaiting,
+      artifactVersion,
     };
   };
 
