@@ -88,28 +88,25 @@ function maskedValue(v: unknown, marked: string[], depth: number): unknown {
  * (masked by the same rules). The object itself when nothing is masked.
  */
 function maskedFields(o: Record<string, unknown>, marked: string[], depth: number, asStored?: Set<string>): Record<string, unknown> {
-  let out: Record<string, unknown> | null = null;
-  let renamed = false;
+  const entries: Array<[string, unknown]> = [];
+  let changed = false;
+  let n = 1;
   for (const [k, v] of Object.entries(o)) {
-    if (asStored?.has(k)) continue;
-    const m = maskedValue(v, marked, depth);
-    if (maskText(k, marked) !== k) renamed = true;
-    else if (m !== v) (out ??= { ...o })[k] = m;
-  }
-  if (!renamed) return out ?? o;
-  // Rebuilt in order: a renamed field keeps its place among the others.
-  const rebuilt: Record<string, unknown> = {};
-  let n = 0;
-  for (const [k, v] of Object.entries(o)) {
-    if (asStored?.has(k) || maskText(k, marked) === k) {
-      rebuilt[k] = asStored?.has(k) ? v : (out ?? o)[k];
+    if (asStored?.has(k)) {
+      entries.push([k, v]);
       continue;
     }
-    let name = REDACTED;
-    while (Object.hasOwn(o, name) || Object.hasOwn(rebuilt, name)) name = `${REDACTED} ${++n + 1}`;
-    rebuilt[name] = maskedValue(v, marked, depth);
+    const m = maskedValue(v, marked, depth);
+    let name = k;
+    if (maskText(k, marked) !== k) {
+      name = REDACTED;
+      while (Object.hasOwn(o, name) || entries.some(([e]) => e === name)) name = `${REDACTED} ${++n}`;
+    }
+    if (name !== k || m !== v) changed = true;
+    entries.push([name, m]);
   }
-  return rebuilt;
+  // Rebuilt in order: a renamed field keeps its place among the others.
+  return changed ? Object.fromEntries(entries) : o;
 }
 
 /**

@@ -151,8 +151,9 @@ export function scrubText(text: string): string {
 function maskedFields(o: object, marked: readonly string[], value: (k: string, v: unknown) => unknown): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(o)) {
-    let name = scrubText(hideMarked(k, marked));
-    if (name !== k) for (let n = 2; Object.hasOwn(out, name) || (name !== k && Object.hasOwn(o, name)); n++) name = `${scrubText(hideMarked(k, marked))} ${n}`;
+    const masked = scrubText(hideMarked(k, marked));
+    let name = masked;
+    for (let n = 2; name !== k && (Object.hasOwn(out, name) || Object.hasOwn(o, name)); n++) name = `${masked} ${n}`;
     out[name] = value(k, v);
   }
   return out;
