@@ -81,6 +81,9 @@ export function sipUriOf(uri: unknown): string | null {
   return m ? `${m[1]!.toLowerCase()}:${uri.trim().slice(m[0].length)}` : null;
 }
 
+/** Whether the `sip` package read each of these Record-Route entries' URIs (it reads no IPv6 literal). */
+const routesReadable = (routes: unknown[]): boolean => routes.every((r) => !!(r as Aor | undefined)?.uri && typeof (r as Aor).uri === 'object');
+
 /** An in-dialog request that cannot be sent anywhere: its dialog ends on this side (`Dialog.send`). */
 class UnroutableRequest extends Error {}
 
@@ -788,7 +791,7 @@ export class SipEndpoint {
           remoteTarget: sipUriOf(rs.headers.contact?.[0]?.uri) ?? (current.uri as string),
           // A Record-Route the stack could not read (an IPv6 literal) leaves no route set to follow: requests go
           // straight to the trunk's address, where the INVITE went.
-          routeSet: routeSet.every((r) => r.uri && typeof r.uri === 'object') ? routeSet : [],
+          routeSet: routesReadable(routeSet) ? routeSet : [],
           source: isIP(o.target.host) ? { protocol: transport.toUpperCase(), address: o.target.host, port: o.target.port, local: { address: this.o.host, port: (transport === 'tls' ? this.o.tlsPort : this.o.port) ?? this.o.port } } : null,
           transport,
           localSeq: seq,
@@ -853,7 +856,7 @@ function dialogFault(rq: SipMessage): string | null {
   const contact: unknown = rq.headers.contact;
   if (Array.isArray(contact) && contact.length > 0 && !sipUriOf(contact[0]?.uri)) return 'Contact Is Not a SIP URI';
   const recordRoute: unknown = rq.headers['record-route'];
-  if (Array.isArray(recordRoute) && !recordRoute.every((r) => r?.uri && typeof r.uri === 'object')) return 'Unreadable Record-Route Header Field';
+  if (Array.isArray(recordRoute) && !routesReadable(recordRoute)) return 'Unreadable Record-Route Header Field';
   return null;
 }
 
