@@ -89,21 +89,24 @@ function maskedValue(v: unknown, marked: string[], depth: number): unknown {
  */
 function maskedFields(o: Record<string, unknown>, marked: string[], depth: number, asStored?: Set<string>): Record<string, unknown> {
   const entries: Array<[string, unknown]> = [];
+  const names = new Set<string>();
   let changed = false;
   let n = 1;
   for (const [k, v] of Object.entries(o)) {
     if (asStored?.has(k)) {
       entries.push([k, v]);
+      names.add(k);
       continue;
     }
     const m = maskedValue(v, marked, depth);
     let name = k;
     if (maskText(k, marked) !== k) {
       name = REDACTED;
-      while (Object.hasOwn(o, name) || entries.some(([e]) => e === name)) name = `${REDACTED} ${++n}`;
+      while (Object.hasOwn(o, name) || names.has(name)) name = `${REDACTED} ${++n}`;
     }
     if (name !== k || m !== v) changed = true;
     entries.push([name, m]);
+    names.add(name);
   }
   // Rebuilt in order: a renamed field keeps its place among the others.
   return changed ? Object.fromEntries(entries) : o;
