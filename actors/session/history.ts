@@ -7,15 +7,6 @@ const FIRST_WINDOW = 16;
 /** The actor journal's key of a session. */
 export const sessionKey = (sessionId: string): string => `session/${sessionId}`;
 
-/**
- * Whether a Messaging API session of this id was ever created: its journal has an entry (the creation commits
- * the first). A session's conversation has the session's id, so this tells a session's conversation from one
- * another interface started. One entry is read, the first (`JournalStore.ofActor`).
- */
-export async function sessionExists(store: Pick<Store, 'journal'>, sessionId: string): Promise<boolean> {
-  return (await store.journal.ofActor(sessionKey(sessionId), { limit: 1 })).length > 0;
-}
-
 /** Who a session belongs to, as its creation committed it. */
 export interface SessionOwner {
   account_id: string;
@@ -69,7 +60,11 @@ export function sessionHistory(store: Store) {
     async at(id: string, seq: number): Promise<string | null> {
       return (await back(id, seq - 1)).frames.find((f) => f.s === seq)?.j ?? null;
     },
-    /** Who the session belongs to, from its first step (its creation); null when it was never created. */
+    /**
+     * Who the session belongs to, from its first step (its creation); null when it was never created. A session's
+     * conversation has the session's id, so this also tells a session's conversation from one another interface
+     * started (the Chat API refuses it). One entry is read, the first (`JournalStore.ofActor`).
+     */
     async owner(id: string): Promise<SessionOwner | null> {
       const [first] = await journal().ofActor(sessionKey(id), { limit: 1 });
       const started = first?.events.find((e) => e.type === 'session.started');

@@ -6,8 +6,8 @@
  * - The kind, for the worker that hosts it: `sessionKind`.
  * - Subscription: the per-session topic (`sessionTopic`) whose messages are `Published` frames of one
  *   committed step (msgpack, decoded with `decode` from `actors/mod.ts`).
- * - History: `sessionHistory` reads a session's frames and owner from the actor journal (replay, desk);
- *   `sessionExists` tells a session's conversation from others (the Chat API refuses it).
+ * - History: `sessionHistory` reads a session's frames and owner from the actor journal (replay, desk); the
+ *   owner also tells a session's conversation from others (the Chat API refuses it).
  * - Read model: the session records (`messaging_sessions`), projected by `sessionRecordsProjector`.
  * - The wire module: frames, answers, the contract's messages (`SESSION_ERRORS`), and the events a gateway
  *   writes itself (`gatewayEvent`, `systemMessage`).
@@ -15,7 +15,7 @@
  * @module
  */
 export { sessionKind, sessionTopic, type Published } from './kind.js';
-export { sessionExists, sessionHistory, sessionKey, type SessionHistory, type SessionOwner } from './history.js';
+export { sessionHistory, sessionKey, type SessionHistory, type SessionOwner } from './history.js';
 export { sessionRecords, type SessionRecord } from './record.js';
 export { sessionRecordsProjector } from './projector.js';
 export {

@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { ActorAskError, type Runtime } from '../../actors/mod.js';
 import { conversationOwner, pickVariant, runningContent } from '../../actors/conversation/mod.js';
-import { sessionExists } from '../../actors/session/mod.js';
+import { sessionHistory } from '../../actors/session/mod.js';
 import type { ConversationEvent, Outcome } from '../../machines/conversation.js';
 import type { Bucket } from '../../platform/config.js';
 import { CHAT, RateLimitedError } from '../../platform/errors.js';
@@ -155,7 +155,7 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
     // Nor is a Messaging API session's (its id is the session's): its user reads the session's socket, which a
     // Chat API turn would not reach, and the session, not the Chat API, ends it. The Chat API's own `webchat`
     // channel is WEBCHAT too, so the session's journal tells them apart (read once: the answer is then known).
-    if (owner.channel === 'WEBCHAT' && (await sessionExists(services.store, conversationId))) throw CHAT.CONVERSATION_NOT_FOUND();
+    if (owner.channel === 'WEBCHAT' && (await sessionHistory(services.store).owner(conversationId)) !== null) throw CHAT.CONVERSATION_NOT_FOUND();
     known(conversationId, projectId, environment);
   };
 
