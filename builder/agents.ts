@@ -38,7 +38,8 @@ export class Agents {
    * 409, or takes a suffix). The agent is stored after its claims and before its main branch: a crash before the
    * agent leaves claims that go stale, one after it an agent whose main branch the next read stores
    * (`mainBranch`). No agent is ever stored and removed again, save after a create that stalled a minute
-   * between its claims and its insert (`NameClaims.lost`).
+   * between its claims and its insert (`NameClaims.lost`). A create that ends without its agent stored (an
+   * error, a 409) releases the claims it wrote, as does one for a slug it gave up (`NameClaims.release`).
    */
   async create(caller: Caller, input: { name: string; description: string; agentId?: string }): Promise<{ agent: AgentRecord; main: BranchRecord }> {
     if (caller.projectId) throw AGENTS.AGENT_CREATE_BOUND();
@@ -49,46 +50,60 @@ export class Agents {
       if (await this.r.agents.get(id)) throw AGENTS.AGENT_EXISTS();
       if (await this.r.agents.findOne({ account_id: account, slug: id })) throw AGENTS.AGENT_ID_IS_SLUG();
     }
-    // Claimed by another create's slug (a made id only by the wildest chance: make another).
-    while ((await this.names.claim(account, id, id)) === 'taken') {
-      if (chosen) throw AGENTS.AGENT_ID_IS_SLUG();
-      id = newAgentId();
-    }
-    const now = nowIso();
-    const base = slugify(input.name, id.toLowerCase());
-    for (let n = 1; ; n++) {
-      const slug = n === 1 ? base : `${base.slice(0, 56)}-${n}`;
-      if (slug !== id) {
-        // Another agent's id, of those stored (the lookup) or being created (the claim): the next suffix.
-        if ((await this.r.agents.get(slug))?.account_id === account) continue;
-        if ((await this.names.claim(account, slug, id)) === 'taken') continue;
+    // What this create claimed, released at the end unless its agent answers to it (`NameClaims.release`).
+    const by = this.names.newCreate();
+    const claimed: string[] = [];
+    let stored: AgentRecord | null = null;
+    try {
+      // Claimed by another create's slug (a made id only by the wildest chance: make another).
+      while ((await this.names.claim(account, id, id, by)) === 'taken') {
+        if (chosen) throw AGENTS.AGENT_ID_IS_SLUG();
+        id = newAgentId();
       }
-      let agent: AgentRecord;
-      try {
-        agent = await this.r.agents.insert({
-          id,
-          account_id: account,
-          name: input.name,
-          slug,
-          description: input.description,
-          created_at: now,
-          updated_at: now,
-          deployment_seq: 0,
-        });
-      } catch (err) {
-        if (!(err instanceof StoreDuplicateError)) throw err;
-        // A taken id (a concurrent create with the same agentId) is a conflict; a taken slug gets a suffix.
-        if (err.fields.includes('id')) throw AGENTS.AGENT_EXISTS();
-        continue;
+      claimed.push(id);
+      const now = nowIso();
+      const base = slugify(input.name, id.toLowerCase());
+      for (let n = 1; ; n++) {
+        const slug = n === 1 ? base : `${base.slice(0, 56)}-${n}`;
+        if (slug !== id) {
+          // Another agent's id, of those stored (the lookup) or being created (the claim): the next suffix.
+          if ((await this.r.agents.get(slug))?.account_id === account) continue;
+          if ((await this.names.claim(account, slug, id, by)) === 'taken') continue;
+          claimed.push(slug);
+        }
+        let agent: AgentRecord;
+        try {
+          agent = await this.r.agents.insert({
+            id,
+            account_id: account,
+            name: input.name,
+            slug,
+            description: input.description,
+            created_at: now,
+            updated_at: now,
+            deployment_seq: 0,
+          });
+        } catch (err) {
+          if (!(err instanceof StoreDuplicateError)) throw err;
+          // A taken id (a concurrent create with the same agentId) is a conflict; a taken slug gets a suffix.
+          if (err.fields.includes('id')) throw AGENTS.AGENT_EXISTS();
+          continue;
+        }
+        const lost = await this.names.lost(agent, by);
+        if (lost) {
+          // Nothing refers to it yet: its main branch comes after.
+          await this.r.agents.delete({ id: agent.id, account_id: account });
+          if (lost === 'id') throw AGENTS.AGENT_ID_IS_SLUG();
+          continue;
+        }
+        stored = agent;
+        return { agent, main: await mainBranch(this.r, agent) };
       }
-      const lost = await this.names.lost(agent);
-      if (lost) {
-        // Nothing refers to it yet: its main branch comes after.
-        await this.r.agents.delete({ id: agent.id, account_id: account });
-        if (lost === 'id') throw AGENTS.AGENT_ID_IS_SLUG();
-        continue;
-      }
-      return { agent, main: await mainBranch(this.r, agent) };
+    } finally {
+      // A create that failed (or a slug it gave up) leaves no claim behind to hold the name for a minute. A
+      // release that fails leaves them to go stale, as a crash does: the create's own outcome stands.
+      const left = claimed.filter((name) => name !== stored?.id && name !== stored?.slug);
+      if (left.length > 0) await this.names.release(account, left, id, by).catch(() => undefined);
     }
   }
 

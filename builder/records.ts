@@ -43,13 +43,15 @@ export interface MergeLock {
 
 /**
  * A claim on a name of an account's agents (`builder/names.ts`): id `{account_id}/{name}`, so the store lets one
- * create have each name. `at`: when it was claimed (ms since the epoch).
+ * create have each name. `at`: when it was claimed (ms since the epoch); `by`: the token of the create that wrote
+ * it, the one create that may release it (absent in claims written before creates released theirs).
  */
 export interface NameClaimRecord extends Doc {
   account_id: string;
   name: string;
   agent_id: string;
   at: number;
+  by?: string;
 }
 
 /** Frozen content, shared by every deployment of the same content hash. */

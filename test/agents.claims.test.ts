@@ -1,0 +1,125 @@
+/**
+ * A create that does not store its agent leaves no claim on its names (builder/names.ts `release`): its retry
+ * gets the plain slug, and its names are free as an `agentId` at once, not a minute later. The edge is built
+ * in-process on a store whose `agents` inserts the test can fail or hold (as a full disk, or a create racing
+ * another, would), and is reached over HTTP like the platform's.
+ */
+import t from 'tap';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { pino } from 'pino';
+import type { FastifyInstance } from 'fastify';
+import { builtinKinds, startRuntime, type Runtime } from '../actors/mod.js';
+import { SecretBox } from '../actors/delivery/mod.js';
+import { buildEdge } from '../gateway/edge/server.js';
+import { loadConfig } from '../platform/config.js';
+import { operatorTokenHash } from '../platform/operator-token.js';
+import { createServices } from '../platform/services.js';
+import { openStore, type Collection, type CollectionSpec, type Doc, type Store } from '../store/mod.js';
+import { builderRecords, type BuilderRecords } from '../builder/records.js';
+import { client, http } from './helpers/http.js';
+import { removeDir } from './helpers/platform.js';
+
+const TOKEN = 'agents-claims-test-operator-token';
+const dir = mkdtempSync(join(tmpdir(), 'sb-claims-'));
+
+/** What the next `agents` insert meets: an error (a store fault), or a wait the test ends (`null`: none). */
+let nextInsert: ((doc: Doc) => Promise<void>) | null = null;
+
+/** The store, its `agents` collection's inserts going through `nextInsert` first. */
+function faultyAgents(store: Store): Store {
+  const collection = <T extends Doc>(spec: CollectionSpec): Collection<T> => {
+    const inner = store.collection<T>(spec);
+    if (spec.name !== 'agents') return inner;
+    return Object.assign(Object.create(inner) as Collection<T>, {
+      insert: async (doc: T) => {
+        const before = nextInsert;
+        nextInsert = null;
+        if (before) await before(doc);
+        return inner.insert(doc);
+      },
+    });
+  };
+  return new Proxy(store, { get: (target, key) => (key === 'collection' ? collection : Reflect.get(target, key)) });
+}
+
+let store: Store;
+let records: BuilderRecords;
+let runtime: Runtime;
+let edge: FastifyInstance;
+let api: ReturnType<typeof client>;
+let accountId: string;
+
+t.before(async () => {
+  const config = loadConfig({ DATA_DIR: dir, OPERATOR_TOKEN: TOKEN, LOG_LEVEL: 'silent' });
+  store = await openStore({ dataDir: dir });
+  records = builderRecords(store);
+  runtime = await startRuntime({ kinds: builtinKinds(), store, worker: false, shardCount: 4, leaseTtlMs: 3000, passivateAfterMs: 60_000, askTimeoutMs: 1000 });
+  edge = await buildEdge({
+    services: createServices(faultyAgents(store)),
+    runtime,
+    operatorTokenHash: await operatorTokenHash(dir, TOKEN, () => undefined),
+    logger: pino({ level: 'silent' }),
+    isServing: () => true,
+    conversationIdleMs: config.conversationIdleMs,
+    limits: config.edge,
+    externalEvents: config.externalEvents,
+    webhooks: { secrets: await SecretBox.open(dir), allowPrivateUrls: false },
+  });
+  await edge.listen({ host: '127.0.0.1', port: 0 });
+  const base = `http://127.0.0.1:${(edge.server.address() as AddressInfo).port}`;
+  const admin = (path: string, body: unknown) => http(base, 'POST', `/admin/v1${path}`, { body, headers: { authorization: `Bearer ${TOKEN}` } });
+  accountId = (await admin('/accounts', { name: 'Claims' })).body.id;
+  api = client(base, { 'x-api-key': (await admin('/keys', { account_id: accountId, scope: 'agents' })).body.key });
+});
+t.teardown(async () => {
+  await edge?.close();
+  await runtime?.stop();
+  await store?.close();
+  removeDir(dir);
+});
+
+/** The claims left on the account's names, by name. */
+const claimsOn = async (...names: string[]) => (await records.nameClaims.find({ account_id: accountId })).filter((c) => names.includes(c.name)).map((c) => c.name);
+
+t.test('a create whose agent the store fails to write leaves its names free: the retry has the plain slug, an agentId of them is made', async (t) => {
+  nextInsert = async () => {
+    throw new Error('EIO: the disk failed the write');
+  };
+  const failed = await api('POST', '/v1/agents', { name: 'Front desk' });
+  t.equal(failed.status, 500, failed.text);
+  t.same(await claimsOn('front-desk'), [], 'no claim left on the slug');
+  const retried = await api('POST', '/v1/agents', { name: 'Front desk' });
+  t.equal(retried.status, 201, retried.text);
+  t.equal(retried.body.slug, 'front-desk', 'the retry has the plain slug');
+
+  nextInsert = async () => {
+    throw new Error('EIO: the disk failed the write');
+  };
+  t.equal((await api('POST', '/v1/agents', { name: 'Back office', agentId: 'bo-1' })).status, 500);
+  t.same(await claimsOn('bo-1', 'back-office'), [], 'no claim left on the chosen id or the slug');
+  const byId = await api('POST', '/v1/agents', { name: 'Other', agentId: 'back-office' });
+  t.equal(byId.status, 201, `the failed create's slug is free as an agentId: ${byId.text}`);
+  const bySlug = await api('POST', '/v1/agents', { name: 'bo-1' });
+  t.equal(bySlug.body.slug, 'bo-1', "the failed create's id is free as a slug");
+});
+
+t.test('two creates of one agentId: the one that loses leaves its slug free, the one stored keeps both its names', async (t) => {
+  // The first create to reach its insert waits there until the second has reached its own: both have claimed
+  // their names, and the store decides between them by the id.
+  let second: () => void = () => undefined;
+  const bothThere = new Promise<void>((resolve) => (second = resolve));
+  nextInsert = async () => {
+    nextInsert = async () => second();
+    await bothThere;
+  };
+  const [alpha, beta] = await Promise.all([api('POST', '/v1/agents', { name: 'Alpha', agentId: 'raced' }), api('POST', '/v1/agents', { name: 'Beta', agentId: 'raced' })]);
+  t.same([alpha.status, beta.status].sort(), [201, 409], `one stored, the other 409: ${alpha.text} ${beta.text}`);
+  const [won, lost] = alpha.status === 201 ? ['alpha', 'beta'] : ['beta', 'alpha'];
+  t.same((await claimsOn('raced', 'alpha', 'beta')).sort(), [won, 'raced'].sort(), "the stored agent's claims, and only those");
+  t.equal((await api('GET', `/v1/agents/${won}`)).body.agentId, 'raced', 'the stored agent answers to its slug');
+  const byId = await api('POST', '/v1/agents', { name: 'Other', agentId: lost });
+  t.equal(byId.status, 201, `the slug of the create that lost is free as an agentId: ${byId.text}`);
+});
