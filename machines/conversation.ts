@@ -165,6 +165,11 @@ export interface SideOutcome {
    * run): pinned from then on, as a turn's is. Absent or null: nothing to pin.
    */
   artifactVersion?: string | null;
+  /**
+   * The variant the function ran: a draft run that pins an artifact goes on with this one (the artifact may not
+   * hold the variant it started with, `variantOnPin`). Absent: the conversation's.
+   */
+  variant?: { id: string; name: string } | null;
 }
 
 /** The input of `deliverExternal`: what a live channel (a webchat session) is sent. */
@@ -632,7 +637,8 @@ export const conversationMachine = setup({
         counts: { turns: context.counts.turns + out.turns.length, ood: context.counts.ood + out.oodTurns, functionErrors: context.counts.functionErrors + out.functionErrors, timeoutRounds: 0 },
         state: out.state,
         handoff: out.handoff ?? context.handoff,
-        variant: out.variant ?? context.variant,
+        // The outcome that pins an artifact (the start's, or a draft run's) says the variant run on it, none too.
+        variant: context.artifactVersion === null && out.artifactVersion !== null ? out.variant : (out.variant ?? context.variant),
         artifactVersion: out.artifactVersion ?? context.artifactVersion,
         pending: null,
         idleDeadline: out.at + context.start!.idleTimeoutMs,
@@ -664,8 +670,9 @@ export const conversationMachine = setup({
         counts: { ...context.counts, turns: context.counts.turns + out.turns.length, functionErrors: context.counts.functionErrors + out.functionErrors + (refused ? 1 : 0) },
         state: out.state,
         unread: boundedUnread(context.unread, out.said),
-        // Only a draft run pins here: a pinned conversation keeps what it runs.
+        // Only a draft run pins here, with the variant it ran: a pinned conversation keeps what it runs.
         artifactVersion: context.artifactVersion ?? out.artifactVersion ?? null,
+        variant: context.artifactVersion === null && out.artifactVersion && out.variant !== undefined ? out.variant : context.variant,
         // A conversation that has ended stays as it ended.
         ...(context.endedAt !== null
           ? {}

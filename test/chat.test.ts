@@ -248,6 +248,28 @@ t.test('nothing deployed: each turn runs main\'s draft as it is then; a deployme
   t.equal(await respond(), 'draft two', 'and kept from then on, as one the conversation started on');
 });
 
+t.test('nothing deployed: the deployment a turn takes up lacks the variant the draft gave: the variant is picked again from it', async (t) => {
+  const agentId = (await c.api('POST', '/v1/agents', { name: 'Varied draft' })).body.agentId;
+  const base = `/v1/agents/${agentId}`;
+  await c.api('PUT', `${base}/branches/main/functions/turn`, { code: FUNCTIONS.turn.replace('conv.state.turns += 1;', '') });
+  t.equal((await c.api('POST', `${base}/branches/main/variants`, { name: 'Paris' })).status, 201);
+  // Deployed to sandbox while main has Paris only; main then gets London, its default: live runs the draft.
+  const older = (await c.api('POST', `${base}/deployments/publish`, { environment: 'sandbox' })).body.deployment;
+  t.equal((await c.api('POST', `${base}/branches/main/variants`, { name: 'London', isDefault: true })).status, 201);
+  const a = admin(p);
+  const key = (await a('POST', '/keys', { account_id: c.accountId, scope: 'chat', project_id: agentId })).body.key;
+  const token = (await a('POST', '/connectors', { account_id: c.accountId, project_id: agentId, kind: 'chat', environment: 'live' })).body.token;
+  const opts = { key, token, project: agentId };
+  const id = (await c.chat('create', {}, opts)).body.conversation_id;
+  const variant = async () => (await c.chat('respond', { conversation_id: id, message: 'variant' }, opts)).body.response;
+  t.equal(await variant(), 'variant=London', "the draft's default");
+  // The older deployment, without London, reaches live: the next turn pins it.
+  for (let i = 0; i < 2; i++) t.equal((await c.api('POST', `${base}/deployments/${older.id}/promote`)).status, 200);
+  t.equal(await variant(), 'variant=Paris', "the deployment's default, as a conversation started on it has");
+  t.equal(await variant(), 'variant=Paris', 'and kept');
+  t.match(await record(id), { variant_name: 'Paris' });
+});
+
 t.test('an idle chat ends by itself (durable timer)', async (t) => {
   const id = (await c.chat('create', {})).body.conversation_id;
   t.equal((await record(id))!.in_progress, true);

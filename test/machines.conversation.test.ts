@@ -227,6 +227,44 @@ t.test("conversation: a draft run pins the artifact an external_event or bridge_
   t.same(run('a1', 'art-7'), ['a1', 'a1'], 'a pinned conversation keeps its artifact');
 });
 
+t.test('conversation: the outcome that pins an artifact to a draft run says its variant, none too; a pinned one keeps its variant', async (t) => {
+  const london = { id: 'v-lon', name: 'London' };
+  const paris = { id: 'v-par', name: 'Paris' };
+  const started = (pinned: string | null) => {
+    const actor = createActor(machine, { input: { id: 'c-variant' } });
+    actor.start();
+    actor.send({ type: 'START', start });
+    actor.send({ type: 'xstate.done.actor.start', output: outcome({ artifactVersion: pinned, variant: london }) } as any);
+    actor.send({ type: 'MESSAGE', message: 'pay', metadata: {}, integrationAttributes: {}, at: 2500 });
+    return actor;
+  };
+  const byTurn = (pinned: string | null, out: Partial<TurnOutcome>) => {
+    const actor = started(pinned);
+    actor.send({ type: 'TURN_DONE', output: outcome(out) } as any);
+    const { variant } = actor.getSnapshot().context;
+    actor.stop();
+    return variant;
+  };
+  t.same(byTurn(null, { artifactVersion: 'art-7', variant: paris }), paris, 'a turn that pins: its variant');
+  t.same(byTurn(null, { artifactVersion: 'art-7', variant: null }), null, 'none, when the artifact offers none');
+  t.same(byTurn(null, { artifactVersion: null, variant: null }), london, 'still a draft run: the variant stays');
+  t.same(byTurn('a1', { artifactVersion: 'a1', variant: null }), london, 'a pinned conversation keeps its variant');
+  const bySide = (pinned: string | null, out: Partial<SideOutcome>) => {
+    const actor = started(pinned);
+    actor.send({ type: 'TURN_DONE', output: outcome({ artifactVersion: pinned, variant: london, awaiting: wait }) } as any);
+    actor.send({ type: 'xstate.done.actor.externalWatch', output: null } as any);
+    actor.send({ type: 'EXTERNAL_EVENT', event: external('e1') });
+    actor.send({ type: 'xstate.done.actor.external', output: side({ said: [], ...out }) } as any);
+    const { variant } = actor.getSnapshot().context;
+    actor.stop();
+    return variant;
+  };
+  t.same(bySide(null, { artifactVersion: 'art-7', variant: paris }), paris, 'a side run that pins: its variant');
+  t.same(bySide(null, { artifactVersion: 'art-7', variant: null }), null, 'none too');
+  t.same(bySide(null, { artifactVersion: 'art-7' }), london, 'an outcome that names none: the variant stays');
+  t.same(bySide('a1', { artifactVersion: 'a1', variant: paris }), london, 'a pinned conversation keeps its variant');
+});
+
 t.test('conversation: an external event resumes a waiting conversation once; the timeout too; bridge-ended runs once', async (t) => {
   const actor = createActor(machine, { input: { id: 'c3' } });
   const answered: Array<{ type: string; data: any }> = [];

@@ -50,3 +50,13 @@ export function pickVariant(content: Content, requested: string | null): { id: s
   const chosen = requested ? variants.find((v) => v.id === requested || v.name === requested) : variants.find((v) => v.isDefault);
   return chosen ? { id: chosen.id, name: chosen.name } : null;
 }
+
+/**
+ * The variant a draft run goes on with once it pins `content`, the artifact it found deployed: the one it ran, when
+ * the artifact has it; else the one it would have started on there (`pickVariant`), as a conversation that started
+ * on the artifact would run, none when the artifact offers none.
+ */
+export function variantOnPin(content: Content, ran: { id: string; name: string } | null, requested: string | null): { id: string; name: string } | null {
+  if (ran && Object.values(content.variants ?? {}).some((v) => v.id === ran.id)) return ran;
+  return pickVariant(content, requested);
+}

@@ -5,7 +5,7 @@ import type { Environment } from '../../tenancy/connectors.js';
 import type { ConvInput, FunctionSandbox } from '../functions/types.js';
 import { failureOf } from '../responder/failure.js';
 import type { KnowledgeTopic, Responder, ResponderContext, ResponderReply, ToolFunction } from '../responder/types.js';
-import { artifactCache, pickVariant, runningContent } from './deployment.js';
+import { artifactCache, pickVariant, runningContent, variantOnPin } from './deployment.js';
 import { isoOf } from '../../platform/clock.js';
 import { inSpan, SpanKind, SpanStatusCode } from '../../platform/telemetry.js';
 
@@ -269,16 +269,25 @@ export function conversationEffects(deps: ConversationDeps) {
     ...(w.failed ? { failed: w.failed } : {}),
   });
 
+  /**
+   * The variant a turn or a side run runs: the conversation's, unless this is a draft run that pins the artifact it
+   * found deployed (its outcome's `artifactVersion`), whose variants may not hold it (`variantOnPin`).
+   */
+  const variantOf = (input: EndInput, loaded: Awaited<ReturnType<typeof load>>): ConvInput['variant'] =>
+    input.artifactVersion === null && loaded.artifactVersion !== null ? variantOnPin(loaded.content, input.variant, input.start.variantId) : input.variant;
+
   /** Runs `external_event` or `bridge_ended`: its words become a turn of their own (no user input). */
   const side = async (input: SideInput, name: 'external_event' | 'bridge_ended', arg: unknown): Promise<SideOutcome> => {
     const w: Working = { state: { ...input.state }, functionErrors: 0, handoff: null, end: false, awaiting: null };
     const at = Date.now();
     let said: string[] = [];
     let artifactVersion: string | null = null;
+    let variant = input.variant;
     try {
       const loaded = await load(input.start, input.artifactVersion);
       artifactVersion = loaded.artifactVersion;
-      const r = await hook(loaded, name, conv(input.id, input.start, input.variant, w, input.integrationAttributes, {}, loaded.variables), [arg], w);
+      variant = variantOf(input, loaded);
+      const r = await hook(loaded, name, conv(input.id, input.start, variant, w, input.integrationAttributes, {}, loaded.variables), [arg], w);
       said = [...(r?.said ?? []), ...(typeof r?.value === 'string' && r.value ? [r.value] : [])];
     } catch {
       // The project may be gone: nothing runs, the conversation goes on.
@@ -295,6 +304,7 @@ export function conversationEffects(deps: ConversationDeps) {
       functionErrors: w.functionErrors,
       awaiting: w.awaiting,
       artifactVersion,
+      variant,
     };
   };
 
@@ -329,9 +339,10 @@ export function conversationEffects(deps: ConversationDeps) {
 
     async takeTurn(input: TurnInput): Promise<TurnOutcome> {
       const loaded = await load(input.start, input.artifactVersion);
+      const variant = variantOf(input, loaded);
       const w: Working = { state: { ...input.state }, functionErrors: 0, handoff: null, end: false, awaiting: null };
-      const record = await turn(input.id, input.start, input.variant, loaded, w, input.integrationAttributes, input.history, input.message || input.voice?.dtmf || '', input.metadata, input.at);
-      return outcome(w, [withVoice(record, input.voice)], input.variant, loaded.artifactVersion);
+      const record = await turn(input.id, input.start, variant, loaded, w, input.integrationAttributes, input.history, input.message || input.voice?.dtmf || '', input.metadata, input.at);
+      return outcome(w, [withVoice(record, input.voice)], variant, loaded.artifactVersion);
     },
 
     /** The project's `external_event(conv, event)`, with the event (or the timed-out wait). */
