@@ -67,7 +67,8 @@ export interface CallContext {
 
 export type CallEvent =
   | { type: 'PLACE'; request: CallRequest; at: number }
-  | { type: 'CALL_ENDED'; at: number }
+  /** An answered call hung up; with the conversation and the answer's SIP status (`CallEndedEvent`). */
+  | { type: 'CALL_ENDED'; at: number; conversation_id?: string | null; sip_status?: number | null }
   | { type: 'STATUS' };
 
 /** What `dial` resolves with: the media gateway's outcome, and when it came. */
@@ -212,8 +213,17 @@ export const callMachine = setup({
       entry: assign({ wakeAt: ({ context }) => context.callingAt! + context.settings.wakeMs }),
       on: {
         // Only an answered call hangs up: when the dial's answer was lost (its worker died and the call was
-        // not woken before the hang-up), the hang-up itself says the call was answered, and when it ended.
-        CALL_ENDED: { target: '#call.success.ended', actions: assign({ endedAt: ({ event }) => event.at, answeredAt: ({ context }) => context.callingAt }) },
+        // not woken before the hang-up), the hang-up itself says the call was answered, when it ended, and
+        // what the answer would have: its conversation and SIP status.
+        CALL_ENDED: {
+          target: '#call.success.ended',
+          actions: assign({
+            endedAt: ({ event }) => event.at,
+            answeredAt: ({ context }) => context.callingAt,
+            conversationId: ({ event }) => event.conversation_id ?? null,
+            sipStatus: ({ event }) => event.sip_status ?? null,
+          }),
+        },
       },
       ...wakeUp,
       invoke: [

@@ -33,6 +33,7 @@ const allEvents = [
   { type: 'PLACE', request, at: 1000 },
   { type: 'STATUS' },
   { type: 'CALL_ENDED', at: 9000 },
+  { type: 'CALL_ENDED', at: 9000, conversation_id: 'conv1', sip_status: 200 },
   done('slot', 1500),
   error('slot'),
   done('queueTimer', 2000),
@@ -122,6 +123,37 @@ t.test('call: the events carry account, project and call sid; a failure its reas
   const s = actor.getSnapshot();
   t.equal(s.context.endedAt, 3000, 'the end time comes from the dial result');
   t.equal(callStatus(s), 'failure');
+  actor.stop();
+});
+
+t.test("call: a hang-up while still calling (the dial's answer lost) is a success with the conversation and SIP status it carries", async (t) => {
+  const hungUp = (ended: { at: number; conversation_id?: string; sip_status?: number }) => {
+    const seen: any[] = [];
+    const actor = createActor(machine, { input });
+    actor.on('*', (e: any) => seen.push(e));
+    actor.start();
+    actor.send({ type: 'PLACE', request, at: 1000 });
+    actor.send(done('slot', 1500));
+    actor.send({ type: 'CALL_ENDED', ...ended });
+    const s = actor.getSnapshot();
+    actor.stop();
+    return { s, seen };
+  };
+  const { s, seen } = hungUp({ at: 9000, conversation_id: 'conv1', sip_status: 200 });
+  t.same(s.value, { success: 'ended' });
+  t.equal(callStatus(s), 'success');
+  t.match(s.context, { conversationId: 'conv1', sipStatus: 200, answeredAt: 1500, endedAt: 9000, failure: null });
+  t.match(seen.find((e) => e.type === 'call.succeeded')?.data, { conversation_id: 'conv1', call_sid: 'OUT-1' }, 'call.succeeded names the conversation');
+  // A media gateway of an older version sends neither: still a success, as before.
+  t.match(hungUp({ at: 9000 }).s.context, { conversationId: null, sipStatus: null, endedAt: 9000 });
+  // Once connected, the dial's own answer stays.
+  const actor = createActor(machine, { input });
+  actor.start();
+  actor.send({ type: 'PLACE', request, at: 1000 });
+  actor.send(done('slot', 1500));
+  actor.send(dialed('answered', 200));
+  actor.send({ type: 'CALL_ENDED', at: 9000, conversation_id: 'other', sip_status: 200 });
+  t.match(actor.getSnapshot().context, { conversationId: 'conv1', sipStatus: 200, endedAt: 9000 });
   actor.stop();
 });
 

@@ -73,13 +73,20 @@ export interface DialResult {
 /**
  * The event a media gateway asks the call actor (`kind` `CALL_KIND`, id the call_sid) when an answered call
  * hangs up, by either side: it fixes the end time from which the status is kept about 2 hours. Idempotent:
- * a call ends once; later ones change nothing.
+ * a call ends once; later ones change nothing. Only an answered call hangs up (a far end that gives up before
+ * the answer ends the INVITE, which the dial's result reports), so the event carries what the dial's answer
+ * did: a hang-up that reaches a call still `calling` (the answer was lost with the worker that asked) settles
+ * the call with them.
  */
 export interface CallEndedEvent {
   type: 'CALL_ENDED';
   /** When the call ended (ms since epoch). */
   at: number;
+  /** The VOICE-SIP conversation the call ran (a media gateway of an older version sends none). */
+  conversation_id?: string;
+  /** The SIP status of the answer: 200. */
+  sip_status?: number;
   [key: string]: unknown;
 }
 
-export const callEndedEvent = (at: number): CallEndedEvent => ({ type: 'CALL_ENDED', at });
+export const callEndedEvent = (at: number, conversationId: string, sipStatus: number): CallEndedEvent => ({ type: 'CALL_ENDED', at, conversation_id: conversationId, sip_status: sipStatus });

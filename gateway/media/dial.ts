@@ -130,7 +130,7 @@ async function dial(gw: MediaGateway, runtime: Runtime, req: DialRequest): Promi
     outcome.dialog,
     rtp,
     (end) =>
-      void runtime.client.ask(CALL_KIND, req.call_sid, callEndedEvent(end.at), { eventId: `${req.call_sid}:ended` }).catch((err) =>
+      void runtime.client.ask(CALL_KIND, req.call_sid, callEndedEvent(end.at, conversationId, 200), { eventId: `${req.call_sid}:ended` }).catch((err) =>
         gw.o.log('warn', 'could not tell the call actor that a call ended', { call_sid: req.call_sid, err: String(err) }),
       ),
   );
