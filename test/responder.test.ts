@@ -46,6 +46,19 @@ t.test('text helpers', async (t) => {
       { numRuns: 2000 },
     );
   });
+  t.test("runs of y: a y after a consonant is a vowel, the run alternating from the letter before it", async (t) => {
+    // The Porter algorithm's reading of y, as its recursive definition gives it.
+    for (const [w, s] of [['syzygy', 'syzygi'], ['yyyy', 'yyyi'], ['sayyy', 'sayyi'], ['yay', 'yai'], ['boyyish', 'boyyish'], ['ayyyying', 'ayyyi'], ['flying', 'fly'], ['daily', 'daili']]) {
+      t.equal(stem(w), s, w);
+    }
+  });
+  t.test('a word of a long run of y is analyzed, without overflowing the stack; longer than a word, it is its own term', async (t) => {
+    // A function's reply or a caller's message of one letter repeated: the recursion went one frame per y.
+    const run = 'y'.repeat(200_000);
+    t.same(analyze(run), [{ word: run, term: run }]);
+    t.equal(stem(`b${'y'.repeat(63)}`), `b${'y'.repeat(62)}i`, 'a word of 64 letters is stemmed');
+    t.equal(stem(`b${'y'.repeat(64)}`), `b${'y'.repeat(64)}`, 'one of 65 is its own term');
+  });
   t.test('property: tokenize never returns stop words or empty terms', async () => {
     const stops = [...STOP_WORDS];
     const word = fc.oneof(fc.constantFrom(...stops), fc.stringMatching(/^[a-z]{1,10}$/), fc.string());

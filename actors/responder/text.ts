@@ -88,11 +88,20 @@ export function tokenize(text: string): string[] {
 
 // ---- Porter stemmer (M. F. Porter, 1980), applied until it reaches a fixed point ----
 
+/**
+ * Whether the letter at `i` is a consonant: a vowel is a, e, i, o, u, and a y after a consonant. A run of y's
+ * alternates from the letter before it (a y that starts the word is a consonant): read from where the run starts,
+ * not by recursion, whose depth was the run's length (a long run of y's overflowed the stack).
+ */
 function isConsonant(w: string, i: number): boolean {
   const c = w[i];
   if (c === 'a' || c === 'e' || c === 'i' || c === 'o' || c === 'u') return false;
-  if (c === 'y') return i === 0 ? true : !isConsonant(w, i - 1);
-  return true;
+  if (c !== 'y') return true;
+  let j = i - 1;
+  while (j >= 0 && w[j] === 'y') j--;
+  // w[j] is the letter before the run (none: the run starts the word, and its first y is a consonant).
+  const first = j < 0 ? true : !isConsonant(w, j);
+  return (i - j) % 2 === 1 ? first : !first;
 }
 
 /** The measure m of a stem: the number of VC sequences in [C](VC)^m[V]. */
@@ -210,12 +219,19 @@ function porter(word: string): string {
 }
 
 /**
+ * The longest word stemmed; longer ones are their own term. English words are far shorter, and each of the
+ * algorithm's passes reads the word again (a text that is one run of letters, a function's or a caller's, is
+ * analyzed on the shared edge, turn and projection paths).
+ */
+const MAX_STEMMED_CHARS = 64;
+
+/**
  * The stem of a lowercase word: the Porter algorithm, repeated until the word no longer changes so that
  * `stem(stem(w)) === stem(w)` ("opening", "opens", "opened" -> "open"; "delivery", "deliveries" -> "deliveri").
- * Words with no ASCII letter (numbers, other scripts) are returned unchanged.
+ * Words with no ASCII letter (numbers, other scripts), and words longer than MAX_STEMMED_CHARS, are returned unchanged.
  */
 export function stem(word: string): string {
-  if (!/[a-z]/.test(word)) return word;
+  if (word.length > MAX_STEMMED_CHARS || !/[a-z]/.test(word)) return word;
   let current = word;
   for (let i = 0; i < 50; i++) {
     const next = porter(current);
