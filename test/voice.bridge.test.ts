@@ -4,15 +4,18 @@
  * bridge's end reaches the conversation through the bridge-ended path, as an outside telephony stack's POST
  * does: the project's `bridge_ended` function runs once and the record's state holds the durations.
  * Real parts: sipp as the caller's signalling and as the destination (`-rtp_echo`), the caller's audio from
- * a socket the test plays, the Conversations API for the record.
+ * a socket the test plays, the Conversations API for the record; raw SIP over UDP for what sipp cannot be (a
+ * destination that answers, then goes silent).
  */
 import t from 'tap';
+import dgram from 'node:dgram';
 import { chatProject, type ChatProject } from './helpers/chat.js';
 import { conversationsClient, conversationsKey } from './helpers/conversations.js';
 import { bindNumber, callerMedia, quietPort, runSipp, scenario, voiceSuite, voiceTools } from './helpers/voice.js';
 import { eventually } from './helpers/eventually.js';
 import { http } from './helpers/http.js';
 import { admin } from './helpers/tenants.js';
+import { audioOffer, finalOf, invite as rawInvite, responseTo, udpPeer, until } from './helpers/raw-sip.js';
 
 const needsTools = () => (voiceTools() ? {} : { skip: 'sipp, espeak-ng or pocketsphinx is not installed' });
 t.setTimeout(300_000);
@@ -109,6 +112,59 @@ async function callUntilHungUp(name: string, number: string, desk: { file: strin
     media.close();
   }
 }
+
+t.test('a bridged destination that answers, then goes silent: the caller hangs up, and bridge_ended is told while our BYE to the destination is still unanswered', needsTools(), async (t) => {
+  const number = '+442079460304';
+  // The destination, raw SIP: answers each INVITE 200 (its audio socket echoes what it gets), then nothing more:
+  // not our BYE, which its transaction retransmits until it gives up (64·T1, 32 s).
+  const desk = dgram.createSocket('udp4');
+  const deskMedia = dgram.createSocket('udp4');
+  await Promise.all([desk, deskMedia].map((s) => new Promise<void>((r) => s.bind(0, '127.0.0.2', () => r()))));
+  deskMedia.on('message', (m, from) => deskMedia.send(m, from.port, from.address));
+  const deskPort = desk.address().port;
+  const deskGot: string[] = [];
+  desk.on('message', (m, from) => {
+    const text = m.toString('latin1');
+    deskGot.push(text);
+    if (!text.startsWith('INVITE ')) return;
+    const answer = responseTo(text, '200 OK', { toTag: 'desk', contact: `sip:desk@127.0.0.2:${deskPort}`, sdp: audioOffer({ address: '127.0.0.2', port: deskMedia.address().port }) });
+    desk.send(Buffer.from(answer, 'latin1'), from.port, from.address);
+  });
+  const peer = await udpPeer(v.sip);
+  const { media, echoed } = await caller();
+  t.teardown(() => {
+    media.close();
+    for (const s of [desk, deskMedia, peer.socket]) s.close();
+  });
+  const project = await bridgingProject('Bridge Gone Co', number, `sip:desk@127.0.0.2:${deskPort}`, peer.port);
+
+  const call = rawInvite({ sipPort: v.sip, number }, peer, { address: '127.0.0.2', port: media.port });
+  peer.send(call.text);
+  const answer = await until(() => finalOf(peer.got, call.callId));
+  t.match(answer, /^SIP\/2\.0 200 /, 'the caller is answered');
+  const to = /^To: (.*)$/im.exec(answer)![1]!.trim();
+  peer.send(call.ack(to));
+  await media.connected();
+  await media.until(() => media.heard.voiced >= 10);
+  media.key('0');
+  await media.until(() => echoed.packets >= 20);
+  t.ok(deskGot.some((m) => m.startsWith('ACK ')), 'the destination was called, answered and ACKed, and the legs relayed');
+
+  // The caller hangs up: the destination gets our BYE, and answers nothing.
+  peer.send(call.request('BYE', 2, to));
+  const byes = () => deskGot.filter((m) => m.startsWith('BYE ')).length;
+  await until(() => (byes() > 0 ? true : undefined));
+  const c = await bridgedRecord(project);
+  const b = c.state.bridge_ended;
+  t.ok(b.bridge_duration_seconds > 0, `the bridge lasted (${b.bridge_duration_seconds} s)`);
+  t.ok(b.call_duration_seconds > b.bridge_duration_seconds, `the call lasted longer (${b.call_duration_seconds} s)`);
+  t.equal(c.state.bridge_runs, 1, 'bridge_ended ran once');
+  // Told while the BYE is still unanswered: its transaction goes on retransmitting it after the record was seen.
+  // (Told when the BYE gave up, the destination would get no more of it.)
+  const seen = byes();
+  await until(() => (byes() > seen ? true : undefined));
+  t.pass('the conversation was told of the bridge\'s end while our BYE to the destination went unanswered');
+});
 
 t.test('a bridged transfer whose destination hangs up: the caller gets the BYE', needsTools(), async (t) => {
   const { project, run, destination, echoed } = await callUntilHungUp('Bridge Hangup Co', '+442079460302', { file: 'bridge-destination-hangs-up.xml', vars: { ...PCMU, HOLD_MS: 3000 } });

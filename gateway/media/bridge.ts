@@ -144,11 +144,14 @@ export interface BridgeEnd {
 
 /**
  * Two answered legs relayed to each other until either hangs up (its BYE; the other side then gets ours) or
- * sends no media for `mediaTimeoutMs` (both get a BYE). `ended` resolves once both legs are hung up.
+ * sends no media for `mediaTimeoutMs` (both get a BYE). `ended` resolves as soon as the bridge ends, whatever
+ * becomes of our BYEs.
  */
 export class Bridge {
   readonly ended: Promise<BridgeEnd>;
   private done: ((end: BridgeEnd) => void) | null = null;
+  /** Our BYEs of `end`, answered or given up. */
+  private hungUp: Promise<void> = Promise.resolve();
   private readonly watch: ReturnType<typeof setInterval>;
 
   constructor(private readonly a: BridgeLeg, private readonly b: BridgeLeg, mediaTimeoutMs: number) {
@@ -165,17 +168,22 @@ export class Bridge {
     this.watch.unref?.();
   }
 
-  /** Hangs up what is still up; idempotent (the first reason stands). */
-  async end(by: BridgeEnd['by']): Promise<void> {
+  /**
+   * Hangs up what is still up; idempotent (the first reason stands). The bridge is over at once (`ended`): the
+   * conversation learns of it now, not when the other side answers our BYE, which a far end that is gone never
+   * does (its transaction gives up after 64·T1, 32 s, and the bridge-ended report came that late). Resolves once
+   * our BYEs are answered or given up: only the gateway's shutdown waits for that.
+   */
+  end(by: BridgeEnd['by']): Promise<void> {
     const done = this.done;
-    if (!done) return;
+    if (!done) return this.hungUp;
     this.done = null;
-    const at = Date.now();
     clearInterval(this.watch);
-    // The side that hung up has ended its dialog already: its `bye` sends nothing.
-    await Promise.all([this.a.dialog.bye().catch(() => {}), this.b.dialog.bye().catch(() => {})]);
+    // The side that hung up has ended its dialog already: its `bye` sends nothing (and `bye` never rejects).
+    this.hungUp = Promise.all([this.a.dialog.bye(), this.b.dialog.bye()]).then(() => {});
     this.a.rtp.close();
     this.b.rtp.close();
-    done({ at, by });
+    done({ at: Date.now(), by });
+    return this.hungUp;
   }
 }

@@ -313,10 +313,11 @@ export class VoiceCall {
   /** We hang up (agent ended, transfer done, failure); the conversation is closed if it is not already. */
   async hangUp(reason: CallEnd['reason']): Promise<void> {
     // A bridged call outlives its agent's part: the gateway's shutdown hangs up both legs, and waits for the
-    // conversation to be told of the bridge's end.
+    // conversation to be told of the bridge's end (told as the BYEs go out), then for the BYEs' answers.
     if (this.bridged) {
-      await this.bridged.end('shutdown');
+      const hungUp = this.bridged.end('shutdown');
       await this.transferring;
+      await hungUp;
       return;
     }
     if (this.ended) return;

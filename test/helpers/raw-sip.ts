@@ -56,3 +56,27 @@ export const until = async <T>(f: () => T | undefined, ms = 10_000): Promise<T> 
   }
   throw new Error('timed out');
 };
+
+/**
+ * A response to `request` (as its text) from a hand-written UAS: its Via, From, To (given `toTag` when it has none),
+ * Call-ID and CSeq, a Contact when given, and `sdp` as its body.
+ */
+export function responseTo(request: string, status: string, o: { toTag?: string; contact?: string; sdp?: string } = {}): string {
+  const head = request.slice(0, request.indexOf('\r\n\r\n')).split('\r\n').slice(1);
+  const named = (...names: string[]) => head.filter((l) => names.includes(l.slice(0, l.indexOf(':')).trim().toLowerCase()));
+  const to = named('to', 't').map((l) => (o.toTag && !/;\s*tag=/i.test(l) ? `${l};tag=${o.toTag}` : l));
+  const body = o.sdp ?? '';
+  return [
+    `SIP/2.0 ${status}`,
+    ...named('via', 'v'),
+    ...named('from', 'f'),
+    ...to,
+    ...named('call-id', 'i'),
+    ...named('cseq'),
+    ...(o.contact ? [`Contact: <${o.contact}>`] : []),
+    ...(body ? ['Content-Type: application/sdp'] : []),
+    `Content-Length: ${body.length}`,
+    '',
+    body,
+  ].join('\r\n');
+}
