@@ -19,7 +19,7 @@ import { conversationsClient, conversationsKey } from './helpers/conversations.j
 import { bindable, bindNumber, MEDIA_ENV, mediaPorts, runSipp, scenario, SIPP_PCAPS, quietPort, RTP_PORTS } from './helpers/voice.js';
 import { toolAvailable } from './helpers/tools.js';
 import { eventually, logged } from './helpers/eventually.js';
-import { finalOf, invite as rawInvite, udpPeer, until } from './helpers/raw-sip.js';
+import { finalOf, invite as rawInvite, responseTo, udpPeer, until } from './helpers/raw-sip.js';
 
 // sipp and espeak-ng (the agent's voice); missing, these skip locally and fail with CI=true.
 const tools = () => toolAvailable('/usr/bin/sipp', 'sip-tester') && toolAvailable('/usr/bin/espeak-ng', 'espeak-ng');
@@ -231,6 +231,38 @@ t.test('a caller gone without a BYE, whose address answers nothing: the call end
   const seen = byes();
   await until(() => (byes() > seen ? true : undefined), 10_000);
   t.pass('the conversation ended while its BYE was still unanswered; the BYE\'s transaction goes on on its own');
+});
+
+t.test('a platform stopped with a call up hangs it up and waits for the answer to its BYE: a first copy lost is sent again', needsTools(), async (t) => {
+  const stopping = await startPlatform({ env: { ...MEDIA_ENV, VOICE_NO_INPUT_MS: '60000' } });
+  let exited: number | null | undefined;
+  t.teardown(async () => {
+    if (exited === undefined) await stopping.stop();
+    removeDir(stopping.dataDir);
+  });
+  const held = await chatProject(stopping, { name: 'Stop Co', functions: { start: 'function start(conv) { conv.say("Hello there."); }' } });
+  const number = '+442079460145';
+  await bindNumber(held.api, held.agentId, number, { host: '127.0.0.2', port: 5 });
+  const sipPort = mediaPorts(stopping.stdout()).sip;
+  const caller = await udpPeer(sipPort);
+  const media = await audioSink();
+  t.teardown(() => (caller.socket.close(), media.close()));
+  const call = rawInvite({ sipPort, number }, { address: '127.0.0.2', port: caller.port }, { address: '127.0.0.2', port: media.port });
+  // The caller answers the platform's BYE from its second copy on: the first is lost on the way.
+  const byes = () => caller.got.filter((m) => m.startsWith('BYE ') && m.includes(call.callId));
+  caller.socket.on('message', (m) => {
+    const text = m.toString('latin1');
+    if (text.startsWith('BYE ') && byes().length >= 2) caller.send(responseTo(text, '200 OK'));
+  });
+  caller.send(call.text);
+  const answer = await until(() => finalOf(caller.got, call.callId));
+  t.match(answer, /^SIP\/2\.0 200 /, 'answered');
+  caller.send(call.ack(/^To: (.*)$/im.exec(answer)![1]!.trim()));
+  await until(() => (media.got.voiced > 0 ? true : undefined), 30_000);
+
+  exited = await stopping.stop();
+  t.equal(exited, 0, 'the platform drained and exited', { platform: stopping.stdout().slice(-3000) });
+  t.ok(byes().length >= 2, `the BYE was sent again after its first copy was lost, until it was answered (${byes().length} copies)`);
 });
 
 t.test('offers with several m-lines: the answer has one for each, in order, the ones not taken at port 0; no usable audio is 488', needsTools(), async (t) => {

@@ -150,8 +150,6 @@ export interface BridgeEnd {
 export class Bridge {
   readonly ended: Promise<BridgeEnd>;
   private done: ((end: BridgeEnd) => void) | null = null;
-  /** Our BYEs of `end`, answered or given up. */
-  private hungUp: Promise<void> = Promise.resolve();
   private readonly watch: ReturnType<typeof setInterval>;
 
   constructor(private readonly a: BridgeLeg, private readonly b: BridgeLeg, mediaTimeoutMs: number) {
@@ -160,10 +158,10 @@ export class Bridge {
     const bDigits = b.digitsFrom ?? b.rtp.dtmfPayloadType;
     a.rtp.relay((p) => b.rtp.forward(p, aDigits));
     b.rtp.relay((p) => a.rtp.forward(p, bDigits));
-    a.dialog.onBye = () => void this.end('caller');
-    b.dialog.onBye = () => void this.end('destination');
+    a.dialog.onBye = () => this.end('caller');
+    b.dialog.onBye = () => this.end('destination');
     this.watch = setInterval(() => {
-      if (a.rtp.silentForMs() >= mediaTimeoutMs || b.rtp.silentForMs() >= mediaTimeoutMs) void this.end('media_timeout');
+      if (a.rtp.silentForMs() >= mediaTimeoutMs || b.rtp.silentForMs() >= mediaTimeoutMs) this.end('media_timeout');
     }, Math.min(5000, Math.max(250, mediaTimeoutMs / 4)));
     this.watch.unref?.();
   }
@@ -171,19 +169,19 @@ export class Bridge {
   /**
    * Hangs up what is still up; idempotent (the first reason stands). The bridge is over at once (`ended`): the
    * conversation learns of it now, not when the other side answers our BYE, which a far end that is gone never
-   * does (its transaction gives up after 64·T1, 32 s, and the bridge-ended report came that late). Resolves once
-   * our BYEs are answered or given up: only the gateway's shutdown waits for that.
+   * does (its transaction gives up after 64·T1, 32 s, and the bridge-ended report came that late). The BYEs go on
+   * on their own; only the gateway's shutdown waits for their answers (`MediaGateway.close`, bounded).
    */
-  end(by: BridgeEnd['by']): Promise<void> {
+  end(by: BridgeEnd['by']): void {
     const done = this.done;
-    if (!done) return this.hungUp;
+    if (!done) return;
     this.done = null;
     clearInterval(this.watch);
     // The side that hung up has ended its dialog already: its `bye` sends nothing (and `bye` never rejects).
-    this.hungUp = Promise.all([this.a.dialog.bye(), this.b.dialog.bye()]).then(() => {});
+    void this.a.dialog.bye();
+    void this.b.dialog.bye();
     this.a.rtp.close();
     this.b.rtp.close();
     done({ at: Date.now(), by });
-    return this.hungUp;
   }
 }

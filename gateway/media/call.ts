@@ -313,11 +313,10 @@ export class VoiceCall {
   /** We hang up (agent ended, transfer done, failure); the conversation is closed if it is not already. */
   async hangUp(reason: CallEnd['reason']): Promise<void> {
     // A bridged call outlives its agent's part: the gateway's shutdown hangs up both legs, and waits for the
-    // conversation to be told of the bridge's end (told as the BYEs go out), then for the BYEs' answers.
+    // conversation to be told of the bridge's end (told as the BYEs go out; `MediaGateway.close` waits for their answers).
     if (this.bridged) {
-      const hungUp = this.bridged.end('shutdown');
+      this.bridged.end('shutdown');
       await this.transferring;
-      await hungUp;
       return;
     }
     if (this.ended) return;

@@ -350,11 +350,11 @@ export class Dialog {
     });
   }
 
-  /** Hangs up. Never rejects. */
+  /** Hangs up; resolves once the BYE is answered or given up (`SipEndpoint.byesSettled`). Never rejects. */
   async bye(): Promise<void> {
     if (this.ended) return;
     this.end();
-    await this.send('BYE');
+    await this.ua.holdBye(this.send('BYE'));
   }
 
   /** Asks the far end to call `target` (a SIP URI) instead: blind transfer (RFC 3515). */
@@ -501,9 +501,30 @@ export class SipEndpoint {
   private readonly invitesTaken = new Map<string, string>();
   /** Per source address: INVITEs neither refused nor ACKed (`pendingInvitesPerAddress`). */
   private readonly unsettled = new PerAddress();
+  /** Our BYEs not yet answered or given up (`byesSettled`). */
+  private readonly byes = new Set<Promise<number>>();
   onInvite: ((invite: IncomingInvite) => void) | null = null;
 
   constructor(readonly o: SipEndpointOptions) {}
+
+  /** Keeps `bye` (a BYE's transaction, `Dialog.bye`) among the BYEs in flight until it settles. */
+  holdBye(bye: Promise<number>): Promise<number> {
+    this.byes.add(bye);
+    void bye.then(() => this.byes.delete(bye));
+    return bye;
+  }
+
+  /**
+   * Resolves once every BYE in flight is answered or given up, or after `ms`, whichever comes first: what `stop`
+   * would cut short, as it destroys the stack with its transactions (a BYE whose first copy was lost is never
+   * sent again; one to a far end named by a host name may not have gone out at all, its name still resolving).
+   */
+  async byesSettled(ms: number): Promise<void> {
+    if (this.byes.size === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all(this.byes), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+    clearTimeout(timer);
+  }
 
   /**
    * Starts the stack: resolves once its UDP and TCP (and TLS) sockets listen; rejects with the bind error

@@ -17,6 +17,13 @@ import type { TurnTakingOptions } from './turn-taking.js';
 import type { MediaConfig } from '../../platform/config.js';
 import type { Recordings } from './recordings/recordings.js';
 
+/**
+ * How long a shutdown waits for the answers to its BYEs (`MediaGateway.close`): over UDP a BYE is sent at 0, 0.5, 1.5
+ * and 3.5 s (RFC 3261 17.1.2, T1 = 500 ms), so a far end that lost the first copies still gets one; a far end that is
+ * gone answers none, and its transaction would hold the shutdown for 32 s.
+ */
+const CLOSE_BYE_WAIT_MS = 4000;
+
 /** The phone-number binding an INVITE's number resolves to (builder/telephony.ts). */
 export interface NumberBinding {
   account_id: string;
@@ -287,9 +294,15 @@ export class MediaGateway {
     return call;
   }
 
-  /** Hangs up every call (each conversation is closed) and stops listening. */
+  /**
+   * Hangs up every call (each conversation is closed as its BYE goes out), waits for the BYEs in flight to be
+   * answered for at most `CLOSE_BYE_WAIT_MS`, and stops listening. Stopped at once, the stack took its
+   * transactions with it: a BYE lost on the way was never sent again, and one to a far end named by a host name
+   * could still be waiting for the name to resolve; the far end kept a call up that nobody was on.
+   */
   async close(): Promise<void> {
     await Promise.all([...this.live].map((c) => c.hangUp('failed')));
+    await this.ua.byesSettled(CLOSE_BYE_WAIT_MS);
     this.ua.stop();
   }
 }
