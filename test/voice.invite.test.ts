@@ -2,11 +2,12 @@
  * What an INVITE is answered, with raw SIP and RTP from node sockets: the number it dialled is its Request-URI's
  * (To was read: a diverted call reached the number it was first dialled to), the SRTP answer carries the tag of the
  * offered crypto line it took (RFC 4568 5.1.2), and the answer's direction mirrors the offer's (RFC 3264 6.1): a
- * call the far end holds gets no audio from us and is not hung up for the RTP it does not send.
+ * call the far end holds gets no audio from us and is not hung up for the RTP it does not send. An INVITE without
+ * SDP (a delayed offer) is answered with our offer, and the call takes its answer from the ACK.
  */
 import t, { type Test } from 'tap';
 import dgram from 'node:dgram';
-import { audioOffer, finalOf, invite as rawInvite, udpPeer, until, type UdpPeer } from './helpers/raw-sip.js';
+import { audioOffer, finalOf, invite as rawInvite, responseTo, udpPeer, until, type UdpPeer } from './helpers/raw-sip.js';
 import { chatProject, type ChatProject } from './helpers/chat.js';
 import { conversationsClient, conversationsKey } from './helpers/conversations.js';
 import { eventually } from './helpers/eventually.js';
@@ -28,18 +29,25 @@ t.before(async () => {
   await bindNumber(second.api, second.agentId, OTHER, { host: '127.0.0.2', port: 5 });
 });
 
-/** A caller's SIP socket and a media socket on 127.0.0.2, closed after the test; `packets` counts the RTP it is sent. */
-async function caller(t: Test): Promise<{ sip: UdpPeer; media: dgram.Socket; packets: () => number }> {
+/**
+ * A caller's SIP socket and a media socket on 127.0.0.2, closed after the test; `packets` counts the RTP it is sent,
+ * `types` holds the payload types of those packets.
+ */
+async function caller(t: Test): Promise<{ sip: UdpPeer; media: dgram.Socket; packets: () => number; types: Set<number> }> {
   const sip = await udpPeer(voice.sip);
   const media = dgram.createSocket('udp4');
   await new Promise<void>((r) => media.bind(0, '127.0.0.2', () => r()));
   let packets = 0;
-  media.on('message', () => packets++);
+  const types = new Set<number>();
+  media.on('message', (m) => {
+    packets++;
+    types.add(m[1]! & 0x7f);
+  });
   t.teardown(() => {
     sip.socket.close();
     media.close();
   });
-  return { sip, media, packets: () => packets };
+  return { sip, media, packets: () => packets, types };
 }
 
 /** The To header (with the gateway's tag) of a 200. */
@@ -146,4 +154,56 @@ t.test('the answer mirrors the offer\'s direction; a call the far end holds gets
   t.same(await reoffer(['a=sendrecv']), ['a=sendrecv'], 'sendrecv is answered sendrecv');
   await until(bye, 4 * MEDIA_TIMEOUT_MS + 5000);
   t.pass('back to sendrecv and still sending nothing: hung up at the media timeout');
+});
+
+t.test('a delayed offer (an INVITE without SDP): our offer in the 200, the answer from the ACK; the audio goes where the answer says, in its codec', needsTools(), async (t) => {
+  const delayed = await chatProject(voice.p, { name: 'Delayed Co' });
+  const number = '+442079460183';
+  await bindNumber(delayed.api, delayed.agentId, number, { host: '127.0.0.2', port: 5 });
+  const { sip, media, packets, types } = await caller(t);
+  const mediaAt = { address: '127.0.0.2', port: media.address().port };
+  const c = rawInvite({ sipPort: voice.sip, number }, sip, mediaAt);
+  sip.send(c.bodiless());
+  const answer = await until(() => finalOf(sip.got, c.callId));
+  t.match(answer, /^SIP\/2\.0 200 /, 'answered');
+  t.match(answer, /^Content-Type: application\/sdp/im, 'with an SDP body');
+  const offer = bodyOf(answer).split('\r\n');
+  t.match(offer.find((l) => l.startsWith('m=audio ')), /^m=audio [1-9]\d* RTP\/AVP 0 8 101$/, 'our offer: both G.711 codecs and telephone-event, plain RTP over UDP');
+  t.ok(offer.includes('a=sendrecv'), 'sendrecv');
+  t.equal(packets(), 0, 'no audio before the answer');
+  // The answer takes A-law only: the second codec of our offer.
+  const to = toOf(answer);
+  sip.send(c.ack(to, 1, audioOffer(mediaAt).replace('RTP/AVP 0 101', 'RTP/AVP 8 101').replace('a=rtpmap:0 PCMU/8000', 'a=rtpmap:8 PCMA/8000')));
+  await until(() => (packets() > 0 ? true : undefined));
+  t.same([...types], [8], 'the agent\'s audio reaches the port the answer named, in A-law');
+  sip.send(c.request('BYE', 2, to));
+  t.match(await until(() => sip.got.find((m) => /^SIP\/2\.0 \d{3} /.test(m) && m.includes(c.callId) && /^CSeq: 2 BYE/im.test(m))), /^SIP\/2\.0 200 /, 'the call was up: its BYE is answered 200');
+  const read = conversationsClient(voice.p, delayed, await conversationsKey(voice.p, delayed));
+  const c2 = await eventually(async () => ((await read({ channel: 'VOICE-SIP' })).body.conversations ?? []).find((r: { in_progress: boolean }) => !r.in_progress), 20_000, 'the call\'s conversation');
+  t.equal(c2.to_number, number, 'a conversation ran for the call, and is over');
+});
+
+t.test('a delayed offer whose ACK brings no answer the call can take: hung up with a BYE, no audio sent', needsTools(), async (t) => {
+  const { sip, media, packets } = await caller(t);
+  const mediaAt = { address: '127.0.0.2', port: media.address().port };
+  // The caller answers the gateway's BYEs.
+  sip.socket.on('message', (m) => {
+    const text = m.toString('latin1');
+    if (text.startsWith('BYE ')) sip.send(responseTo(text, '200 OK'));
+  });
+  const acks: Array<[string, string]> = [
+    ['no body', ''],
+    ['no G.711 codec', audioOffer(mediaAt).replace('RTP/AVP 0 101', 'RTP/AVP 18 101').replace('a=rtpmap:0 PCMU/8000', 'a=rtpmap:18 G729/8000')],
+    ['SRTP to a plain RTP offer', audioOffer(mediaAt, [`a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:${Buffer.alloc(30, 7).toString('base64')}`, 'a=sendrecv']).replace('RTP/AVP', 'RTP/SAVP')],
+  ];
+  for (const [what, sdp] of acks) {
+    const c = rawInvite({ sipPort: voice.sip, number: NUMBER }, sip, mediaAt);
+    sip.send(c.bodiless());
+    const answer = await until(() => finalOf(sip.got, c.callId));
+    t.match(answer, /^SIP\/2\.0 200 /, `${what}: answered with our offer`);
+    sip.send(c.ack(toOf(answer), 1, sdp));
+    await until(() => sip.got.find((m) => m.startsWith('BYE ') && m.includes(c.callId)));
+    t.pass(`${what}: the gateway hangs up`);
+  }
+  t.equal(packets(), 0, 'and sent no audio to the address the SDP named');
 });

@@ -246,6 +246,8 @@ export class Dialog {
   private ackDeadline: NodeJS.Timeout | null = null;
   private ackWaiters: Array<(acked: boolean) => void> = [];
   acked = false;
+  /** The body of the ACK of our 2xx: the answer to the offer a 200 made to a delayed offer (RFC 3261 13.2.2.4). */
+  ackBody = '';
 
   constructor(private readonly ua: SipEndpoint, private readonly s: DialogState) {
     ua.dialogs.set(this.key, this);
@@ -394,7 +396,10 @@ export class Dialog {
     }
     switch (rq.method) {
       case 'ACK':
-        if (!this.acked) this.ackDone(true);
+        if (!this.acked) {
+          this.ackBody = rq.content ?? '';
+          this.ackDone(true);
+        }
         return;
       case 'BYE':
         ok();

@@ -35,6 +35,19 @@ export function choose(offer: MediaDescription | null): { codec: Codec; dtmf: nu
 }
 
 /**
+ * What we do with the answer to our offer (a delayed offer's, in the ACK: RFC 3261 13.2.2.4): the codec it took
+ * (one we offered: the first G.711 it lists), or why the call cannot go on with it. An answer must take SRTP
+ * when our offer was SRTP, with a key of our suite, and not when it was not.
+ */
+export function takeAnswer(leg: MediaLeg, answer: MediaDescription | null): { codec: Codec; dtmf: number | null } | { error: string } {
+  if (!answer) return { error: 'no audio stream in the answer' };
+  if (answer.srtpUnusable || (leg.localKey !== null) !== (answer.srtp !== null)) return { error: leg.localKey ? 'SRTP offered, no usable key in the answer' : 'RTP offered, SRTP answered' };
+  const codec = answer.codecs[0];
+  if (!codec) return { error: 'no G.711 codec in the answer' };
+  return { codec, dtmf: answer.dtmfPayloadType };
+}
+
+/**
  * Our answer to `offer`: its audio stream taken with `codec` in the mirrored direction (a `sendonly` offer, a
  * hold, is answered `recvonly`), its other m-lines rejected (port 0) in their places.
  */

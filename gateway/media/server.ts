@@ -7,9 +7,12 @@ import { uuidv7 } from '../../platform/ids.js';
 import type { DialTrunk } from '../../actors/call/mod.js';
 import { bridgeTargetOf, dialBridgeLeg } from './bridge.js';
 import { VoiceCall, type CallEnd } from './call.js';
-import { extraHeaders, SipEndpoint, userOf, type IncomingInvite } from './dialog.js';
+import { extraHeaders, SipEndpoint, userOf, type Dialog, type IncomingInvite } from './dialog.js';
 import { hintsOf } from './hints.js';
-import { answerOf, choose, openLeg, readSdp, reanswerOf, sessionOf } from './media.js';
+import { answerOf, choose, offerOf, openLeg, readSdp, reanswerOf, sessionOf, takeAnswer, type MediaLeg } from './media.js';
+import type { MediaDescription } from './sdp.js';
+import type { Codec } from './rtp/codec.js';
+import type { RtpSession } from './rtp/session.js';
 import { Pacer } from './rtp/pacer.js';
 import { RtpPorts, RtpPortsExhausted } from './rtp/ports.js';
 import { DEFAULT_VOICE, type SpeechToText, type TextToSpeech, type VoiceSettings } from './speech/types.js';
@@ -69,6 +72,16 @@ export interface MediaGatewayOptions {
   transferRingTimeoutMs: number;
   /** INVITEs from one address not yet answered or ACKed; more are refused (`SipEndpointOptions`). */
   pendingInvitesPerAddress?: number;
+}
+
+/** Where an inbound call's RTP session hands the caller's audio and digits (the call, once it is made). */
+type RtpSink = { audio(p: Int16Array): void; digit(d: string): void };
+
+/** An inbound call's dialog, confirmed by the ACK, and its RTP session. */
+interface InboundMedia {
+  dialog: Dialog;
+  rtp: RtpSession;
+  codec: Codec;
 }
 
 /** Live counters: calls in progress and the latency samples of answered turns (benchmark, tests). */
@@ -170,39 +183,78 @@ export class MediaGateway {
       if (binding) break;
     }
     if (!binding) return invite.reject(404, 'Not Found');
-    const offer = readSdp(invite.sdp);
-    const chosen = choose(offer);
-    if ('error' in chosen) return invite.reject(488, 'Not Acceptable Here');
+    // An INVITE without a body is a delayed offer (RFC 3261 13.2.1): we offer in the 200, the answer comes in the ACK.
+    const delayed = invite.sdp.trim() === '';
+    const offer = delayed ? null : readSdp(invite.sdp);
+    const chosen = delayed ? null : choose(offer);
+    if (chosen && 'error' in chosen) return invite.reject(488, 'Not Acceptable Here');
     const speech = await this.agentSpeech(binding.agent_id, 'live');
     if (!speech) return invite.reject(480, 'Temporarily Unavailable');
     if (invite.cancelled) return;
     invite.progress(180, 'Ringing');
-    const leg = await openLeg(this.ports, offer!.srtp !== null);
+    // Our own offer is SRTP when the INVITE came over TLS (its SDES key must not travel in clear), as a bridge's B leg's is.
+    const leg = await openLeg(this.ports, offer ? offer.srtp !== null : invite.transport === 'tls');
     if (invite.cancelled) {
       leg.socket.close();
       return;
     }
     const sink = { audio: (_: Int16Array) => {}, digit: (_: string) => {} };
-    const rtp = sessionOf(leg, offer!, chosen.codec, chosen.dtmf, this.pacer, { audio: (p) => sink.audio(p), digit: (d) => sink.digit(d) });
-    // Nothing is sent before the ACK: an INVITE's SDP can name anyone's address, and its sender (over UDP, any
-    // address it likes) need never see our answer; 32 s of audio to a stranger for one datagram otherwise.
-    rtp.hold();
-    const dialog = invite.accept(answerOf(leg, this.mediaAddress, offer!, chosen.codec, chosen.dtmf));
-    dialog.onReinvite = (sdp) => reanswerOf(leg, rtp, this.mediaAddress, sdp, chosen.codec, chosen.dtmf);
-    if (!(await dialog.confirmed())) {
-      rtp.close();
-      return;
-    }
-    rtp.release();
+    const sinks = { audio: (p: Int16Array) => sink.audio(p), digit: (d: string) => sink.digit(d) };
+    const media = offer && chosen ? await this.answered(invite, leg, offer, chosen, sinks) : await this.offered(invite, leg, sinks);
+    if (!media) return;
+    const { dialog, rtp, codec } = media;
     const callSid = `IN-${randomUUID()}`;
     const trunk = await this.o.telephony.trunk(binding.connector_id).catch(() => null);
     const call = this.callOf(
       { conversationId: uuidv7(), callSid, accountId: binding.account_id, projectId: binding.agent_id, environment: 'live', variantId: binding.variant_id, fromNumber: invite.fromUser, toNumber: binding.number, sipHeaders: extraHeaders(invite.request), trunk },
-      chosen.codec, speech, dialog, rtp, () => {},
+      codec, speech, dialog, rtp, () => {},
     );
     sink.audio = (p) => call.audio(p);
     sink.digit = (d) => call.digit(d);
     await call.start();
+  }
+
+  /** An INVITE with an offer: our answer in the 200; the call's media once the ACK came (null: it never did). */
+  private async answered(invite: IncomingInvite, leg: MediaLeg, offer: MediaDescription, chosen: { codec: Codec; dtmf: number | null }, sink: RtpSink): Promise<InboundMedia | null> {
+    const rtp = sessionOf(leg, offer, chosen.codec, chosen.dtmf, this.pacer, sink);
+    // Nothing is sent before the ACK: an INVITE's SDP can name anyone's address, and its sender (over UDP, any
+    // address it likes) need never see our answer; 32 s of audio to a stranger for one datagram otherwise.
+    rtp.hold();
+    const dialog = invite.accept(answerOf(leg, this.mediaAddress, offer, chosen.codec, chosen.dtmf));
+    dialog.onReinvite = (sdp) => reanswerOf(leg, rtp, this.mediaAddress, sdp, chosen.codec, chosen.dtmf);
+    if (!(await dialog.confirmed())) {
+      rtp.close();
+      return null;
+    }
+    rtp.release();
+    return { dialog, rtp, codec: chosen.codec };
+  }
+
+  /**
+   * A delayed offer (an INVITE without SDP): our offer (both G.711 codecs, telephone-event) in the 200, its answer
+   * read from the ACK (RFC 3261 13.2.2.4, 13.3.1.4). An ACK whose answer the call cannot take (none, no G.711 of
+   * ours, SRTP where we offered none or the other way round) gets a BYE: the dialog is up, and only a BYE ends it.
+   * The RTP session is made from the answer, after the ACK: nothing is sent before it.
+   */
+  private async offered(invite: IncomingInvite, leg: MediaLeg, sink: RtpSink): Promise<InboundMedia | null> {
+    const dialog = invite.accept(offerOf(leg, this.mediaAddress));
+    // A re-INVITE before the ACK (RFC 3261 14.2 allows none) finds no session to move: 488.
+    dialog.onReinvite = () => null;
+    if (!(await dialog.confirmed())) {
+      leg.socket.close();
+      return null;
+    }
+    const answer = readSdp(dialog.ackBody);
+    const taken = takeAnswer(leg, answer);
+    if ('error' in taken) {
+      this.o.log('info', 'delayed offer: the ACK has no answer the call can take; hung up', { call_id: dialog.callId, reason: taken.error });
+      leg.socket.close();
+      void dialog.bye();
+      return null;
+    }
+    const rtp = sessionOf(leg, answer!, taken.codec, taken.dtmf, this.pacer, sink);
+    dialog.onReinvite = (sdp) => reanswerOf(leg, rtp, this.mediaAddress, sdp, taken.codec, taken.dtmf);
+    return { dialog, rtp, codec: taken.codec };
   }
 
   /** A call over an established dialog and RTP session (inbound or outbound). */
