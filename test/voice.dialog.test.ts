@@ -2,7 +2,9 @@
  * The SIP dialog layer's less travelled paths, against sipp as the far end: an inbound CANCEL before the
  * answer (200 to the CANCEL, 487 to the INVITE, no conversation, the RTP port not kept), a re-INVITE that
  * moves the caller's audio mid-call (200 OK with SDP, the agent's next answer reaches the new port), and an
- * outbound call through a trunk that challenges the INVITE with digest auth (sipp verifies the credentials).
+ * outbound call through a trunk that challenges the INVITE with digest auth (sipp verifies the credentials). With raw
+ * SIP from node sockets: a caller gone without a BYE, a shutdown with a call up, a hold (no silence turns), offers
+ * with several m-lines.
  */
 import t from 'tap';
 import dgram from 'node:dgram';
@@ -16,10 +18,10 @@ import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
 import { chatProject, type ChatProject } from './helpers/chat.js';
 import { admin } from './helpers/tenants.js';
 import { conversationsClient, conversationsKey } from './helpers/conversations.js';
-import { bindable, bindNumber, MEDIA_ENV, mediaPorts, runSipp, scenario, SIPP_PCAPS, quietPort, RTP_PORTS } from './helpers/voice.js';
+import { bindable, bindNumber, callerMedia, MEDIA_ENV, mediaPorts, runSipp, scenario, SIPP_PCAPS, quietPort, RTP_PORTS } from './helpers/voice.js';
 import { toolAvailable } from './helpers/tools.js';
 import { eventually, logged } from './helpers/eventually.js';
-import { finalOf, invite as rawInvite, responseTo, udpPeer, until } from './helpers/raw-sip.js';
+import { audioOffer, finalOf, invite as rawInvite, responseTo, udpPeer, until } from './helpers/raw-sip.js';
 
 // sipp and espeak-ng (the agent's voice); missing, these skip locally and fail with CI=true.
 const tools = () => toolAvailable('/usr/bin/sipp', 'sip-tester') && toolAvailable('/usr/bin/espeak-ng', 'espeak-ng');
@@ -74,6 +76,7 @@ async function voiceCalls(project: ChatProject): Promise<any[]> {
 const platformOut = () => `${p.stdout().slice(-3000)}\n--- stderr ---\n${p.stderr().slice(-3000)}`;
 
 const NUMBER = '+442079460140';
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 t.test('inbound CANCEL on the first provisional answer: a clean end either way, nothing in progress, the RTP port freed', needsTools(), async (t) => {
   const sippPort = await quietPort();
@@ -263,6 +266,60 @@ t.test('a platform stopped with a call up hangs it up and waits for the answer t
   exited = await stopping.stop();
   t.equal(exited, 0, 'the platform drained and exited', { platform: stopping.stdout().slice(-3000) });
   t.ok(byes().length >= 2, `the BYE was sent again after its first copy was lost, until it was answered (${byes().length} copies)`);
+});
+
+t.test('a call on hold (re-INVITE sendonly, then inactive) takes no silence turns; taken back (sendrecv), the no-input clock starts afresh', needsTools(), async (t) => {
+  const NO_INPUT_MS = 4000;
+  const holding = await startPlatform({ env: { ...MEDIA_ENV, VOICE_NO_INPUT_MS: String(NO_INPUT_MS) } });
+  t.teardown(async () => {
+    await holding.stop();
+    removeDir(holding.dataDir);
+  });
+  const project = await chatProject(holding, { name: 'Hold Co', functions: { start: 'function start(conv) { conv.say("Hello."); }', turn: 'function turn(conv, message) { return "Are you still there?"; }' } });
+  const number = '+442079460146';
+  await bindNumber(project.api, project.agentId, number, { host: '127.0.0.2', port: 5 });
+  const sipPort = mediaPorts(holding.stdout()).sip;
+  const caller = await udpPeer(sipPort);
+  const media = await callerMedia();
+  t.teardown(() => (caller.socket.close(), media.close()));
+  const mediaAt = { address: '127.0.0.2', port: media.port };
+  const call = rawInvite({ sipPort, number }, { address: '127.0.0.2', port: caller.port }, mediaAt);
+  caller.send(call.text);
+  const answer = await until(() => finalOf(caller.got, call.callId));
+  t.match(answer, /^SIP\/2\.0 200 /, 'answered');
+  const to = /^To: (.*)$/im.exec(answer)![1]!.trim();
+  caller.send(call.ack(to));
+  let cseq = 1;
+  const reoffer = async (direction: string) => {
+    cseq++;
+    caller.send(call.reinvite(cseq, to, audioOffer(mediaAt, [direction])));
+    const rs = await until(() => caller.got.find((m) => /^SIP\/2\.0 [2-6]\d\d /.test(m) && m.includes(call.callId) && new RegExp(`^CSeq: ${cseq} INVITE`, 'im').test(m)));
+    t.match(rs, /^SIP\/2\.0 200 /, `${direction}: the re-INVITE is answered`);
+    caller.send(call.ack(to, cseq));
+  };
+  // The greeting heard to its end, and a second of the stream's silence after it (espeak-ng ends a sentence with
+  // 400 ms of its own): the agent is done, and the caller's no-input clock runs. Then the caller holds the call,
+  // for longer than the clock takes.
+  await media.connected();
+  await media.until(() => media.heard.voiced >= 5 && media.heard.quiet >= 50);
+  const greeting = media.heard.voiced;
+  await reoffer('a=sendonly');
+  await sleep(NO_INPUT_MS);
+  await reoffer('a=inactive');
+  await sleep(NO_INPUT_MS);
+  // Taken back: a silence turn after the no-input time, its answer spoken.
+  const resumedAt = Date.now();
+  await reoffer('a=sendrecv');
+  await media.until(() => media.heard.voiced > greeting);
+  caller.send(call.request('BYE', ++cseq, to));
+  await until(() => caller.got.find((m) => /^SIP\/2\.0 200 /.test(m) && m.includes(call.callId) && new RegExp(`^CSeq: ${cseq} BYE`, 'im').test(m)));
+
+  const read = conversationsClient(holding, project, await conversationsKey(holding, project));
+  const c = await eventually(async () => ((await read({ channel: 'VOICE-SIP' })).body.conversations ?? []).find((x: any) => x.to_number === number && x.in_progress === false));
+  const silences = c.turns.filter((x: any) => x.is_silence);
+  t.ok(silences.length > 0, `silence turns once the call was taken back (${silences.length})`);
+  t.same(silences.filter((x: any) => Date.parse(x.user_input_datetime) < resumedAt).map((x: any) => x.user_input_datetime), [], 'none while it was on hold');
+  t.equal(c.num_silences, silences.length, 'num_silences counts only those');
 });
 
 t.test('offers with several m-lines: the answer has one for each, in order, the ones not taken at port 0; no usable audio is 488', needsTools(), async (t) => {

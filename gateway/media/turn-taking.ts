@@ -44,6 +44,10 @@ export class TurnTaking {
   private digits = '';
   private digitTimer: NodeJS.Timeout | null = null;
   private noInputTimer: NodeJS.Timeout | null = null;
+  /** The no-input clock should run: the agent is done and the caller has not taken a turn since (`agentDone`). */
+  private awaitingCaller = false;
+  /** The far end holds the call (`hold`): the no-input clock is stopped. */
+  private held = false;
   private gapTimer: NodeJS.Timeout | null = null;
   private closed = false;
 
@@ -62,15 +66,39 @@ export class TurnTaking {
 
   /** The agent started an answer: no silence turn while it speaks or thinks. */
   agentBusy(): void {
+    this.awaitingCaller = false;
     if (this.noInputTimer) clearTimeout(this.noInputTimer);
     this.noInputTimer = null;
   }
 
+  /**
+   * The far end holds the call (its SDP takes no audio: `sendonly`, `inactive`): no silence turn until `resume`.
+   * Nobody is there to answer, and what the agent said would wait for the hold's end (`RtpSession` sends nothing
+   * meanwhile): a caller taken back off hold was met with the agent asking whether anyone was there, and the silence
+   * turns counted against a caller who was only on hold.
+   */
+  hold(): void {
+    this.held = true;
+    if (this.noInputTimer) clearTimeout(this.noInputTimer);
+    this.noInputTimer = null;
+  }
+
+  /** The far end takes the call back: the no-input clock, if it was running, starts afresh. */
+  resume(): void {
+    if (!this.held) return;
+    this.held = false;
+    if (this.awaitingCaller) this.armNoInput();
+  }
+
   private armNoInput(): void {
     if (this.closed) return;
+    this.awaitingCaller = true;
     if (this.noInputTimer) clearTimeout(this.noInputTimer);
+    this.noInputTimer = null;
+    if (this.held) return;
     this.noInputTimer = setTimeout(() => {
       this.noInputTimer = null;
+      this.awaitingCaller = false;
       if (!this.inSpeech && !this.digits) this.onTurn({ kind: 'silence', endedAt: this.clock() });
     }, this.o.noInputMs);
   }

@@ -69,6 +69,8 @@ export class RtpSession {
   private source: string | null = null;
   /** Called when a queued utterance has been sent entirely. */
   onDrained: (() => void) | null = null;
+  /** Called when the far end stops or starts taking our audio (`setDirection`): a hold, and its end. */
+  onFarEndReceives: ((receives: boolean) => void) | null = null;
   /**
    * Called with every frame sent (for per-direction taps, e.g. recordings); the first frame of each answer (each
    * `play`) comes with that answer's label (empty when it was given none), so a tap knows where answers begin even
@@ -127,11 +129,13 @@ export class RtpSession {
   setDirection(d: Direction): void {
     if (d === 'sendrecv' && this.farEnd !== 'sendrecv') this.resumedAt = performance.now();
     if (this.farEnd !== 'sendrecv' && (d === 'sendrecv' || d === 'recvonly')) this.marker = true;
+    const receives = this.farEndReceives;
     this.farEnd = d;
+    if (this.farEndReceives !== receives) this.onFarEndReceives?.(this.farEndReceives);
   }
 
   /** Whether the far end takes our audio (its SDP is `sendrecv` or `recvonly`). */
-  private get farEndReceives(): boolean {
+  get farEndReceives(): boolean {
     return this.farEnd === 'sendrecv' || this.farEnd === 'recvonly';
   }
 
