@@ -5,7 +5,7 @@
  */
 import { onEnvironmentPanic, openStore, type Store } from '../store/mod.js';
 import { builtinKinds, startRuntime } from '../actors/mod.js';
-import { conversationKind } from '../actors/conversation/mod.js';
+import { conversationKind, startExternalWaitSweeps } from '../actors/conversation/mod.js';
 import { sessionKind } from '../actors/session/mod.js';
 import { callKind } from '../actors/call/mod.js';
 import { deliveryKind, SecretBox } from '../actors/delivery/mod.js';
@@ -204,6 +204,9 @@ export async function start(startSignals: StartSignals): Promise<void> {
     'waiting for NATS',
   );
   runtimeStarted(runtime);
+  // A worker deletes the external-event waits nothing settled, long after their deadline (every worker may: a
+  // delete names the deadline it read).
+  const waitSweeps = sandbox ? startExternalWaitSweeps(store, (msg, extra) => logger.warn(extra, msg)) : null;
   const host = runtime.host;
   if (host) {
     countLiveActors(() => host.liveActorsByKind());
@@ -294,6 +297,7 @@ export async function start(startSignals: StartSignals): Promise<void> {
     });
     await step('invalidation bus', () => bus?.stop());
     await step('runtime', () => runtime.stop());
+    await step('external wait sweeps', () => waitSweeps?.stop());
     await closeAndExit(steps, () => logger.info('drained'));
   };
   process.on('SIGTERM', () => void drain('SIGTERM'));

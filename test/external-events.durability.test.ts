@@ -5,6 +5,8 @@
  */
 import t, { type Test } from 'tap';
 import { chatProject, type ChatProject } from './helpers/chat.js';
+import { openStore } from '../store/mod.js';
+import { externalWaitRecords } from '../actors/conversation/mod.js';
 import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
 import { externalKey, FUNCTIONS, webhook } from './helpers/external-events.js';
 import { http } from './helpers/http.js';
@@ -47,11 +49,35 @@ t.test('a restart while waiting: the event resumes the conversation, and a deadl
   t.equal(await p.stop(), 0, 'drained');
   // Down for longer than the second wait's deadline.
   await new Promise((r) => setTimeout(r, 2600));
+  // The test reads the store (opened while the platform is down, so its open races no commit, and kept open).
+  const store = await openStore({ dataDir });
+  t.teardown(() => store.close());
+  const waits = externalWaitRecords(store);
+  const waitsOf = (id: string) => {
+    store.refresh();
+    return waits.find({ conversation_id: id });
+  };
+  t.match(await waitsOf(forEvent), [{ event_id: 'restart-1' }], 'the pending wait is stored');
+  // Waits nothing settled, their deadline long past (as an older version left them): in the first and the last
+  // slice of the sweep's pass, so that the last one gone means the pass went over every wait.
+  const stale = ['xev_00' + '0'.repeat(30), 'xev_ff' + 'f'.repeat(30)];
+  for (const id of stale) {
+    await waits.insert({ id, project_id: 'p', event_id: id, conversation_id: 'gone', deadline: new Date(Date.now() - 30 * 86_400_000).toISOString() });
+  }
   p = await startPlatform({ dataDir, env: { ...env, OPERATOR_TOKEN: token } });
   c = rebind(c, p);
+  let left = stale.length;
+  for (let i = 0; i < 100 && left > 0; i++) {
+    await new Promise((res) => setTimeout(res, 100));
+    store.refresh();
+    left = await waits.count({ id: { $in: stale } });
+  }
+  t.equal(left, 0, 'the worker swept the waits whose deadline passed long ago');
+  t.match(await waitsOf(forEvent), [{ event_id: 'restart-1' }], 'the pending wait survived the restart and the sweep');
   const r = await webhook(p.edge, c, key, { raw: '{"id":"restart-1"}' });
   t.equal(r.status, 201, r.text);
   t.match(r.body, { status: 'delivered', conversation_id: forEvent }, 'the restored conversation took it');
+  t.same(await waitsOf(forEvent), [], 'the wait it settled is deleted');
   const next = await c.chat('respond', { conversation_id: forEvent, message: 'When are you open?' });
   t.match(next.body.response, /^Event restart-1 arrived/);
   // The timer of the other one was restored from its snapshot and fired.
@@ -61,6 +87,7 @@ t.test('a restart while waiting: the event resumes the conversation, and a deadl
     response = (await c.chat('respond', { conversation_id: forTimeout, message: 'When are you open?' })).body.response ?? '';
   }
   t.match(response, /^No answer for restart-2/, 'the timeout ran after the restart');
+  t.same(await waitsOf(forTimeout), [], 'the wait its deadline settled is deleted');
 });
 
 t.test('a conversation that does not answer in time is a 500 {error_message}; the retry delivers once', async (t) => {

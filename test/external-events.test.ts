@@ -10,7 +10,7 @@
 import t, { type Test } from 'tap';
 import fc from 'fast-check';
 import type { Store } from '../store/mod.js';
-import { conversationRecords } from '../actors/conversation/mod.js';
+import { conversationRecords, externalWaitRecords } from '../actors/conversation/mod.js';
 import { chatProject, type ChatProject } from './helpers/chat.js';
 import { conversationsClient, conversationsKey, toQuery } from './helpers/conversations.js';
 import { http, type Res } from './helpers/http.js';
@@ -180,6 +180,38 @@ t.test('a wait times out: the function runs with timed_out and the next respond 
   t.equal(late.body.status, 'queued', 'an event after the timeout resumes nothing');
   const next = await c.chat('respond', { conversation_id: id, message: 'When are you open?' });
   t.match(next.body.response, /^No answer for late-1/);
+});
+
+/** The stored waits (`external_waits`) of a conversation, read afresh from the data dir. */
+const waitsOf = async (id: string): Promise<Array<{ event_id: string }>> => {
+  store.refresh();
+  return externalWaitRecords(store).find({ conversation_id: id });
+};
+
+t.test('a wait\'s record lasts as long as the wait: delivered, found early or timed out, it is deleted', async (t) => {
+  const delivered = await waiting(t, 'gone-1');
+  t.match(await waitsOf(delivered), [{ event_id: 'gone-1' }], 'stored while the conversation waits');
+  const r = await hook({ raw: '{"id":"gone-1"}' });
+  t.match(r.body, { status: 'delivered', conversation_id: delivered });
+  t.same(await waitsOf(delivered), [], 'deleted once the webhook delivered the event');
+
+  t.equal((await hook({ raw: '{"id":"gone-2"}' })).body.status, 'queued');
+  const early = await waiting(t, 'gone-2');
+  t.same(await waitsOf(early), [], 'deleted once the wait found an early event');
+
+  const late = await waiting(t, 'gone-3', 1200);
+  t.match(await waitsOf(late), [{ event_id: 'gone-3' }]);
+  await recordUntil(late, (x) => Array.isArray(x.state.events), 'the timeout');
+  t.same(await waitsOf(late), [], 'deleted once the deadline passed');
+
+  // Two conversations wait for one id (the later one's wait replaces the other's): the first one's timeout
+  // deletes its own wait only.
+  const first = await waiting(t, 'gone-4', 1200);
+  const second = await waiting(t, 'gone-4');
+  await recordUntil(first, (x) => Array.isArray(x.state.events), 'the timeout');
+  t.match(await waitsOf(second), [{ event_id: 'gone-4' }], 'the wait of the other conversation for the same id stands');
+  t.match((await hook({ raw: '{"id":"gone-4"}' })).body, { status: 'delivered', conversation_id: second });
+  t.same(await waitsOf(second), [], 'and goes when it is delivered');
 });
 
 t.test('a function may end the conversation or wait again', async (t) => {

@@ -11,6 +11,11 @@ import type { ExternalEvent, ExternalWait } from '../../machines/conversation.js
  * reads the event (`watchExternalEvent`). Whichever comes second sees the other, so an event that arrives
  * before anyone waits is delivered when the wait starts; when both see each other the conversation handles
  * the id once (it remembers the ids it handled).
+ *
+ * A wait's record lasts as long as the wait: once the event or the deadline settles the wait it is deleted, by
+ * the webhook that delivered the event (`deleteExternalWait`) or by the conversation (`settleExternalWait`: the
+ * deadline, or an event its watch found), and a worker's sweep deletes those nothing settled, long after their
+ * deadline (`external-sweep.ts`). Otherwise the collection grew by a record for every wait ever started.
  */
 
 /** A stored external event: the body as it came, its content type and what the webhook parsed of it. */
@@ -76,4 +81,35 @@ export function externalWatch(store: Store) {
     }
     return externalEventOf(found);
   };
+}
+
+/**
+ * The conversation's side of a wait's end (before `external_event` runs): deletes the record of the wait of
+ * conversation `id` for the event's id, and only that conversation's (another conversation of the project may
+ * have started waiting for the same id since; its wait stands), when nothing can need it again:
+ *
+ * - the deadline passed (`timed_out`): a snapshot restored from before this step fires the same timer again;
+ * - the watch found the event (it marked the event as this conversation's before handing it over).
+ *
+ * An event the webhook brought is left to the webhook (`deleteExternalWait`, once the conversation's answer,
+ * durable, said it took the event): this effect runs before the step is committed, and a worker that died
+ * between the two would restore the conversation waiting, with no record for the webhook's retry to find.
+ * A wait that function starts, for the same id too, is written after this (`waiting.checking`), so it is never
+ * the one deleted.
+ */
+export async function settleExternalWait(store: Store, input: { id: string; projectId: string; event: ExternalEvent }): Promise<void> {
+  const key = externalEventKey(input.projectId, input.event.id);
+  if (!input.event.timed_out) {
+    const found = await externalEventRecords(store).get(key);
+    if (!found || found.conversation_id !== input.id || found.delivered_at === null) return;
+  }
+  await externalWaitRecords(store).delete({ id: key, conversation_id: input.id });
+}
+
+/**
+ * The webhook's side: deletes the wait it read, once the conversation took the event. The delete names the wait's
+ * conversation and deadline, so a wait registered since (the function waited again) stands.
+ */
+export async function deleteExternalWait(store: Store, wait: ExternalWaitRecord): Promise<void> {
+  await externalWaitRecords(store).delete({ id: wait.id, conversation_id: wait.conversation_id, deadline: wait.deadline });
 }

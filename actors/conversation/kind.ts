@@ -1,10 +1,10 @@
 import type { Store } from '../../store/mod.js';
-import { conversationMachine, turnInput, type AnsweredData, type BridgeEnded, type ConversationEvent, type Outcome } from '../../machines/conversation.js';
+import { conversationMachine, turnInput, type AnsweredData, type BridgeEnded, type ConversationEvent, type Outcome, type SideInput, type SideOutcome } from '../../machines/conversation.js';
 import { IDLE_EXPIRY, type ActorKind } from '../kinds.js';
 import { fromEffect } from '../task.js';
 import { sleepUntil } from '../timers.js';
 import { conversationEffects, type ConversationDeps } from './effects.js';
-import { externalWatch } from './external.js';
+import { externalWatch, settleExternalWait } from './external.js';
 import type { JournalEvent } from '../../store/mod.js';
 
 /** What an ask of a conversation answers: a turn's outcome, or what became of an external event or bridge notification. */
@@ -43,6 +43,20 @@ export function conversationReply(state: string, context: { handledEvents?: stri
 }
 
 /**
+ * `external_event`'s effect, run once the awaited event came or the wait's deadline passed: the wait's record
+ * (`external_waits`) is settled first (`settleExternalWait`). A delete that fails leaves the record to the sweep
+ * (`external-sweep.ts`) and runs the function all the same: the conversation goes on either way.
+ */
+function settledFirst(store: Store, run: (input: SideInput) => Promise<SideOutcome>) {
+  return async (input: SideInput): Promise<SideOutcome> => {
+    if (input.external) {
+      await settleExternalWait(store, { id: input.id, projectId: input.start.projectId, event: input.external }).catch(() => undefined);
+    }
+    return run(input);
+  };
+}
+
+/**
  * The `conversation` actor kind: the machine with its effects provided, and asks that wait for the turn to
  * finish (`busy` states) and are answered from the step's events. Nothing is projected on the reply path:
  * the read models follow the journal (`projectors/`).
@@ -55,7 +69,7 @@ export function conversationKind(deps: ConversationDeps & { store: Store }): Act
       endConversation: fromEffect(effects.end),
       sleepUntil,
       watchExternalEvent: fromEffect(externalWatch(deps.store)),
-      handleExternalEvent: fromEffect(effects.external),
+      handleExternalEvent: fromEffect(settledFirst(deps.store, effects.external)),
       deliverExternal: fromEffect(effects.deliver),
       handleBridgeEnded: fromEffect(effects.bridge),
     },

@@ -20,6 +20,7 @@
 export { conversationKind, type ConversationReply } from './kind.js';
 export { bridgeEnded } from './bridge.js';
 export {
+  deleteExternalWait,
   externalEventKey,
   externalEventOf,
   externalEventRecords,
@@ -27,6 +28,7 @@ export {
   type ExternalEventRecord,
   type ExternalWaitRecord,
 } from './external.js';
+export { startExternalWaitSweeps, sweepExternalWaits, type ExternalWaitSweeps } from './external-sweep.js';
 export { MAX_EXTERNAL_EVENT_ID } from './effects.js';
 export { pickVariant, runningContent, type Running } from './deployment.js';
 export { conversationOwner, type ConversationOwner } from './owner.js';

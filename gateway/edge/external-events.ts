@@ -7,6 +7,7 @@ import { ActorAskError, type Runtime } from '../../actors/mod.js';
 import {
   bridgeEnded,
   conversationOwner,
+  deleteExternalWait,
   externalEventKey,
   externalEventOf,
   externalEventRecords,
@@ -413,6 +414,8 @@ export const externalEventsPlugin: FastifyPluginAsync<ExternalEventsOptions> = a
         if (stored.conversation_id !== wait.conversation_id) {
           await transient(() => events.update({ id }, { $set: { conversation_id: wait.conversation_id, delivered_at: new Date().toISOString() } }), req.log);
         }
+        // The wait is over (the answer is durable): its record goes. One left by a failure here goes with the sweep.
+        await deleteExternalWait(services.store, wait).catch((err: unknown) => req.log.warn({ err }, 'external event: wait not deleted'));
       }
     }
     return reply.code(201).send({

@@ -1,0 +1,86 @@
+import type { Store } from '../../store/mod.js';
+import { externalWaitRecords } from './external.js';
+
+/**
+ * The sweep of `external_waits`: the waits nothing settled. A wait's record is deleted when the event or the
+ * deadline settles it (`deleteExternalWait`, `settleExternalWait`); one left behind (the conversation was closed
+ * while it waited, a turn replaced its wait with one for another id, a delete failed) is deleted here once its
+ * deadline passed long ago.
+ *
+ * "Long ago" (`EXTERNAL_WAIT_GRACE_MS` past the deadline) leaves a conversation whose timer has not fired yet
+ * (its worker was down at the deadline, and fires it once back) its wait while it may still take the event:
+ * until then the webhook still hands the event to it.
+ */
+
+/** How long after its deadline a wait no conversation settled is kept. */
+export const EXTERNAL_WAIT_GRACE_MS = 24 * 3_600_000;
+/** How often a worker sweeps (once at start, then at this interval). */
+export const EXTERNAL_WAIT_SWEEP_EVERY_MS = 3_600_000;
+/** The most records one delete removes (one write transaction each). */
+const DELETE_BATCH = 256;
+/**
+ * A pass reads the waits in 256 slices of their id space (ids are `xev_` and a hash in hex, spread evenly), one
+ * slice a step: each step reads a 256th of the collection by its id range, whatever the backlog, and the
+ * event loop runs between steps.
+ */
+const SLICES = 256;
+
+/** The id range of slice `i`: the ids `xev_00…` to `xev_ff…` by their first two hex digits. */
+function slice(i: number): { $gte: string; $lt: string } {
+  const hex = (n: number) => n.toString(16).padStart(2, '0');
+  return { $gte: `xev_${hex(i)}`, $lt: i + 1 < SLICES ? `xev_${hex(i + 1)}` : 'xev_g' };
+}
+
+/**
+ * One pass over `external_waits`: deletes each wait whose deadline is more than `graceMs` before `now`, slice
+ * by slice (see `SLICES`), in deletes of at most `DELETE_BATCH` records. A delete names the deadline it read,
+ * so a wait registered again meanwhile (a new deadline) stays. Returns how many it deleted.
+ */
+export async function sweepExternalWaits(store: Store, now = Date.now(), graceMs = EXTERNAL_WAIT_GRACE_MS, stopped = () => false): Promise<number> {
+  const waits = externalWaitRecords(store);
+  const before = new Date(now - graceMs).toISOString();
+  let removed = 0;
+  for (let i = 0; i < SLICES && !stopped(); i++) {
+    const stale = await waits.find({ id: slice(i), deadline: { $lt: before } });
+    for (let at = 0; at < stale.length; at += DELETE_BATCH) {
+      const ids = stale.slice(at, at + DELETE_BATCH).map((w) => w.id);
+      removed += await waits.delete({ id: { $in: ids }, deadline: { $lt: before } });
+    }
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  return removed;
+}
+
+/** A worker's sweeps: started with the worker, stopped before its store closes. */
+export interface ExternalWaitSweeps {
+  /** Ends the sweeps; resolves once a pass in progress has stopped (at the end of its current step). */
+  stop(): Promise<void>;
+}
+
+/**
+ * Sweeps `external_waits` at once (a backlog left by an older version, or by a long stop, goes first) and then
+ * every `everyMs`. A failed pass is logged and the next one tries again.
+ */
+export function startExternalWaitSweeps(store: Store, log: (msg: string, extra: Record<string, unknown>) => void, everyMs = EXTERNAL_WAIT_SWEEP_EVERY_MS): ExternalWaitSweeps {
+  let stopped = false;
+  let running: Promise<void> | null = null;
+  const run = () => {
+    if (running || stopped) return;
+    running = sweepExternalWaits(store, Date.now(), EXTERNAL_WAIT_GRACE_MS, () => stopped)
+      .then(
+        () => undefined,
+        (err: unknown) => log('external wait sweep failed', { err: String(err) }),
+      )
+      .finally(() => (running = null));
+  };
+  run();
+  const timer = setInterval(run, everyMs);
+  timer.unref();
+  return {
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      await running;
+    },
+  };
+}
