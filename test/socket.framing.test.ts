@@ -227,3 +227,49 @@ t.test('a transfer coding other than chunked is 400, the connection closed; Cont
   const both = await raw(head('POST /api/v1/sessions', [`Authorization: Bearer ${token}`, 'Content-Length: 2', 'Transfer-Encoding: chunked']) + chunks('{}'));
   t.equal(both, '', 'Content-Length and Transfer-Encoding: closed, nothing written');
 });
+
+t.test('a refused HEAD is answered without a body, with the GET\'s length, and its connection closed', async (t) => {
+  const token = await m.accessToken();
+  const refusals: Array<[string, string[], number]> = [
+    ['/healthz', ['Expect: foo'], 417],
+    ['/healthz', ['Transfer-Encoding: gzip'], 400],
+    ['/api/v1/sessions', [`Authorization: Bearer ${token}`, 'Transfer-Encoding: gzip'], 400],
+    ['/widget.js', ['Expect: 100-continue, foo'], 417],
+  ];
+  for (const [path, headers, status] of refusals) {
+    const get = answer(await raw(head(`GET ${path}`, headers)));
+    t.equal(get.status, status, `GET ${path} with ${headers.at(-1)}: refused`);
+    const c = await open();
+    c.write(head(`HEAD ${path}`, headers));
+    const headText = await c.until((text) => text.includes('\r\n\r\n'));
+    // Then what a body ending in a last chunk looks like, and a request: uWS reads any Transfer-Encoding as
+    // chunked, so on a connection kept open the `0` chunk ended the refused HEAD's body and the GET was served.
+    c.write(`0\r\n\r\n${head('GET /healthz', ['Connection: close'])}`);
+    const got = await c.closed;
+    t.same(statuses(got), [status], `HEAD ${path} with ${headers.at(-1)}: one answer, then the connection closed`);
+    t.equal(got.slice(got.indexOf('\r\n\r\n') + 4), '', 'no body');
+    const length = /\r\ncontent-length: (\d+)\r\n/i.exec(headText)?.[1];
+    t.equal(Number(length), Buffer.byteLength(JSON.stringify(get.body)), 'the length of the GET\'s answer');
+    t.match(headText, /\r\naccess-control-allow-origin: \*\r\n/i);
+  }
+  // A HEAD that is not refused keeps its connection (test/socket.head.test.ts).
+  const c = await open();
+  c.write(head('HEAD /healthz', []));
+  await c.until((text) => text.includes('\r\n\r\n'));
+  c.write(head('GET /healthz', ['Connection: close']));
+  t.same(statuses(await c.closed), [200, 200], 'HEAD then GET on one connection');
+});
+
+t.test('an HTTP/1.0 request is not answered: uWebSockets.js writes nothing and closes the connection at its idle timeout', async (t) => {
+  // No handler of the gateway runs (docs/messaging.md, HTTP framing): nothing can answer it, not even a 505.
+  const host = new URL(p.socket).host;
+  const requests = [
+    `GET /healthz HTTP/1.0\r\nHost: ${host}\r\n\r\n`,
+    'GET /healthz HTTP/1.0\r\n\r\n',
+    `GET /widget.js HTTP/1.0\r\nHost: ${host}\r\nConnection: keep-alive\r\n\r\n`,
+    `HEAD /healthz HTTP/1.0\r\nHost: ${host}\r\n\r\n`,
+    `POST /api/v1/access-token HTTP/1.0\r\nHost: ${host}\r\nX-Token: ${m.connectorToken}\r\nX-Host: example.com\r\nContent-Length: 2\r\n\r\n{}`,
+  ];
+  const got = await Promise.all(requests.map((r) => raw(r)));
+  t.same(got, requests.map(() => ''), 'nothing written; the gateway closed each connection');
+});

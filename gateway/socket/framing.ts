@@ -4,7 +4,8 @@
  * - closes the connection, writing nothing and calling no handler, on an HTTP/1.1 request without `Host` that
  *   has another header, and leaves one with no header at all unanswered until its idle timeout (10 to 12 s)
  *   closes it: no handler sees either, so neither can be given RFC 9112 3.2's 400 (nor does uWS answer any
- *   HTTP/1.0 request, with a Host or without: each waits for the idle timeout);
+ *   HTTP/1.0 request, with a Host or without: no handler runs for a request line that does not say HTTP/1.1, so
+ *   not even a 505 can be written, and each waits for the idle timeout, about 10 s, which closes it unanswered);
  * - closes it likewise on a request with both `Content-Length` and `Transfer-Encoding`;
  * - reads any `Transfer-Encoding` as chunked (`gzip, chunked` reached the routes with the chunks undone and the
  *   gzip not), and closes the connection when the bytes after the head are not chunks;
@@ -15,7 +16,7 @@
 import type { HttpRequest, HttpResponse, TemplatedApp, WebSocketBehavior } from '@trufflesuite/uws-js-unofficial';
 import { otherCoding } from '../../platform/codings.js';
 import { errorBody, HTTP_ERRORS, type MessagingHttpError } from './errors.js';
-import { headerLists, statusLine, withoutBody } from './http.js';
+import { closeWithoutBody, headerLists, statusLine } from './http.js';
 
 /** A refusal: the catalog error and its `error_detail`. */
 export interface FramingRefusal {
@@ -46,16 +47,18 @@ export function framingRefusal(req: HttpRequest): FramingRefusal | null {
 
 /**
  * Answers a refusal in the Messaging API's error shape, with the CORS header of its every answer, and closes the
- * connection: the body, if any, is not read, and would otherwise be parsed as the next request. A HEAD's answer
- * has no body and leaves the connection open (this uWS build aborts the process when `endWithoutBody` is asked
- * to close it); a HEAD has no body to misread.
+ * connection: the body, if any, is not read, and would otherwise be parsed as the next request (RFC 9112 6.3: a
+ * body whose length cannot be known is answered 400 and the connection closed). A HEAD's too, its answer without
+ * a body (`closeWithoutBody`): a HEAD may carry a body as well, and uWS reads any `Transfer-Encoding` as chunked, so
+ * a `0` chunk sent after a refused `Transfer-Encoding: gzip` ended that body and the bytes after it were served
+ * as a request.
  */
 function refuse(res: HttpResponse, req: HttpRequest, refusal: FramingRefusal): void {
   const head = req.getMethod().toLowerCase() === 'head';
   const body = errorBody(refusal.error, refusal.detail);
   res.cork(() => {
     res.writeStatus(statusLine(refusal.error.status)).writeHeader('content-type', 'application/json').writeHeader('access-control-allow-origin', '*');
-    if (head) withoutBody(res, body);
+    if (head) closeWithoutBody(res, body);
     else res.end(body, true);
   });
 }

@@ -277,3 +277,28 @@ export function withoutBody(res: HttpResponse, body: string): void {
   res.writeHeader('content-length', String(Buffer.byteLength(body)));
   res.endWithoutBody();
 }
+
+/**
+ * Ends the answer to a HEAD as `withoutBody` does (the headers with the length `body` would have, no body), then
+ * closes the connection: a framing refusal's answer, after which what the client sends cannot be read as its
+ * next request. This uWebSockets.js build closes the connection of an answer without a body only when that answer
+ * says `Content-Length: 0` (`endWithoutBody(0, true)`: it aborts the process for any other length, or no length),
+ * and a HEAD's answer must say the GET's length or none (RFC 9110 8.6). So the head is written as the head of a
+ * body still to come (`tryEnd` of nothing with the body's length: the head whole, its `Content-Length` the
+ * GET's), and the connection is closed once the handler's cork has sent it (on the next turn of the event loop;
+ * closed within the cork, it would go unsent). Called from a request handler, before it returns.
+ */
+export function closeWithoutBody(res: HttpResponse, body: string): void {
+  const length = Buffer.byteLength(body);
+  if (length === 0) {
+    res.endWithoutBody(0, true);
+    return;
+  }
+  let gone = false;
+  // The answer is not over when the handler returns (uWS then asks for an abort handler); the close calls it too.
+  res.onAborted(() => (gone = true));
+  res.tryEnd('', length);
+  setImmediate(() => {
+    if (!gone) res.close();
+  });
+}
