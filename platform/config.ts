@@ -62,7 +62,7 @@ const EnvSchema = z.object({
   RECORDING_CHUNK_MS: integer(100, 60_000).default(1000),
   // Any length: operator.md sets none, and scripts start the platform with tokens of their own. A short one is
   // warned about at start (`WEAK_OPERATOR_TOKEN`). Only what a request can present: the admin API reads the token
-  // after `Bearer ` up to the first whitespace (`gateway/edge/auth.ts`), and a header carries no other characters
+  // after `Bearer ` as visible ASCII characters (`platform/bearer.ts`), and a header carries no other characters
   // as they are, so a token with a space, a control or a non-ASCII character would make every admin call a 401.
   OPERATOR_TOKEN: z.string().regex(OPERATOR_TOKEN_PATTERN, 'OPERATOR_TOKEN must be visible ASCII characters (! to ~) only: no space, tab, control or non-ASCII character').optional(),
   REGION: z.enum(REGIONS).default('us-1'),

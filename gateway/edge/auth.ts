@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { bearerToken } from '../../platform/bearer.js';
 import { ADMIN, EDGE } from '../../platform/errors.js';
 import type { Services } from '../../platform/services.js';
 import { secretMatches } from '../../platform/secrets.js';
@@ -71,11 +72,11 @@ export function apiKeyAuth(keys: ApiKeys, scopes: KeyScope[], o: { otherScope?: 
   };
 }
 
-/** An `onRequest` hook that requires `Authorization: Bearer <OPERATOR_TOKEN>`. */
+/** An `onRequest` hook that requires `Authorization: Bearer <OPERATOR_TOKEN>` (read as `bearerToken` reads it). */
 export function operatorAuth(tokenHash: string) {
   return async (request: FastifyRequest): Promise<void> => {
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(header(request, 'authorization') ?? '');
-    if (!m || !secretMatches(m[1], tokenHash)) throw ADMIN.OPERATOR_TOKEN_INVALID();
+    const token = bearerToken(header(request, 'authorization'));
+    if (token === null || !secretMatches(token, tokenHash)) throw ADMIN.OPERATOR_TOKEN_INVALID();
   };
 }
 

@@ -2,6 +2,7 @@ import type { TemplatedApp } from '@trufflesuite/uws-js-unofficial';
 import { createHash } from 'node:crypto';
 import type { SessionReply } from '../../actors/session/mod.js';
 import type { SessionInfo } from '../../machines/session.js';
+import { bearerToken } from '../../platform/bearer.js';
 import { timeOrderedId } from '../../platform/ids.js';
 import type { MessagingContext } from './context.js';
 import { HTTP_ERRORS } from './errors.js';
@@ -10,14 +11,17 @@ import { bodyObject, HttpFailure, ok } from './http.js';
 /** `platform` values a session may name (contract 4.7 plus the addendum's web variants). */
 export const PLATFORMS = ['web', 'ios', 'android', 'custom', 'ios-web', 'android-web'] as const;
 
-/** The access token of an `Authorization: Bearer` header, with the contract's session-step errors. */
+/**
+ * The access token of an `Authorization: Bearer` header (`bearerToken`: the rule every Bearer route reads), with
+ * the contract's session-step errors.
+ */
 export async function bearer(ctx: MessagingContext, authorization: string) {
   if (!authorization) throw new HttpFailure(HTTP_ERRORS.missingAccessToken);
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
-  if (!m) throw new HttpFailure(HTTP_ERRORS.missingAuthHeaders);
-  const claims = await ctx.tokens.verify(m[1]);
+  const token = bearerToken(authorization);
+  if (token === null) throw new HttpFailure(HTTP_ERRORS.missingAuthHeaders);
+  const claims = await ctx.tokens.verify(token);
   if (!claims || !(await ctx.connectorOf(claims))) throw new HttpFailure(HTTP_ERRORS.invalidAccessToken);
-  return { claims, token: m[1] };
+  return { claims, token };
 }
 
 /**

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { AnyStateMachine } from 'xstate';
+import { bearerToken } from '../../../platform/bearer.js';
 import { secretMatches } from '../../../platform/secrets.js';
 import type { Services } from '../../../platform/services.js';
 import { machineOf } from './charts.js';
@@ -36,7 +37,7 @@ export function inspectorFeed(app: FastifyInstance, o: { services: Services; ope
     const url = new URL(req.url ?? '/', 'http://edge');
     const m = PATH.exec(url.pathname);
     if (!m) return refuseUpgrade(socket, 404, 'Not Found', { message: 'no WebSocket here', errors: [] });
-    const bearer = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '')?.[1] ?? url.searchParams.get('token');
+    const bearer = bearerToken(req.headers.authorization) ?? url.searchParams.get('token');
     if (!bearer || !secretMatches(bearer, o.operatorTokenHash)) {
       return refuseUpgrade(socket, 401, 'Unauthorized', { message: 'missing or invalid operator token', errors: [] });
     }
