@@ -7,7 +7,7 @@
  * a socket the test plays, the Conversations API for the record; raw SIP over UDP for what sipp cannot be (a
  * destination that answers, then goes silent).
  */
-import t from 'tap';
+import t, { type Test } from 'tap';
 import dgram from 'node:dgram';
 import { chatProject, type ChatProject } from './helpers/chat.js';
 import { conversationsClient, conversationsKey } from './helpers/conversations.js';
@@ -113,31 +113,32 @@ async function callUntilHungUp(name: string, number: string, desk: { file: strin
   }
 }
 
-t.test('a bridged destination that answers, then goes silent: the caller hangs up, and bridge_ended is told while our BYE to the destination is still unanswered', needsTools(), async (t) => {
-  const number = '+442079460304';
-  // The destination, raw SIP: answers each INVITE 200 (its audio socket echoes what it gets), then nothing more:
-  // not our BYE, which its transaction retransmits until it gives up (64·T1, 32 s).
+/**
+ * A destination in raw SIP on 127.0.0.2 that answers each INVITE 200 with `sdp` (of its audio socket, which echoes
+ * what it gets), then nothing more: not our BYE, which its transaction retransmits until it gives up (64·T1, 32 s).
+ */
+async function goneDesk(t: Test, sdp: (media: { address: string; port: number }) => string = audioOffer) {
   const desk = dgram.createSocket('udp4');
   const deskMedia = dgram.createSocket('udp4');
   await Promise.all([desk, deskMedia].map((s) => new Promise<void>((r) => s.bind(0, '127.0.0.2', () => r()))));
+  t.teardown(() => (desk.close(), deskMedia.close()));
   deskMedia.on('message', (m, from) => deskMedia.send(m, from.port, from.address));
-  const deskPort = desk.address().port;
-  const deskGot: string[] = [];
+  const port = desk.address().port;
+  const got: string[] = [];
   desk.on('message', (m, from) => {
     const text = m.toString('latin1');
-    deskGot.push(text);
+    got.push(text);
     if (!text.startsWith('INVITE ')) return;
-    const answer = responseTo(text, '200 OK', { toTag: 'desk', contact: `sip:desk@127.0.0.2:${deskPort}`, sdp: audioOffer({ address: '127.0.0.2', port: deskMedia.address().port }) });
+    const answer = responseTo(text, '200 OK', { toTag: 'desk', contact: `sip:desk@127.0.0.2:${port}`, sdp: sdp({ address: '127.0.0.2', port: deskMedia.address().port }) });
     desk.send(Buffer.from(answer, 'latin1'), from.port, from.address);
   });
-  const peer = await udpPeer(v.sip);
-  const { media, echoed } = await caller();
-  t.teardown(() => {
-    media.close();
-    for (const s of [desk, deskMedia, peer.socket]) s.close();
-  });
-  const project = await bridgingProject('Bridge Gone Co', number, `sip:desk@127.0.0.2:${deskPort}`, peer.port);
+  return { uri: `sip:desk@127.0.0.2:${port}`, got, byes: () => got.filter((m) => m.startsWith('BYE ')).length };
+}
 
+/** A raw-SIP caller of `number` that hears the greeting and keys 0 (the handoff), its dialog up. */
+async function callAndKeyZero(t: Test, number: string, peer: Awaited<ReturnType<typeof udpPeer>>) {
+  const { media, echoed } = await caller();
+  t.teardown(() => media.close());
   const call = rawInvite({ sipPort: v.sip, number }, peer, { address: '127.0.0.2', port: media.port });
   peer.send(call.text);
   const answer = await until(() => finalOf(peer.got, call.callId));
@@ -147,13 +148,23 @@ t.test('a bridged destination that answers, then goes silent: the caller hangs u
   await media.connected();
   await media.until(() => media.heard.voiced >= 10);
   media.key('0');
+  return { call, to, media, echoed };
+}
+
+t.test('a bridged destination that answers, then goes silent: the caller hangs up, and bridge_ended is told while our BYE to the destination is still unanswered', needsTools(), async (t) => {
+  const number = '+442079460304';
+  const desk = await goneDesk(t);
+  const peer = await udpPeer(v.sip);
+  t.teardown(() => peer.socket.close());
+  const project = await bridgingProject('Bridge Gone Co', number, desk.uri, peer.port);
+
+  const { call, to, media, echoed } = await callAndKeyZero(t, number, peer);
   await media.until(() => echoed.packets >= 20);
-  t.ok(deskGot.some((m) => m.startsWith('ACK ')), 'the destination was called, answered and ACKed, and the legs relayed');
+  t.ok(desk.got.some((m) => m.startsWith('ACK ')), 'the destination was called, answered and ACKed, and the legs relayed');
 
   // The caller hangs up: the destination gets our BYE, and answers nothing.
   peer.send(call.request('BYE', 2, to));
-  const byes = () => deskGot.filter((m) => m.startsWith('BYE ')).length;
-  await until(() => (byes() > 0 ? true : undefined));
+  await until(() => (desk.byes() > 0 ? true : undefined));
   const c = await bridgedRecord(project);
   const b = c.state.bridge_ended;
   t.ok(b.bridge_duration_seconds > 0, `the bridge lasted (${b.bridge_duration_seconds} s)`);
@@ -161,9 +172,33 @@ t.test('a bridged destination that answers, then goes silent: the caller hangs u
   t.equal(c.state.bridge_runs, 1, 'bridge_ended ran once');
   // Told while the BYE is still unanswered: its transaction goes on retransmitting it after the record was seen.
   // (Told when the BYE gave up, the destination would get no more of it.)
-  const seen = byes();
-  await until(() => (byes() > seen ? true : undefined));
+  const seen = desk.byes();
+  await until(() => (desk.byes() > seen ? true : undefined));
   t.pass('the conversation was told of the bridge\'s end while our BYE to the destination went unanswered');
+});
+
+t.test('a bridged destination that answers with another codec, then goes silent: the caller is hung up and bridge_ended told while our BYE to the destination is still unanswered', needsTools(), async (t) => {
+  const number = '+442079460305';
+  // A-law only, to a caller (and an INVITE) in µ-law: the relay does not transcode, so the answer cannot be bridged.
+  const desk = await goneDesk(t, (m) => `v=0\r\no=- 1 1 IN IP4 ${m.address}\r\ns=-\r\nc=IN IP4 ${m.address}\r\nt=0 0\r\nm=audio ${m.port} RTP/AVP 8\r\na=rtpmap:8 PCMA/8000\r\na=sendrecv\r\n`);
+  const peer = await udpPeer(v.sip);
+  t.teardown(() => peer.socket.close());
+  const project = await bridgingProject('Bridge Alaw Co', number, desk.uri, peer.port);
+
+  const { call, echoed } = await callAndKeyZero(t, number, peer);
+  // The destination answers, and gets our BYE at once; the caller then gets ours, as after a refused bridge.
+  const callerBye = await until(() => peer.got.find((m) => m.startsWith('BYE ') && m.includes(call.callId)), 60_000);
+  peer.send(responseTo(callerBye, '200 OK'));
+  t.ok(desk.got.some((m) => m.startsWith('ACK ')) && desk.byes() > 0, 'the destination was answered, ACKed and hung up');
+  const c = await bridgedRecord(project);
+  t.equal(c.state.bridge_ended.bridge_duration_seconds, 0, 'no bridge');
+  t.equal(c.state.bridge_runs, 1, 'bridge_ended ran once');
+  t.equal(echoed.packets, 0, 'nothing was relayed');
+  // All that while our BYE to the destination went unanswered: its transaction goes on retransmitting it. (Hung up
+  // once that BYE gave up, the caller's BYE and the report came after its last copy.)
+  const seen = desk.byes();
+  await until(() => (desk.byes() > seen ? true : undefined));
+  t.pass('the caller was hung up and the conversation told while our BYE to the destination went unanswered');
 });
 
 t.test('a bridged transfer whose destination hangs up: the caller gets the BYE', needsTools(), async (t) => {

@@ -89,7 +89,8 @@ export interface BridgeAttempt {
 /**
  * Calls the B leg: an INVITE offering only the A leg's codec (the relay does not transcode) with
  * telephone-event, SRTP when its signalling goes over TLS (the SDES key must not travel in clear), CANCELled
- * when nobody answers within `ringTimeoutMs` or when `cancel` is called. An answer with another codec is hung up.
+ * when nobody answers within `ringTimeoutMs` or when `cancel` is called. An answer with another codec is hung up,
+ * and the outcome told as our BYE goes out, not once it is answered.
  */
 export function dialBridgeLeg(d: BridgeDialer, o: { to: BridgeTarget; from: string; codec: Codec; ringTimeoutMs: number }): BridgeAttempt {
   let cancelled = false;
@@ -118,7 +119,10 @@ export function dialBridgeLeg(d: BridgeDialer, o: { to: BridgeTarget; from: stri
     }
     const answer = readSdp(answered.sdp);
     if (cancelled || !answer || answer.codecs[0] !== o.codec || (leg.localKey && !answer.srtp)) {
-      await answered.dialog.bye().catch(() => {});
+      // Hung up without waiting for the BYE's answer: a destination that answered and then went silent never
+      // gives one (its transaction gives up after 64·T1, 32 s), and the caller's hang-up and the handoff's
+      // failure waited that long. The BYE goes on on its own (`SipEndpoint.byesSettled`); `bye` never rejects.
+      void answered.dialog.bye();
       leg.socket.close();
       return { ok: false, reason: cancelled ? 'cancelled' : 'answered with unusable media' };
     }
