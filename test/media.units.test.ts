@@ -312,12 +312,14 @@ t.test('SDP: an offer reads back; the answer takes the first G.711 codec offered
   t.equal(readSdp(audio('m=audio 5004 RTP/AVP 0 4294967297', 'a=rtpmap:4294967297 telephone-event/8000\r\n'))!.dtmfPayloadType, null);
 });
 
+/** 20 ms of a square wave at `level` (0: silence): speech to the energy detector above its level. */
+const frame = (level: number) => {
+  const f = new Int16Array(160);
+  for (let i = 0; i < 160; i++) f[i] = i % 2 ? level : -level;
+  return f;
+};
+
 t.test('turn-taking: an utterance after speech and silence, barge-in while the agent speaks, digits, silence', async (t) => {
-  const frame = (level: number) => {
-    const f = new Int16Array(160);
-    for (let i = 0; i < 160; i++) f[i] = i % 2 ? level : -level;
-    return f;
-  };
   const turns: CallerTurn[] = [];
   let speaking = true;
   let stopped = 0;
@@ -346,6 +348,32 @@ t.test('turn-taking: an utterance after speech and silence, barge-in while the a
   await new Promise((r) => setTimeout(r, 200));
   t.same(turns.slice(4).map((x) => (x as { digits: string }).digits.length), [64, 64, 22]);
   tt.close();
+});
+
+t.test('turn-taking on hold: what the far end sends makes no turn and no barge-in, an utterance under way is dropped; taken back, the no-input clock runs and speech is a turn', async (t) => {
+  const turns: CallerTurn[] = [];
+  let speaking = false;
+  let stopped = 0;
+  const tt = new TurnTaking({ speechLevel: 600, speechStartMs: 60, endSilenceMs: 200, noInputMs: 300, interDigitMs: 100, maxUtteranceMs: 5000 }, () => speaking, () => void stopped++, (x) => turns.push(x));
+  t.teardown(() => tt.close());
+  tt.agentDone();
+  // The caller starts to speak; the far end puts the call on hold mid-utterance, then sends its music.
+  for (let i = 0; i < 10; i++) tt.audio(frame(3000));
+  tt.hold();
+  speaking = true;
+  for (let i = 0; i < 50; i++) tt.audio(frame(3000));
+  for (let i = 0; i < 20; i++) tt.audio(frame(0));
+  await new Promise((r) => setTimeout(r, 400));
+  t.same(turns, [], 'no turn: neither the utterance the hold cut nor the music, nor a silence turn');
+  t.equal(stopped, 0, 'no barge-in');
+  // Taken back: the dropped utterance was no turn, so the caller is still awaited.
+  speaking = false;
+  tt.resume();
+  await new Promise((r) => setTimeout(r, 400));
+  t.equal(turns[0]?.kind, 'silence', 'the no-input clock ran again after the hold');
+  for (let i = 0; i < 20; i++) tt.audio(frame(3000));
+  for (let i = 0; i < 10; i++) tt.audio(frame(0));
+  t.equal(turns[1]?.kind, 'speech', 'speech is a turn again');
 });
 
 t.test('dial outcomes from SIP statuses', async (t) => {

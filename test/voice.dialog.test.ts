@@ -3,8 +3,8 @@
  * answer (200 to the CANCEL, 487 to the INVITE, no conversation, the RTP port not kept), a re-INVITE that
  * moves the caller's audio mid-call (200 OK with SDP, the agent's next answer reaches the new port), and an
  * outbound call through a trunk that challenges the INVITE with digest auth (sipp verifies the credentials). With raw
- * SIP from node sockets: a caller gone without a BYE, a shutdown with a call up, a hold (no silence turns), offers
- * with several m-lines.
+ * SIP from node sockets: a caller gone without a BYE, a shutdown with a call up, a hold (no silence turns, and no
+ * turns of what the far end sends meanwhile), offers with several m-lines.
  */
 import t from 'tap';
 import dgram from 'node:dgram';
@@ -18,7 +18,7 @@ import { removeDir, startPlatform, type Platform } from './helpers/platform.js';
 import { chatProject, type ChatProject } from './helpers/chat.js';
 import { admin } from './helpers/tenants.js';
 import { conversationsClient, conversationsKey } from './helpers/conversations.js';
-import { bindable, bindNumber, callerMedia, MEDIA_ENV, mediaPorts, runSipp, scenario, SIPP_PCAPS, quietPort, RTP_PORTS } from './helpers/voice.js';
+import { bindable, bindNumber, callerMedia, MEDIA_ENV, mediaPorts, runSipp, scenario, SIPP_PCAPS, quietPort, RTP_PORTS, speak } from './helpers/voice.js';
 import { toolAvailable } from './helpers/tools.js';
 import { eventually, logged } from './helpers/eventually.js';
 import { audioOffer, finalOf, invite as rawInvite, responseTo, udpPeer, until } from './helpers/raw-sip.js';
@@ -320,6 +320,51 @@ t.test('a call on hold (re-INVITE sendonly, then inactive) takes no silence turn
   t.ok(silences.length > 0, `silence turns once the call was taken back (${silences.length})`);
   t.same(silences.filter((x: any) => Date.parse(x.user_input_datetime) < resumedAt).map((x: any) => x.user_input_datetime), [], 'none while it was on hold');
   t.equal(c.num_silences, silences.length, 'num_silences counts only those');
+});
+
+t.test('a call on hold (re-INVITE sendonly): what the far end sends meanwhile (speech here, hold music in life) makes no turn; taken back (sendrecv), speech makes one', needsTools(), async (t) => {
+  const number = '+442079460147';
+  await bindNumber(project.api, project.agentId, number, { host: '127.0.0.2', port: 5 });
+  const caller = await udpPeer(sip);
+  const media = await callerMedia();
+  t.teardown(() => (caller.socket.close(), media.close()));
+  const mediaAt = { address: '127.0.0.2', port: media.port };
+  const call = rawInvite({ sipPort: sip, number }, { address: '127.0.0.2', port: caller.port }, mediaAt);
+  caller.send(call.text);
+  const answer = await until(() => finalOf(caller.got, call.callId));
+  t.match(answer, /^SIP\/2\.0 200 /, 'answered', { platform: platformOut() });
+  const to = /^To: (.*)$/im.exec(answer)![1]!.trim();
+  caller.send(call.ack(to));
+  let cseq = 1;
+  const reoffer = async (direction: string) => {
+    cseq++;
+    caller.send(call.reinvite(cseq, to, audioOffer(mediaAt, [direction])));
+    const rs = await until(() => caller.got.find((m) => /^SIP\/2\.0 [2-6]\d\d /.test(m) && m.includes(call.callId) && new RegExp(`^CSeq: ${cseq} INVITE`, 'im').test(m)));
+    t.match(rs, /^SIP\/2\.0 200 /, `${direction}: the re-INVITE is answered`);
+    caller.send(call.ack(to, cseq));
+  };
+  const words = speak('what are your opening hours', dir);
+  // Said, then two seconds of the stream's silence: well past the end of speech (700 ms of silence ends it).
+  const saidAndDone = Math.ceil(words.length / 160) + 100;
+  await media.connected();
+  await media.until(() => media.heard.voiced >= 5 && media.heard.quiet >= 50);
+
+  // On hold, the far end sends speech: no turn (it would be answered into the hold, and heard when it ends).
+  await reoffer('a=sendonly');
+  media.say(words);
+  await media.frames(saidAndDone);
+  // Taken back: the caller's speech is a turn, answered.
+  await reoffer('a=sendrecv');
+  const heard = media.heard.voiced;
+  media.say(words);
+  await Promise.all([media.frames(saidAndDone), media.until(() => media.heard.voiced > heard)]);
+  caller.send(call.request('BYE', ++cseq, to));
+  await until(() => caller.got.find((m) => /^SIP\/2\.0 200 /.test(m) && m.includes(call.callId) && new RegExp(`^CSeq: ${cseq} BYE`, 'im').test(m)));
+
+  const c = await eventually(async () => (await voiceCalls(project)).find((x: any) => x.to_number === number && x.in_progress === false));
+  // The start's turn first; then the caller's: exactly one spoken, the one after the hold.
+  const spoken = c.turns.slice(1).filter((x: any) => !x.is_silence && !x.user_input_dtmf);
+  t.equal(spoken.length, 1, 'one spoken turn: the speech during the hold made none', { turns: c.turns });
 });
 
 t.test('offers with several m-lines: the answer has one for each, in order, the ones not taken at port 0; no usable audio is 488', needsTools(), async (t) => {

@@ -106,8 +106,8 @@ export class VoiceCall {
     };
     s.dialog.onBye = () => void this.hungUp();
     // A far end that holds the call hears nothing of ours: the agent does not speak up into the hold (no silence
-    // turns), and the no-input clock starts afresh when the call is taken back. Held already: an INVITE that
-    // offered `sendonly`, or a re-INVITE before the call was made.
+    // turns), what it sends meanwhile (hold music) makes no turns, and the no-input clock starts afresh when the
+    // call is taken back. Held already: an INVITE that offered `sendonly`, or a re-INVITE before the call was made.
     s.rtp.onFarEndReceives = (receives) => (receives ? this.turns.resume() : this.turns.hold());
     if (!s.rtp.farEndReceives) this.turns.hold();
     // A phone keeps sending RTP (silence too) for as long as the call lasts; when none has come for the timeout,

@@ -32,7 +32,8 @@ const MAX_DIGITS = 64;
  * short run of voiced frames, end after `endSilenceMs` of silence, with a little audio kept from before the
  * start so the first syllable is not clipped), DTMF digits are gathered into one turn, and a caller who
  * says nothing for `noInputMs` after the agent finished gives a silence turn. Speech or a key while the
- * agent is speaking is barge-in: `onBargeIn` stops the playback and the turn says so.
+ * agent is speaking is barge-in: `onBargeIn` stops the playback and the turn says so. While the far end holds
+ * the call (`hold`) its audio is not listened to.
  */
 export class TurnTaking {
   private frames: Int16Array[] = [];
@@ -46,8 +47,10 @@ export class TurnTaking {
   private noInputTimer: NodeJS.Timeout | null = null;
   /** The no-input clock should run: the agent is done and the caller has not taken a turn since (`agentDone`). */
   private awaitingCaller = false;
-  /** The far end holds the call (`hold`): the no-input clock is stopped. */
+  /** The far end holds the call (`hold`): the no-input clock is stopped, and its audio makes no turns. */
   private held = false;
+  /** `awaitingCaller` as it was when the utterance in progress started: what a hold that drops it goes back to. */
+  private awaitingBeforeSpeech = false;
   private gapTimer: NodeJS.Timeout | null = null;
   private closed = false;
 
@@ -76,14 +79,29 @@ export class TurnTaking {
    * Nobody is there to answer, and what the agent said would wait for the hold's end (`RtpSession` sends nothing
    * meanwhile): a caller taken back off hold was met with the agent asking whether anyone was there, and the silence
    * turns counted against a caller who was only on hold.
+   * Nor does what the far end sends meanwhile make turns (`audio`): in `sendonly` that is hold music or a PBX's
+   * announcements, not a caller, and the energy detector took the music for speech: turns the agent answered into
+   * the hold, and barge-in that cut its queued words. An utterance under way when the hold begins is dropped: cut
+   * off, and likely running into the music.
    */
   hold(): void {
     this.held = true;
     if (this.noInputTimer) clearTimeout(this.noInputTimer);
     this.noInputTimer = null;
+    if (this.gapTimer) clearTimeout(this.gapTimer);
+    this.gapTimer = null;
+    // A dropped utterance is no turn: the caller is still awaited as before it began (or, having cut the agent
+    // off, now that nothing plays), and the no-input clock runs again at `resume`.
+    if (this.inSpeech) this.awaitingCaller = this.awaitingBeforeSpeech || this.bargeIn;
+    this.frames = [];
+    this.preroll = [];
+    this.inSpeech = false;
+    this.voicedRun = 0;
+    this.silentRun = 0;
+    this.bargeIn = false;
   }
 
-  /** The far end takes the call back: the no-input clock, if it was running, starts afresh. */
+  /** The far end takes the call back: its audio is listened to again, and the no-input clock, if it was running, starts afresh. */
   resume(): void {
     if (!this.held) return;
     this.held = false;
@@ -111,7 +129,7 @@ export class TurnTaking {
   }
 
   audio(pcm: Int16Array): void {
-    if (this.closed) return;
+    if (this.closed || this.held) return;
     let sum = 0;
     for (let i = 0; i < pcm.length; i++) sum += pcm[i] * pcm[i];
     const voiced = Math.sqrt(sum / (pcm.length || 1)) >= this.o.speechLevel;
@@ -124,6 +142,7 @@ export class TurnTaking {
         this.silentRun = 0;
         this.frames = [...this.preroll];
         this.preroll = [];
+        this.awaitingBeforeSpeech = this.awaitingCaller;
         this.agentBusy();
         this.noteBargeIn();
         this.armGap();
