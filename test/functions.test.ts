@@ -402,6 +402,39 @@ t.test('concurrent calls beyond the pool size all complete', async (t) => {
   );
 });
 
+t.test('fast-check: the output limits are bytes of UTF-8, whatever the characters', async (t) => {
+  // docs/sandbox.md §5: the return value at most 64 KiB, the conversation output (the state with what was said, as
+  // JSON) at most 256 KiB. A unit of one to eight characters (ASCII, accented, CJK, emoji: one to four bytes each)
+  // repeated to within a few bytes of a limit, either side.
+  const VALUE_BYTES = 64 * 1024;
+  const OUTPUT_BYTES = 256 * 1024;
+  const json = (v: unknown) => Buffer.byteLength(JSON.stringify(v));
+  const unit = fc.string({ unit: 'grapheme', minLength: 1, maxLength: 8 });
+  const near = (limit: number) => fc.tuple(unit, fc.integer({ min: -48, max: 48 })).map(([u, delta]) => {
+    const each = json(u) - 2;
+    return { u, n: Math.max(1, Math.round((limit + delta - 2) / each)) };
+  });
+  await fc.assert(
+    fc.asyncProperty(near(VALUE_BYTES), async ({ u, n }) => {
+      const r = await sandbox.invoke(call('f', '(conv, u, n) => u.repeat(n)', { args: [u, n] }));
+      const over = json(u.repeat(n)) > VALUE_BYTES;
+      return over ? !r.ok && r.error.kind === 'error' && /too large/.test(r.error.message) : r.ok && r.value === u.repeat(n);
+    }),
+    { numRuns: 40 },
+  );
+  await fc.assert(
+    fc.asyncProperty(near(OUTPUT_BYTES), async ({ u, n }) => {
+      const r = await sandbox.invoke(call('f', '(conv, u, n) => { conv.state.s = u.repeat(n); }', { args: [u, n] }));
+      // The output holds the state and more (what was said, the handoff): a state over the limit alone is refused,
+      // and an accepted one is within it.
+      if (json({ s: u.repeat(n) }) > OUTPUT_BYTES) return !r.ok && /too large/.test(r.error.message) && r.conv.state.s === undefined;
+      return !r.ok || json(r.conv.state) <= OUTPUT_BYTES;
+    }),
+    { numRuns: 40 },
+  );
+  expectOk(t, await sandbox.invoke(ping), 'still works');
+});
+
 t.test('close', async (t) => {
   const s = createFunctionSandbox({ processes: 1 });
   expectOk(t, await s.invoke(ping), 'before close');

@@ -29,13 +29,27 @@ function withoutTrailingSemicolons(source: string): string {
 
 /**
  * The most a call may hand back: its conversation output (the state, what it said, its handoff, as JSON text)
- * and its return value. Past either the call is a function error and changes nothing: the platform writes the
- * state into every later snapshot and what was said into the journal and the read models, so an unbounded
- * output would cost every later turn, and every tenant sharing the disk and the projection thread.
+ * and its return value, in bytes of UTF-8 (what the journal, the snapshots and the answers hold). Past either the
+ * call is a function error and changes nothing: the platform writes the state into every later snapshot and what
+ * was said into the journal and the read models, so an unbounded output would cost every later turn, and every
+ * tenant sharing the disk and the projection thread. Counted in bytes, not in a string's `length` (UTF-16 code
+ * units): a character of CJK text is one code unit and three bytes, so a limit in code units let a function
+ * store three times the documented size.
  */
-export const MAX_OUTPUT_CHARS = 256 * 1024;
-export const MAX_VALUE_CHARS = 64 * 1024;
-const TOO_LARGE = `the function's output is too large: the conversation state with what it said at most ${MAX_OUTPUT_CHARS / 1024} KiB as JSON, its return value at most ${MAX_VALUE_CHARS / 1024} KiB`;
+export const MAX_OUTPUT_BYTES = 256 * 1024;
+export const MAX_VALUE_BYTES = 64 * 1024;
+const TOO_LARGE = `the function's output is too large: the conversation state with what it said at most ${MAX_OUTPUT_BYTES / 1024} KiB (UTF-8 bytes) as JSON, its return value at most ${MAX_VALUE_BYTES / 1024} KiB`;
+
+/**
+ * Whether `text` is more than `limit` bytes as UTF-8. `Buffer.byteLength` counts without encoding a copy; a
+ * string's `length` bounds its UTF-8 size from below (a code unit is at least one byte, a surrogate pair four
+ * bytes) and a third of it from above, so most strings are decided without the count.
+ */
+export function overBytes(text: string, limit: number): boolean {
+  if (text.length > limit) return true;
+  if (text.length * 3 <= limit) return false;
+  return Buffer.byteLength(text, 'utf8') > limit;
+}
 
 function clip(s: string): string {
   return s.length > MAX_MESSAGE ? `${s.slice(0, MAX_MESSAGE)}…` : s;
@@ -188,7 +202,7 @@ export function runCall(quickjs: QuickJSWASMModule, call: CallMessage, prepared:
     }
     const conv = invoke('output');
     if (conv === undefined) throw new Stop('error', 'the sandbox could not read the conversation back', false);
-    if (conv.length > MAX_OUTPUT_CHARS) return { ok: false, error: { kind: 'error', message: TOO_LARGE } };
+    if (overBytes(conv, MAX_OUTPUT_BYTES)) return { ok: false, error: { kind: 'error', message: TOO_LARGE } };
     if (invoke('status') === 'error') {
       const message = invoke('message') ?? 'error';
       // The async wrapper sees what the function threw, the engine's own limit errors included.
@@ -197,12 +211,12 @@ export function runCall(quickjs: QuickJSWASMModule, call: CallMessage, prepared:
       return { ok: false, error: { kind: 'error', message: clip(message) }, conv };
     }
     const value = invoke('value');
-    if (value !== undefined && value.length > MAX_VALUE_CHARS) return { ok: false, error: { kind: 'error', message: TOO_LARGE } };
+    if (value !== undefined && overBytes(value, MAX_VALUE_BYTES)) return { ok: false, error: { kind: 'error', message: TOO_LARGE } };
     return value === undefined ? { ok: true, conv } : { ok: true, value, conv };
   } catch (e) {
     if (!(e instanceof Stop)) throw e;
     const read = e.withOutput ? output() : undefined;
-    const conv = read !== undefined && read.length <= MAX_OUTPUT_CHARS ? read : undefined;
+    const conv = read !== undefined && !overBytes(read, MAX_OUTPUT_BYTES) ? read : undefined;
     return conv === undefined ? { ok: false, error: { kind: e.kind, message: e.message } } : { ok: false, error: { kind: e.kind, message: e.message }, conv };
   }
   }
