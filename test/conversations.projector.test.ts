@@ -266,3 +266,65 @@ t.test('past MAX_MARKED_VALUES values, the projection and the journal give the s
   t.same(projected, values.slice(0, MAX_MARKED_VALUES), 'the projection: the first values marked, once each, in order');
   t.same(await markedValues(store, 'c-many'), projected, 'the journal read of the recordings: the same');
 });
+
+t.test('a cycle that fails while indexing a turn is retried from the checkpoint: the turn\'s postings and summary are written', async (t) => {
+  // The audit's case: a turn's analysis overflowed the stack in the projection thread ("projection cycle failed;
+  // retrying"), its record was written all the same, and the retry found the record at its version and skipped
+  // the conversation: the turn's postings and summary were never written. Two faults, each on the first time
+  // through, with the real runner: a posting's write failing, and a throw in the middle of the indexing (the
+  // embedder's, as the stemmer's was).
+  const faults = {
+    // A known live conversation's turn: the indexer's cache has marked the turn's terms posted.
+    posting: { id: 'f-write', ended: false },
+    // The turn and the end in one batch: the final summary, vector and slot entry are due.
+    analysis: { id: 'f-throw', ended: true },
+  };
+  for (const [fault, { id, ended }] of Object.entries(faults)) {
+    const live = await storeFor(t, 'sb-convretry-');
+    const all = conversation(id, T0, ['opening hours on monday', 'zebra crossing near the store'], ended).filter((e) => e.events.length > 0);
+    const append = (e: JournalEntry) => live.journal.append({ key: e.key, kind: e.kind, id: e.id, shard: 0, version: e.version, at: e.at, value: e.value, events: e.events });
+    let failNext = false;
+    const offline = createOfflineEmbedder();
+    const embedder = {
+      model: offline.model,
+      embed: (texts: string[]) => offline.embed(texts),
+      fromTerms: (terms: string[]) => {
+        if (fault === 'analysis' && failNext) {
+          failNext = false;
+          throw new RangeError('Maximum call stack size exceeded');
+        }
+        return offline.fromTerms!(terms);
+      },
+    };
+    const runner = new ProjectionRunner({
+      store: live, projectors: [conversationsProjector({ embedder })], partitions: 4, owned: () => [0, 1, 2, 3], batch: 1000, runnerId: 'rt', pollMs: 1000,
+      waitForWork: async () => undefined,
+    });
+    // The start and the first turn, projected as usual.
+    for (const e of all.filter((x) => x.version <= 2)) await append(e);
+    await runner.cycle();
+    for (const e of all.filter((x) => x.version > 2)) await append(e);
+    const terms = conversationTerms(live);
+    const insert = terms.insert.bind(terms);
+    terms.insert = async (doc) => {
+      if (fault === 'posting' && doc.term === 'u:zebra' && !failNext) {
+        failNext = true;
+        throw new Error('injected: the write failed');
+      }
+      return insert(doc);
+    };
+    failNext = fault === 'analysis';
+    try {
+      await t.rejects(runner.cycle(), fault === 'posting' ? /injected/ : /stack size/, `${fault}: the cycle fails`);
+      t.equal(await runner.cycle(), all.filter((x) => x.version > 2).length, `${fault}: the retry reads the failed batch again from the checkpoint`);
+    } finally {
+      terms.insert = insert;
+    }
+    t.ok(await terms.get(`${id}|u:zebra`), `${fault}: the turn's user terms are posted (transcript search finds it)`);
+    t.ok(await terms.get(`${id}|a:zebra`), `${fault}: and its agent terms`);
+    // Everything as a projector on a quiet system writes it from the same journal.
+    const quiet = await storeFor(t, 'sb-convretry-quiet-');
+    await conversationsProjector({ embedder: createOfflineEmbedder() }).apply(await live.journal.read(0, 1000), quiet);
+    t.same(await dump(live), await dump(quiet), `${fault}: the same records, documents, postings, summaries, hours and slots as without the failure`);
+  }
+});

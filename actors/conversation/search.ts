@@ -23,7 +23,9 @@
  * postings for terms the conversation did not have yet. The summary and the slot are written when the
  * conversation is first seen (its start, or its first turn after a restart or an eviction from the cache)
  * and when it ends, not at every turn: the Chat API's turns pay for postings only. Semantic search
- * embeds the conversations still in progress from their records at query time.
+ * embeds the conversations still in progress from their records at query time. A `project` that fails drops
+ * what is cached of the conversation (it may say terms are posted whose writes failed), so the batch's retry
+ * analyses the transcript again in full.
  */
 import type { Collection, Doc, Store } from '../../store/mod.js';
 import { StoreDuplicateError } from '../../store/mod.js';
@@ -266,8 +268,23 @@ export function searchIndexer(store: Store, embedder: Embedder, log: (msg: strin
       cache.delete(id);
     },
     async project(id, record, version) {
-      const { analysed, fresh, known } = analyse(id, record);
-      const writes: Array<Promise<void>> = [];
+      try {
+        await projectRecord(id, record, version);
+      } catch (err) {
+        // What is cached says which terms are posted and whether the summary is written: after a failure it may
+        // say so of writes that never happened, and the retry of the batch would find nothing fresh to write.
+        // Dropped, the retry analyses the whole transcript and looks up what is stored.
+        cache.delete(id);
+        throw err;
+      }
+    },
+  };
+
+  /** Analyses what is new of the record and writes its postings, and its summary when due. */
+  async function projectRecord(id: string, record: RecordFields, version: number): Promise<void> {
+    const { analysed, fresh, known } = analyse(id, record);
+    const writes: Array<Promise<void>> = [];
+    try {
       const again = !known;
       for (const t of fresh.u) writes.push(post(id, record, 'u', t, again));
       for (const t of fresh.a) writes.push(post(id, record, 'a', t, again));
@@ -281,20 +298,25 @@ export function searchIndexer(store: Store, embedder: Embedder, log: (msg: strin
         // wait for a remote call), the vector when it comes, unless a newer snapshot's summary is stored.
         const summaryWritten = writeSummary(id, record, version, null);
         writes.push(summaryWritten);
-        if (record.in_progress) return void (await Promise.all(writes));
-        const text = record.turns.map((t) => `${t.user_input}\n${t.agent_response}`).join('\n');
-        // The vector goes into the summary's slot, so it waits for the summary (and its slot) to be written:
-        // an embedder that answers before that commit would otherwise find no slot and the final vector
-        // would never reach it.
-        void Promise.all([embedder.embed([text]), summaryWritten])
-          .then(async ([[v]]) => {
-            const stored = quantise(v);
-            const current = await vectors.update({ id, snapshot_version: { $lte: version } }, { $set: { model: embedder.model, v: stored } });
-            if (current?.slot && !record.in_progress) await writeFinalVector(id, record, current.slot, embedder.model, stored);
-          })
-          .catch((err) => log('embedding a conversation failed', err));
+        if (!record.in_progress) {
+          const text = record.turns.map((t) => `${t.user_input}\n${t.agent_response}`).join('\n');
+          // The vector goes into the summary's slot, so it waits for the summary (and its slot) to be written:
+          // an embedder that answers before that commit would otherwise find no slot and the final vector
+          // would never reach it.
+          void Promise.all([embedder.embed([text]), summaryWritten])
+            .then(async ([[v]]) => {
+              const stored = quantise(v);
+              const current = await vectors.update({ id, snapshot_version: { $lte: version } }, { $set: { model: embedder.model, v: stored } });
+              if (current?.slot && !record.in_progress) await writeFinalVector(id, record, current.slot, embedder.model, stored);
+            })
+            .catch((err) => log('embedding a conversation failed', err));
+        }
       }
-      await Promise.all(writes);
-    },
-  };
+    } catch (err) {
+      // Thrown with writes under way: they are settled first, so that none of them rejects unobserved.
+      await Promise.allSettled(writes);
+      throw err;
+    }
+    await Promise.all(writes);
+  }
 }

@@ -15,7 +15,9 @@
  *
  * A batch reads each conversation's record once, folds all its entries, and writes it once. Every write is
  * idempotent (versioned records and documents, postings and slot entries keyed by conversation), so a batch
- * applied again after a crash changes nothing. `switchboard rebuild conversations` resets and replays it (the
+ * applied again after a crash changes nothing; a conversation whose stored record already holds the batch's
+ * entries has its search records derived again from that record, as they may not all have been written (a
+ * batch whose indexing failed, a crash between two commits). `switchboard rebuild conversations` resets and replays it (the
  * marks excepted: see `reset`).
  */
 
@@ -104,7 +106,17 @@ export function conversationsProjector(opts: ConversationsProjectorOptions = {})
         const from = before?.snapshot_version ?? 0;
         let record: ConversationRecord | null = before;
         for (const e of list) record = foldRecord(record, id, e);
-        if (!record || (record.snapshot_version ?? 0) <= from && before) return;
+        if (!record) return;
+        if ((record.snapshot_version ?? 0) <= from && before) {
+          // The record holds these entries already, but that does not say their search records were written: a
+          // batch whose indexing failed (an analysis that threw, a write that failed) had its record written
+          // beside it, and a crash can come between the record's commit and the postings'. The runner applies
+          // the batch again from this projector's checkpoint; it is derived again from the stored record here
+          // (idempotent), or the retry skipped the turn's postings and summary for good.
+          remember(before);
+          await search.project(id, before as unknown as RecordFields, from);
+          return;
+        }
         // A record folded from nothing: whatever the indexer remembers of it predates a reset (a rebuild's reset
         // is made by the runner of partition 0, which may be another process's instance of this projector).
         if (!before) search.forget(id);
