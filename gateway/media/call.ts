@@ -4,7 +4,7 @@ import type { ConversationEvent, ConversationStart, Outcome } from '../../machin
 import { answerLabel } from '../../actors/recording/mod.js';
 import { Bridge, type BridgeAttempt, type BridgeEnd } from './bridge.js';
 import type { Dialog } from './dialog.js';
-import { packetize } from './rtp/packetizer.js';
+import { Speaker } from './speaker.js';
 import type { Codec } from './rtp/codec.js';
 import type { RtpSession } from './rtp/session.js';
 import type { SpeechHints, SpeechToText, TextToSpeech, VoiceSettings } from './speech/types.js';
@@ -67,6 +67,7 @@ export interface CallEnd {
  */
 export class VoiceCall {
   private readonly turns: TurnTaking;
+  private readonly speech: Speaker;
   private turnNo = 0;
   private chain: Promise<void> = Promise.resolve();
   private ended = false;
@@ -90,7 +91,8 @@ export class VoiceCall {
   readonly over = new Promise<void>((resolve) => (this.settle = resolve));
 
   constructor(private readonly d: CallDeps, private readonly s: CallSetup) {
-    this.turns = new TurnTaking(d.turnTaking, () => s.rtp.playing, () => s.rtp.stopPlayback(), (t) => this.enqueue(t));
+    this.speech = new Speaker({ tts: d.tts, voice: s.voice, codec: s.codec, rtp: s.rtp, log: (level, msg, extra) => d.log(level, msg, Object.assign({ call_sid: s.callSid }, extra)) });
+    this.turns = new TurnTaking(d.turnTaking, () => s.rtp.playing, () => this.speech.cut(), (t) => this.enqueue(t));
     s.rtp.onDrained = () => {
       if (!this.closing) this.turns.agentDone();
     };
@@ -203,15 +205,9 @@ export class VoiceCall {
 
   /** Speaks an answer; then hangs up, transfers, or waits for the caller. */
   private async answer(reply: Extract<Reply, { ok: true }>): Promise<void> {
-    if (reply.response) {
-      const pcm = await this.d.tts.synthesize(reply.response, this.s.voice).catch((err) => {
-        this.d.log('warn', 'speech synthesis failed', { call_sid: this.s.callSid, err: String(err) });
-        return null;
-      });
-      // Labelled with its text's digest: the recording marks where each answer was spoken, so that the redacted
-      // rendering can mute an answer that holds personal data (docs/recordings.md).
-      if (pcm && !this.ended) this.s.rtp.play(packetize(this.s.codec, pcm), answerLabel(reply.response));
-    }
+    // Labelled with its text's digest: the recording marks where each answer was spoken, so that the redacted
+    // rendering can mute an answer that holds personal data (docs/recordings.md). Spoken piece by piece (`Speaker`).
+    if (reply.response) await this.speech.say(reply.response, answerLabel(reply.response), () => !this.ended);
     if (reply.handoff) {
       // Not awaited: the transfer outlives the turn or the start that asked for it (a bridge lasts as long as
       // the bridged call), and nothing after it may fail the turn.

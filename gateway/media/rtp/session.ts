@@ -155,14 +155,19 @@ export class RtpSession {
 
   /**
    * Queues one answer's G.711 frames (already encoded for this call's codec) to be sent one per 20 ms; `label`
-   * names the answer to the taps (`onSent`).
+   * names the answer to the taps (`onSent`); null: the frames go on the answer played before (its next piece).
    */
-  play(frames: Buffer[], label = ''): void {
+  play(frames: Buffer[], label: string | null = ''): void {
     if (this.queue.length === 0) this.marker = true;
     frames.forEach((frame, i) => {
       this.queue.push(frame);
-      this.labels.push(i === 0 ? label : undefined);
+      this.labels.push(i === 0 && label !== null ? label : undefined);
     });
+  }
+
+  /** How many frames are queued, not sent yet. */
+  get queued(): number {
+    return this.queue.length;
   }
 
   /** Drops what is still queued (barge-in). */

@@ -1,3 +1,4 @@
+import { SYNTHESIS_MAX_WAV_BYTES } from './pieces.js';
 import { readWav, resample } from './resample.js';
 import type { SpeechHints, SpeechToText, TextToSpeech, VoiceSettings } from './types.js';
 
@@ -12,7 +13,12 @@ export interface OpenAiSpeechOptions {
 
 const headers = (apiKey?: string): Record<string, string> => (apiKey ? { authorization: `Bearer ${apiKey}` } : {});
 
-/** Text to speech through an OpenAI-compatible `POST {base}/audio/speech` (`response_format: wav`). */
+/**
+ * Text to speech through an OpenAI-compatible `POST {base}/audio/speech` (`response_format: wav`). A call hands
+ * it pieces of at most `SPEECH_PIECE_CHARS` (`speech/pieces.ts`); the WAV answered is read up to
+ * `SYNTHESIS_MAX_WAV_BYTES` (a longer one is cut there), so a service answering more than it was asked for
+ * buffers and converts no more than espeak-ng's would. It keeps no cache: each piece is asked of the service.
+ */
 export function openAiTts(o: OpenAiSpeechOptions): TextToSpeech {
   return {
     name: 'openai',
@@ -24,10 +30,30 @@ export function openAiTts(o: OpenAiSpeechOptions): TextToSpeech {
         signal: AbortSignal.timeout(o.timeoutMs ?? 15_000),
       });
       if (!res.ok) throw new Error(`speech service answered ${res.status}`);
-      const { rate, samples } = readWav(Buffer.from(await res.arrayBuffer()));
+      const { rate, samples } = readWav(await bodyUpTo(res, SYNTHESIS_MAX_WAV_BYTES));
       return resample(samples, rate, 8000);
     },
   };
+}
+
+/** A response's body, up to `max` bytes (the rest is not read: the stream is cancelled). */
+async function bodyUpTo(res: Response, max: number): Promise<Buffer> {
+  const reader = res.body?.getReader();
+  if (!reader) return Buffer.alloc(0);
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    if (size + value.length >= max) {
+      chunks.push(value.subarray(0, max - size));
+      await reader.cancel().catch(() => {});
+      break;
+    }
+    chunks.push(value);
+    size += value.length;
+  }
+  return Buffer.concat(chunks);
 }
 
 /** A WAV file of 8 kHz 16-bit mono samples. */
