@@ -6,7 +6,7 @@
  * SIP from node sockets: a caller gone without a BYE, a shutdown with a call up, a hold (no silence turns, and no
  * turns of what the far end sends meanwhile), offers with several m-lines.
  */
-import t from 'tap';
+import t, { type Test } from 'tap';
 import dgram from 'node:dgram';
 import net from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -77,6 +77,38 @@ const platformOut = () => `${p.stdout().slice(-3000)}\n--- stderr ---\n${p.stder
 
 const NUMBER = '+442079460140';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * A raw-SIP call from 127.0.0.2 to `number`, answered and acknowledged, with the caller's media: `reoffer` sends a
+ * re-INVITE of the caller's audio with `direction` and acknowledges its 200; `hangUp` sends the BYE and waits for
+ * its 200.
+ */
+async function heldCall(t: Test, sipPort: number, number: string) {
+  const caller = await udpPeer(sipPort);
+  const media = await callerMedia();
+  t.teardown(() => (caller.socket.close(), media.close()));
+  const mediaAt = { address: '127.0.0.2', port: media.port };
+  const call = rawInvite({ sipPort, number }, { address: '127.0.0.2', port: caller.port }, mediaAt);
+  caller.send(call.text);
+  const answer = await until(() => finalOf(caller.got, call.callId));
+  t.match(answer, /^SIP\/2\.0 200 /, 'answered');
+  const to = /^To: (.*)$/im.exec(answer)![1]!.trim();
+  caller.send(call.ack(to));
+  let cseq = 1;
+  const reoffer = async (direction: string) => {
+    cseq++;
+    caller.send(call.reinvite(cseq, to, audioOffer(mediaAt, [direction])));
+    const rs = await until(() => caller.got.find((m) => /^SIP\/2\.0 [2-6]\d\d /.test(m) && m.includes(call.callId) && new RegExp(`^CSeq: ${cseq} INVITE`, 'im').test(m)));
+    t.match(rs, /^SIP\/2\.0 200 /, `${direction}: the re-INVITE is answered`);
+    caller.send(call.ack(to, cseq));
+  };
+  const hangUp = async () => {
+    const bye = ++cseq;
+    caller.send(call.request('BYE', bye, to));
+    await until(() => caller.got.find((m) => /^SIP\/2\.0 200 /.test(m) && m.includes(call.callId) && new RegExp(`^CSeq: ${bye} BYE`, 'im').test(m)));
+  };
+  return { media, reoffer, hangUp };
+}
 
 t.test('inbound CANCEL on the first provisional answer: a clean end either way, nothing in progress, the RTP port freed', needsTools(), async (t) => {
   const sippPort = await quietPort();
@@ -278,25 +310,7 @@ t.test('a call on hold (re-INVITE sendonly, then inactive) takes no silence turn
   const project = await chatProject(holding, { name: 'Hold Co', functions: { start: 'function start(conv) { conv.say("Hello."); }', turn: 'function turn(conv, message) { return "Are you still there?"; }' } });
   const number = '+442079460146';
   await bindNumber(project.api, project.agentId, number, { host: '127.0.0.2', port: 5 });
-  const sipPort = mediaPorts(holding.stdout()).sip;
-  const caller = await udpPeer(sipPort);
-  const media = await callerMedia();
-  t.teardown(() => (caller.socket.close(), media.close()));
-  const mediaAt = { address: '127.0.0.2', port: media.port };
-  const call = rawInvite({ sipPort, number }, { address: '127.0.0.2', port: caller.port }, mediaAt);
-  caller.send(call.text);
-  const answer = await until(() => finalOf(caller.got, call.callId));
-  t.match(answer, /^SIP\/2\.0 200 /, 'answered');
-  const to = /^To: (.*)$/im.exec(answer)![1]!.trim();
-  caller.send(call.ack(to));
-  let cseq = 1;
-  const reoffer = async (direction: string) => {
-    cseq++;
-    caller.send(call.reinvite(cseq, to, audioOffer(mediaAt, [direction])));
-    const rs = await until(() => caller.got.find((m) => /^SIP\/2\.0 [2-6]\d\d /.test(m) && m.includes(call.callId) && new RegExp(`^CSeq: ${cseq} INVITE`, 'im').test(m)));
-    t.match(rs, /^SIP\/2\.0 200 /, `${direction}: the re-INVITE is answered`);
-    caller.send(call.ack(to, cseq));
-  };
+  const { media, reoffer, hangUp } = await heldCall(t, mediaPorts(holding.stdout()).sip, number);
   // The greeting heard to its end, and a second of the stream's silence after it (espeak-ng ends a sentence with
   // 400 ms of its own): the agent is done, and the caller's no-input clock runs. Then the caller holds the call,
   // for longer than the clock takes.
@@ -311,8 +325,7 @@ t.test('a call on hold (re-INVITE sendonly, then inactive) takes no silence turn
   const resumedAt = Date.now();
   await reoffer('a=sendrecv');
   await media.until(() => media.heard.voiced > greeting);
-  caller.send(call.request('BYE', ++cseq, to));
-  await until(() => caller.got.find((m) => /^SIP\/2\.0 200 /.test(m) && m.includes(call.callId) && new RegExp(`^CSeq: ${cseq} BYE`, 'im').test(m)));
+  await hangUp();
 
   const read = conversationsClient(holding, project, await conversationsKey(holding, project));
   const c = await eventually(async () => ((await read({ channel: 'VOICE-SIP' })).body.conversations ?? []).find((x: any) => x.to_number === number && x.in_progress === false));
@@ -325,24 +338,7 @@ t.test('a call on hold (re-INVITE sendonly, then inactive) takes no silence turn
 t.test('a call on hold (re-INVITE sendonly): what the far end sends meanwhile (speech here, hold music in life) makes no turn; taken back (sendrecv), speech makes one', needsTools(), async (t) => {
   const number = '+442079460147';
   await bindNumber(project.api, project.agentId, number, { host: '127.0.0.2', port: 5 });
-  const caller = await udpPeer(sip);
-  const media = await callerMedia();
-  t.teardown(() => (caller.socket.close(), media.close()));
-  const mediaAt = { address: '127.0.0.2', port: media.port };
-  const call = rawInvite({ sipPort: sip, number }, { address: '127.0.0.2', port: caller.port }, mediaAt);
-  caller.send(call.text);
-  const answer = await until(() => finalOf(caller.got, call.callId));
-  t.match(answer, /^SIP\/2\.0 200 /, 'answered', { platform: platformOut() });
-  const to = /^To: (.*)$/im.exec(answer)![1]!.trim();
-  caller.send(call.ack(to));
-  let cseq = 1;
-  const reoffer = async (direction: string) => {
-    cseq++;
-    caller.send(call.reinvite(cseq, to, audioOffer(mediaAt, [direction])));
-    const rs = await until(() => caller.got.find((m) => /^SIP\/2\.0 [2-6]\d\d /.test(m) && m.includes(call.callId) && new RegExp(`^CSeq: ${cseq} INVITE`, 'im').test(m)));
-    t.match(rs, /^SIP\/2\.0 200 /, `${direction}: the re-INVITE is answered`);
-    caller.send(call.ack(to, cseq));
-  };
+  const { media, reoffer, hangUp } = await heldCall(t, sip, number);
   const words = speak('what are your opening hours', dir);
   // Said, then two seconds of the stream's silence: well past the end of speech (700 ms of silence ends it).
   const saidAndDone = Math.ceil(words.length / 160) + 100;
@@ -358,8 +354,7 @@ t.test('a call on hold (re-INVITE sendonly): what the far end sends meanwhile (s
   const heard = media.heard.voiced;
   media.say(words);
   await Promise.all([media.frames(saidAndDone), media.until(() => media.heard.voiced > heard)]);
-  caller.send(call.request('BYE', ++cseq, to));
-  await until(() => caller.got.find((m) => /^SIP\/2\.0 200 /.test(m) && m.includes(call.callId) && new RegExp(`^CSeq: ${cseq} BYE`, 'im').test(m)));
+  await hangUp();
 
   const c = await eventually(async () => (await voiceCalls(project)).find((x: any) => x.to_number === number && x.in_progress === false));
   // The start's turn first; then the caller's: exactly one spoken, the one after the hold.
