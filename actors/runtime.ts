@@ -43,6 +43,8 @@ export interface RuntimeOptions {
   wakeScanLimit?: number;
   kinds?: Map<string, ActorKind>;
   log?: (msg: string, extra?: object) => void;
+  /** Where failures that lose something are logged at error level (an entry a projection set aside); `log` when absent. */
+  errorLog?: (msg: string, extra?: object) => void;
   /** Where degradation causes are logged (warn when one appears, info when it clears). */
   healthLog?: HealthLog;
   /**
@@ -128,7 +130,7 @@ export async function startRuntime(o: RuntimeOptions): Promise<Runtime> {
       // Partition p is applied by the worker holding shard p's lease: adding workers spreads the partitions.
       const served = host;
       const owned = () => served.servedShards().filter((s) => s < projections.partitions);
-      await projections.startRunner(owned(), workerId, o.log);
+      await projections.startRunner(owned(), workerId, o.log, o.errorLog);
       ownershipChanged = () => projections.setOwned(owned());
       const timer = setInterval(() => projections.setOwned(owned()), Math.max(100, Math.floor(o.leaseTtlMs / 3)));
       timer.unref();

@@ -11,7 +11,7 @@ import type { InvalidationBusOptions } from './invalidation.js';
 import type { PlatformLogger } from './logger.js';
 
 /** What `runtimeOptions` sets; the caller sets the rest (kinds, transport, role), none of which it overrides. */
-type ConfiguredOption = 'store' | 'shardCount' | 'leaseTtlMs' | 'passivateAfterMs' | 'askTimeoutMs' | 'log' | 'healthLog' | 'natsLog' | 'projections';
+type ConfiguredOption = 'store' | 'shardCount' | 'leaseTtlMs' | 'passivateAfterMs' | 'askTimeoutMs' | 'log' | 'errorLog' | 'healthLog' | 'natsLog' | 'projections';
 
 /** The runtime's and the bus's warnings, as log lines at warn level. */
 const warnings = (log: PlatformLogger) => (msg: string, extra?: object) => log.logger.warn(extra ?? {}, msg);
@@ -25,6 +25,7 @@ export function runtimeOptions(config: Config, log: PlatformLogger, store: Store
     passivateAfterMs: config.passivateAfterMs,
     askTimeoutMs: config.askTimeoutMs,
     log: warnings(log),
+    errorLog: (msg, extra) => log.logger.error(extra ?? {}, msg),
     healthLog: (level, msg, extra) => log.logger[level](extra ?? {}, msg),
     natsLog: (level, msg, extra) => log.logger[level](extra, msg),
     projections: { store: { dataDir: config.dataDir, mongodbUrl: config.mongodbUrl }, ...config.projections },

@@ -1,7 +1,8 @@
 /**
  * The projection runner in-process, one cycle at a time: it applies only the partitions it owns and the
  * kinds a projector reads, moves only its own partitions' checkpoints, cannot save over a rebuild that
- * started during its batch, and drops the lag figures of runners long gone.
+ * started during its batch, drops the lag figures of runners long gone, retries a failed apply, and sets aside
+ * an entry that fails every time (and only such an entry).
  */
 import t from 'tap';
 import { mkdtempSync } from 'node:fs';
@@ -9,8 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openStore, type JournalEntry, type Store } from '../store/mod.js';
 import { ProjectionStatus, partitionOf, type Projector } from '../actors/mod.js';
-import { ProjectionRunner } from '../actors/projection/runner.js';
+import { PROJECTION_ATTEMPTS, PROJECTION_SKIP_STREAK, ProjectionRunner } from '../actors/projection/runner.js';
 import { Checkpoints } from '../actors/projection/checkpoints.js';
+import { Skipped } from '../actors/projection/skipped.js';
 import { countWritesInFlight } from './helpers/in-flight.js';
 import { removeDir } from './helpers/platform.js';
 
@@ -41,8 +43,15 @@ function recorder(name: string, kinds?: string[], during?: () => Promise<void>):
   };
 }
 
-const runner = (projectors: Projector[], owned: number[], runnerId = 'r1') =>
-  new ProjectionRunner({ store, projectors, partitions: 4, owned: () => owned, batch: 1000, runnerId, pollMs: 1000, waitForWork: async () => undefined });
+/** What a runner logged at error level. */
+type Logged = { msg: string; extra?: object }[];
+
+// No wait between retries: the cycles run through them at once (the runner's option for tests).
+const runner = (projectors: Projector[], owned: number[], runnerId = 'r1', errors: Logged = []) =>
+  new ProjectionRunner({ store, projectors, partitions: 4, owned: () => owned, batch: 1000, runnerId, pollMs: 1000, waitForWork: async () => undefined, backoffMs: () => 0, error: (msg, extra) => errors.push({ msg, extra }) });
+
+/** The entries set aside for a projection, as recorded. */
+const skippedOf = (projection: string) => new Skipped(store).records.find({ projection }, { sort: { seq: 1 } });
 
 async function step(key: string, shard: number, version: number): Promise<void> {
   await store.snapshots.putMany([{ key, data: new Uint8Array([version]), expectedVersion: version - 1, fence: 1, shard, deadline: null, step: { value: 'v', events: [] } }]);
@@ -114,15 +123,96 @@ t.test('a cycle stores its projectors\' checkpoints together, after every projec
   for (const p of projectors) t.same(Object.values((await new Checkpoints(store).load(p.name)).partitions), [head, head, head, head], `${p.name} moved`);
 });
 
-t.test('a projector that throws keeps its checkpoint and holds up no other', async (t) => {
+t.test('a projector that fails on every entry keeps its checkpoint, sets none aside, and holds up no other', async (t) => {
   await step('counter/broken', 2, 1);
   const good = recorder('runner-good', ['counter']);
-  const broken: Projector = { name: 'runner-broken', kinds: ['counter'], apply: async () => Promise.reject(new Error('broken projector')), reset: async () => undefined };
-  const r = runner([good, broken], [0, 1, 2, 3], 'r5');
+  let tries = 0;
+  const broken: Projector = { name: 'runner-broken', kinds: ['counter'], apply: async () => (tries++, Promise.reject(new Error('broken projector'))), reset: async () => undefined };
+  const errors: Logged = [];
+  const r = runner([good, broken], [0, 1, 2, 3], 'r5', errors);
+  t.ok((await store.journal.read(0, 1000)).filter((e) => e.kind === 'counter').length > PROJECTION_SKIP_STREAK, 'more entries than the streak of entries set aside');
   await t.rejects(r.cycle(), /broken projector/, 'the cycle reports the failure');
+  tries = 0;
+  await t.rejects(r.cycle(), /broken projector/, 'and again at the next');
+  t.equal(tries, 1, 'held: tried once a cycle, with no retries to hold up the others');
   const head = await store.journal.head();
   t.same(Object.values((await new Checkpoints(store).load('runner-good')).partitions), [head, head, head, head], 'the other projector moved on');
   t.same((await new Checkpoints(store).load('runner-broken')).partitions, {}, 'the failing one stays where it was: its entries come again');
+  t.same(await skippedOf('runner-broken'), [], 'not one entry set aside: the fault is the projector\'s, not an entry\'s');
+  t.match(await new ProjectionStatus(store, [broken], 4).all(), [{ name: 'runner-broken', checkpoint: 0, skipped: 0 }]);
+  t.match(errors, [{ msg: /projection held/, extra: { projector: 'runner-broken', streak: PROJECTION_SKIP_STREAK } }], 'logged once, at error level');
+});
+
+t.test('an entry a projector fails on every time is set aside after its retries; the checkpoint passes it', async (t) => {
+  await step('counter/before-poison', 3, 1);
+  await step('counter/poison', 3, 1);
+  await step('counter/after-poison', 3, 1);
+  const poison = (await store.journal.read(0, 1000)).find((e) => e.key === 'counter/poison')!;
+  let fixed = false;
+  let alone = 0;
+  const seen: JournalEntry[] = [];
+  // As the stemmer's overflow did: the batch that holds the entry throws, whatever else it holds.
+  const poisoned: Projector = {
+    name: 'runner-poisoned',
+    kinds: ['counter'],
+    async apply(entries) {
+      if (!fixed && entries.some((e) => e.key === 'counter/poison')) {
+        if (entries.length === 1) alone++;
+        throw new RangeError('Maximum call stack size exceeded');
+      }
+      seen.push(...entries);
+    },
+    async reset() {
+      seen.length = 0;
+    },
+  };
+  const good = recorder('runner-poisoned-good', ['counter']);
+  const errors: Logged = [];
+  const r = runner([poisoned, good], [0, 1, 2, 3], 'r7', errors);
+  const counters = (await store.journal.read(0, 1000)).filter((e) => e.kind === 'counter');
+  t.equal(await r.cycle(), (await store.journal.read(0, 1000)).length, 'the cycle goes through');
+  const head = await store.journal.head();
+  t.equal(alone, PROJECTION_ATTEMPTS, 'the entry alone was tried as often as a batch before it was set aside');
+  t.same(seen.map((e) => e.seq).sort((a, b) => a - b), counters.filter((e) => e.seq !== poison.seq).map((e) => e.seq), 'every other entry projected, those after it included');
+  t.same(Object.values((await new Checkpoints(store).load('runner-poisoned')).partitions), [head, head, head, head], 'the checkpoint passed it');
+  t.match(await skippedOf('runner-poisoned'), [{ projection: 'runner-poisoned', epoch: 0, seq: poison.seq, key: 'counter/poison', error: 'RangeError: Maximum call stack size exceeded', at: Number }], 'recorded');
+  t.equal((await skippedOf('runner-poisoned')).length, 1, 'that entry alone');
+  t.same(errors.map((e) => e.extra), [{ projector: 'runner-poisoned', seq: poison.seq, key: 'counter/poison', err: 'RangeError: Maximum call stack size exceeded' }], 'logged at error level: projection, seq, key, error');
+  const status = new ProjectionStatus(store, [poisoned, good], 4);
+  t.match(await status.all(), [{ name: 'runner-poisoned', checkpoint: head, behind: 0, skipped: 1 }, { name: 'runner-poisoned-good', checkpoint: head, skipped: 0 }], 'the status shows it');
+  t.ok(good.seen.some((e) => e.seq === poison.seq), 'the other projector projected the entry, untouched');
+  t.equal(await r.cycle(), 0, 'nothing comes again');
+
+  // Fixed, then rebuilt: the replay projects it, and the new epoch has nothing set aside.
+  fixed = true;
+  await status.rebuild(poisoned);
+  await r.cycle();
+  t.ok(seen.some((e) => e.seq === poison.seq), 'the rebuild projected the entry set aside');
+  t.match(await status.all(), [{ name: 'runner-poisoned', checkpoint: head, epoch: 1, skipped: 0 }]);
+});
+
+t.test('an entry that fails once is retried and projected, not set aside', async (t) => {
+  await step('counter/flaky', 1, 1);
+  const flaky = (await store.journal.read(0, 1000)).find((e) => e.key === 'counter/flaky')!;
+  let failed = 0;
+  const p = recorder('runner-flaky', ['counter'], async () => undefined);
+  const apply = p.apply.bind(p);
+  p.apply = async (entries, s, partitions) => {
+    if (failed === 0 && entries.some((e) => e.seq === flaky.seq)) {
+      failed++;
+      throw new Error('injected: the write failed');
+    }
+    return apply(entries, s, partitions);
+  };
+  const errors: Logged = [];
+  await runner([p], [0, 1, 2, 3], 'r8', errors).cycle();
+  const head = await store.journal.head();
+  t.equal(failed, 1, 'it failed once');
+  t.ok(p.seen.some((e) => e.seq === flaky.seq), 'then was projected');
+  t.same(Object.values((await new Checkpoints(store).load('runner-flaky')).partitions), [head, head, head, head]);
+  t.same(await skippedOf('runner-flaky'), [], 'nothing set aside');
+  t.match(await new ProjectionStatus(store, [p], 4).all(), [{ name: 'runner-flaky', skipped: 0 }]);
+  t.same(errors, [], 'nothing logged at error level');
 });
 
 t.test('with other runners on the partitions, a rebuild\'s reset waits for batches they read before it', async (t) => {

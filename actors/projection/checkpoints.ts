@@ -29,6 +29,8 @@ export interface CheckpointDoc extends Doc {
   partitions: Record<string, number>;
   /** Runner id -> its lag figures. */
   runners: Record<string, RunnerLag>;
+  /** Entries set aside in this epoch: they failed on every attempt (`projection_skipped`, `skipped.ts`). */
+  skipped?: number;
   updated_at: number;
 }
 
@@ -55,14 +57,16 @@ export class Checkpoints {
   }
 
   /**
-   * Moves the given partitions' checkpoints (and records the runner's lag) if the record is still at
-   * `epoch`; false when a rebuild moved it on meanwhile (nothing is written).
+   * Moves the given partitions' checkpoints (and records the runner's lag, and counts the entries it set aside
+   * in the batch) if the record is still at `epoch`; false when a rebuild moved it on meanwhile (nothing is
+   * written).
    */
-  async save(name: string, epoch: number, partitions: Map<number, number>, runner?: { id: string; lag: RunnerLag }, stale: string[] = []): Promise<boolean> {
+  async save(name: string, epoch: number, partitions: Map<number, number>, runner?: { id: string; lag: RunnerLag }, stale: string[] = [], skipped = 0): Promise<boolean> {
     const set: Record<string, unknown> = { updated_at: Date.now() };
     for (const [p, seq] of partitions) set[`partitions.${p}`] = seq;
     if (runner) set[`runners.${runner.id}`] = runner.lag;
     const update: Record<string, unknown> = { $set: set };
+    if (skipped) update.$inc = { skipped };
     if (stale.length) update.$unset = Object.fromEntries(stale.map((id) => [`runners.${id}`, '']));
     return (await this.records.update({ id: name, epoch }, update)) !== null;
   }
@@ -74,10 +78,11 @@ export class Checkpoints {
 
   /**
    * Starts a projector over: every partition back to 0, in a new epoch, to be reset by a runner first
-   * (`resetting`). A runner in the middle of a batch cannot save under the new epoch.
+   * (`resetting`), with no entry set aside yet (the replay projects those of the old epoch again). A runner in
+   * the middle of a batch cannot save under the new epoch.
    */
   async restart(name: string): Promise<number> {
-    const doc = await this.records.update({ id: name }, { $set: { partitions: {}, runners: {}, resetting: true, updated_at: Date.now() }, $inc: { epoch: 1 } }, { upsert: true });
+    const doc = await this.records.update({ id: name }, { $set: { partitions: {}, runners: {}, skipped: 0, resetting: true, updated_at: Date.now() }, $inc: { epoch: 1 } }, { upsert: true });
     return doc!.epoch;
   }
 

@@ -46,7 +46,7 @@ export class Projections {
   }
 
   /** Starts the runner's thread for the given partitions (a worker process). No projectors: no thread. */
-  async startRunner(owned: number[], runnerId: string, log?: (msg: string, extra?: object) => void): Promise<void> {
+  async startRunner(owned: number[], runnerId: string, log?: (msg: string, extra?: object) => void, error?: (msg: string, extra?: object) => void): Promise<void> {
     if (this.thread || this.status.projectors.length === 0) return;
     this.thread = new ProjectionThread({
       store: this.o.store,
@@ -60,6 +60,7 @@ export class Projections {
       yieldBelowMs: this.o.yieldBelowMs,
       runnerId: runnerId.replace(/[^A-Za-z0-9_-]/g, '_'),
       log,
+      error,
     });
     await this.thread.start();
   }

@@ -2,6 +2,7 @@ import type { JournalEntry, Store } from '../../store/mod.js';
 import { shardOf } from '../placement/shard.js';
 import { Checkpoints, type CheckpointDoc } from './checkpoints.js';
 import { LagWindow } from './lag.js';
+import { Skipped } from './skipped.js';
 import type { Partitioning, Projector } from './types.js';
 
 export interface RunnerOptions {
@@ -31,6 +32,51 @@ export interface RunnerOptions {
    */
   behind?: (ms: number) => void;
   log?: (msg: string, extra?: object) => void;
+  /**
+   * Where an entry set aside and a projector held are logged (`ProjectionRunner.applyOrSetAside`), at error
+   * level; `log` when absent.
+   */
+  error?: (msg: string, extra?: object) => void;
+  /**
+   * The wait before retry `attempt` (1, 2, ...) of a failed apply; `retryBackoff` when absent. Tests pass
+   * `() => 0`, so that their cycles run through the retries at once.
+   */
+  backoffMs?: (attempt: number) => number;
+}
+
+/** How many times a batch (and then a single entry) is applied before the runner narrows it down (sets it aside). */
+export const PROJECTION_ATTEMPTS = 4;
+/** The first retry's wait; each next one doubles it, up to `PROJECTION_BACKOFF_MAX_MS`. */
+export const PROJECTION_BACKOFF_MS = 100;
+export const PROJECTION_BACKOFF_MAX_MS = 2_000;
+
+/** The wait before retry `attempt` (1, 2, ...): 100, 200, 400 ms (at most 2 s). */
+export function retryBackoff(attempt: number): number {
+  return Math.min(PROJECTION_BACKOFF_MAX_MS, PROJECTION_BACKOFF_MS * 2 ** (attempt - 1));
+}
+
+/**
+ * How many entries in a row a projector may have set aside with no apply succeeding between them: past that
+ * the failure is not one entry's (a broken projector, the store down), and setting aside would empty the read
+ * model entry by entry, so the projector holds at its checkpoint instead (`applyOrSetAside`).
+ */
+export const PROJECTION_SKIP_STREAK = 8;
+
+/** A failure as the log and the skip record show it: its name and message, no stack. */
+function describe(failure: unknown): string {
+  return failure instanceof Error ? `${failure.name}: ${failure.message}` : String(failure);
+}
+
+/** What a projector's apply of one batch came to: the entries it applied, and those it set aside. */
+interface Applied {
+  entries: JournalEntry[];
+  skipped: SetAside[];
+}
+
+/** An entry set aside, and why (`describe` of its last failure). */
+interface SetAside {
+  entry: JournalEntry;
+  error: string;
 }
 
 /** The partition of an entry: its shard's, or for a non-actor entry (shard -1) a hash of its key. */
@@ -52,17 +98,22 @@ const RESET_GRACE_MS = 5_000;
  * from the lowest checkpoint of the partitions it owns, hands each projector the entries of its kinds and
  * partitions it has not applied yet, then stores the checkpoints (the batch's last seq for every owned
  * partition). A checkpoint is stored only after its entries are applied, so a crash between the two means
- * those entries are applied again: projectors are idempotent. Each partition has its own checkpoint, so
+ * those entries are applied again: projectors are idempotent. A failed apply is retried, and an entry that fails
+ * every time is set aside (`applyOrSetAside`) rather than hold its projector for good. Each partition has its own checkpoint, so
  * several runners (worker processes) split the journal between them by partition.
  */
 export class ProjectionRunner {
   private readonly checkpoints: Checkpoints;
+  private readonly skipped: Skipped;
+  /** Per projector, the entries set aside in a row with no apply succeeding between them. */
+  private readonly streak = new Map<string, number>();
   private readonly lag = new Map<string, LagWindow>();
   private stopped = false;
   private loop: Promise<void> | null = null;
 
   constructor(private readonly o: RunnerOptions) {
     this.checkpoints = new Checkpoints(o.store);
+    this.skipped = new Skipped(o.store);
     for (const p of o.projectors) this.lag.set(p.name, new LagWindow());
   }
 
@@ -129,15 +180,17 @@ export class ProjectionRunner {
     const partitioning: Partitioning = { count: partitions, of: (e) => partitionOf(e, partitions) };
     // Every projector applies its entries, then the checkpoints of those that succeeded are stored together,
     // in one group commit (as each projector finished, each checkpoint was a commit and a flush of its own).
-    // A projector that throws keeps its checkpoint (its entries come again) and holds up no other.
+    // A projector that throws keeps its checkpoint (its entries come again) and holds up no other. One that
+    // fails on an entry every time has that entry set aside after its retries (`applyOrSetAside`).
     const applied = await Promise.allSettled(
-      projectors.map(async (projector, i) => {
-        if (!active[i]) return [];
+      projectors.map(async (projector, i): Promise<Applied> => {
+        if (!active[i]) return { entries: [], skipped: [] };
         const doc = docs[i];
         const kinds = projector.kinds ? new Set(projector.kinds) : null;
         const mine = entries.filter((e, j) => owned.has(parts[j]) && e.seq > (doc.partitions[parts[j]] ?? 0) && (!kinds || kinds.has(e.kind)));
-        if (mine.length) await projector.apply(mine, store, partitioning);
-        return mine;
+        const skipped: SetAside[] = [];
+        if (mine.length) await this.applyOrSetAside(projector, mine, partitioning, skipped);
+        return { entries: mine, skipped };
       }),
     );
     await Promise.all(
@@ -149,9 +202,11 @@ export class ProjectionRunner {
         for (const p of owned) if ((doc.partitions[p] ?? 0) < last) moved.set(p, last);
         const window = this.lag.get(projector.name)!;
         const now = Date.now();
-        for (const e of outcome.value) window.add(Math.max(0, now - e.at));
+        for (const e of outcome.value.entries) window.add(Math.max(0, now - e.at));
         const summary = window.summary(now);
-        const saved = await this.checkpoints.save(projector.name, doc.epoch, moved, summary ? { id: this.o.runnerId, lag: { at: now, ...summary } } : undefined, Checkpoints.stale(doc, now));
+        const runner = summary ? { id: this.o.runnerId, lag: { at: now, ...summary } } : undefined;
+        if (outcome.value.skipped.length) await this.setAside(projector, doc.epoch, outcome.value.skipped);
+        const saved = await this.checkpoints.save(projector.name, doc.epoch, moved, runner, Checkpoints.stale(doc, now), outcome.value.skipped.length);
         // A rebuild was asked for meanwhile: this batch is done, so the next cycle may reset and start over from 0.
         if (!saved) this.lag.set(projector.name, new LagWindow());
       }),
@@ -159,6 +214,87 @@ export class ProjectionRunner {
     const failed = resetFailed ?? applied.find((o): o is PromiseRejectedResult => o.status === 'rejected');
     if (failed) throw failed.reason;
     return entries.length;
+  }
+
+  /**
+   * Applies a projector's entries of a batch, retrying a failed apply `PROJECTION_ATTEMPTS` times with a
+   * backoff; a batch that still fails is narrowed down by halves (each half applied once; a half that fails is
+   * split again), and a single entry that fails all its attempts as well is set aside: added to `skipped`, which
+   * the cycle records (`projection_skipped`) and logs at error level before it moves the checkpoint past them.
+   * Without this, an entry whose projection throws every time (a projector's bug, a tenant's text that trips it)
+   * held its projector at its checkpoint for good, every tenant's read model with it. A transient failure passes
+   * within the retries and sets nothing aside. One that outlasts them is not an entry's: after
+   * `PROJECTION_SKIP_STREAK` entries in a row set aside with no apply succeeding between them (every entry
+   * fails: a broken projector, the store down), the runner sets no more aside and throws; the projector holds
+   * at its checkpoint, as it did before, until an apply succeeds.
+   */
+  private async applyOrSetAside(projector: Projector, entries: JournalEntry[], partitioning: Partitioning, skipped: SetAside[]): Promise<void> {
+    let failure: unknown;
+    // A projector held (below) is tried once a cycle, as before: its retries would hold up the others' checkpoints.
+    const held = (this.streak.get(projector.name) ?? 0) >= PROJECTION_SKIP_STREAK;
+    for (let attempt = 1; attempt <= (held ? 1 : PROJECTION_ATTEMPTS); attempt++) {
+      if (attempt > 1) await this.backoff(attempt - 1);
+      try {
+        await projector.apply(entries, this.o.store, partitioning);
+        this.streak.delete(projector.name);
+        return;
+      } catch (err) {
+        failure = err;
+      }
+      // A stop does not wait for the retries and the narrowing: the checkpoint stays, the next cycle starts over.
+      if (this.stopped) throw failure;
+    }
+    if (held) throw failure;
+    const streak = this.streak.get(projector.name) ?? 0;
+    if (entries.length > 1) {
+      this.o.log?.('projection batch failed on every attempt; narrowing it down to the entry that fails', { projector: projector.name, from: entries[0].seq, to: entries[entries.length - 1].seq, err: describe(failure) });
+      await this.narrow(projector, entries, partitioning, skipped);
+      return;
+    }
+    this.streak.set(projector.name, streak + 1);
+    if (streak + 1 >= PROJECTION_SKIP_STREAK) {
+      (this.o.error ?? this.o.log)?.('projection held: entries in a row failed on every attempt, so the fault is not one entry\'s; none is set aside until one applies', { projector: projector.name, streak: streak + 1, seq: entries[0].seq, err: describe(failure) });
+      throw failure;
+    }
+    skipped.push({ entry: entries[0], error: describe(failure) });
+  }
+
+  /**
+   * Applies `entries` (two or more) by halves, once each; a half that fails is split again, down to single
+   * entries, which have their `PROJECTION_ATTEMPTS` (`applyOrSetAside`).
+   */
+  private async narrow(projector: Projector, entries: JournalEntry[], partitioning: Partitioning, skipped: SetAside[]): Promise<void> {
+    const half = Math.ceil(entries.length / 2);
+    for (const part of [entries.slice(0, half), entries.slice(half)]) {
+      if (part.length === 1) {
+        await this.applyOrSetAside(projector, part, partitioning, skipped);
+        continue;
+      }
+      try {
+        await projector.apply(part, this.o.store, partitioning);
+        this.streak.delete(projector.name);
+      } catch (err) {
+        if (this.stopped) throw err;
+        await this.narrow(projector, part, partitioning, skipped);
+      }
+    }
+  }
+
+  /**
+   * Records the entries a projector set aside in a batch (durably, before its checkpoint moves past them) and
+   * logs each at error level: the projection, the entry's seq and actor key and the error's message (no entry
+   * value or event data, where a tenant's text is).
+   */
+  private async setAside(projector: Projector, epoch: number, entries: SetAside[]): Promise<void> {
+    for (const { entry, error } of entries) {
+      await this.skipped.record({ projection: projector.name, epoch, seq: entry.seq, key: entry.key, error });
+      (this.o.error ?? this.o.log)?.('projection entry set aside: it failed on every attempt; `switchboard rebuild` projects it again once the cause is fixed', { projector: projector.name, seq: entry.seq, key: entry.key, err: error });
+    }
+  }
+
+  private backoff(attempt: number): Promise<void> {
+    const ms = (this.o.backoffMs ?? retryBackoff)(attempt);
+    return ms > 0 ? new Promise((r) => setTimeout(r, ms)) : Promise.resolve();
   }
 
   /**

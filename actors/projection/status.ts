@@ -74,6 +74,6 @@ export class ProjectionStatus {
     const lag = fresh.length
       ? { p50: Math.max(...fresh.map((r) => r.p50)), p99: Math.max(...fresh.map((r) => r.p99)), samples: fresh.reduce((n, r) => n + r.samples, 0) }
       : null;
-    return { name: p.name, kinds: p.kinds ?? null, checkpoint, partitions, head, behind: Math.max(0, head - checkpoint), epoch: doc?.epoch ?? 0, lag };
+    return { name: p.name, kinds: p.kinds ?? null, checkpoint, partitions, head, behind: Math.max(0, head - checkpoint), epoch: doc?.epoch ?? 0, skipped: doc?.skipped ?? 0, lag };
   }
 }

@@ -4,6 +4,8 @@ import type { FromThread, ThreadData, ToThread } from './worker.js';
 /** What the thread runs with (`ThreadData` without the wake-up signal, which the handle makes), and where its logs go. */
 export interface ThreadOptions extends Omit<ThreadData, 'signal'> {
   log?: (msg: string, extra?: object) => void;
+  /** Where the runner's errors go (an entry set aside); `log` when absent. */
+  error?: (msg: string, extra?: object) => void;
 }
 
 /**
@@ -33,12 +35,13 @@ export class ProjectionThread {
   start(): Promise<void> {
     const data: ThreadData = { signal: this.signal.buffer as SharedArrayBuffer, ...this.o, owned: this.owned };
     delete (data as Partial<ThreadOptions>).log;
+    delete (data as Partial<ThreadOptions>).error;
     const worker = new Worker(new URL('./worker.js', import.meta.url), { workerData: data, name: 'projections', resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } });
     this.worker = worker;
     return new Promise((resolve) => {
       worker.on('message', (m: FromThread) => {
         if (m.type === 'started') resolve();
-        if (m.type === 'log') this.o.log?.(m.msg, m.extra);
+        if (m.type === 'log') (m.level === 'error' ? this.o.error ?? this.o.log : this.o.log)?.(m.msg, m.extra);
       });
       worker.on('error', (err) => this.o.log?.('projection thread failed', { err: String(err.stack ?? err) }));
       worker.on('exit', (code) => {

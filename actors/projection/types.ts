@@ -45,6 +45,11 @@ export interface ProjectorStatus {
   behind: number;
   /** Incremented by each rebuild. */
   epoch: number;
+  /**
+   * Entries set aside in this epoch: their projection failed on every attempt, and the checkpoint moved past
+   * them (`projection_skipped`; a rebuild projects them again).
+   */
+  skipped: number;
   /** Commit-to-applied lag over the runners' recent entries (ms), null before any was applied. */
   lag: { p50: number; p99: number; samples: number } | null;
 }

@@ -31,7 +31,7 @@ export interface ThreadData {
 /** Messages to the thread. */
 export type ToThread = { type: 'owned'; partitions: number[] } | { type: 'stop' };
 /** Messages from the thread. */
-export type FromThread = { type: 'started' } | { type: 'stopped' } | { type: 'log'; msg: string; extra?: object };
+export type FromThread = { type: 'started' } | { type: 'stopped' } | { type: 'log'; msg: string; extra?: object; level?: 'error' };
 
 async function main(): Promise<void> {
   const data = workerData as ThreadData;
@@ -53,6 +53,7 @@ async function main(): Promise<void> {
     intervalMs: data.intervalMs,
     runnerId: data.runnerId,
     log: (msg, extra) => post({ type: 'log', msg, extra }),
+    error: (msg, extra) => post({ type: 'log', msg, extra, level: 'error' }),
     behind: priority ? (ms) => priority.observe(ms) : undefined,
     waitForWork: async (ms) => {
       const now = Atomics.load(signal, 0);

@@ -25,6 +25,7 @@ const Projection = z.object({
   head: z.number().int(),
   behind: z.number().int(),
   epoch: z.number().int(),
+  skipped: z.number().int(),
   lag: z.object({ p50: z.number(), p99: z.number(), samples: z.number().int() }).nullable(),
 });
 
