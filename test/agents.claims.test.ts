@@ -9,18 +9,10 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { pino } from 'pino';
-import type { FastifyInstance } from 'fastify';
-import { builtinKinds, startRuntime, type Runtime } from '../actors/mod.js';
-import { SecretBox } from '../actors/delivery/mod.js';
-import { buildEdge } from '../gateway/edge/server.js';
-import { loadConfig } from '../platform/config.js';
-import { operatorTokenHash } from '../platform/operator-token.js';
-import { createServices } from '../platform/services.js';
-import { openStore, type Collection, type CollectionSpec, type Doc, type Store } from '../store/mod.js';
+import { type Collection, type CollectionSpec, type Doc, type Store } from '../store/mod.js';
 import { builderRecords, type BuilderRecords } from '../builder/records.js';
 import { client, http } from './helpers/http.js';
-import { removeDir } from './helpers/platform.js';
+import { inProcessEdge, type InProcessEdge } from './helpers/in-process-edge.js';
 
 const TOKEN = 'agents-claims-test-operator-token';
 const dir = mkdtempSync(join(tmpdir(), 'sb-claims-'));
@@ -45,40 +37,22 @@ function faultyAgents(store: Store): Store {
   return new Proxy(store, { get: (target, key) => (key === 'collection' ? collection : Reflect.get(target, key)) });
 }
 
-let store: Store;
 let records: BuilderRecords;
-let runtime: Runtime;
-let edge: FastifyInstance;
+let built: InProcessEdge | undefined;
 let api: ReturnType<typeof client>;
 let accountId: string;
 
 t.before(async () => {
-  const config = loadConfig({ DATA_DIR: dir, OPERATOR_TOKEN: TOKEN, LOG_LEVEL: 'silent' });
-  store = await openStore({ dataDir: dir });
-  records = builderRecords(store);
-  runtime = await startRuntime({ kinds: builtinKinds(), store, worker: false, shardCount: 4, leaseTtlMs: 3000, passivateAfterMs: 60_000, askTimeoutMs: 1000 });
-  edge = await buildEdge({
-    services: createServices(faultyAgents(store)),
-    runtime,
-    operatorTokenHash: await operatorTokenHash(dir, TOKEN, () => undefined),
-    logger: pino({ level: 'silent' }),
-    isServing: () => true,
-    conversationIdleMs: config.conversationIdleMs,
-    limits: config.edge,
-    externalEvents: config.externalEvents,
-    webhooks: { secrets: await SecretBox.open(dir), allowPrivateUrls: false },
-  });
-  await edge.listen({ host: '127.0.0.1', port: 0 });
-  const base = `http://127.0.0.1:${(edge.server.address() as AddressInfo).port}`;
+  built = await inProcessEdge(dir, { operatorToken: TOKEN, servicesStore: faultyAgents });
+  records = builderRecords(built.store);
+  await built.edge.listen({ host: '127.0.0.1', port: 0 });
+  const base = `http://127.0.0.1:${(built.edge.server.address() as AddressInfo).port}`;
   const admin = (path: string, body: unknown) => http(base, 'POST', `/admin/v1${path}`, { body, headers: { authorization: `Bearer ${TOKEN}` } });
   accountId = (await admin('/accounts', { name: 'Claims' })).body.id;
   api = client(base, { 'x-api-key': (await admin('/keys', { account_id: accountId, scope: 'agents' })).body.key });
 });
 t.teardown(async () => {
-  await edge?.close();
-  await runtime?.stop();
-  await store?.close();
-  removeDir(dir);
+  await built?.close();
 });
 
 /** The claims left on the account's names, by name. */

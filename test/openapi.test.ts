@@ -8,17 +8,9 @@ import t from 'tap';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pino } from 'pino';
 import { compileErrors, validate } from '@readme/openapi-parser';
 import type { FastifyInstance } from 'fastify';
-import { builtinKinds, startRuntime, type Runtime } from '../actors/mod.js';
-import { buildEdge } from '../gateway/edge/server.js';
-import { loadConfig } from '../platform/config.js';
-import { operatorTokenHash } from '../platform/operator-token.js';
-import { createServices } from '../platform/services.js';
-import { openStore, type Store } from '../store/mod.js';
-import { removeDir } from './helpers/platform.js';
-import { SecretBox } from '../actors/delivery/mod.js';
+import { inProcessEdge, type InProcessEdge } from './helpers/in-process-edge.js';
 
 /** Routes the document leaves out on purpose: itself, the AsyncAPI document, Swagger UI, liveness, the inspector page, Prometheus. */
 const INTERNAL = [/^\/openapi\.json$/, /^\/asyncapi\.json$/, /^\/docs(\/|$)/, /^\/inspector(\/|$)/];
@@ -40,38 +32,23 @@ type Doc = {
 
 const dir = mkdtempSync(join(tmpdir(), 'sb-openapi-'));
 const routes: Array<{ method: string; url: string }> = [];
-let store: Store;
-let runtime: Runtime;
+let built: InProcessEdge | undefined;
 let edge: FastifyInstance;
 let doc: Doc;
 
 t.before(async () => {
-  const config = loadConfig({ DATA_DIR: dir, OPERATOR_TOKEN: TOKEN, LOG_LEVEL: 'silent' });
-  store = await openStore({ dataDir: dir });
-  const services = createServices(store);
-  runtime = await startRuntime({ kinds: builtinKinds(), store, worker: false, shardCount: 4, leaseTtlMs: 3000, passivateAfterMs: 60_000, askTimeoutMs: 1000 });
-  edge = await buildEdge({
-    services,
-    runtime,
-    operatorTokenHash: await operatorTokenHash(dir, TOKEN, () => undefined),
-    logger: pino({ level: 'silent' }),
-    isServing: () => true,
-    conversationIdleMs: config.conversationIdleMs,
-    limits: config.edge,
-    externalEvents: config.externalEvents,
-    webhooks: { secrets: await SecretBox.open(dir), allowPrivateUrls: false },
+  built = await inProcessEdge(dir, {
+    operatorToken: TOKEN,
     onRoute: (r) => {
       for (const method of [r.method].flat()) routes.push({ method: method.toLowerCase(), url: r.url });
     },
   });
+  edge = built.edge;
   await edge.ready();
   doc = (await edge.inject({ method: 'GET', url: '/openapi.json' })).json();
 });
 t.teardown(async () => {
-  await edge?.close();
-  await runtime?.stop();
-  await store?.close();
-  removeDir(dir);
+  await built?.close();
 });
 
 /** `:param` as `{param}`, and without a trailing slash: a prefixed `/` route answers both ways. */
