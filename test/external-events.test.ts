@@ -9,6 +9,7 @@
  */
 import t, { type Test } from 'tap';
 import fc from 'fast-check';
+import { request } from 'node:http';
 import type { Store } from '../store/mod.js';
 import { conversationRecords, externalWaitRecords } from '../actors/conversation/mod.js';
 import { chatProject, type ChatProject } from './helpers/chat.js';
@@ -120,6 +121,22 @@ t.test('every id location, with nested paths, and every content type', async (t)
     t.same(stored.state.events?.[0]?.data, data, `${what}: data as parsed (null for plain text and no body)`);
     t.equal(stored.state.events?.[0]?.body, h.raw, `${what}: body stored as it came`);
   }
+});
+
+t.test('an id header sent twice is its first value, not the values joined', async (t) => {
+  const id = await waiting(t, 'rep-a');
+  const query = toQuery({ event_id_location: 'headers', event_id_path: 'X-Ref', account_id: c.accountId, project_id: c.agentId });
+  // fetch joins repeated headers itself: node:http sends the raw pairs as given (and so no Host of its own).
+  const r = await new Promise<{ status: number; body: any }>((resolve, reject) => {
+    const url = new URL(`/v1/external-events/webhook?${query}`, p.edge);
+    const req = request(url, { method: 'POST', headers: ['host', url.host, 'x-api-key', key, 'content-type', 'application/json', 'X-Ref', 'rep-a', 'X-Ref', 'rep-b'] }, (res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (d: string) => (text += d)).on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
+    });
+    req.on('error', reject).end('{}');
+  });
+  t.equal(r.status, 201, JSON.stringify(r.body));
+  t.match(r.body, { event_id: 'rep-a', status: 'delivered', conversation_id: id });
 });
 
 t.test('an early event is handled within the step that starts the wait: the very next respond has its words', async (t) => {

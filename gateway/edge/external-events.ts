@@ -43,6 +43,15 @@ export interface ExternalEventsOptions {
 }
 
 const LOCATIONS = ['headers', 'querystring', 'payload'] as const;
+
+/**
+ * The first value of header `name` (lower case) as it came on the wire. Node joins a repeated header's values
+ * with ", " (`request.headers`), which as an event id would be neither value: "A, B" resumes no wait for A.
+ */
+function firstHeaderValue(raw: string[], name: string): string | undefined {
+  for (let i = 0; i + 1 < raw.length; i += 2) if (raw[i]!.toLowerCase() === name) return raw[i + 1];
+  return undefined;
+}
 type Location = (typeof LOCATIONS)[number];
 /** The webhook's own query parameters. */
 const OWN_PARAMS = ['event_id_location', 'event_id_path', 'account_id', 'project_id'] as const;
@@ -356,7 +365,7 @@ export const externalEventsPlugin: FastifyPluginAsync<ExternalEventsOptions> = a
     if (where === 'headers') {
       const name = path.toLowerCase();
       if (CREDENTIAL_HEADERS.includes(name)) throw EXTERNAL_EVENTS.PATH_CREDENTIAL(CREDENTIAL_HEADERS.join(', '));
-      found = header(req, name);
+      found = firstHeaderValue(req.raw.rawHeaders, name);
     }
     else if (where === 'querystring') {
       if ((OWN_PARAMS as readonly string[]).includes(path)) throw EXTERNAL_EVENTS.PATH_INVALID();
