@@ -31,6 +31,11 @@ import { assign, emit, enqueueActions, fromPromise, setup } from 'xstate';
  * The context keeps what the next turn needs: the last `RECENT_MESSAGES` messages (at most `MAX_RECENT_CHARS`) for the responder, the
  * conversation's variables and counters. States in which the conversation is still reacting to the last
  * event carry the tag `busy`.
+ *
+ * The transcript is bounded: `counts.transcriptBytes` counts what its turns hold (`turnBytes`), and the effects
+ * keep it within the conversation's limit (`CONVERSATION_MAX_TRANSCRIPT_BYTES`): a function whose words would take
+ * it past the limit is a function error, and a turn that leaves it at or past the limit ends the conversation
+ * (`TurnOutcome.full`, end reason `full`).
  */
 
 /** One exchange, as the conversation record (contract 2.5) stores it. */
@@ -113,6 +118,11 @@ export interface TurnOutcome {
    * apology as its answer.
    */
   failed?: ResponderFailure;
+  /**
+   * The transcript, with these turns, holds the conversation's limit of bytes or more (`CONVERSATION_MAX_TRANSCRIPT_BYTES`):
+   * the conversation ends (end reason `full`), as if the agent had ended it, and the answer says so (`end`).
+   */
+  full?: boolean;
 }
 
 /**
@@ -210,8 +220,9 @@ export interface ConversationContext {
    * Turns recorded so far (the turns themselves are `conversation.turn` journal events), those out of the
    * agent's domain, and the project functions that failed. `timeoutRounds`: the waits that timed out in a row
    * with no message or external event between; past `MAX_TIMEOUT_ROUNDS` a function's new wait is refused.
+   * `transcriptBytes`: what the recorded turns hold (`turnBytes`), read through `transcriptBytesOf`.
    */
-  counts: { turns: number; ood: number; functionErrors: number; timeoutRounds: number };
+  counts: { turns: number; ood: number; functionErrors: number; timeoutRounds: number; transcriptBytes: number };
   handoff: Handoff | null;
   /**
    * The user message of the turn in progress; or one that came while an external event's or bridge's function
@@ -219,7 +230,7 @@ export interface ConversationContext {
    */
   pending: { message: string; metadata: Record<string, unknown>; at: number; voice?: VoiceInput } | null;
   idleDeadline: number | null;
-  endReason: 'closed' | 'agent' | 'idle' | null;
+  endReason: 'closed' | 'agent' | 'idle' | 'full' | null;
   /** The external event the conversation waits for. */
   awaiting: ExternalWait | null;
   /** The external event being handled (or the timeout of the wait). */
@@ -303,6 +314,47 @@ export const UNREAD_DROPPED = '…';
  */
 export const MAX_TIMEOUT_ROUNDS = 10;
 
+/**
+ * The most bytes a conversation's transcript holds, by default (the setting `CONVERSATION_MAX_TRANSCRIPT_BYTES`):
+ * a function says up to 256 KiB a call, and the turns are kept in the journal, the record and every read of it
+ * (the Conversations API serializes the record whole), so without a bound one conversation of a hundred such
+ * turns was a 26 MB record, and its read held up other accounts' turns on the edge. 8 MiB is thousands of pages of
+ * text, far beyond any conversation a person has. What a function would say past it is a function error; the turn
+ * that reaches it (a user's message, the responder's answer) is kept and ends the conversation, so a transcript
+ * passes the limit by at most that one turn.
+ */
+export const CONVERSATION_MAX_TRANSCRIPT_BYTES = 8 * 1024 * 1024;
+
+/**
+ * What a turn of these texts adds to `counts.transcriptBytes`: the user's and the agent's text in bytes of UTF-8,
+ * and the message's metadata as JSON when it has any (the client's, up to a request body a message). The texts
+ * rather than the whole turn as JSON: `Buffer.byteLength` counts a text without encoding a copy, where the turn as
+ * JSON would be one more serialization of up to 256 KiB a turn, and the turn's other fields are the platform's,
+ * small and the same size every turn (timestamps, flags, the responder's intents), so they do not make one
+ * conversation's record grow more than its number of turns does.
+ */
+export function transcriptBytes(userInput: string, agentResponse: string, metadata: Record<string, unknown>): number {
+  let bytes = Buffer.byteLength(userInput, 'utf8') + Buffer.byteLength(agentResponse, 'utf8');
+  for (const _ in metadata) {
+    bytes += Buffer.byteLength(JSON.stringify(metadata), 'utf8');
+    break;
+  }
+  return bytes;
+}
+
+/** What a recorded turn adds to `counts.transcriptBytes` (`transcriptBytes`). */
+export const turnBytes = (t: TurnRecord): number => transcriptBytes(t.user_input, t.agent_response, t.metadata);
+
+/** The transcript's bytes so far; a snapshot from before the count has none and counts from 0. */
+export const transcriptBytesOf = (c: ConversationContext): number => c.counts.transcriptBytes ?? 0;
+
+/** The transcript's bytes once `turns` are recorded. */
+const addedBytes = (c: ConversationContext, turns: TurnRecord[]): number => {
+  let bytes = transcriptBytesOf(c);
+  for (const t of turns) bytes += turnBytes(t);
+  return bytes;
+};
+
 /** What the start effect needs. */
 export interface StartInput {
   id: string;
@@ -314,6 +366,8 @@ export interface StartInput {
 export interface EndInput {
   id: string;
   start: ConversationStart;
+  /** What the transcript holds so far (`counts.transcriptBytes`): a function's words may fill only the rest. */
+  transcriptBytes: number;
   /** The artifact the conversation started on: it runs that one to the end (null: main's draft). */
   artifactVersion: string | null;
   variant: { id: string; name: string } | null;
@@ -525,6 +579,7 @@ const turnsOf = (c: ConversationContext, turns: TurnRecord[], functionErrors: nu
 const endInput = (c: ConversationContext): EndInput => ({
   id: c.id,
   start: c.start!,
+  transcriptBytes: transcriptBytesOf(c),
   artifactVersion: c.artifactVersion,
   variant: c.variant,
   state: c.state,
@@ -634,7 +689,13 @@ export const conversationMachine = setup({
         awaiting: out.awaiting ?? (out.handoff || out.end ? null : context.awaiting),
         recent: remember(context.recent, out.turns),
         // A turn is a client's message: a chain of timed-out waits starts again from none.
-        counts: { turns: context.counts.turns + out.turns.length, ood: context.counts.ood + out.oodTurns, functionErrors: context.counts.functionErrors + out.functionErrors, timeoutRounds: 0 },
+        counts: {
+          turns: context.counts.turns + out.turns.length,
+          ood: context.counts.ood + out.oodTurns,
+          functionErrors: context.counts.functionErrors + out.functionErrors,
+          timeoutRounds: 0,
+          transcriptBytes: addedBytes(context, out.turns),
+        },
         state: out.state,
         handoff: out.handoff ?? context.handoff,
         // The outcome that pins an artifact (the start's, or a draft run's) says the variant run on it, none too.
@@ -642,7 +703,7 @@ export const conversationMachine = setup({
         artifactVersion: out.artifactVersion ?? context.artifactVersion,
         pending: null,
         idleDeadline: out.at + context.start!.idleTimeoutMs,
-        endReason: out.end ? ('agent' as const) : context.endReason,
+        endReason: out.end ? ('agent' as const) : out.full ? ('full' as const) : context.endReason,
         unread: [] as string[],
       };
       const next: ConversationContext = { ...context, ...update };
@@ -652,7 +713,7 @@ export const conversationMachine = setup({
       if (out.pii?.length) enqueue.emit({ type: 'conversation.pii_marked', data: { values: out.pii, ...owner(next) } });
       enqueue.emit(changedOf(next));
       const response = [...context.unread, out.response].filter((x) => x !== '').join(' ');
-      enqueue.emit({ type: 'conversation.answered', data: { response, end: out.end, handoff: out.handoff, ...owner(next), ...(out.failed ? { failed: out.failed } : {}) } });
+      enqueue.emit({ type: 'conversation.answered', data: { response, end: out.end || out.full === true, handoff: out.handoff, ...owner(next), ...(out.failed ? { failed: out.failed } : {}) } });
     }),
     /** What an external_event or bridge_ended function recorded. */
     emitSide: enqueueActions(({ context, enqueue }, out: SideOutcome) => {
@@ -667,7 +728,12 @@ export const conversationMachine = setup({
       const refused = out.awaiting !== null && context.external?.timed_out === true && context.counts.timeoutRounds >= MAX_TIMEOUT_ROUNDS;
       return {
         recent: remember(context.recent, out.turns),
-        counts: { ...context.counts, turns: context.counts.turns + out.turns.length, functionErrors: context.counts.functionErrors + out.functionErrors + (refused ? 1 : 0) },
+        counts: {
+          ...context.counts,
+          turns: context.counts.turns + out.turns.length,
+          functionErrors: context.counts.functionErrors + out.functionErrors + (refused ? 1 : 0),
+          transcriptBytes: addedBytes(context, out.turns),
+        },
         state: out.state,
         unread: boundedUnread(context.unread, out.said),
         // Only a draft run pins here, with the variant it ran: a pinned conversation keeps what it runs.
@@ -689,7 +755,8 @@ export const conversationMachine = setup({
     }),
   },
   guards: {
-    ends: (_, out: TurnOutcome) => out.end,
+    /** The agent ended the conversation, or the transcript is full. */
+    ends: (_, out: TurnOutcome) => out.end || out.full === true,
     handsOff: (_, out: TurnOutcome) => out.handoff !== null,
     awaits: ({ context }, out: TurnOutcome) => (out.awaiting ?? context.awaiting ?? null) !== null,
     /** The idle deadline has passed by the time the timeout is handled (a turn since moved it on). */
@@ -710,7 +777,7 @@ export const conversationMachine = setup({
     integrationAttributes: {},
     langCodes: { asr: '', tts: '' },
     recent: [],
-    counts: { turns: 0, ood: 0, functionErrors: 0, timeoutRounds: 0 },
+    counts: { turns: 0, ood: 0, functionErrors: 0, timeoutRounds: 0, transcriptBytes: 0 },
     handoff: null,
     pending: null,
     idleDeadline: null,

@@ -3,6 +3,7 @@ import { MAX_STACK_KB, WALL_FACTOR, type FunctionSandboxOptions } from '../actor
 import { NatsUrlError, parseNatsUrl } from '../actors/mod.js';
 import { DEFAULT_LLM_MODEL, longestReplyMs, type LlmSettings } from '../actors/responder/mod.js';
 import type { TurnTakingOptions } from '../gateway/media/turn-taking.js';
+import { CONVERSATION_MAX_TRANSCRIPT_BYTES } from '../machines/conversation.js';
 
 /** The regions a deployment can serve (operator.md). */
 export const REGIONS = ['us-1', 'uk-1', 'euw-1'] as const;
@@ -96,6 +97,7 @@ const EnvSchema = z.object({
   PASSIVATE_AFTER_MS: integer(10, 86_400_000).default(60_000),
   ASK_TIMEOUT_MS: integer(100, 600_000).default(10_000),
   CONVERSATION_IDLE_MS: integer(1000, 7 * 86_400_000).default(1_800_000),
+  CONVERSATION_MAX_TRANSCRIPT_BYTES: integer(1024, 256 * 1024 * 1024).default(CONVERSATION_MAX_TRANSCRIPT_BYTES),
   FUNCTION_TIMEOUT_MS: integer(10, 60_000).default(1000),
   FUNCTION_HEAP_MB: integer(1, 4096).default(64),
   FUNCTION_STACK_KB: integer(16, MAX_STACK_KB).default(256),
@@ -286,6 +288,11 @@ export interface Config {
   /** An idle conversation ends by itself this long after its last turn. */
   conversationIdleMs: number;
   /**
+   * The most bytes of text a conversation's transcript holds (`CONVERSATION_MAX_TRANSCRIPT_BYTES`, the workers'):
+   * what a function would say past it is a function error, and the turn that reaches it ends the conversation.
+   */
+  conversationMaxTranscriptBytes: number;
+  /**
    * The responder (`LLM_*`): the OpenAI-compatible client's base URL, key, model and request time limit, read here
    * only, for the workers' responder (`createResponder`) and every process's `turnWaitMs` (`longestReplyMs`).
    */
@@ -455,6 +462,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     turnWaitMs: e.ASK_TIMEOUT_MS + 2 * longestReplyMs(llm, WALL_FACTOR * e.FUNCTION_TIMEOUT_MS) + 3 * WALL_FACTOR * e.FUNCTION_TIMEOUT_MS,
     llm,
     conversationIdleMs: e.CONVERSATION_IDLE_MS,
+    conversationMaxTranscriptBytes: e.CONVERSATION_MAX_TRANSCRIPT_BYTES,
     functionTimeoutMs: e.FUNCTION_TIMEOUT_MS,
     functions: {
       memoryMb: e.FUNCTION_HEAP_MB,

@@ -180,6 +180,7 @@ export async function start(startSignals: StartSignals): Promise<void> {
           sandbox,
           responder: createResponder(config.llm),
           functionTimeoutMs: config.functionTimeoutMs,
+          maxTranscriptBytes: config.conversationMaxTranscriptBytes,
           externalEvents: config.externalEvents,
           client: async () => (await runtimeReady).client,
         }),

@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
 import { createActor, fromPromise } from 'xstate';
 import { getShortestPaths, getSimplePaths } from 'xstate/graph';
-import { boundedUnread, conversationMachine, MAX_RECENT_CHARS, MAX_TIMEOUT_ROUNDS, MAX_UNREAD, MAX_UNREAD_CHARS, RECENT_MESSAGES, remember, turnInput, UNREAD_DROPPED, type ConversationStart, type ExternalEvent, type SideOutcome, type TurnOutcome, type TurnRecord } from '../machines/conversation.js';
+import { boundedUnread, conversationMachine, CONVERSATION_MAX_TRANSCRIPT_BYTES, MAX_RECENT_CHARS, MAX_TIMEOUT_ROUNDS, MAX_UNREAD, MAX_UNREAD_CHARS, RECENT_MESSAGES, remember, turnBytes, turnInput, UNREAD_DROPPED, type ConversationStart, type ExternalEvent, type SideOutcome, type TurnOutcome, type TurnRecord } from '../machines/conversation.js';
 import { conversationReply } from '../actors/conversation/kind.js';
 
 const start: ConversationStart = {
@@ -288,7 +288,7 @@ t.test('conversation: an external event resumes a waiting conversation once; the
   t.equal(snap().value, 'externalResponding');
   t.same(snap().context.handledEvents, ['e1']);
   t.equal(snap().context.awaiting, null);
-  actor.send({ type: 'xstate.done.actor.external', output: side({ turns: [{ agent_response: 'paid' } as any] }) } as any);
+  actor.send({ type: 'xstate.done.actor.external', output: side({ turns: [turn('', 'paid')] }) } as any);
   t.equal(snap().value, 'delivering');
   t.same(snap().context.unread, ['paid']);
   t.same(snap().context.state, { paid: true });
@@ -545,4 +545,70 @@ t.test('conversation: unread keeps at most MAX_UNREAD texts and MAX_UNREAD_CHARS
   t.match(response, /40:w+ Hello$/);
   t.equal(c.all.filter((e) => e.type === 'conversation.turn' && e.data.turn.user_input === '').length >= 40, true, 'every word is in the transcript');
   c.actor.stop();
+});
+
+t.test('conversation: the transcript is counted in the context, and a full one ends with the turn that filled it', async (t) => {
+  t.equal(CONVERSATION_MAX_TRANSCRIPT_BYTES, 8 * 1024 * 1024, 'the default limit, 8 MiB');
+  // Bytes of UTF-8 ('中' is three), and a message's metadata as JSON only when it has any.
+  t.equal(turnBytes(turn('中', 'ab')), 5);
+  t.equal(turnBytes(turn('q', 'a', { metadata: { k: 'v' } })), 2 + JSON.stringify({ k: 'v' }).length);
+
+  const c = driven('c-transcript');
+  c.send({ type: 'START', start });
+  t.equal(c.snap().context.counts.transcriptBytes, 0, 'none before the first turn');
+  const opening = turn('', 'Hello');
+  c.send({ type: 'xstate.done.actor.start', output: outcome({ response: 'Hello', turns: [opening] }) });
+  t.equal(c.snap().context.counts.transcriptBytes, 5, "the start's turns count");
+  c.send({ type: 'MESSAGE', message: 'q', metadata: { k: 'v' }, integrationAttributes: {}, at: 2500 });
+  t.equal(turnInput(c.snap().context).transcriptBytes, 5, 'the turn effect is told what the transcript holds');
+  const asked = turn('q', '中'.repeat(100), { metadata: { k: 'v' } });
+  c.send({ type: 'TURN_DONE', output: outcome({ response: asked.agent_response, turns: [asked] }) });
+  t.equal(c.snap().context.counts.transcriptBytes, 5 + turnBytes(asked), "a turn's texts and metadata count");
+
+  // What an external event's function said is a turn of the transcript too.
+  c.send({ type: 'MESSAGE', message: 'pay', metadata: {}, integrationAttributes: {}, at: 2600 });
+  c.send({ type: 'TURN_DONE', output: outcome({ awaiting: wait, response: 'Waiting', turns: [turn('pay', 'Waiting')] }) });
+  c.send({ type: 'xstate.done.actor.externalWatch', output: null });
+  c.send({ type: 'EXTERNAL_EVENT', event: external('e1') });
+  const before = c.snap().context.counts.transcriptBytes;
+  c.send({ type: 'xstate.done.actor.external', output: side({ said: ['paid'], turns: [turn('', 'paid', { metadata: { external_event_id: 'e1' } })] }) });
+  c.send({ type: 'xstate.done.actor.deliver', output: false });
+  t.equal(c.snap().value, 'idle');
+  t.equal(c.snap().context.counts.transcriptBytes, before + 4 + JSON.stringify({ external_event_id: 'e1' }).length, "a side function's turn counts");
+
+  // A snapshot from before the count (its counts without it) counts from 0, and the count survives a restore.
+  const persisted = JSON.parse(JSON.stringify(c.actor.getPersistedSnapshot()));
+  const restored = createActor(machine, { snapshot: persisted, input: { id: 'c-transcript' } });
+  restored.start();
+  t.equal(restored.getSnapshot().context.counts.transcriptBytes, c.snap().context.counts.transcriptBytes, 'the count is in the snapshot');
+  restored.stop();
+  delete persisted.context.counts.transcriptBytes;
+  const old = createActor(machine, { snapshot: persisted, input: { id: 'c-transcript' } });
+  old.start();
+  old.send({ type: 'MESSAGE', message: 'hi', metadata: {}, integrationAttributes: {}, at: 2700 });
+  t.equal(turnInput(old.getSnapshot().context).transcriptBytes, 0, 'an older snapshot tells the effect 0');
+  old.send({ type: 'TURN_DONE', output: outcome({ response: 'Hello', turns: [turn('hi', 'Hello')] }) });
+  t.equal(old.getSnapshot().context.counts.transcriptBytes, 7, 'and counts from 0');
+  old.stop();
+
+  // The turn that fills the transcript (the effect says so: `full`) is answered and ends the conversation.
+  c.send({ type: 'MESSAGE', message: 'more', metadata: {}, integrationAttributes: {}, at: 3000 });
+  c.send({ type: 'TURN_DONE', output: outcome({ response: 'Noted', turns: [turn('more', 'Noted')], full: true }) });
+  t.equal(c.snap().value, 'ending', 'a full conversation ends');
+  t.equal(c.snap().context.endReason, 'full', 'its end reason says why');
+  t.match(c.reply(), { ok: true, response: 'Noted', end: true }, 'the turn is answered, and the answer says the conversation ends');
+  t.match(c.all.filter((e) => e.type === 'conversation.changed').at(-1)!.data, { end_reason: 'full' });
+  c.send({ type: 'xstate.done.actor.end', output: { at: 3100, state: {}, functionErrors: 0 } });
+  t.equal(c.snap().value, 'ended');
+  t.match(c.all.at(-1), { type: 'conversation.ended', data: { reason: 'full' } });
+  c.send({ type: 'MESSAGE', message: 'late', metadata: {}, integrationAttributes: {}, at: 3200 });
+  t.match(c.reply(), { ok: false, error: 'ended' }, 'a later message is refused as to any ended conversation');
+  c.actor.stop();
+
+  // The agent's own end says `agent`, even when the transcript is full too.
+  const d = driven('c-transcript-agent');
+  d.send({ type: 'START', start });
+  d.send({ type: 'xstate.done.actor.start', output: outcome({ end: true, full: true }) });
+  t.equal(d.snap().context.endReason, 'agent');
+  d.actor.stop();
 });

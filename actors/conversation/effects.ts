@@ -1,8 +1,9 @@
 import type { Builder, Content } from '../../builder/mod.js';
+import { CONVERSATION_MAX_TRANSCRIPT_BYTES, transcriptBytes, turnBytes } from '../../machines/conversation.js';
 import type { ConversationStart, DeliverInput, EndInput, ExternalWait, Handoff, ResponderFailure, SideInput, SideOutcome, StartInput, TurnInput, TurnOutcome, TurnRecord, VoiceInput } from '../../machines/conversation.js';
 import type { ActorClient } from '../client.js';
 import type { Environment } from '../../tenancy/connectors.js';
-import type { ConvInput, FunctionSandbox } from '../functions/types.js';
+import type { ConvInput, FunctionSandbox, InvokeResult } from '../functions/types.js';
 import { failureOf } from '../responder/failure.js';
 import type { KnowledgeTopic, Responder, ResponderContext, ResponderReply, ToolFunction } from '../responder/types.js';
 import { artifactCache, pickVariant, runningContent, variantOnPin } from './deployment.js';
@@ -15,6 +16,12 @@ export interface ConversationDeps {
   sandbox: FunctionSandbox;
   responder: Responder;
   functionTimeoutMs: number;
+  /**
+   * The most bytes a conversation's transcript holds (`CONVERSATION_MAX_TRANSCRIPT_BYTES`, counted as `turnBytes`
+   * does; the default is the machine's constant): what a function would say past it is a function error, and a
+   * turn that reaches it ends the conversation.
+   */
+  maxTranscriptBytes?: number;
   /** The waits of `conv.await_external_event`: without `timeout_ms`, and the longest allowed. */
   externalEvents?: { defaultTimeoutMs: number; maxTimeoutMs: number };
   /** Reaches the webchat session of a conversation (what an external event said is pushed to it at once). */
@@ -48,6 +55,17 @@ const APOLOGY: Record<ResponderFailure, string> = {
 const withVoice = (r: TurnRecord, v: VoiceInput | undefined): TurnRecord =>
   v ? { ...r, user_input: v.dtmf && r.user_input === v.dtmf ? '' : r.user_input, user_input_dtmf: v.dtmf ?? '', barge_in: v.bargeIn === true, is_silence: v.silence === true } : r;
 
+/**
+ * What the transcript records of a hook's call, the texts its turn's answer joins with spaces: for `turn`, a
+ * non-empty string it returned, else what it said; for the other hooks, what it said and then a non-empty string it
+ * returned. Measured against the transcript's limit before anything the call did is applied (`invoke`).
+ */
+const recorded = (name: string, said: string[], value: unknown): string[] => {
+  const returned = typeof value === 'string' && value !== '';
+  if (name === 'turn') return returned ? [value] : said;
+  return returned ? [...said, value] : said;
+};
+
 /** What the responder said, or the platform's apology in its place (`failed`: why). */
 type Answer = ResponderReply & { failed?: ResponderFailure };
 
@@ -73,6 +91,9 @@ interface Working {
  */
 export function conversationEffects(deps: ConversationDeps) {
   const artifacts = artifactCache(deps.builder);
+  const maxTranscript = deps.maxTranscriptBytes ?? CONVERSATION_MAX_TRANSCRIPT_BYTES;
+  /** What a call whose words would not fit is told (a function error, as an output over its limit is). */
+  const transcriptFull = `what the function said would take the conversation's transcript past its limit of ${maxTranscript} bytes of UTF-8 text (CONVERSATION_MAX_TRANSCRIPT_BYTES)`;
   const waits = { defaultTimeoutMs: 3_600_000, maxTimeoutMs: 7 * 86_400_000, ...deps.externalEvents };
   /** A wait a function asked for, bounded: a valid id, a deadline from now within the allowed minimum and maximum. */
   const waitOf = (a: { event_id: string; timeout_ms: number | null } | null): ExternalWait | null => {
@@ -128,26 +149,36 @@ export function conversationEffects(deps: ConversationDeps) {
 
   /**
    * One sandbox call in a `sandbox.invoke` span: the function, its project and conversation, and its
-   * outcome (`ok` or the error kind: error, timeout, memory, not_found, compile, overloaded).
+   * outcome (`ok` or the error kind: error, timeout, memory, not_found, compile, overloaded). `room`: the bytes of
+   * transcript left for what the call says (a hook whose words are recorded; none for the others): a call whose
+   * words (`recorded`) are more is a function error, like an output over its limit, and nothing it did applies.
    */
-  const invoke = (request: Parameters<FunctionSandbox['invoke']>[0]) =>
+  const invoke = (request: Parameters<FunctionSandbox['invoke']>[0], room = Infinity) =>
     inSpan('sandbox.invoke', {
       kind: SpanKind.CLIENT,
       attributes: { 'function.name': request.name, 'project.id': request.project ?? '', 'conversation.id': request.conv.conversation_id },
     }, async (span) => {
-      const r = await deps.sandbox.invoke(request);
+      const called = await deps.sandbox.invoke(request);
+      const r: InvokeResult =
+        // A call that says nothing fits even where nothing is left (its state changes are not the transcript's).
+        called.ok && room !== Infinity && Buffer.byteLength(recorded(request.name, called.conv.said, called.value).join(' '), 'utf8') > Math.max(0, room)
+          ? { ok: false, error: { kind: 'error', message: transcriptFull }, conv: called.conv, durationMs: called.durationMs }
+          : called;
       span.setAttribute('function.outcome', r.ok ? 'ok' : r.error.kind);
       if (!r.ok) span.setStatus({ code: SpanStatusCode.ERROR, message: `${r.error.kind}: ${r.error.message}` });
       return r;
     });
 
-  /** Runs a function if the artifact has it; its effects go into `w`. Returns what it said and returned. */
   /** The functions of what a conversation runs, and the project they belong to (calls queue fairly per project). */
   type Runnable = { sources: Record<string, string>; projectId: string; accountId: string };
 
-  const hook = async ({ sources: functions, projectId: project, accountId: account }: Runnable, name: string, input: ConvInput, args: unknown[], w: Working): Promise<{ said: string[]; value: unknown } | null> => {
+  /**
+   * Runs a function if the artifact has it; its effects go into `w`. Returns what the transcript records of it
+   * (`recorded`), which must fit in `room` bytes (`invoke`; the `end` hook's words are not recorded).
+   */
+  const hook = async ({ sources: functions, projectId: project, accountId: account }: Runnable, name: string, input: ConvInput, args: unknown[], w: Working, room = Infinity): Promise<string[] | null> => {
     if (!Object.hasOwn(functions, name)) return null;
-    const r = await invoke({ functions, name, conv: input, args, timeoutMs: deps.functionTimeoutMs, project, account });
+    const r = await invoke({ functions, name, conv: input, args, timeoutMs: deps.functionTimeoutMs, project, account }, room);
     if (!r.ok) {
       w.functionErrors++;
       return null;
@@ -161,7 +192,7 @@ export function conversationEffects(deps: ConversationDeps) {
       const pii = (w.pii ??= []);
       for (const mark of r.conv.pii) pii.push(mark);
     }
-    return { said: r.conv.said, value: r.value };
+    return recorded(name, r.conv.said, r.value);
   };
 
   const tools = ({ sources: functions, projectId: project, accountId: account }: Runnable, base: () => ConvInput, w: Working): ToolFunction[] =>
@@ -220,7 +251,10 @@ export function conversationEffects(deps: ConversationDeps) {
     };
   };
 
-  /** One user message: the `turn` function may answer; else the responder does. */
+  /**
+   * One user message: the `turn` function may answer; else the responder does. `used`: what the transcript holds
+   * before this turn, so that the function's answer fits beside the message in what is left.
+   */
   const turn = async (
     id: string,
     start: ConversationStart,
@@ -232,10 +266,11 @@ export function conversationEffects(deps: ConversationDeps) {
     message: string,
     metadata: Record<string, unknown>,
     at: number,
+    used: number,
   ): Promise<TurnRecord> => {
     const base = () => conv(id, start, variant, w, attributes, metadata, loaded.variables);
-    const fn = await hook(loaded, 'turn', base(), [message], w);
-    const answered = typeof fn?.value === 'string' && fn.value !== '' ? fn.value : fn?.said.length ? fn.said.join(' ') : null;
+    const fn = await hook(loaded, 'turn', base(), [message], w, maxTranscript - used - transcriptBytes(message, '', metadata));
+    const answered = fn?.length ? fn.join(' ') : null;
     w.failed = null;
     if (answered !== null) return turnRecord(message, at, null, answered, metadata);
     const reply = await ask('respond', {
@@ -253,7 +288,8 @@ export function conversationEffects(deps: ConversationDeps) {
     return turnRecord(message, at, reply, reply.text, metadata);
   };
 
-  const outcome = (w: Working, turns: TurnRecord[], variant: ConvInput['variant'], artifactVersion: string | null): TurnOutcome => ({
+  /** `used`: what the transcript held before these turns; with them at the limit or past it, the conversation is full. */
+  const outcome = (w: Working, turns: TurnRecord[], variant: ConvInput['variant'], artifactVersion: string | null, used: number): TurnOutcome => ({
     at: Date.now(),
     turns,
     response: turns.length ? turns[turns.length - 1].agent_response : '',
@@ -267,6 +303,7 @@ export function conversationEffects(deps: ConversationDeps) {
     awaiting: w.awaiting,
     ...(w.pii?.length ? { pii: w.pii } : {}),
     ...(w.failed ? { failed: w.failed } : {}),
+    ...(turns.reduce((bytes, t) => bytes + turnBytes(t), used) >= maxTranscript ? { full: true } : {}),
   });
 
   /**
@@ -283,17 +320,17 @@ export function conversationEffects(deps: ConversationDeps) {
     let said: string[] = [];
     let artifactVersion: string | null = null;
     let variant = input.variant;
+    const metadata = name === 'external_event' ? { external_event_id: (arg as { id: string }).id } : { bridge_ended: true };
     try {
       const loaded = await load(input.start, input.artifactVersion);
       artifactVersion = loaded.artifactVersion;
       variant = variantOf(input, loaded);
-      const r = await hook(loaded, name, conv(input.id, input.start, variant, w, input.integrationAttributes, {}, loaded.variables), [arg], w);
-      said = [...(r?.said ?? []), ...(typeof r?.value === 'string' && r.value ? [r.value] : [])];
+      const room = maxTranscript - input.transcriptBytes - transcriptBytes('', '', metadata);
+      said = (await hook(loaded, name, conv(input.id, input.start, variant, w, input.integrationAttributes, {}, loaded.variables), [arg], w, room)) ?? [];
     } catch {
       // The project may be gone: nothing runs, the conversation goes on.
       w.functionErrors++;
     }
-    const metadata = name === 'external_event' ? { external_event_id: (arg as { id: string }).id } : { bridge_ended: true };
     return {
       at: Date.now(),
       turns: said.length ? [turnRecord('', at, null, said.join(' '), metadata)] : [],
@@ -314,8 +351,7 @@ export function conversationEffects(deps: ConversationDeps) {
       const loaded = await load(start);
       const variant = pickVariant(loaded.content, start.variantId);
       const w: Working = { state: { ...input.state }, functionErrors: 0, handoff: null, end: false, awaiting: null };
-      const opening = await hook(loaded, 'start', conv(input.id, start, variant, w, start.integrationAttributes, {}, loaded.variables), [], w);
-      const said = [...(opening?.said ?? []), ...(typeof opening?.value === 'string' && opening.value ? [opening.value] : [])];
+      const said = (await hook(loaded, 'start', conv(input.id, start, variant, w, start.integrationAttributes, {}, loaded.variables), [], w, maxTranscript)) ?? [];
       let greeting: Answer | null = null;
       if (!said.length) {
         greeting = await ask('greet', {
@@ -332,17 +368,17 @@ export function conversationEffects(deps: ConversationDeps) {
       const turns = [turnRecord('', start.at, greeting, said.length ? said.join(' ') : greeting!.text, {})];
       if (start.initialMessage && !w.end && !w.handoff) {
         const history = [{ role: 'agent' as const, text: turns[0].agent_response }];
-        turns.push(await turn(input.id, start, variant, loaded, w, start.integrationAttributes, history, start.initialMessage, {}, start.at));
+        turns.push(await turn(input.id, start, variant, loaded, w, start.integrationAttributes, history, start.initialMessage, {}, start.at, turnBytes(turns[0])));
       }
-      return outcome(w, turns, variant, loaded.artifactVersion);
+      return outcome(w, turns, variant, loaded.artifactVersion, 0);
     },
 
     async takeTurn(input: TurnInput): Promise<TurnOutcome> {
       const loaded = await load(input.start, input.artifactVersion);
       const variant = variantOf(input, loaded);
       const w: Working = { state: { ...input.state }, functionErrors: 0, handoff: null, end: false, awaiting: null };
-      const record = await turn(input.id, input.start, variant, loaded, w, input.integrationAttributes, input.history, input.message || input.voice?.dtmf || '', input.metadata, input.at);
-      return outcome(w, [withVoice(record, input.voice)], variant, loaded.artifactVersion);
+      const record = await turn(input.id, input.start, variant, loaded, w, input.integrationAttributes, input.history, input.message || input.voice?.dtmf || '', input.metadata, input.at, input.transcriptBytes);
+      return outcome(w, [withVoice(record, input.voice)], variant, loaded.artifactVersion, input.transcriptBytes);
     },
 
     /** The project's `external_event(conv, event)`, with the event (or the timed-out wait). */
