@@ -4,7 +4,9 @@
  * moves the caller's audio mid-call (200 OK with SDP, the agent's next answer reaches the new port), and an
  * outbound call through a trunk that challenges the INVITE with digest auth (sipp verifies the credentials). With raw
  * SIP from node sockets: a caller gone without a BYE, a shutdown with a call up, a hold (no silence turns, and no
- * turns of what the far end sends meanwhile), offers with several m-lines.
+ * turns of what the far end sends meanwhile), offers with several m-lines, re-INVITEs without SDP (our offer in the
+ * 200, the answer from the ACK: the audio moved, held, kept when the answer cannot be taken; 491 while one awaits
+ * its ACK; SRTP).
  */
 import t, { type Test } from 'tap';
 import dgram from 'node:dgram';
@@ -22,6 +24,9 @@ import { bindable, bindNumber, callerMedia, MEDIA_ENV, mediaPorts, runSipp, scen
 import { toolAvailable } from './helpers/tools.js';
 import { eventually, logged } from './helpers/eventually.js';
 import { audioOffer, finalOf, invite as rawInvite, responseTo, udpPeer, until } from './helpers/raw-sip.js';
+import { inlineOf, keyOfInline, newSrtpKey, SrtpContext, SRTP_SUITE, type SrtpKey } from '../gateway/media/rtp/srtp.js';
+import { writeRtp } from '../gateway/media/rtp/packet.js';
+import { writeDtmf } from '../gateway/media/rtp/dtmf.js';
 
 // sipp and espeak-ng (the agent's voice); missing, these skip locally and fail with CI=true.
 const tools = () => toolAvailable('/usr/bin/sipp', 'sip-tester') && toolAvailable('/usr/bin/espeak-ng', 'espeak-ng');
@@ -78,36 +83,73 @@ const platformOut = () => `${p.stdout().slice(-3000)}\n--- stderr ---\n${p.stder
 const NUMBER = '+442079460140';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** The SDP body of a SIP message. */
+const bodyOf = (m: string) => m.slice(m.indexOf('\r\n\r\n') + 4);
+
 /**
- * A raw-SIP call from 127.0.0.2 to `number`, answered and acknowledged, with the caller's media: `reoffer` sends a
- * re-INVITE of the caller's audio with `direction` and acknowledges its 200; `hangUp` sends the BYE and waits for
- * its 200.
+ * A raw-SIP call from 127.0.0.2 to `number` (offering `sdp` of the caller's media address, else its audio),
+ * answered (`answer`, the 200) and acknowledged, with the caller's media (`packets`: how many RTP packets it was
+ * sent): `reoffer` sends a re-INVITE of the
+ * caller's audio with `direction` and acknowledges its 200; `bare` sends a re-INVITE without SDP (RFC 3261 14.2)
+ * and gives its final response and CSeq, its 200 acknowledged with the answer `answer` makes of the offer in it
+ * ('': an ACK without a body), or not at all without `answer` (then `ack`); `reinvite` sends one offering `sdp` and
+ * gives its final response, unacknowledged; `hangUp` sends the BYE and waits for its 200.
  */
-async function heldCall(t: Test, sipPort: number, number: string) {
+async function heldCall(t: Test, sipPort: number, number: string, o: { sdp?: (media: { address: string; port: number }) => string } = {}) {
   const caller = await udpPeer(sipPort);
-  const media = await callerMedia();
-  t.teardown(() => (caller.socket.close(), media.close()));
+  let packets = 0;
+  const media = await callerMedia({ onPacket: () => void packets++ });
+  t.teardown(async () => {
+    // A test that failed half-way hangs up all the same: the platform's one RTP port is the next test's.
+    try {
+      if (!over && !byeSent()) await hangUp();
+    } catch {
+      // never answered, or the call never got this far
+    }
+    caller.socket.close();
+    media.close();
+  });
   const mediaAt = { address: '127.0.0.2', port: media.port };
-  const call = rawInvite({ sipPort, number }, { address: '127.0.0.2', port: caller.port }, mediaAt);
+  const call = rawInvite({ sipPort, number }, { address: '127.0.0.2', port: caller.port }, mediaAt, o.sdp ? { sdp: o.sdp(mediaAt) } : {});
   caller.send(call.text);
   const answer = await until(() => finalOf(caller.got, call.callId));
   t.match(answer, /^SIP\/2\.0 200 /, 'answered');
   const to = /^To: (.*)$/im.exec(answer)![1]!.trim();
   caller.send(call.ack(to));
   let cseq = 1;
+  /** The final response to the request of CSeq `n` `method`. */
+  const finalTo = (n: number, method: string) => until(() => caller.got.find((m) => /^SIP\/2\.0 [2-6]\d\d /.test(m) && m.includes(call.callId) && new RegExp(`^CSeq: ${n} ${method}`, 'im').test(m)));
   const reoffer = async (direction: string) => {
     cseq++;
     caller.send(call.reinvite(cseq, to, audioOffer(mediaAt, [direction])));
-    const rs = await until(() => caller.got.find((m) => /^SIP\/2\.0 [2-6]\d\d /.test(m) && m.includes(call.callId) && new RegExp(`^CSeq: ${cseq} INVITE`, 'im').test(m)));
+    const rs = await finalTo(cseq, 'INVITE');
     t.match(rs, /^SIP\/2\.0 200 /, `${direction}: the re-INVITE is answered`);
     caller.send(call.ack(to, cseq));
+    return rs;
   };
+  const bare = async (answerOf?: (offer: string) => string) => {
+    const n = ++cseq;
+    caller.send(call.bodiless(n, to));
+    const rs = await finalTo(n, 'INVITE');
+    if (answerOf && /^SIP\/2\.0 200 /.test(rs)) caller.send(call.ack(to, n, answerOf(bodyOf(rs))));
+    return { rs, cseq: n };
+  };
+  const reinvite = async (sdp: string) => {
+    const n = ++cseq;
+    caller.send(call.reinvite(n, to, sdp));
+    return finalTo(n, 'INVITE');
+  };
+  const ack = (n: number, sdp = '') => caller.send(call.ack(to, n, sdp));
+  let over = false;
   const hangUp = async () => {
+    over = true;
     const bye = ++cseq;
     caller.send(call.request('BYE', bye, to));
     await until(() => caller.got.find((m) => /^SIP\/2\.0 200 /.test(m) && m.includes(call.callId) && new RegExp(`^CSeq: ${bye} BYE`, 'im').test(m)));
   };
-  return { media, reoffer, hangUp };
+  /** Whether the gateway has hung up on the call. */
+  const byeSent = () => caller.got.some((m) => m.startsWith('BYE ') && m.includes(call.callId));
+  return { media, mediaAt, packets: () => packets, answer, reoffer, bare, reinvite, ack, hangUp, byeSent };
 }
 
 t.test('inbound CANCEL on the first provisional answer: a clean end either way, nothing in progress, the RTP port freed', needsTools(), async (t) => {
@@ -400,4 +442,142 @@ t.test('offers with several m-lines: the answer has one for each, in order, the 
 
   const none = await call(offer([video, 'm=audio 5010 RTP/AVP 18\r\na=rtpmap:18 G729/8000']));
   t.match(none, /^SIP\/2\.0 488 /, 'video and audio without G.711: 488');
+});
+
+/** The line of an SDP body that starts with `prefix`. */
+const lineOf = (sdp: string, prefix: string) => sdp.split('\r\n').find((l) => l.startsWith(prefix));
+/** An o= line with another session version. */
+const withVersion = (origin: string, version: number) => origin.replace(/^(o=\S+ \S+ )\d+/, `$1${version}`);
+/** An audio answer (µ-law, telephone-event) naming `sink` on 127.0.0.2, with `direction`. */
+const answerAt = (sink: { port: number }, direction = 'a=sendrecv') => audioOffer({ address: '127.0.0.2', port: sink.port }, [direction]);
+
+t.test('a re-INVITE without SDP: our offer in the 200 (the call\'s codec, port and address, the next o= version), the ACK\'s answer moves the audio; answered sendonly or inactive the call is on hold, sendrecv takes it back', needsTools(), async (t) => {
+  const number = '+442079460148';
+  await bindNumber(project.api, project.agentId, number, { host: '127.0.0.2', port: 5 });
+  const { media, answer, bare, hangUp, byeSent } = await heldCall(t, sip, number);
+  const moved = await audioSink();
+  const held = await audioSink();
+  t.teardown(() => (moved.close(), held.close()));
+  await media.connected();
+  const first = bodyOf(answer);
+  const port = /^m=audio (\d+) /m.exec(first)![1];
+  const origin = lineOf(first, 'o=')!;
+
+  const { rs } = await bare(() => answerAt(moved));
+  t.match(rs, /^SIP\/2\.0 200 /, 'answered 200');
+  t.match(rs, /^Content-Type: application\/sdp/im, 'with an SDP body');
+  const offer = bodyOf(rs);
+  t.equal(lineOf(offer, 'm='), `m=audio ${port} RTP/AVP 0 101`, 'our offer: the call\'s codec (µ-law) and telephone-event, on the call\'s port');
+  t.equal(lineOf(offer, 'c='), lineOf(first, 'c='), 'at the call\'s address');
+  t.equal(lineOf(offer, 'o='), withVersion(origin, 2), 'the same origin, one version up (RFC 3264 8)');
+  t.equal(lineOf(offer, 'a=sendrecv'), 'a=sendrecv', 'sendrecv');
+  await until(() => (moved.got.packets > 0 ? true : undefined));
+  t.pass('the audio goes to the address and port the ACK\'s answer named');
+
+  // On hold at a socket nothing was ever sent to: whatever reaches it came after the answer that held the call.
+  const hold = await bare(() => answerAt(held, 'a=sendonly'));
+  t.equal(lineOf(bodyOf(hold.rs), 'o='), withVersion(origin, 3), 'each offer one version up');
+  await sleep(1500);
+  t.equal(held.got.packets, 0, 'answered sendonly: on hold, nothing is sent');
+  const inactive = await bare(() => answerAt(held, 'a=inactive'));
+  t.match(inactive.rs, /^SIP\/2\.0 200 /, 'held, a re-INVITE without SDP is answered too');
+  await sleep(1500);
+  t.equal(held.got.packets, 0, 'answered inactive: still nothing');
+  await bare(() => answerAt(held));
+  await until(() => (held.got.packets > 0 ? true : undefined));
+  t.pass('answered sendrecv: the audio comes back, to where the answers named');
+  t.notOk(byeSent(), 'the call stayed up');
+  await hangUp();
+});
+
+t.test('a re-INVITE without SDP whose ACK brings no answer the call can take: the call keeps its media and stays up; the offer keeps the call\'s m-lines in their places', needsTools(), async (t) => {
+  const number = '+442079460149';
+  await bindNumber(project.api, project.agentId, number, { host: '127.0.0.2', port: 5 });
+  const video = 'm=video 5006 RTP/AVP 96\r\na=rtpmap:96 H264/90000';
+  const withVideo = (m: { address: string; port: number }) => audioOffer(m).replace(/^m=audio/m, `${video}\r\nm=audio`);
+  const { media, packets, answer, bare, reoffer, hangUp, byeSent } = await heldCall(t, sip, number, { sdp: withVideo });
+  const elsewhere = await audioSink();
+  t.teardown(() => elsewhere.close());
+  await media.connected();
+  const port = /^m=audio (\d+) /m.exec(bodyOf(answer))![1];
+  const origin = lineOf(bodyOf(answer), 'o=')!;
+  const unusable: Array<[string, string]> = [
+    ['no body', ''],
+    ['no G.711 codec', answerAt(elsewhere).replace('RTP/AVP 0 101', 'RTP/AVP 18 101').replace('a=rtpmap:0 PCMU/8000', 'a=rtpmap:18 G729/8000')],
+    ['SRTP to a plain RTP offer', audioOffer({ address: '127.0.0.2', port: elsewhere.port }, [`a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:${Buffer.alloc(30, 7).toString('base64')}`, 'a=sendrecv']).replace('RTP/AVP', 'RTP/SAVP')],
+  ];
+  for (const [what, sdp] of unusable) {
+    // Each 200 (rather than 491) says the ACK before it was taken.
+    const { rs } = await bare(() => sdp);
+    t.match(rs, /^SIP\/2\.0 200 /, `${what}: the re-INVITE is answered with our offer`);
+    t.same(bodyOf(rs).split('\r\n').filter((l) => l.startsWith('m=')), ['m=video 0 RTP/AVP 96', `m=audio ${port} RTP/AVP 0 101`], `${what}: the offer has the call's m-lines in their places, the video not taken at port 0`);
+    const seen = packets();
+    await until(() => (packets() > seen + 25 ? true : undefined));
+    t.pass(`${what}: the audio goes on where it went`);
+  }
+  // Answered 200, not 491: the last ACK was taken as well.
+  const reanswer = await reoffer('a=sendrecv');
+  t.equal(lineOf(bodyOf(reanswer), 'o='), withVersion(origin, 5), 'three offers of ours later, the answer to an offer is one version up again');
+  t.equal(elsewhere.got.packets, 0, 'nothing went where the answers that could not be taken named');
+  t.notOk(byeSent(), 'the call was not hung up');
+  await hangUp();
+});
+
+t.test('a re-INVITE while the 200 of one without SDP awaits its ACK is 491, with SDP or without; an ACK of another CSeq is not its answer', needsTools(), async (t) => {
+  const number = '+442079460160';
+  await bindNumber(project.api, project.agentId, number, { host: '127.0.0.2', port: 5 });
+  const { media, mediaAt, bare, reinvite, ack, hangUp } = await heldCall(t, sip, number);
+  const stale = await audioSink();
+  const moved = await audioSink();
+  t.teardown(() => (stale.close(), moved.close()));
+  await media.connected();
+  const pending = await bare();
+  t.match(pending.rs, /^SIP\/2\.0 200 /, 'answered with our offer, not yet acknowledged');
+  t.match(await reinvite(audioOffer(mediaAt)), /^SIP\/2\.0 491 /, 'a re-INVITE with SDP meanwhile: 491 Request Pending');
+  t.match((await bare()).rs, /^SIP\/2\.0 491 /, 'one without: 491');
+  // A copy of the call's first ACK (CSeq 1, as a retransmitted 200 of the INVITE gets), with a body: no answer to our offer.
+  ack(1, answerAt(stale));
+  ack(pending.cseq, answerAt(moved));
+  await until(() => (moved.got.packets > 0 ? true : undefined));
+  t.pass('the ACK of the pending 200 brought the answer: the audio goes where it says');
+  t.equal(stale.got.packets, 0, 'not where the ACK of another CSeq said');
+  await hangUp();
+});
+
+t.test('an SRTP call\'s re-INVITE without SDP: our offer keeps our key; a new key in the ACK\'s answer is the one the far end\'s packets are read with', needsTools(), async (t) => {
+  const number = '+442079460161';
+  await bindNumber(project.api, project.agentId, number, { host: '127.0.0.2', port: 5 });
+  const before = newSrtpKey();
+  const after = newSrtpKey();
+  const savp = (m: { address: string; port: number }, key: SrtpKey) => audioOffer(m, [`a=crypto:1 ${SRTP_SUITE} inline:${inlineOf(key)}`, 'a=sendrecv']).replace('RTP/AVP', 'RTP/SAVP');
+  const { answer, bare, hangUp } = await heldCall(t, sip, number, { sdp: (m) => savp(m, before) });
+  const ours = /^a=crypto:\d+ AES_CM_128_HMAC_SHA1_80 inline:(\S+)$/m.exec(bodyOf(answer))![1]!;
+  const gateway = { address: lineOf(bodyOf(answer), 'c=')!.split(' ')[2]!, port: Number(/^m=audio (\d+) /m.exec(bodyOf(answer))![1]) };
+  // The far end's media moves to a socket of its own, which hears the gateway's SRTP and keys a digit under the new key.
+  const moved = dgram.createSocket('udp4');
+  await new Promise<void>((r) => moved.bind(0, '127.0.0.2', () => r()));
+  const heard: Buffer[] = [];
+  moved.on('message', (m) => heard.push(m));
+  t.teardown(() => moved.close());
+
+  const { rs } = await bare(() => savp({ address: '127.0.0.2', port: moved.address().port }, after));
+  t.match(rs, /^SIP\/2\.0 200 /, 'answered with our offer');
+  const offer = bodyOf(rs);
+  t.equal(lineOf(offer, 'm='), `m=audio ${gateway.port} RTP/SAVP 0 101`, 'SRTP, on the call\'s port');
+  t.equal(lineOf(offer, 'a=crypto:'), `a=crypto:1 ${SRTP_SUITE} inline:${ours}`, 'with the key the call has');
+  await until(() => (heard.length > 0 ? true : undefined));
+  t.ok(new SrtpContext(keyOfInline(`inline:${ours}`)!).unprotect(heard[0]!), 'the audio reaches the new address, protected with that key');
+
+  const srtp = new SrtpContext(after);
+  for (const [i, digit] of [...'7#'].entries()) {
+    for (let j = 1; j <= 8; j++) {
+      const payload = writeDtmf({ digit, end: j > 5, volume: 10, duration: Math.min(5, j) * 160 });
+      const rtp = writeRtp({ payloadType: 101, marker: j === 1, sequence: i * 8 + j, timestamp: 8000 + i * 1600, ssrc: 0x51ab, payload });
+      moved.send(srtp.protect(rtp), gateway.port, gateway.address);
+    }
+    await sleep(200);
+  }
+  const c = await eventually(async () => (await voiceCalls(project)).find((x: any) => x.to_number === number && x.turns?.some((u: any) => u.user_input_dtmf === '7')), 20_000, 'the digit keyed under the new key').catch(() => null);
+  t.ok(c, 'the digit keyed under the answer\'s new key is a turn', { platform: c ? '' : platformOut() });
+  await hangUp();
 });

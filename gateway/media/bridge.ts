@@ -1,7 +1,7 @@
 import sip from './sip-package.js';
 import type { DialTrunk } from '../../actors/call/mod.js';
 import type { Dialog, SipEndpoint, SipTarget, SipTransport } from './dialog.js';
-import { DEFAULT_DTMF_PT, offerOf, openLeg, readSdp, reanswerOf, sessionOf, type MediaLeg } from './media.js';
+import { DEFAULT_DTMF_PT, followReinvites, offerOf, openLeg, readSdp, sessionOf, type MediaLeg } from './media.js';
 import type { Codec } from './rtp/codec.js';
 import type { Pacer } from './rtp/pacer.js';
 import type { RtpPorts } from './rtp/ports.js';
@@ -66,6 +66,8 @@ export interface BridgeDialer {
   ports: RtpPorts;
   pacer: Pacer;
   mediaAddress: string;
+  /** Where an answer to our re-offer that the leg could not take is told (`followReinvites`). */
+  reinviteLog?: (msg: string, extra: Record<string, unknown>) => void;
 }
 
 /** An answered B leg: its dialog and its RTP stream. */
@@ -127,8 +129,9 @@ export function dialBridgeLeg(d: BridgeDialer, o: { to: BridgeTarget; from: stri
       return { ok: false, reason: cancelled ? 'cancelled' : 'answered with unusable media' };
     }
     const rtp = sessionOf(leg, answer, o.codec, answer.dtmfPayloadType, d.pacer, { audio: () => {}, digit: () => {} });
-    // The destination may move its media or put the call on hold (a re-INVITE): taken while it keeps the codec.
-    answered.dialog.onReinvite = (sdp) => reanswerOf(leg, rtp, d.mediaAddress, sdp, o.codec, answer.dtmfPayloadType);
+    // The destination may move its media or put the call on hold (a re-INVITE, with an offer or without one):
+    // taken while it keeps the codec.
+    followReinvites(answered.dialog, leg, rtp, d.mediaAddress, o.codec, answer.dtmfPayloadType, d.reinviteLog);
     return { ok: true, dialog: answered.dialog, rtp, digitsFrom: DEFAULT_DTMF_PT };
   })();
   return {

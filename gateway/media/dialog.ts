@@ -15,7 +15,8 @@ import { utf8 } from '../../platform/utf8.js';
  * The SIP dialog layer of the media gateway, in one place (RFC 3261): a user agent over the `sip` package's
  * transaction and transport layers (UDP, TCP, TLS) that
  * - as UAS takes INVITEs (100 Trying, 180, 200 with the answer retransmitted until the ACK, or a final
- *   error), CANCEL (200, then 487 to the INVITE), and in-dialog BYE, re-INVITE, NOTIFY, OPTIONS and INFO;
+ *   error), CANCEL (200, then 487 to the INVITE), and in-dialog BYE, re-INVITE (with an offer, or without one:
+ *   our offer in the 200, the answer in the ACK), NOTIFY, OPTIONS and INFO;
  * - as UAC sends INVITEs (answering one 401/407 challenge with digest credentials), ACKs a 2xx, CANCELs
  *   a ringing INVITE, and sends BYE and REFER inside a dialog.
  * Everything about audio lives elsewhere: this file moves SDP bodies, it does not read them.
@@ -240,6 +241,11 @@ export class Dialog {
   onBye: (() => void) | null = null;
   /** A re-INVITE's offer; answer with our SDP (null: refuse with 488). */
   onReinvite: ((sdp: string) => string | null) | null = null;
+  /**
+   * A re-INVITE without an offer (RFC 3261 14.2): our offer for its 200, and what takes the answer the ACK brings
+   * (the ACK's body, '' when it has none; not called when no ACK comes: the dialog ends then). Null: refuse with 488.
+   */
+  onReoffer: (() => { sdp: string; answered(body: string): void } | null) | null = null;
   /** A NOTIFY's sipfrag status line of a REFER we sent (e.g. 200 when the transfer target answered). */
   onReferProgress: ((status: number) => void) | null = null;
   private ackTimer: NodeJS.Timeout | null = null;
@@ -248,6 +254,10 @@ export class Dialog {
   acked = false;
   /** The body of the ACK of our 2xx: the answer to the offer a 200 made to a delayed offer (RFC 3261 13.2.2.4). */
   ackBody = '';
+  /** The CSeq number of the INVITE whose 2xx awaits its ACK: the ACK carries it (RFC 3261 13.2.2.4). */
+  private ackSeq: number | null = null;
+  /** What takes the answer to the offer in the 2xx that awaits its ACK (`onReoffer`). */
+  private reoffered: ((body: string) => void) | null = null;
 
   constructor(private readonly ua: SipEndpoint, private readonly s: DialogState) {
     ua.dialogs.set(this.key, this);
@@ -275,6 +285,8 @@ export class Dialog {
 
   /** Retransmits our 2xx (over UDP) until the ACK comes. */
   awaitAck(rs: SipMessage): void {
+    this.acked = false;
+    this.ackSeq = Number(rs.headers.cseq?.seq);
     const reliable = this.s.transport !== 'udp';
     let interval = 500;
     const resend = () => {
@@ -292,6 +304,7 @@ export class Dialog {
     this.ackTimer = null;
     this.ackDeadline = null;
     this.acked = acked;
+    if (!acked) this.reoffered = null;
     for (const w of this.ackWaiters.splice(0)) w(acked);
     // No ACK: the far end never saw our answer; the call is over (RFC 3261 13.3.1.4). (`bye` never rejects.)
     if (!acked && !this.ended) void this.bye();
@@ -395,12 +408,17 @@ export class Dialog {
       }
     }
     switch (rq.method) {
-      case 'ACK':
-        if (!this.acked) {
-          this.ackBody = rq.content ?? '';
-          this.ackDone(true);
-        }
+      case 'ACK': {
+        // Only the ACK of the 2xx that awaits one: a copy of an earlier 2xx's ACK (sent again when a retransmission
+        // of that 2xx crossed it) carries its INVITE's CSeq, and its body is no answer to the offer a later 2xx made.
+        if (this.acked || Number(rq.headers.cseq?.seq) !== this.ackSeq) return;
+        this.ackBody = rq.content ?? '';
+        const answered = this.reoffered;
+        this.reoffered = null;
+        this.ackDone(true);
+        answered?.(this.ackBody);
         return;
+      }
       case 'BYE':
         ok();
         if (!this.ended) {
@@ -409,15 +427,26 @@ export class Dialog {
         }
         return;
       case 'INVITE': {
-        const answer = this.onReinvite?.(rq.content ?? '') ?? null;
-        if (answer === null) {
+        // While our 2xx to an earlier INVITE awaits its ACK, that INVITE is still in progress (RFC 3261 14.1 lets
+        // no re-INVITE be sent then) and the offer a 2xx made is unanswered: 491, which the far end retries after
+        // a random wait (14.1). Answered, the new 2xx would have replaced the one awaiting its ACK.
+        if (this.ackDeadline) {
+          this.ua.stack.send(sip.makeResponse(rq, 491, 'Request Pending'));
+          return;
+        }
+        const body = rq.content ?? '';
+        // Without an offer, the 200 makes one and the ACK brings the answer (RFC 3261 14.2).
+        const offerless = body.trim() === '';
+        const offer = offerless ? (this.onReoffer?.() ?? null) : null;
+        const sdp = offerless ? (offer?.sdp ?? null) : (this.onReinvite?.(body) ?? null);
+        if (sdp === null) {
           this.ua.stack.send(sip.makeResponse(rq, 488, 'Not Acceptable Here'));
           return;
         }
-        const rs = sip.makeResponse(rq, 200, 'OK', { headers: { contact: [{ uri: this.ua.contactUri(this.s.transport), params: {} }], 'content-type': 'application/sdp' }, content: answer });
-        this.acked = false;
+        const rs = sip.makeResponse(rq, 200, 'OK', { headers: { contact: [{ uri: this.ua.contactUri(this.s.transport), params: {} }], 'content-type': 'application/sdp' }, content: sdp });
         this.ua.stack.send(rs);
         this.awaitAck(rs);
+        this.reoffered = offer?.answered ?? null;
         return;
       }
       case 'NOTIFY': {

@@ -11,6 +11,12 @@ export interface OfferedStream {
   formats: string;
 }
 
+/** The m-lines of an SDP and which of them is the call's audio stream. */
+export interface MLines {
+  streams: OfferedStream[];
+  index: number;
+}
+
 /** A stream's direction, as the side whose SDP it is sees it (RFC 3264 5.1). */
 export type Direction = 'sendrecv' | 'sendonly' | 'recvonly' | 'inactive';
 const DIRECTIONS = new Set<string>(['sendrecv', 'sendonly', 'recvonly', 'inactive']);
@@ -105,9 +111,10 @@ export interface LocalMedia {
   sessionId: number;
   /**
    * An answer: the offer's m-lines and which one is ours. The others are rejected with port 0, each in its place
-   * with its own format list (RFC 3264 6: an answer has as many m-lines as its offer, in the same order).
+   * with its own format list (RFC 3264 6: an answer has as many m-lines as its offer, in the same order). A new
+   * offer within a call: the m-lines of the exchange before it, kept in their places (RFC 3264 8: none is removed).
    */
-  answering?: { streams: OfferedStream[]; index: number };
+  mLines?: MLines;
 }
 
 /** Our SDP (an offer, or the answer once `codecs` holds only the chosen codec). */
@@ -123,8 +130,8 @@ export function writeSdp(l: LocalMedia): string {
     ...(l.srtp ? [`a=crypto:${l.cryptoTag ?? 1} ${SRTP_SUITE} inline:${inlineOf(l.srtp)}`] : []),
     `a=${l.direction ?? 'sendrecv'}`,
   ];
-  const streams = l.answering
-    ? l.answering.streams.flatMap((m, i) => (i === l.answering!.index ? audio : [`m=${m.type} 0 ${m.protocol} ${m.formats || '0'}`]))
+  const streams = l.mLines
+    ? l.mLines.streams.flatMap((m, i) => (i === l.mLines!.index ? audio : [`m=${m.type} 0 ${m.protocol} ${m.formats || '0'}`]))
     : audio;
   const lines = ['v=0', `o=switchboard ${l.sessionId} ${l.version} IN ${ip} ${l.address}`, 's=switchboard', `c=IN ${ip} ${l.address}`, 't=0 0', ...streams];
   return `${lines.join('\r\n')}\r\n`;

@@ -9,7 +9,7 @@ import { bridgeTargetOf, dialBridgeLeg } from './bridge.js';
 import { VoiceCall, type CallEnd } from './call.js';
 import { extraHeaders, SipEndpoint, userOf, type Dialog, type IncomingInvite } from './dialog.js';
 import { hintsOf } from './hints.js';
-import { answerOf, choose, offerOf, openLeg, readSdp, reanswerOf, sessionOf, takeAnswer, type MediaLeg } from './media.js';
+import { answerOf, choose, followReinvites, offerOf, openLeg, readSdp, sessionOf, takeAnswer, type MediaLeg } from './media.js';
 import type { MediaDescription } from './sdp.js';
 import type { Codec } from './rtp/codec.js';
 import type { RtpSession } from './rtp/session.js';
@@ -221,7 +221,7 @@ export class MediaGateway {
     // address it likes) need never see our answer; 32 s of audio to a stranger for one datagram otherwise.
     rtp.hold();
     const dialog = invite.accept(answerOf(leg, this.mediaAddress, offer, chosen.codec, chosen.dtmf));
-    dialog.onReinvite = (sdp) => reanswerOf(leg, rtp, this.mediaAddress, sdp, chosen.codec, chosen.dtmf);
+    followReinvites(dialog, leg, rtp, this.mediaAddress, chosen.codec, chosen.dtmf, this.reinviteLog);
     if (!(await dialog.confirmed())) {
       rtp.close();
       return null;
@@ -237,9 +237,8 @@ export class MediaGateway {
    * The RTP session is made from the answer, after the ACK: nothing is sent before it.
    */
   private async offered(invite: IncomingInvite, leg: MediaLeg, sink: RtpSink): Promise<InboundMedia | null> {
+    // A re-INVITE before the ACK is 491 (`Dialog.handle`): the session follows re-INVITEs once it is made.
     const dialog = invite.accept(offerOf(leg, this.mediaAddress));
-    // A re-INVITE before the ACK (RFC 3261 14.2 allows none) finds no session to move: 488.
-    dialog.onReinvite = () => null;
     if (!(await dialog.confirmed())) {
       leg.socket.close();
       return null;
@@ -253,9 +252,12 @@ export class MediaGateway {
       return null;
     }
     const rtp = sessionOf(leg, answer!, taken.codec, taken.dtmf, this.pacer, sink);
-    dialog.onReinvite = (sdp) => reanswerOf(leg, rtp, this.mediaAddress, sdp, taken.codec, taken.dtmf);
+    followReinvites(dialog, leg, rtp, this.mediaAddress, taken.codec, taken.dtmf, this.reinviteLog);
     return { dialog, rtp, codec: taken.codec };
   }
+
+  /** Where `followReinvites` tells of an answer to our re-offer that a call could not take. */
+  readonly reinviteLog = (msg: string, extra: Record<string, unknown>) => this.o.log('info', msg, extra);
 
   /** A call over an established dialog and RTP session (inbound or outbound). */
   callOf(

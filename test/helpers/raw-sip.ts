@@ -41,8 +41,8 @@ export function invite(to: { sipPort: number; number: string }, from: { address:
     /** The ACK of the 200 whose To is `toHeader`; with `sdp`, carrying it (the answer to an offer the 200 made). */
     ack: (toHeader: string, cseq = 1, sdp = '') =>
       `${head('ACK', cseq, toHeader)}${sdp ? 'Content-Type: application/sdp\r\n' : ''}Content-Length: ${sdp.length}\r\n\r\n${sdp}`,
-    /** The INVITE without a body: a delayed offer (RFC 3261 13.2.1). */
-    bodiless: () => `${head('INVITE', 1)}Content-Length: 0\r\n\r\n`,
+    /** The INVITE without a body: a delayed offer (RFC 3261 13.2.1); with `toHeader`, a re-INVITE without one (14.2). */
+    bodiless: (cseq = 1, toHeader?: string) => `${head('INVITE', cseq, toHeader)}Content-Length: 0\r\n\r\n`,
     request: (method: string, cseq: number, toHeader: string) => `${head(method, cseq, toHeader)}Content-Length: 0\r\n\r\n`,
     /** A re-INVITE within the dialog (To with the gateway's tag) offering `offer`. */
     reinvite: (cseq: number, toHeader: string, offer: string) => `${head('INVITE', cseq, toHeader)}Content-Type: application/sdp\r\nContent-Length: ${offer.length}\r\n\r\n${offer}`,

@@ -53,7 +53,9 @@ export class RtpSession {
   private readonly jitter = new JitterBuffer();
   private readonly dtmf: DtmfReceiver;
   private send?: SrtpContext;
-  private readonly receive?: SrtpContext;
+  private receive?: SrtpContext;
+  /** The far end's SRTP key, which `receive` reads its packets with. */
+  private remoteKey: SrtpKey | null = null;
   private stopPacing: () => void;
   private closed = false;
   /** Set once the stream is bridged to another leg (`relay`): where the far end's packets go instead. */
@@ -106,6 +108,7 @@ export class RtpSession {
     if (o.srtp) {
       this.send = new SrtpContext(o.srtp.local);
       this.receive = new SrtpContext(o.srtp.remote);
+      this.remoteKey = o.srtp.remote;
     }
     o.socket.on('message', (msg, rinfo) => this.onPacket(msg, rinfo));
     o.socket.on('error', () => {});
@@ -145,6 +148,17 @@ export class RtpSession {
    */
   silentForMs(now = performance.now()): number {
     return this.farEnd === 'sendrecv' ? now - Math.max(this.lastReceivedAt, this.resumedAt) : 0;
+  }
+
+  /**
+   * The far end's SRTP key as a new answer of its gives it: a key it changed is read with from now on, with a new
+   * crypto context (RFC 3711 3.2: a context is per master key); the same key keeps the context and its streams'
+   * rollover counters. Nothing for a plain RTP session.
+   */
+  setRemoteKey(key: SrtpKey): void {
+    if (!this.receive || !this.remoteKey || (key.key.equals(this.remoteKey.key) && key.salt.equals(this.remoteKey.salt))) return;
+    this.receive = new SrtpContext(key);
+    this.remoteKey = key;
   }
 
   /** Where to send: the address and port of the far end's SDP (updated by a re-INVITE). */
