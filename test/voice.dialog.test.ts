@@ -6,7 +6,7 @@
  * SIP from node sockets: a caller gone without a BYE, a shutdown with a call up, a hold (no silence turns, and no
  * turns of what the far end sends meanwhile), offers with several m-lines, re-INVITEs without SDP (our offer in the
  * 200, the answer from the ACK: the audio moved, held, kept when the answer cannot be taken; 491 while one awaits
- * its ACK; SRTP).
+ * its ACK; SRTP), and an outbound call's re-INVITEs from its trunk, with and without SDP.
  */
 import t, { type Test } from 'tap';
 import dgram from 'node:dgram';
@@ -580,4 +580,72 @@ t.test('an SRTP call\'s re-INVITE without SDP: our offer keeps our key; a new ke
   const c = await eventually(async () => (await voiceCalls(project)).find((x: any) => x.to_number === number && x.turns?.some((u: any) => u.user_input_dtmf === '7')), 20_000, 'the digit keyed under the new key').catch(() => null);
   t.ok(c, 'the digit keyed under the answer\'s new key is a turn', { platform: c ? '' : platformOut() });
   await hangUp();
+});
+
+t.test('an outbound call follows the trunk\'s re-INVITEs: with an offer, answered; without one, our offer in the 200, the ACK\'s answer taken', needsTools(), async (t) => {
+  // A UDP trunk on 127.0.0.2 that answers the INVITE 200 with audio at `first`, then sends its own requests in the dialog.
+  const trunk = await udpPeer(sip);
+  const first = await audioSink();
+  const second = await audioSink();
+  const third = await audioSink();
+  let dialog: { invite: string; callId: string; gateway: string; ours: string; theirs: string } | null = null;
+  let over = false;
+  t.teardown(() => {
+    // Failed half-way, the call is hung up all the same: the platform's one RTP port is the next test's.
+    if (dialog && !over) request('BYE', 9);
+    trunk.socket.close();
+    first.close();
+    second.close();
+    third.close();
+  });
+  trunk.socket.on('message', (m) => {
+    const text = m.toString('latin1');
+    if (!text.startsWith('INVITE ') || dialog) return;
+    const h = (name: string) => new RegExp(`^${name}: (.*)$`, 'im').exec(text)![1]!.trim();
+    dialog = { invite: text, callId: h('Call-ID'), gateway: /<([^>]+)>/.exec(h('Contact'))![1]!, ours: h('From'), theirs: `${h('To')};tag=trunk${trunk.port}` };
+    trunk.send(responseTo(text, '200 OK', { toTag: `trunk${trunk.port}`, contact: `sip:trunk@127.0.0.2:${trunk.port}`, sdp: answerAt(first) }));
+  });
+  /** A request of the trunk's within the call. */
+  const request = (method: string, cseq: number, sdp = '') => {
+    const d = dialog!;
+    trunk.send(
+      `${method} ${d.gateway} SIP/2.0\r\nVia: SIP/2.0/UDP 127.0.0.2:${trunk.port};branch=z9hG4bK${method}${cseq}x${Date.now()}\r\nMax-Forwards: 70\r\n` +
+        `From: ${d.theirs}\r\nTo: ${d.ours}\r\nCall-ID: ${d.callId}\r\nCSeq: ${cseq} ${method}\r\nContact: <sip:trunk@127.0.0.2:${trunk.port}>\r\n` +
+        `${sdp ? 'Content-Type: application/sdp\r\n' : ''}Content-Length: ${sdp.length}\r\n\r\n${sdp}`,
+    );
+  };
+  const finalTo = (cseq: number, method: string) => until(() => trunk.got.find((m) => /^SIP\/2\.0 [2-6]\d\d /.test(m) && m.includes(dialog!.callId) && new RegExp(`^CSeq: ${cseq} ${method}`, 'im').test(m)));
+
+  const c = await project.api('POST', `/v1/agents/${project.agentId}/telephony/connectors`, { name: 're-INVITE trunk', host: '127.0.0.2', port: trunk.port, transport: 'udp' });
+  t.equal(c.status, 201, c.text);
+  const r0 = await admin(p)('POST', '/connectors', { account_id: project.accountId, project_id: project.agentId, kind: 'outbound', telephony_connector_id: c.body.id, from_number: '+14155550100' });
+  t.equal(r0.status, 201, r0.text);
+  const r = await http(p.edge, 'POST', '/v1/outbound-calling', { body: { to_number: '+14155550123', encryption: 'UDP/RTP' }, headers: { 'x-service-auth-token': r0.body.token } });
+  t.equal(r.status, 200, r.text);
+  await until(() => trunk.got.find((m) => m.startsWith('ACK ')));
+  await until(() => (first.got.packets > 0 ? true : undefined));
+  const ours = bodyOf(dialog!.invite);
+  const port = /^m=audio (\d+) /m.exec(ours)![1];
+
+  request('INVITE', 1, answerAt(second));
+  const answered = await finalTo(1, 'INVITE');
+  t.match(answered, /^SIP\/2\.0 200 /, 'a re-INVITE with an offer is answered');
+  t.equal(lineOf(bodyOf(answered), 'm='), `m=audio ${port} RTP/AVP 0 101`, 'in the call\'s codec');
+  request('ACK', 1);
+  await until(() => (second.got.packets > 0 ? true : undefined));
+  t.pass('the audio goes where the offer said');
+
+  request('INVITE', 2);
+  const offered = await finalTo(2, 'INVITE');
+  t.match(offered, /^SIP\/2\.0 200 /, 'a re-INVITE without an offer is answered 200');
+  const offer = bodyOf(offered);
+  t.equal(lineOf(offer, 'm='), `m=audio ${port} RTP/AVP 0 101`, 'with our offer: the call\'s codec and telephone-event, on the call\'s port');
+  t.equal(lineOf(offer, 'o='), withVersion(lineOf(ours, 'o=')!, 3), 'the INVITE\'s origin, two SDPs later');
+  request('ACK', 2, answerAt(third));
+  await until(() => (third.got.packets > 0 ? true : undefined));
+  t.pass('the ACK\'s answer moves the audio');
+
+  request('BYE', 3);
+  over = true;
+  t.match(await finalTo(3, 'BYE'), /^SIP\/2\.0 200 /, 'the call was up: the trunk\'s BYE is answered 200');
 });

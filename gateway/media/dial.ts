@@ -4,7 +4,7 @@ import { decode, encode, type Runtime, type Subscription } from '../../actors/mo
 import { callEndedEvent, CALL_KIND, MEDIA_DIAL_QUEUE, MEDIA_DIAL_SUBJECT, type DialRequest, type DialResult } from '../../actors/call/mod.js';
 import { uuidv7 } from '../../platform/ids.js';
 import type { SipTransport } from './dialog.js';
-import { choose, offerOf, openLeg, readSdp, sessionOf } from './media.js';
+import { choose, followReinvites, offerOf, openLeg, readSdp, sessionOf } from './media.js';
 import type { MediaGateway } from './server.js';
 
 /**
@@ -122,6 +122,8 @@ async function dial(gw: MediaGateway, runtime: Runtime, req: DialRequest): Promi
   }
   const sink = { audio: (_: Int16Array) => {}, digit: (_: string) => {} };
   const rtp = sessionOf(leg, answer!, chosen.codec, chosen.dtmf, gw.pacer, { audio: (p) => sink.audio(p), digit: (d) => sink.digit(d) });
+  // The far end may move its media or hold the call (a re-INVITE, with an offer or without one), as a caller may.
+  followReinvites(outcome.dialog, leg, rtp, gw.mediaAddress, chosen.codec, chosen.dtmf, gw.reinviteLog);
   const conversationId = uuidv7();
   const call = gw.callOf(
     { conversationId, callSid: req.call_sid, accountId: req.account_id, projectId: req.project_id, environment: req.environment, variantId: req.variant_id, fromNumber: req.from, toNumber: req.to, sipHeaders: req.headers, trunk: req.trunk },
