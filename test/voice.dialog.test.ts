@@ -582,6 +582,62 @@ t.test('an SRTP call\'s re-INVITE without SDP: our offer keeps our key; a new ke
   await hangUp();
 });
 
+t.test('an SRTP call\'s re-INVITE with SDP and a new key: the far end\'s packets are read with the new key from then on', needsTools(), async (t) => {
+  const number = '+442079460162';
+  await bindNumber(project.api, project.agentId, number, { host: '127.0.0.2', port: 5 });
+  const before = newSrtpKey();
+  const after = newSrtpKey();
+  const savp = (m: { address: string; port: number }, key: SrtpKey) => audioOffer(m, [`a=crypto:1 ${SRTP_SUITE} inline:${inlineOf(key)}`, 'a=sendrecv']).replace('RTP/AVP', 'RTP/SAVP');
+  const { answer, reinvite, ack, hangUp } = await heldCall(t, sip, number, { sdp: (m) => savp(m, before) });
+  const gateway = { address: lineOf(bodyOf(answer), 'c=')!.split(' ')[2]!, port: Number(/^m=audio (\d+) /m.exec(bodyOf(answer))![1]) };
+  const moved = dgram.createSocket('udp4');
+  await new Promise<void>((r) => moved.bind(0, '127.0.0.2', () => r()));
+  t.teardown(() => moved.close());
+
+  const rs = await reinvite(savp({ address: '127.0.0.2', port: moved.address().port }, after));
+  t.match(rs, /^SIP\/2\.0 200 /, 'the re-INVITE is answered');
+  ack(Number(/^CSeq: (\d+) INVITE/im.exec(rs)![1]));
+  const srtp = new SrtpContext(after);
+  for (const [i, digit] of [...'4#'].entries()) {
+    for (let j = 1; j <= 8; j++) {
+      const payload = writeDtmf({ digit, end: j > 5, volume: 10, duration: Math.min(5, j) * 160 });
+      const rtp = writeRtp({ payloadType: 101, marker: j === 1, sequence: i * 8 + j, timestamp: 8000 + i * 1600, ssrc: 0x52ab, payload });
+      moved.send(srtp.protect(rtp), gateway.port, gateway.address);
+    }
+    await sleep(200);
+  }
+  const c = await eventually(async () => (await voiceCalls(project)).find((x: any) => x.to_number === number && x.turns?.some((u: any) => u.user_input_dtmf === '4')), 20_000, 'the digit keyed under the new key').catch(() => null);
+  t.ok(c, 'the digit keyed under the re-INVITE\'s new key is a turn', { platform: c ? '' : platformOut() });
+  await hangUp();
+});
+
+t.test('a re-INVITE with connection address 0.0.0.0 (RFC 2543\'s hold) is a hold: answered recvonly, nothing sent to this host; sendrecv at the old address takes it back', needsTools(), async (t) => {
+  const number = '+442079460163';
+  await bindNumber(project.api, project.agentId, number, { host: '127.0.0.2', port: 5 });
+  const { media, mediaAt, packets, reinvite, ack, reoffer, hangUp } = await heldCall(t, sip, number);
+  await media.connected();
+  // A datagram to 0.0.0.0 goes to this host: a socket at the call's port on 127.0.0.1 hears what would go there.
+  const local = dgram.createSocket('udp4');
+  let strays = 0;
+  local.on('message', () => void strays++);
+  await new Promise<void>((r) => local.bind(mediaAt.port, '127.0.0.1', () => r()));
+  t.teardown(() => local.close());
+
+  const rs = await reinvite(audioOffer(mediaAt).replace(/IN IP4 127\.0\.0\.2/g, 'IN IP4 0.0.0.0'));
+  t.match(rs, /^SIP\/2\.0 200 /, 'the re-INVITE is answered');
+  t.equal(/^a=(sendrecv|sendonly|recvonly|inactive)$/m.exec(bodyOf(rs))?.[1], 'recvonly', 'answered as a hold: recvonly');
+  ack(Number(/^CSeq: (\d+) INVITE/im.exec(rs)![1]));
+  await sleep(1000);
+  const held = packets();
+  await sleep(1000);
+  t.equal(packets(), held, 'nothing sent to the old address while held');
+  t.equal(strays, 0, 'nothing sent to 0.0.0.0');
+  await reoffer('a=sendrecv');
+  await until(() => (packets() > held ? true : undefined));
+  t.pass('taken back: the audio goes to the old address again');
+  await hangUp();
+});
+
 t.test('an outbound call follows the trunk\'s re-INVITEs: with an offer, answered; without one, our offer in the 200, the ACK\'s answer taken', needsTools(), async (t) => {
   // A UDP trunk on 127.0.0.2 that answers the INVITE 200 with audio at `first`, then sends its own requests in the dialog.
   const trunk = await udpPeer(sip);

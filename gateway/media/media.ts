@@ -94,13 +94,19 @@ export function sessionOf(leg: MediaLeg, remote: MediaDescription, codec: Codec,
 
 /**
  * A re-INVITE's offer `sdp` on a running call leg with `codec`: the session follows it (the far end's new address
- * and port, its direction: a hold or its end) and our answer is returned; null when the offer has no audio stream
- * with that codec (the re-INVITE is then 488 and nothing changes).
+ * and port, its direction: a hold or its end, its SRTP key: a new one is read with from now on) and our answer is
+ * returned; null when the offer has no audio stream with that codec (the re-INVITE is then 488 and nothing
+ * changes). A connection address of 0.0.0.0 is RFC 2543's hold (RFC 3264 8.4: still sent by older phones and
+ * PBXs): taken as `sendonly`, and the audio keeps its address, since a datagram to 0.0.0.0 goes to this host.
  */
 export function reanswerOf(leg: MediaLeg, rtp: RtpSession, address: string, sdp: string, codec: Codec, dtmf: number | null): string | null {
   const again = readSdp(sdp);
   if (!again || !again.codecs.includes(codec)) return null;
-  if (again.address && again.port) rtp.setPeer({ address: again.address, port: again.port });
+  if (again.address === '0.0.0.0') {
+    if (again.direction === 'sendrecv') again.direction = 'sendonly';
+    else if (again.direction === 'recvonly') again.direction = 'inactive';
+  } else if (again.address && again.port) rtp.setPeer({ address: again.address, port: again.port });
+  if (again.srtp) rtp.setRemoteKey(again.srtp);
   rtp.setDirection(again.direction);
   leg.version++;
   return answerOf(leg, address, again, codec, dtmf);
