@@ -209,7 +209,7 @@ export interface ConversationContext {
   variant: { id: string; name: string } | null;
   artifactVersion: string | null;
   endedAt: number | null;
-  /** Conversation variables (`conv.state`), persisted across turns. */
+  /** Conversation variables (`conv.state`), persisted across turns: from the start, the built-in keys (`builtinState`). */
   state: Record<string, unknown>;
   integrationAttributes: Record<string, unknown>;
   /** Speech recognition and synthesis languages (a call's; set by the start and by later messages). */
@@ -461,6 +461,19 @@ export function boundedUnread(unread: string[], said: string[]): string[] {
   return rest;
 }
 
+/**
+ * The built-in state keys (contract 2.5) a conversation starts with: the caller's number (`from_`), the number
+ * called (`to`), the conversation's id, and a call's sid (`call_sid`, voice only). Chats have empty numbers. They
+ * are ordinary variables from the start on: every function reads them in `conv.state` and may change or delete
+ * them, as the hosted platform allows, and the record shows the state as it then is (docs/chat.md).
+ */
+export const builtinState = (id: string, start: ConversationStart): Record<string, unknown> => ({
+  from_: start.fromNumber,
+  to: start.toNumber,
+  conversation_id: id,
+  ...(start.callSid ? { call_sid: start.callSid } : {}),
+});
+
 /** Every domain event names its account and project (the journal contract). */
 const owner = (c: ConversationContext) => ({ account_id: c.start?.accountId ?? '', project_id: c.start?.projectId ?? '' });
 
@@ -477,6 +490,11 @@ export interface StartedData {
   call_sid?: string;
   /** ISO 8601. */
   started_at: string;
+  /**
+   * The state the conversation starts with: its built-in keys (`builtinState`). Absent from entries journaled
+   * before the state held them (the record's fold then adds them itself: `projectors/record-fold.ts`).
+   */
+  state?: Record<string, unknown>;
 }
 
 /** `conversation.turn`: one exchange, with its latency and the function errors of the step that recorded it. */
@@ -795,8 +813,9 @@ export const conversationMachine = setup({
         START: {
           target: 'starting',
           actions: [
-            assign(({ event }) => ({
+            assign(({ context, event }) => ({
               start: event.start,
+              state: builtinState(context.id, event.start),
               integrationAttributes: event.start.integrationAttributes,
               langCodes: { asr: event.start.asrLangCode, tts: event.start.ttsLangCode },
             })),
@@ -809,6 +828,7 @@ export const conversationMachine = setup({
                 from_number: context.start!.fromNumber,
                 to_number: context.start!.toNumber,
                 started_at: new Date(context.start!.at).toISOString(),
+                state: context.state,
                 ...owner(context),
                 ...(context.start!.callSid ? { call_sid: context.start!.callSid } : {}),
               } satisfies StartedData,

@@ -22,6 +22,7 @@ const FUNCTIONS = {
     if (message === 'explode') throw new Error('boom');
     if (message === 'spin') { while (true) {} }
     if (message === 'variant') return 'variant=' + (conv.variant ? conv.variant.name : 'none');
+    if (message === 'builtins') return JSON.stringify([conv.state.from_, conv.state.to, conv.state.conversation_id, 'call_sid' in conv.state]);
   }`,
   end: `function end(conv) { conv.state.ended_by_function = true; }`,
 };
@@ -110,6 +111,12 @@ t.test('functions: state across turns, integration attributes, metadata', async 
   const rec = (await record(id))!;
   t.same(rec.turns[5].metadata, { ref: 'R9' });
   t.same(rec.integration_attributes, { customer: 'C-7', tier: 'gold' });
+});
+
+t.test("functions: a chat's state starts with the built-in keys (no numbers, no call sid); the record shows the same", async (t) => {
+  const id = (await c.chat('create', {})).body.conversation_id;
+  t.equal((await c.chat('respond', { conversation_id: id, message: 'builtins' })).body.response, JSON.stringify(['', '', id, false]), 'conv.state in a turn');
+  t.same((await record(id))!.state, { from_: '', to: '', conversation_id: id, turns: 1, customer: null });
 });
 
 t.test('a throwing or looping function is a function error and the conversation carries on', async (t) => {

@@ -73,6 +73,31 @@ t.test('the record folded from the entries: turns, changed fields, derived field
   t.equal(foldRecord(null, 'c-never', entry('c-never', 1, [changed()])), null, 'no record without a start');
 });
 
+t.test("the record's state is the conversation's own, built-in keys included; a conversation journaled before its state held them has them merged in, as then", async (t) => {
+  const callStart = { ...owner, channel: 'VOICE-SIP', environment: 'live', variant_id: null, from_number: '+15550001111', to_number: '+14155550123', call_sid: 'IN-1', started_at: iso(T0) };
+  const builtins = { from_: '+15550001111', to: '+14155550123', conversation_id: 'c-state', call_sid: 'IN-1' };
+  // A function changed `to` and deleted `call_sid`: the record shows what it left.
+  const now = [
+    entry('c-state', 1, [{ type: 'conversation.started', data: { ...callStart, state: builtins } }, changed({ state: builtins })]),
+    entry('c-state', 2, [changed({ state: { from_: '+15550001111', to: 'desk', conversation_id: 'c-state', n: 1 } })]),
+  ];
+  let r = foldRecord(null, 'c-state', now[0]);
+  t.same(r!.state, builtins, 'at the start: the state the conversation started with');
+  r = foldRecord(r, 'c-state', now[1]);
+  t.same(r!.state, { from_: '+15550001111', to: 'desk', conversation_id: 'c-state', n: 1 }, 'a deleted key stays deleted, a changed one changed');
+  t.notOk('legacy_builtins' in r!, 'nothing marks it');
+  t.notOk('legacy_builtins' in conversationV3(r!, { version: 'v3', showTranscripts: false, includeLatency: false }));
+  const before = [
+    entry('c-old', 1, [{ type: 'conversation.started', data: callStart }, changed({ state: {} })]),
+    entry('c-old', 2, [changed({ state: { to: 'desk', n: 1 } })]),
+  ];
+  let old = foldRecord(null, 'c-old', before[0]);
+  t.same(old!.state, { ...builtins, conversation_id: 'c-old' }, 'an older start: the keys made by the fold');
+  old = foldRecord(old, 'c-old', before[1]);
+  t.same(old!.state, { ...builtins, conversation_id: 'c-old', to: 'desk', n: 1 }, 'and merged under every later state, its own values winning');
+  t.notOk('legacy_builtins' in conversationV3(old!, { version: 'v3', showTranscripts: false, includeLatency: false }), 'the mark is not rendered');
+});
+
 t.test('a step of a long conversation stores nothing more than a short one does: only the turns grow with it', async (t) => {
   const texts = Array.from({ length: 60 }, (_, k) => `question ${k}`);
   const entries = conversation('c-long', T0, texts, false);

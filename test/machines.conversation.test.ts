@@ -173,7 +173,10 @@ t.test('conversation: refusals and answers come from the step\'s events and stat
   c.send({ type: 'MESSAGE', message: 'late', metadata: {}, integrationAttributes: {}, at: 9 });
   t.match(c.reply(), { ok: false, error: 'ended' });
   const started = c.all.find((e) => e.type === 'conversation.started')!;
-  t.same(started.data, { account_id: 'acc', project_id: 'p', channel: 'CHAT', environment: 'live', variant_id: null, from_number: '', to_number: '', started_at: new Date(1000).toISOString() });
+  t.same(started.data, {
+    account_id: 'acc', project_id: 'p', channel: 'CHAT', environment: 'live', variant_id: null, from_number: '', to_number: '', started_at: new Date(1000).toISOString(),
+    state: { from_: '', to: '', conversation_id: 'c2' },
+  }, 'with the state it starts with: the built-in keys');
   const turns = c.all.filter((e) => e.type === 'conversation.turn');
   t.same(turns.map((e) => e.data.turn.agent_response), ['Hello', 'Passing you on'], 'every turn is an event');
   t.same(turns.map((e) => e.data.latency_ms), [1000, 1000]);

@@ -53,8 +53,8 @@ export function maskedTurn<T extends Turn>(turn: T, marked: string[]): T {
 }
 
 /**
- * Variables the platform sets on every conversation (`projectors/record-fold.ts`): the call's addresses and
- * ids, read as stored, as the row's `from_number` and `to_number` are.
+ * Variables the platform sets on every conversation (`builtinState` in `machines/conversation.ts`): the call's
+ * addresses and ids, read as stored, as the row's `from_number` and `to_number` are.
  */
 const BUILT_IN_STATE = new Set(['from_', 'to', 'conversation_id', 'call_sid']);
 /** How deep into a variable's value strings are looked for (a bound on a hostile value's walk). */

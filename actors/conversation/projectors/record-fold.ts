@@ -2,7 +2,8 @@
  * The conversation record (contract 2.5) folded from the conversation's journal entries: pure, entry by
  * entry. `conversation.started` creates it, `conversation.turn` appends a turn, `conversation.changed`
  * sets the other fields, `conversation.ended` ends it; the derived fields (durations, counts, the call
- * duration metric, the state with its built-in keys) follow from those. A step costs the same whatever the
+ * duration metric) follow from those. The state, built-in keys included, is the conversation's own, as its
+ * machine holds it. A step costs the same whatever the
  * conversation's length: silent turns are counted as they are appended, and what is a list of the turns
  * (`metrics.CALL_TURN`) is not stored but rendered from them (`view.ts`). The record stores the version of
  * the last entry folded into it (`snapshot_version`): an entry of that version or older is skipped, so
@@ -38,7 +39,9 @@ function started(id: string, d: StartedData, at: string): ConversationRecord {
     num_silences: 0,
     num_ood: 0,
     metrics: { CALL_DURATION: '0' },
-    state: builtins(id, d.from_number, d.to_number, d.call_sid),
+    // The conversation's own state as it started (its built-in keys: `builtinState`), or, for an entry journaled
+    // before the state held them, those keys made here.
+    state: d.state ?? builtins(id, d.from_number, d.to_number, d.call_sid),
     turns: [],
     integration_attributes: {},
     asr_lang_code: '',
@@ -48,11 +51,13 @@ function started(id: string, d: StartedData, at: string): ConversationRecord {
     end_reason: '',
     updated_at: at,
     snapshot_version: 0,
+    ...(d.state ? {} : { legacy_builtins: true }),
   };
 }
 
+/** The built-in keys of a conversation journaled before its state held them (as `builtinState` makes them now). */
 const builtins = (id: string, from: string, to: string, callSid?: string) => ({ from_: from, to, conversation_id: id, ...(callSid ? { call_sid: callSid } : {}) });
-/** The call sid the record was started with (kept in its state's built-in keys). */
+/** The call sid a legacy record was started with (kept in its state's built-in keys). */
 const callSidOf = (r: ConversationRecord): string | undefined => (typeof r.state.call_sid === 'string' ? r.state.call_sid : undefined);
 
 /** Sets what `conversation.changed` carries. */
@@ -69,10 +74,11 @@ function changed(r: ConversationRecord, d: ChangedData): void {
   r.asr_lang_code = d.asr_lang_code;
   r.tts_lang_code = d.tts_lang_code;
   r.end_reason = d.end_reason;
-  // Built-in keys first, so a function's own variables of the same name win; what the platform knows of
-  // outside systems last: these are its own.
+  // The conversation's state as it stands, built-in keys included (a function may have changed or deleted them);
+  // a legacy record's built-in keys under it, as they were merged then. What the platform knows of outside
+  // systems last: these are its own.
   r.state = Object.assign(
-    builtins(r.id, r.from_number, r.to_number, callSidOf(r)),
+    r.legacy_builtins ? builtins(r.id, r.from_number, r.to_number, callSidOf(r)) : {},
     d.state,
     d.awaiting_external_event ? { awaiting_external_event: d.awaiting_external_event } : {},
     d.bridge_ended ? { bridge_ended: d.bridge_ended } : {},
