@@ -3,6 +3,8 @@
  * the built-in state keys (`from_`, `to`, `conversation_id`, `call_sid`) are in `conv.state` for the `start`,
  * `turn` and `end` functions from the start, ordinary variables a function may change or delete, and the record's
  * `state` is what they left. Functions once saw `{}` while the record showed the keys, merged in by its projector.
+ * And the call's ASR language code is the recogniser's (`en-US`), which the Concurrent Calls `language` filter
+ * finds: calls once had none, and no language filter ever counted them.
  */
 import t, { type Test } from 'tap';
 import { chatProject, type ChatProject } from './helpers/chat.js';
@@ -77,4 +79,31 @@ t.test("a call's functions read the built-in state keys from the start, may chan
   const sid = opening[2];
   t.same(c.turns.map((x: any) => [x.user_input_dtmf, x.agent_response]).slice(1), [['5', `turn 5 caller ${number} ${sid} ${c.id}`]], 'the turn function read them too');
   t.same(c.state, { from_: 'caller', to: 'front desk', conversation_id: c.id, end_saw: ['caller', 'front desk', false] }, 'the end function saw what the turn left: one state, the record’s');
+});
+
+t.test("a call's ASR language is its recogniser's (pocketsphinx: en-US): the concurrency `language` filter counts it", needsTools(), async (t) => {
+  const number = '+442079460202';
+  const project = await chatProject(v!.p, { name: 'Language Voice Co' });
+  await bindNumber(project.api, project.agentId, number, { host: '127.0.0.2', port: 5 });
+  const { caller, hangUp } = await placeCall(t, number);
+  await caller.until(() => caller.heard.voiced > 0);
+  const going = await callTo(project, number, (x) => x.in_progress === true, 'the call in progress');
+
+  // Counts need no conversation data: a key without permissions.
+  const read = conversationsClient(v!.p, project, await conversationsKey(v!.p, project, []));
+  const at = Date.parse(going.started_at);
+  const range = { start_time: new Date(at - 60_000).toISOString(), end_time: new Date(at + 60_000).toISOString() };
+  const peak = async (query: Record<string, string>) => {
+    const r = await read({ ...range, ...query }, { version: 'v1', path: '/concurrency' });
+    t.equal(r.status, 200, 'answered', { body: r.text });
+    return Math.max(0, ...(r.body.intervals ?? []).map((i: any) => i.max_concurrent_conversations));
+  };
+  t.equal(await peak({ language: 'en' }), 1, 'in progress: counted as English');
+  hangUp();
+  await callTo(project, number, (x) => x.in_progress === false, 'the ended call');
+  t.equal(await peak({}), 1, 'ended: the call counts');
+  t.equal(await peak({ language: 'en' }), 1, 'as English');
+  t.equal(await peak({ language: 'en-US' }), 1, 'as US English');
+  t.equal(await peak({ language: 'en-GB' }), 0, 'not as another English');
+  t.equal(await peak({ language: 'fr' }), 0, 'nor as French');
 });

@@ -275,7 +275,8 @@ export class MediaGateway {
       channel: 'VOICE-SIP',
       variantId: p.variantId,
       integrationAttributes: {},
-      asrLangCode: '',
+      // The recogniser's language (pocketsphinx: en-US), so the record and the `language` filter know the call's.
+      asrLangCode: this.o.stt.language,
       ttsLangCode: '',
       initialMessage: null,
       fromNumber: p.fromNumber,

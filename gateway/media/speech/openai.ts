@@ -79,6 +79,8 @@ export function wavOf(pcm: Int16Array, rate = 8000): Buffer {
 export function openAiStt(o: OpenAiSpeechOptions): SpeechToText {
   return {
     name: 'openai',
+    // No language is configured for it: the service detects each utterance's.
+    language: '',
     async transcribe(pcm: Int16Array, hints: SpeechHints): Promise<string> {
       const form = new FormData();
       form.set('model', o.model);

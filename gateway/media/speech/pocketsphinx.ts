@@ -66,6 +66,8 @@ export function pocketsphinxStt(opts: { binary?: string; model?: string } = {}):
   let seq = 0;
   return {
     name: 'pocketsphinx',
+    // Its model (and so its dictionary and grammars) is US English.
+    language: 'en-US',
     async transcribe(pcm: Int16Array, hints: SpeechHints): Promise<string> {
       const grammar = await grammarOf(hints);
       const wide = resample(pcm, 8000, 16000);

@@ -31,6 +31,11 @@ export interface SpeechHints {
 
 export interface SpeechToText {
   readonly name: string;
+  /**
+   * The language it recognises, as a BCP 47 code (`en-US`): a call's `asr_lang_code`, by which the Conversations
+   * API's `language` filter finds it. Empty when the engine tells the language itself, utterance by utterance.
+   */
+  readonly language: string;
   /** The text of an utterance of 8 kHz 16-bit mono samples ('' when nothing was recognised). */
   transcribe(pcm: Int16Array, hints: SpeechHints): Promise<string>;
 }
