@@ -490,11 +490,8 @@ export interface StartedData {
   call_sid?: string;
   /** ISO 8601. */
   started_at: string;
-  /**
-   * The state the conversation starts with: its built-in keys (`builtinState`). Absent from entries journaled
-   * before the state held them (the record's fold then adds them itself: `projectors/record-fold.ts`).
-   */
-  state?: Record<string, unknown>;
+  /** The state the conversation starts with: its built-in keys (`builtinState`). */
+  state: Record<string, unknown>;
 }
 
 /** `conversation.turn`: one exchange, with its latency and the function errors of the step that recorded it. */

@@ -46,13 +46,13 @@ const turnEvent = (tr: TurnRecord) => ({ type: 'conversation.turn', data: { ...o
 /** A conversation's entries: started with its greeting, `turns` exchanges, then (if `ended`) its end. */
 function conversation(id: string, start: number, turns: string[], ended: boolean): JournalEntry[] {
   const out = [entry(id, 1, [
-    { type: 'conversation.started', data: { ...owner, channel: 'CHAT', environment: 'live', variant_id: 'v1', from_number: '', to_number: '', started_at: iso(start) } },
+    { type: 'conversation.started', data: { ...owner, channel: 'CHAT', environment: 'live', variant_id: 'v1', from_number: '', to_number: '', started_at: iso(start), state: { from_: '', to: '', conversation_id: id } } },
     turnEvent(turn(0, '', 'Hello')), changed(), { type: 'conversation.answered', data: { ...owner, response: 'Hello', end: false, handoff: null } },
   ])];
   turns.forEach((text, k) => out.push(entry(id, k + 2, [turnEvent(turn(k + 1, text, `about ${text}`)), changed({ num_ood: k })])));
   // A step that recorded nothing (a delivery that found no live channel).
   out.push(entry(id, turns.length + 2, []));
-  if (ended) out.push(entry(id, turns.length + 3, [changed({ end_reason: 'closed', state: { n: 2 }, num_ood: turns.length - 1 }), { type: 'conversation.ended', data: { ...owner, channel: 'CHAT', ended_at: iso(T0 + 60_000), reason: 'closed', crashed: false } }]));
+  if (ended) out.push(entry(id, turns.length + 3, [changed({ end_reason: 'closed', state: { from_: '', to: '', conversation_id: id, n: 2 }, num_ood: turns.length - 1 }), { type: 'conversation.ended', data: { ...owner, channel: 'CHAT', ended_at: iso(T0 + 60_000), reason: 'closed', crashed: false } }]));
   return out;
 }
 
@@ -73,7 +73,7 @@ t.test('the record folded from the entries: turns, changed fields, derived field
   t.equal(foldRecord(null, 'c-never', entry('c-never', 1, [changed()])), null, 'no record without a start');
 });
 
-t.test("the record's state is the conversation's own, built-in keys included; a conversation journaled before its state held them has them merged in, as then", async (t) => {
+t.test("the record's state is the conversation's own, built-in keys included", async (t) => {
   const callStart = { ...owner, channel: 'VOICE-SIP', environment: 'live', variant_id: null, from_number: '+15550001111', to_number: '+14155550123', call_sid: 'IN-1', started_at: iso(T0) };
   const builtins = { from_: '+15550001111', to: '+14155550123', conversation_id: 'c-state', call_sid: 'IN-1' };
   // A function changed `to` and deleted `call_sid`: the record shows what it left.
@@ -85,17 +85,6 @@ t.test("the record's state is the conversation's own, built-in keys included; a 
   t.same(r!.state, builtins, 'at the start: the state the conversation started with');
   r = foldRecord(r, 'c-state', now[1]);
   t.same(r!.state, { from_: '+15550001111', to: 'desk', conversation_id: 'c-state', n: 1 }, 'a deleted key stays deleted, a changed one changed');
-  t.notOk('legacy_builtins' in r!, 'nothing marks it');
-  t.notOk('legacy_builtins' in conversationV3(r!, { version: 'v3', showTranscripts: false, includeLatency: false }));
-  const before = [
-    entry('c-old', 1, [{ type: 'conversation.started', data: callStart }, changed({ state: {} })]),
-    entry('c-old', 2, [changed({ state: { to: 'desk', n: 1 } })]),
-  ];
-  let old = foldRecord(null, 'c-old', before[0]);
-  t.same(old!.state, { ...builtins, conversation_id: 'c-old' }, 'an older start: the keys made by the fold');
-  old = foldRecord(old, 'c-old', before[1]);
-  t.same(old!.state, { ...builtins, conversation_id: 'c-old', to: 'desk', n: 1 }, 'and merged under every later state, its own values winning');
-  t.notOk('legacy_builtins' in conversationV3(old!, { version: 'v3', showTranscripts: false, includeLatency: false }), 'the mark is not rendered');
 });
 
 t.test('a step of a long conversation stores nothing more than a short one does: only the turns grow with it', async (t) => {

@@ -33,12 +33,6 @@ export interface ConversationRecord extends Doc {
   artifact_version: string;
   end_reason: string;
   updated_at: string;
-  /**
-   * Set on the record of a conversation journaled before its state held the built-in keys (`from_`, `to`,
-   * `conversation_id`, `call_sid`: its `conversation.started` has no `state`): the fold merges them under each
-   * state it is given, as it did then (`projectors/record-fold.ts`). Not rendered.
-   */
-  legacy_builtins?: boolean;
   /** The version of the last journal entry folded into it (an entry of this version or older is skipped; newer never loses to older). */
   snapshot_version?: number;
 }

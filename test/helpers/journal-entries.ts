@@ -9,12 +9,12 @@ import type { JournalEntry } from '../../store/mod.js';
 export function entryOfRecord(r: ConversationRecord, seq: number, version = 1): JournalEntry {
   const owner = { account_id: r.account_id, project_id: r.project_id };
   const handoff = r.handoff ? { destination: r.handoff_destination, reason: r.handoff_reason } : null;
-  const { from_: _f, to: _t, conversation_id: _c, ...state } = (r.state ?? {}) as Record<string, unknown>;
+  const state = r.state ?? {};
   return {
     seq, key: `conversation/${r.id}`, kind: 'conversation', id: r.id, shard: 0, version, at: Date.parse(r.ended_at ?? r.started_at) || 0,
     value: r.in_progress ? 'idle' : 'ended',
     events: [
-      { type: 'conversation.started', data: { ...owner, channel: r.channel, environment: r.environment, variant_id: r.variant_id, from_number: r.from_number, to_number: r.to_number, started_at: r.started_at } },
+      { type: 'conversation.started', data: { ...owner, channel: r.channel, environment: r.environment, variant_id: r.variant_id, from_number: r.from_number, to_number: r.to_number, started_at: r.started_at, state } },
       ...r.turns.map((turn) => ({ type: 'conversation.turn', data: { ...owner, channel: r.channel, turn, latency_ms: Math.round(turn.latency * 1000), function_errors: 0 } })),
       {
         type: 'conversation.changed',

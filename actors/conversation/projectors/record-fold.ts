@@ -39,9 +39,8 @@ function started(id: string, d: StartedData, at: string): ConversationRecord {
     num_silences: 0,
     num_ood: 0,
     metrics: { CALL_DURATION: '0' },
-    // The conversation's own state as it started (its built-in keys: `builtinState`), or, for an entry journaled
-    // before the state held them, those keys made here.
-    state: d.state ?? builtins(id, d.from_number, d.to_number, d.call_sid),
+    // The conversation's own state as it started (its built-in keys: `builtinState`).
+    state: d.state,
     turns: [],
     integration_attributes: {},
     asr_lang_code: '',
@@ -51,14 +50,8 @@ function started(id: string, d: StartedData, at: string): ConversationRecord {
     end_reason: '',
     updated_at: at,
     snapshot_version: 0,
-    ...(d.state ? {} : { legacy_builtins: true }),
   };
 }
-
-/** The built-in keys of a conversation journaled before its state held them (as `builtinState` makes them now). */
-const builtins = (id: string, from: string, to: string, callSid?: string) => ({ from_: from, to, conversation_id: id, ...(callSid ? { call_sid: callSid } : {}) });
-/** The call sid a legacy record was started with (kept in its state's built-in keys). */
-const callSidOf = (r: ConversationRecord): string | undefined => (typeof r.state.call_sid === 'string' ? r.state.call_sid : undefined);
 
 /** Sets what `conversation.changed` carries. */
 function changed(r: ConversationRecord, d: ChangedData): void {
@@ -74,11 +67,10 @@ function changed(r: ConversationRecord, d: ChangedData): void {
   r.asr_lang_code = d.asr_lang_code;
   r.tts_lang_code = d.tts_lang_code;
   r.end_reason = d.end_reason;
-  // The conversation's state as it stands, built-in keys included (a function may have changed or deleted them);
-  // a legacy record's built-in keys under it, as they were merged then. What the platform knows of outside
-  // systems last: these are its own.
+  // The conversation's state as it stands, built-in keys included (a function may have changed or deleted them).
+  // What the platform knows of outside systems last: these are its own.
   r.state = Object.assign(
-    r.legacy_builtins ? builtins(r.id, r.from_number, r.to_number, callSidOf(r)) : {},
+    {},
     d.state,
     d.awaiting_external_event ? { awaiting_external_event: d.awaiting_external_event } : {},
     d.bridge_ended ? { bridge_ended: d.bridge_ended } : {},
