@@ -7,8 +7,9 @@ import { assign, emit, fromPromise, setup } from 'xstate';
  * after the call ended (a durable timer), then the call is `expired` and its status is gone (404).
  *
  * Effects, provided by `actors/call/`: `acquireSlot` (claims one of the trunk's call slots, waiting for one
- * to free up), `releaseSlot`, `dial` (asks a media gateway to place the call; answers once it is answered
- * or has failed) and the durable timer `sleepUntil`. Times come in events and effects' outputs.
+ * to free up after the calls placed before it), `releaseSlot`, `dial` (asks a media gateway to place the
+ * call; answers once it is answered or has failed) and the durable timer `sleepUntil`. Times come in events
+ * and effects' outputs.
  *
  * Emits `call.queued`, `call.calling`, `call.succeeded` and `call.failed` (the journal contract), each with
  * `account_id`, `project_id` and `call_sid`.
@@ -83,6 +84,10 @@ export interface SlotInput {
   callSid: string;
   telephonyConnectorId: string;
 }
+/** What the wait for a slot runs with: the call's placing time orders the calls waiting for its trunk. */
+export interface SlotWaitInput extends SlotInput {
+  queuedAt: number;
+}
 export interface DialInput {
   callSid: string;
   request: CallRequest;
@@ -130,7 +135,7 @@ export const callMachine = setup({
   types: {} as { context: CallContext; events: CallEvent; input: CallInput; emitted: { type: string; [k: string]: unknown } },
   actors: {
     // Provided by actors/call/kind.ts; a machine does no I/O of its own.
-    acquireSlot: fromPromise<number, SlotInput>(async () => {
+    acquireSlot: fromPromise<number, SlotWaitInput>(async () => {
       throw new Error('acquireSlot is provided by the actor host');
     }),
     releaseSlot: fromPromise<void, SlotInput>(async () => {
@@ -190,7 +195,7 @@ export const callMachine = setup({
         {
           id: 'slot',
           src: 'acquireSlot',
-          input: ({ context }) => ({ callSid: context.callSid, telephonyConnectorId: context.request!.telephony_connector_id }),
+          input: ({ context }) => ({ callSid: context.callSid, telephonyConnectorId: context.request!.telephony_connector_id, queuedAt: context.queuedAt! }),
           onDone: {
             target: 'calling',
             actions: [

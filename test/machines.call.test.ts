@@ -6,7 +6,7 @@
 import t from 'tap';
 import { createActor, fromPromise } from 'xstate';
 import { getShortestPaths, getSimplePaths } from 'xstate/graph';
-import { callMachine, callStatus, type CallRequest, type DialOutput } from '../machines/call.js';
+import { callMachine, callStatus, type CallRequest, type DialOutput, type SlotWaitInput } from '../machines/call.js';
 
 const settings = { queueTimeoutMs: 1000, ringTimeoutMs: 2000, retentionMs: 7_200_000, dialGraceMs: 500, wakeMs: 250 };
 const request: CallRequest = {
@@ -184,6 +184,24 @@ t.test('call: durable timers have absolute deadlines from the events’ times', 
   actor.send({ type: 'CALL_ENDED', at: 9000 });
   await new Promise((r) => setImmediate(r));
   t.same(deadlines, [{ until: 9000 + settings.retentionMs }], 'retention from the end time; no wake-ups once terminal');
+  actor.stop();
+});
+
+t.test('call: the slot wait runs with the placing time, which orders the calls waiting for the trunk', async (t) => {
+  const waits: SlotWaitInput[] = [];
+  const m = callMachine.provide({
+    actors: {
+      acquireSlot: fromPromise(({ input }: { input: SlotWaitInput }) => (waits.push(input), never<number>())),
+      releaseSlot: fromPromise<void, any>(async () => undefined),
+      dial: fromPromise(() => never<DialOutput>()),
+      sleepUntil: fromPromise(() => never<number>()),
+    },
+  });
+  const actor = createActor(m, { input });
+  actor.start();
+  actor.send({ type: 'PLACE', request, at: 1000 });
+  await new Promise((r) => setImmediate(r));
+  t.same(waits, [{ callSid: input.id, telephonyConnectorId: request.telephony_connector_id, queuedAt: 1000 }]);
   actor.stop();
 });
 

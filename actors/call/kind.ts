@@ -1,5 +1,5 @@
 import type { SnapshotFrom } from 'xstate';
-import { callMachine, callStatus, type CallContext, type CallSettings, type DialOutput, type FailureCode } from '../../machines/call.js';
+import { callMachine, callStatus, type CallContext, type CallSettings, type DialOutput, type FailureCode, type SlotWaitInput } from '../../machines/call.js';
 import type { Store } from '../../store/mod.js';
 import { telephony } from '../../builder/telephony.js';
 import type { ActorKind } from '../kinds.js';
@@ -122,23 +122,11 @@ export function callKind(deps: CallDeps): ActorKind {
 
   const machine = callMachine.provide({
     actors: {
-      acquireSlot: fromTask<number, { callSid: string; telephonyConnectorId: string }>((input) => {
-        let inner: { cancel?: () => void } | null = null;
-        let cancelled = false;
-        const done = limitOf(input.telephonyConnectorId).then(() => {
-          if (cancelled) return new Promise<number>(() => undefined);
-          const task = slots.acquire(input.telephonyConnectorId, input.callSid, () => limitOf(input.telephonyConnectorId));
-          inner = task;
-          return task.done;
-        });
-        return {
-          done,
-          cancel: () => {
-            cancelled = true;
-            inner?.cancel?.();
-          },
-        };
-      }),
+      // A snapshot stored before calls passed their placing time here restores without it: such a call was
+      // placed before any that has it, so it goes first.
+      acquireSlot: fromTask<number, SlotWaitInput>((input) =>
+        slots.acquire(input.telephonyConnectorId, input.callSid, input.queuedAt ?? 0, () => limitOf(input.telephonyConnectorId)),
+      ),
       releaseSlot: fromTask<void, { callSid: string; telephonyConnectorId: string }>((input) => ({
         done: slots.release(input.telephonyConnectorId, input.callSid),
       })),

@@ -7,9 +7,12 @@ import type { Task } from '../task.js';
  * call_sid using it (null: free); claiming is a compare-and-set on `holder`, so two workers never hold the
  * same slot. A call holds its slot from `calling` until it ends.
  *
- * A call waiting for a slot re-tries when a call on this worker frees one, and every `POLL_MS` for slots
- * freed elsewhere. Waiters are not strictly first-come-first-served across workers; on one worker the
- * earliest waiter tries first.
+ * The calls waiting for a trunk's slots on one worker form its line there, ordered by when each call was
+ * placed: only the head of the line claims, one pass at a time, so a freed slot goes to the earliest waiter
+ * and to no later one while it still waits (waiters that each retried on their own timer handed it to
+ * whichever retried next). A pass runs when a waiter joins, when a call on this worker frees a slot of the
+ * trunk, and every `POLL_MS` for slots freed elsewhere. Each worker serves its own line in order; across
+ * workers the heads of their lines compete for a slot, and which one gets it is not ordered.
  */
 export interface TrunkSlot extends Doc {
   connector_id: string;
@@ -19,57 +22,163 @@ export interface TrunkSlot extends Doc {
 
 const POLL_MS = 250;
 
+/** A call waiting for a slot on this worker. */
+interface Waiter {
+  callSid: string;
+  /** When the call was placed: the line's order (calls placed in the same millisecond: the order they joined). */
+  queuedAt: number;
+  limit: () => Promise<number>;
+  resolve: (at: number) => void;
+  reject: (err: unknown) => void;
+}
+
+/** One trunk's waiters on this worker, and the pass serving them. */
+interface Line {
+  /** Earliest placed first. */
+  waiters: Waiter[];
+  /** Whether a pass runs: at most one per line, so two waiters never claim at once. */
+  serving: boolean;
+  /** Asked for again while a pass ran: the pass goes round once more before it ends. */
+  again: boolean;
+  /** The claim in flight and its call: a release of that call waits for it (`release`). */
+  claiming: { callSid: string; done: Promise<unknown> } | null;
+  poll: NodeJS.Timeout | null;
+}
+
 export class TrunkSlots {
   private readonly slots: Collection<TrunkSlot>;
-  /** Waiters on this worker by connector, oldest first. */
-  private readonly waiters = new Map<string, Array<() => void>>();
+  /** Lines of this worker by connector; a line with no waiter is dropped. */
+  private readonly lines = new Map<string, Line>();
 
   constructor(store: Store) {
     this.slots = store.collection<TrunkSlot>({ name: 'call_trunk_slots', indexes: [{ fields: ['connector_id', 'holder'] }] });
   }
 
-  /** Claims a slot for `callSid` once one is free; resolves with when. Idempotent: a held slot is kept. */
-  acquire(connectorId: string, callSid: string, limit: () => Promise<number>): Task<number> {
-    let cancelled = false;
-    let wake: (() => void) | null = null;
-    let timer: NodeJS.Timeout | null = null;
-    const done = (async () => {
-      for (;;) {
-        if (cancelled) throw new Error('cancelled');
-        if (await this.tryClaim(connectorId, callSid, await limit())) return Date.now();
-        await new Promise<void>((resolve) => {
-          wake = resolve;
-          const list = this.waiters.get(connectorId) ?? [];
-          list.push(resolve);
-          this.waiters.set(connectorId, list);
-          timer = setTimeout(resolve, POLL_MS);
-        });
-        this.forget(connectorId, wake!);
-        if (timer) clearTimeout(timer);
-      }
-    })();
+  /**
+   * Claims a slot for `callSid`, placed at `queuedAt`, once one is free and no call placed before it waits
+   * on this worker; resolves with when. Idempotent: a held slot is kept. Rejects when `limit` or the store
+   * fails (a deleted trunk).
+   */
+  acquire(connectorId: string, callSid: string, queuedAt: number, limit: () => Promise<number>): Task<number> {
+    let waiter!: Waiter;
+    const done = new Promise<number>((resolve, reject) => {
+      waiter = { callSid, queuedAt, limit, resolve, reject };
+    });
+    const line = this.lineOf(connectorId);
+    let i = line.waiters.length;
+    while (i > 0 && queuedAt < line.waiters[i - 1].queuedAt) i--;
+    line.waiters.splice(i, 0, waiter);
+    this.serve(connectorId, line);
+    // A call that holds a slot already (its claim landed as its actor stopped; it resumes here) need not wait
+    // for its turn: it has the slot, which the calls before it in the line could not get while it holds it.
+    void this.slots.findOne({ connector_id: connectorId, holder: callSid }).then(
+      (held) => {
+        if (held && this.leave(connectorId, line, waiter)) waiter.resolve(Date.now());
+      },
+      () => undefined,
+    );
     return {
       done,
       cancel: () => {
-        cancelled = true;
-        if (timer) clearTimeout(timer);
-        if (wake) {
-          this.forget(connectorId, wake);
-          wake();
-        }
+        if (this.leave(connectorId, line, waiter)) waiter.reject(new Error('cancelled'));
       },
     };
   }
 
-  /** Frees the slot `callSid` holds on this trunk, if any, and wakes this worker's first waiter. */
+  /** Frees the slot `callSid` holds on this trunk, if any, and serves this worker's line for the trunk. */
   async release(connectorId: string, callSid: string): Promise<void> {
+    // A claim for this call still in flight (it stopped waiting meanwhile: its queue timeout) lands first,
+    // so that the slot it may take is the one freed here rather than held for good.
+    const claiming = this.lines.get(connectorId)?.claiming;
+    if (claiming?.callSid === callSid) await claiming.done.catch(() => undefined);
     await this.slots.update({ connector_id: connectorId, holder: callSid }, { $set: { holder: null, since: null } });
-    this.waiters.get(connectorId)?.[0]?.();
+    const line = this.lines.get(connectorId);
+    if (line) this.serve(connectorId, line);
   }
 
   /** How many calls hold a slot of this trunk now. */
   inUse(connectorId: string): Promise<number> {
     return this.slots.count({ connector_id: connectorId, holder: { $ne: null } });
+  }
+
+  private lineOf(connectorId: string): Line {
+    let line = this.lines.get(connectorId);
+    if (!line) this.lines.set(connectorId, (line = { waiters: [], serving: false, again: false, claiming: null, poll: null }));
+    return line;
+  }
+
+  /** Takes `waiter` out of the line; false when it had left already. Drops a line left empty and idle. */
+  private leave(connectorId: string, line: Line, waiter: Waiter): boolean {
+    const i = line.waiters.indexOf(waiter);
+    if (i < 0) return false;
+    line.waiters.splice(i, 1);
+    if (!line.waiters.length && !line.serving) this.drop(connectorId, line);
+    return true;
+  }
+
+  private drop(connectorId: string, line: Line): void {
+    if (line.poll) clearTimeout(line.poll);
+    line.poll = null;
+    if (this.lines.get(connectorId) === line) this.lines.delete(connectorId);
+  }
+
+  /** Starts a pass over the line, or has the running one go round again (a slot freed or a waiter joined meanwhile). */
+  private serve(connectorId: string, line: Line): void {
+    if (line.serving) {
+      line.again = true;
+      return;
+    }
+    if (line.poll) clearTimeout(line.poll);
+    line.poll = null;
+    line.serving = true;
+    void this.pass(connectorId, line);
+  }
+
+  /**
+   * Claims slots for the head of the line, one waiter after the other, until one finds none free; then, while
+   * waiters are left, looks again after `POLL_MS` (slots freed on other workers are not announced here).
+   */
+  private async pass(connectorId: string, line: Line): Promise<void> {
+    try {
+      do {
+        line.again = false;
+        for (let head = line.waiters[0]; head; head = line.waiters[0]) {
+          const claim = this.claimFor(connectorId, line, head);
+          line.claiming = { callSid: head.callSid, done: claim };
+          let claimed: boolean | null;
+          try {
+            claimed = await claim;
+          } catch (err) {
+            if (this.leave(connectorId, line, head)) head.reject(err);
+            continue;
+          } finally {
+            line.claiming = null;
+          }
+          if (claimed === false) break;
+          if (claimed === null) continue;
+          // A waiter cancelled meanwhile keeps what it claimed: its next activation finds the slot its own, or
+          // its failure frees it (`release`).
+          if (this.leave(connectorId, line, head)) head.resolve(Date.now());
+        }
+      } while (line.again);
+    } finally {
+      // Synchronously after the last look at `again`: a waiter joining from here on starts a pass of its own.
+      line.serving = false;
+      if (!line.waiters.length) this.drop(connectorId, line);
+      else line.poll = setTimeout(() => this.serve(connectorId, line), POLL_MS);
+    }
+  }
+
+  /**
+   * Claims a slot for the head of the line: true when it has one, false when none is free, null when a call
+   * placed before it joined the line while the claim was in flight (a call resumed on this worker), which is
+   * then the head: the slot is given back for it.
+   */
+  private async claimFor(connectorId: string, line: Line, head: Waiter): Promise<boolean | null> {
+    if (!(await this.tryClaim(connectorId, head.callSid, await head.limit()))) return false;
+    if (line.waiters[0] === head || !line.waiters.includes(head)) return true;
+    await this.slots.update({ connector_id: connectorId, holder: head.callSid }, { $set: { holder: null, since: null } });
+    return null;
   }
 
   private async tryClaim(connectorId: string, callSid: string, limit: number): Promise<boolean> {
@@ -85,13 +194,5 @@ export class TrunkSlots {
       if (await this.slots.update({ id, holder: null }, { $set: { holder: callSid, since: Date.now() } })) return true;
     }
     return false;
-  }
-
-  private forget(connectorId: string, fn: () => void): void {
-    const list = this.waiters.get(connectorId);
-    if (!list) return;
-    const i = list.indexOf(fn);
-    if (i >= 0) list.splice(i, 1);
-    if (!list.length) this.waiters.delete(connectorId);
   }
 }
