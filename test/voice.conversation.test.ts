@@ -11,7 +11,7 @@ import { chatProject, type ChatProject } from './helpers/chat.js';
 import { conversationsClient, conversationsKey } from './helpers/conversations.js';
 import { eventually } from './helpers/eventually.js';
 import { finalOf, invite, udpPeer, until } from './helpers/raw-sip.js';
-import { bindNumber, callerMedia, voicePlatform, voiceTools, type VoicePlatform } from './helpers/voice.js';
+import { answeredCall, bindNumber, voicePlatform, voiceTools, type VoicePlatform } from './helpers/voice.js';
 
 const needsTools = () => (voiceTools() ? {} : { skip: 'sipp, espeak-ng or pocketsphinx is not installed' });
 t.setTimeout(240_000);
@@ -23,26 +23,8 @@ t.before(async () => {
 });
 t.teardown(() => v?.stop());
 
-/**
- * A call from the raw-SIP peer (its From user part `caller`) to `number`, answered and acknowledged, its audio
- * flowing; `hangUp` sends the BYE.
- */
-async function placeCall(t: Test, number: string) {
-  const caller = await callerMedia();
-  const peer = await udpPeer(v!.sip);
-  t.teardown(() => {
-    caller.close();
-    peer.socket.close();
-  });
-  const call = invite({ sipPort: v!.sip, number }, peer, { address: '127.0.0.2', port: caller.port });
-  peer.send(call.text);
-  const answer = await until(() => finalOf(peer.got, call.callId));
-  t.match(answer, /^SIP\/2\.0 200 /, 'the call is answered');
-  const toHeader = /^To: (.*)$/im.exec(answer)![1]!.trim();
-  peer.send(call.ack(toHeader));
-  await caller.connected();
-  return { caller, hangUp: () => peer.send(call.request('BYE', 2, toHeader)) };
-}
+/** A call to `number`, answered, its audio flowing. */
+const placeCall = (t: Test, number: string) => answeredCall(t, v!.sip, number);
 
 /** The VOICE-SIP conversation to `number`, once `test` holds for it. */
 async function callTo(project: ChatProject, number: string, test: (c: any) => boolean, what: string): Promise<any> {

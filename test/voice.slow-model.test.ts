@@ -11,8 +11,8 @@ import { chatProject } from './helpers/chat.js';
 import { conversationsClient, conversationsKey } from './helpers/conversations.js';
 import { eventually } from './helpers/eventually.js';
 import { startLlmStandin } from './helpers/llm-standin.js';
-import { finalOf, invite, udpPeer, until } from './helpers/raw-sip.js';
-import { bindNumber, callerMedia, voicePlatform, voiceTools, type VoicePlatform } from './helpers/voice.js';
+import { until } from './helpers/raw-sip.js';
+import { answeredCall, bindNumber, voicePlatform, voiceTools, type VoicePlatform } from './helpers/voice.js';
 
 const needsTools = () => (voiceTools() ? {} : { skip: 'sipp, espeak-ng or pocketsphinx is not installed' });
 t.setTimeout(240_000);
@@ -42,19 +42,7 @@ t.test('a slow model: the greeting and the answer to a keyed digit are waited fo
   const p = v!.p;
   const project = await chatProject(p, { name: 'Slow Voice Co' });
   await bindNumber(project.api, project.agentId, NUMBER, { host: '127.0.0.2', port: 5 });
-  const caller = await callerMedia();
-  const peer = await udpPeer(v!.sip);
-  t.teardown(() => {
-    caller.close();
-    peer.socket.close();
-  });
-  const call = invite({ sipPort: v!.sip, number: NUMBER }, peer, { address: '127.0.0.2', port: caller.port });
-  peer.send(call.text);
-  const answer = await until(() => finalOf(peer.got, call.callId));
-  t.match(answer, /^SIP\/2\.0 200 /, 'the call is answered');
-  const toHeader = /^To: (.*)$/im.exec(answer)![1]!.trim();
-  peer.send(call.ack(toHeader));
-  await caller.connected();
+  const { caller, peer, hangUp } = await answeredCall(t, v!.sip, NUMBER);
 
   const gaveUp = (line: RegExp) => line.test(p.stdout());
   const byeFromUs = () => peer.got.some((m) => /^BYE /.test(m));
@@ -73,7 +61,7 @@ t.test('a slow model: the greeting and the answer to a keyed digit are waited fo
   t.notOk(gaveUp(/call turn failed/), 'the turn was waited for', { platform: p.stdout().slice(-3000) });
   t.ok(caller.heard.voiced > before, 'its answer was spoken');
 
-  peer.send(call.request('BYE', 2, toHeader));
+  hangUp();
   const read = conversationsClient(p, project, await conversationsKey(p, project));
   const c = await eventually(async () => ((await read({ channel: 'VOICE-SIP' })).body.conversations ?? []).find((x: any) => x.to_number === NUMBER && x.in_progress === false), 60_000, 'the ended call');
   t.same(
@@ -88,21 +76,9 @@ t.test('a caller who hangs up while the slow model prepares the greeting: the co
   const project = await chatProject(p, { name: 'Slow Hangup Co' });
   const number = '+442079460191';
   await bindNumber(project.api, project.agentId, number, { host: '127.0.0.2', port: 5 });
-  const caller = await callerMedia();
-  const peer = await udpPeer(v!.sip);
-  t.teardown(() => {
-    caller.close();
-    peer.socket.close();
-  });
-  const call = invite({ sipPort: v!.sip, number }, peer, { address: '127.0.0.2', port: caller.port });
-  peer.send(call.text);
-  const answer = await until(() => finalOf(peer.got, call.callId));
-  t.match(answer, /^SIP\/2\.0 200 /, 'the call is answered');
-  const toHeader = /^To: (.*)$/im.exec(answer)![1]!.trim();
-  peer.send(call.ack(toHeader));
-  await caller.connected();
+  const { caller, peer, hangUp } = await answeredCall(t, v!.sip, number);
   // Gone before the model has greeted.
-  peer.send(call.request('BYE', 2, toHeader));
+  hangUp();
   await until(() => peer.got.find((m) => /^SIP\/2\.0 200 /.test(m) && /^CSeq: 2 BYE/im.test(m)));
   t.equal(caller.heard.voiced, 0, 'hung up before the greeting was spoken');
 

@@ -3,7 +3,7 @@ import type { Codec } from './rtp/codec.js';
 import type { RtpPorts } from './rtp/ports.js';
 import type { Pacer } from './rtp/pacer.js';
 import { RtpSession } from './rtp/session.js';
-import { answerDirection, readSdp, writeSdp, type MediaDescription, type MLines } from './sdp.js';
+import { answerDirection, readSdp, writeSdp, type LocalMedia, type MediaDescription, type MLines } from './sdp.js';
 import type { Dialog } from './dialog.js';
 import type dgram from 'node:dgram';
 
@@ -62,17 +62,24 @@ export function takeAnswer(leg: MediaLeg, answer: MediaDescription | null): { co
 export function answerOf(leg: MediaLeg, address: string, offer: MediaDescription, codec: Codec, dtmf: number | null): string {
   leg.mLines = { streams: offer.streams, index: offer.index };
   leg.dtmfNamed = dtmf ?? DEFAULT_DTMF_PT;
+  return legSdp(leg, address, codec, { direction: answerDirection(offer.direction), ...(offer.cryptoTag !== null ? { cryptoTag: offer.cryptoTag } : {}) });
+}
+
+/**
+ * An SDP of ours for `leg` as it runs: its port, `codec` with telephone-event under the payload type we named,
+ * its SRTP key, its o= line in the current version, the m-lines of its last exchange; `o`: what an answer adds.
+ */
+function legSdp(leg: MediaLeg, address: string, codec: Codec, o: Pick<LocalMedia, 'cryptoTag' | 'direction'> = {}): string {
   return writeSdp({
     address,
     port: leg.socket.address().port,
     codecs: [codec],
     dtmfPayloadType: leg.dtmfNamed,
     srtp: leg.localKey,
-    ...(offer.cryptoTag !== null ? { cryptoTag: offer.cryptoTag } : {}),
-    direction: answerDirection(offer.direction),
+    ...o,
     version: leg.version,
     sessionId: leg.sessionId,
-    mLines: leg.mLines,
+    ...(leg.mLines ? { mLines: leg.mLines } : {}),
   });
 }
 
@@ -121,16 +128,7 @@ export function reanswerOf(leg: MediaLeg, rtp: RtpSession, address: string, sdp:
  */
 export function reofferOf(leg: MediaLeg, address: string, codec: Codec): string {
   leg.version++;
-  return writeSdp({
-    address,
-    port: leg.socket.address().port,
-    codecs: [codec],
-    dtmfPayloadType: leg.dtmfNamed,
-    srtp: leg.localKey,
-    version: leg.version,
-    sessionId: leg.sessionId,
-    ...(leg.mLines ? { mLines: leg.mLines } : {}),
-  });
+  return legSdp(leg, address, codec);
 }
 
 /**

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import alawmulaw from 'alawmulaw';
 import { DIST, removeDir, startPlatform, type Platform } from './platform.js';
 import { toolAvailable } from './tools.js';
+import { finalOf, invite, udpPeer, until } from './raw-sip.js';
 
 /** Scenario templates of sipp (test/fixtures/sipp/*.xml, read from the source tree next to dist/). */
 export const SIPP_FIXTURES = join(DIST, '..', 'test', 'fixtures', 'sipp');
@@ -103,6 +104,28 @@ export const loud = (pcm: ArrayLike<number>) => {
   for (let i = 0; i < pcm.length; i++) sum += pcm[i] * pcm[i];
   return Math.sqrt(sum / pcm.length) > 300;
 };
+
+/**
+ * A call from a raw-SIP peer (its From user part `caller`) at 127.0.0.2 to `number` at the gateway's `sipPort`,
+ * answered and acknowledged, the caller's media (`callerMedia`) connected; both closed when `t` ends. `hangUp`
+ * sends the BYE (CSeq 2); `peer` has what the gateway sent.
+ */
+export async function answeredCall(t: { teardown(f: () => void): void; match(found: unknown, pattern: RegExp, message: string): void }, sipPort: number, number: string) {
+  const caller = await callerMedia();
+  const peer = await udpPeer(sipPort);
+  t.teardown(() => {
+    caller.close();
+    peer.socket.close();
+  });
+  const call = invite({ sipPort, number }, peer, { address: '127.0.0.2', port: caller.port });
+  peer.send(call.text);
+  const answer = await until(() => finalOf(peer.got, call.callId));
+  t.match(answer, /^SIP\/2\.0 200 /, 'the call is answered');
+  const toHeader = /^To: (.*)$/im.exec(answer)![1]!.trim();
+  peer.send(call.ack(toHeader));
+  await caller.connected();
+  return { caller, peer, hangUp: () => peer.send(call.request('BYE', 2, toHeader)) };
+}
 
 /**
  * The caller's end of the media, played by the test on the socket the SDP names, so that what the caller
