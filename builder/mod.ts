@@ -14,7 +14,7 @@ export { MAIN, type Caller } from './agents.js';
 export type { Attribute, Content, ProjectFunction, Topic, Variant, VoiceConfig } from './content.js';
 export type { AgentRecord, BranchRecord, DeploymentRecord, RealtimeConfigRecord } from './records.js';
 export type { DeploymentResult } from './deployments.js';
-export type { RealtimeConfigCache } from './realtime-configs.js';
+export { configPageChars, MAX_CONFIG_PAGE_CHARS, type RealtimeConfigCache } from './realtime-configs.js';
 
 export interface Builder {
   agents: Agents;

@@ -8,6 +8,17 @@ import type { AgentRecord, BuilderRecords, RealtimeConfigRecord } from './record
 const MAX_CAS_ATTEMPTS = 50;
 
 /**
+ * The most a config page's variables hold, as JSON characters: a patch's body is refused past it, and so is a
+ * patch whose result (the page merged with it) would be. Every turn reads the pages and every read of the
+ * page serializes it, so a page that patches could grow without end (each within the limit) made every one
+ * of them, and the edge thread they share with other accounts, as slow as the page was large.
+ */
+export const MAX_CONFIG_PAGE_CHARS = 256 * 1024;
+
+/** The size `MAX_CONFIG_PAGE_CHARS` bounds: the variables' JSON length. */
+export const configPageChars = (variables: Record<string, unknown>): number => JSON.stringify(variables).length;
+
+/**
  * RFC 7386 JSON merge patch: objects merge key by key, `null` removes a key, anything else replaces.
  * Returns a new object; `target` is not modified.
  */
@@ -61,6 +72,9 @@ export class RealtimeConfigs {
     for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
       const current = await this.r.realtimeConfigs.get(id);
       const next = mergePatch(current?.variables ?? {}, variables);
+      // A patch that leaves the page smaller is taken even past the limit (a page stored before it), so it can be cut down.
+      const chars = configPageChars(next);
+      if (chars > MAX_CONFIG_PAGE_CHARS && chars > configPageChars(current?.variables ?? {})) throw AGENTS.CONFIG_TOO_LARGE(chars);
       if (!current) {
         try {
           return await this.r.realtimeConfigs.insert({

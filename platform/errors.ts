@@ -130,6 +130,7 @@ export const AGENTS = catalog('AGENTS', {
   VARIANT_NOT_FOUND: [404, 'variant not found', 'variantId'],
   CONFIG_NOT_FOUND: [404, 'real-time config not found', 'config'],
   CONFIG_BUSY: [409, 'the config is being changed concurrently; try again'],
+  CONFIG_TOO_LARGE: [400, 'variables must be at most 256 KiB merged into the page: this patch would make it %s characters', 'variables', 'variables must be at most 256 KiB merged into the page'],
   PUBLISH_NOT_SANDBOX: [400, 'publish deploys to sandbox; promote a deployment to reach pre-release and live', 'environment'],
   DEPLOYMENT_NOT_FOUND: [404, 'deployment not found', 'deploymentId'],
   DEPLOYMENT_LIVE: [409, 'the deployment is already live; there is no environment to promote to', 'deploymentId', 'already in the last environment'],

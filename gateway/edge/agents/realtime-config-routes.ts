@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { AGENTS } from '../../../platform/errors.js';
 import { fieldErrorResponses, JsonObject, PathId } from '../schemas.js';
+import { configPageChars, MAX_CONFIG_PAGE_CHARS } from '../../../builder/mod.js';
 import { callerOf, type RouteGroup } from './context.js';
 import { RealtimeConfigView, realtimeConfigView } from './views.js';
 
@@ -13,9 +14,9 @@ export const realtimeConfigRoutes: RouteGroup = (app, { builder }) => {
   app.patch('/agents/:agentId/real-time-configs/:config/variables', {
     schema: {
       tags: ['agents'],
-      summary: 'Merge variables into a config page (JSON merge patch: null removes a key)',
+      summary: 'Merge variables into a config page (JSON merge patch: null removes a key; the page, merged, at most 256 KiB)',
       params: ConfigParams,
-      body: z.object({ variables: JsonObject.refine((v) => JSON.stringify(v).length <= 256 * 1024, 'variables must be at most 256 KiB') }),
+      body: z.object({ variables: JsonObject.refine((v) => configPageChars(v) <= MAX_CONFIG_PAGE_CHARS, 'variables must be at most 256 KiB') }),
       response: { 200: RealtimeConfigView, ...fieldErrorResponses },
     },
   }, async (req) => {
