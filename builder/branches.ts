@@ -16,6 +16,19 @@ const MAX_CAS_ATTEMPTS = 50;
  */
 export const MERGE_LOCK_STALE_MS = 60_000;
 
+/**
+ * The most bytes a branch's content holds (its JSON as stored: behavior, topics, functions, variants, voice).
+ * Every edit rewrites the whole branch, every read of it serializes it, a publish stores a copy as an artifact
+ * and a worker loads it on a version's first turn, all on threads other accounts share: unbounded, a branch of
+ * 400 topics of 100,000 characters (40 MB) took half a second an edit and seconds a read. 8 MiB holds a real
+ * knowledge base (some 80 topics at the 100,000-character limit, or 2,000 of 4 KB, with the behavior and
+ * functions beside them) and keeps each of those costs to a fraction of that.
+ */
+export const MAX_BRANCH_CONTENT_BYTES = 8 * 1024 * 1024;
+
+/** The size `MAX_BRANCH_CONTENT_BYTES` bounds. */
+const contentBytes = (content: Content): number => Buffer.byteLength(JSON.stringify(content));
+
 /** Branches of an agent and the content edits made on them. */
 export class Branches {
   constructor(private readonly r: BuilderRecords) {}
@@ -70,7 +83,8 @@ export class Branches {
   /**
    * Applies `change` to a branch's content as a compare-and-set on its revision, retrying when another
    * writer got in first, so concurrent edits never lose each other. A merged branch is read-only, and a branch a
-   * merge holds takes no edits until the merge lands or is refused.
+   * merge holds takes no edits until the merge lands or is refused. An edit that would take the content past
+   * MAX_BRANCH_CONTENT_BYTES is refused (BRANCH_TOO_LARGE) and writes nothing.
    */
   async edit<T>(agent: AgentRecord, ref: string, change: (content: Content) => T): Promise<{ branch: BranchRecord; result: T }> {
     for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
@@ -79,6 +93,10 @@ export class Branches {
       if (branch.status === 'merging') throw AGENTS.BRANCH_MERGING();
       const content = withDefaults(structuredClone(branch.content));
       const result = change(content);
+      // Every write that adds (an item, a longer text, a merge into main) is checked; one that leaves the branch no
+      // larger is taken even past the limit (content stored before it), so such a branch can be cut down.
+      const bytes = contentBytes(content);
+      if (bytes > MAX_BRANCH_CONTENT_BYTES && bytes > contentBytes(withDefaults(branch.content))) throw AGENTS.BRANCH_TOO_LARGE(bytes);
       // Open still: a merge takes the branch without a new revision, and an edit read before it must not land after.
       const updated = await this.r.branches.update(
         { id: branch.id, rev: branch.rev, status: 'open' },

@@ -121,6 +121,7 @@ export const AGENTS = catalog('AGENTS', {
   BRANCH_MERGED: [409, 'the branch is already merged', 'branchId', 'branch already merged'],
   MERGE_UNDER_WAY: [409, 'the branch is being merged; try again', 'branchId', 'a merge of this branch is under way'],
   BRANCH_DIVERGED: [409, 'the branch has diverged from main'],
+  BRANCH_TOO_LARGE: [400, 'a branch holds at most 8 MiB (8388608 bytes) of content: this change would make it %s bytes', 'branch', 'the branch would be larger than 8 MiB'],
   NAME_EXISTS: [409, '"%s" already exists on this branch', 'name', 'name already exists on this branch'],
   TOPIC_NOT_FOUND: [404, 'topic not found', 'topicId'],
   FUNCTION_NOT_FOUND: [404, 'function not found', 'name'],
