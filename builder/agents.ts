@@ -19,11 +19,22 @@ export { MAIN } from './main-branch.js';
 
 const newAgentId = (): string => newId('agent').replace('_', '-');
 
+/**
+ * The most agents an account holds by default (`AGENTS_MAX_PER_ACCOUNT`). The contract's agent list has no
+ * pagination, so every list answers them all, each with its branch count: unbounded, 6,427 agents made in 90 s
+ * made a list of 1.5 MB and 0.8 s on the edge thread other accounts share. A thousand is far more than one
+ * workspace's projects, and keeps a list a tenth of that.
+ */
+export const MAX_AGENTS_PER_ACCOUNT = 1000;
+
 /** Agents of an account, and the access rule every agent-scoped operation starts with. */
 export class Agents {
   private readonly names: NameClaims;
 
-  constructor(private readonly r: BuilderRecords) {
+  constructor(
+    private readonly r: BuilderRecords,
+    private readonly maxPerAccount = MAX_AGENTS_PER_ACCOUNT,
+  ) {
     this.names = new NameClaims(r);
   }
 
@@ -40,10 +51,14 @@ export class Agents {
    * (`mainBranch`). No agent is ever stored and removed again, save after a create that stalled a minute
    * between its claims and its insert (`NameClaims.lost`). A create that ends without its agent stored (an
    * error, a 409) releases the claims it wrote, as does one for a slug it gave up (`NameClaims.release`).
+   *
+   * An account holding `maxPerAccount` agents creates no more (AGENT_LIMIT). The count is read before the
+   * create, so creates running at the same moment may each pass it: the bound is exceeded by at most those.
    */
   async create(caller: Caller, input: { name: string; description: string; agentId?: string }): Promise<{ agent: AgentRecord; main: BranchRecord }> {
     if (caller.projectId) throw AGENTS.AGENT_CREATE_BOUND();
     const account = caller.accountId;
+    if ((await this.r.agents.count({ account_id: account })) >= this.maxPerAccount) throw AGENTS.AGENT_LIMIT(this.maxPerAccount);
     const chosen = input.agentId;
     let id = chosen ?? newAgentId();
     if (chosen) {

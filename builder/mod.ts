@@ -3,14 +3,14 @@
  * deployments through environments, and real-time config pages. Store-backed services; no HTTP here.
  */
 import type { Store } from '../store/mod.js';
-import { Agents, MAIN } from './agents.js';
+import { Agents, MAIN, MAX_AGENTS_PER_ACCOUNT } from './agents.js';
 import { Branches } from './branches.js';
 import { Deployments } from './deployments.js';
 import { RealtimeConfigs, type RealtimeConfigCache } from './realtime-configs.js';
 import { builderRecords } from './records.js';
 import { telephony, type Telephony } from './telephony.js';
 
-export { MAIN, type Caller } from './agents.js';
+export { MAIN, MAX_AGENTS_PER_ACCOUNT, type Caller } from './agents.js';
 export type { Attribute, Content, ProjectFunction, Topic, Variant, VoiceConfig } from './content.js';
 export type { AgentRecord, BranchRecord, DeploymentRecord, RealtimeConfigRecord } from './records.js';
 export type { DeploymentResult } from './deployments.js';
@@ -25,12 +25,21 @@ export interface Builder {
   telephony: Telephony;
 }
 
-/** `cache`: where this process keeps real-time config pages (none: every read goes to the store). */
-export function createBuilder(store: Store, cache?: RealtimeConfigCache): Builder {
+/** The builder's settings (`AGENTS_MAX_PER_ACCOUNT`). */
+export interface BuilderOptions {
+  /** The most agents an account holds (default `MAX_AGENTS_PER_ACCOUNT`). */
+  maxAgentsPerAccount?: number;
+}
+
+/**
+ * `cache`: where this process keeps real-time config pages (none: every read goes to the store); `options`: its
+ * bounds.
+ */
+export function createBuilder(store: Store, cache?: RealtimeConfigCache, options: BuilderOptions = {}): Builder {
   const records = builderRecords(store);
   const branches = new Branches(records);
   return {
-    agents: new Agents(records),
+    agents: new Agents(records, options.maxAgentsPerAccount ?? MAX_AGENTS_PER_ACCOUNT),
     branches,
     deployments: new Deployments(records, (agent) => branches.get(agent, MAIN)),
     realtimeConfigs: new RealtimeConfigs(records, cache),

@@ -3,6 +3,7 @@ import { MAX_STACK_KB, WALL_FACTOR, type FunctionSandboxOptions } from '../actor
 import { NatsUrlError, parseNatsUrl } from '../actors/mod.js';
 import { DEFAULT_LLM_MODEL, longestReplyMs, type LlmSettings } from '../actors/responder/mod.js';
 import type { TurnTakingOptions } from '../gateway/media/turn-taking.js';
+import { MAX_AGENTS_PER_ACCOUNT, type BuilderOptions } from '../builder/mod.js';
 import { CONVERSATION_MAX_TRANSCRIPT_BYTES } from '../machines/conversation.js';
 
 /** The regions a deployment can serve (operator.md). */
@@ -127,6 +128,7 @@ const EnvSchema = z.object({
   EDGE_KEEP_ALIVE_TIMEOUT_MS: integer(100, 3_600_000).default(72_000),
   EDGE_MAX_CONNECTIONS: integer(1, 1_000_000).default(4096),
   SLOT_CACHE_MB: integer(0, 65_536).default(128),
+  AGENTS_MAX_PER_ACCOUNT: integer(1, 1_000_000).default(MAX_AGENTS_PER_ACCOUNT),
   TENANCY_CACHE_TTL_MS: integer(0, 600_000).default(10_000),
   TENANCY_CACHE_ENTRIES: integer(1, 10_000_000).default(10_000),
   MESSAGING_SECRET: z.string().min(32, 'MESSAGING_SECRET must be at least 32 characters').optional(),
@@ -307,6 +309,8 @@ export interface Config {
    * many entries each of its caches holds.
    */
   tenancyCache: { ttlMs: number; maxEntries: number };
+  /** The Agents API's bounds (`builder/`): the most agents an account holds (`AGENTS_MAX_PER_ACCOUNT`). */
+  builder: BuilderOptions;
   /** Messaging API settings (the socket gateway and the session actor). */
   messaging: MessagingConfig;
   /** The Fastify edge's limits against floods and slow clients. */
@@ -474,6 +478,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       isolation: e.FUNCTION_ISOLATION,
     },
     tenancyCache: { ttlMs: e.TENANCY_CACHE_TTL_MS, maxEntries: e.TENANCY_CACHE_ENTRIES },
+    builder: { maxAgentsPerAccount: e.AGENTS_MAX_PER_ACCOUNT },
     messaging: {
       sessionIdleMs: e.SESSION_IDLE_MS,
       tokenTtlS: e.MESSAGING_TOKEN_TTL_S,

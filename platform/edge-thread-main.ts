@@ -23,7 +23,7 @@ async function main(data: EdgeThreadData): Promise<void> {
   const telemetry = await startTelemetry({ attributes: { 'switchboard.roles': 'edge' } });
   const log = createLogger({ level: config.logLevel, format: config.logFormat, isTTY: data.isTTY, base: { role: 'edge' } });
   const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl });
-  const services = createServices(store, config.tenancyCache);
+  const services = createServices(store, config.tenancyCache, config.builder);
   services.blobs = await openBlobStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl });
   // The main thread opened it first (and created its key when there was none).
   const webhookSecrets = await SecretBox.open(config.dataDir, config.webhooks.secretsKey);

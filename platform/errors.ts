@@ -112,6 +112,7 @@ export const AGENTS = catalog('AGENTS', {
   AGENT_OTHER_ACCOUNT: [403, 'this key has no access to that agent'],
   AGENT_OTHER_PROJECT: [403, 'this key is bound to another agent'],
   AGENT_CREATE_BOUND: [403, 'a key bound to one agent cannot create agents'],
+  AGENT_LIMIT: [409, 'an account may have at most %s agents', 'agents', 'agent limit reached'],
   BRANCH_EXISTS: [409, 'a branch with that name exists', 'name'],
   BRANCH_NOT_FOUND: [404, 'branch not found', 'branch'],
   BRANCH_READ_ONLY: [409, 'the branch is merged and read-only', 'branch', 'branch already merged'],

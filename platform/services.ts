@@ -1,6 +1,6 @@
 import type { Store } from '../store/mod.js';
 import type { BlobStore } from '../store/blobs/mod.js';
-import { type Builder, createBuilder } from '../builder/mod.js';
+import { type Builder, type BuilderOptions, createBuilder } from '../builder/mod.js';
 import { Accounts } from '../tenancy/accounts.js';
 import { TenancyCache, type TenancyCacheOptions } from '../tenancy/cache.js';
 import { Connectors } from '../tenancy/connectors.js';
@@ -21,8 +21,8 @@ export interface Services {
   blobs?: BlobStore;
 }
 
-/** Without options (tools, tests) the caches are off: every read goes to the store. */
-export function createServices(store: Store, cache: TenancyCacheOptions = { ttlMs: 0, maxEntries: 0 }): Services {
+/** Without options (tools, tests) the caches are off: every read goes to the store, and the builder has its default bounds. */
+export function createServices(store: Store, cache: TenancyCacheOptions = { ttlMs: 0, maxEntries: 0 }, builder?: BuilderOptions): Services {
   const tenancy = new TenancyCache(cache);
   return {
     store,
@@ -30,7 +30,7 @@ export function createServices(store: Store, cache: TenancyCacheOptions = { ttlM
     keys: new ApiKeys(store, tenancy.keys),
     connectors: new Connectors(store, tenancy.connectors),
     settings: new Settings(store, tenancy.settings),
-    builder: createBuilder(store, { pages: tenancy.realtimeConfigs, invalidate: (id) => tenancy.invalidate({ kind: 'realtime', id }) }),
+    builder: createBuilder(store, { pages: tenancy.realtimeConfigs, invalidate: (id) => tenancy.invalidate({ kind: 'realtime', id }) }, builder),
     tenancy,
   };
 }

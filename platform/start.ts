@@ -132,7 +132,7 @@ export async function start(startSignals: StartSignals): Promise<void> {
   // workers read agents' real-time config pages through it on every turn.
   const servesRequests = roles.has('edge') || roles.has('socket');
   const cached = servesRequests || roles.has('worker');
-  const services = createServices(store, cached ? config.tenancyCache : undefined);
+  const services = createServices(store, cached ? config.tenancyCache : undefined, config.builder);
   services.blobs = opened.blobs = await orStop(startSignals.until(openBlobStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl })), 'opening the blob store');
   const tokenHash = await operatorTokenHash(config.dataDir, config.operatorToken, (line) => process.stdout.write(`${line}\n`));
   await goOn();

@@ -5,7 +5,8 @@ import { tenant } from './helpers/tenants.js';
 
 // What an account stores through the Agents API is bounded where each write could otherwise grow it without end:
 // a real-time config page (each patch merges into it), a branch's content (each topic adds to it). Past the
-// bound, every read and write of the thing, on threads other accounts share, grew as slow as it was large.
+// bound, every read and write of the thing, on threads other accounts share, grew as slow as it was large. So
+// did an account's agents, which the unpaginated list answers all of.
 
 let p: Platform;
 let api: ReturnType<typeof client>;
@@ -103,4 +104,17 @@ t.test('branches: a merge that would take main past the bound is refused, main u
   t.same(merge.body.errors, [{ field: 'branch', message: 'the branch would be larger than 8 MiB' }]);
   t.equal((await api('GET', `${branches}/main/knowledge-base/topics`)).body.topics.length, 45, 'main holds none of the branch');
   t.equal((await api('GET', `${branches}/feat`)).body.status, 'open', 'the branch is open again');
+});
+
+t.test('agents: an account at its agent limit (AGENTS_MAX_PER_ACCOUNT) creates no more; another account is not held by it', async (t) => {
+  const small = await platformFor(t, { env: { AGENTS_MAX_PER_ACCOUNT: '3' } });
+  const a = client(small.edge, { 'x-api-key': (await tenant(small, 'Acme')).key });
+  const b = client(small.edge, { 'x-api-key': (await tenant(small, 'Globex')).key });
+  for (const name of ['one', 'two', 'three']) t.equal((await a('POST', '/v1/agents', { name })).status, 201, name);
+  const refused = await a('POST', '/v1/agents', { name: 'four' });
+  t.equal(refused.status, 409, refused.text);
+  t.same(refused.body, { message: 'an account may have at most 3 agents', errors: [{ field: 'agents', message: 'agent limit reached' }] });
+  t.equal((await a('POST', '/v1/agents', { name: 'chosen', agentId: `chosen-${Date.now()}` })).status, 409, 'a chosen agentId too');
+  t.same((await a('GET', '/v1/agents')).body.agents.map((x: any) => x.name), ['one', 'two', 'three'], 'none was stored');
+  t.equal((await b('POST', '/v1/agents', { name: 'theirs' })).status, 201, 'the limit is per account');
 });
