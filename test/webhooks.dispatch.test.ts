@@ -15,7 +15,7 @@ import {
   deliveryId, deliveryKind, dispatchWebhookEvent, newSigningSecret, SecretBox, webhookDeliveries, webhookEndpoints, type WebhookEndpointRecord,
 } from '../actors/delivery/mod.js';
 import { attemptEffect } from '../actors/delivery/attempt.js';
-import { guardedLookup, PrivateDestinationError } from '../actors/delivery/destination.js';
+import { deliveryLookups, guardedLookup, PrivateDestinationError } from '../actors/delivery/destination.js';
 import { openStore, type Store } from '../store/mod.js';
 import { removeDir } from './helpers/platform.js';
 import { startReceiver, type Receiver } from './helpers/webhooks.js';
@@ -199,7 +199,7 @@ t.test('dispatch: an endpoint another thread enabled a moment before, in the sam
 
 t.test('the connect-time lookup refuses a name with any blocked answer and hands over only what it checked', async (t) => {
   const lookup = (allow: boolean, host: string, options: { family?: number; all?: boolean }) =>
-    new Promise<{ err: Error | null; address: unknown; family?: number }>((resolve) => guardedLookup(allow)(host, options, (err, address, family) => resolve({ err, address, family })));
+    new Promise<{ err: Error | null; address: unknown; family?: number }>((resolve) => guardedLookup(allow, (name) => deliveryLookups.lookup(name, 'acct'))(host, options, (err, address, family) => resolve({ err, address, family })));
   const refused = await lookup(false, 'localhost', {});
   t.ok(refused.err instanceof PrivateDestinationError, 'localhost refused');
   const refusedAll = await lookup(false, 'localhost', { all: true });

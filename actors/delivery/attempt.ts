@@ -5,8 +5,9 @@ import type { Store } from '../../store/mod.js';
 import type { AttemptInput, AttemptResult } from '../../machines/delivery.js';
 import type { Task } from '../task.js';
 import { isBlockedAddress } from './address.js';
-import { guardedLookup, hostOf, parseWebhookUrl, PrivateDestinationError } from './destination.js';
+import { deliveryLookups, guardedLookup, hostOf, parseWebhookUrl, PrivateDestinationError } from './destination.js';
 import { webhookEndpoints } from './endpoints.js';
+import type { BoundedLookups } from './lookup.js';
 import type { SecretBox } from './secret-box.js';
 import { signatureHeaders } from './signature.js';
 
@@ -19,6 +20,8 @@ export interface AttemptDeps {
   /** Told about every attempt made (the Prometheus counter). */
   onAttempt?: (result: AttemptResult) => void;
   now?: () => number;
+  /** The name lookups (default: the thread's `deliveryLookups`, bounded per account and cached). */
+  lookups?: BoundedLookups;
 }
 
 /** The response bytes read (and dropped) before the connection is closed: receivers answer briefly. */
@@ -38,6 +41,7 @@ const httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 64 });
 export function attemptEffect(deps: AttemptDeps): (input: AttemptInput) => Task<AttemptResult> {
   const now = deps.now ?? Date.now;
   const endpoints = webhookEndpoints(deps.store);
+  const lookups = deps.lookups ?? deliveryLookups;
   return (input) => {
     const controller = new AbortController();
     const done = (async (): Promise<AttemptResult> => {
@@ -68,7 +72,9 @@ export function attemptEffect(deps: AttemptDeps): (input: AttemptInput) => Task<
         ...signatureHeaders(secret, input.eventId, Math.floor(now() / 1000), input.body),
       };
       try {
-        const res = await post(url, headers, input.body, endpoint.timeout_ms, deps.allowPrivate, controller.signal);
+        // The account's lookups: its dead names hold its own lookup slot, never another account's.
+        const lookup = guardedLookup(deps.allowPrivate, (name) => lookups.lookup(name, input.accountId));
+        const res = await post(url, headers, input.body, endpoint.timeout_ms, lookup, controller.signal);
         return result({ status: res.status, retryAfterMs: res.retryAfterMs });
       } catch (err) {
         if (err instanceof PrivateDestinationError) return result({ error: 'private_address' });
@@ -85,14 +91,14 @@ export function attemptEffect(deps: AttemptDeps): (input: AttemptInput) => Task<
  * that has arrived stands when the body is still arriving at the timeout: the receiver has answered (a 2xx has
  * taken the event), and its body is read only to be dropped.
  */
-function post(url: URL, headers: Record<string, string>, body: string, timeoutMs: number, allowPrivate: boolean, signal: AbortSignal): Promise<{ status: number; retryAfterMs: number | null }> {
+function post(url: URL, headers: Record<string, string>, body: string, timeoutMs: number, lookup: ReturnType<typeof guardedLookup>, signal: AbortSignal): Promise<{ status: number; retryAfterMs: number | null }> {
   return new Promise((resolve, reject) => {
     const https = url.protocol === 'https:';
     const req = (https ? httpsRequest : httpRequest)(url, {
       method: 'POST',
       headers,
       agent: https ? httpsAgent : httpAgent,
-      lookup: guardedLookup(allowPrivate) as never,
+      lookup: lookup as never,
       signal,
     });
     let answer: IncomingMessage | null = null;

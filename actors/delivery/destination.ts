@@ -1,6 +1,7 @@
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import type { LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
 import { isBlockedAddress } from './address.js';
+import { BoundedLookups, DELIVERY_LOOKUP_LIMITS } from './lookup.js';
 
 /** Why a webhook URL was refused. */
 export type DestinationProblem = 'invalid' | 'scheme' | 'credentials' | 'private' | 'unresolvable';
@@ -43,6 +44,15 @@ export function hostOf(url: URL): string {
 /** How long a check waits for DNS before it judges the name as one that does not resolve now. */
 const CHECK_LOOKUP_MS = 2000;
 
+/**
+ * The URL checks' lookups: one in flight for the whole thread (with the deliveries' two, 3 of libuv's 4 pool
+ * threads at most; see lookup.ts), cached as deliveries' are.
+ */
+const checkLookups = new BoundedLookups({ ...DELIVERY_LOOKUP_LIMITS, maxInFlight: 1, waitMs: CHECK_LOOKUP_MS });
+
+/** The deliveries' lookups of this thread: 2 in flight in all, 1 per account (lookup.ts). */
+export const deliveryLookups = new BoundedLookups(DELIVERY_LOOKUP_LIMITS);
+
 /** Names that never resolve (RFC 6761 `.invalid`) and names that always mean this host (`localhost`). */
 const NEVER_RESOLVES = /(?:^|\.)invalid\.?$/i;
 const LOCALHOST = /(?:^|\.)localhost\.?$/i;
@@ -67,14 +77,7 @@ export async function checkDestination(raw: string, allowPrivate: boolean): Prom
   if (LOCALHOST.test(host)) return allowPrivate ? null : 'private';
   let addresses: LookupAddress[];
   try {
-    addresses = await new Promise<LookupAddress[]>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('lookup timed out')), CHECK_LOOKUP_MS);
-      dnsLookup(host, { all: true }, (err, a) => {
-        clearTimeout(timer);
-        if (err) reject(err);
-        else resolve(a);
-      });
-    });
+    addresses = await checkLookups.lookup(host, '');
   } catch {
     return null;
   }
@@ -85,15 +88,14 @@ export async function checkDestination(raw: string, allowPrivate: boolean): Prom
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
 /**
- * A `lookup` for `http.request` that resolves the name, refuses the connection when any answer is a blocked
+ * A `lookup` for `http.request` that resolves the name with `resolve` (bounded and cached: lookup.ts), refuses the connection when any answer is a blocked
  * address (unless `allowPrivate`), and hands the socket exactly the addresses it checked: the connection
  * goes where the check looked, so a DNS answer that changes between check and connect (rebinding) cannot
  * reach a private address.
  */
-export function guardedLookup(allowPrivate: boolean) {
+export function guardedLookup(allowPrivate: boolean, resolve: (hostname: string) => Promise<LookupAddress[]>) {
   return (hostname: string, options: { family?: number | string; all?: boolean }, callback: LookupCallback): void => {
-    dnsLookup(hostname, { all: true }, (err, addresses) => {
-      if (err) return callback(err, '');
+    resolve(hostname).then((addresses) => {
       const family = options.family === 'IPv4' ? 4 : options.family === 'IPv6' ? 6 : Number(options.family) || 0;
       const usable = addresses.filter((a) => family === 0 || a.family === family);
       const blocked = addresses.find((a) => isBlockedAddress(a.address));
@@ -101,6 +103,6 @@ export function guardedLookup(allowPrivate: boolean) {
       if (usable.length === 0) return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), '');
       if (options.all) return callback(null, usable);
       callback(null, usable[0].address, usable[0].family);
-    });
+    }, (err: NodeJS.ErrnoException) => callback(err, ''));
   };
 }
