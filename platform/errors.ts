@@ -284,6 +284,7 @@ export const WEBHOOKS = catalog('WEBHOOKS', {
   URL_PRIVATE: [400, 'url resolves to a loopback or private address', 'url'],
   DELIVERY_NOT_FOUND: [404, 'delivery not found', 'delivery_id'],
   DELIVERY_TIMEOUT: [503, 'the delivery did not answer in time; retry'],
+  TEST_RATE_LIMITED: [429, 'too many test events for this endpoint; retry after the Retry-After header'],
   CURSOR_MALFORMED: [400, 'malformed cursor', 'cursor'],
   KEY_PROJECT_BOUND: [401, 'invalid API key for webhook endpoints: this key is bound to project %s, and webhook endpoints serve every project of the account; use an Alerts key issued without project_id'],
 });

@@ -4,7 +4,7 @@
  * other account's deliveries that needed a lookup waited behind them). Against a started platform: the only
  * stand-in is the resolver for names under `.stalled.test` (helpers/stalled-dns.ts: each such lookup holds a
  * pool thread, as a getaddrinfo waiting on a silent resolver does, until the test ends); B's receiver is
- * reached by the name `localhost`, through the real resolver.
+ * reached by the name `localhost`, through the real resolver. And the test route's per-endpoint limit.
  */
 import t from 'tap';
 import { execFileSync } from 'node:child_process';
@@ -75,4 +75,23 @@ t.test("an account's test events to names that never resolve do not hold up anot
     t.equal(log.status, 200);
     t.ok(log.body.data.length > 0 && log.body.data.every((d: { status: string }) => d.status !== 'succeeded'), "A's deliveries are not delivered");
   }
+});
+
+t.test('test events past the endpoint\'s bucket are 429 with Retry-After in the family\'s shape', async (t) => {
+  const c = await alertsTenant(p, 'Looper');
+  const e = await c.api('POST', BASE, { name: 'hook', url: receiver.url, event_types: ['alerts.triggered'] });
+  t.equal(e.status, 201);
+  // Twenty at once against a burst of 5: most are refused whatever the machine's speed.
+  const sent = await Promise.all(Array.from({ length: 20 }, () => c.api('POST', `${BASE}/${e.body.id}/test`)));
+  const refused = sent.filter((r) => r.status === 429);
+  t.ok(sent.some((r) => r.status === 202), 'the burst is taken');
+  t.ok(refused.length > 0, 'past it, refused');
+  for (const r of refused) {
+    t.equal(r.body.message, 'too many test events for this endpoint; retry after the Retry-After header');
+    t.ok(Array.isArray(r.body.errors), '{message, errors}');
+    t.ok(Number(r.headers.get('retry-after')) >= 1, 'Retry-After in seconds');
+  }
+  // Another endpoint's bucket is its own.
+  const other = await c.api('POST', BASE, { name: 'other', url: receiver.url, event_types: ['alerts.triggered'] });
+  t.equal((await c.api('POST', `${BASE}/${other.body.id}/test`)).status, 202);
 });

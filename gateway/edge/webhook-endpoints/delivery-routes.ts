@@ -2,7 +2,8 @@ import { hash, randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { DELIVERY_ID, DELIVERY_KIND, dispatchToEndpoint, webhookDeliveries, type DeliveryRecord } from '../../../actors/delivery/mod.js';
 import { ActorAskError } from '../../../actors/mod.js';
-import { WEBHOOKS } from '../../../platform/errors.js';
+import { RateLimitedError, WEBHOOKS } from '../../../platform/errors.js';
+import { RateLimiter } from '../../../platform/rate-limit.js';
 import { StoreCursorError } from '../../../store/mod.js';
 import { alertsErrorResponses, FieldErrorBody } from '../schemas.js';
 import type { RouteGroup, WebhooksContext } from './context.js';
@@ -26,8 +27,17 @@ async function ask(ctx: WebhooksContext, id: string, event: { type: string } & R
  * The delivery log (`GET .../{id}/deliveries`, `GET .../{id}/deliveries/{delivery_id}`), redelivery
  * (`POST .../{id}/deliveries/{delivery_id}/redeliver`) and the test event (`POST .../{id}/test`).
  */
+/**
+ * Test events per endpoint: a burst of 5, then 1 a second. Each test event is a delivery retried for hours, so
+ * a client looping on the route (the audit: 140 a second) piles up thousands of deliveries; the bucket cuts
+ * that off while leaving a person's clicks alone. Per edge process, as every RateLimiter.
+ */
+const TEST_EVENTS_PER_SECOND = 1;
+const TEST_EVENTS_BURST = 5;
+
 export const deliveryRoutes: RouteGroup = (app, ctx) => {
   const log = webhookDeliveries(ctx.store);
+  const testEvents = new RateLimiter(TEST_EVENTS_PER_SECOND, TEST_EVENTS_BURST);
   const tags = ['webhooks'];
 
   const deliveryOf = async (accountId: string, endpointId: string, id: string): Promise<DeliveryRecord> => {
@@ -100,12 +110,14 @@ export const deliveryRoutes: RouteGroup = (app, ctx) => {
       tags,
       summary: 'Send a `webhook.test` event to this endpoint (whatever it subscribes to)',
       params: EndpointParams,
-      response: { 202: DeliveryView, ...alertsErrorResponses, 503: FieldErrorBody },
+      response: { 202: DeliveryView, ...alertsErrorResponses, 429: FieldErrorBody, 503: FieldErrorBody },
     },
   }, async (req, reply) => {
     const accountId = req.apiKey!.account_id;
     const endpoint = await endpointOf(ctx, accountId, req.params.id);
     if (!endpoint.enabled) throw WEBHOOKS.ENDPOINT_DISABLED();
+    const wait = testEvents.take(endpoint.id);
+    if (wait) throw new RateLimitedError(WEBHOOKS.TEST_RATE_LIMITED, wait);
     const eventId = `evt_test_${randomUUID().replace(/-/g, '')}`;
     const createdAt = new Date().toISOString();
     let started;
