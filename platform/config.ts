@@ -118,6 +118,8 @@ const EnvSchema = z.object({
   MESSAGING_ADDRESS_RATE: integer(1, 10_000_000).default(6000),
   SOCKET_IDLE_TIMEOUT_S: integer(8, 960).default(120),
   SOCKET_BODY_TIMEOUT_MS: integer(100, 600_000).default(10_000),
+  SOCKET_MAX_CONNECTIONS: integer(1, 1_000_000).default(2048),
+  SOCKET_MAX_CONNECTIONS_PER_ACCOUNT: integer(1, 1_000_000).default(512),
   CHAT_RATE_PER_KEY: decimal(0.001, 1_000_000).default(2000),
   CHAT_BURST_PER_KEY: integer(1, 10_000_000).default(4000),
   CHAT_RATE_PER_PROJECT: decimal(0.001, 1_000_000).default(5000),
@@ -410,6 +412,10 @@ export interface MessagingConfig {
   idleTimeoutS: number;
   /** An HTTP body not received whole within this is answered 408 and its connection closed. */
   bodyTimeoutMs: number;
+  /** WebSockets open (or being upgraded) on this gateway process at once; the next upgrade is 429. */
+  maxSockets: number;
+  /** The same per account (the owner of the session), so that one account cannot take them all. */
+  maxSocketsPerAccount: number;
   /** JWT signing secret; unset: a random one kept in the store, shared by every process of a deployment. */
   secret: string | undefined;
 }
@@ -492,6 +498,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       addressRatePerMinute: e.MESSAGING_ADDRESS_RATE,
       idleTimeoutS: e.SOCKET_IDLE_TIMEOUT_S,
       bodyTimeoutMs: e.SOCKET_BODY_TIMEOUT_MS,
+      maxSockets: e.SOCKET_MAX_CONNECTIONS,
+      maxSocketsPerAccount: e.SOCKET_MAX_CONNECTIONS_PER_ACCOUNT,
     },
     edge: {
       chatPerKey: { rate: e.CHAT_RATE_PER_KEY, burst: e.CHAT_BURST_PER_KEY },

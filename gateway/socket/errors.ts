@@ -32,6 +32,9 @@ export const HTTP_ERRORS = {
   sessionNotFound: e(404, 'SESSION_NOT_FOUND', 'session not found'),
   authenticationFailed: e(401, 'AUTHENTICATION_FAILED', 'authentication failed'),
   connectionLimit: e(429, 'CONNECTION_LIMIT_EXCEEDED', 'connection limit exceeded for session'),
+  // Caps of this gateway process (`connection-caps.ts`), past the per-session limit of 7.4: a 429 as it is.
+  accountConnectionLimit: e(429, 'ACCOUNT_CONNECTION_LIMIT_EXCEEDED', 'connection limit exceeded for account'),
+  gatewayConnectionLimit: e(429, 'GATEWAY_CONNECTION_LIMIT_EXCEEDED', 'connection limit exceeded for gateway'),
   invalidConnectionParameters: e(400, 'INVALID_CONNECTION_PARAMETERS', 'invalid connection parameters'),
   // A GET of the socket path without a WebSocket upgrade, whose handshake checks passed (contract 7.4 lists no 426).
   upgradeRequired: e(400, 'UPGRADE_REQUIRED', 'a WebSocket upgrade is required'),

@@ -23,6 +23,7 @@ import { parseJson, write } from './http.js';
 import { socketCloses } from '../../platform/metrics.js';
 import { RateLimiter } from '../../platform/rate-limit.js';
 import type { AccessClaims } from './tokens.js';
+import { ConnectionCaps } from './connection-caps.js';
 
 /** What a socket carries from its handshake. */
 interface SocketData {
@@ -46,6 +47,8 @@ interface SocketData {
    * soon after is counted apart (`socketCloses`).
    */
   openedAt: number;
+  /** The account whose place in the gateway's caps (`ConnectionCaps`) the socket holds, given back on close. */
+  account: string;
 }
 
 /** How soon after its open a close counts as early. */
@@ -126,12 +129,14 @@ export function parseClientEvent(text: string): { event: Omit<Extract<SessionEve
  * Connection counting across gateways: each socket registers with its session actor (CONNECT, refused past
  * the limit) and deregisters on close (DISCONNECT). A gateway that dies says nothing; its connections stop
  * counting once its heartbeat is older than the TTL (`gateways.ts`): CONNECT carries the live gateways.
+ * Apart from that, this process caps its own sockets, in all and per account (`connection-caps.ts`).
  */
 export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gateways: GatewayDirectory }) {
   /** This gateway's sockets per session, and its subscription to each session's topic. */
   const sockets = new Map<string, Set<Socket>>();
   const subscriptions = new Map<string, Subscription>();
   const wsLimiter = new RateLimiter(ctx.config.wsRatePerSecond, ctx.config.wsRatePerSecond * 2);
+  const caps = new ConnectionCaps(ctx.config.maxSockets, ctx.config.maxSocketsPerAccount);
   const transport = ctx.runtime.transport;
 
   const ask = (sessionId: string, event: SessionEvent, retried?: () => void) =>
@@ -417,24 +422,40 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
     const protocol = req.getHeader('sec-websocket-protocol');
     const extensions = req.getHeader('sec-websocket-extensions');
     afterChecks(res, req, 'handshake failed', false, async ({ sessionId, claims, cursor }, isAborted) => {
-      const connectionId = randomUUID();
-      let reply: SessionReply;
+      // The session's owner, as the handshake checked it against the token: its place in this process's caps
+      // is taken before the session is asked (no socket is accepted past them), and kept by the socket.
+      const account = claims.account_id;
+      const full = caps.take(account);
+      if (full) {
+        ctx.logger.warn({ account, session: sessionId, cap: full, open: caps.held(), openForAccount: caps.held(account) }, 'socket upgrade refused: connection cap reached');
+        const err = full === 'account' ? HTTP_ERRORS.accountConnectionLimit : HTTP_ERRORS.gatewayConnectionLimit;
+        return refuse(res, isAborted, err, { 'retry-after': String(CONNECTION_LIMIT_RETRY_AFTER_S) });
+      }
+      let upgraded = false;
       try {
-        reply = await ask(sessionId, { type: 'CONNECT', connectionId, gateway: ctx.gatewayId, at: Date.now(), liveGateways: o.gateways.live() });
-      } catch (err) {
-        ctx.logger.warn({ err: String(err), session: sessionId }, 'session connect failed');
-        return refuse(res, isAborted, HTTP_ERRORS.internal);
+        const connectionId = randomUUID();
+        let reply: SessionReply;
+        try {
+          reply = await ask(sessionId, { type: 'CONNECT', connectionId, gateway: ctx.gatewayId, at: Date.now(), liveGateways: o.gateways.live() });
+        } catch (err) {
+          ctx.logger.warn({ err: String(err), session: sessionId }, 'session connect failed');
+          return refuse(res, isAborted, HTTP_ERRORS.internal);
+        }
+        if (!reply.ok) {
+          if (reply.error === 'limit') return refuse(res, isAborted, HTTP_ERRORS.connectionLimit, { 'retry-after': String(CONNECTION_LIMIT_RETRY_AFTER_S) });
+          return refuse(res, isAborted, HTTP_ERRORS.sessionNotFound);
+        }
+        if (isAborted()) {
+          void ask(sessionId, { type: 'DISCONNECT', connectionId, at: Date.now() }).catch(() => undefined);
+          return;
+        }
+        const data: SocketData = { sessionId, connectionId, claims, cursor, lastSeq: cursor, pending: [], again: false, closed: false, asking: 0, ending: false, openedAt: Date.now(), account };
+        res.cork(() => res.upgrade(data, key, protocol, extensions, context));
+        // From here the socket holds the place: its close handler gives it back, whatever closes it.
+        upgraded = true;
+      } finally {
+        if (!upgraded) caps.release(account);
       }
-      if (!reply.ok) {
-        if (reply.error === 'limit') return refuse(res, isAborted, HTTP_ERRORS.connectionLimit, { 'retry-after': String(CONNECTION_LIMIT_RETRY_AFTER_S) });
-        return refuse(res, isAborted, HTTP_ERRORS.sessionNotFound);
-      }
-      if (isAborted()) {
-        void ask(sessionId, { type: 'DISCONNECT', connectionId, at: Date.now() }).catch(() => undefined);
-        return;
-      }
-      const data: SocketData = { sessionId, connectionId, claims, cursor, lastSeq: cursor, pending: [], again: false, closed: false, asking: 0, ending: false, openedAt: Date.now() };
-      res.cork(() => res.upgrade(data, key, protocol, extensions, context));
     });
   };
 
@@ -475,6 +496,8 @@ export function mountSocket(app: TemplatedApp, ctx: MessagingContext, o: { gatew
     close: (ws, code) => {
       const d = ws.getUserData();
       d.closed = true;
+      // Every close comes here (the client's, the server's, a session's end, a ping unanswered, backpressure).
+      caps.release(d.account);
       outbox.delete(ws);
       socketCloses.inc({ code: closeCodeLabel(code), early: String(Date.now() - d.openedAt < EARLY_CLOSE_MS) });
       unregister(ws);
