@@ -64,8 +64,8 @@ const HOST = 'bench.example.com';
  * token step, the session step and upgrades together (MESSAGING_ADDRESS_RATE), and each load client opens
  * thousands of sessions from its one address. None of these limits is what is measured here.
  */
-// One account holds every socket of a run (up to BENCH_IDLE_SESSIONS): the gateway's socket caps (2,048 in all, 512 per
-// account by default) are lifted as the rates are; the idle part stays under the open-file limit on its own.
+// One account holds every socket of a run (up to BENCH_IDLE_SESSIONS): the gateway's socket caps (10,000 in all, 5,000
+// per account by default) are lifted as the rates are; the idle part stays under the open-file limit on its own.
 const PLATFORM_ENV = {
   LOG_LEVEL: 'error',
   MESSAGING_HTTP_RATE: '1000000',
