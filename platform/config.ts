@@ -137,6 +137,7 @@ const EnvSchema = z.object({
   EXTERNAL_EVENT_MAX_BYTES: integer(1024, 16 * 1024 * 1024).default(256 * 1024),
   EXTERNAL_EVENT_TIMEOUT_MS: integer(1000, 30 * 86_400_000).default(3_600_000),
   EXTERNAL_EVENT_MAX_TIMEOUT_MS: integer(1000, 30 * 86_400_000).default(7 * 86_400_000),
+  EXTERNAL_EVENT_RETENTION_MS: integer(1000, 365 * 86_400_000).default(7 * 86_400_000),
   OUTBOUND_TRUNK_CONCURRENCY: integer(1, 100_000).default(10),
   OUTBOUND_QUEUE_TIMEOUT_MS: integer(100, 3_600_000).default(30_000),
   OUTBOUND_RING_TIMEOUT_MS: integer(100, 600_000).default(30_000),
@@ -257,9 +258,10 @@ export interface Config {
   shardCount: number;
   /**
    * External events: the largest body the webhook takes (bytes), the wait of `conv.await_external_event`
-   * without `timeout_ms`, and the longest wait a function may ask for (longer ones are cut to it).
+   * without `timeout_ms`, the longest wait a function may ask for (longer ones are cut to it), and how long a
+   * stored event is kept from its receipt (`EXTERNAL_EVENT_RETENTION_MS`).
    */
-  externalEvents: { maxBytes: number; defaultTimeoutMs: number; maxTimeoutMs: number };
+  externalEvents: { maxBytes: number; defaultTimeoutMs: number; maxTimeoutMs: number; retentionMs: number };
   /**
    * Webhook deliveries: when each attempt of a series is due, from its start (`WEBHOOK_RETRY_SCHEDULE_MS`), whether
    * loopback and private destinations are allowed (`WEBHOOK_ALLOW_PRIVATE_URLS`), the key that encrypts
@@ -462,7 +464,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT,
     shardCount: e.SHARDS,
-    externalEvents: { maxBytes: e.EXTERNAL_EVENT_MAX_BYTES, defaultTimeoutMs: e.EXTERNAL_EVENT_TIMEOUT_MS, maxTimeoutMs: e.EXTERNAL_EVENT_MAX_TIMEOUT_MS },
+    externalEvents: { maxBytes: e.EXTERNAL_EVENT_MAX_BYTES, defaultTimeoutMs: e.EXTERNAL_EVENT_TIMEOUT_MS, maxTimeoutMs: e.EXTERNAL_EVENT_MAX_TIMEOUT_MS, retentionMs: e.EXTERNAL_EVENT_RETENTION_MS },
     webhooks: { retryScheduleMs: e.WEBHOOK_RETRY_SCHEDULE_MS, allowPrivateUrls: e.WEBHOOK_ALLOW_PRIVATE_URLS === 'true', secretsKey: e.WEBHOOK_SECRETS_KEY },
     alerts: { evalIntervalMs: e.ALERTS_EVAL_INTERVAL_MS, apiErrorsFlushMs: e.API_ERRORS_FLUSH_MS },
     metricsPort: e.METRICS_PORT,

@@ -205,9 +205,9 @@ export async function start(startSignals: StartSignals): Promise<void> {
     'waiting for NATS',
   );
   runtimeStarted(runtime);
-  // A worker deletes the external-event waits nothing settled, long after their deadline (every worker may: a
-  // delete names the deadline it read).
-  const waitSweeps = sandbox ? startExternalWaitSweeps(store, (msg, extra) => logger.warn(extra, msg)) : null;
+  // A worker deletes the external-event waits nothing settled, long after their deadline, and the events past
+  // their retention (every worker may: a delete names the deadline or receipt time it read).
+  const waitSweeps = sandbox ? startExternalWaitSweeps(store, (msg, extra) => logger.warn(extra, msg), undefined, config.externalEvents.retentionMs) : null;
   const host = runtime.host;
   if (host) {
     countLiveActors(() => host.liveActorsByKind());

@@ -1,5 +1,5 @@
 import type { Store } from '../../store/mod.js';
-import { externalWaitRecords } from './external.js';
+import { externalEventRecords, externalWaitRecords } from './external.js';
 
 /**
  * The sweep of `external_waits`: the waits nothing settled. A wait's record is deleted when the event or the
@@ -10,10 +10,19 @@ import { externalWaitRecords } from './external.js';
  * "Long ago" (`EXTERNAL_WAIT_GRACE_MS` past the deadline) leaves a conversation whose timer has not fired yet
  * (its worker was down at the deadline, and fires it once back) its wait while it may still take the event:
  * until then the webhook still hands the event to it.
+ *
+ * The same pass deletes the stored events (`external_events`) received more than the retention ago
+ * (`EXTERNAL_EVENT_RETENTION_MS`, default 7 days, the longest wait a function may ask for), taken by a
+ * conversation or not: each kept its body and parsed data for good, and a client sending new ids grew the data
+ * directory without bound. Nothing reads an event once its conversation took it (the conversation keeps it in
+ * its own state), but the record answers a repeat of its id as a duplicate (to the conversation that took it
+ * only): that window is the retention. An event nobody took stays deliverable to a wait that starts within it.
  */
 
 /** How long after its deadline a wait no conversation settled is kept. */
 export const EXTERNAL_WAIT_GRACE_MS = 24 * 3_600_000;
+/** How long a stored external event is kept, from its receipt (`EXTERNAL_EVENT_RETENTION_MS`). */
+export const EXTERNAL_EVENT_RETENTION_MS = 7 * 86_400_000;
 /** How often a worker sweeps (once at start, then at this interval). */
 export const EXTERNAL_WAIT_SWEEP_EVERY_MS = 3_600_000;
 /** The most records one delete removes (one write transaction each). */
@@ -32,19 +41,34 @@ function slice(i: number): { $gte: string; $lt: string } {
 }
 
 /**
- * One pass over `external_waits`: deletes each wait whose deadline is more than `graceMs` before `now`, slice
+ * One pass over `external_waits` and `external_events`: deletes the events received more than `retentionMs`
+ * before `now`, and each wait whose deadline is more than `graceMs` before `now`, slice
  * by slice (see `SLICES`), in deletes of at most `DELETE_BATCH` records. A delete names the deadline it read,
  * so a wait registered again meanwhile (a new deadline) stays. Returns how many it deleted.
  */
-export async function sweepExternalWaits(store: Store, now = Date.now(), graceMs = EXTERNAL_WAIT_GRACE_MS, stopped = () => false): Promise<number> {
+export async function sweepExternalWaits(
+  store: Store,
+  now = Date.now(),
+  graceMs = EXTERNAL_WAIT_GRACE_MS,
+  stopped = () => false,
+  retentionMs = EXTERNAL_EVENT_RETENTION_MS,
+): Promise<number> {
   const waits = externalWaitRecords(store);
+  const events = externalEventRecords(store);
   const before = new Date(now - graceMs).toISOString();
+  const receivedBefore = new Date(now - retentionMs).toISOString();
   let removed = 0;
   for (let i = 0; i < SLICES && !stopped(); i++) {
     const stale = await waits.find({ id: slice(i), deadline: { $lt: before } });
     for (let at = 0; at < stale.length; at += DELETE_BATCH) {
       const ids = stale.slice(at, at + DELETE_BATCH).map((w) => w.id);
       removed += await waits.delete({ id: { $in: ids }, deadline: { $lt: before } });
+    }
+    // Events: the delete names the receipt time it read (a repeat that came meanwhile was stored afresh).
+    const old = await events.find({ id: slice(i), received_at: { $lt: receivedBefore } });
+    for (let at = 0; at < old.length; at += DELETE_BATCH) {
+      const ids = old.slice(at, at + DELETE_BATCH).map((e) => e.id);
+      removed += await events.delete({ id: { $in: ids }, received_at: { $lt: receivedBefore } });
     }
     await new Promise((resolve) => setImmediate(resolve));
   }
@@ -58,15 +82,20 @@ export interface ExternalWaitSweeps {
 }
 
 /**
- * Sweeps `external_waits` at once (a backlog left by an older version, or by a long stop, goes first) and then
+ * Sweeps `external_waits` and `external_events` at once (a backlog left by an older version, or by a long stop, goes first) and then
  * every `everyMs`. A failed pass is logged and the next one tries again.
  */
-export function startExternalWaitSweeps(store: Store, log: (msg: string, extra: Record<string, unknown>) => void, everyMs = EXTERNAL_WAIT_SWEEP_EVERY_MS): ExternalWaitSweeps {
+export function startExternalWaitSweeps(
+  store: Store,
+  log: (msg: string, extra: Record<string, unknown>) => void,
+  everyMs = EXTERNAL_WAIT_SWEEP_EVERY_MS,
+  retentionMs = EXTERNAL_EVENT_RETENTION_MS,
+): ExternalWaitSweeps {
   let stopped = false;
   let running: Promise<void> | null = null;
   const run = () => {
     if (running || stopped) return;
-    running = sweepExternalWaits(store, Date.now(), EXTERNAL_WAIT_GRACE_MS, () => stopped)
+    running = sweepExternalWaits(store, Date.now(), EXTERNAL_WAIT_GRACE_MS, () => stopped, retentionMs)
       .then(
         () => undefined,
         (err: unknown) => log('external wait sweep failed', { err: String(err) }),
