@@ -157,6 +157,7 @@ const EnvSchema = z.object({
   STT_BASE_URL: baseUrl('STT_BASE_URL', 'the base of an OpenAI-compatible transcription API, such as https://api.openai.com/v1').optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
+  WEBHOOK_DELIVERY_RETENTION_MS: integer(1000, 365 * 86_400_000).default(30 * 86_400_000),
   WEBHOOK_RETRY_SCHEDULE_MS: z
     .string()
     .regex(/^\s*\d+(\s*,\s*\d+){0,19}\s*$/, 'WEBHOOK_RETRY_SCHEDULE_MS must be 1 to 20 comma-separated offsets in ms')
@@ -265,9 +266,10 @@ export interface Config {
   /**
    * Webhook deliveries: when each attempt of a series is due, from its start (`WEBHOOK_RETRY_SCHEDULE_MS`), whether
    * loopback and private destinations are allowed (`WEBHOOK_ALLOW_PRIVATE_URLS`), the key that encrypts
-   * signing secrets at rest (`WEBHOOK_SECRETS_KEY`; unset: a key file in the data dir).
+   * signing secrets at rest (`WEBHOOK_SECRETS_KEY`; unset: a key file in the data dir), and how long a finished
+   * delivery stays in the log (`WEBHOOK_DELIVERY_RETENTION_MS`).
    */
-  webhooks: { retryScheduleMs: number[]; allowPrivateUrls: boolean; secretsKey: string | undefined };
+  webhooks: { retryScheduleMs: number[]; allowPrivateUrls: boolean; secretsKey: string | undefined; deliveryRetentionMs: number };
   /**
    * Alert rules: the time between evaluations (`ALERTS_EVAL_INTERVAL_MS`), and how often an edge appends its
    * 5xx counts (the `api_errors` metric) to the journal (`API_ERRORS_FLUSH_MS`).
@@ -465,7 +467,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logFormat: e.LOG_FORMAT,
     shardCount: e.SHARDS,
     externalEvents: { maxBytes: e.EXTERNAL_EVENT_MAX_BYTES, defaultTimeoutMs: e.EXTERNAL_EVENT_TIMEOUT_MS, maxTimeoutMs: e.EXTERNAL_EVENT_MAX_TIMEOUT_MS, retentionMs: e.EXTERNAL_EVENT_RETENTION_MS },
-    webhooks: { retryScheduleMs: e.WEBHOOK_RETRY_SCHEDULE_MS, allowPrivateUrls: e.WEBHOOK_ALLOW_PRIVATE_URLS === 'true', secretsKey: e.WEBHOOK_SECRETS_KEY },
+    webhooks: { retryScheduleMs: e.WEBHOOK_RETRY_SCHEDULE_MS, allowPrivateUrls: e.WEBHOOK_ALLOW_PRIVATE_URLS === 'true', secretsKey: e.WEBHOOK_SECRETS_KEY, deliveryRetentionMs: e.WEBHOOK_DELIVERY_RETENTION_MS },
     alerts: { evalIntervalMs: e.ALERTS_EVAL_INTERVAL_MS, apiErrorsFlushMs: e.API_ERRORS_FLUSH_MS },
     metricsPort: e.METRICS_PORT,
     leaseTtlMs: e.LEASE_TTL_MS,

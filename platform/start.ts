@@ -8,7 +8,7 @@ import { builtinKinds, startRuntime } from '../actors/mod.js';
 import { conversationKind, startExternalWaitSweeps } from '../actors/conversation/mod.js';
 import { sessionKind } from '../actors/session/mod.js';
 import { callKind } from '../actors/call/mod.js';
-import { deliveryKind, SecretBox } from '../actors/delivery/mod.js';
+import { deliveryKind, SecretBox, startDeliveryLogSweeps } from '../actors/delivery/mod.js';
 import { alertRuleKind } from '../actors/alert-rule/mod.js';
 import { countConnections, countExpiredEvents, countLiveActors, sandboxCalls, serveMetrics, shareMetrics, webhookAttempts } from './metrics.js';
 import type { Runtime } from '../actors/mod.js';
@@ -208,6 +208,8 @@ export async function start(startSignals: StartSignals): Promise<void> {
   // A worker deletes the external-event waits nothing settled, long after their deadline, and the events past
   // their retention (every worker may: a delete names the deadline or receipt time it read).
   const waitSweeps = sandbox ? startExternalWaitSweeps(store, (msg, extra) => logger.warn(extra, msg), undefined, config.externalEvents.retentionMs) : null;
+  // And the webhook delivery log past its retention, and the log of deleted endpoints.
+  const deliverySweeps = sandbox ? startDeliveryLogSweeps(store, (msg, extra) => logger.warn(extra, msg), config.webhooks.deliveryRetentionMs) : null;
   const host = runtime.host;
   if (host) {
     countLiveActors(() => host.liveActorsByKind());
@@ -299,6 +301,7 @@ export async function start(startSignals: StartSignals): Promise<void> {
     await step('invalidation bus', () => bus?.stop());
     await step('runtime', () => runtime.stop());
     await step('external wait sweeps', () => waitSweeps?.stop());
+    await step('delivery log sweeps', () => deliverySweeps?.stop());
     await closeAndExit(steps, () => logger.info('drained'));
   };
   process.on('SIGTERM', () => void drain('SIGTERM'));

@@ -1,3 +1,4 @@
+import type { Key } from 'lmdb';
 import { update as applyUpdate } from 'mingo';
 import type { Modifier } from 'mingo/updater';
 import { dataEqual } from './equal.js';
@@ -56,8 +57,11 @@ export class LmdbCollection<T extends Doc = Doc> implements Collection<T> {
   }
 
   async find(filter: Filter, options: FindOptions = {}): Promise<T[]> {
-    const rows = this.match(filter).sort(compareBy(sortWithId(options.sort)));
+    const chosen = plan(this.name, filter, this.indexes);
     const skip = options.skip ?? 0;
+    const direction = options.limit === undefined ? 0 : inIndexOrder(chosen, options.sort);
+    const found = direction === 0 ? this.match(filter, chosen) : this.firstInOrder(filter, chosen as IndexPlan, direction, skip + options.limit!);
+    const rows = found.sort(compareBy(sortWithId(options.sort)));
     return rows.slice(skip, options.limit === undefined ? undefined : skip + options.limit);
   }
 
@@ -134,10 +138,61 @@ export class LmdbCollection<T extends Doc = Doc> implements Collection<T> {
     return first;
   }
 
-  private match(filter: Filter): T[] {
+  private match(filter: Filter, chosen: Plan = plan(this.name, filter, this.indexes)): T[] {
     const test = matcher(filter);
     const rows: T[] = [];
-    for (const doc of this.candidates(plan(this.name, filter, this.indexes))) if (test(doc)) rows.push(doc as T);
+    for (const doc of this.candidates(chosen)) if (test(doc)) rows.push(doc as T);
+    return rows;
+  }
+
+  /**
+   * The matches of `filter` among the first `need` in the order of the index field after the plan's equality
+   * prefix (`inIndexOrder`), and possibly a few more: the index is read in that order (`direction` 1 or -1) and
+   * the read stops after the `need`th match once the field's value changes, so a page reads what its limit
+   * asks (plus the ties of its last row), not every match. The caller sorts and cuts what this returns.
+   *
+   * The early stop is taken between two whole string values only (ISO times, ids), where the index's order is
+   * the sort's; key order puts the other types below strings (null, booleans, numbers), so a descending read
+   * that stops also reads the booleans, which MongoDB's order puts above strings. Records under SPILL are read
+   * first, in no order. With no stop the whole range is read, as `match` would.
+   */
+  private firstInOrder(filter: Filter, chosen: IndexPlan, direction: 1 | -1, need: number): T[] {
+    const { records, indexes } = this.env;
+    const test = matcher(filter);
+    const passes = keyTest(chosen.checks);
+    const seen = new Set<string>();
+    const rows: T[] = [];
+    let ordered = 0;
+    const take = (entry: unknown[]): boolean => {
+      const id = idOf(entry as Key);
+      if (seen.has(id)) return false;
+      seen.add(id);
+      if (passes && !passes(entry)) return false;
+      const doc = records.get(key(this.name, id));
+      if (!doc) return false;
+      const whole = this.whole(doc);
+      if (!test(whole)) return false;
+      rows.push(whole as T);
+      return true;
+    };
+    const [range, spill] = chosen.ranges;
+    for (const entry of indexes.getKeys(spill)) take(entry as unknown[]);
+    const at = 2 + chosen.prefix;
+    let boundary: unknown = undefined;
+    let last: unknown[] | null = null;
+    const walk = direction === 1 ? { start: range.start, end: range.end } : { start: range.end, end: range.start, reverse: true };
+    for (const entry of indexes.getKeys(walk) as Iterable<unknown[]>) {
+      const value = entry[at];
+      if (boundary !== undefined && isWholeKeyValue(value) && typeof value === 'string' && value !== boundary) {
+        last = entry;
+        break;
+      }
+      if (take(entry) && ++ordered >= need && boundary === undefined && isWholeKeyValue(value) && typeof value === 'string') boundary = value;
+    }
+    if (last && direction === -1) {
+      const prefix = last.slice(0, at) as Array<string | number | boolean | null>;
+      for (const entry of indexes.getKeys({ start: key(...prefix, false), end: key(...prefix, true, END) })) take(entry as unknown[]);
+    }
     return rows;
   }
 
@@ -228,6 +283,19 @@ export class LmdbCollection<T extends Doc = Doc> implements Collection<T> {
     const keys = [...this.env.appended.getKeys({ start: key(this.name, id), end: key(this.name, id, END) })];
     for (const k of keys) this.env.appended.removeSync(k);
   }
+}
+
+type IndexPlan = Extract<Plan, { kind: 'index' }>;
+
+/**
+ * The direction (1, -1) in which `chosen` reads its records in `sort` order, or 0: an index plan of one
+ * equality prefix (no `$in` of several values) whose next field is the sort's only field.
+ */
+function inIndexOrder(chosen: Plan, sort: Sort | undefined): 0 | 1 | -1 {
+  if (chosen.kind !== 'index' || chosen.ranges.length !== 2 || !sort) return 0;
+  const fields = Object.keys(sort);
+  if (fields.length !== 1 || fields[0] === 'id' || fields[0] !== chosen.fields[chosen.prefix]) return 0;
+  return sort[fields[0]] === -1 ? -1 : 1;
 }
 
 /**

@@ -23,7 +23,15 @@ export type Plan =
   /** A range of the records sub-database (the whole collection when unbounded). */
   | { kind: 'records'; start: Key; end: Key }
   /** Ranges of an index; the ids found there whose keys pass `checks` are looked up in the records. */
-  | { kind: 'index'; index: string; ranges: Array<{ start: Key; end: Key }>; checks: KeyCheck[] };
+  | {
+      kind: 'index';
+      index: string;
+      ranges: Array<{ start: Key; end: Key }>;
+      checks: KeyCheck[];
+      /** The index's fields, and how many of the first are fixed by equality (`$in` of one value included). */
+      fields: string[];
+      prefix: number;
+    };
 
 /**
  * A condition of the filter on one field of an index, checked on the field's value in an entry's key (at
@@ -120,7 +128,7 @@ function indexPlan(
   );
   // Records whose indexed values have no key form may match anything: always read them too.
   ranges.push({ start: key(collection, index.name, SPILL), end: key(collection, index.name, SPILL, END) });
-  return { plan: { kind: 'index', index: index.name, ranges, checks }, score };
+  return { plan: { kind: 'index', index: index.name, ranges, checks, fields: index.fields, prefix: used }, score };
 }
 
 /**

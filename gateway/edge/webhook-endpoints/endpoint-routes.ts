@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { checkDestination, ENDPOINT_ID, MAX_URL_LENGTH, newSigningSecret, webhookEndpoints, type WebhookEndpointRecord } from '../../../actors/delivery/mod.js';
+import { checkDestination, deleteEndpointLog, ENDPOINT_ID, MAX_URL_LENGTH, newSigningSecret, webhookEndpoints, type WebhookEndpointRecord } from '../../../actors/delivery/mod.js';
 import { WEBHOOKS } from '../../../platform/errors.js';
 import { newId } from '../../../platform/secrets.js';
 import { StoreDuplicateError } from '../../../store/mod.js';
@@ -108,6 +108,8 @@ export const endpointRoutes: RouteGroup = (app, ctx) => {
   }, async (req, reply) => {
     const removed = await endpoints.delete({ id: req.params.id, account_id: req.apiKey!.account_id });
     if (removed === 0) throw WEBHOOKS.ENDPOINT_NOT_FOUND();
+    // Its delivery log goes with it (a delivery in flight writes its record once more as it fails: the sweep's).
+    await deleteEndpointLog(ctx.store, req.apiKey!.account_id, req.params.id);
     return reply.code(204).send(null);
   });
 

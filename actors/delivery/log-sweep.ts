@@ -1,0 +1,109 @@
+import type { Store } from '../../store/mod.js';
+import { webhookDeliveries } from './deliveries.js';
+import { webhookEndpoints } from './endpoints.js';
+
+/**
+ * The retention of the delivery log (`webhook_deliveries`): a record is written for every delivery and was
+ * never deleted, its endpoint's deletion included (about 4.6 KB a delivery, an audit). A worker's sweep deletes
+ * the deliveries that finished (`succeeded`, `failed`) more than `WEBHOOK_DELIVERY_RETENTION_MS` ago (their
+ * `updated_at`) and every delivery of an endpoint that no longer exists (the endpoint's DELETE removes its
+ * log at once, `deleteEndpointLog`; a delivery in flight then writes its record once more as it fails, and
+ * the sweep takes that one). Pending deliveries of a live endpoint stay whatever their age.
+ */
+
+/** How long a finished delivery stays in the log (`WEBHOOK_DELIVERY_RETENTION_MS`). */
+export const WEBHOOK_DELIVERY_RETENTION_MS = 30 * 86_400_000;
+/** How often a worker sweeps (once at start, then at this interval). */
+export const DELIVERY_SWEEP_EVERY_MS = 3_600_000;
+/** The most records one delete removes (one write transaction each). */
+const DELETE_BATCH = 256;
+/** A pass reads the log in 256 slices of its ids (`whd_` and 32 hex digits), one a step, the event loop free between. */
+const SLICES = 256;
+
+function slice(i: number): { $gte: string; $lt: string } {
+  const hex = (n: number) => n.toString(16).padStart(2, '0');
+  return { $gte: `whd_${hex(i)}`, $lt: i + 1 < SLICES ? `whd_${hex(i + 1)}` : 'whd_g' };
+}
+
+/**
+ * Deletes the log of endpoint `endpointId` of account `accountId`, newest first, `DELETE_BATCH` records a
+ * write (each read costs its batch: the `endpoint_id, created_at` index in order). Returns how many.
+ */
+export async function deleteEndpointLog(store: Store, accountId: string, endpointId: string): Promise<number> {
+  const log = webhookDeliveries(store);
+  let removed = 0;
+  for (;;) {
+    const batch = await log.find({ endpoint_id: endpointId, account_id: accountId }, { sort: { created_at: -1 }, limit: DELETE_BATCH });
+    if (batch.length === 0) return removed;
+    removed += await log.delete({ id: { $in: batch.map((d) => d.id) }, endpoint_id: endpointId });
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+/**
+ * One pass over the delivery log: deletes, slice by slice, the deliveries finished before `now - retentionMs`
+ * and those whose endpoint is gone. Each delete names what it read (the finished status and time, or the
+ * endpoint). Returns how many it deleted.
+ */
+export async function sweepDeliveryLog(store: Store, now = Date.now(), retentionMs = WEBHOOK_DELIVERY_RETENTION_MS, stopped = () => false): Promise<number> {
+  const log = webhookDeliveries(store);
+  const endpoints = webhookEndpoints(store);
+  const before = new Date(now - retentionMs).toISOString();
+  const finished = { $in: ['succeeded', 'failed'] };
+  const exists = new Map<string, boolean>();
+  let removed = 0;
+  for (let i = 0; i < SLICES && !stopped(); i++) {
+    const rows = await log.find({ id: slice(i) });
+    const old: string[] = [];
+    const orphans = new Map<string, string[]>();
+    for (const d of rows) {
+      if (!exists.has(d.endpoint_id)) exists.set(d.endpoint_id, (await endpoints.get(d.endpoint_id)) !== null);
+      if (!exists.get(d.endpoint_id)) orphans.set(d.endpoint_id, [...(orphans.get(d.endpoint_id) ?? []), d.id]);
+      else if ((d.status === 'succeeded' || d.status === 'failed') && d.updated_at < before) old.push(d.id);
+    }
+    for (let at = 0; at < old.length; at += DELETE_BATCH) {
+      removed += await log.delete({ id: { $in: old.slice(at, at + DELETE_BATCH) }, status: finished, updated_at: { $lt: before } });
+    }
+    for (const [endpointId, ids] of orphans) {
+      for (let at = 0; at < ids.length; at += DELETE_BATCH) removed += await log.delete({ id: { $in: ids.slice(at, at + DELETE_BATCH) }, endpoint_id: endpointId });
+    }
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  return removed;
+}
+
+/** A worker's sweeps of the delivery log: started with the worker, stopped before its store closes. */
+export interface DeliveryLogSweeps {
+  /** Ends the sweeps; resolves once a pass in progress has stopped (at the end of its current step). */
+  stop(): Promise<void>;
+}
+
+/** Sweeps the delivery log at once, then every `everyMs`. A failed pass is logged and the next one tries again. */
+export function startDeliveryLogSweeps(
+  store: Store,
+  log: (msg: string, extra: Record<string, unknown>) => void,
+  retentionMs = WEBHOOK_DELIVERY_RETENTION_MS,
+  everyMs = DELIVERY_SWEEP_EVERY_MS,
+): DeliveryLogSweeps {
+  let stopped = false;
+  let running: Promise<void> | null = null;
+  const run = () => {
+    if (running || stopped) return;
+    running = sweepDeliveryLog(store, Date.now(), retentionMs, () => stopped)
+      .then(
+        () => undefined,
+        (err: unknown) => log('webhook delivery log sweep failed', { err: String(err) }),
+      )
+      .finally(() => (running = null));
+  };
+  run();
+  const timer = setInterval(run, everyMs);
+  timer.unref();
+  return {
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      await running;
+    },
+  };
+}
