@@ -1,5 +1,6 @@
 import type { Store } from '../../store/mod.js';
 import { externalEventRecords, externalWaitRecords } from './external.js';
+import { startSweeps, type Sweeps } from '../sweeps.js';
 
 /**
  * The sweep of `external_waits`: the waits nothing settled. A wait's record is deleted when the event or the
@@ -75,41 +76,15 @@ export async function sweepExternalWaits(
   return removed;
 }
 
-/** A worker's sweeps: started with the worker, stopped before its store closes. */
-export interface ExternalWaitSweeps {
-  /** Ends the sweeps; resolves once a pass in progress has stopped (at the end of its current step). */
-  stop(): Promise<void>;
-}
-
 /**
- * Sweeps `external_waits` and `external_events` at once (a backlog left by an older version, or by a long stop, goes first) and then
- * every `everyMs`. A failed pass is logged and the next one tries again.
+ * Sweeps `external_waits` and `external_events` at once (a backlog left by an older version, or by a long stop, goes
+ * first) and then every `everyMs` (`startSweeps`).
  */
 export function startExternalWaitSweeps(
   store: Store,
   log: (msg: string, extra: Record<string, unknown>) => void,
   everyMs = EXTERNAL_WAIT_SWEEP_EVERY_MS,
   retentionMs = EXTERNAL_EVENT_RETENTION_MS,
-): ExternalWaitSweeps {
-  let stopped = false;
-  let running: Promise<void> | null = null;
-  const run = () => {
-    if (running || stopped) return;
-    running = sweepExternalWaits(store, Date.now(), EXTERNAL_WAIT_GRACE_MS, () => stopped, retentionMs)
-      .then(
-        () => undefined,
-        (err: unknown) => log('external wait sweep failed', { err: String(err) }),
-      )
-      .finally(() => (running = null));
-  };
-  run();
-  const timer = setInterval(run, everyMs);
-  timer.unref();
-  return {
-    async stop() {
-      stopped = true;
-      clearInterval(timer);
-      await running;
-    },
-  };
+): Sweeps {
+  return startSweeps((stopped) => sweepExternalWaits(store, Date.now(), EXTERNAL_WAIT_GRACE_MS, stopped, retentionMs), everyMs, log, 'external wait sweep failed');
 }

@@ -28,7 +28,7 @@ export {
   type ExternalEventRecord,
   type ExternalWaitRecord,
 } from './external.js';
-export { startExternalWaitSweeps, sweepExternalWaits, type ExternalWaitSweeps } from './external-sweep.js';
+export { startExternalWaitSweeps, sweepExternalWaits } from './external-sweep.js';
 export { MAX_EXTERNAL_EVENT_ID } from './effects.js';
 export { pickVariant, runningContent, type Running } from './deployment.js';
 export { conversationOwner, type ConversationOwner } from './owner.js';

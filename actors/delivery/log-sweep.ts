@@ -1,6 +1,7 @@
 import type { Store } from '../../store/mod.js';
 import { webhookDeliveries } from './deliveries.js';
 import { webhookEndpoints } from './endpoints.js';
+import { startSweeps, type Sweeps } from '../sweeps.js';
 
 /**
  * The retention of the delivery log (`webhook_deliveries`): a record is written for every delivery and was
@@ -58,7 +59,11 @@ export async function sweepDeliveryLog(store: Store, now = Date.now(), retention
     const orphans = new Map<string, string[]>();
     for (const d of rows) {
       if (!exists.has(d.endpoint_id)) exists.set(d.endpoint_id, (await endpoints.get(d.endpoint_id)) !== null);
-      if (!exists.get(d.endpoint_id)) orphans.set(d.endpoint_id, [...(orphans.get(d.endpoint_id) ?? []), d.id]);
+      if (!exists.get(d.endpoint_id)) {
+        const ids = orphans.get(d.endpoint_id);
+        if (ids) ids.push(d.id);
+        else orphans.set(d.endpoint_id, [d.id]);
+      }
       else if ((d.status === 'succeeded' || d.status === 'failed') && d.updated_at < before) old.push(d.id);
     }
     for (let at = 0; at < old.length; at += DELETE_BATCH) {
@@ -72,38 +77,12 @@ export async function sweepDeliveryLog(store: Store, now = Date.now(), retention
   return removed;
 }
 
-/** A worker's sweeps of the delivery log: started with the worker, stopped before its store closes. */
-export interface DeliveryLogSweeps {
-  /** Ends the sweeps; resolves once a pass in progress has stopped (at the end of its current step). */
-  stop(): Promise<void>;
-}
-
-/** Sweeps the delivery log at once, then every `everyMs`. A failed pass is logged and the next one tries again. */
+/** Sweeps the delivery log at once, then every `everyMs` (`startSweeps`). */
 export function startDeliveryLogSweeps(
   store: Store,
   log: (msg: string, extra: Record<string, unknown>) => void,
   retentionMs = WEBHOOK_DELIVERY_RETENTION_MS,
   everyMs = DELIVERY_SWEEP_EVERY_MS,
-): DeliveryLogSweeps {
-  let stopped = false;
-  let running: Promise<void> | null = null;
-  const run = () => {
-    if (running || stopped) return;
-    running = sweepDeliveryLog(store, Date.now(), retentionMs, () => stopped)
-      .then(
-        () => undefined,
-        (err: unknown) => log('webhook delivery log sweep failed', { err: String(err) }),
-      )
-      .finally(() => (running = null));
-  };
-  run();
-  const timer = setInterval(run, everyMs);
-  timer.unref();
-  return {
-    async stop() {
-      stopped = true;
-      clearInterval(timer);
-      await running;
-    },
-  };
+): Sweeps {
+  return startSweeps((stopped) => sweepDeliveryLog(store, Date.now(), retentionMs, stopped), everyMs, log, 'webhook delivery log sweep failed');
 }

@@ -16,7 +16,7 @@ export { dispatchWebhookEvent, dispatchToEndpoint, DELIVERY_KIND, MAX_BODY_BYTES
 export { EVENT_TYPES, subscribedEndpoints, webhookEndpoints, type SubscribableEventType, type WebhookEventType, type WebhookEndpointRecord, type SealedSecret } from './endpoints.js';
 export { deliveryId, DELIVERY_ID, ENDPOINT_ID, EVENT_ID } from './ids.js';
 export { deliveryKind, DEFAULT_RETRY_SCHEDULE_MS, DEFAULT_MAX_RETRY_AFTER_MS, type DeliveryKindDeps, type DeliveryReply } from './kind.js';
-export { deleteEndpointLog, startDeliveryLogSweeps, sweepDeliveryLog, WEBHOOK_DELIVERY_RETENTION_MS, type DeliveryLogSweeps } from './log-sweep.js';
+export { deleteEndpointLog, startDeliveryLogSweeps, sweepDeliveryLog, WEBHOOK_DELIVERY_RETENTION_MS } from './log-sweep.js';
 export { webhookDeliveries, type DeliveryRecord, type DeliveryStatus, type AttemptView } from './deliveries.js';
 export { SecretBox } from './secret-box.js';
 export { newSigningSecret, signatureHeaders, SECRET_PREFIX, type SignatureHeaders } from './signature.js';
