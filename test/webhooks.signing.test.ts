@@ -120,7 +120,7 @@ t.test('Retry-After: seconds or an HTTP date', async (t) => {
 
 t.test('settings: WEBHOOK_RETRY_SCHEDULE_MS, WEBHOOK_ALLOW_PRIVATE_URLS, WEBHOOK_SECRETS_KEY', async (t) => {
   const { loadConfig } = await import('../platform/config.js');
-  t.same(loadConfig({}).webhooks, { retryScheduleMs: [0, 60_000, 300_000, 900_000, 3_600_000, 14_400_000], allowPrivateUrls: false, secretsKey: undefined }, 'the addendum schedule by default; private URLs refused');
+  t.same(loadConfig({}).webhooks, { retryScheduleMs: [0, 60_000, 300_000, 900_000, 3_600_000, 14_400_000], allowPrivateUrls: false, secretsKey: undefined, deliveryRetentionMs: 30 * 86_400_000 }, 'the addendum schedule by default; private URLs refused; the log kept 30 days');
   t.same(loadConfig({ WEBHOOK_RETRY_SCHEDULE_MS: ' 0, 50 ,100' }).webhooks.retryScheduleMs, [0, 50, 100]);
   t.equal(loadConfig({ WEBHOOK_ALLOW_PRIVATE_URLS: 'true' }).webhooks.allowPrivateUrls, true);
   const key = Buffer.alloc(32, 1).toString('base64');
