@@ -1,7 +1,33 @@
+import type { Collection, Filter } from '../store/mod.js';
+
 /**
  * A worker's periodic sweep of a collection (external waits and events, the webhook delivery log): a pass at
- * once, then every `everyMs`, one pass at a time; a failed pass is logged and the next one tries again.
+ * once, then every `everyMs`, one pass at a time; a failed pass is logged and the next one tries again. A pass
+ * reads the collection in `SWEEP_SLICES` slices of its id space (`idSlice`: ids are a prefix and hex, spread
+ * evenly), one slice a step, so that each step reads a 256th of it whatever the backlog and the event loop runs
+ * between steps; it deletes what it found in writes of at most `SWEEP_DELETE_BATCH` records (`deleteInBatches`).
  */
+
+/** The slices a pass reads a collection's ids in. */
+export const SWEEP_SLICES = 256;
+/** The most records one delete removes (one write transaction each). */
+export const SWEEP_DELETE_BATCH = 256;
+
+/** The id range of slice `i` of ids `<prefix>` and hex: `<prefix>00…` to `<prefix>ff…` by their first two digits. */
+export function idSlice(prefix: string, i: number): { $gte: string; $lt: string } {
+  const hex = (n: number) => n.toString(16).padStart(2, '0');
+  return { $gte: `${prefix}${hex(i)}`, $lt: i + 1 < SWEEP_SLICES ? `${prefix}${hex(i + 1)}` : `${prefix}g` };
+}
+
+/**
+ * Deletes the records of `ids` that still match `also` (what the pass read of them: a record changed meanwhile
+ * stays), `SWEEP_DELETE_BATCH` a write. Returns how many.
+ */
+export async function deleteInBatches(collection: Pick<Collection, 'delete'>, ids: string[], also: Filter): Promise<number> {
+  let removed = 0;
+  for (let at = 0; at < ids.length; at += SWEEP_DELETE_BATCH) removed += await collection.delete({ id: { $in: ids.slice(at, at + SWEEP_DELETE_BATCH) }, ...also });
+  return removed;
+}
 
 /** A worker's sweeps: started with the worker, stopped before its store closes. */
 export interface Sweeps {

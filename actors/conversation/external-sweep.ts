@@ -1,6 +1,6 @@
 import type { Store } from '../../store/mod.js';
 import { externalEventRecords, externalWaitRecords } from './external.js';
-import { startSweeps, type Sweeps } from '../sweeps.js';
+import { deleteInBatches, idSlice, startSweeps, SWEEP_SLICES, type Sweeps } from '../sweeps.js';
 
 /**
  * The sweep of `external_waits`: the waits nothing settled. A wait's record is deleted when the event or the
@@ -26,25 +26,10 @@ export const EXTERNAL_WAIT_GRACE_MS = 24 * 3_600_000;
 export const EXTERNAL_EVENT_RETENTION_MS = 7 * 86_400_000;
 /** How often a worker sweeps (once at start, then at this interval). */
 export const EXTERNAL_WAIT_SWEEP_EVERY_MS = 3_600_000;
-/** The most records one delete removes (one write transaction each). */
-const DELETE_BATCH = 256;
-/**
- * A pass reads the waits in 256 slices of their id space (ids are `xev_` and a hash in hex, spread evenly), one
- * slice a step: each step reads a 256th of the collection by its id range, whatever the backlog, and the
- * event loop runs between steps.
- */
-const SLICES = 256;
-
-/** The id range of slice `i`: the ids `xev_00…` to `xev_ff…` by their first two hex digits. */
-function slice(i: number): { $gte: string; $lt: string } {
-  const hex = (n: number) => n.toString(16).padStart(2, '0');
-  return { $gte: `xev_${hex(i)}`, $lt: i + 1 < SLICES ? `xev_${hex(i + 1)}` : 'xev_g' };
-}
-
 /**
  * One pass over `external_waits` and `external_events`: deletes the events received more than `retentionMs`
  * before `now`, and each wait whose deadline is more than `graceMs` before `now`, slice
- * by slice (see `SLICES`), in deletes of at most `DELETE_BATCH` records. A delete names the deadline it read,
+ * by slice (ids are `xev_` and a hash in hex: `idSlice`), in deletes of at most `SWEEP_DELETE_BATCH` records. A delete names the deadline it read,
  * so a wait registered again meanwhile (a new deadline) stays. Returns how many it deleted.
  */
 export async function sweepExternalWaits(
@@ -59,18 +44,12 @@ export async function sweepExternalWaits(
   const before = new Date(now - graceMs).toISOString();
   const receivedBefore = new Date(now - retentionMs).toISOString();
   let removed = 0;
-  for (let i = 0; i < SLICES && !stopped(); i++) {
-    const stale = await waits.find({ id: slice(i), deadline: { $lt: before } });
-    for (let at = 0; at < stale.length; at += DELETE_BATCH) {
-      const ids = stale.slice(at, at + DELETE_BATCH).map((w) => w.id);
-      removed += await waits.delete({ id: { $in: ids }, deadline: { $lt: before } });
-    }
+  for (let i = 0; i < SWEEP_SLICES && !stopped(); i++) {
+    const stale = await waits.find({ id: idSlice('xev_', i), deadline: { $lt: before } });
+    removed += await deleteInBatches(waits, stale.map((w) => w.id), { deadline: { $lt: before } });
     // Events: the delete names the receipt time it read (a repeat that came meanwhile was stored afresh).
-    const old = await events.find({ id: slice(i), received_at: { $lt: receivedBefore } });
-    for (let at = 0; at < old.length; at += DELETE_BATCH) {
-      const ids = old.slice(at, at + DELETE_BATCH).map((e) => e.id);
-      removed += await events.delete({ id: { $in: ids }, received_at: { $lt: receivedBefore } });
-    }
+    const old = await events.find({ id: idSlice('xev_', i), received_at: { $lt: receivedBefore } });
+    removed += await deleteInBatches(events, old.map((e) => e.id), { received_at: { $lt: receivedBefore } });
     await new Promise((resolve) => setImmediate(resolve));
   }
   return removed;

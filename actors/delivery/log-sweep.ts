@@ -1,7 +1,7 @@
 import type { Store } from '../../store/mod.js';
 import { webhookDeliveries } from './deliveries.js';
 import { webhookEndpoints } from './endpoints.js';
-import { startSweeps, type Sweeps } from '../sweeps.js';
+import { deleteInBatches, idSlice, startSweeps, SWEEP_SLICES, type Sweeps } from '../sweeps.js';
 
 /**
  * The retention of the delivery log (`webhook_deliveries`): a record is written for every delivery and was
@@ -16,15 +16,8 @@ import { startSweeps, type Sweeps } from '../sweeps.js';
 export const WEBHOOK_DELIVERY_RETENTION_MS = 30 * 86_400_000;
 /** How often a worker sweeps (once at start, then at this interval). */
 export const DELIVERY_SWEEP_EVERY_MS = 3_600_000;
-/** The most records one delete removes (one write transaction each). */
+/** The most records a delete of an endpoint's log removes (one write transaction each). */
 const DELETE_BATCH = 256;
-/** A pass reads the log in 256 slices of its ids (`whd_` and 32 hex digits), one a step, the event loop free between. */
-const SLICES = 256;
-
-function slice(i: number): { $gte: string; $lt: string } {
-  const hex = (n: number) => n.toString(16).padStart(2, '0');
-  return { $gte: `whd_${hex(i)}`, $lt: i + 1 < SLICES ? `whd_${hex(i + 1)}` : 'whd_g' };
-}
 
 /**
  * Deletes the log of endpoint `endpointId` of account `accountId`, newest first, `DELETE_BATCH` records a
@@ -53,8 +46,9 @@ export async function sweepDeliveryLog(store: Store, now = Date.now(), retention
   const finished = { $in: ['succeeded', 'failed'] };
   const exists = new Map<string, boolean>();
   let removed = 0;
-  for (let i = 0; i < SLICES && !stopped(); i++) {
-    const rows = await log.find({ id: slice(i) });
+  // The log's ids are `whd_` and 32 hex digits (`idSlice`).
+  for (let i = 0; i < SWEEP_SLICES && !stopped(); i++) {
+    const rows = await log.find({ id: idSlice('whd_', i) });
     const old: string[] = [];
     const orphans = new Map<string, string[]>();
     for (const d of rows) {
@@ -66,12 +60,8 @@ export async function sweepDeliveryLog(store: Store, now = Date.now(), retention
       }
       else if ((d.status === 'succeeded' || d.status === 'failed') && d.updated_at < before) old.push(d.id);
     }
-    for (let at = 0; at < old.length; at += DELETE_BATCH) {
-      removed += await log.delete({ id: { $in: old.slice(at, at + DELETE_BATCH) }, status: finished, updated_at: { $lt: before } });
-    }
-    for (const [endpointId, ids] of orphans) {
-      for (let at = 0; at < ids.length; at += DELETE_BATCH) removed += await log.delete({ id: { $in: ids.slice(at, at + DELETE_BATCH) }, endpoint_id: endpointId });
-    }
+    removed += await deleteInBatches(log, old, { status: finished, updated_at: { $lt: before } });
+    for (const [endpointId, ids] of orphans) removed += await deleteInBatches(log, ids, { endpoint_id: endpointId });
     await new Promise((resolve) => setImmediate(resolve));
   }
   return removed;
