@@ -124,6 +124,8 @@ const EnvSchema = z.object({
   CHAT_BURST_PER_KEY: integer(1, 10_000_000).default(4000),
   CHAT_RATE_PER_PROJECT: decimal(0.001, 1_000_000).default(5000),
   CHAT_BURST_PER_PROJECT: integer(1, 10_000_000).default(10_000),
+  EXTERNAL_EVENT_RATE_PER_PROJECT: decimal(0.001, 1_000_000).default(50),
+  EXTERNAL_EVENT_BURST_PER_PROJECT: integer(1, 10_000_000).default(500),
   EDGE_HEADERS_TIMEOUT_MS: integer(100, 600_000).default(10_000),
   EDGE_REQUEST_TIMEOUT_MS: integer(100, 3_600_000).default(30_000),
   EDGE_CONNECTION_TIMEOUT_MS: integer(100, 3_600_000).default(120_000),
@@ -378,6 +380,12 @@ export interface EdgeConfig {
   chatPerKey: Bucket;
   /** Chat API requests per project, all its keys together. */
   chatPerProject: Bucket;
+  /**
+   * External Events API requests per project (the webhook and bridge-ended together, every key of the
+   * project): a stored event is kept for the retention, so the rate bounds how fast a project's key can fill
+   * the disk.
+   */
+  externalEventsPerProject: Bucket;
   /** A client must have sent a request's headers within this (Node's `headersTimeout`). */
   headersTimeoutMs: number;
   /** A client must have sent a whole request, body included, within this (Node's `requestTimeout`). */
@@ -508,6 +516,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     edge: {
       chatPerKey: { rate: e.CHAT_RATE_PER_KEY, burst: e.CHAT_BURST_PER_KEY },
       chatPerProject: { rate: e.CHAT_RATE_PER_PROJECT, burst: e.CHAT_BURST_PER_PROJECT },
+      externalEventsPerProject: { rate: e.EXTERNAL_EVENT_RATE_PER_PROJECT, burst: e.EXTERNAL_EVENT_BURST_PER_PROJECT },
       headersTimeoutMs: e.EDGE_HEADERS_TIMEOUT_MS,
       requestTimeoutMs: e.EDGE_REQUEST_TIMEOUT_MS,
       connectionTimeoutMs: e.EDGE_CONNECTION_TIMEOUT_MS,

@@ -245,6 +245,7 @@ export const EXTERNAL_EVENTS = catalog('EXTERNAL_EVENTS', {
   EVENT_ID_NOT_FOUND: [400, 'event id not found in %s at %s'],
   EVENT_ID_INVALID: [400, 'event id must be a string or number of 1 to %s characters without control characters'],
   TRANSIENT: [500, 'the event could not be processed now; retry with exponential backoff'],
+  RATE_LIMITED: [429, 'rate limit exceeded for this project; retry after the Retry-After header'],
   BRIDGE_BODY_INVALID: [400, 'body must be a JSON object with conversation_id, bridge_duration_seconds and call_duration_seconds'],
   BRIDGE_FIELD_INVALID: [400, '%s must be %s'],
   BRIDGE_CONVERSATION_NOT_FOUND: [404, 'conversation not found'],

@@ -17,9 +17,10 @@ import {
   type ExternalEventRecord,
 } from '../../actors/conversation/mod.js';
 import type { ConversationEvent } from '../../machines/conversation.js';
-import { EXTERNAL_EVENTS, PlatformError } from '../../platform/errors.js';
+import { EXTERNAL_EVENTS, PlatformError, RateLimitedError } from '../../platform/errors.js';
 import { JSON_MAX_DEPTH, jsonTooDeep } from '../../platform/json-depth.js';
 import { unstorableJson } from '../../platform/json-unstorable.js';
+import type { RateLimiter } from '../../platform/rate-limit.js';
 import type { Services } from '../../platform/services.js';
 import type { ApiKey } from '../../tenancy/keys.js';
 import { credentialsFirst, header, resolvePathProject } from './auth.js';
@@ -40,6 +41,8 @@ export interface ExternalEventsOptions {
   runtime: Runtime;
   /** The largest body the webhook takes, in bytes. */
   maxBytes: number;
+  /** The family's per-project token buckets, shared with bridge-ended (`externalEventsLimiter`). */
+  limiter: RateLimiter;
 }
 
 const LOCATIONS = ['headers', 'querystring', 'payload'] as const;
@@ -146,13 +149,21 @@ const xml = new XMLParser({
 
 const ErrorBody = z.object({ error_message: z.string() });
 
-/** The verified key, which must be of scope `external_events` (any other key is invalid here). */
-async function verifyKey(services: Services, request: FastifyRequest): Promise<ApiKey> {
+/**
+ * The verified key, which must be of scope `external_events` (any other key is invalid here). Each request of
+ * a verified key then costs a token of its project's bucket, before its body is looked at: a stored event is
+ * kept for the retention whether or not a conversation takes it, so a leaked key or a sender's retry loop
+ * could otherwise fill the disk, and every bridge-ended runs a function. Checked after the key, so a wrong
+ * secret spends nobody's tokens.
+ */
+async function verifyKey(services: Services, limiter: RateLimiter, request: FastifyRequest): Promise<ApiKey> {
   const presented = header(request, 'x-api-key');
   if (!presented) throw EXTERNAL_EVENTS.API_KEY_MISSING();
   const key = await services.keys.verify(presented);
   if (!key || key.scope !== 'external_events' || !key.project_id) throw EXTERNAL_EVENTS.API_KEY_INVALID();
   request.tenant = key;
+  const wait = limiter.take(key.project_id);
+  if (wait) throw new RateLimitedError(EXTERNAL_EVENTS.RATE_LIMITED, wait);
   return key;
 }
 
@@ -295,9 +306,9 @@ async function transient<T>(work: () => Promise<T>, log: FastifyRequest['log']):
 }
 
 /** `POST /v1/external-events/webhook` (contract 4.8). */
-export const externalEventsPlugin: FastifyPluginAsync<ExternalEventsOptions> = async (app, { services, runtime, maxBytes }) => {
+export const externalEventsPlugin: FastifyPluginAsync<ExternalEventsOptions> = async (app, { services, runtime, maxBytes, limiter }) => {
   errorShape(app, maxBytes);
-  const credentials = credentialsFirst((req) => verifyKey(services, req));
+  const credentials = credentialsFirst((req) => verifyKey(services, limiter, req));
   app.addHook('onRequest', credentials.hook);
   // Every body as a string (the root takes JSON only); the route decides what it accepts.
   app.removeAllContentTypeParsers();
@@ -336,6 +347,7 @@ export const externalEventsPlugin: FastifyPluginAsync<ExternalEventsOptions> = a
         }),
         400: ErrorBody,
         401: ErrorBody,
+        429: ErrorBody,
         500: ErrorBody,
       },
     },
@@ -442,14 +454,16 @@ export const externalEventsPlugin: FastifyPluginAsync<ExternalEventsOptions> = a
 export interface BridgeOptions {
   services: Services;
   runtime: Runtime;
+  /** The family's per-project token buckets, shared with the webhook. */
+  limiter: RateLimiter;
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /** `POST /internal/v1/agentic-dial/bridge-ended` (contract 4.9): 200 `{success: true, conversation_id, bridge_ended}`. */
-export const bridgeEndedPlugin: FastifyPluginAsync<BridgeOptions> = async (app, { services, runtime }) => {
+export const bridgeEndedPlugin: FastifyPluginAsync<BridgeOptions> = async (app, { services, runtime, limiter }) => {
   app.setErrorHandler((err, request, reply) => sendProblem(reply, 'error_message', toProblem(err, request)));
-  const credentials = credentialsFirst((req) => verifyKey(services, req));
+  const credentials = credentialsFirst((req) => verifyKey(services, limiter, req));
   app.addHook('onRequest', credentials.hook);
 
   app.post('/internal/v1/agentic-dial/bridge-ended', {
@@ -468,6 +482,7 @@ export const bridgeEndedPlugin: FastifyPluginAsync<BridgeOptions> = async (app, 
         400: ErrorBody,
         401: ErrorBody,
         404: ErrorBody,
+        429: ErrorBody,
         500: ErrorBody,
       },
     },

@@ -10,6 +10,7 @@ import type { EdgeConfig } from '../../platform/config.js';
 import type { Services } from '../../platform/services.js';
 import { EDGE } from '../../platform/errors.js';
 import { otherRegion, type Region } from '../../platform/region.js';
+import { RateLimiter } from '../../platform/rate-limit.js';
 import type { Runtime } from '../../actors/mod.js';
 import { adminPlugin } from './admin.js';
 import { asyncapiDocument } from './asyncapi.js';
@@ -252,8 +253,10 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
     perKey: opts.limits.chatPerKey,
     perProject: opts.limits.chatPerProject,
   });
-  await app.register(externalEventsPlugin, { services: opts.services, runtime: opts.runtime, maxBytes: opts.externalEvents?.maxBytes ?? 256 * 1024 });
-  await app.register(bridgeEndedPlugin, { services: opts.services, runtime: opts.runtime });
+  // One bucket per project for the family's two routes, taken once the key is verified.
+  const externalEventsLimiter = new RateLimiter(opts.limits.externalEventsPerProject.rate, opts.limits.externalEventsPerProject.burst);
+  await app.register(externalEventsPlugin, { services: opts.services, runtime: opts.runtime, maxBytes: opts.externalEvents?.maxBytes ?? 256 * 1024, limiter: externalEventsLimiter });
+  await app.register(bridgeEndedPlugin, { services: opts.services, runtime: opts.runtime, limiter: externalEventsLimiter });
   await app.register(outboundPlugin, { services: opts.services, runtime: opts.runtime });
   // Cursors are MAC'd with a deployment secret every edge shares: the operator token's hash.
   await app.register(conversationsPlugin, {
