@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { createFunctionSandbox, MAX_STACK_KB, type ConvInput, type InvokeRequest, type InvokeResult } from '../actors/functions/mod.js';
-import { FairQueue } from '../actors/functions/fair-queue.js';
+import { FairQueue } from '../platform/fair-queue.js';
 import { inheritedDescriptors } from '../platform/inherited-descriptors.js';
 import { openStore } from '../store/mod.js';
 import { loadConfig } from '../platform/config.js';

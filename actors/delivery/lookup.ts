@@ -1,4 +1,5 @@
 import dns, { type LookupAddress } from 'node:dns';
+import { FairQueue } from '../../platform/fair-queue.js';
 
 /**
  * Name lookups for webhook URLs that cannot fill libuv's thread pool.
@@ -13,7 +14,7 @@ import dns, { type LookupAddress } from 'node:dns';
  *   for every attempt), at most `maxCached` names;
  * - one lookup in flight per name: callers of a name in flight or queued wait for its answer;
  * - at most `maxInFlight` lookups in flight in all (below the pool's 4) and `maxPerAccount` per account, the
- *   accounts served round-robin: one account's dead names hold at most its own slot;
+ *   accounts served fairly (`platform/fair-queue.ts`): one account's dead names hold at most its own slot;
  * - a caller waits at most `waitMs`, then fails with `ETIMEOUT` (a network error: the attempt is retried);
  *   the slot stays taken until the lookup really ends, since that is when its thread is free.
  *
@@ -52,15 +53,20 @@ export class BoundedLookups {
   private readonly cache = new Map<string, Cached>();
   /** Entries by name, queued or in flight. */
   private readonly entries = new Map<string, Entry>();
-  /** Queued entries per account; the Map's order is the round-robin order (an account served moves to the end). */
-  private readonly queues = new Map<string, Entry[]>();
-  private readonly perAccount = new Map<string, number>();
+  /**
+   * Queued entries, an account a queue (its own project in `FairQueue`'s terms): at most `maxPerAccount` of an
+   * account's lookups in flight, the account with the fewest in flight served first, the least recently served
+   * among equals.
+   */
+  private readonly queue: FairQueue<Entry>;
   private running = 0;
 
   constructor(
     private readonly limits: LookupLimits,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.queue = new FairQueue<Entry>(limits.maxPerAccount, Number.POSITIVE_INFINITY);
+  }
 
   /** Every address `hostname` resolves to, for `account`'s delivery; rejects with the lookup's error or `ETIMEOUT`. */
   lookup(hostname: string, account: string): Promise<LookupAddress[]> {
@@ -73,9 +79,7 @@ export class BoundedLookups {
       if (!entry) {
         entry = { name, account, waiters: new Set() };
         this.entries.set(name, entry);
-        const queue = this.queues.get(account) ?? [];
-        queue.push(entry);
-        this.queues.set(account, queue);
+        this.queue.push(account, account, entry);
       }
       const waiters = entry.waiters;
       const timer = setTimeout(() => {
@@ -95,37 +99,24 @@ export class BoundedLookups {
   /** Starts queued lookups while slots are free, one account after another. */
   private pump(): void {
     while (this.running < this.limits.maxInFlight) {
-      const entry = this.next();
-      if (!entry) return;
+      const next = this.queue.take();
+      if (!next) return;
+      const entry = next.item;
       // Everyone waiting gave up: nothing to look up (a later caller queues it again).
       if (entry.waiters.size === 0) {
         this.entries.delete(entry.name);
+        this.queue.done(entry.account);
         continue;
       }
       this.start(entry);
     }
   }
 
-  /** The head of the first account's queue (in round-robin order) that has a free slot; that account goes last. */
-  private next(): Entry | undefined {
-    for (const [account, queue] of this.queues) {
-      if ((this.perAccount.get(account) ?? 0) >= this.limits.maxPerAccount) continue;
-      const entry = queue.shift()!;
-      this.queues.delete(account);
-      if (queue.length > 0) this.queues.set(account, queue);
-      return entry;
-    }
-    return undefined;
-  }
-
   private start(entry: Entry): void {
     this.running++;
-    this.perAccount.set(entry.account, (this.perAccount.get(entry.account) ?? 0) + 1);
     dns.lookup(entry.name, { all: true }, (err, addresses) => {
       this.running--;
-      const left = this.perAccount.get(entry.account)! - 1;
-      if (left === 0) this.perAccount.delete(entry.account);
-      else this.perAccount.set(entry.account, left);
+      this.queue.done(entry.account);
       this.entries.delete(entry.name);
       this.remember(entry.name, err ? { until: this.now() + this.limits.failureTtlMs, addresses: [], error: err } : { until: this.now() + this.limits.ttlMs, addresses, error: null });
       for (const settle of entry.waiters) settle(err, err ? [] : addresses);

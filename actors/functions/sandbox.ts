@@ -9,7 +9,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import sjson from 'secure-json-parse';
-import { FairQueue } from './fair-queue.js';
+import { FairQueue } from '../../platform/fair-queue.js';
 import { chooseIsolation, type IsolationLayer, type IsolationReport } from './isolation.js';
 import { SandboxProcess, type CallReply } from './process.js';
 import type { CallMessage } from './protocol.js';

@@ -1,5 +1,7 @@
 /**
- * Calls waiting for a sandbox process, queued per project, with projects grouped by account.
+ * Work waiting for a scarce resource, queued per project, with projects grouped by account: project functions'
+ * calls waiting for a sandbox process (`actors/functions/sandbox.ts`), and webhook deliveries' name lookups waiting
+ * for one of libuv's threads (`actors/delivery/lookup.ts`, an account being its own single project there).
  *
  * An account runs at most `quota` calls at once across its projects, and a project at most `quota`. When a
  * process frees up, the next call comes from the account with the fewest calls running, and within it from the
