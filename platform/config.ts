@@ -157,6 +157,12 @@ const EnvSchema = z.object({
   EMBEDDINGS_BASE_URL: baseUrl('EMBEDDINGS_BASE_URL', 'the base of an OpenAI-compatible embeddings API, such as https://api.openai.com/v1').optional(),
   TTS_BASE_URL: baseUrl('TTS_BASE_URL', 'the base of an OpenAI-compatible speech API, such as https://api.openai.com/v1').optional(),
   STT_BASE_URL: baseUrl('STT_BASE_URL', 'the base of an OpenAI-compatible transcription API, such as https://api.openai.com/v1').optional(),
+  // The language the OpenAI-compatible recogniser is told to expect, read by `speechFromEnv` (trimmed, blank as
+  // unset); the calls' `asr_lang_code`, which the Conversations API's `language` filter matches.
+  STT_LANGUAGE: z
+    .string()
+    .refine((v) => v.trim() === '' || LANGUAGE_TAG.test(v.trim()), 'STT_LANGUAGE must be a BCP 47 language tag such as en-US or fr-FR')
+    .optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
   WEBHOOK_DELIVERY_RETENTION_MS: integer(1000, 365 * 86_400_000).default(30 * 86_400_000),
@@ -200,6 +206,9 @@ const EnvSchema = z.object({
  * The base URL of an API the platform calls, `name`d: read trimmed, blank as unset (as its readers read it), else
  * an absolute http or https URL. The message that refuses one does not show it: it may hold a key.
  */
+/** A BCP 47 tag as `asr_lang_code` carries one: a primary language subtag, then subtags (`en-US`, `zh-Hant-TW`). */
+const LANGUAGE_TAG = /^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{1,8}){0,4}$/;
+
 function baseUrl(name: string, what: string) {
   return z.string().refine((v) => v.trim() === '' || isHttpUrl(v.trim()), `${name} must be an http or https URL (${what})`);
 }

@@ -105,6 +105,18 @@ t.test('EMBEDDINGS_BASE_URL, TTS_BASE_URL, STT_BASE_URL: an http or https URL, b
   t.same([speech.tts.name, speech.stt.name], ['espeak-ng', 'pocketsphinx'], 'blank TTS_BASE_URL and STT_BASE_URL: the engines on this machine');
 });
 
+t.test('STT_LANGUAGE: a BCP 47 tag, blank as unset; the transcription adapter expects it and calls carry it', async (t) => {
+  for (const v of ['en-US', 'fr-FR', 'de', ' pt-BR ', 'zh-Hant-TW', '   ']) t.doesNotThrow(() => loadConfig({ STT_LANGUAGE: v }), JSON.stringify(v));
+  for (const v of ['english', 'en_US', 'e', '12-US', 'en-', 'en US', 'en-US-x-a-b-c-d']) {
+    t.throws(() => loadConfig({ STT_LANGUAGE: v }), { message: /^invalid configuration: STT_LANGUAGE: STT_LANGUAGE must be a BCP 47 language tag/ }, JSON.stringify(v));
+  }
+  const url = 'http://127.0.0.1:9/v1';
+  t.equal(speechFromEnv({ STT_BASE_URL: url, STT_LANGUAGE: ' fr-FR ' }).stt.language, 'fr-FR', 'the adapter takes it');
+  t.equal(speechFromEnv({ STT_BASE_URL: url, STT_LANGUAGE: '  ' }).stt.language, '', 'blank: the service detects the language');
+  t.equal(speechFromEnv({ STT_BASE_URL: url }).stt.language, '', 'unset: the same');
+  t.equal(speechFromEnv({ STT_LANGUAGE: 'fr-FR' }).stt.language, 'en-US', 'without an adapter, pocketsphinx: US English whatever it says');
+});
+
 t.test('EMBEDDINGS_BASE_URL, TTS_BASE_URL and STT_BASE_URL that are not URLs stop the start: exit 1, naming each, the values not shown', async (t) => {
   const r = startWith({ EMBEDDINGS_BASE_URL: 'sk-embed-secret', TTS_BASE_URL: 'sk-tts-secret', STT_BASE_URL: 'ftp://stt.example.com/sk-stt-secret' });
   t.equal(r.status, 1);

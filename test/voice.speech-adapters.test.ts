@@ -2,7 +2,8 @@
  * The OpenAI-compatible speech adapters (TTS_BASE_URL → POST /audio/speech, STT_BASE_URL → POST
  * /audio/transcriptions) on a real inbound call from sipp. No model server can run here, so the far side is
  * a stand-in on loopback: it checks each request's shape (model, input, voice, bearer key; a multipart WAV
- * file) and answers a WAV spoken by espeak-ng, or a fixed transcript.
+ * file; `STT_LANGUAGE`'s language) and answers a WAV spoken by espeak-ng, or a fixed transcript. The call's ASR
+ * language is `STT_LANGUAGE`, as the Concurrent Calls `language` filter sees it.
  */
 import t from 'tap';
 import dgram from 'node:dgram';
@@ -27,7 +28,7 @@ const body = (rq: IncomingMessage) => new Promise<Buffer>((r) => { const c: Buff
 
 /** The stand-in model server: what it was asked, and its address. */
 async function standIn(dir: string) {
-  const seen = { speech: [] as any[], transcriptions: [] as Array<{ model: unknown; file: { type: string; name: string; riff: boolean; bytes: number } | null; auth: unknown }>, bad: [] as string[] };
+  const seen = { speech: [] as any[], transcriptions: [] as Array<{ model: unknown; language: unknown; file: { type: string; name: string; riff: boolean; bytes: number } | null; auth: unknown }>, bad: [] as string[] };
   const server = createServer(async (rq, rs) => {
     const raw = await body(rq);
     try {
@@ -45,7 +46,7 @@ async function standIn(dir: string) {
         const form = await new Response(new Uint8Array(raw), { headers: { 'content-type': String(rq.headers['content-type']) } }).formData();
         const file = form.get('file');
         const f = file instanceof Blob ? Buffer.from(await file.arrayBuffer()) : null;
-        seen.transcriptions.push({ model: form.get('model'), file: f ? { type: (file as Blob).type, name: (file as File).name, riff: f.subarray(0, 4).toString() === 'RIFF' && f.subarray(8, 12).toString() === 'WAVE', bytes: f.length } : null, auth: rq.headers.authorization });
+        seen.transcriptions.push({ model: form.get('model'), language: form.get('language'), file: f ? { type: (file as Blob).type, name: (file as File).name, riff: f.subarray(0, 4).toString() === 'RIFF' && f.subarray(8, 12).toString() === 'WAVE', bytes: f.length } : null, auth: rq.headers.authorization });
         if (form.get('model') !== 'stand-in-stt' || !f || rq.headers.authorization !== 'Bearer stt-key') throw new Error('transcription request');
         rs.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ text: ` ${TRANSCRIPT} ` }));
         return;
@@ -65,7 +66,7 @@ t.test('an inbound call with both adapters set: the stand-in transcript is the t
   const dir = mkdtempSync(join(tmpdir(), 'sb-voice-adapters-'));
   const model = await standIn(dir);
   const p: Platform = await startPlatform({
-    env: { ...MEDIA_ENV, VOICE_NO_INPUT_MS: '60000', VOICE_END_SILENCE_MS: '600', TTS_BASE_URL: model.url, TTS_API_KEY: 'tts-key', TTS_MODEL: 'stand-in-tts', TTS_VOICE: 'nova', STT_BASE_URL: model.url, STT_API_KEY: 'stt-key', STT_MODEL: 'stand-in-stt' },
+    env: { ...MEDIA_ENV, VOICE_NO_INPUT_MS: '60000', VOICE_END_SILENCE_MS: '600', TTS_BASE_URL: model.url, TTS_API_KEY: 'tts-key', TTS_MODEL: 'stand-in-tts', TTS_VOICE: 'nova', STT_BASE_URL: model.url, STT_API_KEY: 'stt-key', STT_MODEL: 'stand-in-stt', STT_LANGUAGE: 'en-GB' },
   });
   t.teardown(async () => {
     await p.stop();
@@ -101,6 +102,7 @@ t.test('an inbound call with both adapters set: the stand-in transcript is the t
   t.ok(model.seen.speech.every((s) => s.response_format === 'wav'), 'asking for WAV');
   t.ok(model.seen.transcriptions.length >= 1, 'the caller utterance went to /audio/transcriptions');
   t.ok(model.seen.transcriptions.every((x) => x.file?.riff && x.file.type === 'audio/wav' && x.file.bytes > 44), 'as a multipart WAV file');
+  t.ok(model.seen.transcriptions.every((x) => x.language === 'en'), `with STT_LANGUAGE's language, without its region (${model.seen.transcriptions.map((x) => x.language)})`);
   t.ok(voiced > 20, `the stand-in's speech reached sipp as RTP (${voiced} voiced packets)`);
 
   const read = conversationsClient(p, project, await conversationsKey(p, project));
@@ -114,4 +116,14 @@ t.test('an inbound call with both adapters set: the stand-in transcript is the t
   t.equal(spoken?.user_input, TRANSCRIPT, "the turn holds the stand-in's transcript (trimmed)");
   t.match(spoken?.agent_response, /9am to 5pm/, 'answered from the topic');
   t.equal(c.turns.find((x: any) => x.user_input_dtmf !== '')?.user_input_dtmf, '42', 'digits still work alongside');
+
+  // STT_LANGUAGE is the call's ASR language: the Concurrent Calls `language` filter counts it as that.
+  const at = Date.parse(c.started_at);
+  const peak = async (language: string) => {
+    const r = await read({ start_time: new Date(at - 60_000).toISOString(), end_time: new Date(at + 60_000).toISOString(), language }, { version: 'v1', path: '/concurrency' });
+    t.equal(r.status, 200, 'answered', { body: r.text });
+    return Math.max(0, ...(r.body.intervals ?? []).map((i: any) => i.max_concurrent_conversations));
+  };
+  t.equal(await peak('en-GB'), 1, 'counted as British English');
+  t.equal(await peak('en-US'), 0, 'not as US English');
 });

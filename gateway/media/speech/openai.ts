@@ -8,6 +8,8 @@ export interface OpenAiSpeechOptions {
   model: string;
   /** TTS: the voice when the branch names none. */
   defaultVoice?: string;
+  /** STT: the language to expect, a BCP 47 tag (`STT_LANGUAGE`); unset, the service detects each utterance's. */
+  language?: string;
   timeoutMs?: number;
 }
 
@@ -79,14 +81,16 @@ export function wavOf(pcm: Int16Array, rate = 8000): Buffer {
 export function openAiStt(o: OpenAiSpeechOptions): SpeechToText {
   return {
     name: 'openai',
-    // No language is configured for it: the service detects each utterance's.
-    language: '',
+    // Without one the service detects each utterance's, and the calls carry no asr_lang_code.
+    language: o.language ?? '',
     async transcribe(pcm: Int16Array, hints: SpeechHints): Promise<string> {
       const form = new FormData();
       form.set('model', o.model);
       form.set('file', new Blob([new Uint8Array(wavOf(pcm))], { type: 'audio/wav' }), 'utterance.wav');
       form.set('response_format', 'json');
-      if (hints.language) form.set('language', hints.language.slice(0, 2));
+      // The transcription API takes the language alone (ISO 639-1 `fr`), not its region (`fr-FR`).
+      const language = hints.language || o.language;
+      if (language) form.set('language', language.split('-')[0]!.toLowerCase());
       // A prompt of the agent's vocabulary biases the recogniser the way the offline grammar does.
       const prompt = [...hints.phrases, ...hints.words].join(', ').slice(0, 800);
       if (prompt) form.set('prompt', prompt);
