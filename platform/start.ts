@@ -185,7 +185,7 @@ export async function start(startSignals: StartSignals): Promise<void> {
           client: async () => (await runtimeReady).client,
         }),
         sessionKind({ store, builder: services.builder, client: async () => (await runtimeReady).client, transport: async () => (await runtimeReady).transport, conversationIdleMs: config.conversationIdleMs, turnWaitMs: config.turnWaitMs }),
-        callKind({ store, transport: async () => (await runtimeReady).transport, ...config.outbound }),
+        callKind({ store, transport: async () => (await runtimeReady).transport, ...config.outbound, warn: (msg, err) => logger.warn({ err }, msg) }),
         deliveryKind({
           store,
           secrets: webhookSecrets!,

@@ -6,7 +6,7 @@
  * call's own claim is in flight. `outbound.queue.test.ts` has the line's order through the API.
  */
 import t from 'tap';
-import { TrunkSlots } from '../actors/call/slots.js';
+import { TrunkMissingError, TrunkSlots } from '../actors/call/slots.js';
 import { storeFor } from './helpers/store.js';
 
 const oneLine = async () => 1;
@@ -126,4 +126,28 @@ t.test('a call whose wait ends while its claim is in flight frees the slot the c
   const next = slots.acquire('tc_1', 'OUT-b', 2000, oneLine);
   t.type(await next.done, 'number', 'the next call gets the line');
   await slots.release('tc_1', 'OUT-b');
+});
+
+t.test('a claim that fails other than for a missing trunk keeps the call in its place; a missing trunk ends its wait', async (t) => {
+  const warned: string[] = [];
+  const slots = new TrunkSlots(await storeFor(t), (msg) => warned.push(msg));
+  // The store (here, the trunk's record) fails for two looks, then reads again: the call is not failed for it.
+  let looks = 0;
+  const flaky = async () => {
+    if (++looks <= 2) throw new Error('store unavailable');
+    return 1;
+  };
+  const waiting = slots.acquire('tc_1', 'OUT-a', 1000, flaky);
+  const at = await waiting.done;
+  t.ok(at > 0, 'the call got its slot once the store answered');
+  t.equal(looks, 3, 'after the line looked again');
+  t.equal(warned.length, 1, 'told once, not at every look');
+  t.match(warned[0], /tc_1/);
+  await slots.release('tc_1', 'OUT-a');
+
+  const gone = slots.acquire('tc_2', 'OUT-b', 2000, async () => {
+    throw new TrunkMissingError('tc_2');
+  });
+  await t.rejects(Promise.resolve(gone.done), TrunkMissingError, 'a deleted trunk ends the wait (the call fails: trunk_missing)');
+  t.equal(await slots.inUse('tc_1'), 0);
 });

@@ -9,7 +9,7 @@ import { sleepUntil } from '../timers.js';
 import { TransportError, type Transport } from '../transport/types.js';
 import { CALL_KIND, MEDIA_DIAL_SUBJECT, type CallEncryption, type DialRequest, type DialResult } from './protocol.js';
 import { outboundCallRecords, type OutboundCallRecord } from './record.js';
-import { TrunkSlots } from './slots.js';
+import { TrunkMissingError, TrunkSlots } from './slots.js';
 
 /** What the call kind runs with. `transport` resolves once the runtime (built after its kinds) is up. */
 export interface CallDeps {
@@ -20,6 +20,8 @@ export interface CallDeps {
   queueTimeoutMs: number;
   ringTimeoutMs: number;
   statusRetentionMs: number;
+  /** Told when a trunk's slots cannot be claimed for a while (the store failing): the calls wait on. */
+  warn?: (msg: string, err: unknown) => void;
 }
 
 /** How long past the ring timeout a media gateway's answer may take (the ACK, choosing media: it does not wait for the opening). */
@@ -60,7 +62,7 @@ export interface CallReply {
  * settled snapshot it writes the status record the status endpoint reads.
  */
 export function callKind(deps: CallDeps): ActorKind {
-  const slots = new TrunkSlots(deps.store);
+  const slots = new TrunkSlots(deps.store, deps.warn);
   const phones = telephony(deps.store);
   const records = outboundCallRecords(deps.store);
   const settings: CallSettings = {
@@ -73,7 +75,7 @@ export function callKind(deps: CallDeps): ActorKind {
 
   const limitOf = async (connectorId: string): Promise<number> => {
     const trunk = await phones.trunk(connectorId);
-    if (!trunk) throw new Error(`telephony connector ${connectorId} not found`);
+    if (!trunk) throw new TrunkMissingError(connectorId);
     return trunk.max_concurrent_calls ?? deps.trunkConcurrency;
   };
 

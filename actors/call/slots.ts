@@ -22,6 +22,18 @@ export interface TrunkSlot extends Doc {
 
 const POLL_MS = 250;
 
+/**
+ * The call's trunk (telephony connector) no longer exists: the one failure of a claim that ends the wait (the
+ * call fails, `trunk_missing`). Any other (the store failing, a trunk's record unreadable for a moment) leaves
+ * the call in its place in the line, tried again at the next look, until its queue timeout.
+ */
+export class TrunkMissingError extends Error {
+  constructor(connectorId: string) {
+    super(`telephony connector ${connectorId} not found`);
+    this.name = 'TrunkMissingError';
+  }
+}
+
 /** A call waiting for a slot on this worker. */
 interface Waiter {
   callSid: string;
@@ -43,6 +55,8 @@ interface Line {
   /** The claim in flight and its call: a release of that call waits for it (`release`). */
   claiming: { callSid: string; done: Promise<unknown> } | null;
   poll: NodeJS.Timeout | null;
+  /** Whether the last claim failed other than for a missing trunk (logged once, not at every look). */
+  failing: boolean;
 }
 
 export class TrunkSlots {
@@ -50,14 +64,18 @@ export class TrunkSlots {
   /** Lines of this worker by connector; a line with no waiter is dropped. */
   private readonly lines = new Map<string, Line>();
 
-  constructor(store: Store) {
+  constructor(
+    store: Store,
+    /** Told when claims for a line start failing (the store), once until one succeeds again. */
+    private readonly warn: (msg: string, err: unknown) => void = () => undefined,
+  ) {
     this.slots = store.collection<TrunkSlot>({ name: 'call_trunk_slots', indexes: [{ fields: ['connector_id', 'holder'] }] });
   }
 
   /**
    * Claims a slot for `callSid`, placed at `queuedAt`, once one is free and no call placed before it waits
-   * on this worker; resolves with when. Idempotent: a held slot is kept. Rejects when `limit` or the store
-   * fails (a deleted trunk).
+   * on this worker; resolves with when. Idempotent: a held slot is kept. Rejects when `limit` throws
+   * `TrunkMissingError` (a deleted trunk); any other failure is retried at the line's next look.
    */
   acquire(connectorId: string, callSid: string, queuedAt: number, limit: () => Promise<number>): Task<number> {
     let waiter!: Waiter;
@@ -103,7 +121,7 @@ export class TrunkSlots {
 
   private lineOf(connectorId: string): Line {
     let line = this.lines.get(connectorId);
-    if (!line) this.lines.set(connectorId, (line = { waiters: [], serving: false, again: false, claiming: null, poll: null }));
+    if (!line) this.lines.set(connectorId, (line = { waiters: [], serving: false, again: false, claiming: null, poll: null, failing: false }));
     return line;
   }
 
@@ -148,9 +166,17 @@ export class TrunkSlots {
           let claimed: boolean | null;
           try {
             claimed = await claim;
+            line.failing = false;
           } catch (err) {
-            if (this.leave(connectorId, line, head)) head.reject(err);
-            continue;
+            if (err instanceof TrunkMissingError) {
+              if (this.leave(connectorId, line, head)) head.reject(err);
+              continue;
+            }
+            // Not the call's fault: it keeps its place, and the line is looked at again after POLL_MS.
+            if (!line.failing) this.warn(`claiming a slot of trunk ${connectorId} failed; the line tries again`, err);
+            line.failing = true;
+            line.again = false;
+            break;
           } finally {
             line.claiming = null;
           }
