@@ -30,6 +30,8 @@ export const MAX_AGENTS_PER_ACCOUNT = 1000;
 /** Agents of an account, and the access rule every agent-scoped operation starts with. */
 export class Agents {
   private readonly names: NameClaims;
+  /** Each account's creates in this process, one after another (`create`): the tail of its chain. */
+  private readonly creating = new Map<string, Promise<unknown>>();
 
   constructor(
     private readonly r: BuilderRecords,
@@ -52,12 +54,26 @@ export class Agents {
    * between its claims and its insert (`NameClaims.lost`). A create that ends without its agent stored (an
    * error, a 409) releases the claims it wrote, as does one for a slug it gave up (`NameClaims.release`).
    *
-   * An account holding `maxPerAccount` agents creates no more (AGENT_LIMIT). The count is read before the
-   * create, so creates running at the same moment may each pass it: the bound is exceeded by at most those.
+   * An account holding `maxPerAccount` agents creates no more (AGENT_LIMIT). An account's creates run one after
+   * another in this process, so the count each reads includes the ones before it: a burst of creates stops at
+   * the bound. Creates of one account on several edge processes at the same moment may each pass it, exceeding
+   * the bound by at most one per other process.
    */
   async create(caller: Caller, input: { name: string; description: string; agentId?: string }): Promise<{ agent: AgentRecord; main: BranchRecord }> {
     if (caller.projectId) throw AGENTS.AGENT_CREATE_BOUND();
     const account = caller.accountId;
+    const before = this.creating.get(account);
+    const run = (before ?? Promise.resolve()).then(() => this.createNow(account, input));
+    // The chain's tail never rejects, so a failed create does not fail the ones queued behind it.
+    const tail = run.catch(() => undefined);
+    this.creating.set(account, tail);
+    void tail.then(() => {
+      if (this.creating.get(account) === tail) this.creating.delete(account);
+    });
+    return run;
+  }
+
+  private async createNow(account: string, input: { name: string; description: string; agentId?: string }): Promise<{ agent: AgentRecord; main: BranchRecord }> {
     if ((await this.r.agents.count({ account_id: account })) >= this.maxPerAccount) throw AGENTS.AGENT_LIMIT(this.maxPerAccount);
     const chosen = input.agentId;
     let id = chosen ?? newAgentId();

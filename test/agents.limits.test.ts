@@ -117,4 +117,10 @@ t.test('agents: an account at its agent limit (AGENTS_MAX_PER_ACCOUNT) creates n
   t.equal((await a('POST', '/v1/agents', { name: 'chosen', agentId: `chosen-${Date.now()}` })).status, 409, 'a chosen agentId too');
   t.same((await a('GET', '/v1/agents')).body.agents.map((x: any) => x.name), ['one', 'two', 'three'], 'none was stored');
   t.equal((await b('POST', '/v1/agents', { name: 'theirs' })).status, 201, 'the limit is per account');
+
+  // Creates sent at once: each reads the count after the ones before it, so the burst stops at the bound.
+  const c = client(small.edge, { 'x-api-key': (await tenant(small, 'Initech')).key });
+  const burst = await Promise.all(Array.from({ length: 12 }, (_, i) => c('POST', '/v1/agents', { name: `burst ${i}` })));
+  t.same(burst.map((r) => r.status).sort(), [...Array(3).fill(201), ...Array(9).fill(409)], 'three created, the rest refused');
+  t.equal((await c('GET', '/v1/agents')).body.agents.length, 3, 'three stored');
 });
