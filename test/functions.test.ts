@@ -154,6 +154,18 @@ t.test('tool arguments and return values', async (t) => {
 
   const st = expectOk(t, await sandbox.invoke(call('s', '(conv) => { conv.state.f = () => 1; conv.state.keep = "yes"; conv.state.u = undefined; }')), 'state with functions');
   t.same(st.conv.state, { keep: 'yes' }, 'functions and undefined are dropped from the state');
+
+  const big = expectOk(t, await sandbox.invoke(call('b', '(conv) => { conv.state.y = 7; conv.state.big = 10n; }')), 'state with a BigInt');
+  t.same(big.conv.state, { y: 7, big: '10' }, 'a BigInt in the state is its String(), and the rest is kept');
+
+  // A state JSON cannot write at all: the call is an error that changes nothing, not a silent loss of its state.
+  const cycle = await sandbox.invoke(call('c', '(conv) => { conv.state.z = 5; const c = { v: 2 }; c.self = c; conv.state.c = c; conv.say("cycle set"); return "ok"; }'));
+  t.equal(cycle.ok, false, 'a cyclic state: a function error');
+  t.match(!cycle.ok && cycle.error, { kind: 'error', message: /^conv\.state cannot be written as JSON: .*circular|cycle/i });
+  t.same(cycle.conv.said, [], 'nothing it said is taken');
+  t.notOk('z' in cycle.conv.state, 'nor its state: the state as it was');
+  const getter = await sandbox.invoke(call('g', '(conv) => { conv.state.z = 5; conv.state.bad = { toJSON() { throw new Error("no JSON for you"); } }; }'));
+  t.match(!getter.ok && getter.error, { kind: 'error', message: 'conv.state cannot be written as JSON: no JSON for you' }, 'a throwing toJSON: the same');
 });
 
 t.test('async functions', async (t) => {

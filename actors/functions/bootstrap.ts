@@ -27,7 +27,9 @@ export const BOOTSTRAP_SOURCE = String.raw`(function () {
   const noop = function () {};
   hidden(G, 'console', { log: noop, info: noop, warn: noop, error: noop, debug: noop, trace: noop });
 
-  let conv = null, args = [], status = 'idle', value, message = '', inputState = '{}';
+  let conv = null, args = [], status = 'idle', value, message = '', inputState = '{}', stateError = '';
+  // A BigInt in the state is its String(), as a returned one is: JSON.stringify alone throws on it.
+  const bigintsAsStrings = (_k, v) => (typeof v === 'bigint' ? S(v) : v);
   const said = [];
   let handoff = null, ended = false, awaiting = null;
   // Values the function marked as personal data (conv.mark_pii): bounded, so a loop cannot grow the output.
@@ -116,6 +118,8 @@ export const BOOTSTRAP_SOURCE = String.raw`(function () {
       })();
     },
     status() { return status; },
+    // Why the last output() could not write conv.state as JSON, or undefined.
+    stateError() { return stateError === '' ? undefined : stateError; },
     message() { return message; },
     describe,
     /** The return value as JSON text, or undefined; values JSON cannot hold become their string form. */
@@ -130,10 +134,17 @@ export const BOOTSTRAP_SOURCE = String.raw`(function () {
     /** What the function did to the conversation, as JSON text built from strings the host can trust. */
     output() {
       let state = inputState;
+      stateError = '';
       try {
-        const text = stringify(conv.state);
+        let text;
+        // The replacer only when needed: it is a call per value, and most states hold no BigInt.
+        try { text = stringify(conv.state); } catch (_) { text = stringify(conv.state, bigintsAsStrings); }
         if (typeof text === 'string' && isObject(parse(text))) state = text;
-      } catch (_) {}
+      } catch (e) {
+        // A cycle, a throwing getter or toJSON: the state cannot be written, and keeping the input's instead
+        // would drop what the function set without a word (stateError makes the call a function error).
+        stateError = describe(e);
+      }
       // Built by hand: stringify of a string primitive consults no (tenant-patchable) toJSON.
       let list = '';
       for (let i = 0; i < said.length; i++) list += (i ? ',' : '') + stringify(said[i]);

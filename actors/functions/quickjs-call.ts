@@ -210,6 +210,9 @@ export function runCall(quickjs: QuickJSWASMModule, call: CallMessage, prepared:
       if (message === OUT_OF_MEMORY) return { ok: false, error: { kind: 'memory', message: 'the function exceeded its memory limit' } };
       return { ok: false, error: { kind: 'error', message: clip(message) }, conv };
     }
+    // Taken without its state, the call would drop what it set there and say nothing: an error that changes nothing.
+    const unwritable = invoke('stateError');
+    if (unwritable !== undefined) return { ok: false, error: { kind: 'error', message: clip(`conv.state cannot be written as JSON: ${unwritable}`) } };
     const value = invoke('value');
     if (value !== undefined && overBytes(value, MAX_VALUE_BYTES)) return { ok: false, error: { kind: 'error', message: TOO_LARGE } };
     return value === undefined ? { ok: true, conv } : { ok: true, value, conv };
