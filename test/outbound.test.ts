@@ -71,10 +71,10 @@ t.teardown(async () => {
   removeDir(p.dataDir);
 });
 
-const trigger = (body: unknown, tok: string | null = token) =>
-  http(p.edge, 'POST', '/v1/outbound-calling', { body, headers: tok === null ? {} : { 'x-service-auth-token': tok } });
-const status = (sid: string, tok: string | null = token) =>
-  http(p.edge, 'GET', `/v1/outbound-calling/${encodeURIComponent(sid)}/status`, { headers: tok === null ? {} : { 'x-service-auth-token': tok } });
+const trigger = (body: unknown, tok: string | null = token, on: Platform = p) =>
+  http(on.edge, 'POST', '/v1/outbound-calling', { body, headers: tok === null ? {} : { 'x-service-auth-token': tok } });
+const status = (sid: string, tok: string | null = token, on: Platform = p) =>
+  http(on.edge, 'GET', `/v1/outbound-calling/${encodeURIComponent(sid)}/status`, { headers: tok === null ? {} : { 'x-service-auth-token': tok } });
 
 /** Polls the status (every 100 ms, as a client polls every few seconds) until `done` holds. */
 async function until(sid: string, done: (s: { status: number; body: any }) => boolean): Promise<Array<{ status: number; body: any }>> {
@@ -180,6 +180,30 @@ t.test("a trunk at 0.0.0.0 and the gateway's SIP port is the gateway too", async
   // As a destination the unspecified address is this machine: the INVITE would reach the gateway itself.
   const sipPort = Number(/media sip:[^:\s]+:(\d+)/.exec(p.stdout())![1]);
   t.match(await failureThrough('0.0.0.0', '+14155550129', sipPort), /own SIP address/);
+});
+
+t.test("with HOST=0.0.0.0, a trunk at a loopback address and the gateway's SIP port is the gateway; at another port it is dialled", async (t) => {
+  // Listening on every interface, the gateway is reached by any of this machine's addresses at its port.
+  const q = await platformFor(t, { env: { ...MEDIA_PORTS, HOST: '0.0.0.0', OUTBOUND_RING_TIMEOUT_MS: '2000' } });
+  const sipPort = Number(/media sip:[^:\s]+:(\d+)/.exec(q.stdout())![1]);
+  const c = await chatProject(q, { name: 'Everywhere' });
+  const reason = async (host: string, port: number, number: string) => {
+    const made = await c.api('POST', `/v1/agents/${c.agentId}/telephony/connectors`, { name: `Trunk ${host}:${port}`, host, port, transport: 'udp' });
+    t.equal(made.status, 201, made.text);
+    const tok = await outboundConnector(q, c.accountId, c.agentId, { telephony_connector_id: made.body.id, from_number: '+14155550100' });
+    const r = await trigger({ to_number: number, encryption: 'UDP/RTP' }, tok, q);
+    t.equal(r.status, 200, r.text);
+    for (;;) {
+      const s = await status(r.body.call_sid, tok, q);
+      if (s.body?.status === 'failure') return s.body.reason as string;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  };
+  t.match(await reason('127.0.0.1', sipPort, '+14155550130'), /own SIP address/, '127.0.0.1');
+  t.match(await reason('127.0.0.5', sipPort, '+14155550131'), /own SIP address/, 'another loopback address');
+  t.match(await reason('localhost', sipPort, '+14155550132'), /own SIP address/, 'a name of one');
+  // A PBX on this machine at another port is what HOST=0.0.0.0 is for: it is dialled (here nothing answers).
+  t.equal(await reason('127.0.0.2', deadTrunk.port, '+14155550133'), 'unreachable', 'another port is dialled');
 });
 
 t.test('a trunk whose host does not resolve is unreachable, with no SIP status: none ever came', async (t) => {

@@ -1,5 +1,6 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import { decode, encode, type Runtime, type Subscription } from '../../actors/mod.js';
 import { callEndedEvent, CALL_KIND, MEDIA_DIAL_QUEUE, MEDIA_DIAL_SUBJECT, type DialRequest, type DialResult } from '../../actors/call/mod.js';
 import { uuidv7 } from '../../platform/ids.js';
@@ -7,15 +8,27 @@ import type { SipTransport } from './dialog.js';
 import { choose, followReinvites, offerOf, openLeg, readSdp, sessionOf } from './media.js';
 import type { MediaGateway } from './server.js';
 
+/** The unspecified address (`0.0.0.0`, `::`): as a listening address every interface, as a destination this machine. */
+const unspecified = (address: string): boolean => address === '0.0.0.0' || /^[0:]+$/.test(address);
+
+/** Whether `address` is this machine's: a loopback address or one of its interfaces'. */
+function isLocal(address: string): boolean {
+  if (address.startsWith('127.') || address === '::1' || unspecified(address)) return true;
+  return Object.values(networkInterfaces()).some((list) => list?.some((i) => i.address === address));
+}
+
 /**
  * Whether a trunk's host is this gateway's SIP address, directly or by a name that resolves to it; or, at one of
- * the gateway's SIP ports, the unspecified address (`0.0.0.0`, `::`), which as a destination is this machine.
+ * the gateway's SIP ports, the unspecified address (`0.0.0.0`, `::`), which as a destination is this machine; or,
+ * when the gateway listens on every interface (`HOST=0.0.0.0`), any address of this machine at one of its ports.
  */
-async function isOwnAddress(host: string, own: string, port?: number, ownPorts: Array<number | undefined> = []): Promise<boolean> {
+async function isOwnAddress(host: string, own: string, port: number, ownPorts: Array<number | undefined>): Promise<boolean> {
   if (host === own) return true;
-  if (isIP(host)) return (host === '0.0.0.0' || /^[0:]+$/.test(host)) && ownPorts.includes(port);
+  const atOwnPort = ownPorts.includes(port);
+  const self = (address: string) => address === own || (atOwnPort && (unspecified(address) || (unspecified(own) && isLocal(address))));
+  if (isIP(host)) return self(host);
   try {
-    return (await lookup(host, { all: true })).some((a) => a.address === own);
+    return (await lookup(host, { all: true })).some((a) => self(a.address));
   } catch {
     // Does not resolve: the stack finds that out again and the call is unreachable.
     return false;
