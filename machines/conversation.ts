@@ -327,14 +327,16 @@ export const CONVERSATION_MAX_TRANSCRIPT_BYTES = 8 * 1024 * 1024;
 
 /**
  * What a turn of these texts adds to `counts.transcriptBytes`: the user's and the agent's text in bytes of UTF-8,
- * and the message's metadata as JSON when it has any (the client's, up to a request body a message). The texts
+ * the keys a caller pressed (`dtmf`, a call's turn: `user_input_dtmf`, which holds them where `user_input` is then
+ * empty), and the message's metadata as JSON when it has any (the client's, up to a request body a message). The texts
  * rather than the whole turn as JSON: `Buffer.byteLength` counts a text without encoding a copy, where the turn as
  * JSON would be one more serialization of up to 256 KiB a turn, and the turn's other fields are the platform's,
  * small and the same size every turn (timestamps, flags, the responder's intents), so they do not make one
  * conversation's record grow more than its number of turns does.
  */
-export function transcriptBytes(userInput: string, agentResponse: string, metadata: Record<string, unknown>): number {
+export function transcriptBytes(userInput: string, agentResponse: string, metadata: Record<string, unknown>, dtmf = ''): number {
   let bytes = Buffer.byteLength(userInput, 'utf8') + Buffer.byteLength(agentResponse, 'utf8');
+  if (dtmf) bytes += Buffer.byteLength(dtmf, 'utf8');
   for (const _ in metadata) {
     bytes += Buffer.byteLength(JSON.stringify(metadata), 'utf8');
     break;
@@ -343,7 +345,7 @@ export function transcriptBytes(userInput: string, agentResponse: string, metada
 }
 
 /** What a recorded turn adds to `counts.transcriptBytes` (`transcriptBytes`). */
-export const turnBytes = (t: TurnRecord): number => transcriptBytes(t.user_input, t.agent_response, t.metadata);
+export const turnBytes = (t: TurnRecord): number => transcriptBytes(t.user_input, t.agent_response, t.metadata, t.user_input_dtmf);
 
 /** The transcript's bytes so far; a snapshot from before the count has none and counts from 0. */
 export const transcriptBytesOf = (c: ConversationContext): number => c.counts.transcriptBytes ?? 0;

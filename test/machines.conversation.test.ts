@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
 import { createActor, fromPromise } from 'xstate';
 import { getShortestPaths, getSimplePaths } from 'xstate/graph';
-import { boundedUnread, conversationMachine, CONVERSATION_MAX_TRANSCRIPT_BYTES, MAX_RECENT_CHARS, MAX_TIMEOUT_ROUNDS, MAX_UNREAD, MAX_UNREAD_CHARS, RECENT_MESSAGES, remember, turnBytes, turnInput, UNREAD_DROPPED, type ConversationStart, type ExternalEvent, type SideOutcome, type TurnOutcome, type TurnRecord } from '../machines/conversation.js';
+import { boundedUnread, conversationMachine, CONVERSATION_MAX_TRANSCRIPT_BYTES, MAX_RECENT_CHARS, MAX_TIMEOUT_ROUNDS, MAX_UNREAD, MAX_UNREAD_CHARS, RECENT_MESSAGES, remember, transcriptBytes, turnBytes, turnInput, UNREAD_DROPPED, type ConversationStart, type ExternalEvent, type SideOutcome, type TurnOutcome, type TurnRecord } from '../machines/conversation.js';
 import { conversationReply } from '../actors/conversation/kind.js';
 
 const start: ConversationStart = {
@@ -614,4 +614,17 @@ t.test('conversation: the transcript is counted in the context, and a full one e
   d.send({ type: 'xstate.done.actor.start', output: outcome({ end: true, full: true }) });
   t.equal(d.snap().context.endReason, 'agent');
   d.actor.stop();
+});
+
+t.test("conversation: the keys a caller pressed count in the transcript", async (t) => {
+  // A keyed turn records the digits in `user_input_dtmf` and leaves `user_input` empty: they counted for nothing.
+  t.equal(turnBytes(turn('', 'ok', { user_input_dtmf: '1234#' })), 2 + 5, "the digits count with the turn's texts");
+  t.equal(transcriptBytes('', 'ok', {}, '1234#'), 7);
+  const c = driven('c-dtmf');
+  c.send({ type: 'START', start: { ...start, channel: 'VOICE-SIP' } });
+  c.send({ type: 'xstate.done.actor.start', output: outcome({ response: '', turns: [] }) });
+  c.send({ type: 'MESSAGE', message: '', metadata: {}, integrationAttributes: {}, voice: { dtmf: '4'.repeat(20) }, at: 2500 });
+  c.send({ type: 'TURN_DONE', output: outcome({ response: 'Got it', turns: [turn('', 'Got it', { user_input_dtmf: '4'.repeat(20) })] }) });
+  t.equal(c.snap().context.counts.transcriptBytes, 6 + 20, 'a keyed turn adds its digits to the count');
+  c.actor.stop();
 });
