@@ -35,7 +35,9 @@ import { assign, emit, enqueueActions, fromPromise, setup } from 'xstate';
  * The transcript is bounded: `counts.transcriptBytes` counts what its turns hold (`turnBytes`), and the effects
  * keep it within the conversation's limit (`CONVERSATION_MAX_TRANSCRIPT_BYTES`): a function whose words would take
  * it past the limit is a function error, and a turn that leaves it at or past the limit ends the conversation
- * (`TurnOutcome.full`, end reason `full`).
+ * (`TurnOutcome.full`, end reason `full`). So are the integration attributes, which every message may add to: a
+ * message that would take them past the bound (`CONVERSATION_MAX_ATTRIBUTES_BYTES`) is refused before anything of it
+ * is taken (guard `attributesFit`).
  */
 
 /** One exchange, as the conversation record (contract 2.5) stores it. */
@@ -196,7 +198,7 @@ export interface DeliverInput {
 /** The answer to an ask, which the kind derives from the step's events and state (`actors/conversation/kind.ts`). */
 export type Outcome =
   | { ok: true; response: string; end: boolean; handoff: Handoff | null; failed?: ResponderFailure }
-  | { ok: false; error: 'not_started' | 'ended' | 'handed_off' | 'started' };
+  | { ok: false; error: 'not_started' | 'ended' | 'handed_off' | 'started' | 'attributes_too_large' };
 
 /**
  * Keep this under 20 top-level fields (`test/machines.context-size.test.ts`): XState copies the context with
@@ -261,6 +263,11 @@ export type ConversationEvent =
       ttsLangCode?: string;
       /** Set by the media gateway on a call's turns. */
       voice?: VoiceInput;
+      /**
+       * The most bytes of JSON the conversation's integration attributes may hold once this message's are merged in
+       * (`messageFits`): the Chat API's setting (`CONVERSATION_MAX_ATTRIBUTES_BYTES`). Unset: the default.
+       */
+      maxAttributesBytes?: number;
       at: number;
     }
   | { type: 'CLOSE'; at: number }
@@ -356,6 +363,29 @@ const addedBytes = (c: ConversationContext, turns: TurnRecord[]): number => {
   for (const t of turns) bytes += turnBytes(t);
   return bytes;
 };
+
+/**
+ * The most bytes a conversation's integration attributes hold, by default (the setting
+ * `CONVERSATION_MAX_ATTRIBUTES_BYTES`), measured as `attributesBytes`: a client's attributes are merged into the
+ * conversation's on every message (`takeMessage`) and kept in every snapshot and the record, so without a bound a
+ * client grew one conversation by a request body a turn, each step rewriting it all. 64 KiB is far more than the
+ * labels and ids they carry; a Messaging API session's (`platform`, a user agent of 512 characters at most) is
+ * under the setting's least value (4 KiB), and a call's are none.
+ */
+export const CONVERSATION_MAX_ATTRIBUTES_BYTES = 64 * 1024;
+
+/** Integration attributes' size as their bound counts it: their JSON in bytes of UTF-8. */
+export const attributesBytes = (attributes: Record<string, unknown>): number => Buffer.byteLength(JSON.stringify(attributes), 'utf8');
+
+/**
+ * Whether a message's integration attributes, merged into the conversation's (`current`, as `takeMessage` merges
+ * them), stay within `limit` bytes (`attributesBytes`). A message that brings none changes nothing and fits: a
+ * conversation whose attributes a higher setting let grow keeps them, and its messages without attributes go on.
+ */
+export function attributesFit(current: Record<string, unknown>, added: Record<string, unknown>, limit: number = CONVERSATION_MAX_ATTRIBUTES_BYTES): boolean {
+  for (const _ in added) return attributesBytes({ ...current, ...added }) <= limit;
+  return true;
+}
 
 /** What the start effect needs. */
 export interface StartInput {
@@ -618,6 +648,15 @@ const resume = [
   { target: 'idle' },
 ] as const;
 
+/**
+ * A message's integration attributes, merged into the conversation's, stay within the bound the message carries
+ * (`maxAttributesBytes`, the edge's `CONVERSATION_MAX_ATTRIBUTES_BYTES`; without it, the default): a message that would
+ * take them past it is refused whole, the conversation left as it was, its turn not taken (the actor's reply says
+ * why: `attributes_too_large`, `actors/conversation/kind.ts`).
+ */
+export const messageFits = ({ context, event }: { context: Pick<ConversationContext, 'integrationAttributes'>; event: ConversationEvent }): boolean =>
+  event.type !== 'MESSAGE' || attributesFit(context.integrationAttributes, event.integrationAttributes, event.maxAttributesBytes);
+
 /** The conversation is neither ended, ending nor handed off: a message may start a turn. */
 const live = ({ context }: { context: ConversationContext }) => context.endedAt === null && context.endReason === null && context.handoff === null;
 
@@ -632,7 +671,7 @@ const live = ({ context }: { context: ConversationContext }) => context.endedAt 
 const sideEvents = {
   // A close of a conversation already ending (or ended: `bridging` runs after the end too) changes nothing.
   CLOSE: { guard: ({ context }: { context: ConversationContext }) => context.endedAt === null && context.endReason === null, actions: 'closeLater' },
-  MESSAGE: { guard: live, actions: 'takeMessage' },
+  MESSAGE: { guard: (args: { context: ConversationContext; event: ConversationEvent }) => live(args) && messageFits(args), actions: 'takeMessage' },
 } as const;
 /** Also a bridge notification while an external event's function runs (`bridging` itself has one in hand). */
 const externalSideEvents = {
@@ -772,6 +811,8 @@ export const conversationMachine = setup({
     }),
   },
   guards: {
+    /** A message's integration attributes fit beside the conversation's (`messageFits`). */
+    attributesFit: ({ context, event }) => messageFits({ context, event }),
     /** The agent ended the conversation, or the transcript is full. */
     ends: (_, out: TurnOutcome) => out.end || out.full === true,
     handsOff: (_, out: TurnOutcome) => out.handoff !== null,
@@ -851,6 +892,7 @@ export const conversationMachine = setup({
       on: {
         IDLE_TIMEOUT: { guard: 'idleDeadlinePassed', target: 'ending', actions: assign({ endReason: 'idle' }) },
         MESSAGE: {
+          guard: 'attributesFit',
           target: 'responding',
           actions: 'takeMessage',
         },
@@ -906,6 +948,7 @@ export const conversationMachine = setup({
       },
       on: {
         MESSAGE: {
+          guard: 'attributesFit',
           target: 'responding',
           actions: 'takeMessage',
         },

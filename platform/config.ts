@@ -4,7 +4,7 @@ import { NatsUrlError, parseNatsUrl } from '../actors/mod.js';
 import { DEFAULT_LLM_MODEL, longestReplyMs, type LlmSettings } from '../actors/responder/mod.js';
 import type { TurnTakingOptions } from '../gateway/media/turn-taking.js';
 import { MAX_AGENTS_PER_ACCOUNT, type BuilderOptions } from '../builder/mod.js';
-import { CONVERSATION_MAX_TRANSCRIPT_BYTES } from '../machines/conversation.js';
+import { CONVERSATION_MAX_ATTRIBUTES_BYTES, CONVERSATION_MAX_TRANSCRIPT_BYTES } from '../machines/conversation.js';
 
 /** The regions a deployment can serve (operator.md). */
 export const REGIONS = ['us-1', 'uk-1', 'euw-1'] as const;
@@ -99,6 +99,8 @@ const EnvSchema = z.object({
   ASK_TIMEOUT_MS: integer(100, 600_000).default(10_000),
   CONVERSATION_IDLE_MS: integer(1000, 7 * 86_400_000).default(1_800_000),
   CONVERSATION_MAX_TRANSCRIPT_BYTES: integer(1024, 256 * 1024 * 1024).default(CONVERSATION_MAX_TRANSCRIPT_BYTES),
+  // At least 4 KiB: a Messaging API session's attributes (its platform, a user agent of 512 characters) always fit.
+  CONVERSATION_MAX_ATTRIBUTES_BYTES: integer(4096, 16 * 1024 * 1024).default(CONVERSATION_MAX_ATTRIBUTES_BYTES),
   FUNCTION_TIMEOUT_MS: integer(10, 60_000).default(1000),
   FUNCTION_HEAP_MB: integer(1, 4096).default(64),
   FUNCTION_STACK_KB: integer(16, MAX_STACK_KB).default(256),
@@ -312,6 +314,11 @@ export interface Config {
    */
   conversationMaxTranscriptBytes: number;
   /**
+   * The most bytes of JSON a conversation's integration attributes hold, merged over its messages
+   * (`CONVERSATION_MAX_ATTRIBUTES_BYTES`, the edge's): a Chat API create or respond that would take them past it is refused.
+   */
+  conversationMaxAttributesBytes: number;
+  /**
    * The responder (`LLM_*`): the OpenAI-compatible client's base URL, key, model and request time limit, read here
    * only, for the workers' responder (`createResponder`) and every process's `turnWaitMs` (`longestReplyMs`).
    */
@@ -494,6 +501,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     llm,
     conversationIdleMs: e.CONVERSATION_IDLE_MS,
     conversationMaxTranscriptBytes: e.CONVERSATION_MAX_TRANSCRIPT_BYTES,
+    conversationMaxAttributesBytes: e.CONVERSATION_MAX_ATTRIBUTES_BYTES,
     functionTimeoutMs: e.FUNCTION_TIMEOUT_MS,
     functions: {
       memoryMb: e.FUNCTION_HEAP_MB,

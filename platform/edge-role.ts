@@ -28,6 +28,7 @@ export async function serveEdge(o: {
     requestLevel: o.log.requestLevel,
     isServing: o.isServing,
     conversationIdleMs: config.conversationIdleMs,
+    conversationMaxAttributesBytes: config.conversationMaxAttributesBytes,
     turnWaitMs: config.turnWaitMs,
     limits: config.edge,
     externalEvents: config.externalEvents,

@@ -182,6 +182,7 @@ export const CHAT = catalog('CHAT', {
   CONVERSATION_HANDED_OFF: [409, 'the conversation was handed off'],
   CONVERSATION_NOT_STARTED: [409, 'the conversation was not started'],
   CONVERSATION_EXISTS: [409, 'the conversation exists'],
+  ATTRIBUTES_TOO_LARGE: [400, "integration_attributes would take the conversation's past %s bytes of JSON", 'integration_attributes'],
   TIMEOUT: [503, 'the conversation did not answer in time; retry'],
   RATE_LIMITED_KEY: [429, 'rate limit exceeded for this X-API-KEY; retry after the Retry-After header'],
   RATE_LIMITED_PROJECT: [429, 'rate limit exceeded for this project; retry after the Retry-After header'],

@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
 import { createActor, fromPromise } from 'xstate';
 import { getShortestPaths, getSimplePaths } from 'xstate/graph';
-import { boundedUnread, conversationMachine, CONVERSATION_MAX_TRANSCRIPT_BYTES, MAX_RECENT_CHARS, MAX_TIMEOUT_ROUNDS, MAX_UNREAD, MAX_UNREAD_CHARS, RECENT_MESSAGES, remember, transcriptBytes, turnBytes, turnInput, UNREAD_DROPPED, type ConversationStart, type ExternalEvent, type SideOutcome, type TurnOutcome, type TurnRecord } from '../machines/conversation.js';
+import { attributesBytes, boundedUnread, conversationMachine, CONVERSATION_MAX_ATTRIBUTES_BYTES, CONVERSATION_MAX_TRANSCRIPT_BYTES, MAX_RECENT_CHARS, MAX_TIMEOUT_ROUNDS, MAX_UNREAD, MAX_UNREAD_CHARS, RECENT_MESSAGES, remember, transcriptBytes, turnBytes, turnInput, UNREAD_DROPPED, type ConversationStart, type ExternalEvent, type SideOutcome, type TurnOutcome, type TurnRecord } from '../machines/conversation.js';
 import { conversationReply } from '../actors/conversation/kind.js';
 
 const start: ConversationStart = {
@@ -626,5 +626,49 @@ t.test("conversation: the keys a caller pressed count in the transcript", async 
   c.send({ type: 'MESSAGE', message: '', metadata: {}, integrationAttributes: {}, voice: { dtmf: '4'.repeat(20) }, at: 2500 });
   c.send({ type: 'TURN_DONE', output: outcome({ response: 'Got it', turns: [turn('', 'Got it', { user_input_dtmf: '4'.repeat(20) })] }) });
   t.equal(c.snap().context.counts.transcriptBytes, 6 + 20, 'a keyed turn adds its digits to the count');
+  c.actor.stop();
+});
+
+t.test('conversation: a message whose integration attributes would take the merged ones past the bound is refused whole', async (t) => {
+  t.equal(CONVERSATION_MAX_ATTRIBUTES_BYTES, 64 * 1024, 'the default bound, 64 KiB');
+  const LIMIT = 4096;
+  const c = driven('c-attributes');
+  c.send({ type: 'START', start: { ...start, integrationAttributes: { a: 'x'.repeat(3000) } } });
+  c.send({ type: 'xstate.done.actor.start', output: outcome({ response: 'Hello', turns: [turn('', 'Hello')] }) });
+  const message = (integrationAttributes: Record<string, unknown>, at: number) => ({ type: 'MESSAGE', message: 'q', metadata: {}, integrationAttributes, maxAttributesBytes: LIMIT, at });
+  const before = JSON.stringify(c.snap().context);
+
+  // 3000 characters more beside the 3000 there: each fits alone, the merge does not.
+  c.send(message({ b: 'y'.repeat(3000) }, 2500));
+  t.equal(c.snap().value, 'idle', 'no turn is taken');
+  t.match(c.reply(), { ok: false, error: 'attributes_too_large' }, 'the reply says why');
+  t.same(c.types(), [], 'nothing is emitted');
+  t.equal(JSON.stringify(c.snap().context), before, 'the context is as it was');
+  t.equal(attributesBytes({ a: 'x'.repeat(3000), b: 'y'.repeat(3000) }) > LIMIT, true);
+
+  // Without attributes, or with some that fit once merged (a key replaced counts once), a message is taken.
+  c.send(message({}, 2600));
+  t.equal(c.snap().value, 'responding', 'a message without attributes is taken');
+  c.send({ type: 'TURN_DONE', output: outcome({ response: 'ok', turns: [turn('q', 'ok')] }) });
+  c.send(message({ a: 'z'.repeat(3500), c: 1 }, 2700));
+  t.equal(c.snap().value, 'responding', 'a message whose attributes fit once merged is taken');
+  t.same(c.snap().context.integrationAttributes, { a: 'z'.repeat(3500), c: 1 }, 'and merged');
+  c.send({ type: 'TURN_DONE', output: outcome({ response: 'ok', turns: [turn('q', 'ok')] }) });
+  t.match(c.reply(), { ok: true, response: 'ok' });
+  t.same(c.all.filter((e) => e.type === 'conversation.changed').at(-1)!.data.integration_attributes, { a: 'z'.repeat(3500), c: 1 }, 'the record is told the merge');
+
+  // Also while an external event's function runs (the message would be kept for later): refused at once.
+  c.send({ type: 'MESSAGE', message: 'pay', metadata: {}, integrationAttributes: {}, at: 2800 });
+  c.send({ type: 'TURN_DONE', output: outcome({ awaiting: wait, response: 'Waiting', turns: [turn('pay', 'Waiting')] }) });
+  c.send({ type: 'xstate.done.actor.externalWatch', output: null });
+  c.send({ type: 'EXTERNAL_EVENT', event: external('e1') });
+  t.equal(c.snap().value, 'externalResponding');
+  c.send(message({ d: 'w'.repeat(1000) }, 2900));
+  t.equal(c.snap().context.pending, null, 'not kept');
+  c.send({ type: 'xstate.done.actor.external', output: side({ said: [] }) });
+  c.send({ type: 'xstate.done.actor.deliver', output: false });
+  t.equal(c.snap().value, 'idle', 'no turn follows');
+  t.match(c.reply(), { ok: false, error: 'attributes_too_large' });
+  t.notOk('d' in c.snap().context.integrationAttributes);
   c.actor.stop();
 });

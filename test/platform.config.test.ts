@@ -10,6 +10,8 @@ import { integer, loadConfig, type Config } from '../platform/config.js';
 import { MAIN } from './helpers/platform.js';
 import { createEmbedderFromEnv } from '../actors/conversation/mod.js';
 import { speechFromEnv } from '../gateway/media/speech/from-env.js';
+import { PLATFORMS } from '../gateway/socket/sessions.js';
+import { attributesBytes } from '../machines/conversation.js';
 
 /** Runs the platform's entry with `env` added; a configuration refused stops it before it opens anything. */
 function startWith(env: Record<string, string>) {
@@ -148,7 +150,17 @@ const NUMERIC: Array<[string, number, number, (c: Config) => number | null | und
   ['RECORDING_RETENTION_DAYS', 0, 36_500, (c) => c.recordings.retentionDays],
   ['SHARDS', 1, 4096, (c) => c.shardCount],
   ['ASK_TIMEOUT_MS', 100, 600_000, (c) => c.askTimeoutMs],
+  ['CONVERSATION_MAX_ATTRIBUTES_BYTES', 4096, 16 * 1024 * 1024, (c) => c.conversationMaxAttributesBytes],
 ];
+
+t.test("CONVERSATION_MAX_ATTRIBUTES_BYTES: 64 KiB by default, 4 KiB at least, what a messaging session's attributes always fit in", async (t) => {
+  t.equal(loadConfig({}).conversationMaxAttributesBytes, 64 * 1024);
+  t.throws(() => loadConfig({ CONVERSATION_MAX_ATTRIBUTES_BYTES: '4095' }), { message: /^invalid configuration: CONVERSATION_MAX_ATTRIBUTES_BYTES: / });
+  // The session starts its conversation with its platform and the user agent cut to 512 characters (sessions.ts), of
+  // which no message adds more: the longest platform, and characters JSON escapes to six bytes each.
+  const longest = PLATFORMS.reduce((a, b) => (b.length > a.length ? b : a));
+  t.ok(attributesBytes({ platform: longest, user_agent: '\u0001'.repeat(512) }) <= 4096, 'the largest a session brings fits the least bound');
+});
 
 /** Strings that are not a decimal integer: any text, and the near misses `Number()` takes for one. */
 const notDecimal = fc

@@ -1,5 +1,5 @@
 import type { Store } from '../../store/mod.js';
-import { conversationMachine, turnInput, type AnsweredData, type BridgeEnded, type ConversationEvent, type Outcome, type SideInput, type SideOutcome } from '../../machines/conversation.js';
+import { conversationMachine, messageFits, turnInput, type AnsweredData, type BridgeEnded, type ConversationContext, type ConversationEvent, type Outcome, type SideInput, type SideOutcome } from '../../machines/conversation.js';
 import { IDLE_EXPIRY, type ActorKind } from '../kinds.js';
 import { fromEffect } from '../task.js';
 import { sleepUntil } from '../timers.js';
@@ -14,6 +14,9 @@ export type ConversationReply =
   | { ok: true; bridge_ended: BridgeEnded; state: string }
   | { ok: false; error: 'ended' | 'not_started'; state: string };
 
+/** What of the conversation's context its reply reads. */
+type ReplyContext = Pick<ConversationContext, 'integrationAttributes' | 'start'> & { handledEvents?: string[]; bridge?: { ended: BridgeEnded | null } };
+
 /** Why a message was refused, from the state it found the conversation in. */
 const refusal = (state: string): 'not_started' | 'handed_off' | 'ended' => (state === 'new' ? 'not_started' : state === 'handedOff' ? 'handed_off' : 'ended');
 
@@ -22,7 +25,7 @@ const refusal = (state: string): 'not_started' | 'handed_off' | 'ended' => (stat
  * answered with the step's `conversation.answered`; without one it was refused, and the state says why. A
  * close is answered once the conversation has ended (or at once if it had).
  */
-export function conversationReply(state: string, context: { handledEvents?: string[]; bridge?: { ended: BridgeEnded | null }; start: unknown }, event: ConversationEvent, emitted: JournalEvent[]): ConversationReply {
+export function conversationReply(state: string, context: ReplyContext, event: ConversationEvent, emitted: JournalEvent[]): ConversationReply {
   switch (event.type) {
     // External events and bridge notifications answer with what became of them, not with the last turn.
     case 'EXTERNAL_EVENT':
@@ -37,6 +40,9 @@ export function conversationReply(state: string, context: { handledEvents?: stri
       const answered = emitted.find((e) => e.type === 'conversation.answered')?.data as AnsweredData | undefined;
       if (answered) return { ok: true, response: answered.response, end: answered.end, handoff: answered.handoff, ...(answered.failed ? { failed: answered.failed } : {}), state };
       if (event.type === 'START') return { ok: false, error: 'started', state };
+      // A live conversation refuses a message whose integration attributes would not fit (the machine's guard: it
+      // left the context as it was, so it answers the same now); an ended or handed-off one refuses any as such.
+      if (event.type === 'MESSAGE' && state !== 'new' && state !== 'handedOff' && state !== 'ended' && !messageFits({ context, event })) return { ok: false, error: 'attributes_too_large', state };
       return { ok: false, error: refusal(state), state };
     }
   }

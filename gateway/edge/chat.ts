@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { ActorAskError, type Runtime } from '../../actors/mod.js';
 import { conversationOwner, pickVariant, runningContent } from '../../actors/conversation/mod.js';
 import { sessionHistory } from '../../actors/session/mod.js';
-import type { ConversationEvent, Outcome } from '../../machines/conversation.js';
+import { attributesBytes, type ConversationEvent, type Outcome } from '../../machines/conversation.js';
 import type { Bucket } from '../../platform/config.js';
 import { CHAT, RateLimitedError } from '../../platform/errors.js';
 import { uuidv7 } from '../../platform/ids.js';
@@ -42,6 +42,12 @@ export interface ChatOptions {
   /** An idle chat ends by itself this long after its last turn. */
   idleTimeoutMs: number;
   /**
+   * The most bytes of JSON a conversation's integration attributes hold once a request's are merged in
+   * (`CONVERSATION_MAX_ATTRIBUTES_BYTES`): a request's own past it are refused here; the merge is the conversation's
+   * to check (`MESSAGE.maxAttributesBytes`), as only it holds what earlier requests brought.
+   */
+  maxAttributesBytes: number;
+  /**
    * How long a turn (create's greeting, respond) is waited for before the 503: the slowest reply the responder
    * may make (`Config.turnWaitMs`). Unset: the runtime's ask timeout.
    */
@@ -60,7 +66,7 @@ type Reply = Outcome & { state: string };
  * `X-TOKEN` of one of its chat connectors (which fixes the environment and, unless the request names one,
  * the variant). Each request is an ask to the conversation actor; the reply comes once the turn is durable.
  */
-export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { services, runtime, idleTimeoutMs, turnWaitMs, perKey, perProject }) => {
+export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { services, runtime, idleTimeoutMs, maxAttributesBytes, turnWaitMs, perKey, perProject }) => {
   const app = root.withTypeProvider<ZodTypeProvider>();
   useErrorShape(app, 'error_message');
   const steps = timings;
@@ -161,8 +167,25 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
 
   const refused = (r: Reply): never => {
     if (r.ok) throw new Error('not refused');
-    const byReason = { ended: CHAT.CONVERSATION_ENDED, handed_off: CHAT.CONVERSATION_HANDED_OFF, not_started: CHAT.CONVERSATION_NOT_STARTED, started: CHAT.CONVERSATION_EXISTS };
+    const byReason = {
+      ended: CHAT.CONVERSATION_ENDED,
+      handed_off: CHAT.CONVERSATION_HANDED_OFF,
+      not_started: CHAT.CONVERSATION_NOT_STARTED,
+      started: CHAT.CONVERSATION_EXISTS,
+      attributes_too_large: () => CHAT.ATTRIBUTES_TOO_LARGE(maxAttributesBytes),
+    };
     throw byReason[r.error]();
+  };
+
+  /**
+   * A request's integration attributes, or the 400 when they alone are past the bound: merged into the
+   * conversation's they would be too (the merge holds every key given, with the value given), so the conversation
+   * need not be asked.
+   */
+  const attributes = (given: Record<string, unknown> | undefined): Record<string, unknown> => {
+    if (given === undefined) return {};
+    if (attributesBytes(given) > maxAttributesBytes) throw CHAT.ATTRIBUTES_TOO_LARGE(maxAttributesBytes);
+    return given;
   };
 
   app.post('/:version/:account_id/:project_id/chat/create', {
@@ -185,6 +208,8 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
   }, async (req, res) => {
     const { account, project, connector } = credentials.of(req);
     const variantId = req.body.variant_id ?? connector.variant_id;
+    // Before anything is started: a conversation's first attributes are a request's, checked whole here.
+    const integrationAttributes = attributes(req.body.integration_attributes);
     if (req.body.variant_id) {
       const running = await runningContent(services.builder, project.id, connector.environment);
       if (!running || !pickVariant(running.content, req.body.variant_id)) throw CHAT.VARIANT_UNKNOWN();
@@ -200,7 +225,7 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
         environment: connector.environment,
         channel: req.body.channel ? CHANNELS[req.body.channel] : 'CHAT',
         variantId: variantId ?? null,
-        integrationAttributes: req.body.integration_attributes ?? {},
+        integrationAttributes,
         asrLangCode: req.body.asr_lang_code ?? '',
         ttsLangCode: req.body.tts_lang_code ?? '',
         initialMessage: req.body.initial_message ?? null,
@@ -243,6 +268,7 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
     const t0 = timings ? performance.now() : 0;
     const { project, connector } = credentials.of(req);
     if (timings) timings.since('edge.authorize', t0);
+    const integrationAttributes = attributes(req.body.integration_attributes);
     const t1 = timings ? performance.now() : 0;
     aboutConversation(req, res, req.body.conversation_id);
     await existing(project.id, connector.environment, req.body.conversation_id);
@@ -252,7 +278,9 @@ export const chatPlugin: FastifyPluginAsync<ChatOptions> = async (root, { servic
       type: 'MESSAGE',
       message: req.body.message ?? '',
       metadata: req.body.metadata ?? {},
-      integrationAttributes: req.body.integration_attributes ?? {},
+      integrationAttributes,
+      // The merge with the conversation's is checked by the conversation, against this bound.
+      maxAttributesBytes,
       asrLangCode: req.body.asr_lang_code,
       ttsLangCode: req.body.tts_lang_code,
       at: Date.now(),

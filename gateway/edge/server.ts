@@ -35,6 +35,7 @@ import { alertsPlugin } from './alerts/plugin.js';
 import { countServerErrors } from './alerts/api-errors.js';
 import { lazyRequestLogger } from './request-logger.js';
 import { scrape } from '../../platform/metrics.js';
+import { CONVERSATION_MAX_ATTRIBUTES_BYTES } from '../../machines/conversation.js';
 
 /** The routes a request addressed to another region's host still reaches: the probes'. */
 const EXEMPT_FROM_REGION = new Set(['/healthz', '/metrics']);
@@ -86,6 +87,8 @@ export interface EdgeOptions {
   runtime: Runtime;
   /** An idle conversation ends by itself this long after its last turn. */
   conversationIdleMs: number;
+  /** The most bytes of JSON a conversation's integration attributes hold (`CONVERSATION_MAX_ATTRIBUTES_BYTES`); unset: the default. */
+  conversationMaxAttributesBytes?: number;
   /** How long the Chat API waits for a turn (`Config.turnWaitMs`); unset: the runtime's ask timeout. */
   turnWaitMs?: number;
   operatorTokenHash: string;
@@ -248,6 +251,7 @@ export async function buildEdge(opts: EdgeOptions): Promise<FastifyInstance> {
     services: opts.services,
     runtime: opts.runtime,
     idleTimeoutMs: opts.conversationIdleMs,
+    maxAttributesBytes: opts.conversationMaxAttributesBytes ?? CONVERSATION_MAX_ATTRIBUTES_BYTES,
     // Within the connection's idle timeout: past it the socket is dropped, and the client gets no answer at all.
     turnWaitMs: opts.turnWaitMs === undefined ? undefined : Math.max(100, Math.min(opts.turnWaitMs, opts.limits.connectionTimeoutMs - 1000)),
     perKey: opts.limits.chatPerKey,
