@@ -53,6 +53,20 @@ t.test('the wording fits the channel', async (t) => {
   t.equal((await r.respond(ctx({ channel: 'CHAT', variables: { goodbye: 'Ciao!' } }), 'bye')).text, 'Ciao!', 'a configured goodbye wins');
 });
 
+t.test('a turn without words is asked about, not out of domain, in the channel\'s words', async (t) => {
+  for (const [channel, text] of [
+    ['VOICE-SIP', "Sorry, I didn't catch that. Are you still there?"],
+    ['CHAT', "Sorry, I didn't get a message. What can I help you with?"],
+    [undefined, "Sorry, I didn't get a message. What can I help you with?"],
+  ] as const) {
+    for (const message of ['', '   ']) {
+      const a = await r.respond(ctx({ channel }), message);
+      t.same([a.text, a.isOod, a.intents], [text, false, ['no_input']], `${channel}: ${JSON.stringify(message)}`);
+    }
+  }
+  t.equal((await r.respond(ctx({ channel: 'VOICE-SIP', variables: { no_input: 'Hello?' } }), '')).text, 'Hello?', 'a configured prompt wins');
+});
+
 t.test('an answer combines the topics a question asks about', async (t) => {
   const a = await r.respond(ctx(), 'what time do you open and where do I park?');
   t.same(a.intents, ['topic:Opening hours', 'topic:Parking']);

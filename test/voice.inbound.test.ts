@@ -140,6 +140,9 @@ t.test('barge-in: the caller speaks over the greeting, the greeting stops; then 
   t.ok(got.firstRun < greetingFrames * 0.8, `the greeting stopped (${got.firstRun} of its ${greetingFrames} frames sent)`);
   t.same(c.turns.filter((x: any) => x.is_silence).length > 0, true, 'the quiet caller gave silence turns');
   t.equal(c.num_silences, c.turns.filter((x: any) => x.is_silence).length, 'num_silences counts them');
+  const silences = c.turns.filter((x: any) => x.is_silence);
+  t.same(silences.map((x: any) => [x.is_ood, x.agent_response]), silences.map(() => [false, "Sorry, I didn't catch that. Are you still there?"]), 'a silence is asked about, not answered as out of domain');
+  t.equal(c.num_ood, c.turns.filter((x: any) => x.is_ood).length, 'num_ood counts only questions it could not answer');
 });
 
 t.test('handoff on a call: a REFER to the destination, then BYE; the record has the handoff', needsTools(), async (t) => {

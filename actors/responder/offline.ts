@@ -24,6 +24,10 @@ export const DEFAULT_GOODBYE = 'Thanks for chatting with us. Goodbye!';
 /** The goodbye on a phone call. */
 export const DEFAULT_VOICE_GOODBYE = 'Thank you for calling. Goodbye!';
 export const DEFAULT_FALLBACK = "Sorry, I can't help with that. Could you ask me something else?";
+/** The prompt on text channels when a turn brings no words (an empty message). */
+export const DEFAULT_NO_INPUT = "Sorry, I didn't get a message. What can I help you with?";
+/** The prompt on a phone call when a turn brings no words (the caller's silence, or speech nothing was recognised in). */
+export const DEFAULT_VOICE_NO_INPUT = "Sorry, I didn't catch that. Are you still there?";
 /** The handoff line on text channels. */
 export const DEFAULT_HANDOFF_MESSAGE = 'Let me connect you with someone who can help.';
 /** The handoff line on a phone call. */
@@ -123,6 +127,11 @@ export function goodbyeFor(channel: string | undefined): string {
   return isVoiceChannel(channel) ? DEFAULT_VOICE_GOODBYE : DEFAULT_GOODBYE;
 }
 
+/** The prompt of a channel for a turn without words: whether the caller is still there on a phone call. */
+export function noInputFor(channel: string | undefined): string {
+  return isVoiceChannel(channel) ? DEFAULT_VOICE_NO_INPUT : DEFAULT_NO_INPUT;
+}
+
 /** The handoff line of a channel: "transfer" on a phone call, "connect" elsewhere. */
 export function handoffMessageFor(channel: string | undefined): string {
   return isVoiceChannel(channel) ? DEFAULT_VOICE_HANDOFF_MESSAGE : DEFAULT_HANDOFF_MESSAGE;
@@ -163,6 +172,8 @@ export function createOfflineResponder(): Responder {
     },
     async respond(ctx, message) {
       const vars = ctx.variables;
+      // No words at all (a caller's silence, an empty message): nothing was asked, so nothing is out of domain.
+      if (message.trim() === '') return reply(ctx, { text: str(vars.no_input) ?? noInputFor(ctx.channel), intents: ['no_input'] });
       const entities = extractEntities(message);
       if (isGoodbye(message)) {
         return reply(ctx, { text: str(vars.goodbye) ?? goodbyeFor(ctx.channel), end: true, intents: ['goodbye'], entities });
