@@ -7,8 +7,8 @@
  * which alone holds the earlier ones) and changes nothing: no turn, the same attributes, the next respond answered.
  */
 import t from 'tap';
-import { conversationRecords } from '../actors/conversation/record.js';
-import { removeDir, startPlatformWithStore, type Platform } from './helpers/platform.js';
+import type { Platform } from './helpers/platform.js';
+import { recordsPlatform } from './helpers/records.js';
 import { chatProject } from './helpers/chat.js';
 import { conversationsClient, conversationsKey } from './helpers/conversations.js';
 import { waitForProjections } from './helpers/projections.js';
@@ -26,16 +26,9 @@ const TURN = String.raw`function turn(conv, message) {
 const REFUSED = `integration_attributes would take the conversation's past ${LIMIT} bytes of JSON`;
 
 let p: Platform;
-let records: ReturnType<typeof conversationRecords>;
+let records: Awaited<ReturnType<typeof recordsPlatform>>['records'];
 t.before(async () => {
-  const started = await startPlatformWithStore({ env: { CONVERSATION_MAX_ATTRIBUTES_BYTES: String(LIMIT) } });
-  p = started.p;
-  records = conversationRecords(started.store);
-  t.teardown(async () => {
-    await started.store.close();
-    await p.stop();
-    removeDir(p.dataDir);
-  });
+  ({ p, records } = await recordsPlatform(t, { CONVERSATION_MAX_ATTRIBUTES_BYTES: String(LIMIT) }));
 });
 
 t.test('a create whose integration attributes are past the bound is a 400 and starts nothing', async (t) => {

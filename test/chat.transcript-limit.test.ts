@@ -10,8 +10,7 @@
  * function says is held to the same limit.
  */
 import t from 'tap';
-import { conversationRecords } from '../actors/conversation/record.js';
-import { removeDir, startPlatformWithStore } from './helpers/platform.js';
+import { recordsPlatform } from './helpers/records.js';
 import { chatProject } from './helpers/chat.js';
 import { conversationsClient, conversationsKey } from './helpers/conversations.js';
 import { waitForProjections } from './helpers/projections.js';
@@ -43,17 +42,10 @@ const EVENTS = {
   }`,
 };
 
-let p: Awaited<ReturnType<typeof startPlatformWithStore>>['p'];
-let records: ReturnType<typeof conversationRecords>;
+let p: Awaited<ReturnType<typeof recordsPlatform>>['p'];
+let records: Awaited<ReturnType<typeof recordsPlatform>>['records'];
 t.before(async () => {
-  const started = await startPlatformWithStore({ env: { CONVERSATION_MAX_TRANSCRIPT_BYTES: String(LIMIT) } });
-  p = started.p;
-  records = conversationRecords(started.store);
-  t.teardown(async () => {
-    await started.store.close();
-    await p.stop();
-    removeDir(p.dataDir);
-  });
+  ({ p, records } = await recordsPlatform(t, { CONVERSATION_MAX_TRANSCRIPT_BYTES: String(LIMIT) }));
 });
 
 t.test('a conversation past its transcript limit: function errors, then the turn that fills it ends it', async (t) => {
