@@ -2,7 +2,7 @@
  * A create that does not store its agent leaves no claim on its names (builder/names.ts `release`): its retry
  * gets the plain slug, and its names are free as an `agentId` at once, not a minute later. The edge is built
  * in-process on a store whose `agents` inserts the test can fail or hold (as a full disk, or a create racing
- * another, would), and is reached over HTTP like the platform's.
+ * another edge's, would), and is reached over HTTP like the platform's.
  */
 import t from 'tap';
 import { mkdtempSync } from 'node:fs';
@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { type Collection, type CollectionSpec, type Doc, type Store } from '../store/mod.js';
 import { builderRecords, type BuilderRecords } from '../builder/records.js';
+import { createBuilder } from '../builder/mod.js';
 import { client, http } from './helpers/http.js';
 import { inProcessEdge, type InProcessEdge } from './helpers/in-process-edge.js';
 
@@ -89,7 +90,14 @@ t.test('two creates of one agentId: the one that loses leaves its slug free, the
     nextInsert = async () => second();
     await bothThere;
   };
-  const [alpha, beta] = await Promise.all([api('POST', '/v1/agents', { name: 'Alpha', agentId: 'raced' }), api('POST', '/v1/agents', { name: 'Beta', agentId: 'raced' })]);
+  // An edge runs an account's creates one after another, so the race is between two edges (processes): the
+  // second create goes through a builder of its own over the same store, as another edge's would.
+  const otherEdge = createBuilder(faultyAgents(built!.store));
+  const viaOtherEdge = otherEdge.agents.create({ accountId, projectId: null, keyId: 'other-edge' }, { name: 'Beta', description: '', agentId: 'raced' }).then(
+    (r) => ({ status: 201, text: JSON.stringify(r.agent) }),
+    (err: { statusCode?: number; message?: string }) => ({ status: err.statusCode ?? 500, text: String(err.message) }),
+  );
+  const [alpha, beta] = await Promise.all([api('POST', '/v1/agents', { name: 'Alpha', agentId: 'raced' }), viaOtherEdge]);
   t.same([alpha.status, beta.status].sort(), [201, 409], `one stored, the other 409: ${alpha.text} ${beta.text}`);
   const [won, lost] = alpha.status === 201 ? ['alpha', 'beta'] : ['beta', 'alpha'];
   t.same((await claimsOn('raced', 'alpha', 'beta')).sort(), [won, 'raced'].sort(), "the stored agent's claims, and only those");
