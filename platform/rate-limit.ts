@@ -10,10 +10,10 @@ export class RateLimiter {
   constructor(
     private readonly ratePerSecond: number,
     private readonly burst: number,
-    /** Buckets untouched this long are forgotten (they would be full again). */
-    private readonly forgetAfterMs = 10 * 60_000,
+    /** How often buckets that have refilled are forgotten. */
+    private readonly sweepEveryMs = 60_000,
   ) {
-    const sweep = setInterval(() => this.sweep(), Math.min(60_000, forgetAfterMs));
+    const sweep = setInterval(() => this.sweep(), sweepEveryMs);
     sweep.unref();
   }
 
@@ -30,8 +30,17 @@ export class RateLimiter {
     return Math.max(1, Math.ceil((1 - b.tokens) / this.ratePerSecond));
   }
 
-  private sweep(): void {
-    const cutoff = Date.now() - this.forgetAfterMs;
-    for (const [k, b] of this.buckets) if (b.at < cutoff) this.buckets.delete(k);
+  /**
+   * Forgets the buckets that are full again: a new one starts full, so nothing changes for their keys. A bucket
+   * still refilling is kept, however long it has been untouched: at a low rate (a token every few minutes) one
+   * forgotten after a fixed time would hand its key a whole burst early.
+   */
+  sweep(now = Date.now()): void {
+    for (const [k, b] of this.buckets) if (b.tokens + ((now - b.at) / 1000) * this.ratePerSecond >= this.burst) this.buckets.delete(k);
+  }
+
+  /** How many keys have a bucket that is not full (what the limiter holds in memory). */
+  get size(): number {
+    return this.buckets.size;
   }
 }
