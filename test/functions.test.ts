@@ -166,6 +166,11 @@ t.test('tool arguments and return values', async (t) => {
   t.notOk('z' in cycle.conv.state, 'nor its state: the state as it was');
   const getter = await sandbox.invoke(call('g', '(conv) => { conv.state.z = 5; conv.state.bad = { toJSON() { throw new Error("no JSON for you"); } }; }'));
   t.match(!getter.ok && getter.error, { kind: 'error', message: 'conv.state cannot be written as JSON: no JSON for you' }, 'a throwing toJSON: the same');
+  for (const replaced of ['conv.state = null', 'conv.state = [1, 2]', 'conv.state = 5', 'conv.state.toJSON = () => 5', 'delete conv.state']) {
+    const r = await sandbox.invoke(call('n', `(conv) => { conv.state.plain = 'set'; ${replaced}; return 'ok'; }`));
+    t.match(!r.ok && r.error, { kind: 'error', message: 'conv.state cannot be written as JSON: conv.state must be an object of variables' }, `${replaced}: a function error`);
+    t.notOk('plain' in r.conv.state, `${replaced}: nothing of the call's state taken`);
+  }
 });
 
 t.test('async functions', async (t) => {
@@ -358,12 +363,17 @@ t.test('one call’s globals are invisible to the next', async (t) => {
 t.test('tampering with intrinsics does not corrupt the result', async (t) => {
   const r = expectOk(
     t,
-    await sandbox.invoke(call('f', `(conv) => { conv.say('hi'); Array.prototype.toJSON = () => 'x'; Object.prototype.toJSON = function () { return 5 }; String.prototype.toJSON = () => 1; JSON.stringify = () => '{}'; conv.state.a = 1; return 'ok'; }`)),
+    await sandbox.invoke(call('f', `(conv) => { conv.say('hi'); Array.prototype.toJSON = () => 'x'; String.prototype.toJSON = () => 1; JSON.stringify = () => '{}'; conv.state.a = 1; return 'ok'; }`)),
     'tamper',
   );
   t.same(r.conv.said, ['hi']);
   t.same(r.conv.handoff, null);
-  t.equal(typeof r.conv.state, 'object');
+  t.same(r.conv.state, { a: 1 }, 'the state as the function set it');
+  // Every object's toJSON made to give a number: the state has no JSON form but 5, so the call is an error that
+  // changes nothing, and what crosses is still the envelope the host expects.
+  const all = await sandbox.invoke(call('g', `(conv) => { conv.say('hi'); Object.prototype.toJSON = function () { return 5 }; conv.state.a = 1; return 'ok'; }`));
+  t.match(!all.ok && all.error, { kind: 'error', message: /^conv\.state cannot be written as JSON/ });
+  t.same([all.conv.said, all.conv.handoff, all.conv.state], [[], null, {}], 'nothing of it taken');
 });
 
 t.test('compile errors and unknown names', async (t) => {

@@ -139,7 +139,9 @@ export const BOOTSTRAP_SOURCE = String.raw`(function () {
         let text;
         // The replacer only when needed: it is a call per value, and most states hold no BigInt.
         try { text = stringify(conv.state); } catch (_) { text = stringify(conv.state, bigintsAsStrings); }
+        // Replaced by what is not an object (null, an array, a number, a toJSON giving one, undefined): as lost.
         if (typeof text === 'string' && isObject(parse(text))) state = text;
+        else stateError = 'conv.state must be an object of variables';
       } catch (e) {
         // A cycle, a throwing getter or toJSON: the state cannot be written, and keeping the input's instead
         // would drop what the function set without a word (stateError makes the call a function error).
