@@ -163,7 +163,7 @@ const EnvSchema = z.object({
   // unset); the calls' `asr_lang_code`, which the Conversations API's `language` filter matches.
   STT_LANGUAGE: z
     .string()
-    .refine((v) => v.trim() === '' || LANGUAGE_TAG.test(v.trim()), 'STT_LANGUAGE must be a BCP 47 language tag such as en-US or fr-FR')
+    .refine((v) => v.trim() === '' || (v.trim().length <= MAX_LANGUAGE_TAG && LANGUAGE_TAG.test(v.trim())), 'STT_LANGUAGE must be a BCP 47 language tag such as en-US or fr-FR')
     .optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
@@ -208,8 +208,13 @@ const EnvSchema = z.object({
  * The base URL of an API the platform calls, `name`d: read trimmed, blank as unset (as its readers read it), else
  * an absolute http or https URL. The message that refuses one does not show it: it may hold a key.
  */
-/** A BCP 47 tag as `asr_lang_code` carries one: a primary language subtag, then subtags (`en-US`, `zh-Hant-TW`). */
-const LANGUAGE_TAG = /^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{1,8}){0,4}$/;
+/**
+ * A BCP 47 tag's form (RFC 5646 2.1): a primary subtag of 2 to 8 letters, or `x` (private use) or `i` (a
+ * grandfathered tag), then any number of subtags of 1 to 8 letters or digits (`en-US`, `zh-Hant-TW`,
+ * `sl-Latn-IT-rozaj-nedis-1996`, `x-private`, `i-klingon`), at most `MAX_LANGUAGE_TAG` characters.
+ */
+const LANGUAGE_TAG = /^(?:[A-Za-z]{2,8}|[xXiI])(?:-[A-Za-z0-9]{1,8})*$/;
+const MAX_LANGUAGE_TAG = 64;
 
 function baseUrl(name: string, what: string) {
   return z.string().refine((v) => v.trim() === '' || isHttpUrl(v.trim()), `${name} must be an http or https URL (${what})`);

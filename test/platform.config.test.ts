@@ -108,8 +108,10 @@ t.test('EMBEDDINGS_BASE_URL, TTS_BASE_URL, STT_BASE_URL: an http or https URL, b
 });
 
 t.test('STT_LANGUAGE: a BCP 47 tag, blank as unset; the transcription adapter expects it and calls carry it', async (t) => {
-  for (const v of ['en-US', 'fr-FR', 'de', ' pt-BR ', 'zh-Hant-TW', '   ']) t.doesNotThrow(() => loadConfig({ STT_LANGUAGE: v }), JSON.stringify(v));
-  for (const v of ['english', 'en_US', 'e', '12-US', 'en-', 'en US', 'en-US-x-a-b-c-d']) {
+  for (const v of ['en-US', 'fr-FR', 'de', ' pt-BR ', 'zh-Hant-TW', '   ', 'es-419', 'en-US-x-a-b-c-d', 'sl-Latn-IT-rozaj-nedis-1996', 'x-private', 'i-klingon', 'und']) {
+    t.doesNotThrow(() => loadConfig({ STT_LANGUAGE: v }), JSON.stringify(v));
+  }
+  for (const v of ['englishes-US', 'en_US', 'e', '12-US', 'en-', 'en US', 'en--US', 'en-toolongsubtag', `en${'-a'.repeat(40)}`]) {
     t.throws(() => loadConfig({ STT_LANGUAGE: v }), { message: /^invalid configuration: STT_LANGUAGE: STT_LANGUAGE must be a BCP 47 language tag/ }, JSON.stringify(v));
   }
   const url = 'http://127.0.0.1:9/v1';
