@@ -205,10 +205,6 @@ const EnvSchema = z.object({
 });
 
 /**
- * The base URL of an API the platform calls, `name`d: read trimmed, blank as unset (as its readers read it), else
- * an absolute http or https URL. The message that refuses one does not show it: it may hold a key.
- */
-/**
  * A BCP 47 tag's form (RFC 5646 2.1): a primary subtag of 2 to 8 letters, or `x` (private use) or `i` (a
  * grandfathered tag), then any number of subtags of 1 to 8 letters or digits (`en-US`, `zh-Hant-TW`,
  * `sl-Latn-IT-rozaj-nedis-1996`, `x-private`, `i-klingon`), at most `MAX_LANGUAGE_TAG` characters.
@@ -216,6 +212,10 @@ const EnvSchema = z.object({
 const LANGUAGE_TAG = /^(?:[A-Za-z]{2,8}|[xXiI])(?:-[A-Za-z0-9]{1,8})*$/;
 const MAX_LANGUAGE_TAG = 64;
 
+/**
+ * The base URL of an API the platform calls, `name`d: read trimmed, blank as unset (as its readers read it), else
+ * an absolute http or https URL. The message that refuses one does not show it: it may hold a key.
+ */
 function baseUrl(name: string, what: string) {
   return z.string().refine((v) => v.trim() === '' || isHttpUrl(v.trim()), `${name} must be an http or https URL (${what})`);
 }

@@ -1,7 +1,7 @@
 import type { Store } from '../../store/mod.js';
 import { webhookDeliveries } from './deliveries.js';
 import { webhookEndpoints } from './endpoints.js';
-import { deleteInBatches, idSlice, startSweeps, SWEEP_SLICES, type Sweeps } from '../sweeps.js';
+import { deleteInBatches, idSlice, startSweeps, SWEEP_DELETE_BATCH, SWEEP_SLICES, type Sweeps } from '../sweeps.js';
 
 /**
  * The retention of the delivery log (`webhook_deliveries`): a record is written for every delivery and was
@@ -16,18 +16,16 @@ import { deleteInBatches, idSlice, startSweeps, SWEEP_SLICES, type Sweeps } from
 export const WEBHOOK_DELIVERY_RETENTION_MS = 30 * 86_400_000;
 /** How often a worker sweeps (once at start, then at this interval). */
 export const DELIVERY_SWEEP_EVERY_MS = 3_600_000;
-/** The most records a delete of an endpoint's log removes (one write transaction each). */
-const DELETE_BATCH = 256;
 
 /**
- * Deletes the log of endpoint `endpointId` of account `accountId`, newest first, `DELETE_BATCH` records a
+ * Deletes the log of endpoint `endpointId` of account `accountId`, newest first, `SWEEP_DELETE_BATCH` records a
  * write (each read costs its batch: the `endpoint_id, created_at` index in order). Returns how many.
  */
 export async function deleteEndpointLog(store: Store, accountId: string, endpointId: string): Promise<number> {
   const log = webhookDeliveries(store);
   let removed = 0;
   for (;;) {
-    const batch = await log.find({ endpoint_id: endpointId, account_id: accountId }, { sort: { created_at: -1 }, limit: DELETE_BATCH });
+    const batch = await log.find({ endpoint_id: endpointId, account_id: accountId }, { sort: { created_at: -1 }, limit: SWEEP_DELETE_BATCH });
     if (batch.length === 0) return removed;
     removed += await log.delete({ id: { $in: batch.map((d) => d.id) }, endpoint_id: endpointId });
     await new Promise((resolve) => setImmediate(resolve));
