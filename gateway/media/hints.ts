@@ -14,7 +14,7 @@ const SMALL_WORDS = ['yes', 'no', 'hello', 'hi', 'please', 'thanks', 'thank', 'y
 const MAX_WORDS = 1500;
 
 /** The speech hints of deployed content (cached by the recogniser under `key`). */
-export function hintsOf(projectId: string, content: Content, artifactVersion: string | null, language?: string): SpeechHints {
+export function hintsOf(projectId: string, content: Content, artifactVersion: string | null): SpeechHints {
   const topics = Object.values(content.topics ?? {});
   const words = new Set<string>(SMALL_WORDS);
   for (const t of topics) {
@@ -28,6 +28,5 @@ export function hintsOf(projectId: string, content: Content, artifactVersion: st
     // A topic is asked about by name, or in a few common question frames.
     phrases: [...GOODBYE_PHRASES, ...HANDOFF_PHRASES, ...topics.flatMap((t) => QUESTION_FRAMES.map((f) => f.replace('%', t.name.toLowerCase())))],
     words: [...words],
-    language,
   };
 }

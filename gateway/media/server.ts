@@ -169,11 +169,11 @@ export class MediaGateway {
   }
 
   /** What the agent runs in an environment: the speech hints and voice of its deployed content. */
-  async agentSpeech(projectId: string, environment: string, language?: string) {
+  async agentSpeech(projectId: string, environment: string) {
     const running = await runningContent(this.o.builder, projectId, environment);
     if (!running) return null;
     const voice: VoiceSettings = { ...DEFAULT_VOICE, ...(running.content.voice ?? {}) };
-    return { hints: hintsOf(projectId, running.content, running.artifactVersion, language), voice };
+    return { hints: hintsOf(projectId, running.content, running.artifactVersion), voice };
   }
 
   private async inbound(invite: IncomingInvite): Promise<void> {

@@ -89,8 +89,7 @@ export function openAiStt(o: OpenAiSpeechOptions): SpeechToText {
       form.set('file', new Blob([new Uint8Array(wavOf(pcm))], { type: 'audio/wav' }), 'utterance.wav');
       form.set('response_format', 'json');
       // The transcription API takes the language alone (ISO 639-1 `fr`), not its region (`fr-FR`).
-      const language = hints.language || o.language;
-      if (language) form.set('language', language.split('-')[0]!.toLowerCase());
+      if (o.language) form.set('language', o.language.split('-')[0]!.toLowerCase());
       // A prompt of the agent's vocabulary biases the recogniser the way the offline grammar does.
       const prompt = [...hints.phrases, ...hints.words].join(', ').slice(0, 800);
       if (prompt) form.set('prompt', prompt);

@@ -26,7 +26,6 @@ export interface SpeechHints {
   key: string;
   phrases: string[];
   words: string[];
-  language?: string;
 }
 
 export interface SpeechToText {
